@@ -1,0 +1,239 @@
+//! Host fields: a shape (interior, halo, element order, padded contiguous axis) and an aligned buffer.
+//!
+//! Coordinates come in two spellings:
+//! - *global* coordinates `[isize; D]` index the interior from 0 to `n - 1`; halo cells are negative
+//!   or `>= n`. Constructors from closures and `get`/`set` use them.
+//! - *storage* coordinates `[usize; D]` start at the first halo cell (`global + halo`). Ranges
+//!   (`Loop1D/2D/3D`) use them, as ASUCA's `Loop3D(nx + 2*m, m, m, ...)` does.
+
+mod buffer;
+mod shape;
+
+pub use buffer::AlignedBuf;
+pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
+
+use std::fmt;
+
+/// A scalar type a field may hold: what the stencil DSL supports as field elements.
+pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static {
+    /// The name of this type in the stencil DSL (`f32`, `f64`, `i32`, `u32`).
+    const NAME: &'static str;
+}
+impl Element for f32 {
+    const NAME: &'static str = "f32";
+}
+impl Element for f64 {
+    const NAME: &'static str = "f64";
+}
+impl Element for i32 {
+    const NAME: &'static str = "i32";
+}
+impl Element for u32 {
+    const NAME: &'static str = "u32";
+}
+
+/// A `D`-dimensional field on the host, stored with the layout its [`Shape`] describes.
+#[derive(Clone)]
+pub struct Field<T: Element, const D: usize> {
+    shape: Shape<D>,
+    data: AlignedBuf<T>,
+}
+
+/// A 1D host field.
+pub type Field1<T> = Field<T, 1>;
+/// A 2D host field.
+pub type Field2<T> = Field<T, 2>;
+/// A 3D host field.
+pub type Field3<T> = Field<T, 3>;
+
+impl<T: Element, const D: usize> Field<T, D> {
+    /// A field of the given shape with every point (halo and padding included) set to zero.
+    pub fn zeros(shape: Shape<D>) -> Self {
+        Field { data: AlignedBuf::zeroed(shape.len()), shape }
+    }
+
+    /// A field with every point (halo included) set to `value`; padding stays zero.
+    pub fn filled(shape: Shape<D>, value: T) -> Self {
+        Self::from_fn(shape, |_| value)
+    }
+
+    /// A field whose value at each global coordinate (halo included) is `f(coordinate)`.
+    pub fn from_fn(shape: Shape<D>, mut f: impl FnMut([isize; D]) -> T) -> Self {
+        let mut field = Self::zeros(shape);
+        for s in shape.storage_points() {
+            let off = shape.offset(s);
+            field.data[off] = f(shape.to_global(s));
+        }
+        field
+    }
+
+    /// Builds a field from every point's value (halo included), listed in the field's element
+    /// order with the fastest axis first and no padding, as [`Field::to_vec`] returns them.
+    pub fn from_vec(shape: Shape<D>, values: Vec<T>) -> Result<Self, FieldError> {
+        if values.len() != shape.points() {
+            return Err(FieldError::LengthMismatch { expected: shape.points(), got: values.len() });
+        }
+        let mut field = Self::zeros(shape);
+        for (s, v) in shape.storage_points().zip(values) {
+            let off = shape.offset(s);
+            field.data[off] = v;
+        }
+        Ok(field)
+    }
+
+    /// Every point's value (halo included) in element order, fastest axis first, without padding.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.shape.storage_points().map(|s| self.data[self.shape.offset(s)]).collect()
+    }
+
+    /// The field's shape.
+    pub fn shape(&self) -> &Shape<D> {
+        &self.shape
+    }
+
+    /// The value at a global coordinate (halo cells are negative or `>= n`), or `None` outside.
+    pub fn get(&self, global: [isize; D]) -> Option<T> {
+        self.shape.storage_of(global).map(|s| self.data[self.shape.offset(s)])
+    }
+
+    /// Sets the value at a global coordinate; an error names the coordinate if it is outside.
+    pub fn set(&mut self, global: [isize; D], value: T) -> Result<(), FieldError> {
+        let s = self
+            .shape
+            .storage_of(global)
+            .ok_or(FieldError::OutOfBounds { coordinate: global.to_vec(), shape: self.shape.describe() })?;
+        let off = self.shape.offset(s);
+        self.data[off] = value;
+        Ok(())
+    }
+
+    /// The raw storage, padding included (see [`Shape::offset`] for where a point lives).
+    pub fn as_slice(&self) -> &[T] {
+        &self.data
+    }
+
+    /// The raw storage, mutable. Writing padding is harmless; executors never read it.
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
+        &mut self.data
+    }
+
+    /// Copies the values of the interior into an `ndarray` indexed `[i, j, k]` (layout-independent).
+    pub fn to_array(&self) -> ndarray::Array<T, ndarray::Dim<[usize; D]>>
+    where
+        ndarray::Dim<[usize; D]>: ndarray::Dimension,
+    {
+        let n = self.shape.interior();
+        let mut values = Vec::with_capacity(self.shape.interior_points());
+        // ndarray's standard layout: last index fastest.
+        for_each_c_order(n, |g| {
+            let global = g.map(|v| v as isize);
+            values.push(self.data[self.shape.offset(self.shape.storage_of(global).expect("interior"))]);
+        });
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(&n), values)
+            .expect("interior has the shape's size")
+            .into_dimensionality()
+            .expect("D axes")
+    }
+
+    /// A field whose interior is copied from an `ndarray` view indexed `[i, j, k]`; halo cells are
+    /// zero. An error names both shapes if the view's shape is not the interior's.
+    pub fn from_array<S>(
+        shape: Shape<D>,
+        array: &ndarray::ArrayBase<S, ndarray::Dim<[usize; D]>>,
+    ) -> Result<Self, FieldError>
+    where
+        S: ndarray::Data<Elem = T>,
+        ndarray::Dim<[usize; D]>: ndarray::Dimension,
+    {
+        let dims: Vec<usize> = array.shape().to_vec();
+        if dims != shape.interior().to_vec() {
+            return Err(FieldError::ArrayShapeMismatch { array: dims, interior: shape.interior().to_vec() });
+        }
+        let array = array.view().into_dyn();
+        let mut field = Self::zeros(shape);
+        for_each_c_order(shape.interior(), |g| {
+            let v = array[ndarray::IxDyn(&g)];
+            let s = shape.storage_of(g.map(|v| v as isize)).expect("interior");
+            field.data[shape.offset(s)] = v;
+        });
+        Ok(field)
+    }
+}
+
+impl<T: Element, const D: usize> fmt::Debug for Field<T, D> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Field<{}, {}D>({})", T::NAME, D, self.shape.describe())
+    }
+}
+
+/// Visits every index of an `n`-box in C order (last index fastest).
+fn for_each_c_order<const D: usize>(n: [usize; D], mut f: impl FnMut([usize; D])) {
+    if n.iter().any(|&v| v == 0) {
+        return;
+    }
+    let mut g = [0usize; D];
+    loop {
+        f(g);
+        let mut axis = D;
+        loop {
+            if axis == 0 {
+                return;
+            }
+            axis -= 1;
+            g[axis] += 1;
+            if g[axis] < n[axis] {
+                break;
+            }
+            g[axis] = 0;
+        }
+    }
+}
+
+/// Misuse of a field's constructors or accessors.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FieldError {
+    /// `from_vec` got a vector whose length is not the number of points (halo included).
+    LengthMismatch {
+        /// Points in the shape, halo included.
+        expected: usize,
+        /// Length of the vector given.
+        got: usize,
+    },
+    /// `from_array` got an array whose shape is not the field's interior.
+    ArrayShapeMismatch {
+        /// The array's shape.
+        array: Vec<usize>,
+        /// The field's interior size.
+        interior: Vec<usize>,
+    },
+    /// `set` was given a coordinate outside the field (halo included).
+    OutOfBounds {
+        /// The global coordinate given.
+        coordinate: Vec<isize>,
+        /// The field's shape, described.
+        shape: String,
+    },
+}
+
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            FieldError::LengthMismatch { expected, got } => write!(
+                f,
+                "the vector has {got} values but the shape has {expected} points (halo included); \
+                 pass one value per point in element order, as `Field::to_vec` returns them"
+            ),
+            FieldError::ArrayShapeMismatch { array, interior } => write!(
+                f,
+                "the array has shape {array:?} but the field's interior is {interior:?}; \
+                 pass an array of the interior's shape (halo cells are set to zero)"
+            ),
+            FieldError::OutOfBounds { coordinate, shape } => write!(
+                f,
+                "global coordinate {coordinate:?} is outside the field {shape}; halo cells run from -halo to n + halo - 1"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for FieldError {}
