@@ -1,0 +1,251 @@
+//! Every way a `#[stencil]` function can be rejected, each with a sentence saying what to write
+//! instead. The macro turns these into `compile_error!` at the offending span.
+
+use proc_macro2::Span;
+use std::fmt;
+
+/// A rejected stencil: where and why.
+#[derive(Clone, Debug)]
+pub struct Error {
+    /// The offending tokens.
+    pub span: Span,
+    /// What is wrong.
+    pub kind: ErrorKind,
+}
+
+impl Error {
+    /// An error at `span`.
+    pub fn new(span: Span, kind: ErrorKind) -> Self {
+        Error { span, kind }
+    }
+
+    /// As a `syn::Error` (for `to_compile_error`).
+    pub fn to_syn(&self) -> syn::Error {
+        syn::Error::new(self.span, self.kind.to_string())
+    }
+}
+
+/// The reasons a stencil is rejected.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The tokens do not parse as a function.
+    Syntax {
+        /// syn's message.
+        message: String,
+    },
+    /// The function declares a return type.
+    ReturnType,
+    /// The function ends in a value or uses `return`.
+    ReturnValue,
+    /// The function is generic.
+    Generics,
+    /// `async`, `const`, `extern` or `unsafe` on the function.
+    Qualifier {
+        /// The qualifier.
+        which: &'static str,
+    },
+    /// The first parameter is not `idx: Idx1/2/3`.
+    MissingIndex,
+    /// A parameter is not a plain name.
+    ParamPattern,
+    /// A parameter of a type the DSL does not know.
+    UnsupportedParamType {
+        /// The type as written.
+        ty: String,
+    },
+    /// A field of another dimensionality than the index.
+    FieldDimension {
+        /// The field.
+        field: String,
+        /// Its dimensionality.
+        field_dim: usize,
+        /// The stencil's.
+        stencil_dim: usize,
+    },
+    /// No `&mut` field: the stencil would compute nothing.
+    NoOutput,
+    /// An offset that is not an integer literal.
+    OffsetNotLiteral,
+    /// `ix` with the wrong number of offsets.
+    OffsetCount {
+        /// Offsets given.
+        got: usize,
+        /// The stencil's dimensionality.
+        dim: usize,
+    },
+    /// A field indexed by something other than the point index.
+    BadIndex {
+        /// The field.
+        field: String,
+        /// The index parameter's name.
+        index: String,
+    },
+    /// A written field read at a non-zero offset.
+    RacyRead {
+        /// The field.
+        field: String,
+        /// The offset read.
+        offset: Vec<i32>,
+    },
+    /// A write at a non-zero offset.
+    OffsetWrite {
+        /// The field.
+        field: String,
+        /// The offset written.
+        offset: Vec<i32>,
+    },
+    /// A write to a read-only field.
+    ReadOnlyWrite {
+        /// The field.
+        field: String,
+        /// Its dimensionality.
+        dim: usize,
+        /// Its element type.
+        elem: String,
+    },
+    /// A field or the index used as a value.
+    FieldAsValue {
+        /// The name.
+        name: String,
+    },
+    /// A name that is neither a parameter nor a local nor a known constant.
+    UnknownName {
+        /// The name.
+        name: String,
+    },
+    /// A call of a function that is not a supported math function.
+    UnsupportedCall {
+        /// The function as written.
+        name: String,
+    },
+    /// A math function with the wrong number of arguments.
+    Arity {
+        /// The function.
+        name: String,
+        /// Arguments expected (receiver included).
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
+    /// A loop whose trip count is not two integer literals.
+    RuntimeLoop {
+        /// `for`, `while` or `loop`.
+        which: &'static str,
+    },
+    /// A constant-trip-count loop too long to unroll.
+    UnrollTooLong {
+        /// The trip count.
+        trips: i64,
+    },
+    /// A closure.
+    Closure,
+    /// An `unsafe` block.
+    Unsafe,
+    /// A macro invocation.
+    Macro {
+        /// The macro's name.
+        name: String,
+    },
+    /// An assignment to something that is not a `let mut` local or a field point.
+    BadAssignTarget,
+    /// An assignment to a local declared without `mut`.
+    ImmutableLocal {
+        /// The local.
+        name: String,
+    },
+    /// `let x;` with no value.
+    UninitialisedLocal {
+        /// The local.
+        name: String,
+    },
+    /// `if` used as a value without `else`.
+    MissingElse,
+    /// Two types that must agree do not.
+    TypeMismatch {
+        /// One type.
+        expected: String,
+        /// The other.
+        found: String,
+    },
+    /// An operation on a type that does not support it.
+    BadOperand {
+        /// The operation.
+        op: String,
+        /// The type.
+        ty: String,
+        /// What would be accepted.
+        wanted: &'static str,
+    },
+    /// A float literal where an integer is needed or vice versa.
+    LiteralType {
+        /// The literal as written.
+        literal: String,
+        /// The type it must have.
+        ty: String,
+    },
+    /// Any other syntax the DSL does not support.
+    Unsupported {
+        /// What was found.
+        what: String,
+    },
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ErrorKind::*;
+        match self {
+            Syntax { message } => write!(f, "#[stencil] expects a function: {message}"),
+            ReturnType => write!(f, "a stencil returns nothing: remove the return type and write results into a `&mut` field parameter"),
+            ReturnValue => write!(f, "a stencil returns nothing: write the value into a `&mut` field, e.g. `out[idx] = value;`"),
+            Generics => write!(f, "a stencil cannot be generic: write one stencil per element type (f32, f64)"),
+            Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
+            MissingIndex => write!(f, "the first parameter of a stencil must be the point index: `idx: Idx1`, `idx: Idx2` or `idx: Idx3`"),
+            ParamPattern => write!(f, "stencil parameters must be plain names, e.g. `dt: f64`"),
+            UnsupportedParamType { ty } => write!(f, "unsupported parameter type `{ty}`: use a scalar (f32, f64, i32, u32, bool) or a field (`&Field3<f32>` to read, `&mut Field3<f32>` to write)"),
+            FieldDimension { field, field_dim, stencil_dim } => write!(f, "field `{field}` is {field_dim}D but the stencil is {stencil_dim}D: use `Field{stencil_dim}` or change the index to `Idx{field_dim}`"),
+            NoOutput => write!(f, "this stencil writes no field: add a `&mut FieldN<T>` parameter and assign it, e.g. `out[idx] = ...;`"),
+            OffsetNotLiteral => write!(f, "stencil offsets must be integer literals known at compile time, e.g. `idx.ix::<1, 0, -1>()`"),
+            OffsetCount { got, dim } => write!(f, "`ix` in a {dim}D stencil takes {dim} offsets, not {got}: e.g. `idx.ix::<{}>()`", vec!["0"; *dim].join(", ")),
+            BadIndex { field, index } => write!(f, "index field `{field}` with the point index: `{field}[{index}]` for the centre or `{field}[{index}.ix::<..>()]` for a neighbour"),
+            RacyRead { field, offset } => write!(f, "field `{field}` is written by this stencil, so it may be read only at its own point (offset 0), not at {offset:?}: points update in any order, so a neighbour may already hold its new value. Read the neighbour from a separate input field (double-buffer: `{field}_old` as `&Field`, `{field}` as `&mut Field`)"),
+            OffsetWrite { field, offset } => write!(f, "each point may write only its own cell: write `{field}[idx]`, not offset {offset:?} (writing a neighbour races with that neighbour's own update)"),
+            ReadOnlyWrite { field, dim, elem } => write!(f, "field `{field}` is read-only: declare it `{field}: &mut Field{dim}<{elem}>` to write it"),
+            FieldAsValue { name } => write!(f, "`{name}` cannot be used as a value: index a field at a point, e.g. `{name}[idx]`"),
+            UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil); pass outside values as scalar parameters"),
+            UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`)", MATH_LIST),
+            Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),
+            RuntimeLoop { which } => write!(f, "`{which}` loops are not allowed in a stencil: a point update must have a fixed amount of work. Only `for i in A..B` with integer-literal bounds is accepted (it is unrolled)"),
+            UnrollTooLong { trips } => write!(f, "this loop runs {trips} times; loops are unrolled, so at most 64 iterations are accepted"),
+            Closure => write!(f, "closures are not supported in stencils: write the expression inline"),
+            Unsafe => write!(f, "`unsafe` is not allowed in a stencil: field accesses are checked once per launch, no unsafe code is needed"),
+            Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
+            BadAssignTarget => write!(f, "only `let mut` locals and the current point of a `&mut` field (`out[idx]`) can be assigned"),
+            ImmutableLocal { name } => write!(f, "cannot assign twice to `{name}`: declare it `let mut {name}`"),
+            UninitialisedLocal { name } => write!(f, "give `{name}` an initial value: `let mut {name} = 0.0;`"),
+            MissingElse => write!(f, "an `if` used as a value needs an `else` branch"),
+            TypeMismatch { expected, found } => write!(f, "mismatched types: `{expected}` and `{found}`; convert one with `as`"),
+            BadOperand { op, ty, wanted } => write!(f, "`{op}` cannot be applied to `{ty}`: it needs {wanted}"),
+            LiteralType { literal, ty } => write!(f, "literal `{literal}` used as `{ty}`: write {}", literal_hint(literal, ty)),
+            Unsupported { what } => write!(f, "{what} is not supported in a stencil"),
+        }
+    }
+}
+
+const MATH_LIST: &str = "sqrt, cbrt, abs, min, max, clamp, powi, powf, exp, exp2, ln, log2, log10, sin, cos, tan, \
+asin, acos, atan, atan2, sinh, cosh, tanh, floor, ceil, round, trunc, copysign, mul_add, hypot, signum, recip";
+
+fn literal_hint(literal: &str, ty: &str) -> String {
+    if ty.starts_with('f') {
+        format!("`{literal}.0`")
+    } else {
+        format!("an integer, or cast: `({literal}) as {ty}`")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.kind.fmt(f)
+    }
+}
+
+impl std::error::Error for Error {}

@@ -1,0 +1,55 @@
+//! What `#[stencil]` expands to: a unit functor type named after the function (CamelCase)
+//! implementing the runtime's `Stencil<D>` trait, with the stencil's metadata, its source (from
+//! which the runtime rebuilds the IR to print CUDA) and the CPU loop nest.
+
+use crate::analysis::field_accesses;
+use crate::error::{Error, ErrorKind};
+use crate::printer::rust_nest::{param_type, print_run_host};
+use proc_macro2::{Literal, TokenStream};
+use quote::{format_ident, quote};
+use syn::spanned::Spanned;
+
+/// Expands `#[stencil]` on `item`. Errors carry the span of the offending tokens.
+pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error> {
+    if !attr.is_empty() {
+        return Err(Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil]".into() }));
+    }
+    let func: syn::ItemFn =
+        syn::parse2(item).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+    let ir = crate::lower::lower(&func)?;
+    let rt = quote!(::stencil_runtime);
+    let vis = &func.vis;
+    let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
+    let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
+    let dim = Literal::usize_unsuffixed(ir.dim);
+    let lt = quote!('a);
+    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt));
+    let name = &ir.name;
+    let fields = field_accesses(&ir).into_iter().map(|fa| {
+        let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
+        quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
+    });
+    let source = quote!(#func).to_string();
+    let run_host = print_run_host(&ir, &rt);
+    let doc = format!(
+        "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",
+        ir.functor_name()
+    );
+    Ok(quote! {
+        #(#attrs)*
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #vis struct #functor;
+
+        impl #rt::Stencil<#dim> for #functor {
+            type HostArgs<'a> = (#(#arg_types,)*);
+            const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
+            const SOURCE: &'static str = #source;
+
+            #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]
+            fn run_host(range: &#rt::Loop<#dim>, args: Self::HostArgs<'_>) -> ::core::result::Result<(), #rt::LaunchError> {
+                #run_host
+            }
+        }
+    })
+}

@@ -1,0 +1,503 @@
+//! The stencil IR: a typed, loop-free point update over fields and scalars.
+//!
+//! Built from a `syn::ItemFn` by [`crate::lower`]; every expression carries its scalar type, every
+//! field access its compile-time offset. Printers (Rust nest, CUDA per strategy) read only this.
+
+use std::fmt;
+
+/// A scalar type of the DSL.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ScalarType {
+    /// `f32`
+    F32,
+    /// `f64`
+    F64,
+    /// `i32`
+    I32,
+    /// `u32`
+    U32,
+    /// `bool`
+    Bool,
+}
+
+impl ScalarType {
+    /// Parses a Rust type name (`f32`, `f64`, `i32`, `u32`, `bool`).
+    pub fn from_name(name: &str) -> Option<Self> {
+        Some(match name {
+            "f32" => ScalarType::F32,
+            "f64" => ScalarType::F64,
+            "i32" => ScalarType::I32,
+            "u32" => ScalarType::U32,
+            "bool" => ScalarType::Bool,
+            _ => return None,
+        })
+    }
+
+    /// The Rust spelling.
+    pub fn rust_name(self) -> &'static str {
+        match self {
+            ScalarType::F32 => "f32",
+            ScalarType::F64 => "f64",
+            ScalarType::I32 => "i32",
+            ScalarType::U32 => "u32",
+            ScalarType::Bool => "bool",
+        }
+    }
+
+    /// Whether this is `f32` or `f64`.
+    pub fn is_float(self) -> bool {
+        matches!(self, ScalarType::F32 | ScalarType::F64)
+    }
+
+    /// Whether this is `i32` or `u32`.
+    pub fn is_int(self) -> bool {
+        matches!(self, ScalarType::I32 | ScalarType::U32)
+    }
+
+    /// Size in bytes of one element in a field.
+    pub fn size_bytes(self) -> usize {
+        match self {
+            ScalarType::F64 => 8,
+            ScalarType::Bool => 1,
+            _ => 4,
+        }
+    }
+}
+
+impl fmt::Display for ScalarType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.rust_name())
+    }
+}
+
+/// A field parameter: element type and whether the stencil may write it (`&mut`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FieldParam {
+    /// Element type.
+    pub elem: ScalarType,
+    /// `true` for `&mut FieldN<T>`: written, and readable only at offset zero.
+    pub writable: bool,
+}
+
+/// What a parameter is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ParamKind {
+    /// A scalar passed by value, the same for every point.
+    Scalar(ScalarType),
+    /// A field of the stencil's dimensionality.
+    Field(FieldParam),
+}
+
+/// A parameter after the point index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Param {
+    /// The name in the user's function.
+    pub name: String,
+    /// Scalar or field.
+    pub kind: ParamKind,
+}
+
+/// A local variable, numbered; names are made unique (shadowed names get a suffix).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Local {
+    /// Unique name, safe to print in Rust and C.
+    pub name: String,
+    /// Its type.
+    pub ty: ScalarType,
+}
+
+/// Index of a local in [`StencilIr::locals`].
+pub type LocalId = usize;
+/// Index of a parameter in [`StencilIr::params`].
+pub type ParamId = usize;
+
+/// A statement of the point update. `T` is the type annotation of expressions: a [`ScalarType`]
+/// in the finished IR, a type variable while lowering infers types.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Stmt<T = ScalarType> {
+    /// Declares a local, with an initial value or (when assigned in both branches of a later
+    /// `if`) without one.
+    Let {
+        /// The local declared.
+        local: LocalId,
+        /// Its initial value.
+        init: Option<Expr<T>>,
+    },
+    /// Assigns a local.
+    Assign {
+        /// The local assigned.
+        local: LocalId,
+        /// The new value.
+        value: Expr<T>,
+    },
+    /// Writes the current point of a writable field.
+    Store {
+        /// The field parameter.
+        field: ParamId,
+        /// The value written.
+        value: Expr<T>,
+    },
+    /// A two-way branch.
+    If {
+        /// Condition (`bool`).
+        cond: Expr<T>,
+        /// Taken when true.
+        then_body: Vec<Stmt<T>>,
+        /// Taken when false (may be empty).
+        else_body: Vec<Stmt<T>>,
+    },
+}
+
+/// A typed expression.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr<T = ScalarType> {
+    /// The value's type.
+    pub ty: T,
+    /// What it computes.
+    pub kind: ExprKind<T>,
+}
+
+/// A constant.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Literal {
+    /// A floating-point constant (printed in the expression's type).
+    Float(f64),
+    /// An integer constant.
+    Int(i64),
+    /// `true` / `false`.
+    Bool(bool),
+}
+
+/// The operation of an expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind<T = ScalarType> {
+    /// A constant of the expression's type.
+    Lit(Literal),
+    /// A local's current value.
+    Local(LocalId),
+    /// A scalar parameter.
+    Scalar(ParamId),
+    /// A field value at a constant offset from the current point (unused axes are 0).
+    Load {
+        /// The field parameter.
+        field: ParamId,
+        /// Offset per axis `(i, j, k)`.
+        offset: [i32; 3],
+    },
+    /// A unary operation.
+    Unary(UnOp, Box<Expr<T>>),
+    /// A binary operation.
+    Binary(BinOp, Box<Expr<T>>, Box<Expr<T>>),
+    /// A conversion to the expression's type (Rust `as`).
+    Cast(Box<Expr<T>>),
+    /// A math function.
+    Call(MathFn, Vec<Expr<T>>),
+    /// `if c { a } else { b }` with side-effect-free branches.
+    Select(Box<Expr<T>>, Box<Expr<T>>, Box<Expr<T>>),
+}
+
+/// Unary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    /// `-x`
+    Neg,
+    /// `!x` (logical on bool, bitwise on integers)
+    Not,
+}
+
+/// Binary operators.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[allow(missing_docs)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    And,
+    Or,
+    BitAnd,
+    BitOr,
+    BitXor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    /// The operator as written in Rust and C.
+    pub fn symbol(self) -> &'static str {
+        use BinOp::*;
+        match self {
+            Add => "+",
+            Sub => "-",
+            Mul => "*",
+            Div => "/",
+            Rem => "%",
+            And => "&&",
+            Or => "||",
+            BitAnd => "&",
+            BitOr => "|",
+            BitXor => "^",
+            Shl => "<<",
+            Shr => ">>",
+            Eq => "==",
+            Ne => "!=",
+            Lt => "<",
+            Le => "<=",
+            Gt => ">",
+            Ge => ">=",
+        }
+    }
+
+    /// Whether the result is `bool` whatever the operand type.
+    pub fn is_comparison(self) -> bool {
+        use BinOp::*;
+        matches!(self, Eq | Ne | Lt | Le | Gt | Ge)
+    }
+}
+
+/// Math functions a stencil may call, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[allow(missing_docs)]
+pub enum MathFn {
+    Sqrt,
+    Cbrt,
+    Abs,
+    Min,
+    Max,
+    Clamp,
+    Powi,
+    Powf,
+    Exp,
+    Exp2,
+    Ln,
+    Log2,
+    Log10,
+    Sin,
+    Cos,
+    Tan,
+    Asin,
+    Acos,
+    Atan,
+    Atan2,
+    Sinh,
+    Cosh,
+    Tanh,
+    Floor,
+    Ceil,
+    Round,
+    Trunc,
+    Copysign,
+    MulAdd,
+    Hypot,
+    Signum,
+    Recip,
+}
+
+impl MathFn {
+    /// Every function, for error messages and tables.
+    pub const ALL: [MathFn; 32] = {
+        use MathFn::*;
+        [
+            Sqrt, Cbrt, Abs, Min, Max, Clamp, Powi, Powf, Exp, Exp2, Ln, Log2, Log10, Sin, Cos, Tan, Asin, Acos, Atan,
+            Atan2, Sinh, Cosh, Tanh, Floor, Ceil, Round, Trunc, Copysign, MulAdd, Hypot, Signum, Recip,
+        ]
+    };
+
+    /// The Rust method name.
+    pub fn rust_name(self) -> &'static str {
+        use MathFn::*;
+        match self {
+            Sqrt => "sqrt",
+            Cbrt => "cbrt",
+            Abs => "abs",
+            Min => "min",
+            Max => "max",
+            Clamp => "clamp",
+            Powi => "powi",
+            Powf => "powf",
+            Exp => "exp",
+            Exp2 => "exp2",
+            Ln => "ln",
+            Log2 => "log2",
+            Log10 => "log10",
+            Sin => "sin",
+            Cos => "cos",
+            Tan => "tan",
+            Asin => "asin",
+            Acos => "acos",
+            Atan => "atan",
+            Atan2 => "atan2",
+            Sinh => "sinh",
+            Cosh => "cosh",
+            Tanh => "tanh",
+            Floor => "floor",
+            Ceil => "ceil",
+            Round => "round",
+            Trunc => "trunc",
+            Copysign => "copysign",
+            MulAdd => "mul_add",
+            Hypot => "hypot",
+            Signum => "signum",
+            Recip => "recip",
+        }
+    }
+
+    /// Looks a function up by its Rust method name.
+    pub fn from_rust_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|f| f.rust_name() == name)
+    }
+
+    /// Number of arguments, the receiver included.
+    pub fn arity(self) -> usize {
+        use MathFn::*;
+        match self {
+            Min | Max | Powi | Powf | Atan2 | Copysign | Hypot => 2,
+            Clamp | MulAdd => 3,
+            _ => 1,
+        }
+    }
+
+    /// Whether the function also exists for integers (`i32::abs`, `u32::max`, ...).
+    pub fn accepts_int(self) -> bool {
+        matches!(self, MathFn::Abs | MathFn::Min | MathFn::Max | MathFn::Clamp | MathFn::Signum)
+    }
+
+    /// Floating-point operations counted for one call (a transcendental counts as one, like a
+    /// division; `mul_add` counts two).
+    pub fn flops(self) -> usize {
+        match self {
+            MathFn::MulAdd => 2,
+            MathFn::Clamp => 2,
+            _ => 1,
+        }
+    }
+}
+
+/// A stencil: its signature and its loop-free body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StencilIr {
+    /// The function's name (`diffusion3d`).
+    pub name: String,
+    /// Dimensionality (1, 2 or 3), from the index parameter's type.
+    pub dim: usize,
+    /// The point index parameter's name.
+    pub index_name: String,
+    /// Parameters after the index, in order.
+    pub params: Vec<Param>,
+    /// Locals, referenced by [`LocalId`].
+    pub locals: Vec<Local>,
+    /// The statements of one point update.
+    pub body: Vec<Stmt>,
+}
+
+impl StencilIr {
+    /// The name of the functor type the macro emits (`diffusion3d` → `Diffusion3d`).
+    pub fn functor_name(&self) -> String {
+        self.name
+            .split('_')
+            .filter(|s| !s.is_empty())
+            .map(|s| {
+                let mut c = s.chars();
+                c.next().map(|f| f.to_uppercase().chain(c).collect::<String>()).unwrap_or_default()
+            })
+            .collect()
+    }
+
+    /// Indices of the field parameters, in order.
+    pub fn field_ids(&self) -> impl Iterator<Item = ParamId> + '_ {
+        self.params.iter().enumerate().filter(|(_, p)| matches!(p.kind, ParamKind::Field(_))).map(|(i, _)| i)
+    }
+
+    /// The field parameter `id`, if it is one.
+    pub fn field(&self, id: ParamId) -> Option<FieldParam> {
+        match self.params.get(id)?.kind {
+            ParamKind::Field(f) => Some(f),
+            ParamKind::Scalar(_) => None,
+        }
+    }
+}
+
+impl<T> Expr<T> {
+    /// Replaces every type annotation through `f` (used to resolve inferred types).
+    pub fn map_types<U, E>(self, f: &mut dyn FnMut(T) -> Result<U, E>) -> Result<Expr<U>, E> {
+        let boxed = |e: Box<Expr<T>>, f: &mut dyn FnMut(T) -> Result<U, E>| -> Result<Box<Expr<U>>, E> {
+            Ok(Box::new(e.map_types(f)?))
+        };
+        let kind = match self.kind {
+            ExprKind::Lit(l) => ExprKind::Lit(l),
+            ExprKind::Local(l) => ExprKind::Local(l),
+            ExprKind::Scalar(p) => ExprKind::Scalar(p),
+            ExprKind::Load { field, offset } => ExprKind::Load { field, offset },
+            ExprKind::Unary(op, a) => ExprKind::Unary(op, boxed(a, f)?),
+            ExprKind::Binary(op, a, b) => ExprKind::Binary(op, boxed(a, f)?, boxed(b, f)?),
+            ExprKind::Cast(a) => ExprKind::Cast(boxed(a, f)?),
+            ExprKind::Call(m, args) => {
+                ExprKind::Call(m, args.into_iter().map(|a| a.map_types(f)).collect::<Result<_, _>>()?)
+            }
+            ExprKind::Select(c, a, b) => ExprKind::Select(boxed(c, f)?, boxed(a, f)?, boxed(b, f)?),
+        };
+        Ok(Expr { ty: f(self.ty)?, kind })
+    }
+
+    /// Visits this expression and every sub-expression, parents first.
+    pub fn visit(&self, f: &mut impl FnMut(&Expr<T>)) {
+        f(self);
+        match &self.kind {
+            ExprKind::Lit(_) | ExprKind::Local(_) | ExprKind::Scalar(_) | ExprKind::Load { .. } => {}
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.visit(f),
+            ExprKind::Binary(_, a, b) => {
+                a.visit(f);
+                b.visit(f);
+            }
+            ExprKind::Call(_, args) => args.iter().for_each(|a| a.visit(f)),
+            ExprKind::Select(c, a, b) => {
+                c.visit(f);
+                a.visit(f);
+                b.visit(f);
+            }
+        }
+    }
+}
+
+impl<T> Stmt<T> {
+    /// Replaces every type annotation through `f`.
+    pub fn map_types<U, E>(self, f: &mut dyn FnMut(T) -> Result<U, E>) -> Result<Stmt<U>, E> {
+        let list = |v: Vec<Stmt<T>>, f: &mut dyn FnMut(T) -> Result<U, E>| -> Result<Vec<Stmt<U>>, E> {
+            v.into_iter().map(|s| s.map_types(f)).collect()
+        };
+        Ok(match self {
+            Stmt::Let { local, init } => Stmt::Let { local, init: init.map(|e| e.map_types(f)).transpose()? },
+            Stmt::Assign { local, value } => Stmt::Assign { local, value: value.map_types(f)? },
+            Stmt::Store { field, value } => Stmt::Store { field, value: value.map_types(f)? },
+            Stmt::If { cond, then_body, else_body } => {
+                Stmt::If { cond: cond.map_types(f)?, then_body: list(then_body, f)?, else_body: list(else_body, f)? }
+            }
+        })
+    }
+}
+
+/// Visits every expression of a statement list (with sub-expressions), in order.
+pub fn visit_exprs<T>(body: &[Stmt<T>], f: &mut impl FnMut(&Expr<T>)) {
+    for stmt in body {
+        match stmt {
+            Stmt::Let { init, .. } => {
+                if let Some(e) = init {
+                    e.visit(f)
+                }
+            }
+            Stmt::Assign { value, .. } | Stmt::Store { value, .. } => value.visit(f),
+            Stmt::If { cond, then_body, else_body } => {
+                cond.visit(f);
+                visit_exprs(then_body, f);
+                visit_exprs(else_body, f);
+            }
+        }
+    }
+}

@@ -1,0 +1,404 @@
+//! Expressions: literals, names, field accesses, operators, casts, math calls, `if` and blocks.
+
+use super::types::{Require, Var};
+use super::{int_literal, path_name, tokens, unsupported, Binding, Lowerer};
+use crate::error::{Error, ErrorKind};
+use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, ScalarType, Stmt, UnOp};
+use proc_macro2::Span;
+use syn::spanned::Spanned;
+
+/// An expression whose type is still a variable.
+pub type TExpr = Expr<Var>;
+
+impl Lowerer {
+    pub(super) fn lower_expr(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
+        match e {
+            syn::Expr::Lit(l) => self.literal(&l.lit),
+            syn::Expr::Paren(p) => self.lower_expr(&p.expr, out),
+            syn::Expr::Group(g) => self.lower_expr(&g.expr, out),
+            syn::Expr::Path(p) => self.path_value(p),
+            syn::Expr::Index(ix) => {
+                let (field, offset) = self.field_access(ix)?;
+                let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
+                if fp.writable && offset != [0; 3] {
+                    return Err(Error::new(
+                        ix.index.span(),
+                        ErrorKind::RacyRead {
+                            field: self.params[field].name.clone(),
+                            offset: offset[..self.dim].to_vec(),
+                        },
+                    ));
+                }
+                let ty = self.types.known(fp.elem);
+                Ok(Expr { ty, kind: ExprKind::Load { field, offset } })
+            }
+            syn::Expr::Unary(u) => {
+                let arg = self.lower_expr(&u.expr, out)?;
+                let (op, req) = match u.op {
+                    syn::UnOp::Neg(_) => (UnOp::Neg, Require::Signed { op: "-".into() }),
+                    syn::UnOp::Not(_) => (UnOp::Not, Require::IntOrBool { op: "!".into() }),
+                    _ => return Err(unsupported(u, "dereferencing")),
+                };
+                self.types.require(arg.ty, req, u.span());
+                Ok(Expr { ty: arg.ty, kind: ExprKind::Unary(op, Box::new(arg)) })
+            }
+            syn::Expr::Binary(b) => {
+                let op =
+                    binary_op(&b.op).ok_or_else(|| unsupported(&b.op, "a compound assignment inside an expression"))?;
+                let l = self.lower_expr(&b.left, out)?;
+                let r = self.lower_expr(&b.right, out)?;
+                self.binary(op, l, r, b.op.span())
+            }
+            syn::Expr::Cast(c) => {
+                let ty = super::signature::scalar_type(&c.ty)
+                    .ok_or_else(|| Error::new(c.ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(&c.ty) }))?;
+                let arg = self.lower_expr(&c.expr, out)?;
+                if ty == ScalarType::Bool {
+                    return Err(unsupported(c, "a cast to bool (compare instead: `x != 0`)"));
+                }
+                let ty = self.types.known(ty);
+                Ok(Expr { ty, kind: ExprKind::Cast(Box::new(arg)) })
+            }
+            syn::Expr::MethodCall(m) => {
+                if self.is_index_expr(&m.receiver) {
+                    return Err(Error::new(m.span(), ErrorKind::FieldAsValue { name: self.index_name.clone() }));
+                }
+                let func = MathFn::from_rust_name(&m.method.to_string()).ok_or_else(|| {
+                    Error::new(m.method.span(), ErrorKind::UnsupportedCall { name: m.method.to_string() })
+                })?;
+                let mut args = vec![self.lower_expr(&m.receiver, out)?];
+                for a in &m.args {
+                    args.push(self.lower_expr(a, out)?);
+                }
+                self.math_call(func, args, None, m.span())
+            }
+            syn::Expr::Call(c) => {
+                let syn::Expr::Path(p) = &*c.func else { return Err(unsupported(&c.func, "calling this expression")) };
+                let name = path_name(&p.path);
+                let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+                let (owner, func) = match segs.as_slice() {
+                    [t, f] => (ScalarType::from_name(t), MathFn::from_rust_name(f)),
+                    _ => (None, None),
+                };
+                let (Some(owner), Some(func)) = (owner, func) else {
+                    return Err(Error::new(c.func.span(), ErrorKind::UnsupportedCall { name }));
+                };
+                let args = c.args.iter().map(|a| self.lower_expr(a, out)).collect::<Result<Vec<_>, _>>()?;
+                self.math_call(func, args, Some(owner), c.span())
+            }
+            syn::Expr::If(i) => self.if_expr(i, out),
+            syn::Expr::Block(b) => {
+                let (stmts, tail) =
+                    split_tail(&b.block).ok_or_else(|| unsupported(b, "a block without a final value"))?;
+                self.with_scope(|cx| {
+                    for s in stmts {
+                        cx.lower_stmt(s, false, out)?;
+                    }
+                    cx.lower_expr(tail, out)
+                })
+            }
+            syn::Expr::Closure(c) => Err(Error::new(c.span(), ErrorKind::Closure)),
+            syn::Expr::Unsafe(u) => Err(Error::new(u.unsafe_token.span(), ErrorKind::Unsafe)),
+            syn::Expr::Macro(m) => Err(Error::new(m.span(), ErrorKind::Macro { name: path_name(&m.mac.path) })),
+            syn::Expr::ForLoop(f) => Err(Error::new(f.for_token.span(), ErrorKind::RuntimeLoop { which: "for" })),
+            syn::Expr::While(w) => Err(Error::new(w.while_token.span(), ErrorKind::RuntimeLoop { which: "while" })),
+            syn::Expr::Loop(l) => Err(Error::new(l.loop_token.span(), ErrorKind::RuntimeLoop { which: "loop" })),
+            syn::Expr::Return(r) => Err(Error::new(r.span(), ErrorKind::ReturnValue)),
+            other => Err(unsupported(other, &format!("`{}`", tokens(other)))),
+        }
+    }
+
+    pub(super) fn lower_cond(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
+        if let syn::Expr::Let(l) = e {
+            return Err(unsupported(l, "`if let`"));
+        }
+        let cond = self.lower_expr(e, out)?;
+        let b = self.types.known(ScalarType::Bool);
+        self.types.unify(b, cond.ty, e.span())?;
+        Ok(cond)
+    }
+
+    fn literal(&mut self, lit: &syn::Lit) -> Result<TExpr, Error> {
+        let (ty, value) = match lit {
+            syn::Lit::Float(f) => {
+                let v: f64 =
+                    f.base10_parse().map_err(|e| Error::new(f.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+                let ty = match ScalarType::from_name(f.suffix()) {
+                    Some(t) => self.types.known(t),
+                    None => self.types.float_literal(f.to_string(), f.span()),
+                };
+                (ty, Literal::Float(v))
+            }
+            syn::Lit::Int(i) => {
+                let v: i64 =
+                    i.base10_parse().map_err(|e| Error::new(i.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+                let ty = match ScalarType::from_name(i.suffix()) {
+                    Some(t) if t.is_float() => {
+                        let ty = self.types.known(t);
+                        return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Float(v as f64)) });
+                    }
+                    Some(t) => self.types.known(t),
+                    None => self.types.int_literal(i.to_string(), i.span()),
+                };
+                (ty, Literal::Int(v))
+            }
+            syn::Lit::Bool(b) => (self.types.known(ScalarType::Bool), Literal::Bool(b.value)),
+            other => return Err(unsupported(other, "this literal")),
+        };
+        Ok(Expr { ty, kind: ExprKind::Lit(value) })
+    }
+
+    fn path_value(&mut self, p: &syn::ExprPath) -> Result<TExpr, Error> {
+        if let Some(ident) = p.path.get_ident() {
+            let name = ident.to_string();
+            match self.lookup(&name) {
+                Some(Binding::Local(id, _)) => return Ok(Expr { ty: self.locals[id].1, kind: ExprKind::Local(id) }),
+                Some(Binding::Unrolled(v)) => {
+                    let ty = self.types.int_literal(v.to_string(), p.span());
+                    return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Int(v)) });
+                }
+                None => {}
+            }
+            if let Some((id, param)) = self.param(&name) {
+                return match param.kind {
+                    ParamKind::Scalar(t) => Ok(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }),
+                    ParamKind::Field(_) => Err(Error::new(p.span(), ErrorKind::FieldAsValue { name })),
+                };
+            }
+            if name == self.index_name {
+                return Err(Error::new(p.span(), ErrorKind::FieldAsValue { name }));
+            }
+            return Err(Error::new(p.span(), ErrorKind::UnknownName { name }));
+        }
+        let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
+        let segs: Vec<&str> = segs.iter().map(String::as_str).skip_while(|s| *s == "std" || *s == "core").collect();
+        let constant = match segs.as_slice() {
+            [t, "consts", c] => ScalarType::from_name(t).filter(|t| t.is_float()).zip(float_const(c)),
+            [t, c] => ScalarType::from_name(t).and_then(|t| type_const(t, c).map(|v| (t, v))),
+            _ => None,
+        };
+        let Some((ty, value)) = constant else {
+            return Err(Error::new(p.span(), ErrorKind::UnknownName { name: path_name(&p.path) }));
+        };
+        Ok(Expr { ty: self.types.known(ty), kind: ExprKind::Lit(value) })
+    }
+
+    fn is_index_expr(&self, e: &syn::Expr) -> bool {
+        matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
+    }
+
+    /// Resolves `f[idx]` / `f[idx.ix::<a, b, c>()]` to a field and an offset.
+    pub(super) fn field_access(&self, ix: &syn::ExprIndex) -> Result<(ParamId, [i32; 3]), Error> {
+        let name = match &*ix.expr {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().expect("ident").to_string(),
+            other => return Err(unsupported(other, "indexing this expression (only field parameters can be indexed)")),
+        };
+        let field = match self.param(&name) {
+            Some((id, p)) if matches!(p.kind, ParamKind::Field(_)) => id,
+            _ => {
+                return Err(unsupported(&ix.expr, &format!("indexing `{name}` (only field parameters can be indexed)")))
+            }
+        };
+        let bad_index =
+            || Error::new(ix.index.span(), ErrorKind::BadIndex { field: name.clone(), index: self.index_name.clone() });
+        let mut offset = [0i32; 3];
+        match &*ix.index {
+            e if self.is_index_expr(e) => {}
+            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" && m.args.is_empty() => {
+                if let Some(turbofish) = &m.turbofish {
+                    if turbofish.args.len() != self.dim {
+                        return Err(Error::new(
+                            turbofish.span(),
+                            ErrorKind::OffsetCount { got: turbofish.args.len(), dim: self.dim },
+                        ));
+                    }
+                    for (a, arg) in turbofish.args.iter().enumerate() {
+                        let value = match arg {
+                            syn::GenericArgument::Const(e) => int_literal(e),
+                            _ => None,
+                        };
+                        let value = value.ok_or_else(|| Error::new(arg.span(), ErrorKind::OffsetNotLiteral))?;
+                        offset[a] =
+                            i32::try_from(value).map_err(|_| Error::new(arg.span(), ErrorKind::OffsetNotLiteral))?;
+                    }
+                }
+            }
+            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => {
+                if m.method == "ix" {
+                    return Err(Error::new(m.args.span(), ErrorKind::OffsetNotLiteral));
+                }
+                return Err(bad_index());
+            }
+            _ => return Err(bad_index()),
+        }
+        Ok((field, offset))
+    }
+
+    pub(super) fn binary(&mut self, op: BinOp, l: TExpr, r: TExpr, span: Span) -> Result<TExpr, Error> {
+        use BinOp::*;
+        let sym = op.symbol().to_string();
+        let ty = match op {
+            Add | Sub | Mul | Div | Rem => {
+                self.types.unify(l.ty, r.ty, span)?;
+                self.types.require(l.ty, Require::Numeric { op: sym }, span);
+                l.ty
+            }
+            BitAnd | BitOr | BitXor => {
+                self.types.unify(l.ty, r.ty, span)?;
+                self.types.require(l.ty, Require::IntOrBool { op: sym }, span);
+                l.ty
+            }
+            Shl | Shr => {
+                self.types.require(l.ty, Require::Int { op: sym.clone() }, span);
+                self.types.require(r.ty, Require::Int { op: sym }, span);
+                l.ty
+            }
+            And | Or => {
+                let b = self.types.known(ScalarType::Bool);
+                self.types.unify(b, l.ty, span)?;
+                self.types.unify(b, r.ty, span)?;
+                b
+            }
+            Eq | Ne | Lt | Le | Gt | Ge => {
+                self.types.unify(l.ty, r.ty, span)?;
+                self.types.known(ScalarType::Bool)
+            }
+        };
+        Ok(Expr { ty, kind: ExprKind::Binary(op, Box::new(l), Box::new(r)) })
+    }
+
+    fn math_call(
+        &mut self,
+        func: MathFn,
+        args: Vec<TExpr>,
+        owner: Option<ScalarType>,
+        span: Span,
+    ) -> Result<TExpr, Error> {
+        if args.len() != func.arity() {
+            return Err(Error::new(
+                span,
+                ErrorKind::Arity { name: func.rust_name().into(), expected: func.arity(), got: args.len() },
+            ));
+        }
+        let ty = args[0].ty;
+        if let Some(owner) = owner {
+            let o = self.types.known(owner);
+            self.types.unify(o, ty, span)?;
+        }
+        for (i, a) in args.iter().enumerate().skip(1) {
+            if func == MathFn::Powi && i == 1 {
+                let int = self.types.known(ScalarType::I32);
+                self.types.unify(int, a.ty, span)?;
+            } else {
+                self.types.unify(ty, a.ty, span)?;
+            }
+        }
+        let op = func.rust_name().to_string();
+        let req = if func.accepts_int() { Require::Numeric { op } } else { Require::Float { op } };
+        self.types.require(ty, req, span);
+        Ok(Expr { ty, kind: ExprKind::Call(func, args) })
+    }
+
+    /// `if c { a } else { b }` as a value: a select when both branches are plain expressions,
+    /// otherwise a temporary assigned in a hoisted `if` statement.
+    fn if_expr(&mut self, i: &syn::ExprIf, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
+        let Some((_, else_expr)) = &i.else_branch else {
+            return Err(Error::new(i.if_token.span(), ErrorKind::MissingElse));
+        };
+        let cond = self.lower_cond(&i.cond, out)?;
+        let (then_stmts, then_tail) =
+            split_tail(&i.then_branch).ok_or_else(|| Error::new(i.then_branch.span(), ErrorKind::MissingElse))?;
+        let mut then_body = Vec::new();
+        let then_value = self.with_scope(|cx| {
+            for s in then_stmts {
+                cx.lower_stmt(s, false, &mut then_body)?;
+            }
+            cx.lower_expr(then_tail, &mut then_body)
+        })?;
+        let mut else_body = Vec::new();
+        let else_value = self.lower_expr(else_expr, &mut else_body)?;
+        self.types.unify(then_value.ty, else_value.ty, i.span())?;
+        let ty = then_value.ty;
+        if then_body.is_empty() && else_body.is_empty() {
+            return Ok(Expr { ty, kind: ExprKind::Select(Box::new(cond), Box::new(then_value), Box::new(else_value)) });
+        }
+        let tmp = self.declare("if_value", ty, true, false);
+        then_body.push(Stmt::Assign { local: tmp, value: then_value });
+        else_body.push(Stmt::Assign { local: tmp, value: else_value });
+        out.push(Stmt::Let { local: tmp, init: None });
+        out.push(Stmt::If { cond, then_body, else_body });
+        Ok(Expr { ty, kind: ExprKind::Local(tmp) })
+    }
+}
+
+/// A block's statements and its final expression, if it ends in one.
+fn split_tail(block: &syn::Block) -> Option<(&[syn::Stmt], &syn::Expr)> {
+    match block.stmts.split_last()? {
+        (syn::Stmt::Expr(e, None), rest) => Some((rest, e)),
+        _ => None,
+    }
+}
+
+fn binary_op(op: &syn::BinOp) -> Option<BinOp> {
+    use BinOp::*;
+    Some(match op {
+        syn::BinOp::Add(_) => Add,
+        syn::BinOp::Sub(_) => Sub,
+        syn::BinOp::Mul(_) => Mul,
+        syn::BinOp::Div(_) => Div,
+        syn::BinOp::Rem(_) => Rem,
+        syn::BinOp::And(_) => And,
+        syn::BinOp::Or(_) => Or,
+        syn::BinOp::BitAnd(_) => BitAnd,
+        syn::BinOp::BitOr(_) => BitOr,
+        syn::BinOp::BitXor(_) => BitXor,
+        syn::BinOp::Shl(_) => Shl,
+        syn::BinOp::Shr(_) => Shr,
+        syn::BinOp::Eq(_) => Eq,
+        syn::BinOp::Ne(_) => Ne,
+        syn::BinOp::Lt(_) => Lt,
+        syn::BinOp::Le(_) => Le,
+        syn::BinOp::Gt(_) => Gt,
+        syn::BinOp::Ge(_) => Ge,
+        _ => return None,
+    })
+}
+
+/// `PI`, `E`, ... of `f32::consts` / `f64::consts`.
+fn float_const(name: &str) -> Option<Literal> {
+    use std::f64::consts::*;
+    let v = match name {
+        "PI" => PI,
+        "TAU" => TAU,
+        "E" => E,
+        "SQRT_2" => SQRT_2,
+        "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
+        "FRAC_PI_2" => FRAC_PI_2,
+        "FRAC_PI_4" => FRAC_PI_4,
+        "LN_2" => LN_2,
+        "LN_10" => LN_10,
+        _ => return None,
+    };
+    Some(Literal::Float(v))
+}
+
+/// `f32::MAX`, `f64::EPSILON`, `i32::MAX`, ...
+fn type_const(ty: ScalarType, name: &str) -> Option<Literal> {
+    Some(match (ty, name) {
+        (ScalarType::F32, "MAX") => Literal::Float(f32::MAX as f64),
+        (ScalarType::F32, "MIN") => Literal::Float(f32::MIN as f64),
+        (ScalarType::F32, "EPSILON") => Literal::Float(f32::EPSILON as f64),
+        (ScalarType::F32, "MIN_POSITIVE") => Literal::Float(f32::MIN_POSITIVE as f64),
+        (ScalarType::F32 | ScalarType::F64, "INFINITY") => Literal::Float(f64::INFINITY),
+        (ScalarType::F32 | ScalarType::F64, "NEG_INFINITY") => Literal::Float(f64::NEG_INFINITY),
+        (ScalarType::F64, "MAX") => Literal::Float(f64::MAX),
+        (ScalarType::F64, "MIN") => Literal::Float(f64::MIN),
+        (ScalarType::F64, "EPSILON") => Literal::Float(f64::EPSILON),
+        (ScalarType::F64, "MIN_POSITIVE") => Literal::Float(f64::MIN_POSITIVE),
+        (ScalarType::I32, "MAX") => Literal::Int(i32::MAX as i64),
+        (ScalarType::I32, "MIN") => Literal::Int(i32::MIN as i64),
+        (ScalarType::U32, "MAX") => Literal::Int(u32::MAX as i64),
+        (ScalarType::U32, "MIN") => Literal::Int(0),
+        _ => return None,
+    })
+}

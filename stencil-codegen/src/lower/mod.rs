@@ -1,0 +1,384 @@
+//! Lowering: `syn::ItemFn` → [`StencilIr`]. Checks the signature, walks the body, unrolls
+//! constant loops, hoists statement-carrying `if`/block expressions, infers types, and rejects
+//! everything that could race or could not run on a GPU.
+
+mod expr;
+mod signature;
+mod types;
+
+use crate::error::{Error, ErrorKind};
+use crate::ir::{Local, LocalId, Param, ParamKind, StencilIr, Stmt};
+use std::collections::{HashMap, HashSet};
+use syn::spanned::Spanned;
+use types::{Types, Var};
+
+/// Longest loop the lowering unrolls.
+const MAX_UNROLL: i64 = 64;
+
+/// Lowers a `#[stencil]` function to the IR.
+pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
+    let sig = signature::lower_signature(item)?;
+    let mut cx = Lowerer {
+        dim: sig.dim,
+        index_name: sig.index_name.clone(),
+        params: sig.params,
+        scopes: vec![HashMap::new()],
+        locals: Vec::new(),
+        used_names: HashSet::new(),
+        types: Types::default(),
+    };
+    for p in &cx.params {
+        cx.used_names.insert(p.name.clone());
+    }
+    cx.used_names.insert(sig.index_name.clone());
+    let mut body = Vec::new();
+    let stmts = &item.block.stmts;
+    for (i, stmt) in stmts.iter().enumerate() {
+        cx.lower_stmt(stmt, i + 1 == stmts.len(), &mut body)?;
+    }
+    if !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)) {
+        return Err(Error::new(item.sig.ident.span(), ErrorKind::NoOutput));
+    }
+    let resolved = cx.types.finish()?;
+    let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
+    let body = body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
+    let locals = cx.locals.into_iter().map(|(name, v, _)| Local { name, ty: resolved.get(v) }).collect();
+    Ok(StencilIr {
+        name: item.sig.ident.to_string(),
+        dim: sig.dim,
+        index_name: sig.index_name,
+        params: cx.params,
+        locals,
+        body,
+    })
+}
+
+/// What a name in scope stands for.
+#[derive(Clone, Copy)]
+enum Binding {
+    /// A local; `true` if declared `mut`.
+    Local(LocalId, bool),
+    /// The variable of an unrolled loop, fixed to one value per copy of the body.
+    Unrolled(i64),
+}
+
+struct Lowerer {
+    dim: usize,
+    index_name: String,
+    params: Vec<Param>,
+    scopes: Vec<HashMap<String, Binding>>,
+    /// Unique name, type variable, and whether it was declared by the user.
+    locals: Vec<(String, Var, bool)>,
+    used_names: HashSet<String>,
+    types: Types,
+}
+
+/// Names the printers must not use for locals: C/CUDA keywords and the printers' own prefix.
+fn reserved(name: &str) -> bool {
+    const C_WORDS: &[&str] = &[
+        "auto",
+        "char",
+        "double",
+        "float",
+        "int",
+        "long",
+        "short",
+        "signed",
+        "unsigned",
+        "void",
+        "volatile",
+        "register",
+        "switch",
+        "case",
+        "default",
+        "goto",
+        "sizeof",
+        "typedef",
+        "union",
+        "extern",
+        "static",
+        "inline",
+        "restrict",
+        "bool",
+        "new",
+        "delete",
+        "this",
+        "template",
+        "typename",
+        "class",
+        "namespace",
+        "private",
+        "public",
+        "protected",
+        "friend",
+        "operator",
+        "virtual",
+        "explicit",
+        "threadIdx",
+        "blockIdx",
+        "blockDim",
+        "gridDim",
+        "warpSize",
+        "min",
+        "max",
+    ];
+    name.starts_with("__") || name.starts_with("p_") || C_WORDS.contains(&name)
+}
+
+impl Lowerer {
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    }
+
+    fn param(&self, name: &str) -> Option<(usize, &Param)> {
+        self.params.iter().enumerate().find(|(_, p)| p.name == name)
+    }
+
+    /// Declares a new local (unique name derived from `base`) and binds `base` to it.
+    fn declare(&mut self, base: &str, var: Var, mutable: bool, user: bool) -> LocalId {
+        let mut name = if reserved(base) { format!("v_{}", base.trim_start_matches('_')) } else { base.to_string() };
+        if self.used_names.contains(&name) {
+            let mut n = 1;
+            while self.used_names.contains(&format!("{name}_{n}")) {
+                n += 1;
+            }
+            name = format!("{name}_{n}");
+        }
+        self.used_names.insert(name.clone());
+        self.locals.push((name, var, user));
+        let id = self.locals.len() - 1;
+        if user {
+            self.scopes.last_mut().expect("scope").insert(base.to_string(), Binding::Local(id, mutable));
+        }
+        id
+    }
+
+    fn with_scope<R>(&mut self, f: impl FnOnce(&mut Self) -> Result<R, Error>) -> Result<R, Error> {
+        self.scopes.push(HashMap::new());
+        let r = f(self);
+        self.scopes.pop();
+        r
+    }
+
+    fn lower_block(&mut self, block: &syn::Block, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        self.with_scope(|cx| {
+            for stmt in &block.stmts {
+                cx.lower_stmt(stmt, false, out)?;
+            }
+            Ok(())
+        })
+    }
+
+    fn lower_stmt(&mut self, stmt: &syn::Stmt, is_last: bool, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        match stmt {
+            syn::Stmt::Local(local) => self.lower_let(local, out),
+            syn::Stmt::Item(syn::Item::Const(c)) => {
+                let var = self.declared_type(&c.ty)?;
+                let init = self.lower_expr(&c.expr, out)?;
+                self.types.unify(var, init.ty, c.expr.span())?;
+                let id = self.declare(&c.ident.to_string(), var, false, true);
+                out.push(Stmt::Let { local: id, init: Some(init) });
+                Ok(())
+            }
+            syn::Stmt::Item(item) => Err(Error::new(
+                item.span(),
+                ErrorKind::Unsupported { what: "a nested item (fn, struct, use, ...)".into() },
+            )),
+            syn::Stmt::Macro(m) => Err(Error::new(m.span(), ErrorKind::Macro { name: path_name(&m.mac.path) })),
+            syn::Stmt::Expr(e, semi) => {
+                let block_like = matches!(e, syn::Expr::If(_) | syn::Expr::Block(_) | syn::Expr::ForLoop(_));
+                if semi.is_none() && is_last && !block_like {
+                    return Err(Error::new(e.span(), ErrorKind::ReturnValue));
+                }
+                self.lower_expr_stmt(e, out)
+            }
+        }
+    }
+
+    fn declared_type(&mut self, ty: &syn::Type) -> Result<Var, Error> {
+        match signature::scalar_type(ty) {
+            Some(t) => Ok(self.types.known(t)),
+            None => Err(Error::new(ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(ty) })),
+        }
+    }
+
+    fn lower_let(&mut self, local: &syn::Local, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        let (ident, mutable, var) = match &local.pat {
+            syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
+                (p.ident.clone(), p.mutability.is_some(), self.types.fresh())
+            }
+            syn::Pat::Type(pt) => match &*pt.pat {
+                syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
+                    (p.ident.clone(), p.mutability.is_some(), self.declared_type(&pt.ty)?)
+                }
+                other => return Err(unsupported(other, "a destructuring pattern")),
+            },
+            other => return Err(unsupported(other, "a destructuring pattern")),
+        };
+        let Some(init) = &local.init else {
+            return Err(Error::new(ident.span(), ErrorKind::UninitialisedLocal { name: ident.to_string() }));
+        };
+        if let Some((_, diverge)) = &init.diverge {
+            return Err(unsupported(diverge, "`let ... else`"));
+        }
+        let value = self.lower_expr(&init.expr, out)?;
+        self.types.unify(var, value.ty, init.expr.span())?;
+        let id = self.declare(&ident.to_string(), var, mutable, true);
+        out.push(Stmt::Let { local: id, init: Some(value) });
+        Ok(())
+    }
+
+    fn lower_expr_stmt(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        match e {
+            syn::Expr::Assign(a) => {
+                let value = self.lower_expr(&a.right, out)?;
+                self.assign(&a.left, value, out)
+            }
+            syn::Expr::Binary(b) if compound_op(&b.op).is_some() => {
+                let op = compound_op(&b.op).expect("checked");
+                let current = self.lower_expr(&b.left, out)?;
+                let rhs = self.lower_expr(&b.right, out)?;
+                let value = self.binary(op, current, rhs, b.op.span())?;
+                self.assign(&b.left, value, out)
+            }
+            syn::Expr::If(i) => self.lower_if_stmt(i, out),
+            syn::Expr::Block(b) => self.lower_block(&b.block, out),
+            syn::Expr::ForLoop(f) => self.lower_for(f, out),
+            syn::Expr::Paren(p) => self.lower_expr_stmt(&p.expr, out),
+            // Any other expression is evaluated for its errors and dropped: it has no effect.
+            other => self.lower_expr(other, out).map(|_| ()),
+        }
+    }
+
+    fn lower_if_stmt(&mut self, i: &syn::ExprIf, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        let cond = self.lower_cond(&i.cond, out)?;
+        let mut then_body = Vec::new();
+        self.lower_block(&i.then_branch, &mut then_body)?;
+        let mut else_body = Vec::new();
+        if let Some((_, e)) = &i.else_branch {
+            match &**e {
+                syn::Expr::If(nested) => self.lower_if_stmt(nested, &mut else_body)?,
+                syn::Expr::Block(b) => self.lower_block(&b.block, &mut else_body)?,
+                other => return Err(unsupported(other, "this `else` branch")),
+            }
+        }
+        out.push(Stmt::If { cond, then_body, else_body });
+        Ok(())
+    }
+
+    fn lower_for(&mut self, f: &syn::ExprForLoop, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        let runtime = || Error::new(f.for_token.span(), ErrorKind::RuntimeLoop { which: "for" });
+        let syn::Pat::Ident(var) = &*f.pat else { return Err(unsupported(&f.pat, "this loop pattern")) };
+        let syn::Expr::Range(range) = &*f.expr else { return Err(runtime()) };
+        let bound = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(int_literal).ok_or_else(runtime);
+        let start = bound(&range.start)?;
+        let mut end = bound(&range.end)?;
+        if matches!(range.limits, syn::RangeLimits::Closed(_)) {
+            end += 1;
+        }
+        let trips = end - start;
+        if trips > MAX_UNROLL {
+            return Err(Error::new(f.expr.span(), ErrorKind::UnrollTooLong { trips }));
+        }
+        for value in start..end {
+            self.with_scope(|cx| {
+                cx.scopes.last_mut().expect("scope").insert(var.ident.to_string(), Binding::Unrolled(value));
+                cx.lower_block(&f.body, out)
+            })?;
+        }
+        Ok(())
+    }
+
+    fn assign(&mut self, target: &syn::Expr, value: expr::TExpr, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        match target {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().expect("ident").to_string();
+                match self.lookup(&name) {
+                    Some(Binding::Local(id, true)) => {
+                        let var = self.locals[id].1;
+                        self.types.unify(var, value.ty, target.span())?;
+                        out.push(Stmt::Assign { local: id, value });
+                        Ok(())
+                    }
+                    Some(Binding::Local(_, false)) => {
+                        Err(Error::new(target.span(), ErrorKind::ImmutableLocal { name }))
+                    }
+                    _ => Err(Error::new(target.span(), ErrorKind::BadAssignTarget)),
+                }
+            }
+            syn::Expr::Index(ix) => {
+                let (field, offset) = self.field_access(ix)?;
+                let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
+                if !fp.writable {
+                    return Err(Error::new(
+                        ix.expr.span(),
+                        ErrorKind::ReadOnlyWrite {
+                            field: self.params[field].name.clone(),
+                            dim: self.dim,
+                            elem: fp.elem.to_string(),
+                        },
+                    ));
+                }
+                if offset != [0; 3] {
+                    return Err(Error::new(
+                        ix.index.span(),
+                        ErrorKind::OffsetWrite {
+                            field: self.params[field].name.clone(),
+                            offset: offset[..self.dim].to_vec(),
+                        },
+                    ));
+                }
+                let elem = self.types.known(fp.elem);
+                self.types.unify(elem, value.ty, target.span())?;
+                out.push(Stmt::Store { field, value });
+                Ok(())
+            }
+            syn::Expr::Paren(p) => self.assign(&p.expr, value, out),
+            other => Err(Error::new(other.span(), ErrorKind::BadAssignTarget)),
+        }
+    }
+}
+
+fn compound_op(op: &syn::BinOp) -> Option<crate::ir::BinOp> {
+    use crate::ir::BinOp as B;
+    Some(match op {
+        syn::BinOp::AddAssign(_) => B::Add,
+        syn::BinOp::SubAssign(_) => B::Sub,
+        syn::BinOp::MulAssign(_) => B::Mul,
+        syn::BinOp::DivAssign(_) => B::Div,
+        syn::BinOp::RemAssign(_) => B::Rem,
+        syn::BinOp::BitAndAssign(_) => B::BitAnd,
+        syn::BinOp::BitOrAssign(_) => B::BitOr,
+        syn::BinOp::BitXorAssign(_) => B::BitXor,
+        syn::BinOp::ShlAssign(_) => B::Shl,
+        syn::BinOp::ShrAssign(_) => B::Shr,
+        _ => return None,
+    })
+}
+
+/// An integer literal, possibly negated or in braces (`1`, `-2`, `{ -2 }`).
+fn int_literal(e: &syn::Expr) -> Option<i64> {
+    match e {
+        syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(i), .. }) => i.base10_parse().ok(),
+        syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => int_literal(expr).map(|v| -v),
+        syn::Expr::Paren(p) => int_literal(&p.expr),
+        syn::Expr::Group(g) => int_literal(&g.expr),
+        syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+            syn::Stmt::Expr(e, None) => int_literal(e),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn tokens(t: &impl quote::ToTokens) -> String {
+    t.to_token_stream().to_string()
+}
+
+fn path_name(p: &syn::Path) -> String {
+    p.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::")
+}
+
+fn unsupported(t: &impl Spanned, what: &str) -> Error {
+    Error::new(t.span(), ErrorKind::Unsupported { what: what.to_string() })
+}

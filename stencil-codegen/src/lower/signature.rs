@@ -1,0 +1,122 @@
+//! The stencil's signature: the point index first, then scalars and fields.
+
+use super::tokens;
+use crate::error::{Error, ErrorKind};
+use crate::ir::{FieldParam, Param, ParamKind, ScalarType};
+use syn::spanned::Spanned;
+
+pub struct Signature {
+    pub dim: usize,
+    pub index_name: String,
+    pub params: Vec<Param>,
+}
+
+pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
+    let sig = &item.sig;
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        return Err(Error::new(ty.span(), ErrorKind::ReturnType));
+    }
+    if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
+        return Err(Error::new(sig.generics.span(), ErrorKind::Generics));
+    }
+    let qualifiers = [
+        (sig.asyncness.map(|t| t.span()), "async"),
+        (sig.constness.map(|t| t.span()), "const"),
+        (sig.unsafety.map(|t| t.span()), "unsafe"),
+        (sig.abi.as_ref().map(|t| t.span()), "extern"),
+    ];
+    if let Some((Some(span), which)) = qualifiers.into_iter().find(|(s, _)| s.is_some()) {
+        return Err(Error::new(span, ErrorKind::Qualifier { which }));
+    }
+    let mut inputs = sig.inputs.iter();
+    let missing =
+        || Error::new(sig.inputs.first().map(|i| i.span()).unwrap_or(sig.ident.span()), ErrorKind::MissingIndex);
+    let (index_name, dim) = match inputs.next() {
+        Some(syn::FnArg::Typed(pt)) => {
+            let name = ident_of(&pt.pat)?;
+            let dim = index_dim(&pt.ty).ok_or_else(missing)?;
+            (name, dim)
+        }
+        _ => return Err(missing()),
+    };
+    let mut params = Vec::new();
+    for input in inputs {
+        let syn::FnArg::Typed(pt) = input else { return Err(Error::new(input.span(), ErrorKind::ParamPattern)) };
+        let name = ident_of(&pt.pat)?;
+        let unsupported = || Error::new(pt.ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) });
+        let kind = match &*pt.ty {
+            syn::Type::Reference(r) => {
+                let (field_dim, elem) = field_type(&r.elem).ok_or_else(unsupported)?;
+                if field_dim != dim {
+                    return Err(Error::new(
+                        r.elem.span(),
+                        ErrorKind::FieldDimension { field: name, field_dim, stencil_dim: dim },
+                    ));
+                }
+                ParamKind::Field(FieldParam { elem, writable: r.mutability.is_some() })
+            }
+            ty => ParamKind::Scalar(scalar_type(ty).ok_or_else(unsupported)?),
+        };
+        params.push(Param { name, kind });
+    }
+    Ok(Signature { dim, index_name, params })
+}
+
+fn ident_of(pat: &syn::Pat) -> Result<String, Error> {
+    match pat {
+        syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
+            Ok(p.ident.to_string())
+        }
+        other => Err(Error::new(other.span(), ErrorKind::ParamPattern)),
+    }
+}
+
+fn last_segment(ty: &syn::Type) -> Option<&syn::PathSegment> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => p.path.segments.last(),
+        syn::Type::Paren(p) => last_segment(&p.elem),
+        syn::Type::Group(g) => last_segment(&g.elem),
+        _ => None,
+    }
+}
+
+/// `f32`, `f64`, `i32`, `u32` or `bool` as a type.
+pub fn scalar_type(ty: &syn::Type) -> Option<ScalarType> {
+    match ty {
+        syn::Type::Path(p) if p.qself.is_none() => ScalarType::from_name(&p.path.get_ident()?.to_string()),
+        syn::Type::Paren(p) => scalar_type(&p.elem),
+        syn::Type::Group(g) => scalar_type(&g.elem),
+        _ => None,
+    }
+}
+
+fn index_dim(ty: &syn::Type) -> Option<usize> {
+    let seg = last_segment(ty)?;
+    if !seg.arguments.is_none() {
+        return None;
+    }
+    match seg.ident.to_string().as_str() {
+        "Idx1" => Some(1),
+        "Idx2" => Some(2),
+        "Idx3" => Some(3),
+        _ => None,
+    }
+}
+
+/// `Field1<T>`, `Field2<T>` or `Field3<T>` with a field element type.
+fn field_type(ty: &syn::Type) -> Option<(usize, ScalarType)> {
+    let seg = last_segment(ty)?;
+    let dim = match seg.ident.to_string().as_str() {
+        "Field1" => 1,
+        "Field2" => 2,
+        "Field3" => 3,
+        _ => return None,
+    };
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else { return None };
+    if args.args.len() != 1 {
+        return None;
+    }
+    let syn::GenericArgument::Type(elem) = &args.args[0] else { return None };
+    let elem = scalar_type(elem).filter(|t| *t != ScalarType::Bool)?;
+    Some((dim, elem))
+}

@@ -1,0 +1,260 @@
+//! The CPU loop nest: one row at a time along the contiguous axis, one slice per (field,
+//! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
+//! hoisted to one per row slice and the launch validated once.
+
+use crate::analysis::{field_accesses, FieldAccess};
+use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ScalarType, StencilIr, Stmt, UnOp};
+use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
+use quote::{format_ident, quote};
+use std::collections::HashSet;
+
+/// The body of the functor's `run_host`: destructures `args`, validates the launch against
+/// `range`, and runs the row loop in parallel. `rt` is the path of the runtime crate.
+pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
+    let accesses = field_accesses(ir);
+    let names: Vec<Ident> = ir.params.iter().map(|p| ident(&p.name)).collect();
+    let field_shapes = accesses.iter().map(|fa| {
+        let n = &names[fa.param];
+        let s = &fa.name;
+        quote! { (#s, #n.shape()) }
+    });
+    let setup = accesses.iter().map(|fa| {
+        let n = &names[fa.param];
+        let data = data_name(fa);
+        if fa.writable {
+            quote! { let #data = #rt::__private::RowWriter::new(#n.as_mut_slice()); }
+        } else {
+            let offsets = fa.offsets.iter().enumerate().map(|(i, o)| {
+                let off = offset_name(fa, i);
+                let [a, b, c] = *o;
+                quote! { let #off = #rt::__private::linear_offset(&__strides, [#a, #b, #c]); }
+            });
+            quote! { let #data = #n.as_slice(); #(#offsets)* }
+        }
+    });
+    let writers: Vec<&FieldAccess> = accesses.iter().filter(|f| f.writable).collect();
+    let writer_data = writers.iter().map(|f| data_name(f));
+    let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
+    let row_slices = accesses.iter().filter(|f| !f.writable).flat_map(|fa| {
+        let data = data_name(fa);
+        (0..fa.offsets.len()).map(move |i| {
+            let row = row_name(fa, i);
+            let off = offset_name(fa, i);
+            quote! { let #row = #rt::__private::row(#data, __base, #off, __len); }
+        })
+    });
+    let printer = NestPrinter { ir, accesses: &accesses, assigned: assigned_locals(&ir.body) };
+    let body = printer.stmts(&ir.body);
+    quote! {
+        let (#(#names,)*) = args;
+        let __shape = #rt::__private::validate(range, &Self::INFO, &[#(#field_shapes),*])?;
+        let __strides = __shape.strides();
+        #(#setup)*
+        #rt::__private::for_each_row(range, &__shape, (#(&#writer_data,)*), |__base: usize, __len: usize, (#(#writer_rows,)*)| {
+            #(#row_slices)*
+            for __x in 0..__len {
+                #body
+            }
+        });
+        ::core::result::Result::Ok(())
+    }
+}
+
+fn ident(name: &str) -> Ident {
+    Ident::new(name, Span::call_site())
+}
+
+fn data_name(fa: &FieldAccess) -> Ident {
+    format_ident!("__data_{}", fa.name)
+}
+
+fn offset_name(fa: &FieldAccess, i: usize) -> Ident {
+    format_ident!("__off_{}_{}", fa.name, i)
+}
+
+fn row_name(fa: &FieldAccess, i: usize) -> Ident {
+    format_ident!("__row_{}_{}", fa.name, i)
+}
+
+/// Locals that are assigned after their declaration (printed `let mut`).
+fn assigned_locals(body: &[Stmt]) -> HashSet<LocalId> {
+    let mut set = HashSet::new();
+    fn walk(body: &[Stmt], set: &mut HashSet<LocalId>) {
+        for s in body {
+            match s {
+                Stmt::Assign { local, .. } => {
+                    set.insert(*local);
+                }
+                Stmt::If { then_body, else_body, .. } => {
+                    walk(then_body, set);
+                    walk(else_body, set);
+                }
+                _ => {}
+            }
+        }
+    }
+    walk(body, &mut set);
+    set
+}
+
+struct NestPrinter<'a> {
+    ir: &'a StencilIr,
+    accesses: &'a [FieldAccess],
+    assigned: HashSet<LocalId>,
+}
+
+impl NestPrinter<'_> {
+    fn access(&self, param: usize) -> &FieldAccess {
+        self.accesses.iter().find(|f| f.param == param).expect("field parameter")
+    }
+
+    fn stmts(&self, body: &[Stmt]) -> TokenStream {
+        body.iter().map(|s| self.stmt(s)).collect()
+    }
+
+    fn stmt(&self, s: &Stmt) -> TokenStream {
+        match s {
+            Stmt::Let { local, init } => {
+                let l = &self.ir.locals[*local];
+                let name = ident(&l.name);
+                let ty = ident(l.ty.rust_name());
+                let m = if self.assigned.contains(local) && init.is_some() { quote!(mut) } else { quote!() };
+                match init {
+                    Some(e) => {
+                        let e = self.expr(e);
+                        quote! { let #m #name: #ty = #e; }
+                    }
+                    None => quote! { let #name: #ty; },
+                }
+            }
+            Stmt::Assign { local, value } => {
+                let name = ident(&self.ir.locals[*local].name);
+                let v = self.expr(value);
+                quote! { #name = #v; }
+            }
+            Stmt::Store { field, value } => {
+                let row = row_name(self.access(*field), 0);
+                let v = self.expr(value);
+                quote! { #row[__x] = #v; }
+            }
+            Stmt::If { cond, then_body, else_body } => {
+                let c = self.expr(cond);
+                let t = self.stmts(then_body);
+                if else_body.is_empty() {
+                    quote! { if #c { #t } }
+                } else {
+                    let e = self.stmts(else_body);
+                    quote! { if #c { #t } else { #e } }
+                }
+            }
+        }
+    }
+
+    fn expr(&self, e: &Expr) -> TokenStream {
+        match &e.kind {
+            ExprKind::Lit(l) => literal(*l, e.ty),
+            ExprKind::Local(id) => {
+                let name = ident(&self.ir.locals[*id].name);
+                quote!(#name)
+            }
+            ExprKind::Scalar(p) => {
+                let name = ident(&self.ir.params[*p].name);
+                quote!(#name)
+            }
+            ExprKind::Load { field, offset } => {
+                let fa = self.access(*field);
+                let i =
+                    if fa.writable { 0 } else { fa.offsets.iter().position(|o| o == offset).expect("offset analysed") };
+                let row = row_name(fa, i);
+                quote!(#row[__x])
+            }
+            ExprKind::Unary(op, a) => {
+                let a = self.expr(a);
+                match op {
+                    UnOp::Neg => quote!((-#a)),
+                    UnOp::Not => quote!((!#a)),
+                }
+            }
+            ExprKind::Binary(op, a, b) => {
+                let (a, b) = (self.expr(a), self.expr(b));
+                let op: TokenStream = binop_tokens(*op);
+                quote!((#a #op #b))
+            }
+            ExprKind::Cast(a) => {
+                let a = self.expr(a);
+                let ty = ident(e.ty.rust_name());
+                quote!((#a as #ty))
+            }
+            ExprKind::Call(f, args) => {
+                let recv = self.expr(&args[0]);
+                let rest = args[1..].iter().map(|a| self.expr(a));
+                let m = ident(f.rust_name());
+                quote!(#recv.#m(#(#rest),*))
+            }
+            ExprKind::Select(c, a, b) => {
+                let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));
+                quote!((if #c { #a } else { #b }))
+            }
+        }
+    }
+}
+
+fn binop_tokens(op: BinOp) -> TokenStream {
+    op.symbol().parse().expect("operator tokens")
+}
+
+/// A literal typed for `ty` (`1.5f32`, `3i32`, `true`), parenthesised if negative.
+fn literal(l: Literal, ty: ScalarType) -> TokenStream {
+    let tokens = match (l, ty) {
+        (Literal::Bool(b), _) => return if b { quote!(true) } else { quote!(false) },
+        (Literal::Float(v), ScalarType::F32) => float_tokens(v, quote!(f32), |v| Lit::f32_suffixed(v as f32)),
+        (Literal::Float(v), _) => float_tokens(v, quote!(f64), Lit::f64_suffixed),
+        (Literal::Int(v), ScalarType::I32) => signed(v, |v| Lit::i32_suffixed(v as i32)),
+        (Literal::Int(v), ScalarType::U32) => signed(v, |v| Lit::u32_suffixed(v as u32)),
+        (Literal::Int(v), ScalarType::F32) => float_tokens(v as f64, quote!(f32), |v| Lit::f32_suffixed(v as f32)),
+        (Literal::Int(v), _) => float_tokens(v as f64, quote!(f64), Lit::f64_suffixed),
+    };
+    tokens
+}
+
+fn signed(v: i64, lit: impl Fn(i64) -> Lit) -> TokenStream {
+    if v < 0 {
+        let l = lit(-v);
+        quote!((-#l))
+    } else {
+        let l = lit(v);
+        quote!(#l)
+    }
+}
+
+fn float_tokens(v: f64, ty: TokenStream, lit: impl Fn(f64) -> Lit) -> TokenStream {
+    if v.is_infinite() {
+        return if v > 0.0 { quote!(#ty::INFINITY) } else { quote!(#ty::NEG_INFINITY) };
+    }
+    if v < 0.0 || (v == 0.0 && v.is_sign_negative()) {
+        let l = lit(-v);
+        quote!((-#l))
+    } else {
+        let l = lit(v);
+        quote!(#l)
+    }
+}
+
+/// The Rust type of a parameter as the functor's argument tuple spells it.
+pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &TokenStream) -> TokenStream {
+    match kind {
+        ParamKind::Scalar(t) => {
+            let t = ident(t.rust_name());
+            quote!(#t)
+        }
+        ParamKind::Field(f) => {
+            let t = ident(f.elem.rust_name());
+            let d = Lit::usize_unsuffixed(dim);
+            if f.writable {
+                quote!(&#lifetime mut #rt::Field<#t, #d>)
+            } else {
+                quote!(&#lifetime #rt::Field<#t, #d>)
+            }
+        }
+    }
+}
