@@ -15,6 +15,9 @@
 //! assert_eq!(out.get([10]), Some(100.5));
 //! # Ok::<(), stencil_runtime::LaunchError>(())
 //! ```
+// Per-axis loops index several arrays by axis; iterator zips would obscure that.
+#![allow(clippy::needless_range_loop)]
+
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -25,6 +28,8 @@ pub mod launch;
 pub mod range;
 mod stencil;
 
+#[cfg(feature = "cuda")]
+pub use cuda::{CudaError, DeviceField, DeviceField1, DeviceField2, DeviceField3, Gpu, Kernel, KernelArg, LaunchDims};
 pub use field::{Element, Field, Field1, Field2, Field3, FieldError, Order, Shape, Shape1, Shape2, Shape3};
 pub use index::{Idx1, Idx2, Idx3};
 pub use launch::LaunchError;

@@ -61,10 +61,8 @@ pub fn field_accesses(ir: &StencilIr) -> Vec<FieldAccess> {
             offsets.sort();
             offsets.dedup();
             for o in &offsets {
-                for a in 0..3 {
-                    fa.lo[a] = fa.lo[a].min(o[a]);
-                    fa.hi[a] = fa.hi[a].max(o[a]);
-                }
+                fa.lo = std::array::from_fn(|a| fa.lo[a].min(o[a]));
+                fa.hi = std::array::from_fn(|a| fa.hi[a].max(o[a]));
             }
             fa.offsets = offsets;
             fa

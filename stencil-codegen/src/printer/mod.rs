@@ -3,4 +3,5 @@
 //! - [`rust_nest`]: the CPU loop nest, as tokens compiled into the user's crate;
 //! - `cuda`: CUDA C for one [`crate::ir::StencilIr`] and a blocking strategy (one file per strategy).
 
+pub mod cuda;
 pub mod rust_nest;

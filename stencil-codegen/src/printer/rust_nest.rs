@@ -205,16 +205,21 @@ fn binop_tokens(op: BinOp) -> TokenStream {
 
 /// A literal typed for `ty` (`1.5f32`, `3i32`, `true`), parenthesised if negative.
 fn literal(l: Literal, ty: ScalarType) -> TokenStream {
-    let tokens = match (l, ty) {
-        (Literal::Bool(b), _) => return if b { quote!(true) } else { quote!(false) },
+    match (l, ty) {
+        (Literal::Bool(b), _) => {
+            if b {
+                quote!(true)
+            } else {
+                quote!(false)
+            }
+        }
         (Literal::Float(v), ScalarType::F32) => float_tokens(v, quote!(f32), |v| Lit::f32_suffixed(v as f32)),
         (Literal::Float(v), _) => float_tokens(v, quote!(f64), Lit::f64_suffixed),
         (Literal::Int(v), ScalarType::I32) => signed(v, |v| Lit::i32_suffixed(v as i32)),
         (Literal::Int(v), ScalarType::U32) => signed(v, |v| Lit::u32_suffixed(v as u32)),
         (Literal::Int(v), ScalarType::F32) => float_tokens(v as f64, quote!(f32), |v| Lit::f32_suffixed(v as f32)),
         (Literal::Int(v), _) => float_tokens(v as f64, quote!(f64), Lit::f64_suffixed),
-    };
-    tokens
+    }
 }
 
 fn signed(v: i64, lit: impl Fn(i64) -> Lit) -> TokenStream {

@@ -168,7 +168,7 @@ impl<T: Element, const D: usize> fmt::Debug for Field<T, D> {
 
 /// Visits every index of an `n`-box in C order (last index fastest).
 fn for_each_c_order<const D: usize>(n: [usize; D], mut f: impl FnMut([usize; D])) {
-    if n.iter().any(|&v| v == 0) {
+    if n.contains(&0) {
         return;
     }
     let mut g = [0usize; D];

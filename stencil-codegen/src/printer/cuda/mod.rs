@@ -1,0 +1,205 @@
+//! CUDA C for a stencil and a blocking [`Strategy`]: one kernel source per (stencil, strategy,
+//! element types, layout), with the launch configuration computed next to it.
+//!
+//! Every strategy works in *layout axes*: `c` is the contiguous axis (thread x, coalesced, vector
+//! loads), `m` the middle one, `o` the outer one (the marching axis). For `Ijk` fields that is
+//! (i, j, k); for `Kij` (k, i, j). A 2D stencil has a phantom `o` of length 1, a 1D one phantom
+//! `m` and `o`. Strides are baked into the source as constants so that every neighbour offset is
+//! an immediate; the range (origin and lengths) is a kernel argument, so one kernel serves every
+//! range over fields of one shape.
+
+mod c_body;
+mod kernel;
+mod point_per_thread;
+mod queue;
+mod shared_tile3d;
+mod staging;
+mod stream25d;
+mod zmarch;
+
+pub use c_body::{c_type, Access};
+
+use crate::analysis::field_accesses;
+use crate::ir::StencilIr;
+use std::fmt;
+
+/// How the points of a range are mapped to CUDA threads, and where neighbours are kept.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Strategy {
+    /// One thread per point, a 3D block; neighbours through the read-only cache (seed 002 `gmem`).
+    PointPerThread {
+        /// Threads per block along (c, m, o).
+        block: [u32; 3],
+    },
+    /// A 2D block over (c, m); each thread walks `points_per_thread` points along `o`, keeping the
+    /// `o`-neighbours of every field in a register queue, and (where the range is aligned) handles
+    /// 16 bytes of consecutive points with vector loads and stores (ASUCA's (64, 2, n/16) launch).
+    ZMarch {
+        /// Threads along c (each handles 16 bytes of points when vectorised).
+        block_x: u32,
+        /// Threads along m.
+        block_y: u32,
+        /// Points each thread walks along o.
+        points_per_thread: u32,
+    },
+    /// 2.5D streaming (Micikevicius; seed 002 `st_reg_fixed`): the current (c, m) plane with its
+    /// halo in shared memory, the o column in a register queue shifted by fixed, unrolled moves.
+    Stream25D {
+        /// Tile (= block) width along c.
+        tile_x: u32,
+        /// Tile height along m.
+        tile_y: u32,
+    },
+    /// A 3D tile with its halo in shared memory, one thread per point (seed 002 `smem_u`).
+    SharedTile3D {
+        /// Tile (= block) size along (c, m, o).
+        tile: [u32; 3],
+    },
+}
+
+impl Strategy {
+    /// The strategy the runtime picks when none is given: z-marching with 16-byte accesses
+    /// (fastest in every measurement in GPU-NOTES) for 3D stencils, one thread per point for 1D
+    /// and 2D, where there is no third axis to march along.
+    pub fn default_for(ir: &StencilIr) -> Strategy {
+        if ir.dim == 3 {
+            Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 }
+        } else {
+            Strategy::PointPerThread { block: [128, 2, 1] }
+        }
+    }
+
+    /// A short name for tables and kernel names (`zmarch_64x4x16`).
+    pub fn label(&self) -> String {
+        match self {
+            Strategy::PointPerThread { block: [x, y, z] } => format!("point_{x}x{y}x{z}"),
+            Strategy::ZMarch { block_x, block_y, points_per_thread } => {
+                format!("zmarch_{block_x}x{block_y}x{points_per_thread}")
+            }
+            Strategy::Stream25D { tile_x, tile_y } => format!("stream25d_{tile_x}x{tile_y}"),
+            Strategy::SharedTile3D { tile: [x, y, z] } => format!("smem3d_{x}x{y}x{z}"),
+        }
+    }
+}
+
+impl fmt::Display for Strategy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+/// The layout facts a kernel is specialised for (from the fields' shape, identical for all).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Geometry {
+    /// Stride in elements of each stencil axis (i, j, k); unused axes 0.
+    pub strides: [i64; 3],
+    /// The stencil axes in layout order (contiguous first); phantom axes of a 1D/2D stencil are
+    /// numbered `dim..3`.
+    pub layout: [usize; 3],
+    /// Points per thread along c handled with one vector access per field (1 = scalar). The
+    /// runtime sets it only when the range's first point and every row are aligned to it.
+    pub lanes: u32,
+}
+
+impl Geometry {
+    /// Stride of a layout axis (0 for phantom axes).
+    fn layout_stride(&self, layout_axis: usize) -> i64 {
+        let a = self.layout[layout_axis];
+        if a < 3 {
+            self.strides[a]
+        } else {
+            0
+        }
+    }
+
+    /// A stencil offset (i, j, k) in layout axes (c, m, o).
+    fn layout_offset_of(&self, offset: [i32; 3]) -> [i32; 3] {
+        std::array::from_fn(|l| if self.layout[l] < 3 { offset[self.layout[l]] } else { 0 })
+    }
+
+    /// Linear element offset of a stencil offset.
+    fn linear(&self, offset: [i32; 3]) -> i64 {
+        (0..3).map(|a| offset[a] as i64 * self.strides[a]).sum()
+    }
+}
+
+/// A kernel ready to compile and launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CudaKernel {
+    /// Complete CUDA C source (no includes needed).
+    pub source: String,
+    /// The `extern "C" __global__` function's name.
+    pub entry: String,
+    /// Threads per block.
+    pub block: [u32; 3],
+    /// Points each block covers along (c, m, o): the grid is `ceil(range / per_block)`.
+    pub points_per_block: [u32; 3],
+    /// Dynamic shared memory per block, bytes.
+    pub shared_bytes: u32,
+}
+
+impl CudaKernel {
+    /// Grid dimensions for a range of `len` points along the layout axes (c, m, o).
+    pub fn grid(&self, len: [usize; 3]) -> [u32; 3] {
+        std::array::from_fn(|a| (len[a].div_ceil(self.points_per_block[a] as usize)).max(1) as u32)
+    }
+}
+
+/// Why a strategy cannot print a kernel for a stencil.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StrategyError {
+    /// A block or tile size is zero or exceeds CUDA's limits.
+    BadBlock {
+        /// The strategy.
+        strategy: String,
+        /// What is wrong and what to use.
+        reason: String,
+    },
+}
+
+impl fmt::Display for StrategyError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            StrategyError::BadBlock { strategy, reason } => write!(f, "strategy {strategy}: {reason}"),
+        }
+    }
+}
+
+impl std::error::Error for StrategyError {}
+
+/// Prints the kernel of `ir` for `strategy` and fields laid out as `geometry` says.
+pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    let threads: u32 = match strategy {
+        Strategy::PointPerThread { block } => block.iter().product(),
+        Strategy::ZMarch { block_x, block_y, points_per_thread } => {
+            if points_per_thread == 0 {
+                return Err(bad(strategy, "points_per_thread must be at least 1"));
+            }
+            block_x * block_y
+        }
+        Strategy::Stream25D { tile_x, tile_y } => tile_x * tile_y,
+        Strategy::SharedTile3D { tile } => tile.iter().product(),
+    };
+    if threads == 0 || threads > 1024 {
+        return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
+    }
+    let k = kernel::KernelParts::new(ir, strategy, geometry);
+    Ok(match strategy {
+        Strategy::PointPerThread { block } => point_per_thread::print(&k, block),
+        Strategy::ZMarch { block_x, block_y, points_per_thread } => {
+            zmarch::print(&k, block_x, block_y, points_per_thread)
+        }
+        Strategy::Stream25D { tile_x, tile_y } => stream25d::print(&k, tile_x, tile_y),
+        Strategy::SharedTile3D { tile } => shared_tile3d::print(&k, tile),
+    })
+}
+
+fn bad(strategy: Strategy, reason: &str) -> StrategyError {
+    StrategyError::BadBlock { strategy: strategy.label(), reason: reason.to_string() }
+}
+
+/// Whether the stencil reads any field at a non-zero offset (strategies that stage neighbours in
+/// shared memory have nothing to stage otherwise).
+pub fn has_neighbours(ir: &StencilIr) -> bool {
+    field_accesses(ir).iter().any(|f| f.offsets.iter().any(|o| *o != [0; 3]))
+}

@@ -1,0 +1,37 @@
+//! One thread per point over a 3D block; every neighbour is a global load through the read-only
+//! cache. The baseline (seed 002 `gmem`).
+
+use super::c_body::{print_body, Access};
+use super::kernel::KernelParts;
+use super::CudaKernel;
+
+struct Global<'a> {
+    k: &'a KernelParts<'a>,
+}
+
+impl Access for Global<'_> {
+    fn load(&self, field: usize, offset: [i32; 3]) -> String {
+        self.k.global_load(field, "idx", offset)
+    }
+    fn store(&self, field: usize, value: &str) -> String {
+        format!("{}[idx] = {value};", self.k.name(field))
+    }
+}
+
+pub(super) fn print(k: &KernelParts, block: [u32; 3]) -> CudaKernel {
+    let [bx, by, bz] = block;
+    let mut s = k.header(bx * by * bz);
+    s.push_str(&format!(
+        "    const int c = blockIdx.x * {bx} + threadIdx.x;
+    const int m = blockIdx.y * {by} + threadIdx.y;
+    const int o = blockIdx.z * {bz} + threadIdx.z;
+    if (c >= n_c || m >= n_m || o >= n_o) return;
+    const long long idx = origin + c + m * S_M + o * S_O;
+    {{
+{}    }}
+}}
+",
+        print_body(k.ir, &Global { k }, 8)
+    ));
+    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block: block, shared_bytes: 0 }
+}

@@ -1,0 +1,159 @@
+//! z-marching (ASUCA's (64, 2, n/16) launch, generalised): a 2D block over (c, m), each thread
+//! walks `points_per_thread` points along o. Every input value a thread needs sits in a register
+//! queue along o, so each value is loaded from memory once per thread. With `lanes` > 1 a thread
+//! also covers `lanes` consecutive points along c, loading whole 16-byte vectors (aligned groups
+//! of lanes) and storing its outputs as one vector: the access width GPU-NOTES found decisive.
+
+use super::c_body::{c_type, print_body, Access};
+use super::kernel::KernelParts;
+use super::queue::{queues, Queue};
+use super::stream25d::layout_offset;
+use super::CudaKernel;
+use crate::ir::{ScalarType, Stmt};
+
+const COMPONENTS: [&str; 4] = [".x", ".y", ".z", ".w"];
+
+/// The CUDA vector type of `lanes` elements of `t` (the scalar type for one lane).
+fn vector_type(t: ScalarType, lanes: u32) -> String {
+    let base = match t {
+        ScalarType::F32 => "float",
+        ScalarType::F64 => "double",
+        ScalarType::I32 => "int",
+        ScalarType::U32 => "uint",
+        ScalarType::Bool => unreachable!("no bool fields"),
+    };
+    if lanes == 1 {
+        c_type(t).to_string()
+    } else {
+        format!("{base}{lanes}")
+    }
+}
+
+struct Marching<'a> {
+    k: &'a KernelParts<'a>,
+    queues: &'a [Queue],
+    lane: i32,
+    lanes: i32,
+    flagged: bool,
+}
+
+impl Access for Marching<'_> {
+    fn load(&self, field: usize, offset: [i32; 3]) -> String {
+        let fa = self.k.field(field);
+        if fa.writable {
+            return format!("{}[idx + {}]", self.k.name(field), self.lane);
+        }
+        let [dc, dm, d] = self.k.geo.layout_offset_of(offset);
+        let p = self.lane + dc;
+        let group = p.div_euclid(self.lanes);
+        let q = self.queues.iter().find(|q| q.field == field && q.group == group && q.dm == dm).expect("queued");
+        let component = if self.lanes == 1 { "" } else { COMPONENTS[p.rem_euclid(self.lanes) as usize] };
+        format!("{}{component}", q.slot(d))
+    }
+    fn store(&self, field: usize, value: &str) -> String {
+        let r = format!("r_{}_{}", self.k.field(field).name, self.lane);
+        if self.flagged {
+            format!("{r} = {value}; w_{r} = true;")
+        } else {
+            format!("{r} = {value};")
+        }
+    }
+}
+
+pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thread: u32) -> CudaKernel {
+    let lanes = k.geo.lanes.max(1) as i32;
+    let queues = queues(k, |dc| (0..lanes).map(|l| (l + dc).div_euclid(lanes)).collect(), |_, _| true);
+    let outputs: Vec<_> = k.fields.iter().filter(|f| f.written).collect();
+    // Vector stores need every lane's value: only when each output is stored on every path.
+    let flagged =
+        outputs.iter().any(|f| !k.ir.body.iter().any(|s| matches!(s, Stmt::Store { field, .. } if *field == f.param)));
+    let load = |q: &Queue, d: i32| {
+        let off = layout_offset(k, d);
+        let lin = q.group as i64 * lanes as i64 + q.dm as i64 * k.geo.layout_stride(1) + k.geo.linear(off);
+        let vt = vector_type(k.field(q.field).elem, lanes as u32);
+        if lanes == 1 {
+            format!("__ldg(&{}[idx{}])", k.name(q.field), super::kernel::plus(lin))
+        } else {
+            format!("__ldg(reinterpret_cast<const {vt}*>(&{}[idx{}]))", k.name(q.field), super::kernel::plus(lin))
+        }
+    };
+    let mut s = k.header(block_x * block_y);
+    s.push_str(&format!(
+        "    const int c = (blockIdx.x * {block_x} + threadIdx.x) * {lanes};
+    const int m = blockIdx.y * {block_y} + threadIdx.y;
+    const int o0 = blockIdx.z * {points_per_thread};
+    if (c >= n_c || m >= n_m) return;
+    long long idx = origin + c + m * S_M + o0 * S_O;
+"
+    ));
+    for q in &queues {
+        let vt = vector_type(k.field(q.field).elem, lanes as u32);
+        let slots: Vec<String> = (q.min..=q.max).map(|d| q.slot(d)).collect();
+        s.push_str(&format!("    {vt} {};\n", slots.join(", ")));
+        for d in q.min..q.max {
+            s.push_str(&format!("    {} = {};\n", q.slot(d), load(q, d)));
+        }
+    }
+    s.push_str(&format!(
+        "    const int steps = min({points_per_thread}, n_o - o0);
+    for (int s = 0; s < steps; ++s, idx += S_O) {{
+"
+    ));
+    for q in &queues {
+        s.push_str(&format!("        {} = {};\n", q.slot(q.max), load(q, q.max)));
+    }
+    for f in &outputs {
+        let t = c_type(f.elem);
+        let regs: Vec<String> = (0..lanes).map(|l| format!("r_{}_{l}", f.name)).collect();
+        s.push_str(&format!(
+            "        {t} {};\n",
+            regs.iter().map(|r| format!("{r} = 0")).collect::<Vec<_>>().join(", ")
+        ));
+        if flagged {
+            s.push_str(&format!(
+                "        bool {};\n",
+                regs.iter().map(|r| format!("w_{r} = false")).collect::<Vec<_>>().join(", ")
+            ));
+        }
+    }
+    for lane in 0..lanes {
+        s.push_str("        {\n");
+        s.push_str(&print_body(k.ir, &Marching { k, queues: &queues, lane, lanes, flagged }, 12));
+        s.push_str("        }\n");
+    }
+    for f in &outputs {
+        let name = k.name(f.param);
+        let scalar_stores: String = (0..lanes)
+            .map(|l| {
+                let r = format!("r_{}_{l}", f.name);
+                let guard = if flagged { format!("c + {l} < n_c && w_{r}") } else { format!("c + {l} < n_c") };
+                format!("            if ({guard}) {name}[idx + {l}] = {r};\n")
+            })
+            .collect();
+        if lanes == 1 || flagged {
+            s.push_str(&format!("        {{\n{scalar_stores}        }}\n"));
+        } else {
+            let vt = vector_type(f.elem, lanes as u32);
+            let regs: Vec<String> = (0..lanes).map(|l| format!("r_{}_{l}", f.name)).collect();
+            s.push_str(&format!(
+                "        if (c + {lanes} <= n_c) {{
+            *reinterpret_cast<{vt}*>(&{name}[idx]) = make_{vt}({});
+        }} else {{
+{scalar_stores}        }}
+",
+                regs.join(", ")
+            ));
+        }
+    }
+    for q in &queues {
+        s.push_str(&q.shift("        "));
+    }
+    s.push_str("    }\n}\n");
+    CudaKernel {
+        source: s,
+        entry: k.entry.clone(),
+        block: [block_x, block_y, 1],
+        points_per_block: [block_x * lanes as u32, block_y, points_per_thread],
+        shared_bytes: 0,
+    }
+}

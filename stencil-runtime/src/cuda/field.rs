@@ -1,0 +1,197 @@
+//! Device fields: a [`Shape`] and plain device memory laid out exactly as the host field's
+//! storage (same lead, pitch and strides), so a kernel indexes both identically.
+
+use super::device::{Gpu, KernelArg};
+use super::error::CudaError;
+use crate::field::{Element, Field, Shape};
+use cudarc::driver::result;
+use cudarc::driver::sys::{CUdeviceptr, CUresult};
+use std::marker::PhantomData;
+
+/// Device memory from `cuMemAlloc`, freed on drop after the stream has finished with it.
+pub(crate) struct DeviceAlloc {
+    gpu: Gpu,
+    ptr: CUdeviceptr,
+    bytes: usize,
+}
+
+impl DeviceAlloc {
+    /// `bytes` uninitialised bytes (none and a null pointer for 0); `what` names the
+    /// allocation in an out-of-memory error.
+    pub(crate) fn new(gpu: &Gpu, bytes: usize, what: impl FnOnce() -> String) -> Result<Self, CudaError> {
+        if bytes == 0 {
+            return Ok(DeviceAlloc { gpu: gpu.clone(), ptr: 0, bytes });
+        }
+        gpu.bind()?;
+        // SAFETY: plain allocation; the memory is initialised by the callers before it is read.
+        let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| match e.0 {
+            CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
+                let free = result::mem_get_info().map(|(free, total)| format!("; {free} of {total} bytes free"));
+                CudaError::OutOfMemory { bytes: Some(bytes), what: what() + &free.unwrap_or_default() }
+            }
+            _ => gpu.fail("allocating device memory", e),
+        })?;
+        Ok(DeviceAlloc { gpu: gpu.clone(), ptr, bytes })
+    }
+
+    /// The device address of the first byte.
+    pub(crate) fn ptr(&self) -> CUdeviceptr {
+        self.ptr
+    }
+}
+
+impl Drop for DeviceAlloc {
+    fn drop(&mut self) {
+        if self.bytes == 0 {
+            return;
+        }
+        // Kernels and copies still queued may use the memory: wait for them first. Errors are
+        // kept in the context and reported by its next call.
+        // Raw calls, because `bind_to_thread` skips binding when an error is pending.
+        let ctx = &self.gpu.inner.ctx;
+        // SAFETY: the context and stream are alive (held through `gpu`); the memory was
+        // allocated by `malloc_sync` and is freed once, after the stream is done with it.
+        unsafe {
+            ctx.record_err(result::ctx::set_current(ctx.cu_ctx()));
+            ctx.record_err(result::stream::synchronize(self.gpu.cu_stream()));
+            ctx.record_err(result::free_sync(self.ptr));
+        }
+    }
+}
+
+/// A `D`-dimensional field in device memory with the same [`Shape`] (and so the same offsets)
+/// as a host [`Field`]. The memory is plain `cuMemAlloc` memory, not managed (unified) memory
+/// and not a stream-ordered pool: the host never touches it except through the copies below.
+pub struct DeviceField<T: Element, const D: usize> {
+    shape: Shape<D>,
+    mem: DeviceAlloc,
+    _element: PhantomData<T>,
+}
+
+/// A 1D device field.
+pub type DeviceField1<T> = DeviceField<T, 1>;
+/// A 2D device field.
+pub type DeviceField2<T> = DeviceField<T, 2>;
+/// A 3D device field.
+pub type DeviceField3<T> = DeviceField<T, 3>;
+
+impl Gpu {
+    /// A device field of `shape` with every element (halo and padding included) zero.
+    pub fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<DeviceField<T, D>, CudaError> {
+        let field = DeviceField::uninit(self, shape)?;
+        if field.mem.bytes > 0 {
+            // SAFETY: the allocation holds `bytes` bytes; zero is a valid value of every element type.
+            unsafe { result::memset_d8_async(field.mem.ptr, 0, field.mem.bytes, self.cu_stream()) }
+                .map_err(|e| self.fail("zeroing a device field", e))?;
+        }
+        Ok(field)
+    }
+
+    /// A device copy of a host field (storage, padding included); returns once it is copied.
+    pub fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<DeviceField<T, D>, CudaError> {
+        let mut field = DeviceField::uninit(self, *host.shape())?;
+        field.copy_from_host(host)?;
+        Ok(field)
+    }
+}
+
+impl<T: Element, const D: usize> DeviceField<T, D> {
+    fn uninit(gpu: &Gpu, shape: Shape<D>) -> Result<Self, CudaError> {
+        let bytes = shape.len() * std::mem::size_of::<T>();
+        let mem = DeviceAlloc::new(gpu, bytes, || format!("DeviceField<{}, {D}> ({})", T::NAME, shape.describe()))?;
+        Ok(DeviceField { shape, mem, _element: PhantomData })
+    }
+
+    /// The field's shape: identical to the host field's, so `Shape::offset` holds on the device.
+    pub fn shape(&self) -> &Shape<D> {
+        &self.shape
+    }
+
+    /// The GPU holding the field.
+    pub fn gpu(&self) -> &Gpu {
+        &self.mem.gpu
+    }
+
+    /// The device address of the start of the storage (offset 0 of [`Shape::offset`], before the
+    /// leading pad), aligned to at least 256 bytes; 0 for an empty shape.
+    pub fn device_ptr(&self) -> u64 {
+        self.mem.ptr
+    }
+
+    /// The storage start as a kernel argument ([`KernelArg::Ptr`]).
+    pub fn arg(&self) -> KernelArg {
+        KernelArg::Ptr(self.mem.ptr)
+    }
+
+    /// Copies the field back into a new host field; waits for queued work first.
+    pub fn download(&self) -> Result<Field<T, D>, CudaError> {
+        let mut host = Field::zeros(self.shape);
+        self.copy_to_host(&mut host)?;
+        Ok(host)
+    }
+
+    /// Overwrites the field with a host field of the same shape; returns once it is copied.
+    pub fn copy_from_host(&mut self, host: &Field<T, D>) -> Result<(), CudaError> {
+        check_shapes("copy_from_host", host.shape(), &self.shape)?;
+        let gpu = &self.mem.gpu;
+        if self.mem.bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: same shape, so the host slice has exactly `bytes` bytes; synchronising
+            // below keeps it borrowed until the copy is done.
+            unsafe { result::memcpy_htod_async(self.mem.ptr, host.as_slice(), gpu.cu_stream()) }
+                .map_err(|e| gpu.fail("copying a field to the device", e))?;
+        }
+        gpu.synchronize()
+    }
+
+    /// Overwrites a host field of the same shape with this field; waits for queued work first.
+    pub fn copy_to_host(&self, host: &mut Field<T, D>) -> Result<(), CudaError> {
+        check_shapes("copy_to_host", &self.shape, host.shape())?;
+        let gpu = &self.mem.gpu;
+        if self.mem.bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: same shape, so the host slice has exactly `bytes` bytes; synchronising
+            // below keeps it borrowed until the copy is done.
+            unsafe { result::memcpy_dtoh_async(host.as_mut_slice(), self.mem.ptr, gpu.cu_stream()) }
+                .map_err(|e| gpu.fail("copying a field to the host", e))?;
+        }
+        gpu.synchronize()
+    }
+
+    /// Overwrites this field with another of the same shape on the same [`Gpu`] handle. Queued
+    /// on the stream after earlier work; returns without waiting.
+    pub fn copy_from(&mut self, src: &DeviceField<T, D>) -> Result<(), CudaError> {
+        check_shapes("copy_from", &src.shape, &self.shape)?;
+        let gpu = &self.mem.gpu;
+        if !std::sync::Arc::ptr_eq(&gpu.inner, &src.mem.gpu.inner) {
+            return Err(CudaError::InvalidArgument(
+                "copy_from between fields of different Gpu handles; use one Gpu (clones are fine) or copy through the host"
+                    .into(),
+            ));
+        }
+        if self.mem.bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: both allocations hold `bytes` bytes and are used on the same stream.
+            unsafe { result::memcpy_dtod_async(self.mem.ptr, src.mem.ptr, self.mem.bytes, gpu.cu_stream()) }
+                .map_err(|e| gpu.fail("copying between device fields", e))?;
+        }
+        Ok(())
+    }
+}
+
+impl<T: Element, const D: usize> std::fmt::Debug for DeviceField<T, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DeviceField<{}, {}D>({} on GPU {})", T::NAME, D, self.shape.describe(), self.mem.gpu.ordinal())
+    }
+}
+
+fn check_shapes<const D: usize>(
+    operation: &'static str,
+    source: &Shape<D>,
+    destination: &Shape<D>,
+) -> Result<(), CudaError> {
+    if source == destination {
+        return Ok(());
+    }
+    Err(CudaError::ShapeMismatch { operation, source: source.describe(), destination: destination.describe() })
+}
