@@ -23,7 +23,9 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
     let dim = Literal::usize_unsuffixed(ir.dim);
     let lt = quote!('a);
-    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt));
+    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, false));
+    let device_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, true));
+    let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
     let name = &ir.name;
     let fields = field_accesses(&ir).into_iter().map(|fa| {
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
@@ -43,8 +45,14 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error
 
         impl #rt::Stencil<#dim> for #functor {
             type HostArgs<'a> = (#(#arg_types,)*);
+            type DeviceArgs<'a> = (#(#device_types,)*);
             const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
             const SOURCE: &'static str = #source;
+
+            fn device_args(args: Self::DeviceArgs<'_>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {
+                let (#(#arg_names,)*) = args;
+                ::std::vec![#(#rt::__private::DeviceArg::device_arg(#arg_names)),*]
+            }
 
             #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]
             fn run_host(range: &#rt::Loop<#dim>, args: Self::HostArgs<'_>) -> ::core::result::Result<(), #rt::LaunchError> {

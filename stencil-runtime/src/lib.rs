@@ -21,6 +21,8 @@
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
+pub mod cuda_source;
+mod device_args;
 pub mod field;
 mod index;
 mod ir_cache;
@@ -29,7 +31,9 @@ pub mod range;
 mod stencil;
 
 #[cfg(feature = "cuda")]
-pub use cuda::{CudaError, DeviceField, DeviceField1, DeviceField2, DeviceField3, Gpu, Kernel, KernelArg, LaunchDims};
+pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
+pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
+pub use device_args::{ArgValue, DeviceArg, DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use field::{Element, Field, Field1, Field2, Field3, FieldError, Order, Shape, Shape1, Shape2, Shape3};
 pub use index::{Idx1, Idx2, Idx3};
 pub use launch::LaunchError;
@@ -50,5 +54,6 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu::{for_each_row, linear_offset, row, RowWriter};
+    pub use crate::device_args::DeviceArg;
     pub use crate::launch::validate;
 }

@@ -32,6 +32,8 @@ pub struct StencilInfo {
 pub trait Stencil<const D: usize>: Copy {
     /// The arguments after the point index for host fields, as a tuple in parameter order.
     type HostArgs<'a>;
+    /// The same arguments with device fields (`&DeviceField3<T>` for `&Field3<T>`).
+    type DeviceArgs<'a>;
     /// Name and field accesses.
     const INFO: StencilInfo;
     /// The function's source, from which `stencil_codegen::StencilIr::from_source` rebuilds the
@@ -40,6 +42,9 @@ pub trait Stencil<const D: usize>: Copy {
 
     /// Runs the point update over `range` on the CPU (rayon), after checking the launch.
     fn run_host(range: &Loop<D>, args: Self::HostArgs<'_>) -> Result<(), LaunchError>;
+
+    /// Erases device arguments for the CUDA executor, in parameter order.
+    fn device_args(args: Self::DeviceArgs<'_>) -> Vec<crate::device_args::ArgValue<'_, D>>;
 
     /// The stencil's IR, lowered once from [`Stencil::SOURCE`] and cached.
     fn ir() -> &'static stencil_codegen::StencilIr {

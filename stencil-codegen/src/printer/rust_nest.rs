@@ -245,8 +245,10 @@ fn float_tokens(v: f64, ty: TokenStream, lit: impl Fn(f64) -> Lit) -> TokenStrea
     }
 }
 
-/// The Rust type of a parameter as the functor's argument tuple spells it.
-pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &TokenStream) -> TokenStream {
+/// The Rust type of a parameter as the functor's argument tuple spells it (`device`: with
+/// device fields).
+pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &TokenStream, device: bool) -> TokenStream {
+    let field = if device { quote!(#rt::DeviceField) } else { quote!(#rt::Field) };
     match kind {
         ParamKind::Scalar(t) => {
             let t = ident(t.rust_name());
@@ -256,9 +258,9 @@ pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &Toke
             let t = ident(f.elem.rust_name());
             let d = Lit::usize_unsuffixed(dim);
             if f.writable {
-                quote!(&#lifetime mut #rt::Field<#t, #d>)
+                quote!(&#lifetime mut #field<#t, #d>)
             } else {
-                quote!(&#lifetime #rt::Field<#t, #d>)
+                quote!(&#lifetime #field<#t, #d>)
             }
         }
     }

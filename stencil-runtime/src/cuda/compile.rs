@@ -201,3 +201,15 @@ fn compile_cubin(source: &str, options: &[String], log: &mut String) -> Result<V
         .map_err(|e| nvrtc_error("nvrtcGetCUBIN", e))?;
     Ok(cubin)
 }
+
+/// Compiles `source` for `arch` (e.g. `sm_90`) with the stencil kernel options plus `extra`,
+/// without a GPU (NVRTC only), and returns NVRTC's log: what CI uses to check that every
+/// generated kernel compiles, and (with `--ptxas-options=-v`) to report registers and spills.
+pub fn compile_check(source: &str, arch: &str, extra: &[&str]) -> Result<String, CudaError> {
+    nvrtc_version().ok_or(CudaError::NoNvrtc)?;
+    let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()];
+    options.extend(super::KERNEL_OPTIONS.iter().chain(extra).map(|o| o.to_string()));
+    let mut log = String::new();
+    compile_cubin(source, &options, &mut log)?;
+    Ok(log)
+}

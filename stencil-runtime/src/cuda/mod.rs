@@ -32,12 +32,14 @@ mod compile;
 mod device;
 mod error;
 mod field;
+mod launch;
 
 pub use cache::DiskCache;
-pub use compile::{CacheSource, CompileStats, Kernel};
+pub use compile::{compile_check, CacheSource, CompileStats, Kernel};
 pub use device::{Gpu, KernelArg, LaunchDims};
 pub use error::CudaError;
 pub use field::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use launch::{StrategyLoop, KERNEL_OPTIONS};
 
 use crate::field::{Field3, Shape3};
 

@@ -144,8 +144,14 @@ impl<const D: usize> Shape<D> {
         if self.points() == 0 {
             0
         } else {
-            self.lead() + self.pitch() * rows
+            self.lead() + self.pitch() * rows + self.tail_slack()
         }
+    }
+
+    /// Elements after the last row: vectorised GPU kernels load whole aligned groups of up to
+    /// 4 elements, which may reach a few elements past the last point of the last row.
+    fn tail_slack(&self) -> usize {
+        self.align.max(8)
     }
 
     /// Whether the shape holds no point.

@@ -1,0 +1,113 @@
+//! GPU benchmark: every strategy and a few tile shapes on 7-point diffusion and the 25-point
+//! acoustic update (512³ f32), as time per step (CUDA events, median after warm-up), GPts/s,
+//! effective GB/s (minimal bytes) and % of the device-to-device copy bandwidth measured in the
+//! same run; plus the cold compile and cached load time of a kernel.
+//!
+//! `gpu_bench [n]` (default 512).
+
+use stencil_bench::{median, Acoustic25, Diffusion7};
+use stencil_runtime::cuda::{DiskCache, Gpu};
+use stencil_runtime::prelude::*;
+use stencil_runtime::{cuda_kernel, Strategy};
+
+const WARMUP: usize = 3;
+const REPS: usize = 15;
+
+fn strategies() -> Vec<Strategy> {
+    vec![
+        Strategy::PointPerThread { block: [32, 4, 2] },
+        Strategy::PointPerThread { block: [128, 2, 1] },
+        Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 16 },
+        Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 },
+        Strategy::ZMarch { block_x: 32, block_y: 8, points_per_thread: 32 },
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 },
+        Strategy::Stream25D { tile_x: 32, tile_y: 8 },
+        Strategy::Stream25D { tile_x: 64, tile_y: 4 },
+        Strategy::SharedTile3D { tile: [32, 4, 4] },
+        Strategy::SharedTile3D { tile: [64, 4, 2] },
+    ]
+}
+
+fn time_launches(
+    gpu: &Gpu,
+    mut launch: impl FnMut() -> Result<(), LaunchError>,
+) -> Result<f64, Box<dyn std::error::Error>> {
+    for _ in 0..WARMUP {
+        launch()?;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..REPS {
+        let (r, ms) = gpu.time_ms(|| Ok(launch()))?;
+        r?;
+        samples.push(ms);
+    }
+    Ok(median(samples))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(512);
+    let gpu = Gpu::new(0)?;
+    let copy_bytes = n * n * n * 4;
+    let copy = gpu.copy_bandwidth_gbs(copy_bytes, 20)?;
+    println!(
+        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        copy_bytes >> 20
+    );
+    let points = (n * n * n) as f64;
+    let mut rows = Vec::new();
+
+    let s1 = Shape3::new([n, n, n]).halo(1);
+    let r1 = Loop3D::interior(&s1);
+    let f = gpu.upload(&Field3::from_fn(s1, |[i, j, k]| ((i + 2 * j + 3 * k) % 17) as f32 * 0.01))?;
+    let mut g = gpu.alloc::<f32, 3>(s1)?;
+    for s in strategies() {
+        let ms = time_launches(&gpu, || {
+            r1.with_strategy(s).run_on(&gpu, Diffusion7, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut g))
+        })?;
+        rows.push(("diffusion7", s, ms, 8.0));
+    }
+    drop((f, g));
+
+    let s4 = Shape3::new([n, n, n]).halo(4);
+    let r4 = Loop3D::interior(&s4);
+    let u = gpu.upload(&Field3::from_fn(s4, |[i, j, k]| ((i + j + k) % 13) as f32 * 0.01))?;
+    let up = gpu.upload(&Field3::from_fn(s4, |[i, j, k]| ((i * j + k) % 7) as f32 * 0.01))?;
+    let v2 = gpu.upload(&Field3::filled(s4, 0.25f32))?;
+    let mut un = gpu.alloc::<f32, 3>(s4)?;
+    for s in strategies() {
+        let ms = time_launches(&gpu, || r4.with_strategy(s).run_on(&gpu, Acoustic25, (0.1, &u, &up, &v2, &mut un)))?;
+        rows.push(("acoustic25", s, ms, 16.0));
+    }
+    drop((u, up, v2, un));
+
+    println!("\n| stencil | strategy | ms/step | GPts/s | effective GB/s | % of copy |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for (name, s, ms, bytes) in &rows {
+        let gpts = points / (ms * 1e-3) / 1e9;
+        let gbs = gpts * bytes;
+        println!("| {name} | {s} | {ms:.3} | {gpts:.1} | {gbs:.0} | {:.1}% |", 100.0 * gbs / copy);
+    }
+    for name in ["diffusion7", "acoustic25"] {
+        let best = rows.iter().filter(|r| r.0 == name).min_by(|a, b| a.2.total_cmp(&b.2)).expect("rows");
+        let gbs = points / (best.2 * 1e-3) / 1e9 * best.3;
+        println!("best {name}: {} at {:.1}% of copy bandwidth", best.1, 100.0 * gbs / copy);
+    }
+
+    // Compile costs: a cold NVRTC compile, a load from the disk cache, a memory-cache hit.
+    let dir = std::env::temp_dir().join(format!("stencil-bench-cache-{}", std::process::id()));
+    let fresh = Gpu::with_disk_cache(0, Some(DiskCache::new(&dir)))?;
+    let k =
+        cuda_kernel::<Acoustic25, 3>(Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 16 }, &s4, &r4)?;
+    let opts = stencil_runtime::cuda::KERNEL_OPTIONS;
+    let (_, cold) = fresh.kernel_with_stats(&k.source, &k.entry, opts)?;
+    fresh.clear_memory_cache();
+    let (_, disk) = fresh.kernel_with_stats(&k.source, &k.entry, opts)?;
+    let (_, mem) = fresh.kernel_with_stats(&k.source, &k.entry, opts)?;
+    println!("\nkernel acoustic25/zmarch: cold compile {:.1} ms ({:?}), disk-cache load {:.3} ms ({:?}), memory-cache hit {:.3} ms ({:?})",
+        cold.elapsed.as_secs_f64() * 1e3, cold.origin, disk.elapsed.as_secs_f64() * 1e3, disk.origin, mem.elapsed.as_secs_f64() * 1e3, mem.origin);
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}

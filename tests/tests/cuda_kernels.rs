@@ -1,0 +1,95 @@
+//! The generated CUDA, snapshot-tested for the diffusion stencil, the 25-point star and a
+//! stencil with branches and math functions under every strategy; with `--features cuda` each
+//! kernel is also compiled by NVRTC for sm_90 (no GPU needed), printing registers and spills, so
+//! a kernel that does not compile fails CI.
+
+mod common;
+
+use common::*;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{cuda_kernel, CudaKernel, Strategy};
+
+/// One configuration of each strategy, plus the scalar (unaligned) form of z-marching.
+fn snapshot_strategies() -> Vec<(&'static str, Strategy)> {
+    vec![
+        ("point", Strategy::PointPerThread { block: [32, 4, 2] }),
+        ("zmarch", Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 }),
+        ("stream25d", Strategy::Stream25D { tile_x: 32, tile_y: 8 }),
+        ("smem3d", Strategy::SharedTile3D { tile: [32, 4, 4] }),
+    ]
+}
+
+/// Every kernel of the suite: (name, kernel).
+fn kernels() -> Vec<(String, CudaKernel)> {
+    let mut out = Vec::new();
+    let s1 = Shape3::new([512, 512, 512]).halo(1);
+    let s4 = Shape3::new([512, 512, 512]).halo(4);
+    let kij = Shape3::new([64, 64, 64]).halo(1).order(Order::Kij);
+    let unaligned = Loop3D::interior(&s1).shrink([1, 0, 0]);
+    for (label, s) in snapshot_strategies() {
+        out.push((format!("diffusion_{label}"), cuda_kernel::<Diffusion, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));
+        out.push((format!("star25_{label}"), cuda_kernel::<Star25, 3>(s, &s4, &Loop3D::interior(&s4)).unwrap()));
+        out.push((format!("branchy_{label}"), cuda_kernel::<Branchy, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));
+        out.push((
+            format!("branchy_kij_{label}"),
+            cuda_kernel::<Branchy, 3>(s, &kij, &Loop3D::interior(&kij)).unwrap(),
+        ));
+    }
+    let zmarch = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 };
+    out.push(("diffusion_zmarch_unaligned".into(), cuda_kernel::<Diffusion, 3>(zmarch, &s1, &unaligned).unwrap()));
+    let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
+    out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
+    out
+}
+
+#[test]
+fn generated_cuda_snapshots() {
+    for (name, k) in kernels() {
+        let text = format!(
+            "// entry {} block {:?} points/block {:?} shared {} B\n{}",
+            k.entry, k.block, k.points_per_block, k.shared_bytes, k.source
+        );
+        insta::assert_snapshot!(name, text);
+    }
+}
+
+#[test]
+fn vector_width_follows_alignment() {
+    let s1 = Shape3::new([512, 512, 512]).halo(1);
+    let zmarch = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 };
+    let aligned = cuda_kernel::<Diffusion, 3>(zmarch, &s1, &Loop3D::interior(&s1)).unwrap();
+    assert!(aligned.source.contains("float4") && aligned.points_per_block[0] == 256);
+    let shifted = cuda_kernel::<Diffusion, 3>(zmarch, &s1, &Loop3D::interior(&s1).shrink([1, 0, 0])).unwrap();
+    assert!(!shifted.source.contains("float4") && shifted.points_per_block[0] == 64);
+    let f64k = cuda_kernel::<DiffusionF64, 3>(zmarch, &s1, &Loop3D::interior(&s1)).unwrap();
+    assert!(f64k.source.contains("double2"));
+}
+
+#[test]
+fn bad_blocks_are_errors() {
+    let s = Shape3::new([8, 8, 8]).halo(1);
+    let r = Loop3D::interior(&s);
+    let e = cuda_kernel::<Diffusion, 3>(Strategy::PointPerThread { block: [64, 32, 1] }, &s, &r).unwrap_err();
+    assert!(e.to_string().contains("1 to 1024 threads"), "{e}");
+    let e = cuda_kernel::<Diffusion, 3>(Strategy::ZMarch { block_x: 32, block_y: 2, points_per_thread: 0 }, &s, &r)
+        .unwrap_err();
+    assert!(e.to_string().contains("points_per_thread"), "{e}");
+}
+
+/// Compiles every kernel with NVRTC (CI installs NVRTC 13.0 from PyPI) and prints registers and
+/// spills; fails on any compile error or spill.
+#[cfg(feature = "cuda")]
+#[test]
+fn every_kernel_compiles_with_nvrtc() {
+    use stencil_runtime::cuda::compile_check;
+    let mut report = Vec::new();
+    for (name, k) in kernels() {
+        let log = compile_check(&k.source, "sm_90", &["--ptxas-options=-v"])
+            .unwrap_or_else(|e| panic!("kernel {name} does not compile:\n{e}\n{}", k.source));
+        let usage =
+            log.lines().filter(|l| l.contains("registers") || l.contains("spill")).collect::<Vec<_>>().join(" | ");
+        report.push(format!("{name:32} {usage}"));
+        assert!(!log.contains("bytes spill stores") || log.contains("0 bytes spill stores"), "{name} spills: {log}");
+    }
+    println!("{}", report.join("\n"));
+}

@@ -1,0 +1,163 @@
+//! GPU = CPU for every strategy (run on the device machine: `scripts/gpu-check`; CI has no GPU,
+//! so this file builds only with `--features cuda`). Inputs are random, outputs are poisoned
+//! with NaN on both sides before the run, sizes are odd, and results must agree bit for bit:
+//! the kernels are compiled with `--fmad=false` and these stencils use only IEEE-exact operations
+//! (+, -, *, /, sqrt, min, max), so any difference is a bug, not rounding.
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use common::*;
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{DeviceField, Element, Field};
+
+fn gpu() -> Gpu {
+    Gpu::new(0).expect("the GPU suite needs a CUDA device")
+}
+
+/// Compares two fields point by point (halo included) bit for bit; reports the first mismatch.
+fn assert_same<T: Element, const D: usize>(what: &str, cpu: &Field<T, D>, gpu: &Field<T, D>, bits: impl Fn(T) -> u64) {
+    let (a, b) = (cpu.to_vec(), gpu.to_vec());
+    let mismatches = a.iter().zip(&b).filter(|(x, y)| bits(**x) != bits(**y)).count();
+    if let Some(i) = a.iter().zip(&b).position(|(x, y)| bits(*x) != bits(*y)) {
+        panic!(
+            "{what}: {mismatches} of {} points differ; first at flat index {i}: cpu {:?} gpu {:?}",
+            a.len(),
+            a[i],
+            b[i]
+        );
+    }
+}
+
+fn f32_bits(v: f32) -> u64 {
+    v.to_bits() as u64
+}
+
+fn up<T: Element, const D: usize>(g: &Gpu, f: &Field<T, D>) -> DeviceField<T, D> {
+    g.upload(f).expect("upload")
+}
+
+#[test]
+fn diffusion_every_strategy_both_layouts_and_a_sub_range() {
+    let g = gpu();
+    let mut rng = Rng(1);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape3::new([45, 23, 19]).halo(1).order(order);
+        for (ri, range) in [Loop3D::interior(&shape), Loop3D::new(47, 3, 2, 25, 1, 5, 21, 2, 1)].into_iter().enumerate()
+        {
+            let f = random(shape, &mut rng, |v| v as f32);
+            let c = [0.11f32, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17];
+            let mut cpu = Field3::filled(shape, f32::NAN);
+            range.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut cpu)).unwrap();
+            let df = up(&g, &f);
+            for s in strategies() {
+                let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+                range
+                    .with_strategy(s)
+                    .run_on(&g, Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &df, &mut dout))
+                    .unwrap();
+                assert_same(&format!("diffusion {order:?} range {ri} {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+            }
+        }
+    }
+}
+
+#[test]
+fn star25_every_strategy() {
+    let g = gpu();
+    let mut rng = Rng(2);
+    let shape = Shape3::new([41, 29, 23]).halo(4);
+    let (u, up_, v2) = (
+        random(shape, &mut rng, |v| v as f32),
+        random(shape, &mut rng, |v| v as f32),
+        random(shape, &mut rng, |v| (v * v) as f32),
+    );
+    let range = Loop3D::interior(&shape);
+    let mut cpu = Field3::filled(shape, f32::NAN);
+    range.run(Star25, (0.3, &u, &up_, &v2, &mut cpu)).unwrap();
+    let (du, dup, dv) = (up(&g, &u), up(&g, &up_), up(&g, &v2));
+    for s in strategies() {
+        let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+        range.with_strategy(s).run_on(&g, Star25, (0.3, &du, &dup, &dv, &mut dout)).unwrap();
+        assert_same(&format!("star25 {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+    }
+}
+
+#[test]
+fn multi_output_branches_every_strategy_both_layouts() {
+    let g = gpu();
+    let mut rng = Rng(3);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape3::new([37, 17, 13]).halo(1).order(order);
+        let (a, b) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
+        let range = Loop3D::interior(&shape);
+        for flip in [false, true] {
+            let (mut lo, mut hi) = (Field3::filled(shape, f32::NAN), Field3::filled(shape, f32::NAN));
+            range.run(Branchy, (0.9, flip, &a, &b, &mut lo, &mut hi)).unwrap();
+            let (da, db) = (up(&g, &a), up(&g, &b));
+            for s in strategies() {
+                let (mut dlo, mut dhi) =
+                    (up(&g, &Field3::filled(shape, f32::NAN)), up(&g, &Field3::filled(shape, f32::NAN)));
+                range.with_strategy(s).run_on(&g, Branchy, (0.9, flip, &da, &db, &mut dlo, &mut dhi)).unwrap();
+                assert_same(&format!("branchy lo {order:?} flip {flip} {s}"), &lo, &dlo.download().unwrap(), f32_bits);
+                assert_same(&format!("branchy hi {order:?} flip {flip} {s}"), &hi, &dhi.download().unwrap(), f32_bits);
+            }
+        }
+    }
+}
+
+#[test]
+fn f64_stencil_every_strategy() {
+    let g = gpu();
+    let mut rng = Rng(4);
+    let shape = Shape3::new([33, 21, 17]).halo_per_axis([1, 1, 2]);
+    let f = random(shape, &mut rng, |v| v);
+    let range = Loop3D::interior(&shape);
+    let mut cpu = Field3::filled(shape, f64::NAN);
+    range.run(DiffusionF64, (0.1, &f, &mut cpu)).unwrap();
+    let df = up(&g, &f);
+    for s in strategies() {
+        let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+        range.with_strategy(s).run_on(&g, DiffusionF64, (0.1, &df, &mut dout)).unwrap();
+        assert_same(&format!("f64 {s}"), &cpu, &dout.download().unwrap(), f64::to_bits);
+    }
+}
+
+#[test]
+fn stencil_2d_every_strategy_both_layouts() {
+    let g = gpu();
+    let mut rng = Rng(5);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape2::new([67, 45]).halo(1).order(order);
+        let (u, rhs) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
+        let range = Loop2D::interior(&shape);
+        let mut cpu = Field2::filled(shape, f32::NAN);
+        range.run(Jacobi2d, (0.8, &u, &rhs, &mut cpu)).unwrap();
+        let (du, drhs) = (up(&g, &u), up(&g, &rhs));
+        for s in strategies() {
+            let mut dout = up(&g, &Field2::filled(shape, f32::NAN));
+            range.with_strategy(s).run_on(&g, Jacobi2d, (0.8, &du, &drhs, &mut dout)).unwrap();
+            assert_same(&format!("2d {order:?} {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+        }
+    }
+}
+
+#[test]
+fn default_strategy_and_launch_errors_on_device() {
+    let g = gpu();
+    let mut rng = Rng(6);
+    let shape = Shape3::new([20, 20, 20]).halo(1);
+    let f = random(shape, &mut rng, |v| v as f32);
+    let mut cpu = Field3::filled(shape, f32::NAN);
+    let range = Loop3D::interior(&shape);
+    range.run(Star25, (0.1, &f, &f, &f, &mut cpu)).expect_err("halo 1 is too narrow for radius 4 on the host");
+    let df = up(&g, &f);
+    let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+    let err = range.run_on(&g, Star25, (0.1, &df, &df, &df, &mut dout)).expect_err("and on the device");
+    assert!(err.to_string().contains("halo of at least 4"), "{err}");
+    assert!(dout.download().unwrap().to_vec().iter().all(|v| v.is_nan()), "a refused launch wrote the output");
+    range.run(Diffusion, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut cpu)).unwrap();
+    range.run_on(&g, Diffusion, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &df, &mut dout)).unwrap();
+    assert_same("default strategy", &cpu, &dout.download().unwrap(), f32_bits);
+}
