@@ -20,7 +20,7 @@ pub fn geometry<const D: usize>(shape: &Shape<D>, range: &Loop<D>, max_elem_byte
     let lanes = [widest, 2, 1]
         .into_iter()
         .filter(|&l| l <= widest)
-        .find(|&l| origin % l == 0 && (1..D).all(|r| s[axes[r]] % l == 0))
+        .find(|&l| origin.is_multiple_of(l) && (1..D).all(|r| s[axes[r]].is_multiple_of(l)))
         .unwrap_or(1);
     Geometry { strides, layout, lanes: lanes as u32 }
 }

@@ -91,7 +91,8 @@ impl<'a, T: Element, const D: usize> DeviceArg<'a, D> for &'a DeviceField<T, D> 
 
 impl<'a, T: Element, const D: usize> DeviceArg<'a, D> for &'a mut DeviceField<T, D> {
     fn device_arg(self) -> ArgValue<'a, D> {
-        let (shape, ptr) = (&*self).parts();
+        let shared: &'a DeviceField<T, D> = self;
+        let (shape, ptr) = shared.parts();
         ArgValue::Field { shape, ptr }
     }
 }

@@ -1,0 +1,3 @@
+//! Example models written with `#[stencil]`, used by the binaries under `src/bin/` and by the tests.
+
+pub mod diffusion;

@@ -1,0 +1,31 @@
+//! The diffusion example converges at second order: halving dx (and quartering dt, so the same
+//! end time takes four times the steps) cuts the error against the analytic heat kernel ~4x.
+
+use stencil_examples::diffusion::{run_cpu, Real, Setup};
+use stencil_runtime::Order;
+
+/// Relative L2 errors on 32^3 (16 steps) and 64^3 (64 steps): the same end time.
+fn errors<T: Real>(order: Order) -> (f64, f64) {
+    let run = |n: usize, steps: usize| {
+        let setup = Setup { order, ..Setup::cube(n, steps) };
+        let outcome = run_cpu::<T>(&setup, |_| {}).expect("launch");
+        assert!(outcome.wall_value < 1e-6, "the Gaussian reached the walls: {}", outcome.wall_value);
+        outcome.error.rel_l2
+    };
+    let (coarse, fine) = (run(32, 16), run(64, 64));
+    eprintln!("{} {order:?}: rel L2 error {coarse:e} on 32^3, {fine:e} on 64^3, ratio {}", T::NAME, coarse / fine);
+    assert!(fine < 1e-2, "error {fine:e} on 64^3 is not small");
+    (coarse, fine)
+}
+
+#[test]
+fn error_falls_about_fourfold_when_dx_halves_f64() {
+    let (coarse, fine) = errors::<f64>(Order::Ijk);
+    assert!(coarse / fine > 3.0, "rel L2 error {coarse:e} on 32^3, {fine:e} on 64^3: ratio {}", coarse / fine);
+}
+
+#[test]
+fn error_falls_about_fourfold_when_dx_halves_f32_kij() {
+    let (coarse, fine) = errors::<f32>(Order::Kij);
+    assert!(coarse / fine > 3.0, "rel L2 error {coarse:e} on 32^3, {fine:e} on 64^3: ratio {}", coarse / fine);
+}
