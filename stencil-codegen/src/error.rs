@@ -183,6 +183,13 @@ pub enum ErrorKind {
         /// The type it must have.
         ty: String,
     },
+    /// A literal too large for its type.
+    LiteralRange {
+        /// The literal as written.
+        literal: String,
+        /// Its type.
+        ty: String,
+    },
     /// Any other syntax the DSL does not support.
     Unsupported {
         /// What was found.
@@ -226,6 +233,7 @@ impl fmt::Display for ErrorKind {
             TypeMismatch { expected, found } => write!(f, "mismatched types: `{expected}` and `{found}`; convert one with `as`"),
             BadOperand { op, ty, wanted } => write!(f, "`{op}` cannot be applied to `{ty}`: it needs {wanted}"),
             LiteralType { literal, ty } => write!(f, "literal `{literal}` used as `{ty}`: write {}", literal_hint(literal, ty)),
+            LiteralRange { literal, ty } => write!(f, "literal `{literal}` is out of range for `{ty}`: use a wider type or a smaller value"),
             Unsupported { what } => write!(f, "{what} is not supported in a stencil"),
         }
     }

@@ -55,7 +55,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error
             }
 
             #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn run_host(range: &#rt::Loop<#dim>, args: Self::HostArgs<'_>) -> ::core::result::Result<(), #rt::LaunchError> {
+            fn run_host(__range: &#rt::Loop<#dim>, __args: Self::HostArgs<'_>) -> ::core::result::Result<(), #rt::LaunchError> {
                 #run_host
             }
         }

@@ -160,8 +160,10 @@ pub struct Expr<T = ScalarType> {
 /// A constant.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Literal {
-    /// A floating-point constant (printed in the expression's type).
-    Float(f64),
+    /// A floating-point constant as `f64` and as `f32`, each rounded once from the source text
+    /// (rounding the `f64` to `f32` could differ in the last bit); printers use the one of the
+    /// expression's type.
+    Float(f64, f32),
     /// An integer constant.
     Int(i64),
     /// `true` / `false`.

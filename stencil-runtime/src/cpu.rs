@@ -94,8 +94,15 @@ tuple_outputs!(A, B, C, E, F, G, H, I, J, K);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M);
 
+/// Rows per band of the 3D sweep: at most 16 (a radius-4 stencil's 9 planes of 24 rows stay
+/// well inside a core's L2), and small enough to give every thread several bands.
+fn band_rows(rows: usize, threads: usize) -> usize {
+    rows.div_ceil(4 * threads.max(1)).clamp(1, 16)
+}
+
 /// Calls `body(base, len, rows)` once for every row of `range` (a run along the contiguous axis
-/// starting at storage offset `base`), in parallel over the slowest axis.
+/// starting at storage offset `base`), in parallel: over bands of the middle axis in 3D (each
+/// band swept along the outer axis), over the outer axis in 2D, over chunks of the row in 1D.
 pub fn for_each_row<const D: usize, O: RowOutputs>(
     range: &Loop<D>,
     shape: &Shape<D>,
@@ -125,10 +132,17 @@ pub fn for_each_row<const D: usize, O: RowOutputs>(
             (0..len[outer]).into_par_iter().for_each(|o| run(origin + o * strides[outer], len[c]));
         }
         _ => {
+            // 2.5D cache blocking: a task owns a band of rows along the middle axis and sweeps the
+            // outer axis, so the planes a neighbour access touches (o - r ..= o + r) stay in
+            // cache for the next o, and each input is read from memory about once.
             let (middle, outer) = (axes[1], axes[2]);
-            (0..len[outer]).into_par_iter().for_each(|o| {
-                for m in 0..len[middle] {
-                    run(origin + o * strides[outer] + m * strides[middle], len[c]);
+            let band = band_rows(len[middle], rayon::current_num_threads());
+            (0..len[middle].div_ceil(band)).into_par_iter().for_each(|b| {
+                let rows = b * band..len[middle].min((b + 1) * band);
+                for o in 0..len[outer] {
+                    for m in rows.clone() {
+                        run(origin + o * strides[outer] + m * strides[middle], len[c]);
+                    }
                 }
             });
         }

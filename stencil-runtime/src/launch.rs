@@ -81,18 +81,21 @@ impl fmt::Display for LaunchError {
             ),
             LaunchError::RangeExtent { stencil, range, axis, range_extent, field, field_extent } => write!(
                 f,
-                "stencil `{stencil}`: range {range} was built for n = {} along {}, but field `{field}` has extent {field_extent} there (interior + 2 * halo); build the range from the field, e.g. `Loop3D::interior(field.shape())`",
-                range_extent, AXES[*axis]
+                "stencil `{stencil}`: range {range} was built for n = {} along {}, but field `{field}` has extent {field_extent} there (interior + 2 * halo); build the range from the field, e.g. `{}::interior({field}.shape())`",
+                range_extent, AXES[*axis], range.split('[').next().unwrap_or("Loop3D")
             ),
             LaunchError::ShapeMismatch { stencil, first, first_shape, field, shape } => write!(
                 f,
                 "stencil `{stencil}`: fields of one launch must share one shape, but `{first}` is {first_shape} and `{field}` is {shape}; allocate them from the same `Shape`"
             ),
             LaunchError::OutOfBounds { stencil, field, axis, offset, range, halo, extent } => {
-                let (need, fix_range) = if *offset < 0 {
-                    ((-offset) as usize, format!("start the range at {} or later", (-offset) as usize))
+                let need = offset.unsigned_abs() as usize;
+                let fix_range = if *offset < 0 {
+                    format!("start the range at {need} or later")
+                } else if need < *extent {
+                    format!("end it at {} or earlier", extent - need)
                 } else {
-                    (*offset as usize, format!("end it at {} or earlier", extent - *offset as usize))
+                    format!("make the field longer than {need} along that axis")
                 };
                 write!(
                     f,

@@ -46,8 +46,30 @@ impl Lowerer {
                 let op =
                     binary_op(&b.op).ok_or_else(|| unsupported(&b.op, "a compound assignment inside an expression"))?;
                 let l = self.lower_expr(&b.left, out)?;
-                let r = self.lower_expr(&b.right, out)?;
-                self.binary(op, l, r, b.op.span())
+                let mut right_stmts = Vec::new();
+                let r = self.lower_expr(&b.right, &mut right_stmts)?;
+                if right_stmts.is_empty() {
+                    return self.binary(op, l, r, b.op.span());
+                }
+                if !matches!(op, BinOp::And | BinOp::Or) {
+                    out.append(&mut right_stmts);
+                    return self.binary(op, l, r, b.op.span());
+                }
+                // `a && { stmts; b }`: the statements run only when `a` does not decide.
+                let ty = self.types.known(ScalarType::Bool);
+                self.types.unify(ty, l.ty, b.left.span())?;
+                self.types.unify(ty, r.ty, b.right.span())?;
+                let tmp = self.declare("logic_value", ty, true, false);
+                out.push(Stmt::Let { local: tmp, init: Some(l) });
+                let current = Expr { ty, kind: ExprKind::Local(tmp) };
+                let cond = if op == BinOp::And {
+                    current
+                } else {
+                    Expr { ty, kind: ExprKind::Unary(UnOp::Not, Box::new(current)) }
+                };
+                right_stmts.push(Stmt::Assign { local: tmp, value: r });
+                out.push(Stmt::If { cond, then_body: right_stmts, else_body: Vec::new() });
+                Ok(Expr { ty, kind: ExprKind::Local(tmp) })
             }
             syn::Expr::Cast(c) => {
                 let ty = super::signature::scalar_type(&c.ty)
@@ -121,13 +143,20 @@ impl Lowerer {
     fn literal(&mut self, lit: &syn::Lit) -> Result<TExpr, Error> {
         let (ty, value) = match lit {
             syn::Lit::Float(f) => {
-                let v: f64 =
-                    f.base10_parse().map_err(|e| Error::new(f.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+                let parse_error = |e: syn::Error| Error::new(f.span(), ErrorKind::Syntax { message: e.to_string() });
+                let v: f64 = f.base10_parse().map_err(parse_error)?;
+                let single: f32 = f.base10_parse().map_err(parse_error)?;
                 let ty = match ScalarType::from_name(f.suffix()) {
+                    Some(ScalarType::F32) if !single.is_finite() && v.is_finite() => {
+                        return Err(Error::new(
+                            f.span(),
+                            ErrorKind::LiteralRange { literal: f.to_string(), ty: "f32".into() },
+                        ))
+                    }
                     Some(t) => self.types.known(t),
-                    None => self.types.float_literal(f.to_string(), f.span()),
+                    None => self.types.float_literal(f.to_string(), single.is_finite() || !v.is_finite(), f.span()),
                 };
-                (ty, Literal::Float(v))
+                (ty, Literal::Float(v, single))
             }
             syn::Lit::Int(i) => {
                 let v: i64 =
@@ -135,10 +164,16 @@ impl Lowerer {
                 let ty = match ScalarType::from_name(i.suffix()) {
                     Some(t) if t.is_float() => {
                         let ty = self.types.known(t);
-                        return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Float(v as f64)) });
+                        return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Float(v as f64, v as f32)) });
+                    }
+                    Some(t) if !super::types::int_fits(v, t) => {
+                        return Err(Error::new(
+                            i.span(),
+                            ErrorKind::LiteralRange { literal: i.to_string(), ty: t.to_string() },
+                        ))
                     }
                     Some(t) => self.types.known(t),
-                    None => self.types.int_literal(i.to_string(), i.span()),
+                    None => self.types.int_literal(i.to_string(), v, i.span()),
                 };
                 (ty, Literal::Int(v))
             }
@@ -154,7 +189,7 @@ impl Lowerer {
             match self.lookup(&name) {
                 Some(Binding::Local(id, _)) => return Ok(Expr { ty: self.locals[id].1, kind: ExprKind::Local(id) }),
                 Some(Binding::Unrolled(v)) => {
-                    let ty = self.types.int_literal(v.to_string(), p.span());
+                    let ty = self.types.int_literal(v.to_string(), v, p.span());
                     return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Int(v)) });
                 }
                 None => {}
@@ -366,35 +401,37 @@ fn binary_op(op: &syn::BinOp) -> Option<BinOp> {
 
 /// `PI`, `E`, ... of `f32::consts` / `f64::consts`.
 fn float_const(name: &str) -> Option<Literal> {
-    use std::f64::consts::*;
-    let v = match name {
-        "PI" => PI,
-        "TAU" => TAU,
-        "E" => E,
-        "SQRT_2" => SQRT_2,
-        "FRAC_1_SQRT_2" => FRAC_1_SQRT_2,
-        "FRAC_PI_2" => FRAC_PI_2,
-        "FRAC_PI_4" => FRAC_PI_4,
-        "LN_2" => LN_2,
-        "LN_10" => LN_10,
+    use std::{f32::consts as s, f64::consts as d};
+    let (v, single) = match name {
+        "PI" => (d::PI, s::PI),
+        "TAU" => (d::TAU, s::TAU),
+        "E" => (d::E, s::E),
+        "SQRT_2" => (d::SQRT_2, s::SQRT_2),
+        "FRAC_1_SQRT_2" => (d::FRAC_1_SQRT_2, s::FRAC_1_SQRT_2),
+        "FRAC_PI_2" => (d::FRAC_PI_2, s::FRAC_PI_2),
+        "FRAC_PI_4" => (d::FRAC_PI_4, s::FRAC_PI_4),
+        "LN_2" => (d::LN_2, s::LN_2),
+        "LN_10" => (d::LN_10, s::LN_10),
         _ => return None,
     };
-    Some(Literal::Float(v))
+    Some(Literal::Float(v, single))
 }
 
 /// `f32::MAX`, `f64::EPSILON`, `i32::MAX`, ...
 fn type_const(ty: ScalarType, name: &str) -> Option<Literal> {
+    let f32c = |v: f32| Literal::Float(v as f64, v);
+    let f64c = |v: f64| Literal::Float(v, v as f32);
     Some(match (ty, name) {
-        (ScalarType::F32, "MAX") => Literal::Float(f32::MAX as f64),
-        (ScalarType::F32, "MIN") => Literal::Float(f32::MIN as f64),
-        (ScalarType::F32, "EPSILON") => Literal::Float(f32::EPSILON as f64),
-        (ScalarType::F32, "MIN_POSITIVE") => Literal::Float(f32::MIN_POSITIVE as f64),
-        (ScalarType::F32 | ScalarType::F64, "INFINITY") => Literal::Float(f64::INFINITY),
-        (ScalarType::F32 | ScalarType::F64, "NEG_INFINITY") => Literal::Float(f64::NEG_INFINITY),
-        (ScalarType::F64, "MAX") => Literal::Float(f64::MAX),
-        (ScalarType::F64, "MIN") => Literal::Float(f64::MIN),
-        (ScalarType::F64, "EPSILON") => Literal::Float(f64::EPSILON),
-        (ScalarType::F64, "MIN_POSITIVE") => Literal::Float(f64::MIN_POSITIVE),
+        (ScalarType::F32, "MAX") => f32c(f32::MAX),
+        (ScalarType::F32, "MIN") => f32c(f32::MIN),
+        (ScalarType::F32, "EPSILON") => f32c(f32::EPSILON),
+        (ScalarType::F32, "MIN_POSITIVE") => f32c(f32::MIN_POSITIVE),
+        (ScalarType::F32 | ScalarType::F64, "INFINITY") => f64c(f64::INFINITY),
+        (ScalarType::F32 | ScalarType::F64, "NEG_INFINITY") => f64c(f64::NEG_INFINITY),
+        (ScalarType::F64, "MAX") => f64c(f64::MAX),
+        (ScalarType::F64, "MIN") => f64c(f64::MIN),
+        (ScalarType::F64, "EPSILON") => f64c(f64::EPSILON),
+        (ScalarType::F64, "MIN_POSITIVE") => f64c(f64::MIN_POSITIVE),
         (ScalarType::I32, "MAX") => Literal::Int(i32::MAX as i64),
         (ScalarType::I32, "MIN") => Literal::Int(i32::MIN as i64),
         (ScalarType::U32, "MAX") => Literal::Int(u32::MAX as i64),

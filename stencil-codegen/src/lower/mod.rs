@@ -186,8 +186,24 @@ impl Lowerer {
             )),
             syn::Stmt::Macro(m) => Err(Error::new(m.span(), ErrorKind::Macro { name: path_name(&m.mac.path) })),
             syn::Stmt::Expr(e, semi) => {
-                let block_like = matches!(e, syn::Expr::If(_) | syn::Expr::Block(_) | syn::Expr::ForLoop(_));
-                if semi.is_none() && is_last && !block_like {
+                // Only a value-producing tail is a return value; an assignment, a loop or a block
+                // without `;` is a statement (and loops and `unsafe` get their own errors).
+                let statement = match e {
+                    syn::Expr::Binary(b) => compound_op(&b.op).is_some(),
+                    _ => matches!(
+                        e,
+                        syn::Expr::If(_)
+                            | syn::Expr::Block(_)
+                            | syn::Expr::ForLoop(_)
+                            | syn::Expr::While(_)
+                            | syn::Expr::Loop(_)
+                            | syn::Expr::Unsafe(_)
+                            | syn::Expr::Assign(_)
+                            | syn::Expr::Macro(_)
+                            | syn::Expr::Return(_)
+                    ),
+                };
+                if semi.is_none() && is_last && !statement {
                     return Err(Error::new(e.span(), ErrorKind::ReturnValue));
                 }
                 self.lower_expr_stmt(e, out)

@@ -22,10 +22,10 @@ pub enum Require {
     IntOrBool { op: String },
     /// An integer (shifts).
     Int { op: String },
-    /// A float literal, which must end up a float type.
-    FloatLiteral { text: String },
-    /// An integer literal, which must end up an integer type.
-    IntLiteral { text: String },
+    /// A float literal, which must end up a float type (and finite in it).
+    FloatLiteral { text: String, finite_f32: bool },
+    /// An integer literal, which must end up an integer type that holds it.
+    IntLiteral { text: String, value: i64 },
 }
 
 #[derive(Default)]
@@ -54,18 +54,18 @@ impl Types {
     }
 
     /// A variable for an unsuffixed float literal.
-    pub fn float_literal(&mut self, text: String, span: Span) -> Var {
+    pub fn float_literal(&mut self, text: String, finite_f32: bool, span: Span) -> Var {
         let v = self.fresh();
         self.default[v] = Some(ScalarType::F64);
-        self.checks.push((v, Require::FloatLiteral { text }, span));
+        self.checks.push((v, Require::FloatLiteral { text, finite_f32 }, span));
         v
     }
 
     /// A variable for an unsuffixed integer literal.
-    pub fn int_literal(&mut self, text: String, span: Span) -> Var {
+    pub fn int_literal(&mut self, text: String, value: i64, span: Span) -> Var {
         let v = self.fresh();
         self.default[v] = Some(ScalarType::I32);
-        self.checks.push((v, Require::IntLiteral { text }, span));
+        self.checks.push((v, Require::IntLiteral { text, value }, span));
         v
     }
 
@@ -131,11 +131,22 @@ impl Types {
                 }
                 Require::IntOrBool { op } if ty.is_float() => return bad(op, "an integer or a bool"),
                 Require::Int { op } if !ty.is_int() => return bad(op, "an integer"),
-                Require::FloatLiteral { text } if !ty.is_float() => {
+                Require::FloatLiteral { text, .. } | Require::IntLiteral { text, .. }
+                    if ty.is_float() != matches!(req, Require::FloatLiteral { .. }) =>
+                {
                     return Err(Error::new(*span, ErrorKind::LiteralType { literal: text.clone(), ty: ty.to_string() }))
                 }
-                Require::IntLiteral { text } if !ty.is_int() => {
-                    return Err(Error::new(*span, ErrorKind::LiteralType { literal: text.clone(), ty: ty.to_string() }))
+                Require::FloatLiteral { text, finite_f32: false } if ty == ScalarType::F32 => {
+                    return Err(Error::new(
+                        *span,
+                        ErrorKind::LiteralRange { literal: text.clone(), ty: ty.to_string() },
+                    ))
+                }
+                Require::IntLiteral { text, value } if !int_fits(*value, ty) => {
+                    return Err(Error::new(
+                        *span,
+                        ErrorKind::LiteralRange { literal: text.clone(), ty: ty.to_string() },
+                    ))
                 }
                 _ => {}
             }
@@ -151,5 +162,15 @@ impl Resolved {
     /// The final type of `v`.
     pub fn get(&self, v: Var) -> ScalarType {
         self.0[v]
+    }
+}
+
+/// Whether an integer literal's value fits `ty` (`-2147483648` is a negation of a literal that
+/// does not fit, as in Rust's lint; write `i32::MIN`).
+pub fn int_fits(value: i64, ty: ScalarType) -> bool {
+    match ty {
+        ScalarType::I32 => value <= i32::MAX as i64,
+        ScalarType::U32 => value <= u32::MAX as i64,
+        _ => true,
     }
 }

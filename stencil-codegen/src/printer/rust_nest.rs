@@ -8,8 +8,8 @@ use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::{format_ident, quote};
 use std::collections::HashSet;
 
-/// The body of the functor's `run_host`: destructures `args`, validates the launch against
-/// `range`, and runs the row loop in parallel. `rt` is the path of the runtime crate.
+/// The body of the functor's `run_host`: destructures `__args`, validates the launch against
+/// `__range` (prefixed: user parameters may be called `range`), and runs the row loop in parallel. `rt` is the path of the runtime crate.
 pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
     let accesses = field_accesses(ir);
     let names: Vec<Ident> = ir.params.iter().map(|p| ident(&p.name)).collect();
@@ -46,11 +46,11 @@ pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
     let printer = NestPrinter { ir, accesses: &accesses, assigned: assigned_locals(&ir.body) };
     let body = printer.stmts(&ir.body);
     quote! {
-        let (#(#names,)*) = args;
-        let __shape = #rt::__private::validate(range, &Self::INFO, &[#(#field_shapes),*])?;
+        let (#(#names,)*) = __args;
+        let __shape = #rt::__private::validate(__range, &Self::INFO, &[#(#field_shapes),*])?;
         let __strides = __shape.strides();
         #(#setup)*
-        #rt::__private::for_each_row(range, &__shape, (#(&#writer_data,)*), |__base: usize, __len: usize, (#(#writer_rows,)*)| {
+        #rt::__private::for_each_row(__range, &__shape, (#(&#writer_data,)*), |__base: usize, __len: usize, (#(#writer_rows,)*)| {
             #(#row_slices)*
             for __x in 0..__len {
                 #body
@@ -213,8 +213,8 @@ fn literal(l: Literal, ty: ScalarType) -> TokenStream {
                 quote!(false)
             }
         }
-        (Literal::Float(v), ScalarType::F32) => float_tokens(v, quote!(f32), |v| Lit::f32_suffixed(v as f32)),
-        (Literal::Float(v), _) => float_tokens(v, quote!(f64), Lit::f64_suffixed),
+        (Literal::Float(_, v), ScalarType::F32) => float_tokens(v as f64, quote!(f32), |_| Lit::f32_suffixed(v.abs())),
+        (Literal::Float(v, _), _) => float_tokens(v, quote!(f64), Lit::f64_suffixed),
         (Literal::Int(v), ScalarType::I32) => signed(v, |v| Lit::i32_suffixed(v as i32)),
         (Literal::Int(v), ScalarType::U32) => signed(v, |v| Lit::u32_suffixed(v as u32)),
         (Literal::Int(v), ScalarType::F32) => float_tokens(v as f64, quote!(f32), |v| Lit::f32_suffixed(v as f32)),

@@ -112,8 +112,8 @@ impl CPrinter<'_> {
 pub fn literal(l: Literal, ty: ScalarType) -> String {
     match (l, ty) {
         (Literal::Bool(b), _) => b.to_string(),
-        (Literal::Float(v), ScalarType::F32) => float_literal(v as f32 as f64, true),
-        (Literal::Float(v), _) => float_literal(v, false),
+        (Literal::Float(_, v), ScalarType::F32) => float_literal(v as f64, true),
+        (Literal::Float(v, _), _) => float_literal(v, false),
         (Literal::Int(v), ScalarType::I32) if v == i32::MIN as i64 => "(-2147483647 - 1)".into(),
         (Literal::Int(v), ScalarType::I32) => format!("({v})"),
         (Literal::Int(v), ScalarType::U32) => format!("{v}u"),

@@ -1,0 +1,12 @@
+use stencil_runtime::prelude::*;
+
+#[stencil]
+fn halve(idx: Idx3, f: &Field3<f32>, out: &mut Field3<f32>) {
+    let mut x = f[idx];
+    while x > 1.0 {
+        x = x * 0.5;
+    }
+    out[idx] = x;
+}
+
+fn main() {}
