@@ -7,21 +7,37 @@ use std::fmt;
 /// A rejected stencil: where and why.
 #[derive(Clone, Debug)]
 pub struct Error {
-    /// The offending tokens.
+    /// The first offending token.
     pub span: Span,
+    /// The last offending token (the same as `span` for one token).
+    pub end: Span,
     /// What is wrong.
     pub kind: ErrorKind,
 }
 
 impl Error {
-    /// An error at `span`.
+    /// An error at one token.
     pub fn new(span: Span, kind: ErrorKind) -> Self {
-        Error { span, kind }
+        Error { span, end: span, kind }
+    }
+
+    /// An error underlining all of `tokens` (first to last token, also on stable Rust, where
+    /// a joined span is not available).
+    pub fn spanned(tokens: &impl quote::ToTokens, kind: ErrorKind) -> Self {
+        let mut iter = tokens.to_token_stream().into_iter();
+        let first = iter.next().map_or_else(Span::call_site, |t| t.span());
+        let end = iter.last().map_or(first, |t| t.span());
+        Error { span: first, end, kind }
     }
 
     /// As a `syn::Error` (for `to_compile_error`).
     pub fn to_syn(&self) -> syn::Error {
-        syn::Error::new(self.span, self.kind.to_string())
+        let ends: proc_macro2::TokenStream =
+            [proc_macro2::Ident::new("start", self.span), proc_macro2::Ident::new("end", self.end)]
+                .into_iter()
+                .map(proc_macro2::TokenTree::from)
+                .collect();
+        syn::Error::new_spanned(ends, self.kind.to_string())
     }
 }
 

@@ -4,9 +4,9 @@
 //!
 //! Regenerate the `.stderr` files of `ui/*.rs` with
 //! `TRYBUILD=overwrite cargo test -p stencil-tests --test ui -- --exact ui_rejects` and read every
-//! diff before committing it. The `.stderr` files under `ui/tail/` are written by hand: they hold
-//! the message the macro should give, not the one it gave when they were written, so never
-//! regenerate them with `TRYBUILD=overwrite` (which a run of the whole file would do).
+//! diff before committing it. The `.stderr` files under `ui/tail/` were first written by hand with
+//! the message the macro should give (it then gave a wrong one); check any regeneration of them
+//! against that intent.
 
 #[test]
 fn ui_rejects() {

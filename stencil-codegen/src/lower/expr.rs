@@ -21,8 +21,8 @@ impl Lowerer {
                 let (field, offset) = self.field_access(ix)?;
                 let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
                 if fp.writable && offset != [0; 3] {
-                    return Err(Error::new(
-                        ix.index.span(),
+                    return Err(Error::spanned(
+                        &ix.index,
                         ErrorKind::RacyRead {
                             field: self.params[field].name.clone(),
                             offset: offset[..self.dim].to_vec(),
@@ -73,7 +73,7 @@ impl Lowerer {
             }
             syn::Expr::Cast(c) => {
                 let ty = super::signature::scalar_type(&c.ty)
-                    .ok_or_else(|| Error::new(c.ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(&c.ty) }))?;
+                    .ok_or_else(|| Error::spanned(&c.ty, ErrorKind::UnsupportedParamType { ty: tokens(&c.ty) }))?;
                 let arg = self.lower_expr(&c.expr, out)?;
                 if ty == ScalarType::Bool {
                     return Err(unsupported(c, "a cast to bool (compare instead: `x != 0`)"));
@@ -83,10 +83,10 @@ impl Lowerer {
             }
             syn::Expr::MethodCall(m) => {
                 if self.is_index_expr(&m.receiver) {
-                    return Err(Error::new(m.span(), ErrorKind::FieldAsValue { name: self.index_name.clone() }));
+                    return Err(Error::spanned(&m, ErrorKind::FieldAsValue { name: self.index_name.clone() }));
                 }
                 let func = MathFn::from_rust_name(&m.method.to_string()).ok_or_else(|| {
-                    Error::new(m.method.span(), ErrorKind::UnsupportedCall { name: m.method.to_string() })
+                    Error::spanned(&m.method, ErrorKind::UnsupportedCall { name: m.method.to_string() })
                 })?;
                 let mut args = vec![self.lower_expr(&m.receiver, out)?];
                 for a in &m.args {
@@ -103,7 +103,7 @@ impl Lowerer {
                     _ => (None, None),
                 };
                 let (Some(owner), Some(func)) = (owner, func) else {
-                    return Err(Error::new(c.func.span(), ErrorKind::UnsupportedCall { name }));
+                    return Err(Error::spanned(&c.func, ErrorKind::UnsupportedCall { name }));
                 };
                 let args = c.args.iter().map(|a| self.lower_expr(a, out)).collect::<Result<Vec<_>, _>>()?;
                 self.math_call(func, args, Some(owner), c.span())
@@ -119,13 +119,13 @@ impl Lowerer {
                     cx.lower_expr(tail, out)
                 })
             }
-            syn::Expr::Closure(c) => Err(Error::new(c.span(), ErrorKind::Closure)),
-            syn::Expr::Unsafe(u) => Err(Error::new(u.unsafe_token.span(), ErrorKind::Unsafe)),
-            syn::Expr::Macro(m) => Err(Error::new(m.span(), ErrorKind::Macro { name: path_name(&m.mac.path) })),
-            syn::Expr::ForLoop(f) => Err(Error::new(f.for_token.span(), ErrorKind::RuntimeLoop { which: "for" })),
-            syn::Expr::While(w) => Err(Error::new(w.while_token.span(), ErrorKind::RuntimeLoop { which: "while" })),
-            syn::Expr::Loop(l) => Err(Error::new(l.loop_token.span(), ErrorKind::RuntimeLoop { which: "loop" })),
-            syn::Expr::Return(r) => Err(Error::new(r.span(), ErrorKind::ReturnValue)),
+            syn::Expr::Closure(c) => Err(Error::spanned(&c, ErrorKind::Closure)),
+            syn::Expr::Unsafe(u) => Err(Error::spanned(&u.unsafe_token, ErrorKind::Unsafe)),
+            syn::Expr::Macro(m) => Err(Error::spanned(&m, ErrorKind::Macro { name: path_name(&m.mac.path) })),
+            syn::Expr::ForLoop(f) => Err(Error::spanned(&f.for_token, ErrorKind::RuntimeLoop { which: "for" })),
+            syn::Expr::While(w) => Err(Error::spanned(&w.while_token, ErrorKind::RuntimeLoop { which: "while" })),
+            syn::Expr::Loop(l) => Err(Error::spanned(&l.loop_token, ErrorKind::RuntimeLoop { which: "loop" })),
+            syn::Expr::Return(r) => Err(Error::spanned(&r, ErrorKind::ReturnValue)),
             other => Err(unsupported(other, &format!("`{}`", tokens(other)))),
         }
     }
@@ -143,13 +143,13 @@ impl Lowerer {
     fn literal(&mut self, lit: &syn::Lit) -> Result<TExpr, Error> {
         let (ty, value) = match lit {
             syn::Lit::Float(f) => {
-                let parse_error = |e: syn::Error| Error::new(f.span(), ErrorKind::Syntax { message: e.to_string() });
+                let parse_error = |e: syn::Error| Error::spanned(&f, ErrorKind::Syntax { message: e.to_string() });
                 let v: f64 = f.base10_parse().map_err(parse_error)?;
                 let single: f32 = f.base10_parse().map_err(parse_error)?;
                 let ty = match ScalarType::from_name(f.suffix()) {
                     Some(ScalarType::F32) if !single.is_finite() && v.is_finite() => {
-                        return Err(Error::new(
-                            f.span(),
+                        return Err(Error::spanned(
+                            &f,
                             ErrorKind::LiteralRange { literal: f.to_string(), ty: "f32".into() },
                         ))
                     }
@@ -160,15 +160,15 @@ impl Lowerer {
             }
             syn::Lit::Int(i) => {
                 let v: i64 =
-                    i.base10_parse().map_err(|e| Error::new(i.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+                    i.base10_parse().map_err(|e| Error::spanned(&i, ErrorKind::Syntax { message: e.to_string() }))?;
                 let ty = match ScalarType::from_name(i.suffix()) {
                     Some(t) if t.is_float() => {
                         let ty = self.types.known(t);
                         return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Float(v as f64, v as f32)) });
                     }
                     Some(t) if !super::types::int_fits(v, t) => {
-                        return Err(Error::new(
-                            i.span(),
+                        return Err(Error::spanned(
+                            &i,
                             ErrorKind::LiteralRange { literal: i.to_string(), ty: t.to_string() },
                         ))
                     }
@@ -197,13 +197,13 @@ impl Lowerer {
             if let Some((id, param)) = self.param(&name) {
                 return match param.kind {
                     ParamKind::Scalar(t) => Ok(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }),
-                    ParamKind::Field(_) => Err(Error::new(p.span(), ErrorKind::FieldAsValue { name })),
+                    ParamKind::Field(_) => Err(Error::spanned(&p, ErrorKind::FieldAsValue { name })),
                 };
             }
             if name == self.index_name {
-                return Err(Error::new(p.span(), ErrorKind::FieldAsValue { name }));
+                return Err(Error::spanned(&p, ErrorKind::FieldAsValue { name }));
             }
-            return Err(Error::new(p.span(), ErrorKind::UnknownName { name }));
+            return Err(Error::spanned(&p, ErrorKind::UnknownName { name }));
         }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
         let segs: Vec<&str> = segs.iter().map(String::as_str).skip_while(|s| *s == "std" || *s == "core").collect();
@@ -213,7 +213,7 @@ impl Lowerer {
             _ => None,
         };
         let Some((ty, value)) = constant else {
-            return Err(Error::new(p.span(), ErrorKind::UnknownName { name: path_name(&p.path) }));
+            return Err(Error::spanned(&p, ErrorKind::UnknownName { name: path_name(&p.path) }));
         };
         Ok(Expr { ty: self.types.known(ty), kind: ExprKind::Lit(value) })
     }
@@ -235,15 +235,15 @@ impl Lowerer {
             }
         };
         let bad_index =
-            || Error::new(ix.index.span(), ErrorKind::BadIndex { field: name.clone(), index: self.index_name.clone() });
+            || Error::spanned(&ix.index, ErrorKind::BadIndex { field: name.clone(), index: self.index_name.clone() });
         let mut offset = [0i32; 3];
         match &*ix.index {
             e if self.is_index_expr(e) => {}
             syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" && m.args.is_empty() => {
                 if let Some(turbofish) = &m.turbofish {
                     if turbofish.args.len() != self.dim {
-                        return Err(Error::new(
-                            turbofish.span(),
+                        return Err(Error::spanned(
+                            &turbofish,
                             ErrorKind::OffsetCount { got: turbofish.args.len(), dim: self.dim },
                         ));
                     }
@@ -252,15 +252,15 @@ impl Lowerer {
                             syn::GenericArgument::Const(e) => int_literal(e),
                             _ => None,
                         };
-                        let value = value.ok_or_else(|| Error::new(arg.span(), ErrorKind::OffsetNotLiteral))?;
+                        let value = value.ok_or_else(|| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
                         offset[a] =
-                            i32::try_from(value).map_err(|_| Error::new(arg.span(), ErrorKind::OffsetNotLiteral))?;
+                            i32::try_from(value).map_err(|_| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
                     }
                 }
             }
             syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => {
                 if m.method == "ix" {
-                    return Err(Error::new(m.args.span(), ErrorKind::OffsetNotLiteral));
+                    return Err(Error::spanned(&m.args, ErrorKind::OffsetNotLiteral));
                 }
                 return Err(bad_index());
             }
@@ -338,11 +338,11 @@ impl Lowerer {
     /// otherwise a temporary assigned in a hoisted `if` statement.
     fn if_expr(&mut self, i: &syn::ExprIf, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
         let Some((_, else_expr)) = &i.else_branch else {
-            return Err(Error::new(i.if_token.span(), ErrorKind::MissingElse));
+            return Err(Error::spanned(&i.if_token, ErrorKind::MissingElse));
         };
         let cond = self.lower_cond(&i.cond, out)?;
         let (then_stmts, then_tail) =
-            split_tail(&i.then_branch).ok_or_else(|| Error::new(i.then_branch.span(), ErrorKind::MissingElse))?;
+            split_tail(&i.then_branch).ok_or_else(|| Error::spanned(&i.then_branch, ErrorKind::MissingElse))?;
         let mut then_body = Vec::new();
         let then_value = self.with_scope(|cx| {
             for s in then_stmts {

@@ -37,7 +37,7 @@ pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
         cx.lower_stmt(stmt, i + 1 == stmts.len(), &mut body)?;
     }
     if !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)) {
-        return Err(Error::new(item.sig.ident.span(), ErrorKind::NoOutput));
+        return Err(Error::spanned(&item.sig.ident, ErrorKind::NoOutput));
     }
     let resolved = cx.types.finish()?;
     let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
@@ -180,11 +180,11 @@ impl Lowerer {
                 out.push(Stmt::Let { local: id, init: Some(init) });
                 Ok(())
             }
-            syn::Stmt::Item(item) => Err(Error::new(
-                item.span(),
+            syn::Stmt::Item(item) => Err(Error::spanned(
+                &item,
                 ErrorKind::Unsupported { what: "a nested item (fn, struct, use, ...)".into() },
             )),
-            syn::Stmt::Macro(m) => Err(Error::new(m.span(), ErrorKind::Macro { name: path_name(&m.mac.path) })),
+            syn::Stmt::Macro(m) => Err(Error::spanned(&m, ErrorKind::Macro { name: path_name(&m.mac.path) })),
             syn::Stmt::Expr(e, semi) => {
                 // Only a value-producing tail is a return value; an assignment, a loop or a block
                 // without `;` is a statement (and loops and `unsafe` get their own errors).
@@ -204,7 +204,7 @@ impl Lowerer {
                     ),
                 };
                 if semi.is_none() && is_last && !statement {
-                    return Err(Error::new(e.span(), ErrorKind::ReturnValue));
+                    return Err(Error::spanned(&e, ErrorKind::ReturnValue));
                 }
                 self.lower_expr_stmt(e, out)
             }
@@ -214,7 +214,7 @@ impl Lowerer {
     fn declared_type(&mut self, ty: &syn::Type) -> Result<Var, Error> {
         match signature::scalar_type(ty) {
             Some(t) => Ok(self.types.known(t)),
-            None => Err(Error::new(ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(ty) })),
+            None => Err(Error::spanned(&ty, ErrorKind::UnsupportedParamType { ty: tokens(ty) })),
         }
     }
 
@@ -232,7 +232,7 @@ impl Lowerer {
             other => return Err(unsupported(other, "a destructuring pattern")),
         };
         let Some(init) = &local.init else {
-            return Err(Error::new(ident.span(), ErrorKind::UninitialisedLocal { name: ident.to_string() }));
+            return Err(Error::spanned(&ident, ErrorKind::UninitialisedLocal { name: ident.to_string() }));
         };
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge, "`let ... else`"));
@@ -283,7 +283,7 @@ impl Lowerer {
     }
 
     fn lower_for(&mut self, f: &syn::ExprForLoop, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
-        let runtime = || Error::new(f.for_token.span(), ErrorKind::RuntimeLoop { which: "for" });
+        let runtime = || Error::spanned(&f.for_token, ErrorKind::RuntimeLoop { which: "for" });
         let syn::Pat::Ident(var) = &*f.pat else { return Err(unsupported(&f.pat, "this loop pattern")) };
         let syn::Expr::Range(range) = &*f.expr else { return Err(runtime()) };
         let bound = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(int_literal).ok_or_else(runtime);
@@ -294,7 +294,7 @@ impl Lowerer {
         }
         let trips = end - start;
         if trips > MAX_UNROLL {
-            return Err(Error::new(f.expr.span(), ErrorKind::UnrollTooLong { trips }));
+            return Err(Error::spanned(&f.expr, ErrorKind::UnrollTooLong { trips }));
         }
         for value in start..end {
             self.with_scope(|cx| {
@@ -316,18 +316,16 @@ impl Lowerer {
                         out.push(Stmt::Assign { local: id, value });
                         Ok(())
                     }
-                    Some(Binding::Local(_, false)) => {
-                        Err(Error::new(target.span(), ErrorKind::ImmutableLocal { name }))
-                    }
-                    _ => Err(Error::new(target.span(), ErrorKind::BadAssignTarget)),
+                    Some(Binding::Local(_, false)) => Err(Error::spanned(&target, ErrorKind::ImmutableLocal { name })),
+                    _ => Err(Error::spanned(&target, ErrorKind::BadAssignTarget)),
                 }
             }
             syn::Expr::Index(ix) => {
                 let (field, offset) = self.field_access(ix)?;
                 let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
                 if !fp.writable {
-                    return Err(Error::new(
-                        ix.expr.span(),
+                    return Err(Error::spanned(
+                        &ix.expr,
                         ErrorKind::ReadOnlyWrite {
                             field: self.params[field].name.clone(),
                             dim: self.dim,
@@ -336,8 +334,8 @@ impl Lowerer {
                     ));
                 }
                 if offset != [0; 3] {
-                    return Err(Error::new(
-                        ix.index.span(),
+                    return Err(Error::spanned(
+                        &ix.index,
                         ErrorKind::OffsetWrite {
                             field: self.params[field].name.clone(),
                             offset: offset[..self.dim].to_vec(),
@@ -350,7 +348,7 @@ impl Lowerer {
                 Ok(())
             }
             syn::Expr::Paren(p) => self.assign(&p.expr, value, out),
-            other => Err(Error::new(other.span(), ErrorKind::BadAssignTarget)),
+            other => Err(Error::spanned(&other, ErrorKind::BadAssignTarget)),
         }
     }
 }
@@ -395,6 +393,6 @@ fn path_name(p: &syn::Path) -> String {
     p.segments.iter().map(|s| s.ident.to_string()).collect::<Vec<_>>().join("::")
 }
 
-fn unsupported(t: &impl Spanned, what: &str) -> Error {
-    Error::new(t.span(), ErrorKind::Unsupported { what: what.to_string() })
+fn unsupported(t: &impl quote::ToTokens, what: &str) -> Error {
+    Error::spanned(t, ErrorKind::Unsupported { what: what.to_string() })
 }

@@ -14,10 +14,10 @@ pub struct Signature {
 pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     let sig = &item.sig;
     if let syn::ReturnType::Type(_, ty) = &sig.output {
-        return Err(Error::new(ty.span(), ErrorKind::ReturnType));
+        return Err(Error::spanned(&ty, ErrorKind::ReturnType));
     }
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(Error::new(sig.generics.span(), ErrorKind::Generics));
+        return Err(Error::spanned(&sig.generics, ErrorKind::Generics));
     }
     let qualifiers = [
         (sig.asyncness.map(|t| t.span()), "async"),
@@ -41,15 +41,15 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     };
     let mut params = Vec::new();
     for input in inputs {
-        let syn::FnArg::Typed(pt) = input else { return Err(Error::new(input.span(), ErrorKind::ParamPattern)) };
+        let syn::FnArg::Typed(pt) = input else { return Err(Error::spanned(&input, ErrorKind::ParamPattern)) };
         let name = ident_of(&pt.pat)?;
-        let unsupported = || Error::new(pt.ty.span(), ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) });
+        let unsupported = || Error::spanned(&pt.ty, ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) });
         let kind = match &*pt.ty {
             syn::Type::Reference(r) => {
                 let (field_dim, elem) = field_type(&r.elem).ok_or_else(unsupported)?;
                 if field_dim != dim {
-                    return Err(Error::new(
-                        r.elem.span(),
+                    return Err(Error::spanned(
+                        &r.elem,
                         ErrorKind::FieldDimension { field: name, field_dim, stencil_dim: dim },
                     ));
                 }
@@ -67,7 +67,7 @@ fn ident_of(pat: &syn::Pat) -> Result<String, Error> {
         syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() && p.mutability.is_none() => {
             Ok(p.ident.to_string())
         }
-        other => Err(Error::new(other.span(), ErrorKind::ParamPattern)),
+        other => Err(Error::spanned(&other, ErrorKind::ParamPattern)),
     }
 }
 
