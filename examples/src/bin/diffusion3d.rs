@@ -34,6 +34,9 @@ struct Args {
     /// Time step as a fraction of the stability limit dx^2 / (6 kappa), in (0, 1].
     #[arg(long, default_value_t = 0.9)]
     cfl: f64,
+    /// Run on this GPU (needs a build with `--features cuda`).
+    #[arg(long)]
+    gpu: Option<usize>,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -84,9 +87,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         setup.end_time(),
         rayon::current_num_threads()
     );
-    let outcome = match args.precision {
-        Precision::F32 => run_with_progress::<f32>(&setup)?,
-        Precision::F64 => run_with_progress::<f64>(&setup)?,
+    let outcome = match (args.gpu, args.precision) {
+        (None, Precision::F32) => run_with_progress::<f32>(&setup, None)?,
+        (None, Precision::F64) => run_with_progress::<f64>(&setup, None)?,
+        (Some(ordinal), Precision::F32) => run_with_progress::<f32>(&setup, Some(ordinal))?,
+        (Some(ordinal), Precision::F64) => run_with_progress::<f64>(&setup, Some(ordinal))?,
     };
     if outcome.wall_value > 1e-6 {
         eprintln!(
@@ -102,13 +107,33 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn run_with_progress<T: Real>(setup: &Setup) -> Result<Outcome, stencil_runtime::LaunchError> {
+fn run_with_progress<T: Real>(setup: &Setup, gpu: Option<usize>) -> Result<Outcome, Box<dyn std::error::Error>> {
     let bar = ProgressBar::new(setup.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
             .expect("a valid template"),
     );
-    let outcome = run_cpu::<T>(setup, |_| bar.inc(1));
+    let outcome = match gpu {
+        None => run_cpu::<T>(setup, |_| bar.inc(1)).map_err(Into::into),
+        Some(ordinal) => run_on_gpu::<T>(setup, ordinal, &bar),
+    };
     bar.finish_and_clear();
     outcome
+}
+
+#[cfg(feature = "cuda")]
+fn run_on_gpu<T: Real>(
+    setup: &Setup,
+    ordinal: usize,
+    bar: &ProgressBar,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
+    let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
+    bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
+    stencil_examples::diffusion::run_gpu::<T>(&gpu, setup, |_| bar.inc(1))
+}
+
+#[cfg(not(feature = "cuda"))]
+#[allow(clippy::extra_unused_type_parameters)] // the same signature as the `cuda` build's
+fn run_on_gpu<T: Real>(_: &Setup, _: usize, _: &ProgressBar) -> Result<Outcome, Box<dyn std::error::Error>> {
+    Err("this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpu 0`".into())
 }
