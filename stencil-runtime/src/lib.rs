@@ -28,6 +28,7 @@ mod index;
 mod ir_cache;
 pub mod launch;
 pub mod range;
+pub mod regions;
 mod stencil;
 
 #[cfg(feature = "cuda")]
@@ -38,6 +39,7 @@ pub use field::{Element, Field, Field1, Field2, Field3, FieldError, Order, Shape
 pub use index::{Idx1, Idx2, Idx3};
 pub use launch::LaunchError;
 pub use range::{Loop, Loop1D, Loop2D, Loop3D};
+pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use stencil::{FieldInfo, Stencil, StencilInfo};
 pub use stencil_codegen as codegen;
 pub use stencil_macros::stencil;
@@ -45,8 +47,8 @@ pub use stencil_macros::stencil;
 /// Everything a stencil author needs: `use stencil_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        stencil, Field, Field1, Field2, Field3, Idx1, Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D, Order, Shape,
-        Shape1, Shape2, Shape3, Stencil,
+        stencil, BoundaryWidths, Field, Field1, Field2, Field3, Idx1, Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D,
+        Order, Shape, Shape1, Shape2, Shape3, Stencil,
     };
 }
 

@@ -19,14 +19,18 @@ const MIN_DRIVER_VERSION: i32 = 13000;
 /// A handle on one CUDA device: a context, one stream that every copy, launch and timing of this
 /// handle is issued on (so they run in issue order), and the kernel caches. Cheap to clone; all
 /// clones share the stream and caches. Usable from any thread (the context is bound per call).
+/// [`Gpu::fork_join`] lends handles on further streams of the same device, for work that may
+/// overlap (e.g. one kernel per region of a decomposed range).
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) inner: Arc<GpuInner>,
+    stream: Arc<CudaStream>,
 }
 
 pub(crate) struct GpuInner {
     pub(crate) ctx: Arc<CudaContext>,
-    pub(crate) stream: Arc<CudaStream>,
+    /// Streams lent by [`Gpu::fork_join`], created on first use and reused.
+    side_streams: Mutex<Vec<Arc<CudaStream>>>,
     name: String,
     capability: (u32, u32),
     /// Loaded modules by cache key (see `compile.rs`).
@@ -106,9 +110,10 @@ impl Gpu {
         let name = ctx.name().map_err(|e| driver("reading the device name", e))?;
         let (major, minor) = ctx.compute_capability().map_err(|e| driver("reading the compute capability", e))?;
         Ok(Gpu {
+            stream,
             inner: Arc::new(GpuInner {
                 ctx,
-                stream,
+                side_streams: Mutex::new(Vec::new()),
                 name,
                 capability: (major as u32, minor as u32),
                 modules: Mutex::new(HashMap::new()),
@@ -173,7 +178,7 @@ impl Gpu {
     /// Waits until everything issued on this handle's stream has finished; reports a kernel
     /// fault as [`CudaError::Launch`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), CudaError> {
-        self.inner.stream.synchronize().map_err(|e| self.fail("synchronizing the stream", e))
+        self.stream.synchronize().map_err(|e| self.fail("synchronizing the stream", e))
     }
 
     /// Makes this device's context current on the calling thread (raw driver calls need it).
@@ -183,7 +188,7 @@ impl Gpu {
 
     /// The raw stream every operation of this handle is issued on.
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
-        self.inner.stream.cu_stream()
+        self.stream.cu_stream()
     }
 
     /// Maps a driver error raised while doing `what`; a kernel fault names the last kernel.
@@ -266,11 +271,45 @@ impl Gpu {
         let event =
             || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT)).map_err(|e| self.fail("creating an event", e));
         let (start, end) = (event()?, event()?);
-        start.record(&self.inner.stream).map_err(|e| self.fail("recording an event", e))?;
+        start.record(&self.stream).map_err(|e| self.fail("recording an event", e))?;
         let value = work()?;
-        end.record(&self.inner.stream).map_err(|e| self.fail("recording an event", e))?;
+        end.record(&self.stream).map_err(|e| self.fail("recording an event", e))?;
         let ms = start.elapsed_ms(&end).map_err(|e| self.fail("timing with events", e))?;
         Ok((value, ms as f64))
+    }
+
+    /// Runs `work` with `n` handles on streams of their own, each starting after everything
+    /// issued on this handle so far; work issued on this handle afterwards starts after all of
+    /// theirs (fork, then join, in stream order: the host does not wait). Kernels on different
+    /// handles may run concurrently, so they must not write what another one reads or writes,
+    /// e.g. the regions of [`Loop::split_boundary`](crate::Loop::split_boundary). The join is
+    /// issued even when `work` fails. The streams are created once and reused.
+    pub fn fork_join<R, E: From<CudaError>>(&self, n: usize, work: impl FnOnce(&[Gpu]) -> Result<R, E>) -> Result<R, E> {
+        let streams = self.side_streams(n)?;
+        let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        let forked = self.stream.record_event(no_timing).map_err(|e| self.fail("recording a fork event", e))?;
+        let handles = streams
+            .into_iter()
+            .map(|stream| {
+                stream.wait(&forked).map_err(|e| self.fail("waiting on a fork event", e))?;
+                Ok(Gpu { inner: self.inner.clone(), stream })
+            })
+            .collect::<Result<Vec<_>, CudaError>>()?;
+        let value = work(&handles);
+        for side in &handles {
+            let done = side.stream.record_event(no_timing).map_err(|e| self.fail("recording a join event", e))?;
+            self.stream.wait(&done).map_err(|e| self.fail("waiting on a join event", e))?;
+        }
+        value
+    }
+
+    /// The first `n` side streams, creating the missing ones.
+    fn side_streams(&self, n: usize) -> Result<Vec<Arc<CudaStream>>, CudaError> {
+        let mut pool = self.inner.side_streams.lock().unwrap_or_else(|p| p.into_inner());
+        while pool.len() < n {
+            pool.push(self.inner.ctx.new_stream().map_err(|e| driver("creating a stream", e))?);
+        }
+        Ok(pool[..n].to_vec())
     }
 
     /// Device-to-device copy bandwidth in GB/s (10⁹ bytes, read + written, per second): the
