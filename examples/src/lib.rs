@@ -1,3 +1,4 @@
 //! Example models written with `#[stencil]`, used by the binaries under `src/bin/` and by the tests.
 
+pub mod acoustic;
 pub mod diffusion;

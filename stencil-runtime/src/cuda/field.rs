@@ -3,7 +3,8 @@
 
 use super::device::{Gpu, KernelArg};
 use super::error::CudaError;
-use crate::field::{Element, Field, Shape};
+use crate::field::{row_runs, Element, Field, Shape};
+use crate::range::Loop;
 use cudarc::driver::result;
 use cudarc::driver::sys::{CUdeviceptr, CUresult};
 use std::marker::PhantomData;
@@ -156,6 +157,35 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
                 .map_err(|e| gpu.fail("copying a field to the host", e))?;
         }
         gpu.synchronize()
+    }
+
+    /// The values at the points of `range` (storage coordinates, as a launch takes them), axis
+    /// 0 fastest, as [`Field::read_range`] returns them; waits for queued work first. Copies one
+    /// run per row of the range, so a line along x in `ijk` order (e.g. the receivers of a
+    /// seismogram) costs one small copy instead of a whole download.
+    pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, CudaError> {
+        let runs = row_runs(&self.shape, range).map_err(CudaError::InvalidArgument)?;
+        let mut values = vec![T::default(); range.points()];
+        let gpu = &self.mem.gpu;
+        if !values.is_empty() {
+            gpu.bind()?;
+        }
+        for (run, (offset, stride, len)) in runs.into_iter().enumerate() {
+            // A run along the contiguous axis is one copy; in `kij` order axis 0 is strided, so
+            // each point is a copy of its own.
+            let (copies, per_copy) = if stride == 1 { (1, len) } else { (len, 1) };
+            for c in 0..copies {
+                let dst = &mut values[run * len + c * per_copy..][..per_copy];
+                let src = self.mem.ptr + ((offset + c * stride) * std::mem::size_of::<T>()) as u64;
+                // SAFETY: `row_runs` checked every point of the run lies in the field, so the
+                // source is inside the allocation; `dst` stays borrowed until the
+                // synchronisation below.
+                unsafe { result::memcpy_dtoh_async(dst, src, gpu.cu_stream()) }
+                    .map_err(|e| gpu.fail("copying a range to the host", e))?;
+            }
+        }
+        gpu.synchronize()?;
+        Ok(values)
     }
 
     /// Overwrites this field with another of the same shape on the same [`Gpu`] handle. Queued

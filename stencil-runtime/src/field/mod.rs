@@ -12,6 +12,7 @@ mod shape;
 pub use buffer::AlignedBuf;
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
 
+use crate::range::Loop;
 use std::fmt;
 
 /// A scalar type a field may hold: what the stencil DSL supports as field elements.
@@ -105,6 +106,17 @@ impl<T: Element, const D: usize> Field<T, D> {
         let off = self.shape.offset(s);
         self.data[off] = value;
         Ok(())
+    }
+
+    /// The values at the points of `range` (storage coordinates, as a launch takes them), axis
+    /// 0 fastest; an error names the range and the shape if the range is inverted, built for
+    /// another extent, or reaches outside the field.
+    pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, FieldError> {
+        let runs = row_runs(&self.shape, range).map_err(FieldError::Range)?;
+        Ok(runs
+            .into_iter()
+            .flat_map(|(offset, stride, len)| (0..len).map(move |i| self.data[offset + i * stride]))
+            .collect())
     }
 
     /// The raw storage, padding included (see [`Shape::offset`] for where a point lives).
@@ -213,11 +225,14 @@ pub enum FieldError {
         /// The field's shape, described.
         shape: String,
     },
+    /// `read_range` was given a range that does not fit the field (the message says how).
+    Range(String),
 }
 
 impl fmt::Display for FieldError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            FieldError::Range(message) => write!(f, "read_range: {message}"),
             FieldError::LengthMismatch { expected, got } => write!(
                 f,
                 "the vector has {got} values but the shape has {expected} points (halo included); \
@@ -237,3 +252,39 @@ impl fmt::Display for FieldError {
 }
 
 impl std::error::Error for FieldError {}
+
+/// The runs along axis 0 of the points of `range` in a field of `shape`, as `(offset of the first
+/// point, stride along axis 0, points)`, in order of the other axes (axis 1 fastest). An error
+/// says why the range does not fit the shape.
+pub(crate) fn row_runs<const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<Vec<(usize, usize, usize)>, String> {
+    let (begin, end, n) = (range.begin(), range.end(), shape.extent());
+    if range.extent() != n || (0..D).any(|a| end[a] < begin[a] as isize) {
+        return Err(format!(
+            "range {range:?} does not fit a field of {}: build it for extent {n:?} with begin <= end",
+            shape.describe()
+        ));
+    }
+    let len = range.len_per_axis();
+    if len.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let rows: usize = len[1..].iter().product();
+    let stride0 = shape.strides()[0];
+    Ok((0..rows)
+        .map(|r| {
+            let mut rest = r;
+            let start: [usize; D] = std::array::from_fn(|a| {
+                if a == 0 {
+                    return begin[0];
+                }
+                let c = begin[a] + rest % len[a];
+                rest /= len[a];
+                c
+            });
+            (shape.offset(start), stride0, len[0])
+        })
+        .collect())
+}

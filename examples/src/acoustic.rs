@@ -1,0 +1,666 @@
+//! The constant-density acoustic isotropic wave equation of seed paper 002 (section III.A):
+//!
+//! ```text
+//! (1/V²) ∂²u/∂t² − ∇²u = f,   discretised as   u⁺ = 2u − u⁻ + Δt²V² (∇²u + f)
+//! ```
+//!
+//! 8th order in space (the 25-point star, radius 4, standard coefficients), 2nd order in time,
+//! over a velocity model given as a field, with a Ricker-wavelet point source.
+//!
+//! **Regions** (section III.B): the grid is the physical domain surrounded by an absorbing layer
+//! (PML) of `pml` points on every side. [`Loop::split_boundary`](stencil_runtime::Loop) cuts it
+//! into the inner region, where [`AcousticInner`] applies the equation above, and six slabs
+//! (top, bottom, front, back, left, right), where [`AcousticPml`] applies the damped equation
+//! below. Each region is its own launch (on the GPU, its own stream), so no kernel branches on
+//! "am I in the PML".
+//!
+//! **PML.** A scalar damping profile `η(x)` (zero inside, growing quadratically into the
+//! layer) stretches every coordinate as `∂ → ∂ / (1 + η/(iω))`. Multiplying the stretched
+//! equation out gives
+//!
+//! ```text
+//! ∂²u/∂t² + 2η ∂u/∂t + η² u = V² (∇²u + φ),     ∂φ/∂t = −η φ − ∇η·∇u
+//! ```
+//!
+//! with one auxiliary field `φ`. The paper's `eta` field holds `η Δt` and the term `∇η·∇u` is
+//! its 7-point stencil (central differences, radius 1, on `eta` and `u`). Centred differences
+//! in time give
+//!
+//! ```text
+//! u⁺ = ((2 − e²) u − (1 − e) u⁻ + Δt²V² (∇²u + φ)) / (1 + e),   e = η Δt
+//! φ⁺ = ((1 − e/2) φ − ∇e·∇u) / (1 + e/2)
+//! ```
+//!
+//! Both stencils update in place: `u_prev` holds `u⁻` on entry and `u⁺` on exit (each point
+//! reads only its own old value), so a step is one pass and a swap of `u` and `u_prev`.
+//!
+//! The outer boundary is `u = 0` in the halo (never written): what the PML lets through is
+//! reflected there and damped again on its way back.
+
+use stencil_runtime::prelude::*;
+#[cfg(feature = "cuda")]
+use stencil_runtime::{cuda::Gpu, DeviceField3};
+use stencil_runtime::{Element, Loop, Regions};
+
+/// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
+pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0];
+
+/// Halo width of every field: the reach of the 25-point star.
+pub const HALO: usize = 4;
+
+/// Largest stable Courant number `V Δt / h` of the scheme on a cubic grid: leapfrog is stable
+/// while `Δt² V² λ_max ≤ 4`, where `λ_max = 3 (−c₀ + 2 Σ |c_m|) / h²` is the largest eigenvalue
+/// of the discrete `−∇²` (the checkerboard mode).
+pub fn courant_limit() -> f64 {
+    let c = LAPLACIAN_8TH;
+    let one_axis = -c[0] + 2.0 * (c[1] - c[2] + c[3] - c[4]);
+    2.0 / (3.0 * one_axis).sqrt()
+}
+
+/// Declares, for element type `$t`, the three stencils of a time step: the inner update, the
+/// PML update and the source injection. One body per stencil, instantiated for `f32` (the
+/// model) and `f64` (the order-of-accuracy test).
+macro_rules! wave_stencils {
+    ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
+        /// The inner region: `u_prev ← 2u − u_prev + vdt2 · ∇²u` with the 25-point star
+        /// (`c0` is the centre coefficient summed over axes; `cxm` is `c_m / h_x²`).
+        #[stencil]
+        pub fn $inner(
+            idx: Idx3,
+            c0: $t,
+            cx1: $t,
+            cx2: $t,
+            cx3: $t,
+            cx4: $t,
+            cy1: $t,
+            cy2: $t,
+            cy3: $t,
+            cy4: $t,
+            cz1: $t,
+            cz2: $t,
+            cz3: $t,
+            cz4: $t,
+            u: &Field3<$t>,
+            vdt2: &Field3<$t>,
+            u_prev: &mut Field3<$t>,
+        ) {
+            let lap = c0 * u[idx]
+                + cx1 * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
+                + cx2 * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
+                + cx3 * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
+                + cx4 * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
+                + cy1 * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
+                + cy2 * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
+                + cy3 * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
+                + cy4 * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
+                + cz1 * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
+                + cz2 * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
+                + cz3 * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
+                + cz4 * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
+            u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + vdt2[idx] * lap;
+        }
+
+        /// A PML slab: the damped update of the module docs, with `eta = η Δt` and
+        /// `gx = 1 / (4 h_x²)` (likewise `gy`, `gz`) for `∇eta·∇u`.
+        #[stencil]
+        pub fn $pml(
+            idx: Idx3,
+            c0: $t,
+            cx1: $t,
+            cx2: $t,
+            cx3: $t,
+            cx4: $t,
+            cy1: $t,
+            cy2: $t,
+            cy3: $t,
+            cy4: $t,
+            cz1: $t,
+            cz2: $t,
+            cz3: $t,
+            cz4: $t,
+            gx: $t,
+            gy: $t,
+            gz: $t,
+            u: &Field3<$t>,
+            vdt2: &Field3<$t>,
+            eta: &Field3<$t>,
+            u_prev: &mut Field3<$t>,
+            phi: &mut Field3<$t>,
+        ) {
+            let lap = c0 * u[idx]
+                + cx1 * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
+                + cx2 * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
+                + cx3 * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
+                + cx4 * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
+                + cy1 * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
+                + cy2 * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
+                + cy3 * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
+                + cy4 * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
+                + cz1 * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
+                + cz2 * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
+                + cz3 * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
+                + cz4 * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
+            let grad = gx
+                * (eta[idx.ix::<1, 0, 0>()] - eta[idx.ix::<-1, 0, 0>()])
+                * (u[idx.ix::<1, 0, 0>()] - u[idx.ix::<-1, 0, 0>()])
+                + gy * (eta[idx.ix::<0, 1, 0>()] - eta[idx.ix::<0, -1, 0>()])
+                    * (u[idx.ix::<0, 1, 0>()] - u[idx.ix::<0, -1, 0>()])
+                + gz * (eta[idx.ix::<0, 0, 1>()] - eta[idx.ix::<0, 0, -1>()])
+                    * (u[idx.ix::<0, 0, 1>()] - u[idx.ix::<0, 0, -1>()]);
+            let e = eta[idx];
+            let p = phi[idx];
+            u_prev[idx] = ((2.0 - e * e) * u[idx] - (1.0 - e) * u_prev[idx] + vdt2[idx] * (lap + p)) / (1.0 + e);
+            phi[idx] = ((1.0 - 0.5 * e) * p - grad) / (1.0 + 0.5 * e);
+        }
+
+        /// The source term at one point: `u_prev += amount · vdt2` (`amount` is the source's
+        /// value per unit volume at this step).
+        #[stencil]
+        pub fn $inject(idx: Idx3, amount: $t, vdt2: &Field3<$t>, u_prev: &mut Field3<$t>) {
+            u_prev[idx] = u_prev[idx] + amount * vdt2[idx];
+        }
+    };
+}
+
+wave_stencils!(f32, acoustic_inner, acoustic_pml, acoustic_inject);
+wave_stencils!(f64, acoustic_inner_f64, acoustic_pml_f64, acoustic_inject_f64);
+
+/// The scalar arguments of the stencils for one grid spacing and element type.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Coefficients<T> {
+    /// Centre coefficient of `∇²`, summed over the three axes.
+    pub c0: T,
+    /// `c_m / h_a²` for offsets `m = 1..4`, per axis `a`.
+    pub c: [[T; 4]; 3],
+    /// `1 / (4 h_a²)` per axis: the weight of `∇eta·∇u` with central differences.
+    pub g: [T; 3],
+}
+
+impl Coefficients<f64> {
+    /// The coefficients for grid spacings `h` (metres per axis).
+    pub fn new(h: [f64; 3]) -> Self {
+        let c = LAPLACIAN_8TH;
+        Coefficients {
+            c0: h.iter().map(|h| c[0] / (h * h)).sum(),
+            c: h.map(|h| [c[1], c[2], c[3], c[4]].map(|cm| cm / (h * h))),
+            g: h.map(|h| 1.0 / (4.0 * h * h)),
+        }
+    }
+
+    /// The same values in element type `T`.
+    pub fn to<T: Wave>(&self) -> Coefficients<T> {
+        Coefficients { c0: T::from_f64(self.c0), c: self.c.map(|a| a.map(T::from_f64)), g: self.g.map(T::from_f64) }
+    }
+}
+
+/// The fields of the model, on the host or on a device (`F` is the field type).
+pub struct State<F> {
+    /// The wavefield at the current step.
+    pub u: F,
+    /// The wavefield at the previous step; overwritten with the next one by a step.
+    pub u_prev: F,
+    /// `V² Δt²` per point.
+    pub vdt2: F,
+    /// `η Δt` per point: zero in the inner region.
+    pub eta: F,
+    /// The PML's auxiliary field (zero in the inner region, where it is never touched).
+    pub phi: F,
+}
+
+/// A field element the model runs in (`f32` for the model, `f64` for tests), with the launches
+/// of its three stencils on the CPU (and on a GPU with the `cuda` feature).
+pub trait Wave: Element + Into<f64> {
+    /// The value nearest to `v`.
+    fn from_f64(v: f64) -> Self;
+    /// One step on the CPU: every region with its stencil, then the source (if any).
+    fn step_cpu(
+        regions: &Regions<3>,
+        c: &Coefficients<Self>,
+        state: &mut State<Field3<Self>>,
+        source: Option<(Loop3D, Self)>,
+    ) -> Result<(), LaunchError>;
+    /// One step on a GPU: the inner region and the six slabs on seven streams, then the source.
+    #[cfg(feature = "cuda")]
+    fn step_gpu(
+        gpu: &Gpu,
+        regions: &Regions<3>,
+        c: &Coefficients<Self>,
+        state: &mut State<DeviceField3<Self>>,
+        source: Option<(Loop3D, Self)>,
+    ) -> Result<(), LaunchError>;
+}
+
+/// Implements [`Wave`] for `$t` with its stencils. The inner and PML argument tuples are spelled
+/// once here for both executors.
+macro_rules! impl_wave {
+    ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
+        impl Wave for $t {
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+
+            fn step_cpu(
+                regions: &Regions<3>,
+                c: &Coefficients<Self>,
+                s: &mut State<Field3<Self>>,
+                source: Option<(Loop3D, Self)>,
+            ) -> Result<(), LaunchError> {
+                let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
+                let [gx, gy, gz] = c.g;
+                regions.inner.run(
+                    $inner,
+                    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
+                )?;
+                for (_, slab) in regions.boundary() {
+                    slab.run(
+                        $pml,
+                        (
+                            c.c0,
+                            x1,
+                            x2,
+                            x3,
+                            x4,
+                            y1,
+                            y2,
+                            y3,
+                            y4,
+                            z1,
+                            z2,
+                            z3,
+                            z4,
+                            gx,
+                            gy,
+                            gz,
+                            &s.u,
+                            &s.vdt2,
+                            &s.eta,
+                            &mut s.u_prev,
+                            &mut s.phi,
+                        ),
+                    )?;
+                }
+                if let Some((point, amount)) = source {
+                    point.run($inject, (amount, &s.vdt2, &mut s.u_prev))?;
+                }
+                std::mem::swap(&mut s.u, &mut s.u_prev);
+                Ok(())
+            }
+
+            #[cfg(feature = "cuda")]
+            fn step_gpu(
+                gpu: &Gpu,
+                regions: &Regions<3>,
+                c: &Coefficients<Self>,
+                s: &mut State<DeviceField3<Self>>,
+                source: Option<(Loop3D, Self)>,
+            ) -> Result<(), LaunchError> {
+                let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
+                let [gx, gy, gz] = c.g;
+                gpu.fork_join(7, |streams| {
+                    regions.inner.run_on(
+                        &streams[0],
+                        $inner,
+                        (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
+                    )?;
+                    for ((_, slab), stream) in regions.boundary().zip(&streams[1..]) {
+                        slab.run_on(
+                            stream,
+                            $pml,
+                            (
+                                c.c0,
+                                x1,
+                                x2,
+                                x3,
+                                x4,
+                                y1,
+                                y2,
+                                y3,
+                                y4,
+                                z1,
+                                z2,
+                                z3,
+                                z4,
+                                gx,
+                                gy,
+                                gz,
+                                &s.u,
+                                &s.vdt2,
+                                &s.eta,
+                                &mut s.u_prev,
+                                &mut s.phi,
+                            ),
+                        )?;
+                    }
+                    Ok::<(), LaunchError>(())
+                })?;
+                if let Some((point, amount)) = source {
+                    point.run_on(gpu, $inject, (amount, &s.vdt2, &mut s.u_prev))?;
+                }
+                std::mem::swap(&mut s.u, &mut s.u_prev);
+                Ok(())
+            }
+        }
+    };
+}
+
+impl_wave!(f32, AcousticInner, AcousticPml, AcousticInject);
+impl_wave!(f64, AcousticInnerF64, AcousticPmlF64, AcousticInjectF64);
+
+/// A layer of the velocity model: from `top` (metres of depth below the top of the physical
+/// domain) down to the next layer's top, velocity `v` (m/s).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Layer {
+    /// Depth of the layer's top, metres.
+    pub top: f64,
+    /// P-wave velocity, m/s.
+    pub v: f64,
+}
+
+/// A run of the model: grid, layers, source, receivers, time step and PML.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Model {
+    /// Points of the physical domain per axis (x, y, z; z is depth).
+    pub n: [usize; 3],
+    /// Width of the absorbing layer on every side, in points (0: no layer, reflecting walls).
+    pub pml: usize,
+    /// Grid spacing, metres (the same on every axis).
+    pub h: f64,
+    /// The layers, shallowest first; the first starts at depth 0.
+    pub layers: Vec<Layer>,
+    /// Peak frequency of the Ricker wavelet, Hz.
+    pub f0: f64,
+    /// Source position: a point of the physical domain (x, y, z indices).
+    pub source: [usize; 3],
+    /// Depth index of the receiver line (along x, at the source's y).
+    pub receiver_depth: usize,
+    /// Time step, seconds.
+    pub dt: f64,
+    /// Time steps.
+    pub steps: usize,
+    /// Theoretical reflection coefficient of the PML at normal incidence (sets `η`'s peak).
+    pub pml_reflection: f64,
+}
+
+/// Why a model cannot run.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelError {
+    /// The time step exceeds the stability limit.
+    Unstable {
+        /// The time step asked for, seconds.
+        dt: f64,
+        /// The largest stable one for this grid and the fastest layer, seconds.
+        limit: f64,
+        /// The fastest velocity, m/s.
+        v_max: f64,
+        /// The grid spacing, metres.
+        h: f64,
+    },
+    /// Anything else that is wrong with the parameters (the message says what to change).
+    Invalid(String),
+}
+
+impl std::fmt::Display for ModelError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelError::Unstable { dt, limit, v_max, h } => write!(
+                f,
+                "dt = {dt:.4e} s is unstable: the 8th-order leapfrog scheme needs V_max dt / h <= {:.4} \
+                 (V_max = {v_max} m/s, h = {h} m), i.e. dt <= {limit:.4e} s; lower dt or coarsen the grid",
+                courant_limit()
+            ),
+            ModelError::Invalid(message) => f.write_str(message),
+        }
+    }
+}
+
+impl std::error::Error for ModelError {}
+
+impl Model {
+    /// The default demonstration: a 128³ physical domain (10 m spacing) of two layers (1500 m/s
+    /// over 2500 m/s at half depth), a 10 Hz Ricker source near the surface, receivers along
+    /// x just below it, a 16-point PML, Courant number 0.4 and 700 steps (1.12 s: the
+    /// reflection from the interface is back at the surface).
+    pub fn layered(n: usize, steps: usize) -> Self {
+        let h = 10.0;
+        let depth = n as f64 * h;
+        let layers = vec![Layer { top: 0.0, v: 1500.0 }, Layer { top: 0.5 * depth, v: 2500.0 }];
+        let mut model = Model {
+            n: [n; 3],
+            pml: 16,
+            h,
+            layers,
+            f0: 10.0,
+            source: [n / 2, n / 2, n / 16],
+            receiver_depth: n / 32,
+            dt: 0.0,
+            steps,
+            pml_reflection: 1e-4,
+        };
+        model.dt = 0.4 * h / model.v_max();
+        model
+    }
+
+    /// The fastest layer's velocity.
+    pub fn v_max(&self) -> f64 {
+        self.layers.iter().map(|l| l.v).fold(0.0, f64::max)
+    }
+
+    /// The slowest layer's velocity.
+    pub fn v_min(&self) -> f64 {
+        self.layers.iter().map(|l| l.v).fold(f64::INFINITY, f64::min)
+    }
+
+    /// The largest stable time step.
+    pub fn dt_limit(&self) -> f64 {
+        courant_limit() * self.h / self.v_max()
+    }
+
+    /// Checks the parameters: stability (CFL), a non-empty grid, the source and receivers
+    /// inside the physical domain, layers present and positive.
+    pub fn check(&self) -> Result<(), ModelError> {
+        let invalid = |m: String| Err(ModelError::Invalid(m));
+        if self.n.contains(&0) {
+            return invalid(format!("the physical grid {:?} has an empty axis; give every axis points", self.n));
+        }
+        if self.layers.is_empty() || self.layers.iter().any(|l| l.v.is_nan() || l.v <= 0.0 || !l.top.is_finite()) {
+            return invalid(format!("the layers {:?} need at least one layer, each with a velocity > 0", self.layers));
+        }
+        if !(self.h > 0.0 && self.f0 > 0.0 && self.dt > 0.0) {
+            return invalid(format!("h = {}, f0 = {}, dt = {} must all be > 0", self.h, self.f0, self.dt));
+        }
+        if (0..3).any(|a| self.source[a] >= self.n[a]) || self.receiver_depth >= self.n[2] {
+            return invalid(format!(
+                "the source {:?} and the receiver depth {} must lie in the physical grid {:?}",
+                self.source, self.receiver_depth, self.n
+            ));
+        }
+        if self.dt > self.dt_limit() {
+            return Err(ModelError::Unstable { dt: self.dt, limit: self.dt_limit(), v_max: self.v_max(), h: self.h });
+        }
+        Ok(())
+    }
+
+    /// The fields' shape: the physical domain plus the PML on every side, plus a halo of
+    /// [`HALO`]. Global coordinate 0 is the first PML point.
+    pub fn shape(&self) -> Shape3 {
+        Shape3::new(self.n.map(|n| n + 2 * self.pml)).halo(HALO)
+    }
+
+    /// The inner region (the physical domain) and the six PML slabs.
+    pub fn regions(&self) -> Regions<3> {
+        Loop3D::interior(&self.shape())
+            .split_boundary(BoundaryWidths::uniform(self.pml))
+            .expect("the interior is the physical domain plus a PML on each side")
+    }
+
+    /// Storage coordinates of a point of the physical domain.
+    pub fn storage_of(&self, physical: [usize; 3]) -> [usize; 3] {
+        physical.map(|p| p + self.pml + HALO)
+    }
+
+    /// The one-point range of the source.
+    pub fn source_range(&self) -> Loop3D {
+        let s = self.storage_of(self.source);
+        Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))
+    }
+
+    /// The range of the receivers: the line along x through the physical domain at the
+    /// source's y and the receiver depth.
+    pub fn receiver_range(&self) -> Loop3D {
+        let begin = self.storage_of([0, self.source[1], self.receiver_depth]);
+        let end = [begin[0] + self.n[0], begin[1] + 1, begin[2] + 1];
+        Loop::from_bounds(self.shape().extent(), begin, end)
+    }
+
+    /// Velocity at a global coordinate (outside the physical domain, the nearest layer's).
+    pub fn velocity(&self, global: [isize; 3]) -> f64 {
+        let depth = (global[2] - self.pml as isize) as f64 * self.h;
+        self.layers.iter().rev().find(|l| depth >= l.top).unwrap_or(&self.layers[0]).v
+    }
+
+    /// `η Δt` at a global coordinate: `η_max Σ_a (d_a / w)²`, where `d_a` is how far the point
+    /// lies into the layer along axis `a` (0 inside the physical domain; it keeps growing into
+    /// the halo so that `∇eta` is defined on the outermost PML points) and
+    /// `η_max = 3 V_max ln(1/R) / (2 w h)` (the usual choice for a quadratic profile).
+    pub fn eta(&self, global: [isize; 3]) -> f64 {
+        if self.pml == 0 {
+            return 0.0;
+        }
+        let w = self.pml as f64;
+        let eta_max = 3.0 * self.v_max() * (1.0 / self.pml_reflection).ln() / (2.0 * w * self.h);
+        let depth_into = |a: usize| {
+            let (g, last) = (global[a], (self.n[a] + self.pml) as isize - 1);
+            (self.pml as isize - g).max(g - last).max(0) as f64
+        };
+        eta_max * self.dt * (0..3).map(|a| (depth_into(a) / w).powi(2)).sum::<f64>()
+    }
+
+    /// The Ricker wavelet `(1 − 2π²f0²τ²) exp(−π²f0²τ²)`, `τ = t − 1.2/f0`.
+    pub fn ricker(&self, t: f64) -> f64 {
+        let a = (std::f64::consts::PI * self.f0 * (t - 1.2 / self.f0)).powi(2);
+        (1.0 - 2.0 * a) * (-a).exp()
+    }
+
+    /// What the source adds at step `step` (whose time is `step · Δt`): the wavelet per unit
+    /// volume, as the injection stencil takes it.
+    pub fn source_amount(&self, step: usize) -> f64 {
+        self.ricker(step as f64 * self.dt) / self.h.powi(3)
+    }
+
+    /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0`.
+    pub fn initial<T: Wave>(&self) -> State<Field3<T>> {
+        let shape = self.shape();
+        let dt2 = self.dt * self.dt;
+        State {
+            u: Field3::zeros(shape),
+            u_prev: Field3::zeros(shape),
+            vdt2: Field3::from_fn(shape, |g| T::from_f64(self.velocity(g).powi(2) * dt2)),
+            eta: Field3::from_fn(shape, |g| T::from_f64(self.eta(g))),
+            phi: Field3::zeros(shape),
+        }
+    }
+
+    /// The discrete energy in the physical domain,
+    /// `Σ ((u − u_prev)/Δt)² / V² + |∇u|²` (central differences), times the cell volume.
+    /// Call it between steps (`u` the current field, `u_prev` the previous one).
+    pub fn energy<T: Wave>(&self, u: &Field3<T>, u_prev: &Field3<T>) -> f64 {
+        let at = |f: &Field3<T>, g: [isize; 3]| f.get(g).map_or(0.0, Into::into);
+        let p = self.pml as isize;
+        let mut total = 0.0;
+        for k in p..p + self.n[2] as isize {
+            for j in p..p + self.n[1] as isize {
+                for i in p..p + self.n[0] as isize {
+                    let g = [i, j, k];
+                    let ut = (at(u, g) - at(u_prev, g)) / self.dt;
+                    let v = self.velocity(g);
+                    let mut grad2 = 0.0;
+                    for a in 0..3 {
+                        let (mut lo, mut hi) = (g, g);
+                        lo[a] -= 1;
+                        hi[a] += 1;
+                        grad2 += ((at(u, hi) - at(u, lo)) / (2.0 * self.h)).powi(2);
+                    }
+                    total += ut * ut / (v * v) + grad2;
+                }
+            }
+        }
+        total * self.h.powi(3)
+    }
+
+    /// The source term of step `step` as the stencil takes it (None when it is negligible,
+    /// after the wavelet has died out, so no launch is spent on it).
+    pub fn source_at<T: Wave>(&self, step: usize) -> Option<(Loop3D, T)> {
+        let amount = self.source_amount(step);
+        (step as f64 * self.dt < 3.0 / self.f0).then(|| (self.source_range(), T::from_f64(amount)))
+    }
+}
+
+/// What a run produced.
+pub struct Outcome<T: Element> {
+    /// The wavefield after the last step.
+    pub wavefield: Field3<T>,
+    /// The receiver traces: `traces[s][r]` is receiver `r` after step `s + 1`.
+    pub traces: Vec<Vec<T>>,
+    /// Seconds spent in the time loop (set-up and output excluded).
+    pub seconds: f64,
+}
+
+impl<T: Element> Outcome<T> {
+    /// Point updates per second in billions (every point of the grid, PML included).
+    pub fn gpts_per_s(&self, model: &Model) -> f64 {
+        let points = Loop3D::interior(&model.shape()).points();
+        (points * self.traces.len()) as f64 / self.seconds / 1e9
+    }
+}
+
+/// Runs `model` on the CPU, recording the receivers after every step; `after_step(s)` is called
+/// after step `s` (1-based), e.g. for a progress bar.
+pub fn run_cpu<T: Wave>(
+    model: &Model,
+    mut after_step: impl FnMut(usize),
+) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+    model.check()?;
+    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+    let receivers = model.receiver_range();
+    let mut state = model.initial::<T>();
+    let mut traces = Vec::with_capacity(model.steps);
+    let start = std::time::Instant::now();
+    for step in 0..model.steps {
+        T::step_cpu(&regions, &c, &mut state, model.source_at(step))?;
+        traces.push(state.u.read_range(&receivers)?);
+        after_step(step + 1);
+    }
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Outcome { wavefield: state.u, traces, seconds })
+}
+
+/// Runs `model` on `gpu` (seven streams per step), recording the receivers after every step
+/// (one small copy each); as [`run_cpu`] otherwise.
+#[cfg(feature = "cuda")]
+pub fn run_gpu<T: Wave>(
+    gpu: &Gpu,
+    model: &Model,
+    mut after_step: impl FnMut(usize),
+) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+    model.check()?;
+    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+    let receivers = model.receiver_range();
+    let host = model.initial::<T>();
+    let mut state = State {
+        u: gpu.upload(&host.u)?,
+        u_prev: gpu.upload(&host.u_prev)?,
+        vdt2: gpu.upload(&host.vdt2)?,
+        eta: gpu.upload(&host.eta)?,
+        phi: gpu.upload(&host.phi)?,
+    };
+    let mut traces = Vec::with_capacity(model.steps);
+    let start = std::time::Instant::now();
+    for step in 0..model.steps {
+        T::step_gpu(gpu, &regions, &c, &mut state, model.source_at(step))?;
+        traces.push(state.u.read_range(&receivers)?);
+        after_step(step + 1);
+    }
+    gpu.synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Outcome { wavefield: state.u.download()?, traces, seconds })
+}
