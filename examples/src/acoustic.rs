@@ -39,7 +39,7 @@
 
 use stencil_runtime::prelude::*;
 #[cfg(feature = "cuda")]
-use stencil_runtime::{cuda::Gpu, DeviceField3};
+use stencil_runtime::{cuda::Gpu, DeviceField3, Stencil, Strategy};
 use stencil_runtime::{Element, Loop, Regions};
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -219,10 +219,12 @@ pub trait Wave: Element + Into<f64> {
         state: &mut State<Field3<Self>>,
         source: Option<(Loop3D, Self)>,
     ) -> Result<(), LaunchError>;
-    /// One step on a GPU: the inner region and the six slabs on seven streams, then the source.
+    /// One step on a GPU: the inner region and the six slabs on seven streams, then the source;
+    /// every region with `strategy` (`None`: the default strategy of each stencil).
     #[cfg(feature = "cuda")]
     fn step_gpu(
         gpu: &Gpu,
+        strategy: Option<Strategy>,
         regions: &Regions<3>,
         c: &Coefficients<Self>,
         state: &mut State<DeviceField3<Self>>,
@@ -289,6 +291,7 @@ macro_rules! impl_wave {
             #[cfg(feature = "cuda")]
             fn step_gpu(
                 gpu: &Gpu,
+                strategy: Option<Strategy>,
                 regions: &Regions<3>,
                 c: &Coefficients<Self>,
                 s: &mut State<DeviceField3<Self>>,
@@ -296,14 +299,16 @@ macro_rules! impl_wave {
             ) -> Result<(), LaunchError> {
                 let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
                 let [gx, gy, gz] = c.g;
+                let with =
+                    |range: Loop3D, ir| range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for(ir)));
                 gpu.fork_join(7, |streams| {
-                    regions.inner.run_on(
+                    with(regions.inner, $inner::ir()).run_on(
                         &streams[0],
                         $inner,
                         (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
                     )?;
                     for ((_, slab), stream) in regions.boundary().zip(&streams[1..]) {
-                        slab.run_on(
+                        with(slab, $pml::ir()).run_on(
                             stream,
                             $pml,
                             (
@@ -634,11 +639,12 @@ pub fn run_cpu<T: Wave>(
     Ok(Outcome { wavefield: state.u, traces, seconds })
 }
 
-/// Runs `model` on `gpu` (seven streams per step), recording the receivers after every step
-/// (one small copy each); as [`run_cpu`] otherwise.
+/// Runs `model` on `gpu` (seven streams per step, `strategy` as in [`Wave::step_gpu`]),
+/// recording the receivers after every step (one small copy each); as [`run_cpu`] otherwise.
 #[cfg(feature = "cuda")]
 pub fn run_gpu<T: Wave>(
     gpu: &Gpu,
+    strategy: Option<Strategy>,
     model: &Model,
     mut after_step: impl FnMut(usize),
 ) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
@@ -656,7 +662,7 @@ pub fn run_gpu<T: Wave>(
     let mut traces = Vec::with_capacity(model.steps);
     let start = std::time::Instant::now();
     for step in 0..model.steps {
-        T::step_gpu(gpu, &regions, &c, &mut state, model.source_at(step))?;
+        T::step_gpu(gpu, strategy, &regions, &c, &mut state, model.source_at(step))?;
         traces.push(state.u.read_range(&receivers)?);
         after_step(step + 1);
     }

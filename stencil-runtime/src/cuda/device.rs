@@ -170,6 +170,12 @@ impl Gpu {
         self.inner.ctx.ordinal()
     }
 
+    /// Free and total device memory in bytes, e.g. to size a benchmark grid to what fits.
+    pub fn memory_info(&self) -> Result<(usize, usize), CudaError> {
+        self.bind()?;
+        result::mem_get_info().map_err(|e| self.fail("reading the free memory", e))
+    }
+
     /// The disk cache directory in use, if any.
     pub fn disk_cache_dir(&self) -> Option<&Path> {
         self.inner.disk.as_ref().map(DiskCache::dir)

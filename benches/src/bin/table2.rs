@@ -1,0 +1,146 @@
+//! Seed paper 002's Table II on this GPU: the full seismic model (inner region with the 25-point
+//! stencil, six PML slabs with the damped update, the source) on the largest cube up to 1000³
+//! that the GPU holds, for each of our CUDA strategies, as seconds per 1000 steps (the paper's
+//! column), GPts/s, effective GB/s (the minimal bytes per point of each region: 16 inside, 28 in
+//! the PML, in f32) and % of the device-to-device copy bandwidth measured in the same run.
+//! Every strategy runs the same model from rest, and its final wavefield's checksum must equal
+//! the first strategy's (the kernels are bit-equal).
+//!
+//! `table2 [n] [steps]`: grid points per axis including the PML (default: the largest that fits,
+//! at most 1000) and timed steps (default 100; the time is scaled to 1000 steps).
+
+use rayon::prelude::*;
+use stencil_examples::acoustic::{Coefficients, Model, State, Wave, HALO};
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::prelude::*;
+use stencil_runtime::Strategy;
+
+/// The paper's V100 result for its best kernel, gmem_8x8x8: seconds for 1000³ × 1000 steps.
+const PAPER_V100_SECONDS: f64 = 53.88;
+/// Width of the PML on every side, as in the demonstration model.
+const PML: usize = 16;
+/// Fields of the model (u, u_prev, vdt2, eta, phi).
+const FIELDS: usize = 5;
+
+/// Our strategies, each with the kernel of the paper it resembles most.
+fn strategies() -> Vec<(Option<Strategy>, &'static str)> {
+    vec![
+        (Some(Strategy::PointPerThread { block: [8, 8, 8] }), "gmem_8x8x8"),
+        (Some(Strategy::PointPerThread { block: [16, 16, 4] }), "gmem_16x16x4"),
+        (Some(Strategy::PointPerThread { block: [32, 4, 2] }), "gmem (32x4x2)"),
+        (Some(Strategy::SharedTile3D { tile: [8, 8, 8] }), "smem_u"),
+        (Some(Strategy::SharedTile3D { tile: [32, 4, 4] }), "smem_u (32x4x4)"),
+        (Some(Strategy::Stream25D { tile_x: 16, tile_y: 16 }), "st_smem_16x16"),
+        (Some(Strategy::Stream25D { tile_x: 32, tile_y: 8 }), "st_smem (32x8)"),
+        (Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 }), "st_reg_fixed + float4"),
+        (Some(Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 16 }), "st_reg_fixed + float4"),
+        (Some(Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 }), "st_reg_fixed + float4"),
+        (None, "default per stencil"),
+    ]
+}
+
+/// A host field from a function of the global coordinate, evaluated in parallel.
+fn par_field(shape: Shape3, f: impl Fn([isize; 3]) -> f32 + Sync) -> Field3<f32> {
+    let (axes, ext) = (shape.element_order().axes::<3>(), shape.extent());
+    let values: Vec<f32> = (0..shape.points())
+        .into_par_iter()
+        .map(|mut flat| {
+            let mut s = [0usize; 3];
+            for &a in &axes {
+                s[a] = flat % ext[a];
+                flat /= ext[a];
+            }
+            f(shape.to_global(s))
+        })
+        .collect();
+    Field3::from_vec(shape, values).expect("one value per point")
+}
+
+/// An order-independent checksum of a field's bits (equal fields, equal sums).
+fn checksum(f: &Field3<f32>) -> u64 {
+    f.as_slice()
+        .par_iter()
+        .enumerate()
+        .map(|(i, v)| (u64::from(v.to_bits()) ^ (i as u64) << 32).wrapping_mul(0x9e37_79b9_7f4a_7c15))
+        .reduce(|| 0, u64::wrapping_add)
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let arg = |i: usize| std::env::args().nth(i).map(|a| a.parse::<usize>()).transpose();
+    let gpu = Gpu::new(0)?;
+    let (free, total) = gpu.memory_info()?;
+    let fits = |n: usize| FIELDS * Shape3::new([n; 3]).halo(HALO).len() * 4 < free * 9 / 10;
+    let n = match arg(1)? {
+        Some(n) => n,
+        None => (2 * PML + 8..=1000).rev().step_by(8).find(|&n| fits(n)).ok_or("not even a small grid fits")?,
+    };
+    let steps = arg(2)?.unwrap_or(100);
+    let copy = gpu.copy_bandwidth_gbs(1 << 30, 20)?;
+    println!(
+        "device: {} ({} of {} GiB free); device-to-device copy of 1 GiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        free >> 30,
+        total >> 30
+    );
+
+    let mut model = Model::layered(n - 2 * PML, steps + 2);
+    model.pml = PML;
+    model.check()?;
+    let shape = model.shape();
+    let regions = model.regions();
+    let inner = regions.inner.points() as f64;
+    let pml = regions.boundary().map(|(_, r)| r.points()).sum::<usize>() as f64;
+    let bytes_per_step = 16.0 * inner + 28.0 * pml;
+    println!(
+        "grid {n}³ ({}³ inner + a {PML}-point PML: {:.1}% of the points), {steps} timed steps scaled to 1000, f32, \
+         minimal traffic {:.2} GB per step",
+        n - 2 * PML,
+        100.0 * pml / (inner + pml),
+        bytes_per_step / 1e9
+    );
+    let dt2 = model.dt * model.dt;
+    let vdt2 = gpu.upload(&par_field(shape, |g| (model.velocity(g).powi(2) * dt2) as f32))?;
+    let eta = gpu.upload(&par_field(shape, |g| model.eta(g) as f32))?;
+    let c = Coefficients::new([model.h; 3]).to::<f32>();
+
+    println!("\n| strategy | paper's analogue | s / 1000 steps | GPts/s | effective GB/s | % of copy | checksum |");
+    println!("|---|---|---:|---:|---:|---:|---|");
+    let mut reference = None;
+    let mut state = State { u: gpu.alloc(shape)?, u_prev: gpu.alloc(shape)?, vdt2, eta, phi: gpu.alloc(shape)? };
+    for (strategy, analogue) in strategies() {
+        let name = strategy.map_or("default".to_string(), |s| s.to_string());
+        for f in [&mut state.u, &mut state.u_prev, &mut state.phi] {
+            *f = gpu.alloc(shape)?;
+        }
+        let mut step = |s: usize| f32::step_gpu(&gpu, strategy, &regions, &c, &mut state, model.source_at(s));
+        // Two untimed steps compile (or load) the kernels.
+        if let Err(e) = step(0).and_then(|_| step(1)) {
+            println!("| {name} | {analogue} | — | — | — | — | {e} |");
+            continue;
+        }
+        let (result, ms) = gpu.time_ms(|| Ok((2..steps + 2).try_for_each(&mut step)))?;
+        result?;
+        let sum = checksum(&state.u.download()?);
+        let check = match reference {
+            None => {
+                reference = Some(sum);
+                "reference".to_string()
+            }
+            Some(r) if r == sum => "equal".to_string(),
+            Some(r) => format!("DIFFERS ({sum:016x} vs {r:016x})"),
+        };
+        let seconds = ms * 1e-3 / steps as f64;
+        let gpts = (inner + pml) / seconds / 1e9;
+        let gbs = bytes_per_step / seconds / 1e9;
+        println!(
+            "| {name} | {analogue} | {:.2} | {gpts:.1} | {gbs:.0} | {:.1}% | {check} |",
+            seconds * 1000.0,
+            100.0 * gbs / copy
+        );
+    }
+    println!(
+        "\npaper, V100, 1000³ × 1000 steps: gmem_8x8x8 {PAPER_V100_SECONDS} s ({:.1} GPts/s)",
+        1e9 * 1000.0 / PAPER_V100_SECONDS / 1e9
+    );
+    Ok(())
+}

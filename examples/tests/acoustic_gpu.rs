@@ -1,0 +1,51 @@
+//! The acoustic model on a GPU equals the CPU bit for bit: the full model (inner region and the
+//! six PML slabs on seven streams, the source, the receivers) after enough steps for the
+//! wavefront to cross the PML, for the default strategy of each stencil and for every strategy
+//! forced on all regions. Needs a GPU: `--features cuda` (see `scripts/gpu-check`).
+#![cfg(feature = "cuda")]
+
+use stencil_examples::acoustic::{run_cpu, run_gpu, Model};
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::Strategy;
+
+/// A small layered model (odd sizes, PML widths that are not multiples of any block) whose
+/// wavefront reaches every slab within the run.
+fn model() -> Model {
+    let mut m = Model::layered(37, 160);
+    m.n = [37, 29, 33];
+    m.pml = 7;
+    m.f0 = 18.0;
+    m.source = [18, 14, 10];
+    m.receiver_depth = 2;
+    m
+}
+
+#[test]
+fn gpu_equals_cpu_for_the_full_model_under_every_strategy() {
+    let gpu = Gpu::new(0).expect("a GPU");
+    let m = model();
+    let cpu = run_cpu::<f32>(&m, |_| {}).unwrap();
+    let (n_pml, max) = (m.pml as isize, cpu.wavefield.as_slice().iter().fold(0f32, |a, v| a.max(v.abs())));
+    let corner = cpu.wavefield.get([n_pml / 2, n_pml / 2, n_pml / 2]).unwrap();
+    eprintln!("CPU: max |u| {max:.3e}, u at a PML corner {corner:.3e}");
+    assert!(max > 0.0 && corner != 0.0, "the wavefront has not reached the PML corner: the test would miss slabs");
+    let strategies = [
+        None,
+        Some(Strategy::PointPerThread { block: [8, 8, 8] }),
+        Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 }),
+        Some(Strategy::Stream25D { tile_x: 16, tile_y: 8 }),
+        Some(Strategy::SharedTile3D { tile: [16, 4, 4] }),
+    ];
+    for strategy in strategies {
+        let out = run_gpu::<f32>(&gpu, strategy, &m, |_| {}).unwrap();
+        let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
+        assert!(
+            same(out.wavefield.as_slice(), cpu.wavefield.as_slice()),
+            "{strategy:?}: wavefield differs from the CPU's"
+        );
+        for (s, (g, c)) in out.traces.iter().zip(&cpu.traces).enumerate() {
+            assert!(same(g, c), "{strategy:?}: receivers differ from the CPU's after step {}", s + 1);
+        }
+        eprintln!("{strategy:?}: bit-equal to the CPU ({} steps)", m.steps);
+    }
+}
