@@ -2,3 +2,4 @@
 
 pub mod acoustic;
 pub mod diffusion;
+pub mod output;

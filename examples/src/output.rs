@@ -1,0 +1,232 @@
+//! Files a person can look at: PNG pictures of a wavefield section and of a seismogram (a
+//! diverging blue-white-red colormap, negative blue, positive red), the receiver traces as CSV,
+//! and a 3D field as a legacy VTK file (binary `STRUCTURED_POINTS`) for ParaView.
+//!
+//! Every function returns a [`std::io::Error`] whose message starts with the path it was
+//! writing.
+
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::path::Path;
+
+use stencil_runtime::Field3;
+use vtkio::model::{Attribute, Attributes, ByteOrder, DataSet, Extent, ImageDataPiece, Version, Vtk};
+
+/// Pictures narrower than this many pixels are scaled up (nearest neighbour, by a whole factor).
+pub const MIN_WIDTH: usize = 512;
+
+/// The section's colour scale saturates at this percentile of `|u|` (symmetric about zero).
+pub const SECTION_CLIP_PERCENTILE: f64 = 99.5;
+
+/// The seismogram's colour scale saturates at this percentile of the gained `|u|`.
+pub const SEISMOGRAM_CLIP_PERCENTILE: f64 = 98.0;
+
+/// The exponent of the seismogram's time-power gain: sample `s` is multiplied by `(s + 1)^2`.
+pub const SEISMOGRAM_GAIN_POWER: i32 = 2;
+
+/// An error about `path` that says what went wrong.
+fn error_at(path: &Path, kind: io::ErrorKind, what: impl std::fmt::Display) -> io::Error {
+    io::Error::new(kind, format!("{}: {what}", path.display()))
+}
+
+/// The same I/O error with the path in front of its message.
+fn with_path(path: &Path) -> impl Fn(io::Error) -> io::Error + '_ {
+    move |e| error_at(path, e.kind(), e)
+}
+
+/// The `p`-th percentile (0..=100) of `|v|` over the finite values (0 when there are none).
+pub fn abs_percentile(values: impl IntoIterator<Item = f32>, p: f64) -> f32 {
+    let mut abs: Vec<f32> = values.into_iter().filter(|v| v.is_finite()).map(f32::abs).collect();
+    if abs.is_empty() {
+        return 0.0;
+    }
+    let rank = ((p / 100.0).clamp(0.0, 1.0) * (abs.len() - 1) as f64).round() as usize;
+    *abs.select_nth_unstable_by(rank, f32::total_cmp).1
+}
+
+/// The diverging colormap (ColorBrewer's RdBu, reversed): `-1` dark blue, `0` white, `1` dark
+/// red; values outside `[-1, 1]` saturate, NaN is black.
+pub fn diverging(v: f32) -> [u8; 3] {
+    const STOPS: [[f32; 3]; 5] =
+        [[5.0, 48.0, 97.0], [67.0, 147.0, 195.0], [247.0, 247.0, 247.0], [214.0, 96.0, 77.0], [103.0, 0.0, 31.0]];
+    if v.is_nan() {
+        return [0, 0, 0];
+    }
+    let x = (v.clamp(-1.0, 1.0) + 1.0) * 2.0; // 0..=4 over the stops
+    let i = (x.floor() as usize).min(3);
+    let f = x - i as f32;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    [0, 1, 2].map(|c| (a[c] + f * (b[c] - a[c])).round() as u8)
+}
+
+/// Encodes a `width` x `height` picture of `values` (row-major, row 0 at the top) divided by
+/// `clip` as an 8-bit RGB PNG, each value repeated `scale[0]` times across and `scale[1]` times
+/// down.
+fn write_rgb_png(
+    path: &Path,
+    values: &[f32],
+    width: usize,
+    height: usize,
+    clip: f32,
+    scale: [usize; 2],
+) -> io::Result<()> {
+    let clip = if clip > 0.0 && clip.is_finite() { clip } else { 1.0 };
+    let (w, h) = (width * scale[0], height * scale[1]);
+    let mut rgb = Vec::with_capacity(3 * w * h);
+    for row in values.chunks(width) {
+        let line: Vec<u8> = row.iter().flat_map(|&v| diverging(v / clip).repeat(scale[0])).collect();
+        for _ in 0..scale[1] {
+            rgb.extend_from_slice(&line);
+        }
+    }
+    let too_big = |_| error_at(path, io::ErrorKind::InvalidInput, format!("a {w}x{h} picture is too large for a PNG"));
+    let file = File::create(path).map_err(with_path(path))?;
+    let mut encoder =
+        png::Encoder::new(BufWriter::new(file), u32::try_from(w).map_err(too_big)?, u32::try_from(h).map_err(too_big)?);
+    encoder.set_color(png::ColorType::Rgb);
+    encoder.set_depth(png::BitDepth::Eight);
+    let png_error = |e: png::EncodingError| match e {
+        png::EncodingError::IoError(e) => with_path(path)(e),
+        e => error_at(path, io::ErrorKind::Other, format!("PNG encoding failed: {e}")),
+    };
+    let mut writer = encoder.write_header().map_err(png_error)?;
+    writer.write_image_data(&rgb).map_err(png_error)?;
+    writer.finish().map_err(png_error)
+}
+
+/// The whole factor that makes `width` at least [`MIN_WIDTH`] pixels.
+fn upscale(width: usize) -> usize {
+    MIN_WIDTH.div_ceil(width.max(1)).max(1)
+}
+
+/// Writes the xz section of `field` at global `y` as a PNG: x across, z (depth) downwards,
+/// leaving `crop` points off every side (e.g. the PML width, to show only the physical domain).
+/// The colour scale is symmetric and saturates at the [`SECTION_CLIP_PERCENTILE`] of `|u|` over
+/// the section, so the wavefront stands out even next to the source; small sections are scaled
+/// up (nearest neighbour) to at least [`MIN_WIDTH`] pixels across, the same factor down.
+pub fn write_png_slice(path: impl AsRef<Path>, field: &Field3<f32>, y: isize, crop: usize) -> io::Result<()> {
+    let path = path.as_ref();
+    let [nx, ny, nz] = field.shape().interior();
+    if y < 0 || y >= ny as isize || 2 * crop >= nx || 2 * crop >= nz {
+        return Err(error_at(
+            path,
+            io::ErrorKind::InvalidInput,
+            format!("no xz section at y = {y} cropped by {crop} in a field of {nx}x{ny}x{nz} points"),
+        ));
+    }
+    let (width, height) = (nx - 2 * crop, nz - 2 * crop);
+    let mut values = Vec::with_capacity(width * height);
+    for k in crop..nz - crop {
+        for i in crop..nx - crop {
+            values.push(field.get([i as isize, y, k as isize]).expect("a point of the interior"));
+        }
+    }
+    let clip = abs_percentile(values.iter().copied(), SECTION_CLIP_PERCENTILE);
+    let s = upscale(width);
+    write_rgb_png(path, &values, width, height, clip, [s, s])
+}
+
+/// Writes a seismogram as a PNG: receiver `r` across, step `s` (time) downwards, one pixel per
+/// step (`traces[s][r]`, as [`Outcome::traces`](crate::acoustic::Outcome) holds them), the
+/// receivers scaled up across to at least [`MIN_WIDTH`] pixels.
+///
+/// **Gain.** The direct wave near the source is orders of magnitude stronger than anything
+/// reflected, so each sample is multiplied by `(s + 1)^2` (the usual time-power gain `t²`, which
+/// undoes the `1/t` spherical spreading with room to spare) and the colour scale saturates at the
+/// [`SEISMOGRAM_CLIP_PERCENTILE`] of the gained `|u|`: the direct wave clips, and the reflections
+/// arriving later keep a visible amplitude.
+pub fn write_seismogram_png(path: impl AsRef<Path>, traces: &[Vec<f32>]) -> io::Result<()> {
+    let path = path.as_ref();
+    let width = traces.first().map_or(0, Vec::len);
+    if width == 0 || traces.iter().any(|t| t.len() != width) {
+        return Err(error_at(path, io::ErrorKind::InvalidInput, "the traces are empty or of unequal lengths"));
+    }
+    let values: Vec<f32> = traces
+        .iter()
+        .enumerate()
+        .flat_map(|(s, row)| {
+            let gain = ((s + 1) as f32).powi(SEISMOGRAM_GAIN_POWER);
+            row.iter().map(move |v| v * gain)
+        })
+        .collect();
+    let clip = abs_percentile(values.iter().copied(), SEISMOGRAM_CLIP_PERCENTILE);
+    write_rgb_png(path, &values, width, traces.len(), clip, [upscale(width), 1])
+}
+
+/// Writes the traces as CSV: a header line (`time_s,r0,r1,...`), then one row per step `s`
+/// (`traces[s]`): its time `(s + 1) · dt` in seconds, then the value at every receiver.
+pub fn write_traces_csv(path: impl AsRef<Path>, traces: &[Vec<f32>], dt: f64) -> io::Result<()> {
+    let path = path.as_ref();
+    let receivers = traces.first().map_or(0, Vec::len);
+    let mut out = BufWriter::new(File::create(path).map_err(with_path(path))?);
+    let header: Vec<String> =
+        std::iter::once("time_s".to_string()).chain((0..receivers).map(|r| format!("r{r}"))).collect();
+    writeln!(out, "{}", header.join(",")).map_err(with_path(path))?;
+    for (s, row) in traces.iter().enumerate() {
+        write!(out, "{:e}", (s + 1) as f64 * dt).map_err(with_path(path))?;
+        for v in row {
+            write!(out, ",{v:e}").map_err(with_path(path))?;
+        }
+        writeln!(out).map_err(with_path(path))?;
+    }
+    out.flush().map_err(with_path(path))
+}
+
+/// Writes 3D fields of one shape as a legacy binary VTK file (`DATASET STRUCTURED_POINTS`, one
+/// float `SCALARS` point array per `(name, field)`), read by ParaView as image data. The points
+/// are the fields' interiors (halos left out), x fastest; global index `g` lies at
+/// `origin + g · spacing` on every axis (z is the model's depth axis, pointing down).
+pub fn write_vtk(
+    path: impl AsRef<Path>,
+    arrays: &[(&str, &Field3<f32>)],
+    spacing: f64,
+    origin: [f64; 3],
+) -> io::Result<()> {
+    let path = path.as_ref();
+    let Some((_, first)) = arrays.first() else {
+        return Err(error_at(path, io::ErrorKind::InvalidInput, "no arrays to write"));
+    };
+    let n = first.shape().interior();
+    if let Some((name, _)) = arrays.iter().find(|(_, f)| f.shape().interior() != n) {
+        return Err(error_at(
+            path,
+            io::ErrorKind::InvalidInput,
+            format!("array {name:?} is not {n:?} points like the first"),
+        ));
+    }
+    let dims = n.map(|v| u32::try_from(v).expect("a field's extent fits in u32"));
+    let point = arrays
+        .iter()
+        .map(|(name, field)| {
+            let mut values = Vec::with_capacity(n.iter().product());
+            for k in 0..n[2] as isize {
+                for j in 0..n[1] as isize {
+                    for i in 0..n[0] as isize {
+                        values.push(field.get([i, j, k]).expect("a point of the interior"));
+                    }
+                }
+            }
+            Attribute::scalars(*name, 1).with_data(values)
+        })
+        .collect();
+    let vtk = Vtk {
+        version: Version::new((3, 0)),
+        title: "stencil acoustic3d".to_string(),
+        byte_order: ByteOrder::BigEndian,
+        file_path: None,
+        data: DataSet::ImageData {
+            extent: Extent::Dims(dims),
+            origin: origin.map(|o| o as f32),
+            spacing: [spacing as f32; 3],
+            meta: None,
+            pieces: vec![vtkio::model::Piece::Inline(Box::new(ImageDataPiece {
+                extent: Extent::Dims(dims),
+                data: Attributes { point, cell: Vec::new() },
+            }))],
+        },
+    };
+    let file = File::create(path).map_err(with_path(path))?;
+    let mut out = BufWriter::new(file);
+    vtk.write_legacy(&mut out).map_err(|e| error_at(path, io::ErrorKind::Other, format!("writing VTK failed: {e}")))?;
+    out.flush().map_err(with_path(path))
+}
