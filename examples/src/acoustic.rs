@@ -207,33 +207,127 @@ pub struct State<F> {
     pub phi: F,
 }
 
+/// Which stencil a region runs: the inner update or the PML update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RegionKind {
+    /// The physical domain: [`AcousticInner`].
+    Inner,
+    /// One of the six slabs of the absorbing layer: [`AcousticPml`].
+    Pml,
+}
+
+impl RegionKind {
+    /// The kind of every region of [`Regions::all`]: the inner one, then six slabs.
+    pub const ALL: [RegionKind; 7] = [
+        RegionKind::Inner,
+        RegionKind::Pml,
+        RegionKind::Pml,
+        RegionKind::Pml,
+        RegionKind::Pml,
+        RegionKind::Pml,
+        RegionKind::Pml,
+    ];
+}
+
+/// The CUDA strategy of each region, in [`Regions::all`] order (the inner region, then top,
+/// bottom, front, back, left, right); `None` is the stencil's default. Thin slabs want other
+/// blocks than the inner region (e.g. a 16-point-wide left slab wastes most of a 128-point-wide
+/// z-marching block), which is what per-region launches make possible.
+#[cfg(feature = "cuda")]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct RegionStrategies(pub [Option<Strategy>; 7]);
+
+#[cfg(feature = "cuda")]
+impl RegionStrategies {
+    /// The same strategy for every region.
+    pub fn uniform(strategy: Option<Strategy>) -> Self {
+        RegionStrategies([strategy; 7])
+    }
+}
+
 /// A field element the model runs in (`f32` for the model, `f64` for tests), with the launches
 /// of its three stencils on the CPU (and on a GPU with the `cuda` feature).
 pub trait Wave: Element + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
-    /// One step on the CPU: every region with its stencil, then the source (if any).
+
+    /// One region's update on the CPU.
+    fn region_cpu(
+        kind: RegionKind,
+        range: &Loop3D,
+        c: &Coefficients<Self>,
+        state: &mut State<Field3<Self>>,
+    ) -> Result<(), LaunchError>;
+
+    /// The source term at one point on the CPU.
+    fn inject_cpu(point: &Loop3D, amount: Self, state: &mut State<Field3<Self>>) -> Result<(), LaunchError>;
+
+    /// One step on the CPU: every region with its stencil, then the source (if any), then `u`
+    /// and `u_prev` swap.
     fn step_cpu(
         regions: &Regions<3>,
         c: &Coefficients<Self>,
         state: &mut State<Field3<Self>>,
         source: Option<(Loop3D, Self)>,
+    ) -> Result<(), LaunchError> {
+        for (kind, range) in RegionKind::ALL.into_iter().zip(regions.all()) {
+            Self::region_cpu(kind, &range, c, state)?;
+        }
+        if let Some((point, amount)) = source {
+            Self::inject_cpu(&point, amount, state)?;
+        }
+        std::mem::swap(&mut state.u, &mut state.u_prev);
+        Ok(())
+    }
+
+    /// One region's update on `gpu`'s stream with `strategy` (`None`: the stencil's default).
+    #[cfg(feature = "cuda")]
+    fn region_gpu(
+        gpu: &Gpu,
+        strategy: Option<Strategy>,
+        kind: RegionKind,
+        range: &Loop3D,
+        c: &Coefficients<Self>,
+        state: &mut State<DeviceField3<Self>>,
     ) -> Result<(), LaunchError>;
-    /// One step on a GPU: the inner region and the six slabs on seven streams, then the source;
-    /// every region with `strategy` (`None`: the default strategy of each stencil).
+
+    /// The source term at one point on `gpu`'s stream.
+    #[cfg(feature = "cuda")]
+    fn inject_gpu(
+        gpu: &Gpu,
+        point: &Loop3D,
+        amount: Self,
+        state: &mut State<DeviceField3<Self>>,
+    ) -> Result<(), LaunchError>;
+
+    /// One step on a GPU: the seven regions on seven streams (each with its strategy), then
+    /// the source, then the swap.
     #[cfg(feature = "cuda")]
     fn step_gpu(
         gpu: &Gpu,
-        strategy: Option<Strategy>,
+        strategies: &RegionStrategies,
         regions: &Regions<3>,
         c: &Coefficients<Self>,
         state: &mut State<DeviceField3<Self>>,
         source: Option<(Loop3D, Self)>,
-    ) -> Result<(), LaunchError>;
+    ) -> Result<(), LaunchError> {
+        gpu.fork_join(7, |streams| {
+            let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
+            for (((kind, range), strategy), stream) in regions.zip(streams) {
+                Self::region_gpu(stream, strategy, kind, &range, c, state)?;
+            }
+            Ok::<(), LaunchError>(())
+        })?;
+        if let Some((point, amount)) = source {
+            Self::inject_gpu(gpu, &point, amount, state)?;
+        }
+        std::mem::swap(&mut state.u, &mut state.u_prev);
+        Ok(())
+    }
 }
 
-/// Implements [`Wave`] for `$t` with its stencils. The inner and PML argument tuples are spelled
-/// once here for both executors.
+/// Implements [`Wave`] for `$t` with its stencils: the argument tuples are spelled once for
+/// both executors.
 macro_rules! impl_wave {
     ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
         impl Wave for $t {
@@ -241,20 +335,20 @@ macro_rules! impl_wave {
                 v as $t
             }
 
-            fn step_cpu(
-                regions: &Regions<3>,
+            fn region_cpu(
+                kind: RegionKind,
+                range: &Loop3D,
                 c: &Coefficients<Self>,
                 s: &mut State<Field3<Self>>,
-                source: Option<(Loop3D, Self)>,
             ) -> Result<(), LaunchError> {
                 let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
                 let [gx, gy, gz] = c.g;
-                regions.inner.run(
-                    $inner,
-                    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
-                )?;
-                for (_, slab) in regions.boundary() {
-                    slab.run(
+                match kind {
+                    RegionKind::Inner => range.run(
+                        $inner,
+                        (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
+                    ),
+                    RegionKind::Pml => range.run(
                         $pml,
                         (
                             c.c0,
@@ -279,37 +373,36 @@ macro_rules! impl_wave {
                             &mut s.u_prev,
                             &mut s.phi,
                         ),
-                    )?;
+                    ),
                 }
-                if let Some((point, amount)) = source {
-                    point.run($inject, (amount, &s.vdt2, &mut s.u_prev))?;
-                }
-                std::mem::swap(&mut s.u, &mut s.u_prev);
-                Ok(())
+            }
+
+            fn inject_cpu(point: &Loop3D, amount: Self, s: &mut State<Field3<Self>>) -> Result<(), LaunchError> {
+                point.run($inject, (amount, &s.vdt2, &mut s.u_prev))
             }
 
             #[cfg(feature = "cuda")]
-            fn step_gpu(
+            fn region_gpu(
                 gpu: &Gpu,
                 strategy: Option<Strategy>,
-                regions: &Regions<3>,
+                kind: RegionKind,
+                range: &Loop3D,
                 c: &Coefficients<Self>,
                 s: &mut State<DeviceField3<Self>>,
-                source: Option<(Loop3D, Self)>,
             ) -> Result<(), LaunchError> {
                 let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
                 let [gx, gy, gz] = c.g;
-                let with =
-                    |range: Loop3D, ir| range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for(ir)));
-                gpu.fork_join(7, |streams| {
-                    with(regions.inner, $inner::ir()).run_on(
-                        &streams[0],
-                        $inner,
-                        (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
-                    )?;
-                    for ((_, slab), stream) in regions.boundary().zip(&streams[1..]) {
-                        with(slab, $pml::ir()).run_on(
-                            stream,
+                match kind {
+                    RegionKind::Inner => {
+                        range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for($inner::ir()))).run_on(
+                            gpu,
+                            $inner,
+                            (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
+                        )
+                    }
+                    RegionKind::Pml => {
+                        range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for($pml::ir()))).run_on(
+                            gpu,
                             $pml,
                             (
                                 c.c0,
@@ -334,15 +427,19 @@ macro_rules! impl_wave {
                                 &mut s.u_prev,
                                 &mut s.phi,
                             ),
-                        )?;
+                        )
                     }
-                    Ok::<(), LaunchError>(())
-                })?;
-                if let Some((point, amount)) = source {
-                    point.run_on(gpu, $inject, (amount, &s.vdt2, &mut s.u_prev))?;
                 }
-                std::mem::swap(&mut s.u, &mut s.u_prev);
-                Ok(())
+            }
+
+            #[cfg(feature = "cuda")]
+            fn inject_gpu(
+                gpu: &Gpu,
+                point: &Loop3D,
+                amount: Self,
+                s: &mut State<DeviceField3<Self>>,
+            ) -> Result<(), LaunchError> {
+                point.run_on(gpu, $inject, (amount, &s.vdt2, &mut s.u_prev))
             }
         }
     };
@@ -639,12 +736,12 @@ pub fn run_cpu<T: Wave>(
     Ok(Outcome { wavefield: state.u, traces, seconds })
 }
 
-/// Runs `model` on `gpu` (seven streams per step, `strategy` as in [`Wave::step_gpu`]),
+/// Runs `model` on `gpu` (seven streams per step, a strategy per region),
 /// recording the receivers after every step (one small copy each); as [`run_cpu`] otherwise.
 #[cfg(feature = "cuda")]
 pub fn run_gpu<T: Wave>(
     gpu: &Gpu,
-    strategy: Option<Strategy>,
+    strategies: &RegionStrategies,
     model: &Model,
     mut after_step: impl FnMut(usize),
 ) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
@@ -662,7 +759,7 @@ pub fn run_gpu<T: Wave>(
     let mut traces = Vec::with_capacity(model.steps);
     let start = std::time::Instant::now();
     for step in 0..model.steps {
-        T::step_gpu(gpu, strategy, &regions, &c, &mut state, model.source_at(step))?;
+        T::step_gpu(gpu, strategies, &regions, &c, &mut state, model.source_at(step))?;
         traces.push(state.u.read_range(&receivers)?);
         after_step(step + 1);
     }

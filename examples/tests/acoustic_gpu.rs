@@ -4,7 +4,7 @@
 //! forced on all regions. Needs a GPU: `--features cuda` (see `scripts/gpu-check`).
 #![cfg(feature = "cuda")]
 
-use stencil_examples::acoustic::{run_cpu, run_gpu, Model};
+use stencil_examples::acoustic::{run_cpu, run_gpu, Model, RegionStrategies};
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::Strategy;
 
@@ -37,7 +37,7 @@ fn gpu_equals_cpu_for_the_full_model_under_every_strategy() {
         Some(Strategy::SharedTile3D { tile: [16, 4, 4] }),
     ];
     for strategy in strategies {
-        let out = run_gpu::<f32>(&gpu, strategy, &m, |_| {}).unwrap();
+        let out = run_gpu::<f32>(&gpu, &RegionStrategies::uniform(strategy), &m, |_| {}).unwrap();
         let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
         assert!(
             same(out.wavefield.as_slice(), cpu.wavefield.as_slice()),

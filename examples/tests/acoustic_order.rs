@@ -71,7 +71,13 @@ fn error_falls_at_eighth_order() {
     let mut orders = Vec::new();
     for w in 0..grids.len() - 1 {
         let order = (errors[w] / errors[w + 1]).ln() / (grids[w + 1] as f64 / grids[w] as f64).ln();
-        eprintln!("n {:2} -> {:2}: max error {:.3e} -> {:.3e}, observed order {order:.2}", grids[w], grids[w + 1], errors[w], errors[w + 1]);
+        eprintln!(
+            "n {:2} -> {:2}: max error {:.3e} -> {:.3e}, observed order {order:.2}",
+            grids[w],
+            grids[w + 1],
+            errors[w],
+            errors[w + 1]
+        );
         orders.push(order);
     }
     for (w, order) in orders.iter().enumerate() {

@@ -6,11 +6,14 @@
 //! Every strategy runs the same model from rest, and its final wavefield's checksum must equal
 //! the first strategy's (the kernels are bit-equal).
 //!
+//! Then each region alone under each strategy (the thin slabs want other blocks than the inner
+//! region), and the full model with the fastest strategy of each region: the tuned row.
+//!
 //! `table2 [n] [steps]`: grid points per axis including the PML (default: the largest that fits,
 //! at most 1000) and timed steps (default 100; the time is scaled to 1000 steps).
 
 use rayon::prelude::*;
-use stencil_examples::acoustic::{Coefficients, Model, State, Wave, HALO};
+use stencil_examples::acoustic::{Coefficients, Model, RegionKind, RegionStrategies, State, Wave, HALO};
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
 use stencil_runtime::Strategy;
@@ -21,6 +24,8 @@ const PAPER_V100_SECONDS: f64 = 53.88;
 const PML: usize = 16;
 /// Fields of the model (u, u_prev, vdt2, eta, phi).
 const FIELDS: usize = 5;
+/// Timed launches of one region under one strategy.
+const REGION_REPS: usize = 5;
 
 /// Our strategies, each with the kernel of the paper it resembles most.
 fn strategies() -> Vec<(Option<Strategy>, &'static str)> {
@@ -35,6 +40,9 @@ fn strategies() -> Vec<(Option<Strategy>, &'static str)> {
         (Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 }), "st_reg_fixed + float4"),
         (Some(Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 16 }), "st_reg_fixed + float4"),
         (Some(Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 }), "st_reg_fixed + float4"),
+        (Some(Strategy::ZMarch { block_x: 4, block_y: 32, points_per_thread: 16 }), "st_reg_fixed + float4"),
+        (Some(Strategy::ZMarch { block_x: 8, block_y: 16, points_per_thread: 8 }), "st_reg_fixed + float4"),
+        (Some(Strategy::PointPerThread { block: [16, 8, 4] }), "gmem (16x8x4)"),
         (None, "default per stencil"),
     ]
 }
@@ -105,18 +113,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     println!("\n| strategy | paper's analogue | s / 1000 steps | GPts/s | effective GB/s | % of copy | checksum |");
     println!("|---|---|---:|---:|---:|---:|---|");
-    let mut reference = None;
     let mut state = State { u: gpu.alloc(shape)?, u_prev: gpu.alloc(shape)?, vdt2, eta, phi: gpu.alloc(shape)? };
-    for (strategy, analogue) in strategies() {
-        let name = strategy.map_or("default".to_string(), |s| s.to_string());
+    let mut reference = None;
+    let mut row = |state: &mut State<_>,
+                   plan: &RegionStrategies,
+                   name: &str,
+                   analogue: &str|
+     -> Result<(), Box<dyn std::error::Error>> {
         for f in [&mut state.u, &mut state.u_prev, &mut state.phi] {
             *f = gpu.alloc(shape)?;
         }
-        let mut step = |s: usize| f32::step_gpu(&gpu, strategy, &regions, &c, &mut state, model.source_at(s));
+        let mut step = |s: usize| f32::step_gpu(&gpu, plan, &regions, &c, state, model.source_at(s));
         // Two untimed steps compile (or load) the kernels.
         if let Err(e) = step(0).and_then(|_| step(1)) {
             println!("| {name} | {analogue} | — | — | — | — | {e} |");
-            continue;
+            return Ok(());
         }
         let (result, ms) = gpu.time_ms(|| Ok((2..steps + 2).try_for_each(&mut step)))?;
         result?;
@@ -130,14 +141,57 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             Some(r) => format!("DIFFERS ({sum:016x} vs {r:016x})"),
         };
         let seconds = ms * 1e-3 / steps as f64;
-        let gpts = (inner + pml) / seconds / 1e9;
         let gbs = bytes_per_step / seconds / 1e9;
         println!(
-            "| {name} | {analogue} | {:.2} | {gpts:.1} | {gbs:.0} | {:.1}% | {check} |",
+            "| {name} | {analogue} | {:.2} | {:.1} | {gbs:.0} | {:.1}% | {check} |",
             seconds * 1000.0,
+            (inner + pml) / seconds / 1e9,
             100.0 * gbs / copy
         );
+        Ok(())
+    };
+    for (strategy, analogue) in strategies() {
+        let name = strategy.map_or("default".to_string(), |s| s.to_string());
+        row(&mut state, &RegionStrategies::uniform(strategy), &name, analogue)?;
     }
+
+    // Each region alone under each strategy.
+    println!("\n| region | points | fastest strategy | ms | effective GB/s | % of copy | slowest strategy | ms |");
+    println!("|---|---:|---|---:|---:|---:|---|---:|");
+    let names = ["inner", "top", "bottom", "front", "back", "left", "right"];
+    let mut plan = RegionStrategies::default();
+    for (r, (kind, range)) in RegionKind::ALL.into_iter().zip(regions.all()).enumerate() {
+        let mut times = Vec::new();
+        for (strategy, _) in strategies() {
+            let mut launch = || f32::region_gpu(&gpu, strategy, kind, &range, &c, &mut state);
+            if launch().is_err() {
+                continue;
+            }
+            let (result, ms) = gpu.time_ms(|| Ok((0..REGION_REPS).try_for_each(|_| launch())))?;
+            result?;
+            times.push((ms / REGION_REPS as f64, strategy));
+        }
+        times.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let (best, worst) = (times[0], times[times.len() - 1]);
+        plan.0[r] = best.1;
+        let bytes = range.points() as f64 * if kind == RegionKind::Inner { 16.0 } else { 28.0 };
+        let gbs = bytes / (best.0 * 1e-3) / 1e9;
+        let show = |s: Option<Strategy>| s.map_or("default".to_string(), |s| s.to_string());
+        println!(
+            "| {} | {} | {} | {:.3} | {gbs:.0} | {:.1}% | {} | {:.3} |",
+            names[r],
+            range.points(),
+            show(best.1),
+            best.0,
+            100.0 * gbs / copy,
+            show(worst.1),
+            worst.0
+        );
+    }
+    println!("\nthe full model with the fastest strategy of each region:\n");
+    println!("| strategy | paper's analogue | s / 1000 steps | GPts/s | effective GB/s | % of copy | checksum |");
+    println!("|---|---|---:|---:|---:|---:|---|");
+    row(&mut state, &plan, "tuned per region", "—")?;
     println!(
         "\npaper, V100, 1000³ × 1000 steps: gmem_8x8x8 {PAPER_V100_SECONDS} s ({:.1} GPts/s)",
         1e9 * 1000.0 / PAPER_V100_SECONDS / 1e9

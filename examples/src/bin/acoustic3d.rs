@@ -245,7 +245,7 @@ fn run_on_gpu(
     let mut snap = None;
     let start = std::time::Instant::now();
     for step in 0..model.steps {
-        f32::step_gpu(&gpu, None, &regions, &c, &mut state, model.source_at(step))?;
+        f32::step_gpu(&gpu, &Default::default(), &regions, &c, &mut state, model.source_at(step))?;
         traces.push(state.u.read_range(&receivers)?);
         if step + 1 == snapshot {
             snap = Some((state.u.download()?, state.u_prev.download()?));
