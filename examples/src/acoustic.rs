@@ -697,13 +697,24 @@ impl Model {
     }
 }
 
+/// A pair of consecutive wavefields: `u` after some step and `u_prev` after the one before
+/// (what [`Model::energy`] needs).
+pub struct Wavefields<T: Element> {
+    /// The wavefield after the step.
+    pub u: Field3<T>,
+    /// The wavefield one step earlier.
+    pub u_prev: Field3<T>,
+}
+
 /// What a run produced.
 pub struct Outcome<T: Element> {
-    /// The wavefield after the last step.
-    pub wavefield: Field3<T>,
+    /// The wavefields after the last step.
+    pub last: Wavefields<T>,
+    /// The wavefields after the snapshot step, if one was asked for.
+    pub snapshot: Option<Wavefields<T>>,
     /// The receiver traces: `traces[s][r]` is receiver `r` after step `s + 1`.
     pub traces: Vec<Vec<T>>,
-    /// Seconds spent in the time loop (set-up and output excluded).
+    /// Seconds spent in the time loop (set-up and the final download excluded).
     pub seconds: f64,
 }
 
@@ -715,55 +726,87 @@ impl<T: Element> Outcome<T> {
     }
 }
 
-/// Runs `model` on the CPU, recording the receivers after every step; `after_step(s)` is called
-/// after step `s` (1-based), e.g. for a progress bar.
+/// The time loop shared by both executors: `step(s)` advances the state by step `s` (0-based),
+/// `receivers()` reads the receiver line, `wavefields()` copies `(u, u_prev)` to the host.
+fn time_loop<T: Element, E>(
+    model: &Model,
+    snapshot: Option<usize>,
+    mut step: impl FnMut(usize) -> Result<(), E>,
+    mut receivers: impl FnMut() -> Result<Vec<T>, E>,
+    mut wavefields: impl FnMut() -> Result<Wavefields<T>, E>,
+    mut after_step: impl FnMut(usize),
+) -> Result<Outcome<T>, E> {
+    let mut traces = Vec::with_capacity(model.steps);
+    let mut snap = None;
+    let start = std::time::Instant::now();
+    for s in 0..model.steps {
+        step(s)?;
+        traces.push(receivers()?);
+        if snapshot == Some(s + 1) {
+            snap = Some(wavefields()?);
+        }
+        after_step(s + 1);
+    }
+    let last = wavefields()?;
+    Ok(Outcome { last, snapshot: snap, traces, seconds: start.elapsed().as_secs_f64() })
+}
+
+/// Runs `model` on the CPU, recording the receivers after every step and the wavefields after
+/// step `snapshot` (1-based, if given); `after_step(s)` is called after step `s`, e.g. for a
+/// progress bar.
 pub fn run_cpu<T: Wave>(
     model: &Model,
-    mut after_step: impl FnMut(usize),
+    snapshot: Option<usize>,
+    after_step: impl FnMut(usize),
 ) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
     model.check()?;
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
     let receivers = model.receiver_range();
-    let mut state = model.initial::<T>();
-    let mut traces = Vec::with_capacity(model.steps);
-    let start = std::time::Instant::now();
-    for step in 0..model.steps {
-        T::step_cpu(&regions, &c, &mut state, model.source_at(step))?;
-        traces.push(state.u.read_range(&receivers)?);
-        after_step(step + 1);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(Outcome { wavefield: state.u, traces, seconds })
+    let state = std::cell::RefCell::new(model.initial::<T>());
+    time_loop(
+        model,
+        snapshot,
+        |s| T::step_cpu(&regions, &c, &mut state.borrow_mut(), model.source_at(s)).map_err(Into::into),
+        || Ok(state.borrow().u.read_range(&receivers)?),
+        || {
+            let state = state.borrow();
+            Ok(Wavefields { u: state.u.clone(), u_prev: state.u_prev.clone() })
+        },
+        after_step,
+    )
 }
 
-/// Runs `model` on `gpu` (seven streams per step, a strategy per region),
-/// recording the receivers after every step (one small copy each); as [`run_cpu`] otherwise.
+/// Runs `model` on `gpu` (seven streams per step, a strategy per region), recording the
+/// receivers after every step (one small copy each); as [`run_cpu`] otherwise. The time
+/// includes the receiver copies, as the CPU's does.
 #[cfg(feature = "cuda")]
 pub fn run_gpu<T: Wave>(
     gpu: &Gpu,
     strategies: &RegionStrategies,
     model: &Model,
-    mut after_step: impl FnMut(usize),
+    snapshot: Option<usize>,
+    after_step: impl FnMut(usize),
 ) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
     model.check()?;
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
     let receivers = model.receiver_range();
     let host = model.initial::<T>();
-    let mut state = State {
+    let state = std::cell::RefCell::new(State {
         u: gpu.upload(&host.u)?,
         u_prev: gpu.upload(&host.u_prev)?,
         vdt2: gpu.upload(&host.vdt2)?,
         eta: gpu.upload(&host.eta)?,
         phi: gpu.upload(&host.phi)?,
-    };
-    let mut traces = Vec::with_capacity(model.steps);
-    let start = std::time::Instant::now();
-    for step in 0..model.steps {
-        T::step_gpu(gpu, strategies, &regions, &c, &mut state, model.source_at(step))?;
-        traces.push(state.u.read_range(&receivers)?);
-        after_step(step + 1);
-    }
-    gpu.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    Ok(Outcome { wavefield: state.u.download()?, traces, seconds })
+    });
+    time_loop(
+        model,
+        snapshot,
+        |s| T::step_gpu(gpu, strategies, &regions, &c, &mut state.borrow_mut(), model.source_at(s)).map_err(Into::into),
+        || Ok(state.borrow().u.read_range(&receivers)?),
+        || {
+            let state = state.borrow();
+            Ok(Wavefields { u: state.u.download()?, u_prev: state.u_prev.download()? })
+        },
+        after_step,
+    )
 }

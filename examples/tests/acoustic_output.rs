@@ -37,11 +37,11 @@ fn varied(rgb: &[u8]) -> bool {
 fn pngs_and_csv_of_a_small_run() {
     let mut m = Model::layered(16, 60);
     m.pml = 4;
-    let outcome = run_cpu::<f32>(&m, |_| {}).unwrap();
+    let outcome = run_cpu::<f32>(&m, None, |_| {}).unwrap();
     let dir = temp_dir("run");
 
     let section = dir.join("wavefield_xz.png");
-    write_png_slice(&section, &outcome.wavefield, (m.pml + m.source[1]) as isize, m.pml).unwrap();
+    write_png_slice(&section, &outcome.last.u, (m.pml + m.source[1]) as isize, m.pml).unwrap();
     let (w, h, rgb) = decode_png(&section);
     let scale = MIN_WIDTH.div_ceil(16) as u32;
     assert_eq!((w, h), (16 * scale, 16 * scale));

@@ -1,17 +1,15 @@
 //! Seed paper 002's seismic model on the CPU (or a GPU): the 8th-order acoustic wave equation in
 //! a two-layer medium with a PML, a Ricker source near the surface and a line of receivers.
-//! Writes a seismogram, the traces, a wavefield section and the 3D wavefield.
-//!
-//! The time loop is `acoustic::run_cpu`'s (`run_gpu`'s with `--gpu`) spelled out here, because
-//! the pictures need the wavefield mid-run (`--snapshot`): by the last step of the default run
-//! the direct wave and the reflection have left the physical domain.
+//! Writes a seismogram, the traces, a wavefield section and the 3D wavefield. The pictures show
+//! the wavefield mid-run (`--snapshot`): by the last step of the default run the direct wave and
+//! the reflection have left the physical domain.
 //! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::acoustic::{courant_limit, Coefficients, Model, Wave};
+use stencil_examples::acoustic::{courant_limit, run_cpu, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
 use stencil_runtime::Field3;
 
@@ -105,9 +103,10 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         run.seconds,
         (points * model.steps) as f64 / run.seconds / 1e9,
     );
-    let (snap_max, end_max) = (max_abs(&run.snapshot), max_abs(&run.u));
+    let snap = run.snapshot.as_ref().expect("the snapshot step is one of the steps");
+    let (snap_max, end_max) = (max_abs(&snap.u), max_abs(&run.last.u));
     let (snap_energy, end_energy) =
-        (model.energy::<f32>(&run.snapshot, &run.snapshot_prev), model.energy::<f32>(&run.u, &run.u_prev));
+        (model.energy::<f32>(&snap.u, &snap.u_prev), model.energy::<f32>(&run.last.u, &run.last.u_prev));
     println!(
         "step {snapshot} (t = {:.4} s): max |u| = {snap_max:.4e}, energy {snap_energy:.4e}",
         snapshot as f64 * model.dt
@@ -119,7 +118,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         model.steps as f64 * model.dt
     );
 
-    let written = write_outputs(&args.out, &model, &run, snapshot, !args.no_vtk)?;
+    let written = write_outputs(&args.out, &model, &run.traces, &snap.u, snapshot, !args.no_vtk)?;
     println!("wrote:");
     for (path, what) in written {
         println!("  {:<32} {what}", path.display());
@@ -132,50 +131,37 @@ fn max_abs(field: &Field3<f32>) -> f32 {
     field.as_slice().iter().fold(0.0f32, |m, v| m.max(v.abs()))
 }
 
-/// What the time loop hands back.
-struct Run {
-    /// `traces[s][r]`: receiver `r` after step `s + 1`.
-    traces: Vec<Vec<f32>>,
-    /// The wavefield after the snapshot step, and the one before it.
-    snapshot: Field3<f32>,
-    snapshot_prev: Field3<f32>,
-    /// The wavefield after the last step, and the one before it.
-    u: Field3<f32>,
-    u_prev: Field3<f32>,
-    /// Seconds spent in the time loop.
-    seconds: f64,
-}
-
 /// Writes the output files; returns each path with a line saying what it holds.
 fn write_outputs(
     dir: &Path,
     model: &Model,
-    run: &Run,
+    traces: &[Vec<f32>],
+    wavefield: &Field3<f32>,
     snapshot: usize,
     vtk: bool,
 ) -> Result<Vec<(PathBuf, String)>, Box<dyn std::error::Error>> {
     let mut written = Vec::new();
-    let receivers = run.traces.first().map_or(0, Vec::len);
+    let receivers = traces.first().map_or(0, Vec::len);
     let t = snapshot as f64 * model.dt;
 
     let path = dir.join("seismogram.png");
-    write_seismogram_png(&path, &run.traces)?;
-    written.push((path, format!("{receivers} receivers (x) across, {} steps down, t^2 gain", run.traces.len())));
+    write_seismogram_png(&path, traces)?;
+    written.push((path, format!("{receivers} receivers (x) across, {} steps down, t^2 gain", traces.len())));
 
     let path = dir.join("traces.csv");
-    write_traces_csv(&path, &run.traces, model.dt)?;
+    write_traces_csv(&path, traces, model.dt)?;
     written.push((path, format!("time_s, then u at the {receivers} receivers; one row per step")));
 
     let path = dir.join("wavefield_xz.png");
     let y = (model.pml + model.source[1]) as isize;
-    write_png_slice(&path, &run.snapshot, y, model.pml)?;
+    write_png_slice(&path, wavefield, y, model.pml)?;
     written.push((path, format!("u at step {snapshot} (t = {t:.3} s), xz section through the source, PML cut off")));
 
     if vtk {
         let path = dir.join("wavefield.vtk");
-        let velocity = Field3::from_fn(*run.snapshot.shape(), |g| model.velocity(g) as f32);
+        let velocity = Field3::from_fn(*wavefield.shape(), |g| model.velocity(g) as f32);
         let origin = [-(model.pml as f64) * model.h; 3];
-        write_vtk(&path, &[("u", &run.snapshot), ("velocity", &velocity)], model.h, origin)?;
+        write_vtk(&path, &[("u", wavefield), ("velocity", &velocity)], model.h, origin)?;
         written.push((
             path,
             format!("u at step {snapshot} and velocity, PML included (physical domain from 0 m, z down)"),
@@ -184,82 +170,39 @@ fn write_outputs(
     Ok(written)
 }
 
-fn run_with_progress(model: &Model, snapshot: usize, gpu: Option<usize>) -> Result<Run, Box<dyn std::error::Error>> {
+fn run_with_progress(
+    model: &Model,
+    snapshot: usize,
+    gpu: Option<usize>,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     let bar = ProgressBar::new(model.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
             .expect("a valid template"),
     );
     let run = match gpu {
-        None => run_on_cpu(model, snapshot, &bar),
+        None => run_cpu::<f32>(model, Some(snapshot), |_| bar.inc(1)),
         Some(ordinal) => run_on_gpu(model, snapshot, ordinal, &bar),
     };
     bar.finish_and_clear();
     run
 }
 
-/// `acoustic::run_cpu`'s loop, keeping the wavefields after step `snapshot`.
-fn run_on_cpu(model: &Model, snapshot: usize, bar: &ProgressBar) -> Result<Run, Box<dyn std::error::Error>> {
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<f32>());
-    let receivers = model.receiver_range();
-    let mut state = model.initial::<f32>();
-    let mut traces = Vec::with_capacity(model.steps);
-    let mut snap = None;
-    let start = std::time::Instant::now();
-    for step in 0..model.steps {
-        f32::step_cpu(&regions, &c, &mut state, model.source_at(step))?;
-        traces.push(state.u.read_range(&receivers)?);
-        if step + 1 == snapshot {
-            snap = Some((state.u.clone(), state.u_prev.clone()));
-        }
-        bar.inc(1);
-    }
-    let seconds = start.elapsed().as_secs_f64();
-    let (snapshot, snapshot_prev) = snap.expect("the snapshot step is one of the steps");
-    Ok(Run { traces, snapshot, snapshot_prev, u: state.u, u_prev: state.u_prev, seconds })
-}
-
-/// `acoustic::run_gpu`'s loop (each stencil's default strategy), downloading the wavefields
-/// after step `snapshot`.
+/// `acoustic::run_gpu` with each stencil's default strategy.
 #[cfg(feature = "cuda")]
 fn run_on_gpu(
     model: &Model,
     snapshot: usize,
     ordinal: usize,
     bar: &ProgressBar,
-) -> Result<Run, Box<dyn std::error::Error>> {
-    use stencil_examples::acoustic::State;
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
     bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<f32>());
-    let receivers = model.receiver_range();
-    let host = model.initial::<f32>();
-    let mut state = State {
-        u: gpu.upload(&host.u)?,
-        u_prev: gpu.upload(&host.u_prev)?,
-        vdt2: gpu.upload(&host.vdt2)?,
-        eta: gpu.upload(&host.eta)?,
-        phi: gpu.upload(&host.phi)?,
-    };
-    let mut traces = Vec::with_capacity(model.steps);
-    let mut snap = None;
-    let start = std::time::Instant::now();
-    for step in 0..model.steps {
-        f32::step_gpu(&gpu, &Default::default(), &regions, &c, &mut state, model.source_at(step))?;
-        traces.push(state.u.read_range(&receivers)?);
-        if step + 1 == snapshot {
-            snap = Some((state.u.download()?, state.u_prev.download()?));
-        }
-        bar.inc(1);
-    }
-    gpu.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let (snapshot, snapshot_prev) = snap.expect("the snapshot step is one of the steps");
-    Ok(Run { traces, snapshot, snapshot_prev, u: state.u.download()?, u_prev: state.u_prev.download()?, seconds })
+    stencil_examples::acoustic::run_gpu::<f32>(&gpu, &Default::default(), model, Some(snapshot), |_| bar.inc(1))
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpu(_: &Model, _: usize, _: usize, _: &ProgressBar) -> Result<Run, Box<dyn std::error::Error>> {
+fn run_on_gpu(_: &Model, _: usize, _: usize, _: &ProgressBar) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     Err("this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
         .into())
