@@ -206,6 +206,9 @@ mod tests {
         assert!(matches!(e, RegionError::WidthsExceedRange { axis: 1, len: 8, lo: 5, hi: 4, .. }), "{e}");
         assert!(e.to_string().contains("at most 8"), "{e}");
         let inverted = Loop3D::new(10, 6, 6, 10, 1, 1, 10, 1, 1);
-        assert!(matches!(inverted.split_boundary(BoundaryWidths::uniform(0)), Err(RegionError::InvertedRange { axis: 0, .. })));
+        assert!(matches!(
+            inverted.split_boundary(BoundaryWidths::uniform(0)),
+            Err(RegionError::InvertedRange { axis: 0, .. })
+        ));
     }
 }

@@ -79,14 +79,14 @@ fn check<const D: usize>(
         prop_assert!(width > 0 || slab.points() == 0, "zero-width {} slab is not empty", side.name::<D>());
     }
     let mut p = [0usize; D];
-    for i in 0..total {
+    for (i, &covered) in count.iter().enumerate() {
         let mut rest = i;
         for a in 0..D {
             p[a] = rest % n[a];
             rest /= n[a];
         }
         let inside = (0..D).all(|a| p[a] >= begin[a] && p[a] < end[a]);
-        prop_assert_eq!(count[i], inside as u8, "point {:?} covered {} times", p, count[i]);
+        prop_assert_eq!(covered, inside as u8, "point {:?} covered {} times", p, covered);
     }
     Ok(())
 }

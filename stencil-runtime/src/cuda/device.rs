@@ -284,7 +284,11 @@ impl Gpu {
     /// handles may run concurrently, so they must not write what another one reads or writes,
     /// e.g. the regions of [`Loop::split_boundary`](crate::Loop::split_boundary). The join is
     /// issued even when `work` fails. The streams are created once and reused.
-    pub fn fork_join<R, E: From<CudaError>>(&self, n: usize, work: impl FnOnce(&[Gpu]) -> Result<R, E>) -> Result<R, E> {
+    pub fn fork_join<R, E: From<CudaError>>(
+        &self,
+        n: usize,
+        work: impl FnOnce(&[Gpu]) -> Result<R, E>,
+    ) -> Result<R, E> {
         let streams = self.side_streams(n)?;
         let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
         let forked = self.stream.record_event(no_timing).map_err(|e| self.fail("recording a fork event", e))?;
