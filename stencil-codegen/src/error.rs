@@ -80,6 +80,11 @@ pub enum ErrorKind {
     },
     /// No `&mut` field: the stencil would compute nothing.
     NoOutput,
+    /// More written fields than the CPU executor takes.
+    TooManyOutputs {
+        /// Written fields declared.
+        got: usize,
+    },
     /// An offset that is not an integer literal.
     OffsetNotLiteral,
     /// `ix` with the wrong number of offsets.
@@ -206,6 +211,67 @@ pub enum ErrorKind {
         /// Its type.
         ty: String,
     },
+    /// An array index that is not a compile-time integer.
+    ArrayIndexNotConstant {
+        /// The array as written.
+        array: String,
+    },
+    /// A constant index past the end of an array or tuple.
+    IndexOutOfBounds {
+        /// The array or tuple as written.
+        what: String,
+        /// The index.
+        index: i64,
+        /// Its length.
+        len: usize,
+    },
+    /// An array length that is not a compile-time integer from 1 to [`crate::lower::MAX_ARRAY_LEN`].
+    ArrayLength {
+        /// The length, if it is a constant.
+        len: Option<i64>,
+    },
+    /// A type that a local, a helper parameter or a helper result cannot have.
+    UnsupportedValueType {
+        /// The type as written.
+        ty: String,
+    },
+    /// An array or tuple where a single number is needed.
+    AggregateAsScalar {
+        /// `an array of 5 values`, `a tuple of 2 values`.
+        what: String,
+    },
+    /// Two values of different shapes (scalar, array length, tuple arity) where they must agree.
+    ShapeMismatch {
+        /// One shape.
+        expected: String,
+        /// The other.
+        found: String,
+    },
+    /// A `#[stencil_fn]` helper called with the wrong number of arguments.
+    HelperArity {
+        /// The helper.
+        name: String,
+        /// Parameters it declares.
+        expected: usize,
+        /// Arguments given.
+        got: usize,
+    },
+    /// A field (or the point index) passed to a helper.
+    FieldToHelper {
+        /// The field.
+        field: String,
+        /// The helper.
+        helper: String,
+    },
+    /// A `#[stencil_fn]` helper without a return type.
+    HelperNoReturn,
+    /// `return` in a `#[stencil_fn]` helper.
+    HelperReturn,
+    /// A helper that calls itself, directly or through other helpers.
+    Recursion {
+        /// The calls, `a -> b -> a`.
+        chain: String,
+    },
     /// Any other syntax the DSL does not support.
     Unsupported {
         /// What was found.
@@ -227,6 +293,7 @@ impl fmt::Display for ErrorKind {
             UnsupportedParamType { ty } => write!(f, "unsupported parameter type `{ty}`: use a scalar (f32, f64, i32, u32, bool) or a field (`&Field3<f32>` to read, `&mut Field3<f32>` to write)"),
             FieldDimension { field, field_dim, stencil_dim } => write!(f, "field `{field}` is {field_dim}D but the stencil is {stencil_dim}D: use `Field{stencil_dim}` or change the index to `Idx{field_dim}`"),
             NoOutput => write!(f, "this stencil writes no field: add a `&mut FieldN<T>` parameter and assign it, e.g. `out[idx] = ...;`"),
+            TooManyOutputs { got } => write!(f, "this stencil writes {got} fields; at most {MAX_OUTPUTS} are supported: split it into several stencils"),
             OffsetNotLiteral => write!(f, "stencil offsets must be integer literals known at compile time, e.g. `idx.ix::<1, 0, -1>()`"),
             OffsetCount { got, dim } => write!(f, "`ix` in a {dim}D stencil takes {dim} offsets, not {got}: e.g. `idx.ix::<{}>()`", vec!["0"; *dim].join(", ")),
             BadIndex { field, index } => write!(f, "index field `{field}` with the point index: `{field}[{index}]` for the centre or `{field}[{index}.ix::<..>()]` for a neighbour"),
@@ -235,7 +302,7 @@ impl fmt::Display for ErrorKind {
             ReadOnlyWrite { field, dim, elem } => write!(f, "field `{field}` is read-only: declare it `{field}: &mut Field{dim}<{elem}>` to write it"),
             FieldAsValue { name } => write!(f, "`{name}` cannot be used as a value: index a field at a point, e.g. `{name}[idx]`"),
             UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil); pass outside values as scalar parameters"),
-            UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`)", MATH_LIST),
+            UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`), and `#[stencil_fn]` helpers called by their bare name (`flux(a, b)`, imported with `use`)", MATH_LIST),
             Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),
             RuntimeLoop { which } => write!(f, "`{which}` loops are not allowed in a stencil: a point update must have a fixed amount of work. Only `for i in A..B` with integer-literal bounds is accepted (it is unrolled)"),
             UnrollTooLong { trips } => write!(f, "this loop runs {trips} times; loops are unrolled, so at most 64 iterations are accepted"),
@@ -250,10 +317,25 @@ impl fmt::Display for ErrorKind {
             BadOperand { op, ty, wanted } => write!(f, "`{op}` cannot be applied to `{ty}`: it needs {wanted}"),
             LiteralType { literal, ty } => write!(f, "literal `{literal}` used as `{ty}`: write {}", literal_hint(literal, ty)),
             LiteralRange { literal, ty } => write!(f, "literal `{literal}` is out of range for `{ty}`: use a wider type or a smaller value"),
+            ArrayIndexNotConstant { array } => write!(f, "`{array}` must be indexed by a compile-time integer: a literal (`{array}[2]`), the variable of a constant `for` loop (`for i in 0..5 {{ {array}[i] }}`) or a `const N: usize` declared in the body; arrays live in registers and are unrolled"),
+            IndexOutOfBounds { what, index, len } => write!(f, "index {index} is out of bounds for `{what}` of length {len}: use 0 to {}", len.saturating_sub(1)),
+            ArrayLength { len: Some(len) } => write!(f, "array length {len} is not supported: arrays hold 1 to {} values (they live in registers)", crate::lower::MAX_ARRAY_LEN),
+            ArrayLength { len: None } => write!(f, "array lengths must be compile-time integers: a literal (`[0.0; 5]`) or a `const N: usize = 5;` declared in the body"),
+            UnsupportedValueType { ty } => write!(f, "unsupported type `{ty}`: locals and helper values are scalars (f32, f64, i32, u32, bool), fixed-size arrays of them (`[f64; 5]`) or tuples of those; a field cannot be passed to a helper, pass its value at a point (`u[idx]`)"),
+            AggregateAsScalar { what } => write!(f, "{what} cannot be used as a number here: index it (`q[0]`, `t.0`) or pass it whole to a `#[stencil_fn]` helper"),
+            ShapeMismatch { expected, found } => write!(f, "mismatched shapes: {expected} and {found}"),
+            HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
+            FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
+            HelperNoReturn => write!(f, "a #[stencil_fn] helper computes a value: declare its return type (`-> f64`, `-> [f64; 5]`, `-> (f64, f64)`) and end the body with it"),
+            HelperReturn => write!(f, "`return` is not supported in a #[stencil_fn] helper: end the body with the value (use `if`/`else` as an expression for early results)"),
+            Recursion { chain } => write!(f, "helpers cannot be recursive ({chain}): every call is inlined, so the call depth must be fixed; rewrite it as a constant `for` loop"),
             Unsupported { what } => write!(f, "{what} is not supported in a stencil"),
         }
     }
 }
+
+/// Most written fields one stencil may have (the CPU executor's tuples of row writers).
+pub const MAX_OUTPUTS: usize = 16;
 
 const MATH_LIST: &str = "sqrt, cbrt, abs, min, max, clamp, powi, powf, exp, exp2, ln, log2, log10, sin, cos, tan, \
 asin, acos, atan, atan2, sinh, cosh, tanh, floor, ceil, round, trunc, copysign, mul_add, hypot, signum, recip";

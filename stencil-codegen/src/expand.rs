@@ -1,22 +1,82 @@
 //! What `#[stencil]` expands to: a unit functor type named after the function (CamelCase)
 //! implementing the runtime's `Stencil<D>` trait, with the stencil's metadata, its source (from
-//! which the runtime rebuilds the IR to print CUDA) and the CPU loop nest.
+//! which the runtime rebuilds the IR to print CUDA) and the CPU loop nest; and what
+//! `#[stencil_fn]` expands to: the helper function itself and its `macro_rules!` twin (see
+//! [`crate::collect`]).
 
 use crate::analysis::field_accesses;
+use crate::collect::{invocation, Target};
 use crate::error::{Error, ErrorKind};
+use crate::lower::helpers::{called_names, check_helper};
 use crate::printer::rust_nest::{param_type, print_run_host};
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
-/// Expands `#[stencil]` on `item`. Errors carry the span of the offending tokens.
+/// Expands `#[stencil]` on `item`: the functor, or, if the body calls helpers, the first step
+/// of collecting their bodies ([`crate::collect`]). Errors carry the span of the offending tokens.
 pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error> {
     if !attr.is_empty() {
         return Err(Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil]".into() }));
     }
     let func: syn::ItemFn =
         syn::parse2(item).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
-    let ir = crate::lower::lower(&func)?;
+    match called_names(&func).first() {
+        Some(next) => Ok(invocation(Target::Stencil, &quote!(#func), &[], next)),
+        None => expand_stencil(&func, &[]),
+    }
+}
+
+/// Expands `#[stencil_fn]` on `item`: the function itself (`#[inline(always)]`, callable from
+/// ordinary Rust), its `macro_rules!` twin carrying its tokens to the stencils that call it, and
+/// its check as a helper (errors only), at once or after collecting the helpers it calls.
+pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
+    if !attr.is_empty() {
+        let e = Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil_fn]".into() });
+        return e.to_syn().to_compile_error();
+    }
+    let func: syn::ItemFn = match syn::parse2(item) {
+        Ok(f) => f,
+        Err(e) => return e.to_compile_error(),
+    };
+    let name = &func.sig.ident;
+    let module = format_ident!("__stencil_fn_{}", name);
+    let carried = syn::ItemFn { attrs: Vec::new(), vis: syn::Visibility::Inherited, ..func.clone() };
+    let own = name.to_string();
+    let check = match called_names(&func).into_iter().find(|n| *n != own) {
+        Some(next) => invocation(Target::Helper, &quote!(#carried), &[], &next),
+        None => match check_helper(&carried, std::slice::from_ref(&carried)) {
+            Ok(()) => quote!(),
+            Err(e) => e.to_syn().to_compile_error(),
+        },
+    };
+    quote! {
+        #[inline(always)]
+        #[allow(dead_code)]
+        #func
+
+        #[doc(hidden)]
+        mod #module {
+            #[allow(unused_macros)]
+            macro_rules! #name {
+                (@collect $($state:tt)*) => {
+                    ::stencil_runtime::__private::stencil_collect! { $($state)* { #carried } }
+                };
+            }
+            #[allow(unused_imports)]
+            pub(crate) use #name;
+        }
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        pub(crate) use #module::#name;
+
+        #check
+    }
+}
+
+/// Expands a `#[stencil]` function whose helpers (every one its calls reach) are `helpers`.
+pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<TokenStream, Error> {
+    let ir = crate::lower::lower_with_helpers(func, helpers)?;
     let rt = quote!(::stencil_runtime);
     let vis = &func.vis;
     let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
@@ -31,7 +91,7 @@ pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
-    let source = quote!(#func).to_string();
+    let source = quote!(#func #(#helpers)*).to_string();
     let run_host = print_run_host(&ir, &rt);
     let doc = format!(
         "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",

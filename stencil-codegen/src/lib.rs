@@ -11,6 +11,7 @@
 #![allow(clippy::needless_range_loop)]
 
 pub mod analysis;
+pub mod collect;
 pub mod error;
 pub mod expand;
 pub mod ir;
@@ -18,15 +19,24 @@ pub mod lower;
 pub mod printer;
 
 pub use error::{Error, ErrorKind};
-pub use expand::expand;
+pub use expand::{expand, expand_stencil_fn};
 pub use ir::StencilIr;
 
 impl StencilIr {
     /// Lowers a `#[stencil]` function given as source text (what the macro embeds so that the
-    /// runtime can print CUDA for any strategy).
+    /// runtime can print CUDA for any strategy): the stencil's `fn` first, then the
+    /// `#[stencil_fn]` helpers it calls, directly or through other helpers.
     pub fn from_source(source: &str) -> Result<StencilIr, Error> {
-        let item: syn::ItemFn =
+        let file: syn::File =
             syn::parse_str(source).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
-        lower::lower(&item)
+        let mut fns = file.items.into_iter().map(|item| match item {
+            syn::Item::Fn(f) => Ok(f),
+            other => Err(Error::spanned(&other, ErrorKind::Syntax { message: "expected a function".into() })),
+        });
+        let stencil = fns.next().unwrap_or_else(|| {
+            Err(Error::new(proc_macro2::Span::call_site(), ErrorKind::Syntax { message: "expected a function".into() }))
+        })?;
+        let helpers = fns.collect::<Result<Vec<_>, _>>()?;
+        lower::lower_with_helpers(&stencil, &helpers)
     }
 }

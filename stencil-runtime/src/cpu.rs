@@ -45,7 +45,8 @@ impl<'a, T: Element> RowWriter<'a, T> {
     }
 }
 
-/// The written fields of a launch: a tuple of `&RowWriter`, turned into a tuple of `&mut` rows.
+/// The written fields of a launch: a tuple of `&RowWriter` (up to 16), turned into a tuple of
+/// `&mut` rows.
 pub trait RowOutputs: Sync {
     /// One `&mut [T]` per written field.
     type Rows<'r>;
@@ -93,6 +94,10 @@ tuple_outputs!(A, B, C, E, F, G, H, I, J);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P, Q);
 
 /// Rows per band of the 3D sweep: at most 16 (a radius-4 stencil's 9 planes of 24 rows stay
 /// well inside a core's L2), and small enough to give every thread several bands.

@@ -15,6 +15,64 @@
 //! assert_eq!(out.get([10]), Some(100.5));
 //! # Ok::<(), stencil_runtime::LaunchError>(())
 //! ```
+//!
+//! # Helper functions and small arrays
+//!
+//! A stencil body may hold fixed-size arrays of scalars (`[f64; 5]`, at most 16 values), indexed
+//! by compile-time integers (literals, the variable of a constant `for` loop, a `const N: usize`
+//! of the body), and call `#[stencil_fn]` helpers: functions of scalars, arrays and tuples of
+//! them, with the same body rules and no fields. Calls are inlined, on the CPU and in CUDA; a
+//! helper also stays an ordinary Rust function.
+//!
+//! ```
+//! use stencil_runtime::prelude::*;
+//!
+//! /// Minmod slope limiter.
+//! #[stencil_fn]
+//! fn minmod(a: f64, b: f64) -> f64 {
+//!     if a * b <= 0.0 { 0.0 } else if a.abs() < b.abs() { a } else { b }
+//! }
+//!
+//! /// Limited left and right states of two variables at the face between `q0` and `q1`.
+//! #[stencil_fn]
+//! fn muscl(qm: [f64; 2], q0: [f64; 2], q1: [f64; 2], q2: [f64; 2]) -> ([f64; 2], [f64; 2]) {
+//!     let mut left = q0;
+//!     let mut right = q1;
+//!     for v in 0..2 {
+//!         left[v] += 0.5 * minmod(q0[v] - qm[v], q1[v] - q0[v]);
+//!         right[v] -= 0.5 * minmod(q1[v] - q0[v], q2[v] - q1[v]);
+//!     }
+//!     (left, right)
+//! }
+//!
+//! #[stencil]
+//! fn jump(idx: Idx1, h: &Field1<f64>, hu: &Field1<f64>, dh: &mut Field1<f64>, dhu: &mut Field1<f64>) {
+//!     let q = [h[idx], hu[idx]];
+//!     let qm = [h[idx.ix::<-1>()], hu[idx.ix::<-1>()]];
+//!     let q1 = [h[idx.ix::<1>()], hu[idx.ix::<1>()]];
+//!     let q2 = [h[idx.ix::<2>()], hu[idx.ix::<2>()]];
+//!     let (left, right) = muscl(qm, q, q1, q2);
+//!     dh[idx] = right[0] - left[0];
+//!     dhu[idx] = right[1] - left[1];
+//! }
+//!
+//! let shape = Shape1::new([16]).halo(2);
+//! let h = Field1::from_fn(shape, |[i]| (i * i) as f64);
+//! let hu = Field1::from_fn(shape, |[i]| i as f64);
+//! let (mut dh, mut dhu) = (Field1::zeros(shape), Field1::zeros(shape));
+//! Loop1D::interior(&shape).run(Jump, (&h, &hu, &mut dh, &mut dhu))?;
+//! // Called from plain Rust, the helper computes the same.
+//! let (l, r) = muscl([16.0, 4.0], [25.0, 5.0], [36.0, 6.0], [49.0, 7.0]);
+//! assert_eq!(dh.get([5]), Some(r[0] - l[0]));
+//! assert_eq!(dhu.get([5]), Some(r[1] - l[1]));
+//! # Ok::<(), stencil_runtime::LaunchError>(())
+//! ```
+//!
+//! Helpers are found through `macro_rules!` twins the attribute emits next to them, so every
+//! helper a stencil reaches (directly or through other helpers) must be in scope where the
+//! stencil is (`use physics::*;`), helpers work only inside the crate that defines them, and a
+//! call of a plain function is reported as ``cannot find macro `name` ``: mark it
+//! `#[stencil_fn]`.
 // Per-axis loops index several arrays by axis; iterator zips would obscure that.
 #![allow(clippy::needless_range_loop)]
 
@@ -42,13 +100,13 @@ pub use range::{Loop, Loop1D, Loop2D, Loop3D};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use stencil::{FieldInfo, Stencil, StencilInfo};
 pub use stencil_codegen as codegen;
-pub use stencil_macros::stencil;
+pub use stencil_macros::{stencil, stencil_fn};
 
 /// Everything a stencil author needs: `use stencil_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        stencil, BoundaryWidths, Field, Field1, Field2, Field3, Idx1, Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D,
-        Order, Shape, Shape1, Shape2, Shape3, Stencil,
+        stencil, stencil_fn, BoundaryWidths, Field, Field1, Field2, Field3, Idx1, Idx2, Idx3, LaunchError, Loop1D,
+        Loop2D, Loop3D, Order, Shape, Shape1, Shape2, Shape3, Stencil,
     };
 }
 
@@ -58,4 +116,5 @@ pub mod __private {
     pub use crate::cpu::{for_each_row, linear_offset, row, RowWriter};
     pub use crate::device_args::DeviceArg;
     pub use crate::launch::validate;
+    pub use stencil_macros::__stencil_collect as stencil_collect;
 }

@@ -1,5 +1,6 @@
-//! The generated CUDA, snapshot-tested for the diffusion stencil, the 25-point star and a
-//! stencil with branches and math functions under every strategy; with `--features cuda` each
+//! The generated CUDA, snapshot-tested for the diffusion stencil, the 25-point star, a
+//! stencil with branches and math functions, and a finite-volume Euler flux (arrays, inlined
+//! `#[stencil_fn]` helpers, 5 inputs and 5 outputs, f64) under every strategy; with `--features cuda` each
 //! kernel is also compiled by NVRTC for sm_90 (no GPU needed), printing registers and spills, so
 //! a kernel that does not compile fails CI.
 
@@ -26,7 +27,9 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let s4 = Shape3::new([512, 512, 512]).halo(4);
     let kij = Shape3::new([64, 64, 64]).halo(1).order(Order::Kij);
     let unaligned = Loop3D::interior(&s1).shrink([1, 0, 0]);
+    let s2 = Shape3::new([64, 64, 64]).halo(2);
     for (label, s) in snapshot_strategies() {
+        out.push((format!("euler_{label}"), cuda_kernel::<EulerFluxX, 3>(s, &s2, &Loop3D::interior(&s2)).unwrap()));
         out.push((format!("diffusion_{label}"), cuda_kernel::<Diffusion, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));
         out.push((format!("star25_{label}"), cuda_kernel::<Star25, 3>(s, &s4, &Loop3D::interior(&s4)).unwrap()));
         out.push((format!("branchy_{label}"), cuda_kernel::<Branchy, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));

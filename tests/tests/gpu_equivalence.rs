@@ -125,6 +125,33 @@ fn f64_stencil_every_strategy() {
 }
 
 #[test]
+fn euler_flux_with_helpers_every_strategy_both_layouts() {
+    let g = gpu();
+    let mut rng = Rng(5);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape3::new([35, 19, 13]).halo(2).order(order);
+        let q = euler_state(shape, || 0.5 * (rng.next() + 1.0));
+        let [rho, mx, my, mz, e] = &q;
+        let range = Loop3D::interior(&shape);
+        let mut cpu: [Field3<f64>; 5] = std::array::from_fn(|_| Field3::filled(shape, f64::NAN));
+        let [c0, c1, c2, c3, c4] = &mut cpu;
+        range.run(EulerFluxX, (1.4, rho, mx, my, mz, e, c0, c1, c2, c3, c4)).unwrap();
+        let [drho, dmx, dmy, dmz, de] = q.each_ref().map(|f| up(&g, f));
+        for s in strategies() {
+            let mut dout: [DeviceField<f64, 3>; 5] = std::array::from_fn(|_| up(&g, &Field3::filled(shape, f64::NAN)));
+            let [d0, d1, d2, d3, d4] = &mut dout;
+            range
+                .with_strategy(s)
+                .run_on(&g, EulerFluxX, (1.4, &drho, &dmx, &dmy, &dmz, &de, d0, d1, d2, d3, d4))
+                .unwrap();
+            for (v, d) in dout.iter().enumerate() {
+                assert_same(&format!("euler flux {v} {order:?} {s}"), &cpu[v], &d.download().unwrap(), f64::to_bits);
+            }
+        }
+    }
+}
+
+#[test]
 fn stencil_2d_every_strategy_both_layouts() {
     let g = gpu();
     let mut rng = Rng(5);

@@ -1,7 +1,8 @@
 //! Expressions: literals, names, field accesses, operators, casts, math calls, `if` and blocks.
 
 use super::types::{Require, Var};
-use super::{int_literal, path_name, tokens, unsupported, Binding, Lowerer};
+use super::values::Value;
+use super::{int_literal, path_name, tokens, unsupported, Lowerer};
 use crate::error::{Error, ErrorKind};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, ScalarType, Stmt, UnOp};
 use proc_macro2::Span;
@@ -16,21 +17,22 @@ impl Lowerer {
             syn::Expr::Lit(l) => self.literal(&l.lit),
             syn::Expr::Paren(p) => self.lower_expr(&p.expr, out),
             syn::Expr::Group(g) => self.lower_expr(&g.expr, out),
-            syn::Expr::Path(p) => self.path_value(p),
-            syn::Expr::Index(ix) => {
-                let (field, offset) = self.field_access(ix)?;
-                let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
-                if fp.writable && offset != [0; 3] {
-                    return Err(Error::spanned(
-                        &ix.index,
-                        ErrorKind::RacyRead {
-                            field: self.params[field].name.clone(),
-                            offset: offset[..self.dim].to_vec(),
-                        },
-                    ));
-                }
-                let ty = self.types.known(fp.elem);
-                Ok(Expr { ty, kind: ExprKind::Load { field, offset } })
+            // Forms that may also denote an array or a tuple: lowered as values, then required
+            // to be a single number.
+            syn::Expr::Path(_)
+            | syn::Expr::Index(_)
+            | syn::Expr::Field(_)
+            | syn::Expr::Array(_)
+            | syn::Expr::Repeat(_)
+            | syn::Expr::Tuple(_)
+            | syn::Expr::If(_)
+            | syn::Expr::Block(_) => {
+                let value = self.lower_value(e, out)?;
+                value.scalar(e)
+            }
+            syn::Expr::Call(c) if helper_name(c).is_some() => {
+                let value = self.lower_value(e, out)?;
+                value.scalar(e)
             }
             syn::Expr::Unary(u) => {
                 let arg = self.lower_expr(&u.expr, out)?;
@@ -108,23 +110,13 @@ impl Lowerer {
                 let args = c.args.iter().map(|a| self.lower_expr(a, out)).collect::<Result<Vec<_>, _>>()?;
                 self.math_call(func, args, Some(owner), c.span())
             }
-            syn::Expr::If(i) => self.if_expr(i, out),
-            syn::Expr::Block(b) => {
-                let (stmts, tail) =
-                    split_tail(&b.block).ok_or_else(|| unsupported(b, "a block without a final value"))?;
-                self.with_scope(|cx| {
-                    for s in stmts {
-                        cx.lower_stmt(s, false, out)?;
-                    }
-                    cx.lower_expr(tail, out)
-                })
-            }
             syn::Expr::Closure(c) => Err(Error::spanned(&c, ErrorKind::Closure)),
             syn::Expr::Unsafe(u) => Err(Error::spanned(&u.unsafe_token, ErrorKind::Unsafe)),
             syn::Expr::Macro(m) => Err(Error::spanned(&m, ErrorKind::Macro { name: path_name(&m.mac.path) })),
             syn::Expr::ForLoop(f) => Err(Error::spanned(&f.for_token, ErrorKind::RuntimeLoop { which: "for" })),
             syn::Expr::While(w) => Err(Error::spanned(&w.while_token, ErrorKind::RuntimeLoop { which: "while" })),
             syn::Expr::Loop(l) => Err(Error::spanned(&l.loop_token, ErrorKind::RuntimeLoop { which: "loop" })),
+            syn::Expr::Return(r) if !self.call_stack.is_empty() => Err(Error::spanned(&r, ErrorKind::HelperReturn)),
             syn::Expr::Return(r) => Err(Error::spanned(&r, ErrorKind::ReturnValue)),
             other => Err(unsupported(other, &format!("`{}`", tokens(other)))),
         }
@@ -183,24 +175,23 @@ impl Lowerer {
         Ok(Expr { ty, kind: ExprKind::Lit(value) })
     }
 
-    fn path_value(&mut self, p: &syn::ExprPath) -> Result<TExpr, Error> {
+    /// A name or a constant path: a local (scalar, array or tuple), a scalar parameter or a
+    /// type's constant (`f64::EPSILON`, `f32::consts::PI`).
+    pub(super) fn path_value(&mut self, p: &syn::ExprPath) -> Result<Value, Error> {
         if let Some(ident) = p.path.get_ident() {
             let name = ident.to_string();
-            match self.lookup(&name) {
-                Some(Binding::Local(id, _)) => return Ok(Expr { ty: self.locals[id].1, kind: ExprKind::Local(id) }),
-                Some(Binding::Unrolled(v)) => {
-                    let ty = self.types.int_literal(v.to_string(), v, p.span());
-                    return Ok(Expr { ty, kind: ExprKind::Lit(Literal::Int(v)) });
-                }
-                None => {}
+            if let Some(binding) = self.lookup(&name) {
+                return Ok(self.binding_value(&binding, p.span()));
             }
             if let Some((id, param)) = self.param(&name) {
                 return match param.kind {
-                    ParamKind::Scalar(t) => Ok(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }),
+                    ParamKind::Scalar(t) => {
+                        Ok(Value::Scalar(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }))
+                    }
                     ParamKind::Field(_) => Err(Error::spanned(&p, ErrorKind::FieldAsValue { name })),
                 };
             }
-            if name == self.index_name {
+            if self.call_stack.is_empty() && name == self.index_name {
                 return Err(Error::spanned(&p, ErrorKind::FieldAsValue { name }));
             }
             return Err(Error::spanned(&p, ErrorKind::UnknownName { name }));
@@ -215,11 +206,35 @@ impl Lowerer {
         let Some((ty, value)) = constant else {
             return Err(Error::spanned(&p, ErrorKind::UnknownName { name: path_name(&p.path) }));
         };
-        Ok(Expr { ty: self.types.known(ty), kind: ExprKind::Lit(value) })
+        Ok(Value::Scalar(Expr { ty: self.types.known(ty), kind: ExprKind::Lit(value) }))
     }
 
+    /// Whether `e` is the point index (never inside a helper, which cannot see it).
     fn is_index_expr(&self, e: &syn::Expr) -> bool {
-        matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
+        self.call_stack.is_empty() && matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
+    }
+
+    /// Whether `e` names a field parameter of the stencil.
+    pub(super) fn is_field(&self, e: &syn::Expr) -> bool {
+        let syn::Expr::Path(p) = e else { return false };
+        p.path.get_ident().is_some_and(|i| {
+            self.lookup(&i.to_string()).is_none()
+                && matches!(self.param(&i.to_string()), Some((_, p)) if matches!(p.kind, ParamKind::Field(_)))
+        })
+    }
+
+    /// `f[idx]` / `f[idx.ix::<..>()]` read as a value (`f` a field parameter).
+    pub(super) fn field_load(&mut self, ix: &syn::ExprIndex) -> Result<TExpr, Error> {
+        let (field, offset) = self.field_access(ix)?;
+        let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
+        if fp.writable && offset != [0; 3] {
+            return Err(Error::spanned(
+                &ix.index,
+                ErrorKind::RacyRead { field: self.params[field].name.clone(), offset: offset[..self.dim].to_vec() },
+            ));
+        }
+        let ty = self.types.known(fp.elem);
+        Ok(Expr { ty, kind: ExprKind::Load { field, offset } })
     }
 
     /// Resolves `f[idx]` / `f[idx.ix::<a, b, c>()]` to a field and an offset.
@@ -333,41 +348,18 @@ impl Lowerer {
         self.types.require(ty, req, span);
         Ok(Expr { ty, kind: ExprKind::Call(func, args) })
     }
+}
 
-    /// `if c { a } else { b }` as a value: a select when both branches are plain expressions,
-    /// otherwise a temporary assigned in a hoisted `if` statement.
-    fn if_expr(&mut self, i: &syn::ExprIf, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
-        let Some((_, else_expr)) = &i.else_branch else {
-            return Err(Error::spanned(&i.if_token, ErrorKind::MissingElse));
-        };
-        let cond = self.lower_cond(&i.cond, out)?;
-        let (then_stmts, then_tail) =
-            split_tail(&i.then_branch).ok_or_else(|| Error::spanned(&i.then_branch, ErrorKind::MissingElse))?;
-        let mut then_body = Vec::new();
-        let then_value = self.with_scope(|cx| {
-            for s in then_stmts {
-                cx.lower_stmt(s, false, &mut then_body)?;
-            }
-            cx.lower_expr(then_tail, &mut then_body)
-        })?;
-        let mut else_body = Vec::new();
-        let else_value = self.lower_expr(else_expr, &mut else_body)?;
-        self.types.unify(then_value.ty, else_value.ty, i.span())?;
-        let ty = then_value.ty;
-        if then_body.is_empty() && else_body.is_empty() {
-            return Ok(Expr { ty, kind: ExprKind::Select(Box::new(cond), Box::new(then_value), Box::new(else_value)) });
-        }
-        let tmp = self.declare("if_value", ty, true, false);
-        then_body.push(Stmt::Assign { local: tmp, value: then_value });
-        else_body.push(Stmt::Assign { local: tmp, value: else_value });
-        out.push(Stmt::Let { local: tmp, init: None });
-        out.push(Stmt::If { cond, then_body, else_body });
-        Ok(Expr { ty, kind: ExprKind::Local(tmp) })
+/// The name of a call of a bare function name (`flux(a, b)`): a `#[stencil_fn]` helper.
+pub(super) fn helper_name(c: &syn::ExprCall) -> Option<&syn::Ident> {
+    match &*c.func {
+        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
+        _ => None,
     }
 }
 
 /// A block's statements and its final expression, if it ends in one.
-fn split_tail(block: &syn::Block) -> Option<(&[syn::Stmt], &syn::Expr)> {
+pub(super) fn split_tail(block: &syn::Block) -> Option<(&[syn::Stmt], &syn::Expr)> {
     match block.stmts.split_last()? {
         (syn::Stmt::Expr(e, None), rest) => Some((rest, e)),
         _ => None,

@@ -1,32 +1,37 @@
 //! Lowering: `syn::ItemFn` → [`StencilIr`]. Checks the signature, walks the body, unrolls
-//! constant loops, hoists statement-carrying `if`/block expressions, infers types, and rejects
-//! everything that could race or could not run on a GPU.
+//! constant loops, scalarises small arrays and tuples ([`values`]), inlines `#[stencil_fn]`
+//! helpers ([`helpers`]), hoists statement-carrying `if`/block expressions, infers types, and
+//! rejects everything that could race or could not run on a GPU.
 
 mod expr;
+pub mod helpers;
 mod signature;
 mod types;
+mod values;
 
 use crate::error::{Error, ErrorKind};
 use crate::ir::{Local, LocalId, Param, ParamKind, StencilIr, Stmt};
 use std::collections::{HashMap, HashSet};
 use syn::spanned::Spanned;
 use types::{Types, Var};
+use values::Value;
 
 /// Longest loop the lowering unrolls.
 const MAX_UNROLL: i64 = 64;
 
-/// Lowers a `#[stencil]` function to the IR.
+/// Longest array a stencil or helper may hold (its values live in registers).
+pub const MAX_ARRAY_LEN: usize = 16;
+
+/// Lowers a `#[stencil]` function that calls no helper to the IR.
 pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
+    lower_with_helpers(item, &[])
+}
+
+/// Lowers a `#[stencil]` function to the IR, inlining calls of the `#[stencil_fn]` helpers in
+/// `helpers` (the helpers a call reaches, directly or through other helpers).
+pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<StencilIr, Error> {
     let sig = signature::lower_signature(item)?;
-    let mut cx = Lowerer {
-        dim: sig.dim,
-        index_name: sig.index_name.clone(),
-        params: sig.params,
-        scopes: vec![HashMap::new()],
-        locals: Vec::new(),
-        used_names: HashSet::new(),
-        types: Types::default(),
-    };
+    let mut cx = Lowerer::new(sig.dim, sig.index_name.clone(), sig.params, helpers);
     for p in &cx.params {
         cx.used_names.insert(p.name.clone());
     }
@@ -54,12 +59,17 @@ pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
 }
 
 /// What a name in scope stands for.
-#[derive(Clone, Copy)]
+#[derive(Clone, Debug)]
 enum Binding {
     /// A local; `true` if declared `mut`.
     Local(LocalId, bool),
-    /// The variable of an unrolled loop, fixed to one value per copy of the body.
-    Unrolled(i64),
+    /// A compile-time integer: the variable of an unrolled loop (fixed to one value per copy of
+    /// the body) or a `const N: usize`.
+    ConstInt(i64),
+    /// An array scalarised into one local per element; `true` if declared `mut`.
+    Array(Vec<LocalId>, bool),
+    /// A tuple, one binding per element.
+    Tuple(Vec<Binding>),
 }
 
 struct Lowerer {
@@ -71,6 +81,11 @@ struct Lowerer {
     locals: Vec<(String, Var, bool)>,
     used_names: HashSet<String>,
     types: Types,
+    /// The `#[stencil_fn]` helpers calls may reach, by name.
+    helpers: HashMap<String, syn::ItemFn>,
+    /// Helpers being inlined, outermost first: inside one, the stencil's parameters and index
+    /// are out of scope, and a call of a helper already on the stack is recursion.
+    call_stack: Vec<String>,
 }
 
 /// Names the printers must not use for locals: C/CUDA keywords and the printers' own prefix.
@@ -126,12 +141,35 @@ fn reserved(name: &str) -> bool {
 }
 
 impl Lowerer {
-    fn lookup(&self, name: &str) -> Option<Binding> {
-        self.scopes.iter().rev().find_map(|s| s.get(name).copied())
+    fn new(dim: usize, index_name: String, params: Vec<Param>, helpers: &[syn::ItemFn]) -> Self {
+        Lowerer {
+            dim,
+            index_name,
+            params,
+            scopes: vec![HashMap::new()],
+            locals: Vec::new(),
+            used_names: HashSet::new(),
+            types: Types::default(),
+            helpers: helpers.iter().map(|h| (h.sig.ident.to_string(), h.clone())).collect(),
+            call_stack: Vec::new(),
+        }
     }
 
+    fn lookup(&self, name: &str) -> Option<Binding> {
+        self.scopes.iter().rev().find_map(|s| s.get(name).cloned())
+    }
+
+    /// The stencil parameter `name` (none inside a helper, which sees only its own parameters).
     fn param(&self, name: &str) -> Option<(usize, &Param)> {
+        if !self.call_stack.is_empty() {
+            return None;
+        }
         self.params.iter().enumerate().find(|(_, p)| p.name == name)
+    }
+
+    /// Binds `name` in the innermost scope.
+    fn bind(&mut self, name: String, binding: Binding) {
+        self.scopes.last_mut().expect("scope").insert(name, binding);
     }
 
     /// Declares a new local (unique name derived from `base`) and binds `base` to it.
@@ -172,6 +210,13 @@ impl Lowerer {
     fn lower_stmt(&mut self, stmt: &syn::Stmt, is_last: bool, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
         match stmt {
             syn::Stmt::Local(local) => self.lower_let(local, out),
+            syn::Stmt::Item(syn::Item::Const(c)) if is_usize(&c.ty) => {
+                let value = self
+                    .const_int(&c.expr)
+                    .ok_or_else(|| Error::spanned(&c.expr, ErrorKind::ArrayLength { len: None }))?;
+                self.bind(c.ident.to_string(), Binding::ConstInt(value));
+                Ok(())
+            }
             syn::Stmt::Item(syn::Item::Const(c)) => {
                 let var = self.declared_type(&c.ty)?;
                 let init = self.lower_expr(&c.expr, out)?;
@@ -219,35 +264,32 @@ impl Lowerer {
     }
 
     fn lower_let(&mut self, local: &syn::Local, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
-        let (ident, mutable, var) = match &local.pat {
-            syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
-                (p.ident.clone(), p.mutability.is_some(), self.types.fresh())
-            }
-            syn::Pat::Type(pt) => match &*pt.pat {
-                syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
-                    (p.ident.clone(), p.mutability.is_some(), self.declared_type(&pt.ty)?)
-                }
-                other => return Err(unsupported(other, "a destructuring pattern")),
-            },
-            other => return Err(unsupported(other, "a destructuring pattern")),
-        };
         let Some(init) = &local.init else {
-            return Err(Error::spanned(&ident, ErrorKind::UninitialisedLocal { name: ident.to_string() }));
+            let pat = match &local.pat {
+                syn::Pat::Type(pt) => &*pt.pat,
+                other => other,
+            };
+            let name = match pat {
+                syn::Pat::Ident(p) => p.ident.to_string(),
+                other => tokens(other),
+            };
+            let span = match pat {
+                syn::Pat::Ident(p) => Error::spanned(&p.ident, ErrorKind::UninitialisedLocal { name }),
+                other => Error::spanned(other, ErrorKind::UninitialisedLocal { name }),
+            };
+            return Err(span);
         };
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge, "`let ... else`"));
         }
-        let value = self.lower_expr(&init.expr, out)?;
-        self.types.unify(var, value.ty, init.expr.span())?;
-        let id = self.declare(&ident.to_string(), var, mutable, true);
-        out.push(Stmt::Let { local: id, init: Some(value) });
-        Ok(())
+        let value = self.lower_value(&init.expr, out)?;
+        self.bind_pattern(&local.pat, value, init.expr.span(), out)
     }
 
     fn lower_expr_stmt(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
         match e {
             syn::Expr::Assign(a) => {
-                let value = self.lower_expr(&a.right, out)?;
+                let value = self.lower_value(&a.right, out)?;
                 self.assign(&a.left, value, out)
             }
             syn::Expr::Binary(b) if compound_op(&b.op).is_some() => {
@@ -255,14 +297,14 @@ impl Lowerer {
                 let current = self.lower_expr(&b.left, out)?;
                 let rhs = self.lower_expr(&b.right, out)?;
                 let value = self.binary(op, current, rhs, b.op.span())?;
-                self.assign(&b.left, value, out)
+                self.assign(&b.left, Value::Scalar(value), out)
             }
             syn::Expr::If(i) => self.lower_if_stmt(i, out),
             syn::Expr::Block(b) => self.lower_block(&b.block, out),
             syn::Expr::ForLoop(f) => self.lower_for(f, out),
             syn::Expr::Paren(p) => self.lower_expr_stmt(&p.expr, out),
             // Any other expression is evaluated for its errors and dropped: it has no effect.
-            other => self.lower_expr(other, out).map(|_| ()),
+            other => self.lower_value(other, out).map(|_| ()),
         }
     }
 
@@ -286,7 +328,7 @@ impl Lowerer {
         let runtime = || Error::spanned(&f.for_token, ErrorKind::RuntimeLoop { which: "for" });
         let syn::Pat::Ident(var) = &*f.pat else { return Err(unsupported(&f.pat, "this loop pattern")) };
         let syn::Expr::Range(range) = &*f.expr else { return Err(runtime()) };
-        let bound = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(int_literal).ok_or_else(runtime);
+        let bound = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(|e| self.const_int(e)).ok_or_else(runtime);
         let start = bound(&range.start)?;
         let mut end = bound(&range.end)?;
         if matches!(range.limits, syn::RangeLimits::Closed(_)) {
@@ -298,29 +340,27 @@ impl Lowerer {
         }
         for value in start..end {
             self.with_scope(|cx| {
-                cx.scopes.last_mut().expect("scope").insert(var.ident.to_string(), Binding::Unrolled(value));
+                cx.bind(var.ident.to_string(), Binding::ConstInt(value));
                 cx.lower_block(&f.body, out)
             })?;
         }
         Ok(())
     }
 
-    fn assign(&mut self, target: &syn::Expr, value: expr::TExpr, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+    fn assign(&mut self, target: &syn::Expr, value: Value, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
         match target {
             syn::Expr::Path(p) if p.path.get_ident().is_some() => {
                 let name = p.path.get_ident().expect("ident").to_string();
                 match self.lookup(&name) {
-                    Some(Binding::Local(id, true)) => {
-                        let var = self.locals[id].1;
-                        self.types.unify(var, value.ty, target.span())?;
-                        out.push(Stmt::Assign { local: id, value });
-                        Ok(())
+                    Some(binding @ (Binding::Local(..) | Binding::Array(..) | Binding::Tuple(_))) => {
+                        self.assign_binding(&binding, &name, value, target, out)
                     }
-                    Some(Binding::Local(_, false)) => Err(Error::spanned(&target, ErrorKind::ImmutableLocal { name })),
                     _ => Err(Error::spanned(&target, ErrorKind::BadAssignTarget)),
                 }
             }
+            syn::Expr::Index(ix) if !self.is_field(&ix.expr) => self.assign_element(ix, value, out),
             syn::Expr::Index(ix) => {
+                let value = value.scalar(target)?;
                 let (field, offset) = self.field_access(ix)?;
                 let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
                 if !fp.writable {
@@ -351,6 +391,11 @@ impl Lowerer {
             other => Err(Error::spanned(&other, ErrorKind::BadAssignTarget)),
         }
     }
+}
+
+/// Whether `ty` is `usize` (the type of a `const` array length).
+fn is_usize(ty: &syn::Type) -> bool {
+    matches!(ty, syn::Type::Path(p) if p.qself.is_none() && p.path.is_ident("usize"))
 }
 
 fn compound_op(op: &syn::BinOp) -> Option<crate::ir::BinOp> {

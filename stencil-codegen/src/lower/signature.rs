@@ -11,11 +11,8 @@ pub struct Signature {
     pub params: Vec<Param>,
 }
 
-pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
-    let sig = &item.sig;
-    if let syn::ReturnType::Type(_, ty) = &sig.output {
-        return Err(Error::spanned(&ty, ErrorKind::ReturnType));
-    }
+/// Rejects generics and `async`/`const`/`unsafe`/`extern` (stencils and helpers alike).
+pub fn plain_signature(sig: &syn::Signature) -> Result<(), Error> {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
         return Err(Error::spanned(&sig.generics, ErrorKind::Generics));
     }
@@ -28,6 +25,15 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     if let Some((Some(span), which)) = qualifiers.into_iter().find(|(s, _)| s.is_some()) {
         return Err(Error::new(span, ErrorKind::Qualifier { which }));
     }
+    Ok(())
+}
+
+pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
+    let sig = &item.sig;
+    if let syn::ReturnType::Type(_, ty) = &sig.output {
+        return Err(Error::spanned(&ty, ErrorKind::ReturnType));
+    }
+    plain_signature(sig)?;
     let mut inputs = sig.inputs.iter();
     let missing =
         || Error::new(sig.inputs.first().map(|i| i.span()).unwrap_or(sig.ident.span()), ErrorKind::MissingIndex);
@@ -58,6 +64,10 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
             ty => ParamKind::Scalar(scalar_type(ty).ok_or_else(unsupported)?),
         };
         params.push(Param { name, kind });
+    }
+    let outputs = params.iter().filter(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)).count();
+    if outputs > crate::error::MAX_OUTPUTS {
+        return Err(Error::spanned(&sig.inputs, ErrorKind::TooManyOutputs { got: outputs }));
     }
     Ok(Signature { dim, index_name, params })
 }

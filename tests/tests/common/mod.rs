@@ -107,6 +107,114 @@ pub fn jacobi2d(idx: Idx2, w: f32, u: &Field2<f32>, rhs: &Field2<f32>, out: &mut
             * (u[idx.ix::<1, 0>()] + u[idx.ix::<-1, 0>()] + u[idx.ix::<0, 1>()] + u[idx.ix::<0, -1>()] - rhs[idx]);
 }
 
+/// Minmod slope limiter.
+#[stencil_fn]
+pub fn minmod(a: f64, b: f64) -> f64 {
+    if a * b <= 0.0 {
+        0.0
+    } else if a.abs() < b.abs() {
+        a
+    } else {
+        b
+    }
+}
+
+/// Pressure of a conserved Euler state `(rho, rho u, rho v, rho w, E)`.
+#[stencil_fn]
+pub fn pressure(q: [f64; 5], gamma: f64) -> f64 {
+    let ke = 0.5 * (q[1] * q[1] + q[2] * q[2] + q[3] * q[3]) / q[0];
+    (gamma - 1.0) * (q[4] - ke)
+}
+
+/// The x-flux of a state and its fastest signal speed `|u| + c`.
+#[stencil_fn]
+pub fn flux_x(q: [f64; 5], gamma: f64) -> ([f64; 5], f64) {
+    let p = pressure(q, gamma);
+    let u = q[1] / q[0];
+    let c = (gamma * p / q[0]).sqrt();
+    ([q[1], q[1] * u + p, q[2] * u, q[3] * u, (q[4] + p) * u], u.abs() + c)
+}
+
+/// MUSCL reconstruction with minmod of the two states at the face between `q0` and `q1`.
+#[stencil_fn]
+pub fn muscl(qm: [f64; 5], q0: [f64; 5], q1: [f64; 5], q2: [f64; 5]) -> ([f64; 5], [f64; 5]) {
+    let mut ql = q0;
+    let mut qr = q1;
+    for v in 0..5 {
+        ql[v] += 0.5 * minmod(q0[v] - qm[v], q1[v] - q0[v]);
+        qr[v] -= 0.5 * minmod(q1[v] - q0[v], q2[v] - q1[v]);
+    }
+    (ql, qr)
+}
+
+/// The Rusanov (local Lax-Friedrichs) flux between two states.
+#[stencil_fn]
+pub fn rusanov(ql: [f64; 5], qr: [f64; 5], gamma: f64) -> [f64; 5] {
+    let (fl, sl) = flux_x(ql, gamma);
+    let (fr, sr) = flux_x(qr, gamma);
+    let s = sl.max(sr);
+    let mut f = [0.0; 5];
+    for v in 0..5 {
+        f[v] = 0.5 * (fl[v] + fr[v]) - 0.5 * s * (qr[v] - ql[v]);
+    }
+    f
+}
+
+/// Finite-volume Euler: the Rusanov flux through the face between cells i and i+1 of MUSCL
+/// reconstructed states; 5 inputs, 5 outputs, arrays and nested `#[stencil_fn]` helpers.
+#[stencil]
+pub fn euler_flux_x(
+    idx: Idx3,
+    gamma: f64,
+    rho: &Field3<f64>,
+    mx: &Field3<f64>,
+    my: &Field3<f64>,
+    mz: &Field3<f64>,
+    e: &Field3<f64>,
+    f_rho: &mut Field3<f64>,
+    f_mx: &mut Field3<f64>,
+    f_my: &mut Field3<f64>,
+    f_mz: &mut Field3<f64>,
+    f_e: &mut Field3<f64>,
+) {
+    let qm = [
+        rho[idx.ix::<-1, 0, 0>()],
+        mx[idx.ix::<-1, 0, 0>()],
+        my[idx.ix::<-1, 0, 0>()],
+        mz[idx.ix::<-1, 0, 0>()],
+        e[idx.ix::<-1, 0, 0>()],
+    ];
+    let q0 = [rho[idx], mx[idx], my[idx], mz[idx], e[idx]];
+    let q1 = [
+        rho[idx.ix::<1, 0, 0>()],
+        mx[idx.ix::<1, 0, 0>()],
+        my[idx.ix::<1, 0, 0>()],
+        mz[idx.ix::<1, 0, 0>()],
+        e[idx.ix::<1, 0, 0>()],
+    ];
+    let q2 = [
+        rho[idx.ix::<2, 0, 0>()],
+        mx[idx.ix::<2, 0, 0>()],
+        my[idx.ix::<2, 0, 0>()],
+        mz[idx.ix::<2, 0, 0>()],
+        e[idx.ix::<2, 0, 0>()],
+    ];
+    let (ql, qr) = muscl(qm, q0, q1, q2);
+    let f = rusanov(ql, qr, gamma);
+    f_rho[idx] = f[0];
+    f_mx[idx] = f[1];
+    f_my[idx] = f[2];
+    f_mz[idx] = f[3];
+    f_e[idx] = f[4];
+}
+
+/// Random conserved Euler fields (density 1-2, momenta within ±0.5, energy 2.5-3.5: positive
+/// pressure) from `next`, a uniform generator in `[0, 1)`.
+pub fn euler_state<const D: usize>(shape: Shape<D>, mut next: impl FnMut() -> f64) -> [Field<f64, D>; 5] {
+    let ranges = [(1.0, 2.0), (-0.5, 0.5), (-0.5, 0.5), (-0.5, 0.5), (2.5, 3.5)];
+    ranges.map(|(lo, hi)| Field::from_fn(shape, |_| lo + (hi - lo) * next()))
+}
+
 /// The strategies every GPU test runs: each kind, with tiles that divide the sizes and tiles
 /// that do not.
 pub fn strategies() -> Vec<Strategy> {

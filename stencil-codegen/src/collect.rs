@@ -1,0 +1,95 @@
+//! How `#[stencil]` sees the bodies of the `#[stencil_fn]` helpers it calls.
+//!
+//! A proc macro sees only the item it is attached to, so each helper carries its own tokens in a
+//! `macro_rules!` twin of the same name (emitted next to the function by
+//! [`crate::expand_stencil_fn`] and re-exported with `pub(crate) use`, so a `use` that brings
+//! the function into scope brings the macro too). A stencil that calls bare names expands to a
+//! call of the first name's macro:
+//!
+//! ```text
+//! flux! { @collect stencil { <stencil tokens> } }
+//! ```
+//!
+//! which appends the helper's tokens and calls back `stencil_runtime::__private::stencil_collect!`
+//! (this module's [`step`]). `step` works out which called names are still missing (callees of
+//! the collected helpers included; a name already collected is skipped, so recursion ends the
+//! walk and is reported by the lowering), asks the next one's macro, and once none is missing
+//! runs the normal expansion with every helper's body. Helpers check themselves the same way
+//! (mode `stencil_fn`), with no output but errors. The macro paths resolve where the stencil
+//! is, so every helper a stencil reaches, directly or through other helpers, must be in scope
+//! there; and helpers are usable only inside the crate that defines them (a `macro_rules!`
+//! leaves its crate only through `#[macro_export]`).
+
+use crate::error::{Error, ErrorKind};
+use crate::lower::helpers::{called_names, check_helper};
+use proc_macro2::{Ident, TokenStream};
+use quote::quote;
+use syn::parse::{ParseStream, Parser};
+
+/// What the collected helpers are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A `#[stencil]` function: expanded to its functor once every helper is collected.
+    Stencil,
+    /// A `#[stencil_fn]` helper: checked once every helper it calls is collected.
+    Helper,
+}
+
+impl Target {
+    fn keyword(self) -> &'static str {
+        match self {
+            Target::Stencil => "stencil",
+            Target::Helper => "stencil_fn",
+        }
+    }
+}
+
+/// The call of the next helper's macro: `next! { @collect mode { target } { helper }* }`. `next`
+/// keeps the span of the call in the user's code, so a name that is no helper is reported there.
+pub fn invocation(target: Target, item: &TokenStream, collected: &[TokenStream], next: &Ident) -> TokenStream {
+    let mode = Ident::new(target.keyword(), proc_macro2::Span::call_site());
+    quote! { #next ! { @collect #mode { #item } #({ #collected })* } }
+}
+
+/// One step of the walk: the input of `stencil_collect!` (`mode { target } { helper }*`).
+pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
+    let syntax = |e: syn::Error| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() });
+    let parser = |input: ParseStream| -> syn::Result<(Ident, TokenStream, Vec<TokenStream>)> {
+        let mode: Ident = input.parse()?;
+        let content;
+        syn::braced!(content in input);
+        let target: TokenStream = content.parse()?;
+        let mut helpers = Vec::new();
+        while !input.is_empty() {
+            let content;
+            syn::braced!(content in input);
+            helpers.push(content.parse()?);
+        }
+        Ok((mode, target, helpers))
+    };
+    let (mode, target_tokens, helper_tokens) = parser.parse2(input).map_err(syntax)?;
+    let target = if mode == "stencil" { Target::Stencil } else { Target::Helper };
+    let item: syn::ItemFn = syn::parse2(target_tokens.clone()).map_err(syntax)?;
+    let helpers = helper_tokens
+        .iter()
+        .map(|t| syn::parse2::<syn::ItemFn>(t.clone()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(syntax)?;
+    let mut known: Vec<String> = helpers.iter().map(|h| h.sig.ident.to_string()).collect();
+    if target == Target::Helper {
+        known.push(item.sig.ident.to_string());
+    }
+    let missing =
+        std::iter::once(&item).chain(&helpers).flat_map(called_names).find(|name| !known.contains(&name.to_string()));
+    if let Some(next) = missing {
+        return Ok(invocation(target, &target_tokens, &helper_tokens, &next));
+    }
+    match target {
+        Target::Stencil => crate::expand::expand_stencil(&item, &helpers),
+        Target::Helper => {
+            let mut reachable = helpers;
+            reachable.push(item.clone());
+            check_helper(&item, &reachable).map(|()| quote!())
+        }
+    }
+}
