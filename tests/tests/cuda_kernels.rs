@@ -40,6 +40,10 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     }
     let zmarch = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 };
     out.push(("diffusion_zmarch_unaligned".into(), cuda_kernel::<Diffusion, 3>(zmarch, &s1, &unaligned).unwrap()));
+    let whole = Loop3D::interior(&s1);
+    out.push(("leapfrog7_in_place_zmarch".into(), cuda_kernel::<Leapfrog7, 3>(zmarch, &s1, &whole).unwrap()));
+    let point = Strategy::PointPerThread { block: [32, 4, 2] };
+    out.push(("leapfrog7_in_place_point".into(), cuda_kernel::<Leapfrog7, 3>(point, &s1, &whole).unwrap()));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out

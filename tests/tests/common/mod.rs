@@ -26,6 +26,20 @@ pub fn diffusion(
         + cb * f[idx.ix::<0, 0, -1>()];
 }
 
+/// A leapfrog step updated in place: `u_prev` is read at its own point and overwritten (the
+/// acoustic model's pattern), so the kernels must load it as an output field.
+#[stencil]
+pub fn leapfrog7(idx: Idx3, c: f32, u: &Field3<f32>, u_prev: &mut Field3<f32>) {
+    let lap = u[idx.ix::<1, 0, 0>()]
+        + u[idx.ix::<-1, 0, 0>()]
+        + u[idx.ix::<0, 1, 0>()]
+        + u[idx.ix::<0, -1, 0>()]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()]
+        - 6.0 * u[idx];
+    u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + c * lap;
+}
+
 #[stencil]
 pub fn star25(idx: Idx3, c: f32, u: &Field3<f32>, u_prev: &Field3<f32>, v2: &Field3<f32>, u_next: &mut Field3<f32>) {
     let c0 = -205.0 / 72.0;

@@ -45,7 +45,8 @@ impl Access for Marching<'_> {
     fn load(&self, field: usize, offset: [i32; 3]) -> String {
         let fa = self.k.field(field);
         if fa.writable {
-            return format!("{}[idx + {}]", self.k.name(field), self.lane);
+            // Read at its own point only: loaded into `cur_*` before the bodies (see `print`).
+            return format!("cur_{}_{}", fa.name, self.lane);
         }
         let [dc, dm, d] = self.k.geo.layout_offset_of(offset);
         let p = self.lane + dc;
@@ -113,6 +114,37 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
     ));
     for q in &queues {
         s.push_str(&format!("        {} = {};\n", q.slot(q.max), load(q, q.max)));
+    }
+    // A field updated in place (read at its own point, then written) is loaded as one vector per
+    // thread like the queued inputs, not lane by lane: scalar loads halve the bytes in flight.
+    // Plain loads, not `__ldg`: the kernel writes the field.
+    for f in k.fields.iter().filter(|f| f.writable && f.is_read()) {
+        let (t, name) = (c_type(f.elem), k.name(f.param));
+        let cur: Vec<String> = (0..lanes).map(|l| format!("cur_{}_{l}", f.name)).collect();
+        let scalar = |l: usize| format!("c + {l} < n_c ? {name}[idx + {l}] : ({t})0");
+        if lanes == 1 {
+            s.push_str(&format!(
+                "        const {t} {} = {name}[idx];
+",
+                cur[0]
+            ));
+        } else {
+            let vt = vector_type(f.elem, lanes as u32);
+            let full: Vec<String> = (0..lanes as usize).map(|l| format!("v_{}{}", f.name, COMPONENTS[l])).collect();
+            let part: Vec<String> = (0..lanes as usize).map(scalar).collect();
+            s.push_str(&format!(
+                "        const {vt} v_{} = c + {lanes} <= n_c ? *reinterpret_cast<const {vt}*>(&{name}[idx]) : make_{vt}({});
+",
+                f.name,
+                part.join(", ")
+            ));
+            for (r, v) in cur.iter().zip(&full) {
+                s.push_str(&format!(
+                    "        const {t} {r} = {v};
+"
+                ));
+            }
+        }
     }
     for f in &outputs {
         let t = c_type(f.elem);
