@@ -59,9 +59,42 @@ pub fn diverging(v: f32) -> [u8; 3] {
     [0, 1, 2].map(|c| (a[c] + f * (b[c] - a[c])).round() as u8)
 }
 
+/// A sequential colormap (five stops of viridis): `0` dark purple to `1` yellow; values outside
+/// `[0, 1]` saturate, NaN is black. For fields with one sign (density, water depth).
+pub fn sequential(v: f32) -> [u8; 3] {
+    const STOPS: [[f32; 3]; 5] =
+        [[68.0, 1.0, 84.0], [59.0, 82.0, 139.0], [33.0, 145.0, 140.0], [94.0, 201.0, 98.0], [253.0, 231.0, 37.0]];
+    if v.is_nan() {
+        return [0, 0, 0];
+    }
+    let x = v.clamp(0.0, 1.0) * 4.0;
+    let i = (x.floor() as usize).min(3);
+    let f = x - i as f32;
+    let (a, b) = (STOPS[i], STOPS[i + 1]);
+    [0, 1, 2].map(|c| (a[c] + f * (b[c] - a[c])).round() as u8)
+}
+
+/// Writes `values` (row-major, `width` per row, row 0 at the top) as a PNG with the
+/// [`sequential`] colormap spanning `lo..=hi` (e.g. the field's min and max), scaled up to at
+/// least [`MIN_WIDTH`] pixels across (nearest neighbour). For 2D fields and slices of 3D ones.
+pub fn write_png_image(path: impl AsRef<Path>, values: &[f32], width: usize, lo: f32, hi: f32) -> io::Result<()> {
+    let path = path.as_ref();
+    if width == 0 || values.is_empty() || values.len() % width != 0 {
+        return Err(error_at(
+            path,
+            io::ErrorKind::InvalidInput,
+            format!("{} values are not rows of {width}", values.len()),
+        ));
+    }
+    let span = if hi > lo { hi - lo } else { 1.0 };
+    let scaled: Vec<f32> = values.iter().map(|v| (v - lo) / span).collect();
+    let k = upscale(width);
+    write_rgb_png(path, &scaled, width, values.len() / width, 1.0, [k, k], sequential)
+}
+
 /// Encodes a `width` x `height` picture of `values` (row-major, row 0 at the top) divided by
-/// `clip` as an 8-bit RGB PNG, each value repeated `scale[0]` times across and `scale[1]` times
-/// down.
+/// `clip` through `colour` as an 8-bit RGB PNG, each value repeated `scale[0]` times across and
+/// `scale[1]` times down.
 fn write_rgb_png(
     path: &Path,
     values: &[f32],
@@ -69,12 +102,13 @@ fn write_rgb_png(
     height: usize,
     clip: f32,
     scale: [usize; 2],
+    colour: fn(f32) -> [u8; 3],
 ) -> io::Result<()> {
     let clip = if clip > 0.0 && clip.is_finite() { clip } else { 1.0 };
     let (w, h) = (width * scale[0], height * scale[1]);
     let mut rgb = Vec::with_capacity(3 * w * h);
     for row in values.chunks(width) {
-        let line: Vec<u8> = row.iter().flat_map(|&v| diverging(v / clip).repeat(scale[0])).collect();
+        let line: Vec<u8> = row.iter().flat_map(|&v| colour(v / clip).repeat(scale[0])).collect();
         for _ in 0..scale[1] {
             rgb.extend_from_slice(&line);
         }
@@ -123,7 +157,7 @@ pub fn write_png_slice(path: impl AsRef<Path>, field: &Field3<f32>, y: isize, cr
     }
     let clip = abs_percentile(values.iter().copied(), SECTION_CLIP_PERCENTILE);
     let s = upscale(width);
-    write_rgb_png(path, &values, width, height, clip, [s, s])
+    write_rgb_png(path, &values, width, height, clip, [s, s], diverging)
 }
 
 /// Writes a seismogram as a PNG: receiver `r` across, step `s` (time) downwards, one pixel per
@@ -150,7 +184,7 @@ pub fn write_seismogram_png(path: impl AsRef<Path>, traces: &[Vec<f32>]) -> io::
         })
         .collect();
     let clip = abs_percentile(values.iter().copied(), SEISMOGRAM_CLIP_PERCENTILE);
-    write_rgb_png(path, &values, width, traces.len(), clip, [upscale(width), 1])
+    write_rgb_png(path, &values, width, traces.len(), clip, [upscale(width), 1], diverging)
 }
 
 /// Writes the traces as CSV: a header line (`time_s,r0,r1,...`), then one row per step `s`
