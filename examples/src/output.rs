@@ -79,7 +79,7 @@ pub fn sequential(v: f32) -> [u8; 3] {
 /// least [`MIN_WIDTH`] pixels across (nearest neighbour). For 2D fields and slices of 3D ones.
 pub fn write_png_image(path: impl AsRef<Path>, values: &[f32], width: usize, lo: f32, hi: f32) -> io::Result<()> {
     let path = path.as_ref();
-    if width == 0 || values.is_empty() || values.len() % width != 0 {
+    if width == 0 || values.is_empty() || !values.len().is_multiple_of(width) {
         return Err(error_at(
             path,
             io::ErrorKind::InvalidInput,
