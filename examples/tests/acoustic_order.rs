@@ -7,22 +7,12 @@
 
 use stencil_examples::acoustic::{Coefficients, State, Wave};
 use stencil_runtime::prelude::*;
+use stencil_runtime::HaloFill;
 
-/// Copies the periodic images of the interior into the halo of `f`.
+/// Refills the halo of `f` with the periodic images of the interior.
 fn fill_periodic(f: &mut Field3<f64>) {
-    let (n, halo) = (f.shape().interior(), f.shape().halo_widths());
-    let range = |a: usize| -(halo[a] as isize)..(n[a] + halo[a]) as isize;
-    for k in range(2) {
-        for j in range(1) {
-            for i in range(0) {
-                let g = [i, j, k];
-                let wrapped: [isize; 3] = std::array::from_fn(|a| g[a].rem_euclid(n[a] as isize));
-                if wrapped != g {
-                    let v = f.get(wrapped).unwrap();
-                    f.set(g, v).unwrap();
-                }
-            }
-        }
+    for axis in 0..3 {
+        f.fill_halo(axis, HaloFill::Periodic).unwrap();
     }
 }
 

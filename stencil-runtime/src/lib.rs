@@ -93,7 +93,9 @@ mod stencil;
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::{ArgValue, DeviceArg, DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use field::{Element, Field, Field1, Field2, Field3, FieldError, Order, Shape, Shape1, Shape2, Shape3};
+pub use field::{
+    Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
+};
 pub use index::{Idx1, Idx2, Idx3};
 pub use launch::LaunchError;
 pub use range::{Loop, Loop1D, Loop2D, Loop3D};

@@ -188,3 +188,50 @@ fn default_strategy_and_launch_errors_on_device() {
     range.run_on(&g, Diffusion, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &df, &mut dout)).unwrap();
     assert_same("default strategy", &cpu, &dout.download().unwrap(), f32_bits);
 }
+
+/// `DeviceField::fill_halo` writes what `Field::fill_halo` writes (itself checked against an
+/// independent reference in `halo.rs`): every fill, every axis, 1D to 3D, both orders, uneven
+/// halos; f32 and f64.
+#[test]
+fn halo_fills_match_the_host() {
+    use stencil_runtime::HaloFill;
+    let g = gpu();
+    let mut rng = Rng(7);
+    let fills = [HaloFill::Periodic, HaloFill::ZeroGradient, HaloFill::Mirror, HaloFill::MirrorNegated];
+    for order in [Order::Ijk, Order::Kij] {
+        let s3 = Shape3::new([13, 6, 9]).halo_per_axis([2, 3, 1]).order(order);
+        let s2 = Shape2::new([11, 5]).halo_per_axis([3, 2]).order(order);
+        let s1 = Shape1::new([7]).halo(4);
+        for fill in fills {
+            for axis in 0..3 {
+                let host = random(s3, &mut rng, |v| v as f32);
+                let (mut cpu, mut dev) = (host.clone(), up(&g, &host));
+                cpu.fill_halo(axis, fill).unwrap();
+                dev.fill_halo(axis, fill).unwrap();
+                assert_same(
+                    &format!("3D f32 {order:?} {fill:?} axis {axis}"),
+                    &cpu,
+                    &dev.download().unwrap(),
+                    f32_bits,
+                );
+            }
+            for axis in 0..2 {
+                let host = random(s2, &mut rng, |v| v);
+                let (mut cpu, mut dev) = (host.clone(), up(&g, &host));
+                cpu.fill_halo(axis, fill).unwrap();
+                dev.fill_halo(axis, fill).unwrap();
+                assert_same(
+                    &format!("2D f64 {order:?} {fill:?} axis {axis}"),
+                    &cpu,
+                    &dev.download().unwrap(),
+                    f64::to_bits,
+                );
+            }
+            let host = random(s1, &mut rng, |v| v);
+            let (mut cpu, mut dev) = (host.clone(), up(&g, &host));
+            cpu.fill_halo(0, fill).unwrap();
+            dev.fill_halo(0, fill).unwrap();
+            assert_same(&format!("1D f64 {fill:?}"), &cpu, &dev.download().unwrap(), f64::to_bits);
+        }
+    }
+}

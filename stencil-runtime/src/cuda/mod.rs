@@ -32,6 +32,7 @@ mod compile;
 mod device;
 mod error;
 mod field;
+mod halo;
 mod launch;
 
 pub use cache::DiskCache;

@@ -7,9 +7,12 @@
 //!   (`Loop1D/2D/3D`) use them, as ASUCA's `Loop3D(nx + 2*m, m, m, ...)` does.
 
 mod buffer;
+mod halo;
 mod shape;
 
 pub use buffer::AlignedBuf;
+pub(crate) use halo::check as check_halo;
+pub use halo::{HaloError, HaloFill};
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
 
 use crate::range::Loop;
@@ -19,18 +22,32 @@ use std::fmt;
 pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'static {
     /// The name of this type in the stencil DSL (`f32`, `f64`, `i32`, `u32`).
     const NAME: &'static str;
+    /// `-self` (wrapping for integers), as [`HaloFill::MirrorNegated`] writes it.
+    fn negated(self) -> Self;
 }
 impl Element for f32 {
     const NAME: &'static str = "f32";
+    fn negated(self) -> Self {
+        -self
+    }
 }
 impl Element for f64 {
     const NAME: &'static str = "f64";
+    fn negated(self) -> Self {
+        -self
+    }
 }
 impl Element for i32 {
     const NAME: &'static str = "i32";
+    fn negated(self) -> Self {
+        self.wrapping_neg()
+    }
 }
 impl Element for u32 {
     const NAME: &'static str = "u32";
+    fn negated(self) -> Self {
+        self.wrapping_neg()
+    }
 }
 
 /// A `D`-dimensional field on the host, stored with the layout its [`Shape`] describes.
