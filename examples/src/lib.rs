@@ -3,3 +3,4 @@
 pub mod acoustic;
 pub mod diffusion;
 pub mod output;
+pub mod swe;
