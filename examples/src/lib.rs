@@ -2,5 +2,6 @@
 
 pub mod acoustic;
 pub mod diffusion;
+pub mod euler;
 pub mod output;
 pub mod swe;

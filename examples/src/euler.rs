@@ -1,0 +1,984 @@
+//! The 3D compressible Euler equations by a cell-centred finite-volume method (seed paper 000,
+//! sections 3.2 and 4; seed paper 004, section II):
+//!
+//! ```text
+//! ∂q/∂t + ∂F(q)/∂x + ∂G(q)/∂y + ∂H(q)/∂z = S(q),   q = (ρ, ρu, ρv, ρw, E)
+//! F = (ρu, ρu² + p, ρuv, ρuw, u(E + p))   (G, H likewise along y, z)
+//! p = (γ − 1)(E − ρ|u|²/2),  γ = 1.4,     S = (0, 0, 0, −ρg, −ρwg)   (optional gravity along −z)
+//! ```
+//!
+//! **Semi-discrete form.** `dq_i/dt = L(q)_i = −Σ_axes (F_{i+1/2} − F_{i−1/2}) / h + S(q_i)`, the
+//! face fluxes from an approximate Riemann solver between the two states reconstructed at the face.
+//!
+//! **Reconstruction** (seed 000, Eq. 5: the κ-scheme; seed 004: the Koren limiter). Piecewise
+//! linear in the primitive variables `w = (ρ, u, v, w, p)`, at the face `i+1/2`:
+//!
+//! ```text
+//! w⁻ = w_i     + ½ ψ(w_i − w_{i−1},   w_{i+1} − w_i)       (left state, from cell i)
+//! w⁺ = w_{i+1} − ½ ψ(w_{i+2} − w_{i+1}, w_{i+1} − w_i)     (right state, from cell i+1)
+//! ψ(a, f) = 0 if a f ≤ 0, else sign(f) · min(β|a|, ((1−κ)|a| + (1+κ)|f|)/2, β|f|)
+//! ```
+//!
+//! `a` is the difference away from the face and `f` the one across it. Unlimited (`β = ∞`) this
+//! is Eq. 5 of seed 000 (whose `Q̂⁺` prints `+(1−κ)/4 Q_{i+2}`; the coefficients must sum to one,
+//! so it is `−(1−κ)/4`). `κ = 1/3, β = 2` is Koren's limiter (third order where smooth);
+//! `β = 1` is minmod for any `κ` in [−1, 1]. Both are plain scalars of the stencils, so the
+//! limiter is chosen at run time without a branch.
+//!
+//! **Riemann solvers**, in a frame where the face normal is the first velocity component (the y
+//! and z faces swap components 1↔2, 1↔3 before and after): HLLC (Toro, Davis wave speeds
+//! `S_L = min(u_L − c_L, u_R − c_R)`, `S_R = max(u_L + c_L, u_R + c_R)`) and Rusanov (local
+//! Lax-Friedrichs). Each is a `#[stencil_fn]` helper, and each gets its own stencils (chosen by
+//! [`Riemann`]) so a kernel carries only one of them.
+//!
+//! **Time.** SSP-RK3 (Shu-Osher) as three stages of one form,
+//! `q_out = a q_n + b (q + Δt L(q))` with `(a, b) = (0, 1), (3/4, 1/4), (1/3, 2/3)`; `Δt` from the
+//! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`, computed on the host.
+//!
+//! **Two ways to run a stage** ([`Scheme`]):
+//! - *fused*: one stencil per cell reconstructs the six faces, solves six Riemann problems and
+//!   applies the RK combination. It reads `q` (radius 2 along each axis) and `q_n` and writes
+//!   `q_out`: 15 fields of traffic, but every face is solved twice (once by each neighbour).
+//! - *split*: a face-flux stencil per axis writes the flux at `i+1/2` into 5 fields (one extra
+//!   layer at the low end of its axis), then an update stencil reads the 15 flux fields (at `i` and
+//!   `i−1`), `q` and `q_n`. Every face is solved once, at the price of 30 more fields of traffic
+//!   per cell. Seed 000's face-value reuse (section 4.1, keep `qR` of cell `i` as `qL` of `i+1`
+//!   in registers) gets the split variant's arithmetic with the fused variant's traffic; the DSL
+//!   has no way to carry a value from one point to the next, so this module offers the two ends.
+//!   Fused and split compute every face with the same operations, so they agree bit for bit.
+//!
+//! **Boundaries**, per axis ([`Boundary`]): before every stage the halo (2 cells) of the stage's
+//! input is filled with `fill_halo`: periodic, reflective (mirror; the normal momentum mirrored
+//! with its sign flipped) or outflow (zero gradient).
+
+use stencil_runtime::prelude::*;
+#[cfg(feature = "cuda")]
+use stencil_runtime::{cuda::Gpu, DeviceField3, Strategy};
+use stencil_runtime::{HaloFill, Loop};
+
+/// Ratio of specific heats of the ideal gas.
+pub const GAMMA: f64 = 1.4;
+
+/// Halo width of every field: the reconstruction reaches two cells to each side.
+pub const HALO: usize = 2;
+
+/// The error type of the drivers: launch, halo and CUDA errors.
+pub type Error = Box<dyn std::error::Error>;
+
+/// Primitive variables `(ρ, u, v, w, p)` of a conserved state `(ρ, ρu, ρv, ρw, E)`.
+#[stencil_fn]
+pub fn primitive(q: [f64; 5], gamma: f64) -> [f64; 5] {
+    let u = q[1] / q[0];
+    let v = q[2] / q[0];
+    let w = q[3] / q[0];
+    let p = (gamma - 1.0) * (q[4] - 0.5 * q[0] * (u * u + v * v + w * w));
+    [q[0], u, v, w, p]
+}
+
+/// Conserved variables of a primitive state.
+#[stencil_fn]
+pub fn conserved(w: [f64; 5], gamma: f64) -> [f64; 5] {
+    let e = w[4] / (gamma - 1.0) + 0.5 * w[0] * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]);
+    [w[0], w[0] * w[1], w[0] * w[2], w[0] * w[3], e]
+}
+
+/// The flux through a face whose normal is the first velocity component, of a primitive state.
+#[stencil_fn]
+pub fn normal_flux(w: [f64; 5], gamma: f64) -> [f64; 5] {
+    let e = w[4] / (gamma - 1.0) + 0.5 * w[0] * (w[1] * w[1] + w[2] * w[2] + w[3] * w[3]);
+    let m = w[0] * w[1];
+    [m, m * w[1] + w[4], m * w[2], m * w[3], w[1] * (e + w[4])]
+}
+
+/// The limited slope `ψ(a, f)` of the module docs: `a` the difference away from the face, `f`
+/// the one across it; `κ = 1/3, β = 2` is Koren, `β = 1` minmod.
+#[stencil_fn]
+pub fn limited_slope(a: f64, f: f64, kappa: f64, beta: f64) -> f64 {
+    let aa = a.abs();
+    let af = f.abs();
+    let m = (beta * aa).min(0.5 * ((1.0 - kappa) * aa + (1.0 + kappa) * af)).min(beta * af);
+    if a * f <= 0.0 {
+        0.0
+    } else if f > 0.0 {
+        m
+    } else {
+        -m
+    }
+}
+
+/// The left and right primitive states at the face between `w0` and `w1` (`wm` before `w0`,
+/// `w2` after `w1`).
+#[stencil_fn]
+pub fn reconstruct(
+    wm: [f64; 5],
+    w0: [f64; 5],
+    w1: [f64; 5],
+    w2: [f64; 5],
+    kappa: f64,
+    beta: f64,
+) -> ([f64; 5], [f64; 5]) {
+    let mut left = w0;
+    let mut right = w1;
+    for v in 0..5 {
+        let across = w1[v] - w0[v];
+        left[v] += 0.5 * limited_slope(w0[v] - wm[v], across, kappa, beta);
+        right[v] -= 0.5 * limited_slope(w2[v] - w1[v], across, kappa, beta);
+    }
+    (left, right)
+}
+
+/// The HLLC flux between primitive states (normal velocity first), Davis wave speeds.
+#[stencil_fn]
+pub fn hllc(wl: [f64; 5], wr: [f64; 5], gamma: f64) -> [f64; 5] {
+    let cl = (gamma * wl[4] / wl[0]).sqrt();
+    let cr = (gamma * wr[4] / wr[0]).sqrt();
+    let sl = (wl[1] - cl).min(wr[1] - cr);
+    let sr = (wl[1] + cl).max(wr[1] + cr);
+    let ml = wl[0] * (sl - wl[1]);
+    let mr = wr[0] * (sr - wr[1]);
+    let sm = (wr[4] - wl[4] + ml * wl[1] - mr * wr[1]) / (ml - mr);
+    let ql = conserved(wl, gamma);
+    let qr = conserved(wr, gamma);
+    let fl = normal_flux(wl, gamma);
+    let fr = normal_flux(wr, gamma);
+    let dl = ml / (sl - sm);
+    let dr = mr / (sr - sm);
+    let el = dl * (ql[4] / wl[0] + (sm - wl[1]) * (sm + wl[4] / ml));
+    let er = dr * (qr[4] / wr[0] + (sm - wr[1]) * (sm + wr[4] / mr));
+    let sql = [dl, dl * sm, dl * wl[2], dl * wl[3], el];
+    let sqr = [dr, dr * sm, dr * wr[2], dr * wr[3], er];
+    let mut f = [0.0f64; 5];
+    for v in 0..5 {
+        f[v] = if sl >= 0.0 {
+            fl[v]
+        } else if sm >= 0.0 {
+            fl[v] + sl * (sql[v] - ql[v])
+        } else if sr > 0.0 {
+            fr[v] + sr * (sqr[v] - qr[v])
+        } else {
+            fr[v]
+        };
+    }
+    f
+}
+
+/// The Rusanov (local Lax-Friedrichs) flux between primitive states (normal velocity first).
+#[stencil_fn]
+pub fn rusanov(wl: [f64; 5], wr: [f64; 5], gamma: f64) -> [f64; 5] {
+    let cl = (gamma * wl[4] / wl[0]).sqrt();
+    let cr = (gamma * wr[4] / wr[0]).sqrt();
+    let s = (wl[1].abs() + cl).max(wr[1].abs() + cr);
+    let ql = conserved(wl, gamma);
+    let qr = conserved(wr, gamma);
+    let fl = normal_flux(wl, gamma);
+    let fr = normal_flux(wr, gamma);
+    let mut f = [0.0f64; 5];
+    for v in 0..5 {
+        f[v] = 0.5 * (fl[v] + fr[v]) - 0.5 * s * (qr[v] - ql[v]);
+    }
+    f
+}
+
+/// Reconstruction and the HLLC flux at the face between `w0` and `w1` (normal velocity first).
+#[stencil_fn]
+pub fn face_hllc(
+    wm: [f64; 5],
+    w0: [f64; 5],
+    w1: [f64; 5],
+    w2: [f64; 5],
+    kappa: f64,
+    beta: f64,
+    gamma: f64,
+) -> [f64; 5] {
+    let (left, right) = reconstruct(wm, w0, w1, w2, kappa, beta);
+    hllc(left, right, gamma)
+}
+
+/// Reconstruction and the Rusanov flux at the face between `w0` and `w1` (normal velocity first).
+#[stencil_fn]
+pub fn face_rusanov(
+    wm: [f64; 5],
+    w0: [f64; 5],
+    w1: [f64; 5],
+    w2: [f64; 5],
+    kappa: f64,
+    beta: f64,
+    gamma: f64,
+) -> [f64; 5] {
+    let (left, right) = reconstruct(wm, w0, w1, w2, kappa, beta);
+    rusanov(left, right, gamma)
+}
+
+/// Swaps components 1 and 2 (x and y velocity or momentum): into and out of a y-face's frame.
+#[stencil_fn]
+pub fn swap_y(w: [f64; 5]) -> [f64; 5] {
+    [w[0], w[2], w[1], w[3], w[4]]
+}
+
+/// Swaps components 1 and 3 (x and z velocity or momentum): into and out of a z-face's frame.
+#[stencil_fn]
+pub fn swap_z(w: [f64; 5]) -> [f64; 5] {
+    [w[0], w[3], w[2], w[1], w[4]]
+}
+
+/// Declares, for one Riemann solver (`$face`: its face helper), the fused stage stencil and the
+/// three face-flux stencils of the split variant.
+macro_rules! euler_stencils {
+    ($face:ident, $fused:ident, $flux_x:ident, $flux_y:ident, $flux_z:ident) => {
+        /// The fused SSP-RK3 stage: `out = a q_n + b (q + Δt L(q))` with the six faces of the
+        /// cell reconstructed and solved here (`cx = Δt/h_x` etc., `gdt = g Δt`).
+        #[stencil]
+        pub fn $fused(
+            idx: Idx3,
+            gamma: f64,
+            kappa: f64,
+            beta: f64,
+            a: f64,
+            b: f64,
+            cx: f64,
+            cy: f64,
+            cz: f64,
+            gdt: f64,
+            rho: &Field3<f64>,
+            mx: &Field3<f64>,
+            my: &Field3<f64>,
+            mz: &Field3<f64>,
+            e: &Field3<f64>,
+            rho_n: &Field3<f64>,
+            mx_n: &Field3<f64>,
+            my_n: &Field3<f64>,
+            mz_n: &Field3<f64>,
+            e_n: &Field3<f64>,
+            rho_out: &mut Field3<f64>,
+            mx_out: &mut Field3<f64>,
+            my_out: &mut Field3<f64>,
+            mz_out: &mut Field3<f64>,
+            e_out: &mut Field3<f64>,
+        ) {
+            let q = [rho[idx], mx[idx], my[idx], mz[idx], e[idx]];
+            let w = primitive(q, gamma);
+            #[rustfmt::skip]
+            let xm2 = primitive([rho[idx.ix::<-2, 0, 0>()], mx[idx.ix::<-2, 0, 0>()], my[idx.ix::<-2, 0, 0>()], mz[idx.ix::<-2, 0, 0>()], e[idx.ix::<-2, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let xm1 = primitive([rho[idx.ix::<-1, 0, 0>()], mx[idx.ix::<-1, 0, 0>()], my[idx.ix::<-1, 0, 0>()], mz[idx.ix::<-1, 0, 0>()], e[idx.ix::<-1, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let xp1 = primitive([rho[idx.ix::<1, 0, 0>()], mx[idx.ix::<1, 0, 0>()], my[idx.ix::<1, 0, 0>()], mz[idx.ix::<1, 0, 0>()], e[idx.ix::<1, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let xp2 = primitive([rho[idx.ix::<2, 0, 0>()], mx[idx.ix::<2, 0, 0>()], my[idx.ix::<2, 0, 0>()], mz[idx.ix::<2, 0, 0>()], e[idx.ix::<2, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let ym2 = primitive([rho[idx.ix::<0, -2, 0>()], mx[idx.ix::<0, -2, 0>()], my[idx.ix::<0, -2, 0>()], mz[idx.ix::<0, -2, 0>()], e[idx.ix::<0, -2, 0>()]], gamma);
+            #[rustfmt::skip]
+            let ym1 = primitive([rho[idx.ix::<0, -1, 0>()], mx[idx.ix::<0, -1, 0>()], my[idx.ix::<0, -1, 0>()], mz[idx.ix::<0, -1, 0>()], e[idx.ix::<0, -1, 0>()]], gamma);
+            #[rustfmt::skip]
+            let yp1 = primitive([rho[idx.ix::<0, 1, 0>()], mx[idx.ix::<0, 1, 0>()], my[idx.ix::<0, 1, 0>()], mz[idx.ix::<0, 1, 0>()], e[idx.ix::<0, 1, 0>()]], gamma);
+            #[rustfmt::skip]
+            let yp2 = primitive([rho[idx.ix::<0, 2, 0>()], mx[idx.ix::<0, 2, 0>()], my[idx.ix::<0, 2, 0>()], mz[idx.ix::<0, 2, 0>()], e[idx.ix::<0, 2, 0>()]], gamma);
+            #[rustfmt::skip]
+            let zm2 = primitive([rho[idx.ix::<0, 0, -2>()], mx[idx.ix::<0, 0, -2>()], my[idx.ix::<0, 0, -2>()], mz[idx.ix::<0, 0, -2>()], e[idx.ix::<0, 0, -2>()]], gamma);
+            #[rustfmt::skip]
+            let zm1 = primitive([rho[idx.ix::<0, 0, -1>()], mx[idx.ix::<0, 0, -1>()], my[idx.ix::<0, 0, -1>()], mz[idx.ix::<0, 0, -1>()], e[idx.ix::<0, 0, -1>()]], gamma);
+            #[rustfmt::skip]
+            let zp1 = primitive([rho[idx.ix::<0, 0, 1>()], mx[idx.ix::<0, 0, 1>()], my[idx.ix::<0, 0, 1>()], mz[idx.ix::<0, 0, 1>()], e[idx.ix::<0, 0, 1>()]], gamma);
+            #[rustfmt::skip]
+            let zp2 = primitive([rho[idx.ix::<0, 0, 2>()], mx[idx.ix::<0, 0, 2>()], my[idx.ix::<0, 0, 2>()], mz[idx.ix::<0, 0, 2>()], e[idx.ix::<0, 0, 2>()]], gamma);
+            let fxm = $face(xm2, xm1, w, xp1, kappa, beta, gamma);
+            let fxp = $face(xm1, w, xp1, xp2, kappa, beta, gamma);
+            let fym = swap_y($face(swap_y(ym2), swap_y(ym1), swap_y(w), swap_y(yp1), kappa, beta, gamma));
+            let fyp = swap_y($face(swap_y(ym1), swap_y(w), swap_y(yp1), swap_y(yp2), kappa, beta, gamma));
+            let fzm = swap_z($face(swap_z(zm2), swap_z(zm1), swap_z(w), swap_z(zp1), kappa, beta, gamma));
+            let fzp = swap_z($face(swap_z(zm1), swap_z(w), swap_z(zp1), swap_z(zp2), kappa, beta, gamma));
+            let mut r = [0.0f64; 5];
+            for v in 0..5 {
+                r[v] = q[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
+            }
+            r[3] -= gdt * q[0];
+            r[4] -= gdt * q[3];
+            rho_out[idx] = a * rho_n[idx] + b * r[0];
+            mx_out[idx] = a * mx_n[idx] + b * r[1];
+            my_out[idx] = a * my_n[idx] + b * r[2];
+            mz_out[idx] = a * mz_n[idx] + b * r[3];
+            e_out[idx] = a * e_n[idx] + b * r[4];
+        }
+
+        /// The split variant's x faces: the flux through the face `i+1/2` of cell `i`.
+        #[stencil]
+        pub fn $flux_x(
+            idx: Idx3,
+            gamma: f64,
+            kappa: f64,
+            beta: f64,
+            rho: &Field3<f64>,
+            mx: &Field3<f64>,
+            my: &Field3<f64>,
+            mz: &Field3<f64>,
+            e: &Field3<f64>,
+            f_rho: &mut Field3<f64>,
+            f_mx: &mut Field3<f64>,
+            f_my: &mut Field3<f64>,
+            f_mz: &mut Field3<f64>,
+            f_e: &mut Field3<f64>,
+        ) {
+            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+            #[rustfmt::skip]
+            let m1 = primitive([rho[idx.ix::<-1, 0, 0>()], mx[idx.ix::<-1, 0, 0>()], my[idx.ix::<-1, 0, 0>()], mz[idx.ix::<-1, 0, 0>()], e[idx.ix::<-1, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let p1 = primitive([rho[idx.ix::<1, 0, 0>()], mx[idx.ix::<1, 0, 0>()], my[idx.ix::<1, 0, 0>()], mz[idx.ix::<1, 0, 0>()], e[idx.ix::<1, 0, 0>()]], gamma);
+            #[rustfmt::skip]
+            let p2 = primitive([rho[idx.ix::<2, 0, 0>()], mx[idx.ix::<2, 0, 0>()], my[idx.ix::<2, 0, 0>()], mz[idx.ix::<2, 0, 0>()], e[idx.ix::<2, 0, 0>()]], gamma);
+            let f = $face(m1, w, p1, p2, kappa, beta, gamma);
+            f_rho[idx] = f[0];
+            f_mx[idx] = f[1];
+            f_my[idx] = f[2];
+            f_mz[idx] = f[3];
+            f_e[idx] = f[4];
+        }
+
+        /// The split variant's y faces: the flux through the face `j+1/2` of cell `j`.
+        #[stencil]
+        pub fn $flux_y(
+            idx: Idx3,
+            gamma: f64,
+            kappa: f64,
+            beta: f64,
+            rho: &Field3<f64>,
+            mx: &Field3<f64>,
+            my: &Field3<f64>,
+            mz: &Field3<f64>,
+            e: &Field3<f64>,
+            f_rho: &mut Field3<f64>,
+            f_mx: &mut Field3<f64>,
+            f_my: &mut Field3<f64>,
+            f_mz: &mut Field3<f64>,
+            f_e: &mut Field3<f64>,
+        ) {
+            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+            #[rustfmt::skip]
+            let m1 = primitive([rho[idx.ix::<0, -1, 0>()], mx[idx.ix::<0, -1, 0>()], my[idx.ix::<0, -1, 0>()], mz[idx.ix::<0, -1, 0>()], e[idx.ix::<0, -1, 0>()]], gamma);
+            #[rustfmt::skip]
+            let p1 = primitive([rho[idx.ix::<0, 1, 0>()], mx[idx.ix::<0, 1, 0>()], my[idx.ix::<0, 1, 0>()], mz[idx.ix::<0, 1, 0>()], e[idx.ix::<0, 1, 0>()]], gamma);
+            #[rustfmt::skip]
+            let p2 = primitive([rho[idx.ix::<0, 2, 0>()], mx[idx.ix::<0, 2, 0>()], my[idx.ix::<0, 2, 0>()], mz[idx.ix::<0, 2, 0>()], e[idx.ix::<0, 2, 0>()]], gamma);
+            let f = swap_y($face(swap_y(m1), swap_y(w), swap_y(p1), swap_y(p2), kappa, beta, gamma));
+            f_rho[idx] = f[0];
+            f_mx[idx] = f[1];
+            f_my[idx] = f[2];
+            f_mz[idx] = f[3];
+            f_e[idx] = f[4];
+        }
+
+        /// The split variant's z faces: the flux through the face `k+1/2` of cell `k`.
+        #[stencil]
+        pub fn $flux_z(
+            idx: Idx3,
+            gamma: f64,
+            kappa: f64,
+            beta: f64,
+            rho: &Field3<f64>,
+            mx: &Field3<f64>,
+            my: &Field3<f64>,
+            mz: &Field3<f64>,
+            e: &Field3<f64>,
+            f_rho: &mut Field3<f64>,
+            f_mx: &mut Field3<f64>,
+            f_my: &mut Field3<f64>,
+            f_mz: &mut Field3<f64>,
+            f_e: &mut Field3<f64>,
+        ) {
+            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+            #[rustfmt::skip]
+            let m1 = primitive([rho[idx.ix::<0, 0, -1>()], mx[idx.ix::<0, 0, -1>()], my[idx.ix::<0, 0, -1>()], mz[idx.ix::<0, 0, -1>()], e[idx.ix::<0, 0, -1>()]], gamma);
+            #[rustfmt::skip]
+            let p1 = primitive([rho[idx.ix::<0, 0, 1>()], mx[idx.ix::<0, 0, 1>()], my[idx.ix::<0, 0, 1>()], mz[idx.ix::<0, 0, 1>()], e[idx.ix::<0, 0, 1>()]], gamma);
+            #[rustfmt::skip]
+            let p2 = primitive([rho[idx.ix::<0, 0, 2>()], mx[idx.ix::<0, 0, 2>()], my[idx.ix::<0, 0, 2>()], mz[idx.ix::<0, 0, 2>()], e[idx.ix::<0, 0, 2>()]], gamma);
+            let f = swap_z($face(swap_z(m1), swap_z(w), swap_z(p1), swap_z(p2), kappa, beta, gamma));
+            f_rho[idx] = f[0];
+            f_mx[idx] = f[1];
+            f_my[idx] = f[2];
+            f_mz[idx] = f[3];
+            f_e[idx] = f[4];
+        }
+    };
+}
+
+euler_stencils!(face_hllc, euler_fused_hllc, euler_flux_x_hllc, euler_flux_y_hllc, euler_flux_z_hllc);
+euler_stencils!(face_rusanov, euler_fused_rusanov, euler_flux_x_rusanov, euler_flux_y_rusanov, euler_flux_z_rusanov);
+
+/// The split variant's update: `out = a q_n + b (q + Δt L(q))` from the face fluxes (`fx` at
+/// `i` is the face `i+1/2`), the same operations in the same order as the fused stage.
+#[stencil]
+pub fn euler_update(
+    idx: Idx3,
+    a: f64,
+    b: f64,
+    cx: f64,
+    cy: f64,
+    cz: f64,
+    gdt: f64,
+    rho: &Field3<f64>,
+    mx: &Field3<f64>,
+    my: &Field3<f64>,
+    mz: &Field3<f64>,
+    e: &Field3<f64>,
+    rho_n: &Field3<f64>,
+    mx_n: &Field3<f64>,
+    my_n: &Field3<f64>,
+    mz_n: &Field3<f64>,
+    e_n: &Field3<f64>,
+    fx0: &Field3<f64>,
+    fx1: &Field3<f64>,
+    fx2: &Field3<f64>,
+    fx3: &Field3<f64>,
+    fx4: &Field3<f64>,
+    fy0: &Field3<f64>,
+    fy1: &Field3<f64>,
+    fy2: &Field3<f64>,
+    fy3: &Field3<f64>,
+    fy4: &Field3<f64>,
+    fz0: &Field3<f64>,
+    fz1: &Field3<f64>,
+    fz2: &Field3<f64>,
+    fz3: &Field3<f64>,
+    fz4: &Field3<f64>,
+    rho_out: &mut Field3<f64>,
+    mx_out: &mut Field3<f64>,
+    my_out: &mut Field3<f64>,
+    mz_out: &mut Field3<f64>,
+    e_out: &mut Field3<f64>,
+) {
+    let q = [rho[idx], mx[idx], my[idx], mz[idx], e[idx]];
+    let fxp = [fx0[idx], fx1[idx], fx2[idx], fx3[idx], fx4[idx]];
+    #[rustfmt::skip]
+    let fxm = [fx0[idx.ix::<-1, 0, 0>()], fx1[idx.ix::<-1, 0, 0>()], fx2[idx.ix::<-1, 0, 0>()], fx3[idx.ix::<-1, 0, 0>()], fx4[idx.ix::<-1, 0, 0>()]];
+    let fyp = [fy0[idx], fy1[idx], fy2[idx], fy3[idx], fy4[idx]];
+    #[rustfmt::skip]
+    let fym = [fy0[idx.ix::<0, -1, 0>()], fy1[idx.ix::<0, -1, 0>()], fy2[idx.ix::<0, -1, 0>()], fy3[idx.ix::<0, -1, 0>()], fy4[idx.ix::<0, -1, 0>()]];
+    let fzp = [fz0[idx], fz1[idx], fz2[idx], fz3[idx], fz4[idx]];
+    #[rustfmt::skip]
+    let fzm = [fz0[idx.ix::<0, 0, -1>()], fz1[idx.ix::<0, 0, -1>()], fz2[idx.ix::<0, 0, -1>()], fz3[idx.ix::<0, 0, -1>()], fz4[idx.ix::<0, 0, -1>()]];
+    let mut r = [0.0f64; 5];
+    for v in 0..5 {
+        r[v] = q[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
+    }
+    r[3] -= gdt * q[0];
+    r[4] -= gdt * q[3];
+    rho_out[idx] = a * rho_n[idx] + b * r[0];
+    mx_out[idx] = a * mx_n[idx] + b * r[1];
+    my_out[idx] = a * my_n[idx] + b * r[2];
+    mz_out[idx] = a * mz_n[idx] + b * r[3];
+    e_out[idx] = a * e_n[idx] + b * r[4];
+}
+
+/// The approximate Riemann solver of the face fluxes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Riemann {
+    /// HLLC (restores the contact wave; the default).
+    Hllc,
+    /// Rusanov / local Lax-Friedrichs (more diffusive, simplest).
+    Rusanov,
+}
+
+/// How a Runge-Kutta stage is launched (see the module docs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheme {
+    /// One stencil per stage: six faces per cell, each face solved twice.
+    Fused,
+    /// A face-flux stencil per axis (each face solved once) into 15 flux fields, then an update.
+    Split,
+}
+
+/// The slope limiter of the reconstruction.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Limiter {
+    /// Koren: the κ = 1/3 scheme limited by β = 2 (third order where smooth).
+    Koren,
+    /// Minmod (β = 1).
+    Minmod,
+}
+
+impl Limiter {
+    /// `(κ, β)` of the limited slope `ψ` (module docs).
+    pub fn kappa_beta(self) -> (f64, f64) {
+        match self {
+            Limiter::Koren => (1.0 / 3.0, 2.0),
+            Limiter::Minmod => (0.0, 1.0),
+        }
+    }
+}
+
+/// The boundary condition at both ends of an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Boundary {
+    /// Periodic.
+    Periodic,
+    /// A reflecting wall: mirrored state, normal momentum with its sign flipped.
+    Reflective,
+    /// Outflow: zero gradient.
+    Outflow,
+}
+
+impl Boundary {
+    /// The halo fill of conserved variable `v` (0..5) at the ends of `axis`.
+    pub fn fill(self, axis: usize, v: usize) -> HaloFill {
+        match self {
+            Boundary::Periodic => HaloFill::Periodic,
+            Boundary::Outflow => HaloFill::ZeroGradient,
+            Boundary::Reflective if v == axis + 1 => HaloFill::MirrorNegated,
+            Boundary::Reflective => HaloFill::Mirror,
+        }
+    }
+}
+
+/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`.
+pub type Conserved<F> = [F; 5];
+
+/// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
+pub const RK3: [(f64, f64); 3] = [(0.0, 1.0), (0.75, 0.25), (1.0 / 3.0, 2.0 / 3.0)];
+
+/// A run's settings: grid, physics and numerics.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Euler {
+    /// Cells per axis.
+    pub n: [usize; 3],
+    /// Cell size per axis.
+    pub h: [f64; 3],
+    /// Ratio of specific heats.
+    pub gamma: f64,
+    /// Gravitational acceleration along −z (0: none).
+    pub gravity: f64,
+    /// Courant number of the time step (module docs).
+    pub cfl: f64,
+    /// Slope limiter.
+    pub limiter: Limiter,
+    /// Riemann solver.
+    pub riemann: Riemann,
+    /// Fused or split stages.
+    pub scheme: Scheme,
+    /// Boundary condition per axis.
+    pub boundaries: [Boundary; 3],
+}
+
+/// The fields a time step works on: the state, two stage buffers and (split variant) the face
+/// fluxes per axis.
+pub struct State<F> {
+    /// The conserved state at the current time.
+    pub q: Conserved<F>,
+    /// First stage result (and, after the third stage, the new state before the swap).
+    pub q1: Conserved<F>,
+    /// Second stage result.
+    pub q2: Conserved<F>,
+    /// Face fluxes per axis (split variant; the face `i+1/2` at cell `i`).
+    pub flux: [Conserved<F>; 3],
+}
+
+impl State<Field3<f64>> {
+    /// A state from conserved fields, with zeroed buffers of the same shape.
+    pub fn new(q: Conserved<Field3<f64>>) -> Self {
+        let shape = *q[0].shape();
+        let zeros = || std::array::from_fn(|_| Field3::zeros(shape));
+        State { q1: zeros(), q2: zeros(), flux: std::array::from_fn(|_| zeros()), q }
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl State<DeviceField3<f64>> {
+    /// The host state `q` uploaded, with device buffers of the same shape.
+    pub fn upload(gpu: &Gpu, q: &Conserved<Field3<f64>>) -> Result<Self, Error> {
+        let shape = *q[0].shape();
+        let up = |f: &Field3<f64>| gpu.upload(f);
+        let zeros = || -> Result<Conserved<DeviceField3<f64>>, Error> {
+            let v = (0..5).map(|_| gpu.alloc::<f64, 3>(shape)).collect::<Result<Vec<_>, _>>()?;
+            Ok(v.try_into().unwrap_or_else(|_| unreachable!("five fields")))
+        };
+        Ok(State {
+            q: [up(&q[0])?, up(&q[1])?, up(&q[2])?, up(&q[3])?, up(&q[4])?],
+            q1: zeros()?,
+            q2: zeros()?,
+            flux: [zeros()?, zeros()?, zeros()?],
+        })
+    }
+
+    /// The current state, downloaded.
+    pub fn download(&self) -> Result<Conserved<Field3<f64>>, Error> {
+        let v = self.q.iter().map(|f| f.download()).collect::<Result<Vec<_>, _>>()?;
+        Ok(v.try_into().unwrap_or_else(|_| unreachable!("five fields")))
+    }
+}
+
+/// A launch on the host.
+macro_rules! launch_cpu {
+    ((), $range:expr, $stencil:ident, $args:expr) => {
+        $range.run($stencil, $args)
+    };
+}
+
+/// A launch on a GPU with a strategy (`None`: the stencil's default).
+#[cfg(feature = "cuda")]
+macro_rules! launch_gpu {
+    (($gpu:ident, $strategy:ident), $range:expr, $stencil:ident, $args:expr) => {
+        $range
+            .with_strategy($strategy.unwrap_or_else(|| Strategy::default_for(<$stencil as Stencil<3>>::ir())))
+            .run_on($gpu, $stencil, $args)
+    };
+}
+
+/// The stage launches (fused, or face fluxes then update) for one executor: `$launch` is
+/// `launch_cpu` or `launch_gpu`, `$ctx` what it needs.
+macro_rules! stage_body {
+    ($launch:ident, $ctx:tt, $self:ident, $F:ty, $a:ident, $b:ident, $dt:ident, $q:ident, $qn:ident, $out:ident, $flux:ident) => {{
+        let (kappa, beta) = $self.limiter.kappa_beta();
+        let g = $self.gamma;
+        let [cx, cy, cz] = $self.h.map(|h| $dt / h);
+        let gdt = $self.gravity * $dt;
+        let [r, mx, my, mz, e] = $q;
+        let [rn, mxn, myn, mzn, en] = $qn;
+        let interior = $self.interior();
+        match $self.scheme {
+            Scheme::Fused => {
+                let [o0, o1, o2, o3, o4] = $out;
+                let args = (
+                    g, kappa, beta, $a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, o0, o1, o2, o3,
+                    o4,
+                );
+                match $self.riemann {
+                    Riemann::Hllc => $launch!($ctx, interior, EulerFusedHllc, args)?,
+                    Riemann::Rusanov => $launch!($ctx, interior, EulerFusedRusanov, args)?,
+                }
+            }
+            Scheme::Split => {
+                for (axis, f) in $flux.iter_mut().enumerate() {
+                    let range = $self.face_range(axis);
+                    let [f0, f1, f2, f3, f4] = f;
+                    let args = (g, kappa, beta, r, mx, my, mz, e, f0, f1, f2, f3, f4);
+                    match ($self.riemann, axis) {
+                        (Riemann::Hllc, 0) => $launch!($ctx, range, EulerFluxXHllc, args)?,
+                        (Riemann::Hllc, 1) => $launch!($ctx, range, EulerFluxYHllc, args)?,
+                        (Riemann::Hllc, _) => $launch!($ctx, range, EulerFluxZHllc, args)?,
+                        (Riemann::Rusanov, 0) => $launch!($ctx, range, EulerFluxXRusanov, args)?,
+                        (Riemann::Rusanov, 1) => $launch!($ctx, range, EulerFluxYRusanov, args)?,
+                        (Riemann::Rusanov, _) => $launch!($ctx, range, EulerFluxZRusanov, args)?,
+                    }
+                }
+                let [[x0, x1, x2, x3, x4], [y0, y1, y2, y3, y4], [z0, z1, z2, z3, z4]] = &*$flux;
+                let [o0, o1, o2, o3, o4] = $out;
+                #[rustfmt::skip]
+                    let args = ($a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en,
+                        x0, x1, x2, x3, x4, y0, y1, y2, y3, y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4);
+                $launch!($ctx, interior, EulerUpdate, args)?
+            }
+        }
+        Ok(())
+    }};
+}
+
+impl Euler {
+    /// A cubic box of `n³` cells of side `length`, γ = 1.4, no gravity, CFL 0.5, Koren + HLLC,
+    /// fused stages, every axis periodic.
+    pub fn cube(n: usize, length: f64) -> Self {
+        Euler {
+            n: [n; 3],
+            h: [length / n as f64; 3],
+            gamma: GAMMA,
+            gravity: 0.0,
+            cfl: 0.5,
+            limiter: Limiter::Koren,
+            riemann: Riemann::Hllc,
+            scheme: Scheme::Fused,
+            boundaries: [Boundary::Periodic; 3],
+        }
+    }
+
+    /// The fields' shape: `n` cells plus a halo of [`HALO`].
+    pub fn shape(&self) -> Shape3 {
+        Shape3::new(self.n).halo(HALO)
+    }
+
+    /// The cells.
+    pub fn interior(&self) -> Loop3D {
+        Loop3D::interior(&self.shape())
+    }
+
+    /// The cells whose face `i+1/2` along `axis` the split variant computes: the interior and
+    /// one more layer at the low end of `axis` (the face `−1/2`).
+    pub fn face_range(&self, axis: usize) -> Loop3D {
+        let mut begin = [HALO; 3];
+        begin[axis] -= 1;
+        let end = [0, 1, 2].map(|a| HALO + self.n[a]);
+        Loop::from_bounds(self.shape().extent(), begin, end)
+    }
+
+    /// The centre of cell `g` (global coordinates; the domain starts at 0).
+    pub fn centre(&self, g: [isize; 3]) -> [f64; 3] {
+        [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a])
+    }
+
+    /// Conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
+    /// included (the halo is refilled before every stage anyway).
+    pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
+        let shape = self.shape();
+        let values: Vec<[f64; 5]> = shape.storage_points().map(|s| w(self.centre(shape.to_global(s)))).collect();
+        let values: Vec<[f64; 5]> = values.into_iter().map(|w| conserved(w, self.gamma)).collect();
+        std::array::from_fn(|v| {
+            let mut it = values.iter();
+            Field3::from_fn(shape, |_| it.next().expect("one value per point")[v])
+        })
+    }
+
+    /// Calls `f` with the conserved state of every cell, in storage order.
+    pub fn for_each_cell(&self, q: &Conserved<Field3<f64>>, mut f: impl FnMut([usize; 3], [f64; 5])) {
+        let shape = self.shape();
+        let slices = q.each_ref().map(|f| f.as_slice());
+        for k in HALO..HALO + self.n[2] {
+            for j in HALO..HALO + self.n[1] {
+                for i in HALO..HALO + self.n[0] {
+                    let o = shape.offset([i, j, k]);
+                    f([i - HALO, j - HALO, k - HALO], slices.map(|s| s[o]));
+                }
+            }
+        }
+    }
+
+    /// The largest `Σ_axes (|u_axis| + c) / h_axis` over the cells.
+    pub fn max_rate(&self, q: &Conserved<Field3<f64>>) -> f64 {
+        let mut rate = 0.0f64;
+        self.for_each_cell(q, |_, q| {
+            let w = primitive(q, self.gamma);
+            let c = (self.gamma * w[4] / w[0]).sqrt();
+            let r: f64 = (0..3).map(|a| (w[a + 1].abs() + c) / self.h[a]).sum();
+            rate = rate.max(r);
+        });
+        rate
+    }
+
+    /// The CFL time step of a state.
+    pub fn dt(&self, q: &Conserved<Field3<f64>>) -> f64 {
+        self.cfl / self.max_rate(q)
+    }
+
+    /// The totals of the conserved variables (sum over the cells times the cell volume).
+    pub fn totals(&self, q: &Conserved<Field3<f64>>) -> [f64; 5] {
+        let volume: f64 = self.h.iter().product();
+        let mut sum = [0.0; 5];
+        self.for_each_cell(q, |_, q| (0..5).for_each(|v| sum[v] += q[v]));
+        sum.map(|s| s * volume)
+    }
+
+    /// Fills the halos of `q` (axes 0, 1, 2 in turn: edges and corners too).
+    pub fn fill_halos_cpu(&self, q: &mut Conserved<Field3<f64>>) -> Result<(), Error> {
+        for axis in 0..3 {
+            for (v, f) in q.iter_mut().enumerate() {
+                f.fill_halo(axis, self.boundaries[axis].fill(axis, v))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One stage on the CPU: `out = a qn + b (q + dt L(q))` (halos of `q` already filled).
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_cpu(
+        &self,
+        a: f64,
+        b: f64,
+        dt: f64,
+        q: &Conserved<Field3<f64>>,
+        qn: &Conserved<Field3<f64>>,
+        out: &mut Conserved<Field3<f64>>,
+        flux: &mut [Conserved<Field3<f64>>; 3],
+    ) -> Result<(), Error> {
+        stage_body!(launch_cpu, (), self, Field3<f64>, a, b, dt, q, qn, out, flux)
+    }
+
+    /// One SSP-RK3 step of `dt` on the CPU.
+    pub fn step_cpu(&self, s: &mut State<Field3<f64>>, dt: f64) -> Result<(), Error> {
+        let [(a1, b1), (a2, b2), (a3, b3)] = RK3;
+        self.fill_halos_cpu(&mut s.q)?;
+        self.stage_cpu(a1, b1, dt, &s.q, &s.q, &mut s.q1, &mut s.flux)?;
+        self.fill_halos_cpu(&mut s.q1)?;
+        self.stage_cpu(a2, b2, dt, &s.q1, &s.q, &mut s.q2, &mut s.flux)?;
+        self.fill_halos_cpu(&mut s.q2)?;
+        self.stage_cpu(a3, b3, dt, &s.q2, &s.q, &mut s.q1, &mut s.flux)?;
+        std::mem::swap(&mut s.q, &mut s.q1);
+        Ok(())
+    }
+
+    /// Fills the halos of device fields `q`.
+    #[cfg(feature = "cuda")]
+    pub fn fill_halos_gpu(&self, q: &mut Conserved<DeviceField3<f64>>) -> Result<(), Error> {
+        for axis in 0..3 {
+            for (v, f) in q.iter_mut().enumerate() {
+                f.fill_halo(axis, self.boundaries[axis].fill(axis, v))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// One stage on `gpu` with `strategy` for every stencil (`None`: each stencil's default).
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)]
+    pub fn stage_gpu(
+        &self,
+        gpu: &Gpu,
+        strategy: Option<Strategy>,
+        a: f64,
+        b: f64,
+        dt: f64,
+        q: &Conserved<DeviceField3<f64>>,
+        qn: &Conserved<DeviceField3<f64>>,
+        out: &mut Conserved<DeviceField3<f64>>,
+        flux: &mut [Conserved<DeviceField3<f64>>; 3],
+    ) -> Result<(), Error> {
+        stage_body!(launch_gpu, (gpu, strategy), self, DeviceField3<f64>, a, b, dt, q, qn, out, flux)
+    }
+
+    /// One SSP-RK3 step of `dt` on `gpu` (queued; returns without waiting).
+    #[cfg(feature = "cuda")]
+    pub fn step_gpu(
+        &self,
+        gpu: &Gpu,
+        strategy: Option<Strategy>,
+        s: &mut State<DeviceField3<f64>>,
+        dt: f64,
+    ) -> Result<(), Error> {
+        let [(a1, b1), (a2, b2), (a3, b3)] = RK3;
+        self.fill_halos_gpu(&mut s.q)?;
+        self.stage_gpu(gpu, strategy, a1, b1, dt, &s.q, &s.q, &mut s.q1, &mut s.flux)?;
+        self.fill_halos_gpu(&mut s.q1)?;
+        self.stage_gpu(gpu, strategy, a2, b2, dt, &s.q1, &s.q, &mut s.q2, &mut s.flux)?;
+        self.fill_halos_gpu(&mut s.q2)?;
+        self.stage_gpu(gpu, strategy, a3, b3, dt, &s.q2, &s.q, &mut s.q1, &mut s.flux)?;
+        std::mem::swap(&mut s.q, &mut s.q1);
+        Ok(())
+    }
+
+    /// Runs from `q` to time `t_end` on the CPU, a CFL step at a time (the last one shortened to
+    /// land on `t_end`), calling `after_step(step, t)` after each; returns the final state and
+    /// the number of steps.
+    pub fn run_cpu(
+        &self,
+        q: Conserved<Field3<f64>>,
+        t_end: f64,
+        mut after_step: impl FnMut(usize, f64),
+    ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
+        let mut s = State::new(q);
+        let (mut t, mut steps) = (0.0, 0);
+        while t < t_end {
+            let dt = self.dt(&s.q).min(t_end - t);
+            check_dt(dt, t)?;
+            self.step_cpu(&mut s, dt)?;
+            t = if t_end - t <= dt { t_end } else { t + dt };
+            steps += 1;
+            after_step(steps, t);
+        }
+        Ok((s.q, steps))
+    }
+
+    /// [`Euler::run_cpu`] on `gpu`: the state is downloaded for the CFL time step every
+    /// `dt_every` steps (1: every step, the same time steps as the CPU; more: fewer copies, the
+    /// step of the last download reused meanwhile).
+    #[cfg(feature = "cuda")]
+    pub fn run_gpu(
+        &self,
+        gpu: &Gpu,
+        strategy: Option<Strategy>,
+        q: &Conserved<Field3<f64>>,
+        t_end: f64,
+        dt_every: usize,
+        mut after_step: impl FnMut(usize, f64),
+    ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
+        let mut s = State::upload(gpu, q)?;
+        let (mut t, mut steps, mut dt_cfl) = (0.0, 0, self.dt(q));
+        while t < t_end {
+            if steps > 0 && steps % dt_every.max(1) == 0 {
+                dt_cfl = self.dt(&s.download()?);
+            }
+            let dt = dt_cfl.min(t_end - t);
+            check_dt(dt, t)?;
+            self.step_gpu(gpu, strategy, &mut s, dt)?;
+            t = if t_end - t <= dt { t_end } else { t + dt };
+            steps += 1;
+            after_step(steps, t);
+        }
+        Ok((s.download()?, steps))
+    }
+}
+
+/// Refuses a time step that is not a positive number (a state that lost positivity).
+fn check_dt(dt: f64, t: f64) -> Result<(), Error> {
+    if dt.is_finite() && dt > 0.0 {
+        Ok(())
+    } else {
+        Err(format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into())
+    }
+}
+
+/// The exact solution of the 1D Riemann problem of the Euler equations (Toro, chapter 4): the
+/// primitive state `(ρ, u, p)` at `ξ = x / t` of the initial states `left` and `right`
+/// (each `(ρ, u, p)`), for the validation tests. Newton iteration on the star pressure.
+pub fn exact_riemann(left: [f64; 3], right: [f64; 3], gamma: f64, xi: f64) -> [f64; 3] {
+    let g = gamma;
+    let [rl, ul, pl] = left;
+    let [rr, ur, pr] = right;
+    let (cl, cr) = ((g * pl / rl).sqrt(), (g * pr / rr).sqrt());
+    // The pressure function of one side and its derivative.
+    let side = |p: f64, rk: f64, pk: f64, ck: f64| -> (f64, f64) {
+        if p > pk {
+            let (a, b) = (2.0 / ((g + 1.0) * rk), (g - 1.0) / (g + 1.0) * pk);
+            let s = (a / (p + b)).sqrt();
+            ((p - pk) * s, s * (1.0 - 0.5 * (p - pk) / (b + p)))
+        } else {
+            let r = p / pk;
+            (2.0 * ck / (g - 1.0) * (r.powf((g - 1.0) / (2.0 * g)) - 1.0), r.powf(-(g + 1.0) / (2.0 * g)) / (rk * ck))
+        }
+    };
+    let mut p = (0.5 * (pl + pr) - 0.125 * (ur - ul) * (rl + rr) * (cl + cr)).max(1e-8);
+    for _ in 0..100 {
+        let ((fl, dl), (fr, dr)) = (side(p, rl, pl, cl), side(p, rr, pr, cr));
+        let next = (p - (fl + fr + ur - ul) / (dl + dr)).max(1e-12);
+        let change = 2.0 * (next - p).abs() / (next + p);
+        p = next;
+        if change < 1e-15 {
+            break;
+        }
+    }
+    let u = 0.5 * (ul + ur) + 0.5 * (side(p, rr, pr, cr).0 - side(p, rl, pl, cl).0);
+    let g6 = (g - 1.0) / (g + 1.0);
+    if xi <= u {
+        if p > pl {
+            let s = ul - cl * ((g + 1.0) / (2.0 * g) * p / pl + (g - 1.0) / (2.0 * g)).sqrt();
+            if xi <= s {
+                left
+            } else {
+                [rl * (p / pl + g6) / (g6 * p / pl + 1.0), u, p]
+            }
+        } else if xi <= ul - cl {
+            left
+        } else if xi > u - cl * (p / pl).powf((g - 1.0) / (2.0 * g)) {
+            [rl * (p / pl).powf(1.0 / g), u, p]
+        } else {
+            let c = 2.0 / (g + 1.0) * (cl + 0.5 * (g - 1.0) * (ul - xi));
+            [
+                rl * (c / cl).powf(2.0 / (g - 1.0)),
+                2.0 / (g + 1.0) * (cl + 0.5 * (g - 1.0) * ul + xi),
+                pl * (c / cl).powf(2.0 * g / (g - 1.0)),
+            ]
+        }
+    } else if p > pr {
+        let s = ur + cr * ((g + 1.0) / (2.0 * g) * p / pr + (g - 1.0) / (2.0 * g)).sqrt();
+        if xi >= s {
+            right
+        } else {
+            [rr * (p / pr + g6) / (g6 * p / pr + 1.0), u, p]
+        }
+    } else if xi >= ur + cr {
+        right
+    } else if xi <= u + cr * (p / pr).powf((g - 1.0) / (2.0 * g)) {
+        [rr * (p / pr).powf(1.0 / g), u, p]
+    } else {
+        let c = 2.0 / (g + 1.0) * (cr - 0.5 * (g - 1.0) * (ur - xi));
+        [
+            rr * (c / cr).powf(2.0 / (g - 1.0)),
+            2.0 / (g + 1.0) * (-cr + 0.5 * (g - 1.0) * ur + xi),
+            pr * (c / cr).powf(2.0 * g / (g - 1.0)),
+        ]
+    }
+}
