@@ -221,9 +221,10 @@ impl Model {
         State { h: at(0), hu: at(1), hv: at(2) }
     }
 
-    /// The time step for `state` (host fields): `cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`.
-    pub fn dt(&self, state: &State<Field2<f64>>) -> f64 {
-        self.cfl * self.dx[0].min(self.dx[1]) / max_speed(state)
+    /// The time step for the largest signal speed `max(max(|u|, |v|) + √(g h))` of a state:
+    /// `cfl · min(Δx, Δy) / speed`.
+    pub fn dt(&self, speed: f64) -> f64 {
+        self.cfl * self.dx[0].min(self.dx[1]) / speed
     }
 
     /// `Σ h ΔxΔy` over the interior, m³.
@@ -275,6 +276,12 @@ pub trait Executor {
         out: &mut State<Self::Field>,
     ) -> Result<(), LaunchError>;
 
+    /// The largest `max(|u|, |v|) + √(g h)` over the interior of `q` (on the host: a GPU state is
+    /// copied there first).
+    fn max_speed(&self, q: &State<Self::Field>) -> Result<f64, Box<dyn std::error::Error>> {
+        Ok(max_speed(&self.to_host(q)?))
+    }
+
     /// A host copy of a state.
     fn to_host(&self, q: &State<Self::Field>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>>;
 }
@@ -308,6 +315,10 @@ impl Executor for Cpu {
             SweStage,
             (a, b, dt_dx, dt_dy, G, &q_n.h, &q_n.hu, &q_n.hv, &q.h, &q.hu, &q.hv, &mut out.h, &mut out.hu, &mut out.hv),
         )
+    }
+
+    fn max_speed(&self, q: &State<Field2<f64>>) -> Result<f64, Box<dyn std::error::Error>> {
+        Ok(max_speed(q))
     }
 
     fn to_host(&self, q: &State<Field2<f64>>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
@@ -416,10 +427,10 @@ impl<E: Executor> Solver<E> {
         self.exec.to_host(&self.q)
     }
 
-    /// One step with the CFL time step of the current state (copied to the host to find it),
+    /// One step with the CFL time step of the current state (found on the host: a GPU state is downloaded),
     /// cut to end exactly at `t_end` if given; returns the step taken.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Box<dyn std::error::Error>> {
-        let mut dt = self.model.dt(&self.state()?);
+        let mut dt = self.model.dt(self.exec.max_speed(&self.q)?);
         if !dt.is_finite() || dt <= 0.0 {
             return Err(format!("time step {dt} at t = {}: the state is no longer wet and finite", self.t).into());
         }
