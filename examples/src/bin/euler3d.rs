@@ -1,0 +1,204 @@
+//! A 3D blast wave with the compressible Euler model of `stencil_examples::euler` (seed paper
+//! 000): a sphere of high pressure in a closed box (reflecting walls) of gas at rest, run to
+//! `--t-end` on the CPU (or a GPU), printing the conserved totals at the start and the end and
+//! writing a PNG of the density in the mid-height xy plane.
+//! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use indicatif::{ProgressBar, ProgressStyle};
+use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
+use stencil_examples::output::write_png_image;
+use stencil_runtime::Field3;
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum SchemeArg {
+    /// One stencil per RK stage (six faces per cell, each face solved twice).
+    Fused,
+    /// Face-flux stencils per axis, then an update stencil.
+    Split,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum RiemannArg {
+    Hllc,
+    Rusanov,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum LimiterArg {
+    Koren,
+    Minmod,
+}
+
+/// A spherical blast wave (pressure 10 inside radius 0.1, 0.1 outside, density 1) in the unit
+/// box with reflecting walls: Euler equations, γ = 1.4, Koren-limited κ-scheme, SSP-RK3.
+#[derive(Parser, Debug)]
+#[command(version)]
+struct Args {
+    /// Cells along every axis.
+    #[arg(long, default_value_t = 64)]
+    size: usize,
+    /// End time.
+    #[arg(long, default_value_t = 0.12)]
+    t_end: f64,
+    /// Courant number of the time step (Δt = C / max Σ (|u_axis| + c) / h).
+    #[arg(long, default_value_t = 0.5)]
+    cfl: f64,
+    /// Fused or split RK stages.
+    #[arg(long, value_enum, default_value_t = SchemeArg::Fused)]
+    scheme: SchemeArg,
+    /// Riemann solver.
+    #[arg(long, value_enum, default_value_t = RiemannArg::Hllc)]
+    riemann: RiemannArg,
+    /// Slope limiter.
+    #[arg(long, value_enum, default_value_t = LimiterArg::Koren)]
+    limiter: LimiterArg,
+    /// Directory for the output files (created if missing).
+    #[arg(long, default_value = "euler3d-out")]
+    out: PathBuf,
+    /// Run on this GPU (needs a build with `--features cuda`).
+    #[arg(long)]
+    gpu: Option<usize>,
+    /// On a GPU: download the state for the CFL time step every this many steps.
+    #[arg(long, default_value_t = 1)]
+    dt_every: usize,
+}
+
+fn main() {
+    let args = Args::parse();
+    if let Err(e) = run(&args) {
+        eprintln!("euler3d: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    if args.size < 2 || !(args.t_end > 0.0) || !(args.cfl > 0.0) {
+        return Err("--size must be at least 2, --t-end and --cfl positive".into());
+    }
+    let mut e = Euler::cube(args.size, 1.0);
+    e.cfl = args.cfl;
+    e.boundaries = [Boundary::Reflective; 3];
+    e.scheme = match args.scheme {
+        SchemeArg::Fused => Scheme::Fused,
+        SchemeArg::Split => Scheme::Split,
+    };
+    e.riemann = match args.riemann {
+        RiemannArg::Hllc => Riemann::Hllc,
+        RiemannArg::Rusanov => Riemann::Rusanov,
+    };
+    e.limiter = match args.limiter {
+        LimiterArg::Koren => Limiter::Koren,
+        LimiterArg::Minmod => Limiter::Minmod,
+    };
+    let q0 = e.from_primitive(|x| {
+        let r2: f64 = x.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
+        let p = if r2 < 0.01 { 10.0 } else { 0.1 };
+        [1.0, 0.0, 0.0, 0.0, p]
+    });
+    println!(
+        "euler3d: blast wave, {n}^3 cells (h = {:.4e}), reflecting walls, t_end = {}, CFL {}, {:?} + {:?}, {:?} stages, {} threads",
+        e.h[0],
+        args.t_end,
+        e.cfl,
+        e.limiter,
+        e.riemann,
+        e.scheme,
+        rayon::current_num_threads(),
+        n = args.size,
+    );
+    let start = e.totals(&q0);
+    print_totals("start", &start);
+
+    let bar = ProgressBar::new(1000);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} t = {msg}, {elapsed_precise} elapsed, eta {eta}")
+            .expect("a valid template"),
+    );
+    let progress = |step: usize, t: f64| {
+        bar.set_position((1000.0 * t / args.t_end) as u64);
+        bar.set_message(format!("{t:.4} (step {step})"));
+    };
+    let clock = Instant::now();
+    let run = match args.gpu {
+        None => e.run_cpu(q0, args.t_end, progress),
+        Some(ordinal) => run_on_gpu(&e, &q0, args.t_end, ordinal, args.dt_every, &bar, progress),
+    };
+    bar.finish_and_clear();
+    let (q, steps) = run?;
+    let seconds = clock.elapsed().as_secs_f64();
+    let cells = (args.size as f64).powi(3);
+    println!(
+        "{steps} steps in {seconds:.2} s: {:.2} M cell-updates/s per RK stage ({} cells, 3 stages per step)",
+        cells * steps as f64 * 3.0 / seconds / 1e6,
+        cells,
+    );
+    let end = e.totals(&q);
+    print_totals("end", &end);
+    let rel = |v: usize| (end[v] - start[v]).abs() / start[v].abs();
+    println!("mass and energy relative change: {:.2e}, {:.2e} (reflecting walls conserve both)", rel(0), rel(4));
+
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let path = args.out.join("density_xy.png");
+    let (slice, lo, hi) = density_slice(&e, &q);
+    write_png_image(&path, &slice, args.size, lo, hi)?;
+    println!("wrote:\n  {:<28} density in the xy plane at mid height (z = 0.5), {lo:.3} to {hi:.3}", path.display());
+    Ok(())
+}
+
+fn print_totals(when: &str, t: &[f64; 5]) {
+    println!(
+        "{when:>5}: mass {:.12e}, momentum ({:+.3e}, {:+.3e}, {:+.3e}), energy {:.12e}",
+        t[0], t[1], t[2], t[3], t[4]
+    );
+}
+
+/// The density in the plane `k = n/2`, row-major (x across, y down), with its min and max.
+fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) {
+    let (nx, k) = (e.n[0], e.n[2] / 2);
+    let mut slice = vec![0.0f32; nx * e.n[1]];
+    e.for_each_cell(q, |c, q| {
+        if c[2] == k {
+            slice[c[1] * nx + c[0]] = q[0] as f32;
+        }
+    });
+    let lo = slice.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = slice.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    (slice, lo, hi)
+}
+
+type Outcome = Result<(Conserved<Field3<f64>>, usize), Box<dyn std::error::Error>>;
+
+/// `Euler::run_gpu` with each stencil's default strategy.
+#[cfg(feature = "cuda")]
+fn run_on_gpu(
+    e: &Euler,
+    q0: &Conserved<Field3<f64>>,
+    t_end: f64,
+    ordinal: usize,
+    dt_every: usize,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
+    bar.println(format!("running on GPU {ordinal}: {}, CFL step from a download every {dt_every} steps", gpu.name()));
+    e.run_gpu(&gpu, None, q0, t_end, dt_every, progress)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_on_gpu(
+    _: &Euler,
+    _: &Conserved<Field3<f64>>,
+    _: f64,
+    _: usize,
+    _: usize,
+    _: &ProgressBar,
+    _: impl FnMut(usize, f64),
+) -> Outcome {
+    Err("this build has no GPU support: rebuild with \
+         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpu 0`"
+        .into())
+}
