@@ -1,0 +1,112 @@
+//! GPU benchmark of the Euler finite-volume model (seed paper 000): one SSP-RK3 stage on n³
+//! cells (f64) for the fused stage stencil and the split variant (three face-flux stencils and
+//! an update), under a few strategies, both Riemann solvers: ms per stage (CUDA events, median
+//! after warm-up), cell-updates/s, and % of the device-to-device copy bandwidth measured in the
+//! same run, against the minimal traffic of 80 B/cell (read 5 doubles, write 5) and against the
+//! stage's own minimal bytes (fused also reads q_n: 120 B/cell; split writes and re-reads 15 flux
+//! fields: 480 B/cell). The halo fill of a stage (15 fills) is timed as its own row. Each row
+//! reports its own error instead of stopping the run.
+//!
+//! `fvm_bench [n]` (default 256).
+
+use stencil_bench::median;
+use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme, State};
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::Strategy;
+
+const WARMUP: usize = 2;
+const REPS: usize = 10;
+
+type Error = Box<dyn std::error::Error>;
+
+fn strategies() -> Vec<Option<Strategy>> {
+    vec![
+        None,
+        Some(Strategy::PointPerThread { block: [32, 4, 2] }),
+        Some(Strategy::PointPerThread { block: [64, 2, 1] }),
+        Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 }),
+        Some(Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 8 }),
+    ]
+}
+
+/// Median device time of `work` in ms over `REPS` runs after `WARMUP`.
+fn time(gpu: &Gpu, mut work: impl FnMut() -> Result<(), Error>) -> Result<f64, Error> {
+    for _ in 0..WARMUP {
+        work()?;
+    }
+    gpu.synchronize()?;
+    let mut samples = Vec::new();
+    for _ in 0..REPS {
+        let (r, ms) = gpu.time_ms(|| Ok(work()))?;
+        r?;
+        samples.push(ms);
+    }
+    Ok(median(samples))
+}
+
+fn main() -> Result<(), Error> {
+    let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(256);
+    let gpu = Gpu::new(0)?;
+    let cells = n * n * n;
+    let copy = gpu.copy_bandwidth_gbs(cells * 8, 20)?;
+    println!(
+        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        (cells * 8) >> 20
+    );
+    let mut base = Euler::cube(n, 1.0);
+    base.boundaries = [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow];
+    let q0 = base.from_primitive(|[x, y, z]| {
+        let r2 = (x - 0.5).powi(2) + (y - 0.5).powi(2) + (z - 0.5).powi(2);
+        [1.0 + 0.1 * (7.0 * x).sin(), 0.2, -0.1, 0.1 * (5.0 * y).cos(), if r2 < 0.01 { 10.0 } else { 1.0 }]
+    });
+    let dt = base.dt(&q0);
+    let mut state = State::upload(&gpu, &q0)?;
+    println!("{n}^3 cells, f64, one SSP-RK3 stage (the second: a = 3/4, b = 1/4), dt = {dt:.3e}");
+    println!("\n| scheme | riemann | strategy | ms/stage | Gcell/s | GB/s at 80 B/cell | % copy (80 B) | own bytes/cell | % copy (own) |");
+    println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut best: Vec<(String, f64)> = Vec::new();
+    for riemann in [Riemann::Hllc, Riemann::Rusanov] {
+        for scheme in [Scheme::Fused, Scheme::Split] {
+            let e = Euler { riemann, scheme, ..base };
+            let own = match scheme {
+                Scheme::Fused => 120.0,
+                Scheme::Split => 480.0,
+            };
+            for strategy in strategies() {
+                let label = strategy.map_or("default".to_string(), |s| s.to_string());
+                let s = &mut state;
+                let row =
+                    time(&gpu, || e.stage_gpu(&gpu, strategy, 0.75, 0.25, dt, &s.q1, &s.q, &mut s.q2, &mut s.flux));
+                match row {
+                    Ok(ms) => {
+                        let rate = cells as f64 / (ms * 1e-3);
+                        let (gbs, gbs_own) = (rate * 80.0 / 1e9, rate * own / 1e9);
+                        println!(
+                            "| {scheme:?} | {riemann:?} | {label} | {ms:.3} | {:.3} | {gbs:.0} | {:.1}% | {own} | {:.1}% |",
+                            rate / 1e9,
+                            100.0 * gbs / copy,
+                            100.0 * gbs_own / copy
+                        );
+                        best.push((format!("{scheme:?} {riemann:?} {label}"), ms));
+                    }
+                    Err(err) => println!("| {scheme:?} | {riemann:?} | {label} | error: {err} | | | | | |"),
+                }
+            }
+        }
+    }
+    match time(&gpu, || base.fill_halos_gpu(&mut state.q1)) {
+        Ok(ms) => println!("\nhalo fill of one stage's input (5 fields x 3 axes): {ms:.3} ms"),
+        Err(err) => println!("\nhalo fill: error: {err}"),
+    }
+    for key in ["Fused Hllc", "Split Hllc", "Fused Rusanov", "Split Rusanov"] {
+        if let Some((name, ms)) =
+            best.iter().filter(|(name, _)| name.starts_with(key)).min_by(|a, b| a.1.total_cmp(&b.1))
+        {
+            println!("best {key}: {name} at {ms:.3} ms/stage");
+        }
+    }
+    Ok(())
+}
