@@ -7,10 +7,11 @@ use super::field::DeviceField;
 use crate::field::{check_halo, Element, HaloFill};
 
 /// The kernel: one thread per halo point of the axis (both ends, every layer, the whole extent of
-/// the other axes); the field is embedded in 3D (missing axes of extent 1).
+/// the other axes); the field is embedded in 3D (missing axes of extent 1); `lead` is the
+/// shape's padding before the first halo cell ([`Shape::offset`](crate::Shape::offset)).
 fn source(t: &str) -> String {
     format!(
-        r#"extern "C" __global__ void fill_halo_{t}({t}* f, long long s0, long long s1, long long s2,
+        r#"extern "C" __global__ void fill_halo_{t}({t}* f, long long lead, long long s0, long long s1, long long s2,
     int e0, int e1, int e2, int axis, int hw, int n, int mode) {{
     long long rest = blockIdx.x * (long long)blockDim.x + threadIdx.x;
     const long long s[3] = {{s0, s1, s2}};
@@ -28,7 +29,7 @@ fn source(t: &str) -> String {
     const int low_src = mode == 0 ? n - layer : mode == 1 ? 0 : layer - 1;
     const int src = high ? n - 1 - low_src : low_src;
     const int dst = high ? n - 1 + layer : -layer;
-    long long base = 0;
+    long long base = lead;
     for (int a = 0; a < 3; ++a) if (a != axis) base += c[a] * s[a];
     const {t} v = f[base + (long long)(src + hw) * s[axis]];
     f[base + (long long)(dst + hw) * s[axis]] = mode == 3 ? -v : v;
@@ -65,6 +66,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         };
         let args = [
             self.arg(),
+            KernelArg::I64(shape.lead() as i64),
             KernelArg::I64(s[0] as i64),
             KernelArg::I64(s[1] as i64),
             KernelArg::I64(s[2] as i64),
