@@ -76,7 +76,8 @@ fn main() {
 }
 
 fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
-    if args.size < 2 || !(args.t_end > 0.0) || !(args.cfl > 0.0) {
+    let positive = |v: f64| v.is_finite() && v > 0.0;
+    if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) {
         return Err("--size must be at least 2, --t-end and --cfl positive".into());
     }
     let mut e = Euler::cube(args.size, 1.0);
