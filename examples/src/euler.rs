@@ -661,9 +661,10 @@ macro_rules! stage_body {
                 }
                 let [[x0, x1, x2, x3, x4], [y0, y1, y2, y3, y4], [z0, z1, z2, z3, z4]] = &*$flux;
                 let [o0, o1, o2, o3, o4] = $out;
-                #[rustfmt::skip]
-                        let args = ($a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en,
-                            x0, x1, x2, x3, x4, y0, y1, y2, y3, y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4);
+                let args = (
+                    $a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, x0, x1, x2, x3, x4, y0, y1, y2,
+                    y3, y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4,
+                );
                 $launch!($ctx, interior, EulerUpdate, args)?
             }
         }
