@@ -20,8 +20,9 @@
 //!
 //! **Time.** Third-order SSP Runge-Kutta (Shu-Osher), each stage one launch of the fused
 //! stencil [`swe_stage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
-//! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the maximum
-//! taken on the host over the state at the start of the step.
+//! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the speed
+//! of every cell at the start of the step computed by the stencil [`swe_speed`] (on the GPU,
+//! then one field copied back) and its maximum taken on the host.
 //!
 //! **Boundaries** ([`Edge`], per axis): a reflective wall mirrors the state into the halo and
 //! negates the momentum normal to it (`HaloFill::MirrorNegated` for `hu` on x, `hv` on y,
@@ -152,6 +153,15 @@ pub fn swe_stage(
     hv_out[idx] = a * hv_n[idx] + b * hv_new;
 }
 
+/// The fastest signal speed at a cell, `max(|u|, |v|) + √(g h)`: the time step's input (the
+/// maximum over the cells is taken on the host).
+#[stencil]
+pub fn swe_speed(idx: Idx2, g: f64, h: &Field2<f64>, hu: &Field2<f64>, hv: &Field2<f64>, speed: &mut Field2<f64>) {
+    let u = hu[idx] / h[idx];
+    let v = hv[idx] / h[idx];
+    speed[idx] = u.abs().max(v.abs()) + (g * h[idx]).sqrt();
+}
+
 /// What lies beyond the two ends of an axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Edge {
@@ -233,25 +243,15 @@ impl Model {
     }
 }
 
-/// The largest `max(|u|, |v|) + √(g h)` over the interior of a host state.
-pub fn max_speed(state: &State<Field2<f64>>) -> f64 {
-    let [nx, ny] = state.h.shape().interior();
-    let mut s = 0.0f64;
-    for j in 0..ny as isize {
-        for i in 0..nx as isize {
-            let h = state.h.get([i, j]).expect("interior");
-            let u = state.hu.get([i, j]).expect("interior") / h;
-            let v = state.hv.get([i, j]).expect("interior") / h;
-            s = s.max(u.abs().max(v.abs()) + (G * h).sqrt());
-        }
-    }
-    s
-}
-
 /// The sum of a field's interior values, row by row.
 pub fn interior_sum(f: &Field2<f64>) -> f64 {
     let [nx, ny] = f.shape().interior();
     (0..ny as isize).flat_map(|j| (0..nx as isize).map(move |i| [i, j])).map(|p| f.get(p).expect("interior")).sum()
+}
+
+/// The largest of `values`, NaN if one is NaN (a blown-up state must not pass as a time step).
+fn max_value(values: &[f64]) -> f64 {
+    values.iter().fold(f64::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) })
 }
 
 /// Where the fields live and how a stage runs there: the CPU ([`Cpu`]) or, with the `cuda`
@@ -276,11 +276,12 @@ pub trait Executor {
         out: &mut State<Self::Field>,
     ) -> Result<(), LaunchError>;
 
-    /// The largest `max(|u|, |v|) + √(g h)` over the interior of `q` (on the host: a GPU state is
-    /// copied there first).
-    fn max_speed(&self, q: &State<Self::Field>) -> Result<f64, Box<dyn std::error::Error>> {
-        Ok(max_speed(&self.to_host(q)?))
-    }
+    /// [`swe_speed`] of `q` over `range` into `speed`.
+    fn speed(&self, range: &Loop2D, q: &State<Self::Field>, speed: &mut Self::Field) -> Result<(), LaunchError>;
+
+    /// The largest value of `field`, halo and padding included (NaN if any value is NaN); a
+    /// device field is copied to the host for it.
+    fn max_of(&self, field: &Self::Field) -> Result<f64, Box<dyn std::error::Error>>;
 
     /// A host copy of a state.
     fn to_host(&self, q: &State<Self::Field>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>>;
@@ -317,8 +318,12 @@ impl Executor for Cpu {
         )
     }
 
-    fn max_speed(&self, q: &State<Field2<f64>>) -> Result<f64, Box<dyn std::error::Error>> {
-        Ok(max_speed(q))
+    fn speed(&self, range: &Loop2D, q: &State<Field2<f64>>, speed: &mut Field2<f64>) -> Result<(), LaunchError> {
+        range.run(SweSpeed, (G, &q.h, &q.hu, &q.hv, speed))
+    }
+
+    fn max_of(&self, field: &Field2<f64>) -> Result<f64, Box<dyn std::error::Error>> {
+        Ok(max_value(field.as_slice()))
     }
 
     fn to_host(&self, q: &State<Field2<f64>>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
@@ -366,6 +371,20 @@ impl Executor for OnGpu<'_> {
         )
     }
 
+    fn speed(
+        &self,
+        range: &Loop2D,
+        q: &State<DeviceField2<f64>>,
+        speed: &mut DeviceField2<f64>,
+    ) -> Result<(), LaunchError> {
+        let strategy = self.strategy.unwrap_or_else(|| Strategy::default_for(SweSpeed::ir()));
+        range.with_strategy(strategy).run_on(self.gpu, SweSpeed, (G, &q.h, &q.hu, &q.hv, speed))
+    }
+
+    fn max_of(&self, field: &DeviceField2<f64>) -> Result<f64, Box<dyn std::error::Error>> {
+        Ok(max_value(field.download()?.as_slice()))
+    }
+
     fn to_host(&self, q: &State<DeviceField2<f64>>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
         Ok(State { h: q.h.download()?, hu: q.hu.download()?, hv: q.hv.download()? })
     }
@@ -381,6 +400,7 @@ pub struct Solver<E: Executor> {
     pub q: State<E::Field>,
     stage1: State<E::Field>,
     stage2: State<E::Field>,
+    speed: E::Field,
     range: Loop<2>,
     /// The simulated time, s.
     pub t: f64,
@@ -389,11 +409,12 @@ pub struct Solver<E: Executor> {
 }
 
 impl<E: Executor> Solver<E> {
-    /// A solver starting from `q` (the stage buffers start as copies of it: `make` builds each).
-    pub fn new(exec: E, model: Model, mut make: impl FnMut() -> State<E::Field>) -> Self {
+    /// A solver starting from `q` (the stage buffers start as copies of it: `make` builds each)
+    /// with `speed` a field of zeros (halo and padding stay zero: the maximum takes them in).
+    pub fn new(exec: E, model: Model, mut make: impl FnMut() -> State<E::Field>, speed: E::Field) -> Self {
         let (q, stage1, stage2) = (make(), make(), make());
         let range = Loop2D::interior(&model.shape());
-        Solver { exec, model, q, stage1, stage2, range, t: 0.0, steps: 0 }
+        Solver { exec, model, q, stage1, stage2, speed, range, t: 0.0, steps: 0 }
     }
 
     /// Refills every halo of `q` for the model's boundaries.
@@ -427,10 +448,12 @@ impl<E: Executor> Solver<E> {
         self.exec.to_host(&self.q)
     }
 
-    /// One step with the CFL time step of the current state (found on the host: a GPU state is downloaded),
+    /// One step with the CFL time step of the current state ([`swe_speed`] on the executor, its
+    /// maximum on the host: one field copied from a GPU),
     /// cut to end exactly at `t_end` if given; returns the step taken.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Box<dyn std::error::Error>> {
-        let mut dt = self.model.dt(self.exec.max_speed(&self.q)?);
+        self.exec.speed(&self.range, &self.q, &mut self.speed)?;
+        let mut dt = self.model.dt(self.exec.max_of(&self.speed)?);
         if !dt.is_finite() || dt <= 0.0 {
             return Err(format!("time step {dt} at t = {}: the state is no longer wet and finite", self.t).into());
         }
@@ -458,7 +481,7 @@ impl<E: Executor> Solver<E> {
 impl Solver<Cpu> {
     /// A CPU solver starting from the host state `q`.
     pub fn cpu(model: Model, q: State<Field2<f64>>) -> Self {
-        Solver::new(Cpu, model, || q.clone())
+        Solver::new(Cpu, model, || q.clone(), Field2::zeros(model.shape()))
     }
 }
 
@@ -476,7 +499,8 @@ impl<'a> Solver<OnGpu<'a>> {
         };
         let (a, b, c) = (up(q)?, up(q)?, up(q)?);
         let mut bufs = [Some(a), Some(b), Some(c)].into_iter();
-        Ok(Solver::new(OnGpu { gpu, strategy }, model, || bufs.next().flatten().expect("three buffers")))
+        let speed = gpu.upload(&Field2::zeros(model.shape()))?;
+        Ok(Solver::new(OnGpu { gpu, strategy }, model, || bufs.next().flatten().expect("three buffers"), speed))
     }
 }
 
