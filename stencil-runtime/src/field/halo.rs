@@ -31,6 +31,7 @@ pub enum HaloFill {
 
 impl HaloFill {
     /// The code the device kernel switches on.
+    #[cfg(feature = "cuda")]
     pub(crate) fn code(self) -> i32 {
         self as i32
     }

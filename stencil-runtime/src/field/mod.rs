@@ -11,6 +11,7 @@ mod halo;
 mod shape;
 
 pub use buffer::AlignedBuf;
+#[cfg(feature = "cuda")]
 pub(crate) use halo::check as check_halo;
 pub use halo::{HaloError, HaloFill};
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
