@@ -114,12 +114,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The steps taken and the final host state, or what went wrong.
+type Outcome = Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>>;
+
 /// Runs `solver` to `t_end` with the progress bar; returns the steps and the final host state.
-fn advance<E: Executor>(
-    mut solver: Solver<E>,
-    t_end: f64,
-    bar: &ProgressBar,
-) -> Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>> {
+fn advance<E: Executor>(mut solver: Solver<E>, t_end: f64, bar: &ProgressBar) -> Outcome {
     solver.run_until(t_end, |s| {
         bar.set_position((s.t / t_end * 1000.0).round() as u64);
         bar.set_message(format!("t = {:.3} s, step {}", s.t, s.steps));
@@ -128,26 +127,14 @@ fn advance<E: Executor>(
 }
 
 #[cfg(feature = "cuda")]
-fn run_on_gpu(
-    model: Model,
-    q0: &State<Field2<f64>>,
-    t_end: f64,
-    ordinal: usize,
-    bar: &ProgressBar,
-) -> Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>> {
+fn run_on_gpu(model: Model, q0: &State<Field2<f64>>, t_end: f64, ordinal: usize, bar: &ProgressBar) -> Outcome {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
     bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
     advance(Solver::gpu(&gpu, None, model, q0)?, t_end, bar)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpu(
-    _: Model,
-    _: &State<Field2<f64>>,
-    _: f64,
-    _: usize,
-    _: &ProgressBar,
-) -> Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>> {
+fn run_on_gpu(_: Model, _: &State<Field2<f64>>, _: f64, _: usize, _: &ProgressBar) -> Outcome {
     Err("this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin swe2d -- --gpu 0`"
         .into())
