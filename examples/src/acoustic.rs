@@ -326,8 +326,30 @@ pub trait Wave: Element + Into<f64> {
     }
 }
 
-/// Implements [`Wave`] for `$t` with its stencils: the argument tuples are spelled once for
-/// both executors.
+/// The inner stencil's arguments from coefficients `$c` and a state `$s` (host or device
+/// fields): spelled once for both executors.
+macro_rules! inner_args {
+    ($c:expr, $s:expr) => {{
+        let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = $c.c;
+        ($c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &$s.u, &$s.vdt2, &mut $s.u_prev)
+    }};
+}
+
+/// The PML stencil's arguments, as [`inner_args`] for the inner one.
+macro_rules! pml_args {
+    ($c:expr, $s:expr) => {{
+        let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = $c.c;
+        let [gx, gy, gz] = $c.g;
+        #[rustfmt::skip]
+        let args = (
+            $c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, gx, gy, gz,
+            &$s.u, &$s.vdt2, &$s.eta, &mut $s.u_prev, &mut $s.phi,
+            );
+        args
+    }};
+}
+
+/// Implements [`Wave`] for `$t` with its stencils.
 macro_rules! impl_wave {
     ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
         impl Wave for $t {
@@ -341,39 +363,9 @@ macro_rules! impl_wave {
                 c: &Coefficients<Self>,
                 s: &mut State<Field3<Self>>,
             ) -> Result<(), LaunchError> {
-                let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
-                let [gx, gy, gz] = c.g;
                 match kind {
-                    RegionKind::Inner => range.run(
-                        $inner,
-                        (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
-                    ),
-                    RegionKind::Pml => range.run(
-                        $pml,
-                        (
-                            c.c0,
-                            x1,
-                            x2,
-                            x3,
-                            x4,
-                            y1,
-                            y2,
-                            y3,
-                            y4,
-                            z1,
-                            z2,
-                            z3,
-                            z4,
-                            gx,
-                            gy,
-                            gz,
-                            &s.u,
-                            &s.vdt2,
-                            &s.eta,
-                            &mut s.u_prev,
-                            &mut s.phi,
-                        ),
-                    ),
+                    RegionKind::Inner => range.run($inner, inner_args!(c, s)),
+                    RegionKind::Pml => range.run($pml, pml_args!(c, s)),
                 }
             }
 
@@ -390,45 +382,10 @@ macro_rules! impl_wave {
                 c: &Coefficients<Self>,
                 s: &mut State<DeviceField3<Self>>,
             ) -> Result<(), LaunchError> {
-                let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
-                let [gx, gy, gz] = c.g;
+                let with = |ir| range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for(ir)));
                 match kind {
-                    RegionKind::Inner => {
-                        range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for($inner::ir()))).run_on(
-                            gpu,
-                            $inner,
-                            (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev),
-                        )
-                    }
-                    RegionKind::Pml => {
-                        range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for($pml::ir()))).run_on(
-                            gpu,
-                            $pml,
-                            (
-                                c.c0,
-                                x1,
-                                x2,
-                                x3,
-                                x4,
-                                y1,
-                                y2,
-                                y3,
-                                y4,
-                                z1,
-                                z2,
-                                z3,
-                                z4,
-                                gx,
-                                gy,
-                                gz,
-                                &s.u,
-                                &s.vdt2,
-                                &s.eta,
-                                &mut s.u_prev,
-                                &mut s.phi,
-                            ),
-                        )
-                    }
+                    RegionKind::Inner => with($inner::ir()).run_on(gpu, $inner, inner_args!(c, s)),
+                    RegionKind::Pml => with($pml::ir()).run_on(gpu, $pml, pml_args!(c, s)),
                 }
             }
 
