@@ -209,6 +209,12 @@ pub fn face_rusanov(
     rusanov(left, right, gamma)
 }
 
+/// The identity: an x face is already in its own frame (the x twin of [`swap_y`], [`swap_z`]).
+#[stencil_fn]
+pub fn swap_x(w: [f64; 5]) -> [f64; 5] {
+    w
+}
+
 /// Swaps components 1 and 2 (x and y velocity or momentum): into and out of a y-face's frame.
 #[stencil_fn]
 pub fn swap_y(w: [f64; 5]) -> [f64; 5] {
@@ -219,6 +225,46 @@ pub fn swap_y(w: [f64; 5]) -> [f64; 5] {
 #[stencil_fn]
 pub fn swap_z(w: [f64; 5]) -> [f64; 5] {
     [w[0], w[3], w[2], w[1], w[4]]
+}
+
+/// One face-flux stencil of the split variant along an axis: the cells at offsets `$m1`, 0,
+/// `$p1`, `$p2` along it, rotated by `$swap` so that the axis's velocity is the x one, solved by
+/// `$face`, and rotated back.
+macro_rules! face_flux_stencil {
+    ($name:ident, $face:ident, $swap:ident, $doc:literal, [$($m1:tt)*], [$($p1:tt)*], [$($p2:tt)*]) => {
+        #[doc = concat!("The split variant's ", $doc, ".")]
+        #[stencil]
+        pub fn $name(
+            idx: Idx3,
+            gamma: f64,
+            kappa: f64,
+            beta: f64,
+            rho: &Field3<f64>,
+            mx: &Field3<f64>,
+            my: &Field3<f64>,
+            mz: &Field3<f64>,
+            e: &Field3<f64>,
+            f_rho: &mut Field3<f64>,
+            f_mx: &mut Field3<f64>,
+            f_my: &mut Field3<f64>,
+            f_mz: &mut Field3<f64>,
+            f_e: &mut Field3<f64>,
+        ) {
+            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+            #[rustfmt::skip]
+            let m1 = primitive([rho[idx.ix::<$($m1)*>()], mx[idx.ix::<$($m1)*>()], my[idx.ix::<$($m1)*>()], mz[idx.ix::<$($m1)*>()], e[idx.ix::<$($m1)*>()]], gamma);
+            #[rustfmt::skip]
+            let p1 = primitive([rho[idx.ix::<$($p1)*>()], mx[idx.ix::<$($p1)*>()], my[idx.ix::<$($p1)*>()], mz[idx.ix::<$($p1)*>()], e[idx.ix::<$($p1)*>()]], gamma);
+            #[rustfmt::skip]
+            let p2 = primitive([rho[idx.ix::<$($p2)*>()], mx[idx.ix::<$($p2)*>()], my[idx.ix::<$($p2)*>()], mz[idx.ix::<$($p2)*>()], e[idx.ix::<$($p2)*>()]], gamma);
+            let f = $swap($face($swap(m1), $swap(w), $swap(p1), $swap(p2), kappa, beta, gamma));
+            f_rho[idx] = f[0];
+            f_mx[idx] = f[1];
+            f_my[idx] = f[2];
+            f_mz[idx] = f[3];
+            f_e[idx] = f[4];
+        }
+    };
 }
 
 /// Declares, for one Riemann solver (`$face`: its face helper), the fused stage stencil and the
@@ -300,104 +346,9 @@ macro_rules! euler_stencils {
             e_out[idx] = a * e_n[idx] + b * r[4];
         }
 
-        /// The split variant's x faces: the flux through the face `i+1/2` of cell `i`.
-        #[stencil]
-        pub fn $flux_x(
-            idx: Idx3,
-            gamma: f64,
-            kappa: f64,
-            beta: f64,
-            rho: &Field3<f64>,
-            mx: &Field3<f64>,
-            my: &Field3<f64>,
-            mz: &Field3<f64>,
-            e: &Field3<f64>,
-            f_rho: &mut Field3<f64>,
-            f_mx: &mut Field3<f64>,
-            f_my: &mut Field3<f64>,
-            f_mz: &mut Field3<f64>,
-            f_e: &mut Field3<f64>,
-        ) {
-            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
-            #[rustfmt::skip]
-            let m1 = primitive([rho[idx.ix::<-1, 0, 0>()], mx[idx.ix::<-1, 0, 0>()], my[idx.ix::<-1, 0, 0>()], mz[idx.ix::<-1, 0, 0>()], e[idx.ix::<-1, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let p1 = primitive([rho[idx.ix::<1, 0, 0>()], mx[idx.ix::<1, 0, 0>()], my[idx.ix::<1, 0, 0>()], mz[idx.ix::<1, 0, 0>()], e[idx.ix::<1, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let p2 = primitive([rho[idx.ix::<2, 0, 0>()], mx[idx.ix::<2, 0, 0>()], my[idx.ix::<2, 0, 0>()], mz[idx.ix::<2, 0, 0>()], e[idx.ix::<2, 0, 0>()]], gamma);
-            let f = $face(m1, w, p1, p2, kappa, beta, gamma);
-            f_rho[idx] = f[0];
-            f_mx[idx] = f[1];
-            f_my[idx] = f[2];
-            f_mz[idx] = f[3];
-            f_e[idx] = f[4];
-        }
-
-        /// The split variant's y faces: the flux through the face `j+1/2` of cell `j`.
-        #[stencil]
-        pub fn $flux_y(
-            idx: Idx3,
-            gamma: f64,
-            kappa: f64,
-            beta: f64,
-            rho: &Field3<f64>,
-            mx: &Field3<f64>,
-            my: &Field3<f64>,
-            mz: &Field3<f64>,
-            e: &Field3<f64>,
-            f_rho: &mut Field3<f64>,
-            f_mx: &mut Field3<f64>,
-            f_my: &mut Field3<f64>,
-            f_mz: &mut Field3<f64>,
-            f_e: &mut Field3<f64>,
-        ) {
-            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
-            #[rustfmt::skip]
-            let m1 = primitive([rho[idx.ix::<0, -1, 0>()], mx[idx.ix::<0, -1, 0>()], my[idx.ix::<0, -1, 0>()], mz[idx.ix::<0, -1, 0>()], e[idx.ix::<0, -1, 0>()]], gamma);
-            #[rustfmt::skip]
-            let p1 = primitive([rho[idx.ix::<0, 1, 0>()], mx[idx.ix::<0, 1, 0>()], my[idx.ix::<0, 1, 0>()], mz[idx.ix::<0, 1, 0>()], e[idx.ix::<0, 1, 0>()]], gamma);
-            #[rustfmt::skip]
-            let p2 = primitive([rho[idx.ix::<0, 2, 0>()], mx[idx.ix::<0, 2, 0>()], my[idx.ix::<0, 2, 0>()], mz[idx.ix::<0, 2, 0>()], e[idx.ix::<0, 2, 0>()]], gamma);
-            let f = swap_y($face(swap_y(m1), swap_y(w), swap_y(p1), swap_y(p2), kappa, beta, gamma));
-            f_rho[idx] = f[0];
-            f_mx[idx] = f[1];
-            f_my[idx] = f[2];
-            f_mz[idx] = f[3];
-            f_e[idx] = f[4];
-        }
-
-        /// The split variant's z faces: the flux through the face `k+1/2` of cell `k`.
-        #[stencil]
-        pub fn $flux_z(
-            idx: Idx3,
-            gamma: f64,
-            kappa: f64,
-            beta: f64,
-            rho: &Field3<f64>,
-            mx: &Field3<f64>,
-            my: &Field3<f64>,
-            mz: &Field3<f64>,
-            e: &Field3<f64>,
-            f_rho: &mut Field3<f64>,
-            f_mx: &mut Field3<f64>,
-            f_my: &mut Field3<f64>,
-            f_mz: &mut Field3<f64>,
-            f_e: &mut Field3<f64>,
-        ) {
-            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
-            #[rustfmt::skip]
-            let m1 = primitive([rho[idx.ix::<0, 0, -1>()], mx[idx.ix::<0, 0, -1>()], my[idx.ix::<0, 0, -1>()], mz[idx.ix::<0, 0, -1>()], e[idx.ix::<0, 0, -1>()]], gamma);
-            #[rustfmt::skip]
-            let p1 = primitive([rho[idx.ix::<0, 0, 1>()], mx[idx.ix::<0, 0, 1>()], my[idx.ix::<0, 0, 1>()], mz[idx.ix::<0, 0, 1>()], e[idx.ix::<0, 0, 1>()]], gamma);
-            #[rustfmt::skip]
-            let p2 = primitive([rho[idx.ix::<0, 0, 2>()], mx[idx.ix::<0, 0, 2>()], my[idx.ix::<0, 0, 2>()], mz[idx.ix::<0, 0, 2>()], e[idx.ix::<0, 0, 2>()]], gamma);
-            let f = swap_z($face(swap_z(m1), swap_z(w), swap_z(p1), swap_z(p2), kappa, beta, gamma));
-            f_rho[idx] = f[0];
-            f_mx[idx] = f[1];
-            f_my[idx] = f[2];
-            f_mz[idx] = f[3];
-            f_e[idx] = f[4];
-        }
+        face_flux_stencil!($flux_x, $face, swap_x, "x faces: the flux through the face `i+1/2` of cell `i`", [-1, 0, 0], [1, 0, 0], [2, 0, 0]);
+        face_flux_stencil!($flux_y, $face, swap_y, "y faces: the flux through the face `j+1/2` of cell `j`", [0, -1, 0], [0, 1, 0], [0, 2, 0]);
+        face_flux_stencil!($flux_z, $face, swap_z, "z faces: the flux through the face `k+1/2` of cell `k`", [0, 0, -1], [0, 0, 1], [0, 0, 2]);
     };
 }
 
