@@ -340,12 +340,30 @@ macro_rules! pml_args {
     ($c:expr, $s:expr) => {{
         let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = $c.c;
         let [gx, gy, gz] = $c.g;
-        #[rustfmt::skip]
-        let args = (
-            $c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, gx, gy, gz,
-            &$s.u, &$s.vdt2, &$s.eta, &mut $s.u_prev, &mut $s.phi,
-            );
-        args
+        let c0 = $c.c0;
+        (
+            c0,
+            x1,
+            x2,
+            x3,
+            x4,
+            y1,
+            y2,
+            y3,
+            y4,
+            z1,
+            z2,
+            z3,
+            z4,
+            gx,
+            gy,
+            gz,
+            &$s.u,
+            &$s.vdt2,
+            &$s.eta,
+            &mut $s.u_prev,
+            &mut $s.phi,
+        )
     }};
 }
 
