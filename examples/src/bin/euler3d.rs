@@ -80,6 +80,14 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) {
         return Err("--size must be at least 2, --t-end and --cfl positive".into());
     }
+    if args.cfl > 1.0 {
+        return Err(format!(
+            "--cfl {} is above 1: the time step sums the signal speeds over the three axes, and SSP-RK3 with \
+             limited reconstruction is stable only up to 1; use --cfl 0.5",
+            args.cfl
+        )
+        .into());
+    }
     let mut e = Euler::cube(args.size, 1.0);
     e.cfl = args.cfl;
     e.boundaries = [Boundary::Reflective; 3];
