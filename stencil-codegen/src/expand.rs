@@ -1,14 +1,16 @@
 //! What `#[stencil]` expands to: a unit functor type named after the function (CamelCase)
-//! implementing the runtime's `Stencil<D>` trait, with the stencil's metadata, its source (from
-//! which the runtime rebuilds the IR to print CUDA) and the CPU loop nest; and what
+//! implementing the runtime's `Stencil<D>` trait, with the stencil's metadata, its IR as data
+//! (the serialised form the runtime decodes to print CUDA) and the CPU loop nest; and what
 //! `#[stencil_fn]` expands to: the helper function itself and its `macro_rules!` twin (see
 //! [`crate::collect`]).
 
 use crate::analysis::field_accesses;
 use crate::collect::{invocation, Target};
 use crate::error::{Error, ErrorKind};
+use crate::ir::{ParamKind, IR_FORMAT};
 use crate::lower::helpers::{called_names, check_helper};
 use crate::printer::rust_nest::{param_type, print_run_host};
+use crate::VERSION;
 use proc_macro2::{Literal, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
@@ -83,15 +85,27 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
     let dim = Literal::usize_unsuffixed(ir.dim);
     let lt = quote!('a);
-    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, false));
-    let device_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, true));
+    let exec = quote!(__E);
+    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, &exec));
     let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
+    let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
+        ParamKind::Scalar(_) => quote!(#rt::__private::ScalarArg::scalar_arg::<#dim>(#n)),
+        ParamKind::Field(f) => {
+            let t = format_ident!("{}", f.elem.rust_name());
+            quote!(#rt::__private::field_arg::<#t, #dim, _>(&*#n))
+        }
+    });
     let name = &ir.name;
     let fields = field_accesses(&ir).into_iter().map(|fa| {
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
-    let source = quote!(#func #(#helpers)*).to_string();
+    let encoded = ir.encode();
+    let format = Literal::u32_unsuffixed(IR_FORMAT);
+    let mismatch = format!(
+        "stencil-macros {VERSION} writes stencil IR format {IR_FORMAT}, which this stencil-runtime does not read: \
+         depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
+    );
     let run_host = print_run_host(&ir, &rt);
     let doc = format!(
         "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",
@@ -103,19 +117,25 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         #vis struct #functor;
 
-        impl #rt::Stencil<#dim> for #functor {
-            type HostArgs<'a> = (#(#arg_types,)*);
-            type DeviceArgs<'a> = (#(#device_types,)*);
-            const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
-            const SOURCE: &'static str = #source;
+        const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch);
 
-            fn device_args(args: Self::DeviceArgs<'_>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {
+        impl #rt::Stencil<#dim> for #functor {
+            type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);
+            const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
+            const IR: &'static str = #encoded;
+
+            fn ir() -> &'static #rt::codegen::StencilIr {
+                static IR: ::std::sync::OnceLock<#rt::codegen::StencilIr> = ::std::sync::OnceLock::new();
+                IR.get_or_init(|| #rt::__private::decode_ir(#name, <Self as #rt::Stencil<#dim>>::IR))
+            }
+
+            fn erase_args<#exec: #rt::Executor>(args: Self::Args<'_, #exec>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {
                 let (#(#arg_names,)*) = args;
-                ::std::vec![#(#rt::__private::DeviceArg::device_arg(#arg_names)),*]
+                ::std::vec![#(#erased),*]
             }
 
             #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn run_host(__range: &#rt::Loop<#dim>, __args: Self::HostArgs<'_>) -> ::core::result::Result<(), #rt::LaunchError> {
+            fn run_host(__range: &#rt::Loop<#dim>, __args: Self::Args<'_, #rt::Host>) -> ::core::result::Result<(), #rt::LaunchError> {
                 #run_host
             }
         }

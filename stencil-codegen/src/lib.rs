@@ -1,27 +1,42 @@
 //! The stencil compiler: `syn::ItemFn` → [`ir::StencilIr`] → analyses → printers.
 //!
-//! - [`lower`] turns a `#[stencil]` function into the IR, rejecting with a spanned [`Error`]
+//! - `lower` turns a `#[stencil]` function into the IR, rejecting with a spanned `Error`
 //!   whatever cannot run as a parallel point update on a CPU or a GPU;
 //! - [`analysis`] derives per-field extents, access modes, flops and minimal bytes per point;
 //! - [`printer`] prints the IR: the Rust loop nest (tokens, at compile time) and CUDA C.
 //!
-//! The proc-macro crate `stencil-macros` is a thin shell over [`expand`].
+//! The proc-macro crate `stencil-macros` is a thin shell over `expand`. Everything that needs
+//! `syn` (the lowering, the macro expansion, the Rust loop-nest printer) is behind the default
+//! feature `frontend`; without it the crate holds the IR, its serialised form
+//! ([`ir::StencilIr::decode`]), the analyses and the CUDA printer, which is what the runtime
+//! uses.
 
 // Per-axis loops index several arrays by axis; iterator zips would obscure that.
 #![allow(clippy::needless_range_loop)]
 
 pub mod analysis;
+#[cfg(feature = "frontend")]
 pub mod collect;
+#[cfg(feature = "frontend")]
 pub mod error;
+#[cfg(feature = "frontend")]
 pub mod expand;
 pub mod ir;
+#[cfg(feature = "frontend")]
 pub mod lower;
 pub mod printer;
 
+#[cfg(feature = "frontend")]
 pub use error::{Error, ErrorKind};
+#[cfg(feature = "frontend")]
 pub use expand::{expand, expand_stencil_fn};
 pub use ir::StencilIr;
 
+/// The version of the crates that print and read the IR, which the macro's compile-time check
+/// names when the macro and runtime crates disagree.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+#[cfg(feature = "frontend")]
 impl StencilIr {
     /// Lowers a `#[stencil]` function given as source text (what the macro embeds so that the
     /// runtime can print CUDA for any strategy): the stencil's `fn` first, then the

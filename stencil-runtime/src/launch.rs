@@ -2,15 +2,17 @@
 //! fields' extent, the fields must agree in shape, and the range plus the stencil's reach must lie
 //! inside every field. A failed check is an error that names the field and the numbers.
 
-use crate::field::Shape;
+use crate::field::{FieldError, HaloError, Shape};
 use crate::range::Loop;
 use crate::stencil::StencilInfo;
 use std::fmt;
 
 const AXES: [&str; 3] = ["x (i)", "y (j)", "z (k)"];
 
-/// Why a launch was refused. Nothing was written when a launch returns one of these.
+/// Why a launch (or another executor operation) was refused or failed. Nothing was written when
+/// a launch returns one of the checks' errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LaunchError {
     /// An axis of the range ends before it begins (`i0 + i1 > n`).
     InvertedRange {
@@ -66,9 +68,41 @@ pub enum LaunchError {
         /// The field's extent on that axis.
         extent: usize,
     },
+    /// A field of the launch lives on another executor (another GPU, or the host).
+    WrongDevice {
+        /// The stencil.
+        stencil: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The executor launched on.
+        executor: String,
+    },
+    /// A copy between fields of different shapes.
+    CopyShape {
+        /// Shape of the field copied from.
+        source_shape: String,
+        /// Shape of the field copied to.
+        destination_shape: String,
+    },
+    /// A halo fill that cannot work (axis, or an interior thinner than the halo).
+    Halo(HaloError),
+    /// Misuse of a field accessor (e.g. `read_range` with a range that does not fit).
+    Field(FieldError),
     /// The CUDA executor failed (compile, launch, memory).
     #[cfg(feature = "cuda")]
     Cuda(crate::cuda::CudaError),
+}
+
+impl From<HaloError> for LaunchError {
+    fn from(e: HaloError) -> Self {
+        LaunchError::Halo(e)
+    }
+}
+
+impl From<FieldError> for LaunchError {
+    fn from(e: FieldError) -> Self {
+        LaunchError::Field(e)
+    }
 }
 
 impl fmt::Display for LaunchError {
@@ -103,6 +137,16 @@ impl fmt::Display for LaunchError {
                     AXES[*axis], range.0, range.1, AXES[*axis]
                 )
             }
+            LaunchError::WrongDevice { stencil, field, executor } => write!(
+                f,
+                "stencil `{stencil}`: field `{field}` does not live on {executor}; allocate or upload it with that executor (every field of a launch on the executor that runs it)"
+            ),
+            LaunchError::CopyShape { source_shape, destination_shape } => write!(
+                f,
+                "copy: source shape ({source_shape}) differs from destination shape ({destination_shape}); allocate both from the same `Shape`"
+            ),
+            LaunchError::Halo(e) => write!(f, "{e}"),
+            LaunchError::Field(e) => write!(f, "{e}"),
             #[cfg(feature = "cuda")]
             LaunchError::Cuda(e) => write!(f, "{e}"),
         }

@@ -81,9 +81,9 @@ pub mod cpu;
 pub mod cuda;
 pub mod cuda_source;
 mod device_args;
+pub mod executor;
 pub mod field;
 mod index;
-mod ir_cache;
 pub mod launch;
 pub mod range;
 pub mod regions;
@@ -91,8 +91,11 @@ mod stencil;
 
 #[cfg(feature = "cuda")]
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
+#[cfg(feature = "cuda")]
+pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
-pub use device_args::{ArgValue, DeviceArg, DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use device_args::ArgValue;
+pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, StrategyLoop};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
@@ -107,8 +110,8 @@ pub use stencil_macros::{stencil, stencil_fn};
 /// Everything a stencil author needs: `use stencil_runtime::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        stencil, stencil_fn, BoundaryWidths, Field, Field1, Field2, Field3, Idx1, Idx2, Idx3, LaunchError, Loop1D,
-        Loop2D, Loop3D, Order, Shape, Shape1, Shape2, Shape3, Stencil,
+        stencil, stencil_fn, BoundaryWidths, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1, Idx2, Idx3,
+        LaunchError, Loop1D, Loop2D, Loop3D, Order, Recorded, Shape, Shape1, Shape2, Shape3, Stencil,
     };
 }
 
@@ -116,7 +119,9 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu::{for_each_row, linear_offset, row, RowWriter};
-    pub use crate::device_args::DeviceArg;
+    pub use crate::device_args::{field_arg, ScalarArg};
     pub use crate::launch::validate;
+    pub use crate::stencil::decode_ir;
+    pub use stencil_codegen::ir::IR_FORMAT;
     pub use stencil_macros::__stencil_collect as stencil_collect;
 }

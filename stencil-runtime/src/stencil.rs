@@ -1,7 +1,10 @@
 //! The trait every `#[stencil]` functor implements, and the metadata the launcher checks.
 
+use crate::device_args::ArgValue;
+use crate::executor::{Executor, Host};
 use crate::launch::LaunchError;
 use crate::range::Loop;
+use stencil_codegen::StencilIr;
 
 /// How a stencil accesses one field: what a launch checks against the range and the field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -27,38 +30,30 @@ pub struct StencilInfo {
 
 /// A `D`-dimensional point-update functor, implemented by `#[stencil]`.
 ///
-/// Not meant to be implemented by hand: the macro checks the body for races and prints the loop
-/// nest that `run_host` runs.
-pub trait Stencil<const D: usize>: Copy {
-    /// The arguments after the point index for host fields, as a tuple in parameter order.
-    type HostArgs<'a>;
-    /// The same arguments with device fields (`&DeviceField3<T>` for `&Field3<T>`).
-    type DeviceArgs<'a>;
+/// Not meant to be implemented by hand: the macro checks the body for races, prints the loop
+/// nest that `run_host` runs and embeds the IR (from which the CUDA executor prints kernels).
+pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
+    /// The arguments after the point index, as a tuple in parameter order: scalars by value,
+    /// fields as `&E::Field<T, D>` (read) or `&mut E::Field<T, D>` (written).
+    type Args<'a, E: Executor>;
     /// Name and field accesses.
     const INFO: StencilInfo;
-    /// The function's source, from which `stencil_codegen::StencilIr::from_source` rebuilds the
-    /// IR (to print CUDA for any strategy at run time).
-    const SOURCE: &'static str;
+    /// The IR in its serialised form ([`StencilIr::decode`]).
+    const IR: &'static str;
+
+    /// The stencil's IR, decoded from [`Stencil::IR`] on first use and kept.
+    fn ir() -> &'static StencilIr;
 
     /// Runs the point update over `range` on the CPU (rayon), after checking the launch.
-    fn run_host(range: &Loop<D>, args: Self::HostArgs<'_>) -> Result<(), LaunchError>;
+    fn run_host(range: &Loop<D>, args: Self::Args<'_, Host>) -> Result<(), LaunchError>;
 
-    /// Erases device arguments for the CUDA executor, in parameter order.
-    fn device_args(args: Self::DeviceArgs<'_>) -> Vec<crate::device_args::ArgValue<'_, D>>;
-
-    /// The stencil's IR, lowered once from [`Stencil::SOURCE`] and cached.
-    fn ir() -> &'static stencil_codegen::StencilIr {
-        crate::ir_cache::ir_of(Self::INFO.name, Self::SOURCE)
-    }
+    /// Erases the arguments for a kernel launch, in parameter order.
+    fn erase_args<E: Executor>(args: Self::Args<'_, E>) -> Vec<ArgValue<'_, D>>;
 }
 
-impl<const D: usize> Loop<D> {
-    /// Runs `stencil` over this range on host fields: `range.run(Diffusion3d, (c, &f, &mut g))`.
-    ///
-    /// Returns an error (and touches nothing) if the range and the stencil's reach do not fit in
-    /// every field, or if the fields differ in shape.
-    pub fn run<S: Stencil<D>>(&self, stencil: S, args: S::HostArgs<'_>) -> Result<(), LaunchError> {
-        let _ = stencil;
-        S::run_host(self, args)
-    }
+/// Decodes a stencil's embedded IR (what the generated `Stencil::ir` calls once). The macro's
+/// compile-time format check makes a failure here a corrupted binary, not a user error.
+#[doc(hidden)]
+pub fn decode_ir(name: &str, text: &str) -> StencilIr {
+    StencilIr::decode(text).unwrap_or_else(|e| panic!("stencil `{name}`: its embedded IR does not decode: {e}"))
 }

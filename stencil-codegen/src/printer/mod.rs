@@ -4,4 +4,5 @@
 //! - `cuda`: CUDA C for one [`crate::ir::StencilIr`] and a blocking strategy (one file per strategy).
 
 pub mod cuda;
+#[cfg(feature = "frontend")]
 pub mod rust_nest;

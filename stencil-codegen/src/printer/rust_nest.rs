@@ -245,10 +245,15 @@ fn float_tokens(v: f64, ty: TokenStream, lit: impl Fn(f64) -> Lit) -> TokenStrea
     }
 }
 
-/// The Rust type of a parameter as the functor's argument tuple spells it (`device`: with
-/// device fields).
-pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &TokenStream, device: bool) -> TokenStream {
-    let field = if device { quote!(#rt::DeviceField) } else { quote!(#rt::Field) };
+/// The Rust type of a parameter as the functor's argument tuple spells it, with fields of the
+/// executor type parameter `exec` (`&'a <E as Executor>::Field<f32, 3>`).
+pub fn param_type(
+    kind: ParamKind,
+    dim: usize,
+    rt: &TokenStream,
+    lifetime: &TokenStream,
+    exec: &TokenStream,
+) -> TokenStream {
     match kind {
         ParamKind::Scalar(t) => {
             let t = ident(t.rust_name());
@@ -257,10 +262,11 @@ pub fn param_type(kind: ParamKind, dim: usize, rt: &TokenStream, lifetime: &Toke
         ParamKind::Field(f) => {
             let t = ident(f.elem.rust_name());
             let d = Lit::usize_unsuffixed(dim);
+            let field = quote!(<#exec as #rt::Executor>::Field<#t, #d>);
             if f.writable {
-                quote!(&#lifetime mut #field<#t, #d>)
+                quote!(&#lifetime mut #field)
             } else {
-                quote!(&#lifetime #field<#t, #d>)
+                quote!(&#lifetime #field)
             }
         }
     }

@@ -36,6 +36,8 @@ pub(crate) struct GpuInner {
     /// Loaded modules by cache key (see `compile.rs`).
     pub(crate) modules: Mutex<HashMap<u128, Arc<CudaModule>>>,
     pub(crate) disk: Option<DiskCache>,
+    /// Kernels prepared for stencil launches (see `executor.rs`).
+    pub(crate) launches: Mutex<HashMap<super::executor::LaunchKey, Arc<super::executor::Prepared>>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     last_kernel: Mutex<Option<Arc<str>>>,
 }
@@ -63,7 +65,7 @@ impl LaunchDims {
 /// One kernel argument, passed by value as the kernel's parameter of that C type. Booleans are
 /// passed as `I32`; device fields as `Ptr` (see `DeviceField::arg`).
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KernelArg {
+pub enum KernelArg<'a> {
     /// `float`.
     F32(f32),
     /// `double`.
@@ -76,9 +78,11 @@ pub enum KernelArg {
     I64(i64),
     /// A device pointer (`T*`), e.g. the start of a device field's storage.
     Ptr(u64),
+    /// A struct passed by value, as the bytes of its C layout.
+    Bytes(&'a [u8]),
 }
 
-impl KernelArg {
+impl KernelArg<'_> {
     /// The address of the value, as `cuLaunchKernel` wants each parameter.
     fn as_param(&self) -> *mut c_void {
         match self {
@@ -88,6 +92,7 @@ impl KernelArg {
             KernelArg::U32(v) => v as *const u32 as *mut c_void,
             KernelArg::I64(v) => v as *const i64 as *mut c_void,
             KernelArg::Ptr(v) => v as *const u64 as *mut c_void,
+            KernelArg::Bytes(b) => b.as_ptr() as *mut c_void,
         }
     }
 }
@@ -118,6 +123,7 @@ impl Gpu {
                 capability: (major as u32, minor as u32),
                 modules: Mutex::new(HashMap::new()),
                 disk,
+                launches: Mutex::new(HashMap::new()),
                 last_kernel: Mutex::new(None),
             }),
         })
@@ -192,6 +198,11 @@ impl Gpu {
         self.inner.ctx.bind_to_thread().map_err(|e| self.fail("binding the CUDA context", e))
     }
 
+    /// The stream every operation of this handle is issued on.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
     /// The raw stream every operation of this handle is issued on.
     pub(crate) fn cu_stream(&self) -> sys::CUstream {
         self.stream.cu_stream()
@@ -219,7 +230,14 @@ impl Gpu {
     /// run: dropping a `DeviceField` waits for the stream, so it is enough that fields outlive
     /// this call. The kernel must come from this handle's [`Gpu::kernel`]. A grid with a 0 axis
     /// (an empty range) launches nothing and returns `Ok`; a block with a 0 axis is an error.
-    pub fn launch(&self, kernel: &Kernel, dims: LaunchDims, args: &[KernelArg]) -> Result<(), CudaError> {
+    ///
+    /// # Safety
+    ///
+    /// The kernel reads and writes whatever its arguments point at: `args` must match the
+    /// kernel's parameters in number and type, and every address it accesses with these
+    /// arguments and `dims` must lie in live device memory of this context. Stencil launches
+    /// through [`Executor::run`](crate::Executor::run) check all of that; this is the raw path.
+    pub unsafe fn launch(&self, kernel: &Kernel, dims: LaunchDims, args: &[KernelArg]) -> Result<(), CudaError> {
         let LaunchDims { grid, block, shared_bytes } = dims;
         let launch_error = |message: String| CudaError::Launch { kernel: kernel.entry().to_string(), message };
         if block.contains(&0) {
@@ -240,6 +258,7 @@ impl Gpu {
         // SAFETY: the function is loaded in this context; each parameter points at a value of
         // the kernel's parameter type (the caller's contract), alive for this call, and the
         // driver copies parameter values before returning.
+        #[allow(unused_unsafe)]
         let launched = unsafe {
             result::launch_kernel(
                 kernel.function().cu_function(),

@@ -120,7 +120,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     }
 
     /// The storage start as a kernel argument ([`KernelArg::Ptr`]).
-    pub fn arg(&self) -> KernelArg {
+    pub fn arg(&self) -> KernelArg<'static> {
         KernelArg::Ptr(self.mem.ptr)
     }
 

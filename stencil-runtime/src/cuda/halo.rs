@@ -1,83 +1,240 @@
-//! [`DeviceField::fill_halo`]: the host's halo fill (`field/halo.rs`) as one small kernel per
-//! element type, with the same index rule as [`HaloFill`]'s.
+//! Halo fills on the device: any number of fields, each along any of its axes, in one kernel.
+//!
+//! Filling axis after axis (the host's order) gives every halo point the value of one interior
+//! point: along each named axis whose coordinate lies in the halo, the coordinate is replaced by
+//! its source ([`HaloFill`]'s rule), and the value is negated once per `MirrorNegated` axis. The
+//! kernel computes that source directly, so the axes need no ordering and one launch does all.
+//! Each halo point is written by exactly one thread (the point belongs to the first named axis
+//! along which it lies in the halo), and every source lies in the interior of every named axis,
+//! so no thread reads what another writes.
 
-use super::device::{KernelArg, LaunchDims};
+use super::device::{Gpu, KernelArg, LaunchDims};
 use super::error::CudaError;
 use super::field::DeviceField;
+use crate::executor::HaloJob;
 use crate::field::{check_halo, Element, HaloFill};
+use crate::launch::LaunchError;
 
-/// The kernel: one thread per halo point of the axis (both ends, every layer, the whole extent of
-/// the other axes); the field is embedded in 3D (missing axes of extent 1); `lead` is the
-/// shape's padding before the first halo cell ([`Shape::offset`](crate::Shape::offset)).
-fn source(t: &str) -> String {
-    format!(
-        r#"extern "C" __global__ void fill_halo_{t}({t}* f, long long lead, long long s0, long long s1, long long s2,
-    int e0, int e1, int e2, int axis, int hw, int n, int mode) {{
-    long long rest = blockIdx.x * (long long)blockDim.x + threadIdx.x;
-    const long long s[3] = {{s0, s1, s2}};
-    const int e[3] = {{e0, e1, e2}};
-    int c[3];
-    for (int a = 0; a < 3; ++a) {{
-        const int len = a == axis ? 2 * hw : e[a];
-        c[a] = (int)(rest % len);
-        rest /= len;
-    }}
-    if (rest > 0) return;
-    const int layer = c[axis] % hw + 1;
-    const bool high = c[axis] >= hw;
-    // HaloFill::source: Periodic 0, ZeroGradient 1, Mirror 2, MirrorNegated 3.
-    const int low_src = mode == 0 ? n - layer : mode == 1 ? 0 : layer - 1;
-    const int src = high ? n - 1 - low_src : low_src;
-    const int dst = high ? n - 1 + layer : -layer;
-    long long base = lead;
-    for (int a = 0; a < 3; ++a) if (a != axis) base += c[a] * s[a];
-    const {t} v = f[base + (long long)(src + hw) * s[axis]];
-    f[base + (long long)(dst + hw) * s[axis]] = mode == 3 ? -v : v;
-}}
-"#
-    )
+/// Fields one launch fills; more are filled in further launches.
+const MAX_JOBS: usize = 16;
+/// Bytes of one job in the kernel's parameter block (see `SOURCE`).
+const JOB_BYTES: usize = 128;
+
+/// The kernel. `Job` is laid out by `Job::bytes` below; the parameter block is the job count
+/// and `MAX_JOBS` jobs (2 KiB, under the 4 KiB parameter limit).
+const SOURCE: &str = r#"
+struct Job {
+    unsigned long long ptr;   // storage start
+    long long lead;           // offset of storage point (0, 0, 0)
+    long long stride[3];      // per axis, elements (0 for a phantom axis)
+    long long first;          // first thread of this job
+    int extent[3];            // storage extent per axis (1 for a phantom axis)
+    int halo[3];              // halo width per axis
+    int n[3];                 // interior per axis
+    int mode[3];              // HaloFill code per axis, -1: not filled
+    int elem_bytes;           // 4 or 8
+    int is_float;             // negate by the sign bit (1) or two's complement (0)
+    int pad[6];
+};
+struct Jobs { int count; int pad; Job job[16]; };
+
+__device__ __forceinline__ int halo_source(int mode, int s, int h, int n) {
+    const int g = s - h;                 // global coordinate along the axis
+    if (g >= 0 && g < n) return s;       // interior: unchanged
+    const bool high = g >= n;
+    const int layer = high ? g - (n - 1) : -g;
+    const int low = mode == 0 ? n - layer : mode == 1 ? 0 : layer - 1;
+    return (high ? n - 1 - low : low) + h;
+}
+
+extern "C" __global__ void fill_halos(const Jobs jobs) {
+    long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int j = 0;
+    while (j + 1 < jobs.count && t >= jobs.job[j + 1].first) ++j;
+    const Job& q = jobs.job[j];
+    long long r = t - q.first;
+    if (j >= jobs.count || r < 0) return;
+    // Find the slot: the first filled axis along which this point lies in the halo.
+    int slot = -1;
+    int len[3];
+    for (int a = 0; a < 3 && slot < 0; ++a) {
+        if (q.mode[a] < 0 || q.halo[a] == 0) continue;
+        long long count = 1;
+        for (int b = 0; b < 3; ++b) {
+            len[b] = b == a ? 2 * q.halo[b] : (b < a && q.mode[b] >= 0) ? q.n[b] : q.extent[b];
+            count *= len[b];
+        }
+        if (r < count) slot = a; else r -= count;
+    }
+    if (slot < 0) return;
+    int s[3];
+    for (int b = 0; b < 3; ++b) {
+        const int c = (int)(r % len[b]);
+        r /= len[b];
+        if (b == slot) s[b] = c < q.halo[b] ? c : c + q.n[b];
+        else if (b < slot && q.mode[b] >= 0) s[b] = c + q.halo[b];
+        else s[b] = c;
+    }
+    long long dst = q.lead, src = q.lead;
+    bool negate = false;
+    for (int b = 0; b < 3; ++b) {
+        int from = s[b];
+        if (q.mode[b] >= 0) {
+            from = halo_source(q.mode[b], s[b], q.halo[b], q.n[b]);
+            negate ^= from != s[b] && q.mode[b] == 3;
+        }
+        dst += s[b] * q.stride[b];
+        src += from * q.stride[b];
+    }
+    if (q.elem_bytes == 8) {
+        unsigned long long* f = (unsigned long long*)q.ptr;
+        unsigned long long v = f[src];
+        if (negate) v = q.is_float ? v ^ 0x8000000000000000ull : (unsigned long long)(-(long long)v);
+        f[dst] = v;
+    } else {
+        unsigned int* f = (unsigned int*)q.ptr;
+        unsigned int v = f[src];
+        if (negate) v = q.is_float ? v ^ 0x80000000u : (unsigned int)(-(int)v);
+        f[dst] = v;
+    }
+}
+"#;
+
+/// One field's part of a launch.
+struct Job {
+    ptr: u64,
+    lead: i64,
+    stride: [i64; 3],
+    first: i64,
+    extent: [i32; 3],
+    halo: [i32; 3],
+    n: [i32; 3],
+    mode: [i32; 3],
+    elem_bytes: i32,
+    is_float: i32,
+}
+
+impl Job {
+    /// Halo points this job writes (the kernel's slots).
+    fn points(&self) -> i64 {
+        (0..3)
+            .filter(|&a| self.mode[a] >= 0)
+            .map(|a| {
+                (0..3)
+                    .map(|b| {
+                        (if b == a {
+                            2 * self.halo[b]
+                        } else if b < a && self.mode[b] >= 0 {
+                            self.n[b]
+                        } else {
+                            self.extent[b]
+                        }) as i64
+                    })
+                    .product::<i64>()
+            })
+            .sum()
+    }
+
+    /// The job as the kernel's `struct Job` lays it out.
+    fn bytes(&self) -> [u8; JOB_BYTES] {
+        let mut out = [0u8; JOB_BYTES];
+        let mut at = 0;
+        let mut put = |b: &[u8]| {
+            out[at..at + b.len()].copy_from_slice(b);
+            at += b.len();
+        };
+        put(&self.ptr.to_le_bytes());
+        put(&self.lead.to_le_bytes());
+        self.stride.iter().for_each(|s| put(&s.to_le_bytes()));
+        put(&self.first.to_le_bytes());
+        for a in [self.extent, self.halo, self.n, self.mode] {
+            a.iter().for_each(|v| put(&v.to_le_bytes()));
+        }
+        put(&self.elem_bytes.to_le_bytes());
+        put(&self.is_float.to_le_bytes());
+        out
+    }
+}
+
+/// [`Executor::fill_halos`](crate::Executor::fill_halos) on a GPU: checks every job, then fills
+/// up to `MAX_JOBS` fields per launch.
+pub(crate) fn fill_halos<T: Element, const D: usize>(
+    gpu: &Gpu,
+    jobs: &mut [HaloJob<'_, DeviceField<T, D>, D>],
+) -> Result<(), LaunchError> {
+    let int = |v: usize, what: &str| {
+        i32::try_from(v).map_err(|_| CudaError::InvalidArgument(format!("fill_halos: {what} {v} exceeds 32 bits")))
+    };
+    let mut prepared = Vec::with_capacity(jobs.len());
+    for (field, fills) in jobs.iter() {
+        if field.gpu().home() != gpu.home() {
+            return Err(CudaError::InvalidArgument(format!(
+                "fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu",
+                field.gpu()
+            ))
+            .into());
+        }
+        let shape = *field.shape();
+        let (ext, strides, halo, interior) = (shape.extent(), shape.strides(), shape.halo_widths(), shape.interior());
+        let mut job = Job {
+            ptr: field.device_ptr(),
+            lead: shape.lead() as i64,
+            stride: [0; 3],
+            first: 0,
+            extent: [1; 3],
+            halo: [0; 3],
+            n: [1; 3],
+            mode: [-1; 3],
+            elem_bytes: std::mem::size_of::<T>() as i32,
+            is_float: matches!(T::NAME, "f32" | "f64") as i32,
+        };
+        for a in 0..D {
+            job.stride[a] = strides[a] as i64;
+            job.extent[a] = int(ext[a], "extent")?;
+            job.halo[a] = int(halo[a], "halo")?;
+            job.n[a] = int(interior[a], "interior")?;
+            if let Some(fill) = fills[a] {
+                check_halo(interior, halo, a, fill)?;
+                job.mode[a] = fill.code();
+            }
+        }
+        prepared.push(job);
+    }
+    let kernel = gpu.kernel(SOURCE, "fill_halos")?;
+    for chunk in prepared.chunks_mut(MAX_JOBS) {
+        let mut total = 0i64;
+        for job in chunk.iter_mut() {
+            job.first = total;
+            total += job.points();
+        }
+        if total == 0 {
+            continue;
+        }
+        let mut block = vec![0u8; 8 + MAX_JOBS * JOB_BYTES];
+        block[..4].copy_from_slice(&(chunk.len() as i32).to_le_bytes());
+        for (i, job) in chunk.iter().enumerate() {
+            block[8 + i * JOB_BYTES..][..JOB_BYTES].copy_from_slice(&job.bytes());
+        }
+        let dims = LaunchDims::covering([total as usize, 1, 1], [256, 1, 1]);
+        // SAFETY: the kernel takes one `Jobs` by value, laid out as `block`; each job describes a
+        // live field of this device (its pointer, shape and element size), and the kernel
+        // touches only storage points of those shapes.
+        unsafe { gpu.launch(&kernel, dims, &[KernelArg::Bytes(&block)]) }?;
+    }
+    Ok(())
 }
 
 impl<T: Element, const D: usize> DeviceField<T, D> {
     /// [`Field::fill_halo`](crate::Field::fill_halo) on the device: fills the halo at both ends
     /// of `axis` from the interior by `fill`, over the whole extent of the other axes. Queued on
     /// the field's stream after earlier work; returns without waiting.
-    pub fn fill_halo(&mut self, axis: usize, fill: HaloFill) -> Result<(), CudaError> {
-        let shape = *self.shape();
-        let (n, hw) = check_halo(shape.interior(), shape.halo_widths(), axis, fill)
-            .map_err(|e| CudaError::InvalidArgument(e.to_string()))?;
-        if hw == 0 {
-            return Ok(());
+    pub fn fill_halo(&mut self, axis: usize, fill: HaloFill) -> Result<(), LaunchError> {
+        let gpu = self.gpu().clone();
+        let mut fills = [None; D];
+        if axis >= D {
+            return Err(crate::field::HaloError::NoSuchAxis { axis, dims: D }.into());
         }
-        let (ext, strides) = (shape.extent(), shape.strides());
-        let e: [usize; 3] = std::array::from_fn(|a| if a < D { ext[a] } else { 1 });
-        let s: [usize; 3] = std::array::from_fn(|a| if a < D { strides[a] } else { 0 });
-        let points = 2 * hw * (0..3).filter(|&a| a != axis).map(|a| e[a]).product::<usize>();
-        let t = match T::NAME {
-            "f32" => "float",
-            "f64" => "double",
-            "i32" => "int",
-            _ => "unsigned int",
-        };
-        let gpu = self.gpu();
-        let kernel = gpu.kernel(&source(t), &format!("fill_halo_{}", t.replace(' ', "_")))?;
-        let int = |v: usize, what: &str| {
-            i32::try_from(v).map_err(|_| CudaError::InvalidArgument(format!("fill_halo: {what} {v} exceeds 32 bits")))
-        };
-        let args = [
-            self.arg(),
-            KernelArg::I64(shape.lead() as i64),
-            KernelArg::I64(s[0] as i64),
-            KernelArg::I64(s[1] as i64),
-            KernelArg::I64(s[2] as i64),
-            KernelArg::I32(int(e[0], "extent")?),
-            KernelArg::I32(int(e[1], "extent")?),
-            KernelArg::I32(int(e[2], "extent")?),
-            KernelArg::I32(axis as i32),
-            KernelArg::I32(int(hw, "halo")?),
-            KernelArg::I32(int(n, "interior")?),
-            KernelArg::I32(fill.code()),
-        ];
-        gpu.launch(&kernel, LaunchDims::covering([points, 1, 1], [256, 1, 1]), &args)
+        fills[axis] = Some(fill);
+        fill_halos(&gpu, &mut [(self, fills)])
     }
 }

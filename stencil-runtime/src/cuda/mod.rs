@@ -10,7 +10,9 @@
 //!   memory per `Gpu` and on disk in `$STENCIL_CACHE_DIR`, else `$XDG_CACHE_HOME/stencil-dsl`,
 //!   else `$HOME/.cache/stencil-dsl` (see [`DiskCache`]). No math options are on by default
 //!   (flush-to-zero included): pass them through [`Gpu::kernel_with_stats`].
-//! - [`Gpu::launch`] with [`LaunchDims`] and [`KernelArg`]s; [`Gpu::time_ms`] and
+//! - [`Gpu`] is an [`Executor`](crate::Executor): stencil launches, halo fills and recorded
+//!   steps (CUDA graphs) go through it; the raw, `unsafe` [`Gpu::launch`] takes [`LaunchDims`]
+//!   and [`KernelArg`]s; [`Gpu::time_ms`] and
 //!   [`Gpu::copy_bandwidth_gbs`] for benchmarks.
 //!
 //! ```no_run
@@ -22,7 +24,8 @@
 //! let a = gpu.upload(&Field3::<f32>::filled(shape, 1.0))?;
 //! let b = gpu.alloc::<f32, 3>(shape)?;
 //! let k = gpu.kernel("extern \"C\" __global__ void f(const float* a, float* b) { /* ... */ }", "f")?;
-//! gpu.launch(&k, LaunchDims::covering(shape.extent(), [32, 4, 2]), &[a.arg(), b.arg()])?;
+//! //! // SAFETY: the kernel takes two pointers and stays inside the fields.
+//! unsafe { gpu.launch(&k, LaunchDims::covering(shape.extent(), [32, 4, 2]), &[a.arg(), b.arg()])? };
 //! let result = b.download()?;
 //! # Ok(()) }
 //! ```
@@ -31,16 +34,16 @@ mod cache;
 mod compile;
 mod device;
 mod error;
+mod executor;
 mod field;
 mod halo;
-mod launch;
 
 pub use cache::DiskCache;
 pub use compile::{compile_check, CacheSource, CompileStats, Kernel};
 pub use device::{Gpu, KernelArg, LaunchDims};
 pub use error::CudaError;
+pub use executor::{GpuGraph, KERNEL_OPTIONS};
 pub use field::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use launch::{StrategyLoop, KERNEL_OPTIONS};
 
 use crate::field::{Field3, Shape3};
 
@@ -71,7 +74,9 @@ extern "C" __global__ void stencil_self_check(const float* __restrict__ src, flo
     let n = shape.len();
     let dims = LaunchDims::covering([n, 1, 1], [256, 1, 1]);
     let args = [src.arg(), dst.arg(), KernelArg::I64(n as i64), KernelArg::F32(2.0)];
-    let ((), kernel_ms) = gpu.time_ms(|| gpu.launch(&kernel, dims, &args))?;
+    // SAFETY: the kernel takes (const float*, float*, long long, float) and touches `n` floats
+    // of each field, which hold `n`.
+    let ((), kernel_ms) = gpu.time_ms(|| unsafe { gpu.launch(&kernel, dims, &args) })?;
     let expected: Vec<f32> = host.to_vec().iter().map(|v| 2.0 * v).collect();
     let wrong = dst.download()?.to_vec().iter().zip(&expected).filter(|(got, want)| got != want).count();
 

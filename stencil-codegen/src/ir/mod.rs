@@ -503,3 +503,6 @@ pub fn visit_exprs<T>(body: &[Stmt<T>], f: &mut impl FnMut(&Expr<T>)) {
         }
     }
 }
+
+mod serial;
+pub use serial::{DecodeError, IR_FORMAT};

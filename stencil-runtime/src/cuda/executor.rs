@@ -1,0 +1,238 @@
+//! [`Gpu`] as an [`Executor`]: device fields, stencil launches through a per-device table of
+//! prepared kernels, one-kernel halo fills, and steps recorded as CUDA graphs.
+//!
+//! The launch path: the first launch of a (stencil, strategy, geometry) prints the kernel,
+//! compiles it (or loads the cubin from the disk cache) and keeps the loaded function with its
+//! launch shape under a small key; every later launch checks the arguments, looks the key up and
+//! calls `cuLaunchKernel`: no string is built and no source is hashed.
+
+use super::device::{Gpu, KernelArg, LaunchDims};
+use super::error::CudaError;
+use super::field::DeviceField;
+use super::halo::fill_halos;
+use crate::cuda_source::{geometry, layout_lengths, Geometry, Strategy};
+use crate::device_args::ArgValue;
+use crate::executor::{Executor, FieldStorage, HaloJob};
+use crate::field::{Element, Field, Shape};
+use crate::launch::{validate, LaunchError};
+use crate::range::Loop;
+use crate::stencil::Stencil;
+use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::CudaGraph;
+use std::sync::{Arc, PoisonError};
+
+/// NVRTC options of every stencil kernel. `--fmad=false` keeps `a * b + c` two roundings, as
+/// the CPU nest computes it, so GPU and CPU results agree bit for bit where the arithmetic is
+/// the same; the kernels are memory-bound, so fused multiply-adds would buy nothing measurable.
+pub const KERNEL_OPTIONS: &[&str] = &["--fmad=false"];
+
+/// What selects a compiled kernel: the stencil (the address of its embedded IR, unique per
+/// stencil in a binary), the strategy and the layout facts the source was specialised for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct LaunchKey {
+    stencil: usize,
+    strategy: Strategy,
+    geometry: Geometry,
+}
+
+/// A loaded kernel with the launch shape its printer computed.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    kernel: super::Kernel,
+    block: [u32; 3],
+    points_per_block: [u32; 3],
+    shared_bytes: u32,
+}
+
+/// A CUDA graph recorded from a [`Gpu`]'s stream (see [`crate::Recorded`]).
+pub struct GpuGraph {
+    graph: CudaGraph,
+}
+
+// SAFETY: a graph is only launched through `Executor::replay`, which takes `&GpuGraph` from
+// `Recorded::replay(&mut self)`: one thread at a time, as the driver requires.
+unsafe impl Send for GpuGraph {}
+
+impl<T: Element, const D: usize> FieldStorage<T, D> for DeviceField<T, D> {
+    fn shape(&self) -> &Shape<D> {
+        DeviceField::shape(self)
+    }
+    fn address(&self) -> u64 {
+        self.device_ptr()
+    }
+    fn home(&self) -> usize {
+        self.gpu().home()
+    }
+}
+
+impl Gpu {
+    /// The identifier of this device context in [`FieldStorage::home`].
+    pub(crate) fn home(&self) -> usize {
+        Arc::as_ptr(&self.inner) as usize
+    }
+
+    /// Kernels prepared for launches so far on this device (for tests and benchmarks: a repeat
+    /// launch adds none).
+    pub fn prepared_kernels(&self) -> usize {
+        self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).len()
+    }
+
+    /// The prepared kernel for `key`, printing and compiling it on first use.
+    fn prepared<S: Stencil<D>, const D: usize>(&self, key: LaunchKey) -> Result<Arc<Prepared>, LaunchError> {
+        if let Some(p) = self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+            return Ok(p.clone());
+        }
+        let printed = stencil_codegen::printer::cuda::print_kernel(S::ir(), key.strategy, &key.geometry)
+            .map_err(|e| CudaError::InvalidArgument(format!("stencil `{}`: {e}", S::INFO.name)))?;
+        let (kernel, _) = self.kernel_with_stats(&printed.source, &printed.entry, KERNEL_OPTIONS)?;
+        let prepared = Arc::new(Prepared {
+            kernel,
+            block: printed.block,
+            points_per_block: printed.points_per_block,
+            shared_bytes: printed.shared_bytes,
+        });
+        self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
+        Ok(prepared)
+    }
+}
+
+impl Executor for Gpu {
+    type Field<T: Element, const D: usize> = DeviceField<T, D>;
+    type Recording = GpuGraph;
+
+    fn describe(&self) -> String {
+        format!("{self:?}")
+    }
+
+    fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<DeviceField<T, D>, LaunchError> {
+        Ok(Gpu::alloc(self, shape)?)
+    }
+
+    fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<DeviceField<T, D>, LaunchError> {
+        Ok(Gpu::upload(self, host)?)
+    }
+
+    fn download<T: Element, const D: usize>(&self, field: &DeviceField<T, D>) -> Result<Field<T, D>, LaunchError> {
+        Ok(field.download()?)
+    }
+
+    fn copy<T: Element, const D: usize>(
+        &self,
+        dst: &mut DeviceField<T, D>,
+        src: &DeviceField<T, D>,
+    ) -> Result<(), LaunchError> {
+        Ok(dst.copy_from(src)?)
+    }
+
+    fn read_range<T: Element, const D: usize>(
+        &self,
+        field: &DeviceField<T, D>,
+        range: &Loop<D>,
+    ) -> Result<Vec<T>, LaunchError> {
+        Ok(field.read_range(range)?)
+    }
+
+    fn run_with<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        _stencil: S,
+        strategy: Option<Strategy>,
+        args: S::Args<'_, Gpu>,
+    ) -> Result<(), LaunchError> {
+        let values = S::erase_args::<Gpu>(args);
+        let home = self.home();
+        let mut shapes = Vec::with_capacity(S::INFO.fields.len());
+        let field_values = values.iter().filter_map(|v| match v {
+            ArgValue::Field { shape, home, .. } => Some((*shape, *home)),
+            _ => None,
+        });
+        for (info, (shape, field_home)) in S::INFO.fields.iter().zip(field_values) {
+            if field_home != home {
+                return Err(LaunchError::WrongDevice {
+                    stencil: S::INFO.name,
+                    field: info.name,
+                    executor: self.describe(),
+                });
+            }
+            shapes.push((info.name, shape));
+        }
+        let shape = validate(range, &S::INFO, &shapes)?;
+        if range.points() == 0 {
+            return Ok(());
+        }
+        let ir = S::ir();
+        let strategy = strategy.unwrap_or_else(|| Strategy::default_for(ir));
+        let max_elem = max_elem_bytes(ir);
+        let key = LaunchKey { stencil: S::IR.as_ptr() as usize, strategy, geometry: geometry(&shape, range, max_elem) };
+        let prepared = self.prepared::<S, D>(key)?;
+        let len = layout_lengths(&shape, range);
+        let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
+        args.extend(values.iter().map(|v| match *v {
+            ArgValue::F32(x) => KernelArg::F32(x),
+            ArgValue::F64(x) => KernelArg::F64(x),
+            ArgValue::I32(x) => KernelArg::I32(x),
+            ArgValue::U32(x) => KernelArg::U32(x),
+            ArgValue::Bool(x) => KernelArg::I32(x as i32),
+            ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
+        }));
+        args.push(KernelArg::I64(shape.offset(range.begin()) as i64));
+        for n in len {
+            let n = i32::try_from(n).map_err(|_| {
+                CudaError::InvalidArgument(format!(
+                    "stencil `{}`: range of {n} points along one axis exceeds the kernel's 32-bit coordinates",
+                    S::INFO.name
+                ))
+            })?;
+            args.push(KernelArg::I32(n));
+        }
+        let grid = std::array::from_fn(|a| len[a].div_ceil(prepared.points_per_block[a] as usize).max(1) as u32);
+        let dims = LaunchDims { grid, block: prepared.block, shared_bytes: prepared.shared_bytes };
+        // SAFETY: the kernel was printed for this stencil and geometry, so its parameters are the
+        // stencil's in order (fields as pointers, bools as int) then the origin and lengths, which
+        // `args` holds; `validate` checked that the range plus the stencil's reach lies inside
+        // every field, all of which live on this device and outlive the launch (dropping a field
+        // waits for the stream).
+        unsafe { self.launch(&prepared.kernel, dims, &args) }?;
+        Ok(())
+    }
+
+    fn fill_halos<T: Element, const D: usize>(
+        &self,
+        jobs: &mut [HaloJob<'_, DeviceField<T, D>, D>],
+    ) -> Result<(), LaunchError> {
+        fill_halos(self, jobs)
+    }
+
+    fn synchronize(&self) -> Result<(), LaunchError> {
+        Ok(Gpu::synchronize(self)?)
+    }
+
+    fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<GpuGraph>, LaunchError> {
+        let stream = self.stream().clone();
+        // Relaxed: kernels compiled and loaded during the step are fine (they are not stream work).
+        stream
+            .begin_capture(CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_RELAXED)
+            .map_err(|e| self.fail("beginning to record a step", e))?;
+        let issued = step(self);
+        let ended = stream.end_capture(CUgraphInstantiate_flags(0));
+        issued.map_err(|e| match e {
+            LaunchError::Cuda(c) => LaunchError::Cuda(CudaError::InvalidArgument(format!(
+                "recording a step failed: {c}; a recorded step may only issue work on the device \
+                 (launches, halo fills, copies between device fields): keep downloads, read_range and \
+                 synchronize out of it"
+            ))),
+            other => other,
+        })?;
+        let graph = ended.map_err(|e| self.fail("finishing the recording of a step", e))?;
+        Ok(graph.map(|graph| GpuGraph { graph }))
+    }
+
+    fn replay(&self, recording: &GpuGraph) -> Result<(), LaunchError> {
+        recording.graph.launch().map_err(|e| LaunchError::Cuda(self.fail("replaying a recorded step", e)))
+    }
+}
+
+/// The largest element size among a stencil's fields.
+fn max_elem_bytes(ir: &stencil_codegen::StencilIr) -> usize {
+    ir.field_ids().filter_map(|id| ir.field(id)).map(|f| f.elem.size_bytes()).max().unwrap_or(4)
+}

@@ -1,0 +1,89 @@
+//! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
+
+use super::{Executor, HaloJob};
+use crate::cuda_source::Strategy;
+use crate::field::{Element, Field, Shape};
+use crate::launch::LaunchError;
+use crate::range::Loop;
+use crate::stencil::Stencil;
+
+/// The host: [`Field`]s and the CPU loop nest, run in parallel by rayon's pool. Every call
+/// returns when its work is done.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Host;
+
+impl Executor for Host {
+    type Field<T: Element, const D: usize> = Field<T, D>;
+    type Recording = ();
+
+    fn describe(&self) -> String {
+        format!("host (rayon, {} threads)", rayon::current_num_threads())
+    }
+
+    fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<Field<T, D>, LaunchError> {
+        Ok(Field::zeros(shape))
+    }
+
+    fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<Field<T, D>, LaunchError> {
+        Ok(host.clone())
+    }
+
+    fn download<T: Element, const D: usize>(&self, field: &Field<T, D>) -> Result<Field<T, D>, LaunchError> {
+        Ok(field.clone())
+    }
+
+    fn copy<T: Element, const D: usize>(&self, dst: &mut Field<T, D>, src: &Field<T, D>) -> Result<(), LaunchError> {
+        if dst.shape() != src.shape() {
+            return Err(LaunchError::CopyShape {
+                source_shape: src.shape().describe(),
+                destination_shape: dst.shape().describe(),
+            });
+        }
+        dst.as_mut_slice().copy_from_slice(src.as_slice());
+        Ok(())
+    }
+
+    fn read_range<T: Element, const D: usize>(
+        &self,
+        field: &Field<T, D>,
+        range: &Loop<D>,
+    ) -> Result<Vec<T>, LaunchError> {
+        Ok(field.read_range(range)?)
+    }
+
+    fn run_with<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        _stencil: S,
+        _strategy: Option<Strategy>,
+        args: S::Args<'_, Host>,
+    ) -> Result<(), LaunchError> {
+        S::run_host(range, args)
+    }
+
+    fn fill_halos<T: Element, const D: usize>(
+        &self,
+        jobs: &mut [HaloJob<'_, Field<T, D>, D>],
+    ) -> Result<(), LaunchError> {
+        for (field, fills) in jobs.iter_mut() {
+            for (axis, fill) in fills.iter().enumerate() {
+                if let Some(fill) = fill {
+                    field.fill_halo(axis, *fill)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn synchronize(&self) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    fn record(&self, _step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<()>, LaunchError> {
+        Ok(None)
+    }
+
+    fn replay(&self, _recording: &()) -> Result<(), LaunchError> {
+        Ok(())
+    }
+}

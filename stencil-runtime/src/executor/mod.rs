@@ -1,0 +1,217 @@
+//! One interface for where a model runs: the host ([`Host`], rayon) or a GPU
+//! ([`Gpu`](crate::cuda::Gpu), with the `cuda` feature). A model is written once against
+//! [`Executor`]; its fields are `E::Field<T, D>`, and stencil launches, halo fills, copies,
+//! synchronisation and recorded steps go through the executor.
+//!
+//! ```
+//! use stencil_runtime::prelude::*;
+//! use stencil_runtime::{Executor, HaloFill};
+//!
+//! #[stencil]
+//! fn smooth(idx: Idx1, w: f32, u: &Field1<f32>, out: &mut Field1<f32>) {
+//!     out[idx] = (1.0 - 2.0 * w) * u[idx] + w * (u[idx.ix::<-1>()] + u[idx.ix::<1>()]);
+//! }
+//!
+//! /// Written once: runs wherever `exec` puts the fields.
+//! fn smooth_twice<E: Executor>(exec: &E, u: &mut E::Field<f32, 1>, tmp: &mut E::Field<f32, 1>) -> Result<(), LaunchError> {
+//!     let range = Loop1D::interior(exec.shape_of(u));
+//!     for _ in 0..2 {
+//!         exec.fill_halos(&mut [(&mut *u, [Some(HaloFill::Periodic)])])?;
+//!         exec.run(&range, Smooth, (0.25, &*u, &mut *tmp))?;
+//!         exec.copy(u, tmp)?;
+//!     }
+//!     Ok(())
+//! }
+//!
+//! let exec = Host;
+//! let shape = Shape1::new([8]).halo(1);
+//! let mut u = exec.upload(&Field1::from_fn(shape, |[i]| (i * i) as f32))?;
+//! let mut tmp = exec.alloc(shape)?;
+//! smooth_twice(&exec, &mut u, &mut tmp)?;
+//! // i² smoothed twice at i = 3: 9 → 9.5 → 10.
+//! assert_eq!(exec.download(&u)?.get([3]), Some(10.0));
+//! # Ok::<(), LaunchError>(())
+//! ```
+
+mod host;
+mod record;
+
+pub use host::Host;
+pub use record::Recorded;
+
+use crate::cuda_source::Strategy;
+use crate::field::{Element, Field, HaloFill, Shape};
+use crate::launch::LaunchError;
+use crate::range::Loop;
+use crate::stencil::Stencil;
+
+/// What a field of an executor tells the launcher: its shape and the address of its storage.
+pub trait FieldStorage<T: Element, const D: usize> {
+    /// The field's shape.
+    fn shape(&self) -> &Shape<D>;
+    /// The address of element 0 of the storage (a host or a device address).
+    fn address(&self) -> u64;
+    /// Which memory holds the storage: 0 for the host, else an identifier of the device
+    /// context (a launch refuses fields of another executor).
+    fn home(&self) -> usize;
+}
+
+impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
+    fn shape(&self) -> &Shape<D> {
+        Field::shape(self)
+    }
+    fn address(&self) -> u64 {
+        self.as_slice().as_ptr() as u64
+    }
+    fn home(&self) -> usize {
+        0
+    }
+}
+
+/// One field's halo fills: per axis, the fill of both ends of that axis, or `None` to leave it.
+pub type HaloJob<'a, F, const D: usize> = (&'a mut F, [Option<HaloFill>; D]);
+
+/// Where fields live and stencils run. Implemented by [`Host`] and, with the `cuda` feature, by
+/// [`Gpu`](crate::cuda::Gpu). Work is issued in order; on a GPU it runs asynchronously, and
+/// [`Executor::download`], [`Executor::read_range`] and [`Executor::synchronize`] wait for it.
+pub trait Executor: Clone + Send + Sync + 'static {
+    /// A `D`-dimensional field of `T` on this executor.
+    type Field<T: Element, const D: usize>: FieldStorage<T, D> + Send + Sync + 'static;
+    /// A recorded step that replays without the host issuing its work again (a CUDA graph);
+    /// `()` where recording brings nothing (the host).
+    type Recording: Send;
+
+    /// A short description (`host (rayon, 8 threads)`, `Gpu(0: NVIDIA H200, sm_90)`).
+    fn describe(&self) -> String;
+
+    /// A field of `shape` with every element (halo and padding included) zero.
+    fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<Self::Field<T, D>, LaunchError>;
+
+    /// A copy of a host field on this executor.
+    fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<Self::Field<T, D>, LaunchError>;
+
+    /// A host copy of a field; waits for earlier work.
+    fn download<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<Field<T, D>, LaunchError>;
+
+    /// Overwrites `dst` with `src` (same shape), after earlier work.
+    fn copy<T: Element, const D: usize>(
+        &self,
+        dst: &mut Self::Field<T, D>,
+        src: &Self::Field<T, D>,
+    ) -> Result<(), LaunchError>;
+
+    /// The values at the points of `range` (axis 0 fastest), as [`Field::read_range`] returns
+    /// them; waits for earlier work.
+    fn read_range<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        range: &Loop<D>,
+    ) -> Result<Vec<T>, LaunchError>;
+
+    /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
+    /// those of every launch: nothing is written when it returns an error.
+    fn run<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        args: S::Args<'_, Self>,
+    ) -> Result<(), LaunchError> {
+        self.run_with(range, stencil, None, args)
+    }
+
+    /// [`Executor::run`] with a CUDA strategy for this launch (`None`: the default for the
+    /// stencil). The host ignores it.
+    fn run_with<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        args: S::Args<'_, Self>,
+    ) -> Result<(), LaunchError>;
+
+    /// Fills the halos of several fields of one element type, each along the axes it names
+    /// (ends of an axis by [`HaloFill`]), as if by [`Field::fill_halo`] for each field and
+    /// each named axis in increasing order; on a GPU all of it is one kernel.
+    fn fill_halos<T: Element, const D: usize>(
+        &self,
+        jobs: &mut [HaloJob<'_, Self::Field<T, D>, D>],
+    ) -> Result<(), LaunchError>;
+
+    /// Waits for everything issued so far.
+    fn synchronize(&self) -> Result<(), LaunchError>;
+
+    /// Records the work `step` issues, without running it, for [`Executor::replay`]. `None`
+    /// when this executor does not record (the host): the caller runs `step` each time.
+    fn record(
+        &self,
+        step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>,
+    ) -> Result<Option<Self::Recording>, LaunchError>;
+
+    /// Issues a recording's work again, in order after earlier work.
+    fn replay(&self, recording: &Self::Recording) -> Result<(), LaunchError>;
+
+    /// The shape of one of this executor's fields (a convenience for generic code).
+    fn shape_of<'f, T: Element, const D: usize>(&self, field: &'f Self::Field<T, D>) -> &'f Shape<D> {
+        field.shape()
+    }
+
+    /// Fills the halo of one field along one axis (see [`Executor::fill_halos`]).
+    fn fill_halo<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        axis: usize,
+        fill: HaloFill,
+    ) -> Result<(), LaunchError> {
+        let mut fills = [None; D];
+        if axis >= D {
+            return Err(crate::field::HaloError::NoSuchAxis { axis, dims: D }.into());
+        }
+        fills[axis] = Some(fill);
+        self.fill_halos(&mut [(field, fills)])
+    }
+}
+
+impl<const D: usize> Loop<D> {
+    /// Runs `stencil` over this range on host fields: `range.run(Diffusion3d, (c, &f, &mut g))`,
+    /// the same as `Host.run(&range, ...)`.
+    ///
+    /// Returns an error (and touches nothing) if the range and the stencil's reach do not fit in
+    /// every field, or if the fields differ in shape.
+    pub fn run<S: Stencil<D>>(&self, stencil: S, args: S::Args<'_, Host>) -> Result<(), LaunchError> {
+        Host.run(self, stencil, args)
+    }
+
+    /// Runs `stencil` over this range on `exec`'s fields: `range.run_on(&gpu, F, (c, &df, &mut dg))`.
+    pub fn run_on<E: Executor, S: Stencil<D>>(
+        &self,
+        exec: &E,
+        stencil: S,
+        args: S::Args<'_, E>,
+    ) -> Result<(), LaunchError> {
+        exec.run(self, stencil, args)
+    }
+
+    /// This range with an explicit CUDA strategy instead of [`Strategy::default_for`].
+    pub fn with_strategy(self, strategy: Strategy) -> StrategyLoop<D> {
+        StrategyLoop { range: self, strategy }
+    }
+}
+
+/// A range with an explicit CUDA strategy: `range.with_strategy(s).run_on(&gpu, F, args)`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StrategyLoop<const D: usize> {
+    range: Loop<D>,
+    strategy: Strategy,
+}
+
+impl<const D: usize> StrategyLoop<D> {
+    /// Runs `stencil` over the range on `exec` with this strategy (the host ignores it).
+    pub fn run_on<E: Executor, S: Stencil<D>>(
+        &self,
+        exec: &E,
+        stencil: S,
+        args: S::Args<'_, E>,
+    ) -> Result<(), LaunchError> {
+        exec.run_with(&self.range, stencil, Some(self.strategy), args)
+    }
+}
