@@ -3,12 +3,18 @@
 //! effective GB/s (minimal bytes) and % of the device-to-device copy bandwidth measured in the
 //! same run; plus the cold compile and cached load time of a kernel.
 //!
-//! `gpu_bench [n]` (default 512).
+//! Then the launch path: host time per stencil launch on a 16³ grid over 10⁵ launches (and the
+//! kernel's own time from events), and a recorded step (two halo fills and two stencils) replayed
+//! as a CUDA graph 10⁴ times against the same step issued launch by launch.
+//!
+//! `gpu_bench [n] [--launch-only]` (default 512).
 
 use stencil_bench::{median, Acoustic25, Diffusion7};
 use stencil_runtime::cuda::{DiskCache, Gpu};
+use stencil_runtime::DeviceField3;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{cuda_kernel, Strategy};
+use stencil_runtime::{cuda_kernel, Executor, HaloFill, Recorded, Strategy};
+use std::time::Instant;
 
 const WARMUP: usize = 3;
 const REPS: usize = 15;
@@ -48,9 +54,80 @@ fn time_launches(
     Ok(median(samples))
 }
 
+/// A 7-point step pair with periodic halos: fill, f → g, fill, g → f (four kernels).
+fn step_pair(gpu: &Gpu, range: &Loop3D, (f, g): &mut (DeviceField3<f32>, DeviceField3<f32>)) -> Result<(), LaunchError> {
+    let periodic = [Some(HaloFill::Periodic); 3];
+    let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
+    gpu.fill_halos(&mut [(&mut *f, periodic)])?;
+    gpu.run(range, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*f, &mut *g))?;
+    gpu.fill_halos(&mut [(&mut *g, periodic)])?;
+    gpu.run(range, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*g, &mut *f))
+}
+
+/// Host microseconds per call of `issue` over `n` calls (the loop alone), and per call including
+/// the final synchronisation.
+fn host_us(gpu: &Gpu, n: usize, mut issue: impl FnMut() -> Result<(), LaunchError>) -> Result<(f64, f64), LaunchError> {
+    gpu.synchronize()?;
+    let start = Instant::now();
+    for _ in 0..n {
+        issue()?;
+    }
+    let issued = start.elapsed().as_secs_f64();
+    gpu.synchronize()?;
+    let done = start.elapsed().as_secs_f64();
+    Ok((issued / n as f64 * 1e6, done / n as f64 * 1e6))
+}
+
+/// The launch-overhead rows: one stencil launch, a step launched kernel by kernel, the same
+/// step replayed from a recording; and what the printing-and-hashing path this table replaced
+/// costs per launch (print the kernel, hash its source, look the module up).
+fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
+    const LAUNCHES: usize = 100_000;
+    const STEPS: usize = 10_000;
+    let shape = Shape3::new([16, 16, 16]).halo(1);
+    let range = Loop3D::interior(&shape);
+    let f = gpu.upload(&Field3::from_fn(shape, |[i, j, k]| ((i + 2 * j + 3 * k) % 17) as f32 * 0.01))?;
+    let mut g = gpu.alloc::<f32, 3>(shape)?;
+    let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
+    let mut launch = || gpu.run(&range, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &f, &mut g));
+    time_launches(gpu, &mut launch)?;
+    let kernel_ms = time_launches(gpu, &mut launch)?;
+    let (issue_us, total_us) = host_us(gpu, LAUNCHES, &mut launch)?;
+
+    let default = Strategy::default_for(<Diffusion7 as Stencil<3>>::ir());
+    let opts = stencil_runtime::cuda::KERNEL_OPTIONS;
+    let old_n = 2_000;
+    let start = Instant::now();
+    for _ in 0..old_n {
+        let k = cuda_kernel::<Diffusion7, 3>(default, &shape, &range)?;
+        gpu.kernel_with_stats(&k.source, &k.entry, opts)?;
+    }
+    let old_us = start.elapsed().as_secs_f64() / old_n as f64 * 1e6;
+
+    let mut state = (gpu.upload(&Field3::from_fn(shape, |[i, j, _]| ((i * j) % 5) as f32))?, gpu.alloc(shape)?);
+    step_pair(gpu, &range, &mut state)?;
+    let (step_issue_us, step_total_us) = host_us(gpu, STEPS, || step_pair(gpu, &range, &mut state))?;
+    let step_ms = time_launches(gpu, || step_pair(gpu, &range, &mut state))?;
+    let mut rec = Recorded::new(gpu, &mut state, |e, s| step_pair(e, &range, s))?;
+    rec.replay()?;
+    let (replay_issue_us, replay_total_us) = host_us(gpu, STEPS, || rec.replay())?;
+
+    println!("\n| launch path (16³ f32 diffusion, {}) | host µs per call (issue loop) | µs per call incl. sync | per kernel, issue loop |", default);
+    println!("|---|---:|---:|---:|");
+    println!("| one stencil launch, {LAUNCHES} launches (kernel alone: {:.1} µs from events) | {issue_us:.2} | {total_us:.2} | {issue_us:.2} |", kernel_ms * 1e3);
+    println!("| step of 4 kernels (2 halo fills, 2 stencils) launched one by one, {STEPS} steps (step alone: {:.1} µs from events) | {step_issue_us:.2} | {step_total_us:.2} | {:.2} |", step_ms * 1e3, step_issue_us / 4.0);
+    println!("| the same step replayed as a CUDA graph, {STEPS} replays | {replay_issue_us:.2} | {replay_total_us:.2} | {:.2} |", replay_issue_us / 4.0);
+    println!("| for comparison: print + hash + cache lookup per launch (the path before the launch table), {old_n} times | {old_us:.2} | | |");
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(512);
+    let n: usize = std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
     let gpu = Gpu::new(0)?;
+    if std::env::args().any(|a| a == "--launch-only") {
+        println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
+        return launch_overhead(&gpu);
+    }
     let copy_bytes = n * n * n * 4;
     let copy = gpu.copy_bandwidth_gbs(copy_bytes, 20)?;
     println!(
@@ -113,5 +190,5 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!("\nkernel acoustic25/zmarch: cold compile {:.1} ms ({:?}), disk-cache load {:.3} ms ({:?}), memory-cache hit {:.3} ms ({:?})",
         cold.elapsed.as_secs_f64() * 1e3, cold.origin, disk.elapsed.as_secs_f64() * 1e3, disk.origin, mem.elapsed.as_secs_f64() * 1e3, mem.origin);
     let _ = std::fs::remove_dir_all(&dir);
-    Ok(())
+    launch_overhead(&gpu)
 }
