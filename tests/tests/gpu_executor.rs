@@ -33,7 +33,12 @@ const FILLS: [Option<HaloFill>; 5] = [
 ];
 
 /// Random fields with NaN-poisoned halos, random fills per axis, host vs GPU in one call each.
-fn fill_halos_match<T: Element, const D: usize>(rng: &mut Rng, cast: impl Fn(f64) -> T + Copy, bits: impl Fn(T) -> u64 + Copy, count: usize) {
+fn fill_halos_match<T: Element, const D: usize>(
+    rng: &mut Rng,
+    cast: impl Fn(f64) -> T + Copy,
+    bits: impl Fn(T) -> u64 + Copy,
+    count: usize,
+) {
     let g = gpu();
     let mut host_fields = Vec::new();
     let mut fills = Vec::new();
@@ -59,7 +64,12 @@ fn fill_halos_match<T: Element, const D: usize>(rng: &mut Rng, cast: impl Fn(f64
     let mut djobs: Vec<_> = dev.iter_mut().zip(&fills).map(|(f, fl)| (f, *fl)).collect();
     g.fill_halos(&mut djobs).unwrap();
     for (i, (h, d)) in host_fields.iter().zip(&dev).enumerate() {
-        assert_bits(&format!("{D}D field {i} of {count}, fills {:?}, {}", fills[i], h.shape().describe()), h, &d.download().unwrap(), bits);
+        assert_bits(
+            &format!("{D}D field {i} of {count}, fills {:?}, {}", fills[i], h.shape().describe()),
+            h,
+            &d.download().unwrap(),
+            bits,
+        );
     }
 }
 
@@ -76,7 +86,11 @@ fn halo_fills_of_many_fields_and_axes_in_one_kernel_match_the_host() {
 }
 
 /// A diffusion step pair with periodic halos: the step that the recording replays.
-fn step_pair<E: Executor>(exec: &E, range: &Loop3D, (f, g): &mut (E::Field<f32, 3>, E::Field<f32, 3>)) -> Result<(), LaunchError> {
+fn step_pair<E: Executor>(
+    exec: &E,
+    range: &Loop3D,
+    (f, g): &mut (E::Field<f32, 3>, E::Field<f32, 3>),
+) -> Result<(), LaunchError> {
     let c = (0.11f32, 0.12, 0.13, 0.14, 0.15, 0.16, 0.19);
     let periodic = [Some(HaloFill::Periodic); 3];
     exec.fill_halos(&mut [(&mut *f, periodic)])?;

@@ -9,12 +9,12 @@
 //!
 //! `gpu_bench [n] [--launch-only]` (default 512).
 
+use std::time::Instant;
 use stencil_bench::{median, Acoustic25, Diffusion7};
 use stencil_runtime::cuda::{DiskCache, Gpu};
-use stencil_runtime::DeviceField3;
 use stencil_runtime::prelude::*;
+use stencil_runtime::DeviceField3;
 use stencil_runtime::{cuda_kernel, Executor, HaloFill, Recorded, Strategy};
-use std::time::Instant;
 
 const WARMUP: usize = 3;
 const REPS: usize = 15;
@@ -55,7 +55,11 @@ fn time_launches(
 }
 
 /// A 7-point step pair with periodic halos: fill, f → g, fill, g → f (four kernels).
-fn step_pair(gpu: &Gpu, range: &Loop3D, (f, g): &mut (DeviceField3<f32>, DeviceField3<f32>)) -> Result<(), LaunchError> {
+fn step_pair(
+    gpu: &Gpu,
+    range: &Loop3D,
+    (f, g): &mut (DeviceField3<f32>, DeviceField3<f32>),
+) -> Result<(), LaunchError> {
     let periodic = [Some(HaloFill::Periodic); 3];
     let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
     gpu.fill_halos(&mut [(&mut *f, periodic)])?;
@@ -64,15 +68,30 @@ fn step_pair(gpu: &Gpu, range: &Loop3D, (f, g): &mut (DeviceField3<f32>, DeviceF
     gpu.run(range, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*g, &mut *f))
 }
 
-/// Host microseconds per call of `issue` over `n` calls (the loop alone), and per call including
-/// the final synchronisation.
-fn host_us(gpu: &Gpu, n: usize, mut issue: impl FnMut() -> Result<(), LaunchError>) -> Result<(f64, f64), LaunchError> {
+/// Host microseconds per call of `issue` over `n` calls: the issue loop alone, timed in bursts of
+/// `burst` calls after a synchronisation (fewer than the driver's launch queue holds, so the host
+/// never waits for the GPU and the time is the host's own); then per call including the GPU, for
+/// `n` calls back to back and a final synchronisation.
+fn host_us(
+    gpu: &Gpu,
+    n: usize,
+    burst: usize,
+    mut issue: impl FnMut() -> Result<(), LaunchError>,
+) -> Result<(f64, f64), LaunchError> {
+    let mut issued = 0.0;
+    for _ in 0..n / burst {
+        gpu.synchronize()?;
+        let start = Instant::now();
+        for _ in 0..burst {
+            issue()?;
+        }
+        issued += start.elapsed().as_secs_f64();
+    }
     gpu.synchronize()?;
     let start = Instant::now();
     for _ in 0..n {
         issue()?;
     }
-    let issued = start.elapsed().as_secs_f64();
     gpu.synchronize()?;
     let done = start.elapsed().as_secs_f64();
     Ok((issued / n as f64 * 1e6, done / n as f64 * 1e6))
@@ -92,7 +111,7 @@ fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
     let mut launch = || gpu.run(&range, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &f, &mut g));
     time_launches(gpu, &mut launch)?;
     let kernel_ms = time_launches(gpu, &mut launch)?;
-    let (issue_us, total_us) = host_us(gpu, LAUNCHES, &mut launch)?;
+    let (issue_us, total_us) = host_us(gpu, LAUNCHES, 200, &mut launch)?;
 
     let default = Strategy::default_for(<Diffusion7 as Stencil<3>>::ir());
     let opts = stencil_runtime::cuda::KERNEL_OPTIONS;
@@ -106,13 +125,13 @@ fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
 
     let mut state = (gpu.upload(&Field3::from_fn(shape, |[i, j, _]| ((i * j) % 5) as f32))?, gpu.alloc(shape)?);
     step_pair(gpu, &range, &mut state)?;
-    let (step_issue_us, step_total_us) = host_us(gpu, STEPS, || step_pair(gpu, &range, &mut state))?;
+    let (step_issue_us, step_total_us) = host_us(gpu, STEPS, 50, || step_pair(gpu, &range, &mut state))?;
     let step_ms = time_launches(gpu, || step_pair(gpu, &range, &mut state))?;
     let mut rec = Recorded::new(gpu, &mut state, |e, s| step_pair(e, &range, s))?;
     rec.replay()?;
-    let (replay_issue_us, replay_total_us) = host_us(gpu, STEPS, || rec.replay())?;
+    let (replay_issue_us, replay_total_us) = host_us(gpu, STEPS, 50, || rec.replay())?;
 
-    println!("\n| launch path (16³ f32 diffusion, {}) | host µs per call (issue loop) | µs per call incl. sync | per kernel, issue loop |", default);
+    println!("\n| launch path (16³ f32 diffusion, {}) | host µs per call (bursts) | µs per call, back to back incl. GPU | host µs per kernel |", default);
     println!("|---|---:|---:|---:|");
     println!("| one stencil launch, {LAUNCHES} launches (kernel alone: {:.1} µs from events) | {issue_us:.2} | {total_us:.2} | {issue_us:.2} |", kernel_ms * 1e3);
     println!("| step of 4 kernels (2 halo fills, 2 stencils) launched one by one, {STEPS} steps (step alone: {:.1} µs from events) | {step_issue_us:.2} | {step_total_us:.2} | {:.2} |", step_ms * 1e3, step_issue_us / 4.0);
@@ -122,7 +141,8 @@ fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize = std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
+    let n: usize =
+        std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
     let gpu = Gpu::new(0)?;
     if std::env::args().any(|a| a == "--launch-only") {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);

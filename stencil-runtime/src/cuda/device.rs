@@ -190,7 +190,21 @@ impl Gpu {
     /// Waits until everything issued on this handle's stream has finished; reports a kernel
     /// fault as [`CudaError::Launch`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), CudaError> {
+        self.refuse_while_recording("synchronize")?;
         self.stream.synchronize().map_err(|e| self.fail("synchronizing the stream", e))
+    }
+
+    /// An error when this handle's stream is being recorded (a [`crate::Recorded`] step is
+    /// being captured): `what` (a copy to or from the host, a synchronisation) cannot be part
+    /// of a recording, and issuing it would invalidate the capture.
+    pub(crate) fn refuse_while_recording(&self, what: &str) -> Result<(), CudaError> {
+        match self.stream.capture_status() {
+            Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => Ok(()),
+            Ok(_) => Err(CudaError::InvalidArgument(format!(
+                "{what} on {self:?} while a step is being recorded: a recording holds device work only"
+            ))),
+            Err(e) => Err(self.fail("reading the stream's capture status", e)),
+        }
     }
 
     /// Makes this device's context current on the calling thread (raw driver calls need it).

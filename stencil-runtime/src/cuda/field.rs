@@ -135,6 +135,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     pub fn copy_from_host(&mut self, host: &Field<T, D>) -> Result<(), CudaError> {
         check_shapes("copy_from_host", host.shape(), &self.shape)?;
         let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("a copy from the host")?;
         if self.mem.bytes > 0 {
             gpu.bind()?;
             // SAFETY: same shape, so the host slice has exactly `bytes` bytes; synchronising
@@ -149,6 +150,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     pub fn copy_to_host(&self, host: &mut Field<T, D>) -> Result<(), CudaError> {
         check_shapes("copy_to_host", &self.shape, host.shape())?;
         let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("a download")?;
         if self.mem.bytes > 0 {
             gpu.bind()?;
             // SAFETY: same shape, so the host slice has exactly `bytes` bytes; synchronising
@@ -167,6 +169,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         let runs = row_runs(&self.shape, range).map_err(CudaError::InvalidArgument)?;
         let mut values = vec![T::default(); range.points()];
         let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("read_range")?;
         if !values.is_empty() {
             gpu.bind()?;
         }

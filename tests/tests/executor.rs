@@ -1,0 +1,107 @@
+//! The host executor through the generic `Executor` interface (CI has no GPU; the GPU side of the
+//! same checks is `gpu_executor.rs`): a step written once against `Executor`, recorded steps,
+//! multi-field halo fills, and the errors of copies and halo fills.
+
+mod common;
+
+use common::*;
+use stencil_runtime::prelude::*;
+use stencil_runtime::FieldStorage;
+
+/// A diffusion step pair with periodic halos, written once for any executor.
+fn step_pair<E: Executor>(
+    exec: &E,
+    range: &Loop3D,
+    (f, g): &mut (E::Field<f32, 3>, E::Field<f32, 3>),
+) -> Result<(), LaunchError> {
+    let periodic = [Some(HaloFill::Periodic); 3];
+    exec.fill_halos(&mut [(&mut *f, periodic)])?;
+    exec.run(range, Diffusion, (0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.19, &*f, &mut *g))?;
+    exec.fill_halos(&mut [(&mut *g, periodic)])?;
+    exec.run(range, Diffusion, (0.11, 0.12, 0.13, 0.14, 0.15, 0.16, 0.19, &*g, &mut *f))
+}
+
+/// The same two steps as plain loops over the interior with periodic wrap (the reference).
+fn reference_pair(start: &Field3<f32>) -> Field3<f32> {
+    let shape = *start.shape();
+    let n = shape.interior().map(|v| v as isize);
+    let step = |f: &Field3<f32>| {
+        Field3::from_fn(shape, |g| {
+            let inside = (0..3).all(|a| g[a] >= 0 && g[a] < n[a]);
+            if !inside {
+                return 0.0;
+            }
+            let at = |d: [isize; 3]| f.get(std::array::from_fn(|a| (g[a] + d[a]).rem_euclid(n[a]))).unwrap();
+            0.19 * at([0, 0, 0])
+                + 0.11 * at([1, 0, 0])
+                + 0.12 * at([-1, 0, 0])
+                + 0.13 * at([0, 1, 0])
+                + 0.14 * at([0, -1, 0])
+                + 0.15 * at([0, 0, 1])
+                + 0.16 * at([0, 0, -1])
+        })
+    };
+    step(&step(start))
+}
+
+fn interior_values(f: &Field3<f32>) -> Vec<u32> {
+    let n = f.shape().interior();
+    let mut v = Vec::new();
+    for k in 0..n[2] as isize {
+        for j in 0..n[1] as isize {
+            for i in 0..n[0] as isize {
+                v.push(f.get([i, j, k]).unwrap().to_bits());
+            }
+        }
+    }
+    v
+}
+
+#[test]
+fn a_generic_step_on_the_host_matches_plain_loops_and_replays_as_recorded() {
+    let shape = Shape3::new([13, 7, 9]).halo(1).order(Order::Kij);
+    let start = random(shape, &mut Rng(5), |v| v as f32);
+    let range = Loop3D::interior(&shape);
+    let mut state = (Host.upload(&start).unwrap(), Host.alloc(shape).unwrap());
+    step_pair(&Host, &range, &mut state).unwrap();
+    assert_eq!(interior_values(&state.0), interior_values(&reference_pair(&start)));
+
+    let after_one = state.0.clone();
+    let mut rec = Recorded::new(&Host, &mut state, |e, s| step_pair(e, &range, s)).unwrap();
+    assert!(!rec.is_recorded(), "the host records nothing: replay runs the step");
+    assert_eq!(rec.state().0.to_vec(), after_one.to_vec(), "recording does not run the step");
+    rec.replay().unwrap();
+    assert_eq!(interior_values(&rec.state().0), interior_values(&reference_pair(&after_one)));
+}
+
+#[test]
+fn multi_field_halo_fills_equal_per_axis_fills_and_misuse_is_an_error() {
+    let mut rng = Rng(9);
+    let shape = Shape3::new([6, 5, 4]).halo_per_axis([2, 1, 3]);
+    let mut a = random(shape, &mut rng, |v| v);
+    let mut b = random(shape, &mut rng, |v| v);
+    let (mut a_ref, mut b_ref) = (a.clone(), b.clone());
+    let fills_a = [Some(HaloFill::Periodic), None, Some(HaloFill::MirrorNegated)];
+    let fills_b = [Some(HaloFill::ZeroGradient), Some(HaloFill::Mirror), Some(HaloFill::Periodic)];
+    Host.fill_halos(&mut [(&mut a, fills_a), (&mut b, fills_b)]).unwrap();
+    for (f, fills) in [(&mut a_ref, fills_a), (&mut b_ref, fills_b)] {
+        for (axis, fill) in fills.iter().enumerate() {
+            if let Some(fill) = fill {
+                f.fill_halo(axis, *fill).unwrap();
+            }
+        }
+    }
+    assert_eq!((a.to_vec(), b.to_vec()), (a_ref.to_vec(), b_ref.to_vec()));
+
+    let e = Host.fill_halo(&mut a, 3, HaloFill::Periodic).unwrap_err();
+    assert!(matches!(e, LaunchError::Halo(_)), "{e}");
+    let thin = Shape3::new([1, 5, 4]).halo(2);
+    let mut t = Field3::<f64>::zeros(thin);
+    let e = Host.fill_halos(&mut [(&mut t, [Some(HaloFill::Periodic), None, None])]).unwrap_err();
+    assert!(e.to_string().contains("axis 0") || e.to_string().contains("x"), "{e}");
+
+    let mut other = Field3::<f64>::zeros(Shape3::new([6, 5, 4]).halo(1));
+    let e = Host.copy(&mut other, &a).unwrap_err();
+    assert!(matches!(e, LaunchError::CopyShape { .. }), "{e}");
+    assert_eq!(FieldStorage::home(&a), 0, "host fields live on the host");
+}
