@@ -11,8 +11,8 @@
 //! (PML) of `pml` points on every side. [`Loop::split_boundary`](stencil_runtime::Loop) cuts it
 //! into the inner region, where [`AcousticInner`] applies the equation above, and six slabs
 //! (top, bottom, front, back, left, right), where [`AcousticPml`] applies the damped equation
-//! below. Each region is its own launch (on the GPU, its own stream), so no kernel branches on
-//! "am I in the PML".
+//! below. Each region is its own launch (with its own CUDA strategy on a GPU), so no kernel
+//! branches on "am I in the PML".
 //!
 //! **PML.** A scalar damping profile `η(x)` (zero inside, growing quadratically into the
 //! layer) stretches every coordinate as `∂ → ∂ / (1 + η/(iω))`. Multiplying the stretched
@@ -36,11 +36,13 @@
 //!
 //! The outer boundary is `u = 0` in the halo (never written): what the PML lets through is
 //! reflected there and damped again on its way back.
+//!
+//! The model is written once, against [`Executor`]: [`run`] and [`Wave::step`] take the host
+//! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
+//! feature).
 
 use stencil_runtime::prelude::*;
-#[cfg(feature = "cuda")]
-use stencil_runtime::{cuda::Gpu, DeviceField3, Stencil, Strategy};
-use stencil_runtime::{Element, Loop, Regions};
+use stencil_runtime::{Element, Executor, Loop, Regions, Strategy};
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
 pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0];
@@ -207,6 +209,26 @@ pub struct State<F> {
     pub phi: F,
 }
 
+impl<T: Element> State<Field3<T>> {
+    /// A copy of this host state on `exec`.
+    pub fn upload<E: Executor>(&self, exec: &E) -> Result<State<E::Field<T, 3>>, LaunchError> {
+        Ok(State {
+            u: exec.upload(&self.u)?,
+            u_prev: exec.upload(&self.u_prev)?,
+            vdt2: exec.upload(&self.vdt2)?,
+            eta: exec.upload(&self.eta)?,
+            phi: exec.upload(&self.phi)?,
+        })
+    }
+}
+
+impl<F> State<F> {
+    /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
+    pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
+        Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
+    }
+}
+
 /// Which stencil a region runs: the inner update or the PML update.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RegionKind {
@@ -232,12 +254,10 @@ impl RegionKind {
 /// The CUDA strategy of each region, in [`Regions::all`] order (the inner region, then top,
 /// bottom, front, back, left, right); `None` is the stencil's default. Thin slabs want other
 /// blocks than the inner region (e.g. a 16-point-wide left slab wastes most of a 128-point-wide
-/// z-marching block), which is what per-region launches make possible.
-#[cfg(feature = "cuda")]
+/// z-marching block), which is what per-region launches make possible. The host ignores them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegionStrategies(pub [Option<Strategy>; 7]);
 
-#[cfg(feature = "cuda")]
 impl RegionStrategies {
     /// The same strategy for every region.
     pub fn uniform(strategy: Option<Strategy>) -> Self {
@@ -246,125 +266,72 @@ impl RegionStrategies {
 }
 
 /// A field element the model runs in (`f32` for the model, `f64` for tests), with the launches
-/// of its three stencils on the CPU (and on a GPU with the `cuda` feature).
+/// of its three stencils on any [`Executor`].
 pub trait Wave: Element + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
 
-    /// One region's update on the CPU.
-    fn region_cpu(
-        kind: RegionKind,
-        range: &Loop3D,
-        c: &Coefficients<Self>,
-        state: &mut State<Field3<Self>>,
-    ) -> Result<(), LaunchError>;
-
-    /// The source term at one point on the CPU.
-    fn inject_cpu(point: &Loop3D, amount: Self, state: &mut State<Field3<Self>>) -> Result<(), LaunchError>;
-
-    /// One step on the CPU: every region with its stencil, then the source (if any), then `u`
-    /// and `u_prev` swap.
-    fn step_cpu(
-        regions: &Regions<3>,
-        c: &Coefficients<Self>,
-        state: &mut State<Field3<Self>>,
-        source: Option<(Loop3D, Self)>,
-    ) -> Result<(), LaunchError> {
-        for (kind, range) in RegionKind::ALL.into_iter().zip(regions.all()) {
-            Self::region_cpu(kind, &range, c, state)?;
-        }
-        if let Some((point, amount)) = source {
-            Self::inject_cpu(&point, amount, state)?;
-        }
-        std::mem::swap(&mut state.u, &mut state.u_prev);
-        Ok(())
-    }
-
-    /// One region's update on `gpu`'s stream with `strategy` (`None`: the stencil's default).
-    #[cfg(feature = "cuda")]
-    fn region_gpu(
-        gpu: &Gpu,
+    /// One region's update on `exec` with `strategy` (`None`: the stencil's default; the host
+    /// ignores it).
+    fn region<E: Executor>(
+        exec: &E,
         strategy: Option<Strategy>,
         kind: RegionKind,
         range: &Loop3D,
         c: &Coefficients<Self>,
-        state: &mut State<DeviceField3<Self>>,
+        state: &mut State<E::Field<Self, 3>>,
     ) -> Result<(), LaunchError>;
 
-    /// The source term at one point on `gpu`'s stream.
-    #[cfg(feature = "cuda")]
-    fn inject_gpu(
-        gpu: &Gpu,
+    /// The source term at one point on `exec`.
+    fn inject<E: Executor>(
+        exec: &E,
         point: &Loop3D,
         amount: Self,
-        state: &mut State<DeviceField3<Self>>,
+        state: &mut State<E::Field<Self, 3>>,
     ) -> Result<(), LaunchError>;
 
-    /// One step on a GPU: the seven regions on seven streams (each with its strategy), then
-    /// the source, then the swap.
-    #[cfg(feature = "cuda")]
-    fn step_gpu(
-        gpu: &Gpu,
+    /// One step on `exec`: every region with its stencil and strategy, then the source (if
+    /// any), then `u` and `u_prev` swap. On a GPU the seven region launches are issued in order
+    /// on the executor's stream.
+    fn step<E: Executor>(
+        exec: &E,
         strategies: &RegionStrategies,
         regions: &Regions<3>,
         c: &Coefficients<Self>,
-        state: &mut State<DeviceField3<Self>>,
+        state: &mut State<E::Field<Self, 3>>,
         source: Option<(Loop3D, Self)>,
     ) -> Result<(), LaunchError> {
-        gpu.fork_join(7, |streams| {
-            let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
-            for (((kind, range), strategy), stream) in regions.zip(streams) {
-                Self::region_gpu(stream, strategy, kind, &range, c, state)?;
-            }
-            Ok::<(), LaunchError>(())
-        })?;
+        let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
+        for ((kind, range), strategy) in regions {
+            Self::region(exec, strategy, kind, &range, c, state)?;
+        }
         if let Some((point, amount)) = source {
-            Self::inject_gpu(gpu, &point, amount, state)?;
+            Self::inject(exec, &point, amount, state)?;
         }
         std::mem::swap(&mut state.u, &mut state.u_prev);
         Ok(())
     }
 }
 
-/// The inner stencil's arguments from coefficients `$c` and a state `$s` (host or device
-/// fields): spelled once for both executors.
-macro_rules! inner_args {
-    ($c:expr, $s:expr) => {{
-        let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = $c.c;
-        ($c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &$s.u, &$s.vdt2, &mut $s.u_prev)
-    }};
+/// The inner stencil's arguments for fields `F` (host or device): the coefficients, then `u`,
+/// `vdt2`, `u_prev`.
+type InnerArgs<'a, T, F> = (T, T, T, T, T, T, T, T, T, T, T, T, T, &'a F, &'a F, &'a mut F);
+
+/// The PML stencil's arguments: the coefficients, then `u`, `vdt2`, `eta`, `u_prev`, `phi`.
+type PmlArgs<'a, T, F> = (T, T, T, T, T, T, T, T, T, T, T, T, T, T, T, T, &'a F, &'a F, &'a F, &'a mut F, &'a mut F);
+
+/// The inner stencil's arguments from coefficients and a state, for every element and field type.
+fn inner_args<'a, T: Copy, F>(c: &Coefficients<T>, s: &'a mut State<F>) -> InnerArgs<'a, T, F> {
+    let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
+    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev)
 }
 
 /// The PML stencil's arguments, as [`inner_args`] for the inner one.
-macro_rules! pml_args {
-    ($c:expr, $s:expr) => {{
-        let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = $c.c;
-        let [gx, gy, gz] = $c.g;
-        let c0 = $c.c0;
-        (
-            c0,
-            x1,
-            x2,
-            x3,
-            x4,
-            y1,
-            y2,
-            y3,
-            y4,
-            z1,
-            z2,
-            z3,
-            z4,
-            gx,
-            gy,
-            gz,
-            &$s.u,
-            &$s.vdt2,
-            &$s.eta,
-            &mut $s.u_prev,
-            &mut $s.phi,
-        )
-    }};
+fn pml_args<'a, T: Copy, F>(c: &Coefficients<T>, s: &'a mut State<F>) -> PmlArgs<'a, T, F> {
+    let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
+    let [gx, gy, gz] = c.g;
+    let (u, vdt2, eta, u_prev, phi) = (&s.u, &s.vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
+    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, gx, gy, gz, u, vdt2, eta, u_prev, phi)
 }
 
 /// Implements [`Wave`] for `$t` with its stencils.
@@ -375,46 +342,27 @@ macro_rules! impl_wave {
                 v as $t
             }
 
-            fn region_cpu(
-                kind: RegionKind,
-                range: &Loop3D,
-                c: &Coefficients<Self>,
-                s: &mut State<Field3<Self>>,
-            ) -> Result<(), LaunchError> {
-                match kind {
-                    RegionKind::Inner => range.run($inner, inner_args!(c, s)),
-                    RegionKind::Pml => range.run($pml, pml_args!(c, s)),
-                }
-            }
-
-            fn inject_cpu(point: &Loop3D, amount: Self, s: &mut State<Field3<Self>>) -> Result<(), LaunchError> {
-                point.run($inject, (amount, &s.vdt2, &mut s.u_prev))
-            }
-
-            #[cfg(feature = "cuda")]
-            fn region_gpu(
-                gpu: &Gpu,
+            fn region<E: Executor>(
+                exec: &E,
                 strategy: Option<Strategy>,
                 kind: RegionKind,
                 range: &Loop3D,
                 c: &Coefficients<Self>,
-                s: &mut State<DeviceField3<Self>>,
+                s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
-                let with = |ir| range.with_strategy(strategy.unwrap_or_else(|| Strategy::default_for(ir)));
                 match kind {
-                    RegionKind::Inner => with($inner::ir()).run_on(gpu, $inner, inner_args!(c, s)),
-                    RegionKind::Pml => with($pml::ir()).run_on(gpu, $pml, pml_args!(c, s)),
+                    RegionKind::Inner => exec.run_with(range, $inner, strategy, inner_args(c, s)),
+                    RegionKind::Pml => exec.run_with(range, $pml, strategy, pml_args(c, s)),
                 }
             }
 
-            #[cfg(feature = "cuda")]
-            fn inject_gpu(
-                gpu: &Gpu,
+            fn inject<E: Executor>(
+                exec: &E,
                 point: &Loop3D,
                 amount: Self,
-                s: &mut State<DeviceField3<Self>>,
+                s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
-                point.run_on(gpu, $inject, (amount, &s.vdt2, &mut s.u_prev))
+                exec.run(point, $inject, (amount, &s.vdt2, &mut s.u_prev))
             }
         }
     };
@@ -701,87 +649,34 @@ impl<T: Element> Outcome<T> {
     }
 }
 
-/// The time loop shared by both executors: `step(s)` advances the state by step `s` (0-based),
-/// `receivers()` reads the receiver line, `wavefields()` copies `(u, u_prev)` to the host.
-fn time_loop<T: Element, E>(
+/// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
+/// them), recording the receivers after every step (one small read each) and the wavefields
+/// after step `snapshot` (1-based, if given); `after_step(s)` is called after step `s`, e.g. for
+/// a progress bar. The time covers the steps, the receiver reads and the snapshot, not the
+/// set-up or the final download.
+pub fn run<E: Executor, T: Wave>(
+    exec: &E,
+    strategies: &RegionStrategies,
     model: &Model,
     snapshot: Option<usize>,
-    mut step: impl FnMut(usize) -> Result<(), E>,
-    mut receivers: impl FnMut() -> Result<Vec<T>, E>,
-    mut wavefields: impl FnMut() -> Result<Wavefields<T>, E>,
     mut after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, E> {
+) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+    model.check()?;
+    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+    let receivers = model.receiver_range();
+    let mut state = model.initial::<T>().upload(exec)?;
     let mut traces = Vec::with_capacity(model.steps);
     let mut snap = None;
     let start = std::time::Instant::now();
     for s in 0..model.steps {
-        step(s)?;
-        traces.push(receivers()?);
+        T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s))?;
+        traces.push(exec.read_range(&state.u, &receivers)?);
         if snapshot == Some(s + 1) {
-            snap = Some(wavefields()?);
+            snap = Some(state.wavefields(exec)?);
         }
         after_step(s + 1);
     }
-    let last = wavefields()?;
-    Ok(Outcome { last, snapshot: snap, traces, seconds: start.elapsed().as_secs_f64() })
-}
-
-/// Runs `model` on the CPU, recording the receivers after every step and the wavefields after
-/// step `snapshot` (1-based, if given); `after_step(s)` is called after step `s`, e.g. for a
-/// progress bar.
-pub fn run_cpu<T: Wave>(
-    model: &Model,
-    snapshot: Option<usize>,
-    after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
-    model.check()?;
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let receivers = model.receiver_range();
-    let state = std::cell::RefCell::new(model.initial::<T>());
-    time_loop(
-        model,
-        snapshot,
-        |s| T::step_cpu(&regions, &c, &mut state.borrow_mut(), model.source_at(s)).map_err(Into::into),
-        || Ok(state.borrow().u.read_range(&receivers)?),
-        || {
-            let state = state.borrow();
-            Ok(Wavefields { u: state.u.clone(), u_prev: state.u_prev.clone() })
-        },
-        after_step,
-    )
-}
-
-/// Runs `model` on `gpu` (seven streams per step, a strategy per region), recording the
-/// receivers after every step (one small copy each); as [`run_cpu`] otherwise. The time
-/// includes the receiver copies, as the CPU's does.
-#[cfg(feature = "cuda")]
-pub fn run_gpu<T: Wave>(
-    gpu: &Gpu,
-    strategies: &RegionStrategies,
-    model: &Model,
-    snapshot: Option<usize>,
-    after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
-    model.check()?;
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let receivers = model.receiver_range();
-    let host = model.initial::<T>();
-    let state = std::cell::RefCell::new(State {
-        u: gpu.upload(&host.u)?,
-        u_prev: gpu.upload(&host.u_prev)?,
-        vdt2: gpu.upload(&host.vdt2)?,
-        eta: gpu.upload(&host.eta)?,
-        phi: gpu.upload(&host.phi)?,
-    });
-    time_loop(
-        model,
-        snapshot,
-        |s| T::step_gpu(gpu, strategies, &regions, &c, &mut state.borrow_mut(), model.source_at(s)).map_err(Into::into),
-        || Ok(state.borrow().u.read_range(&receivers)?),
-        || {
-            let state = state.borrow();
-            Ok(Wavefields { u: state.u.download()?, u_prev: state.u_prev.download()? })
-        },
-        after_step,
-    )
+    exec.synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces, seconds })
 }

@@ -15,15 +15,13 @@
 //! the walls, which [`Outcome::wall_value`] reports: about 1e-8 of the peak with the defaults, far
 //! below the discretisation error. Runs long enough for the Gaussian to reach the walls warn.
 //!
-//! The physics ([`Setup`], [`Gaussian`], [`ErrorNorms`]) and the time loop ([`time_loop`]) do
-//! not depend on where the fields live: [`run_cpu`] plugs in the host fields and the CPU launch,
-//! and a device path can plug in device fields and a device launch in the same way.
+//! The model is written once, against [`Executor`]: [`run`] and [`simulate`] take the host
+//! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
+//! feature), and [`time_loop`] replays a recorded pair of steps (a CUDA graph on a GPU).
 
 use std::time::Instant;
 use stencil_runtime::prelude::*;
-use stencil_runtime::Element;
-#[cfg(feature = "cuda")]
-use stencil_runtime::{cuda::Gpu, DeviceField3};
+use stencil_runtime::{Element, Executor, Recorded};
 
 /// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
 #[stencil]
@@ -91,25 +89,17 @@ pub struct Coefficients {
     pub cc: f64,
 }
 
-/// A field element the example runs in: `f32` or `f64`, each with its CPU step.
+/// A field element the example runs in: `f32` or `f64`, each with its stencil.
 pub trait Real: Element + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
-    /// One step `f -> f_new` over `range` on the CPU.
-    fn step_cpu(
+    /// One step `f -> f_new` over `range` on `exec` (the stencil's default strategy).
+    fn step<E: Executor>(
+        exec: &E,
         range: &Loop3D,
         c: &Coefficients,
-        f: &Field3<Self>,
-        f_new: &mut Field3<Self>,
-    ) -> Result<(), LaunchError>;
-    /// One step `f -> f_new` over `range` on the GPU (default strategy).
-    #[cfg(feature = "cuda")]
-    fn step_gpu(
-        gpu: &Gpu,
-        range: &Loop3D,
-        c: &Coefficients,
-        f: &DeviceField3<Self>,
-        f_new: &mut DeviceField3<Self>,
+        f: &E::Field<Self, 3>,
+        f_new: &mut E::Field<Self, 3>,
     ) -> Result<(), LaunchError>;
 }
 
@@ -117,20 +107,15 @@ impl Real for f32 {
     fn from_f64(v: f64) -> Self {
         v as f32
     }
-    fn step_cpu(range: &Loop3D, c: &Coefficients, f: &Field3<f32>, f_new: &mut Field3<f32>) -> Result<(), LaunchError> {
-        let k = |v: f64| v as f32;
-        range.run(Diffusion3d, (k(c.ce), k(c.cw), k(c.cn), k(c.cs), k(c.ct), k(c.cb), k(c.cc), f, f_new))
-    }
-    #[cfg(feature = "cuda")]
-    fn step_gpu(
-        gpu: &Gpu,
+    fn step<E: Executor>(
+        exec: &E,
         range: &Loop3D,
         c: &Coefficients,
-        f: &DeviceField3<f32>,
-        f_new: &mut DeviceField3<f32>,
+        f: &E::Field<f32, 3>,
+        f_new: &mut E::Field<f32, 3>,
     ) -> Result<(), LaunchError> {
         let k = |v: f64| v as f32;
-        range.run_on(gpu, Diffusion3d, (k(c.ce), k(c.cw), k(c.cn), k(c.cs), k(c.ct), k(c.cb), k(c.cc), f, f_new))
+        exec.run(range, Diffusion3d, (k(c.ce), k(c.cw), k(c.cn), k(c.cs), k(c.ct), k(c.cb), k(c.cc), f, f_new))
     }
 }
 
@@ -138,18 +123,14 @@ impl Real for f64 {
     fn from_f64(v: f64) -> Self {
         v
     }
-    fn step_cpu(range: &Loop3D, c: &Coefficients, f: &Field3<f64>, f_new: &mut Field3<f64>) -> Result<(), LaunchError> {
-        range.run(Diffusion3dF64, (c.ce, c.cw, c.cn, c.cs, c.ct, c.cb, c.cc, f, f_new))
-    }
-    #[cfg(feature = "cuda")]
-    fn step_gpu(
-        gpu: &Gpu,
+    fn step<E: Executor>(
+        exec: &E,
         range: &Loop3D,
         c: &Coefficients,
-        f: &DeviceField3<f64>,
-        f_new: &mut DeviceField3<f64>,
+        f: &E::Field<f64, 3>,
+        f_new: &mut E::Field<f64, 3>,
     ) -> Result<(), LaunchError> {
-        range.run_on(gpu, Diffusion3dF64, (c.ce, c.cw, c.cn, c.cs, c.ct, c.cb, c.cc, f, f_new))
+        exec.run(range, Diffusion3dF64, (c.ce, c.cw, c.cn, c.cs, c.ct, c.cb, c.cc, f, f_new))
     }
 }
 
@@ -289,23 +270,40 @@ pub struct ErrorNorms {
     pub rel_max: f64,
 }
 
-/// Runs `steps` steps of a double-buffered scheme: `step(f, f_new)` writes the new state into
-/// `f_new`, then the two are swapped, so the latest state is in `f` at the end. `after_step(s)`
-/// is called after step `s` (1-based), e.g. for a progress bar.
+/// Runs `steps` steps of a double-buffered scheme on `exec`: `step(exec, a, b)` writes the state
+/// after `a` into `b`. The latest state is in `buffers[0]` at the end. `after_step(s)` is called
+/// after step `s` (1-based) has been issued, e.g. for a progress bar (on a GPU the work may still
+/// be running).
 ///
-/// Generic over the field type and the step, so the same loop drives host fields with a CPU
-/// launch and device fields with a device launch.
-pub fn time_loop<F, E>(
+/// Pairs of steps (`buffers[0] → buffers[1] → buffers[0]`) are recorded once as a [`Recorded`]
+/// step and replayed (one CUDA graph launch per pair on a GPU; on the host the pair simply runs);
+/// an odd last step is a plain step followed by a swap. The result is the same, bit for bit, as
+/// issuing every step by hand. Run `step` once on fields of the same shapes beforehand, so that
+/// kernels are compiled and launches checked before the recording (as [`simulate`] does).
+pub fn time_loop<E: Executor, F>(
+    exec: &E,
     steps: usize,
-    f: &mut F,
-    f_new: &mut F,
-    mut step: impl FnMut(&F, &mut F) -> Result<(), E>,
+    buffers: &mut [F; 2],
+    step: impl Fn(&E, &F, &mut F) -> Result<(), LaunchError>,
     mut after_step: impl FnMut(usize),
-) -> Result<(), E> {
-    for s in 1..=steps {
-        step(f, f_new)?;
-        std::mem::swap(f, f_new);
-        after_step(s);
+) -> Result<(), LaunchError> {
+    let pairs = steps / 2;
+    if pairs > 0 {
+        let mut pair = Recorded::new(exec, &mut *buffers, |e, [a, b]: &mut [F; 2]| {
+            step(e, a, b)?;
+            step(e, b, a)
+        })?;
+        for p in 0..pairs {
+            pair.replay()?;
+            after_step(2 * p + 1);
+            after_step(2 * p + 2);
+        }
+    }
+    if steps % 2 == 1 {
+        let [a, b] = &mut *buffers;
+        step(exec, a, b)?;
+        buffers.swap(0, 1);
+        after_step(steps);
     }
     Ok(())
 }
@@ -323,60 +321,49 @@ pub struct Outcome {
     pub wall_value: f64,
 }
 
-/// Runs `setup` on the CPU (rayon) in precision `T`; `after_step` as in [`time_loop`].
-pub fn run_cpu<T: Real>(setup: &Setup, after_step: impl FnMut(usize)) -> Result<Outcome, LaunchError> {
-    let shape = setup.shape();
-    let range = Loop3D::interior(&shape);
-    let coefficients = setup.coefficients();
-    let mut f = setup.initial::<T>();
-    // Both buffers carry the same (zero) halo, so the boundary stays fixed across swaps.
-    let mut f_new = f.clone();
-    let start = Instant::now();
-    time_loop(setup.steps, &mut f, &mut f_new, |f, f_new| T::step_cpu(&range, &coefficients, f, f_new), after_step)?;
-    let seconds = start.elapsed().as_secs_f64();
-    let t = setup.end_time();
-    Ok(Outcome {
-        seconds,
-        gpts_per_s: (shape.interior_points() * setup.steps) as f64 / seconds / 1e9,
-        error: setup.error(&f, t),
-        wall_value: setup.wall_value(t),
-    })
-}
-
-/// Runs `setup` on GPU `gpu` in precision `T` with the default strategy; the fields are uploaded
-/// once, stepped on the device, and downloaded once for the error check. The time includes a final
-/// synchronisation, not the copies.
-#[cfg(feature = "cuda")]
-pub fn run_gpu<T: Real>(
-    gpu: &Gpu,
+/// Runs `setup` on `exec` in precision `T` and returns the final field (on the host) with the
+/// seconds the time loop took. The fields are uploaded once, stepped by [`time_loop`] and
+/// downloaded once. Before the clock starts, one pair of steps runs on scratch copies of the
+/// initial field (kernels compiled, launches checked; the result is not touched by it). The time
+/// includes a final synchronisation, not the set-up or the copies.
+pub fn simulate<E: Executor, T: Real>(
+    exec: &E,
     setup: &Setup,
     after_step: impl FnMut(usize),
-) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let shape = setup.shape();
-    let range = Loop3D::interior(&shape);
+) -> Result<(Field3<T>, f64), LaunchError> {
+    let range = Loop3D::interior(&setup.shape());
     let coefficients = setup.coefficients();
+    let step = |e: &E, f: &E::Field<T, 3>, f_new: &mut E::Field<T, 3>| T::step(e, &range, &coefficients, f, f_new);
     let host = setup.initial::<T>();
-    let mut f = gpu.upload(&host)?;
-    let mut f_new = gpu.upload(&host)?;
-    // Compile (or load from the cache) before timing.
-    T::step_gpu(gpu, &range, &coefficients, &f, &mut f_new)?;
-    f_new.copy_from(&f)?;
-    gpu.synchronize()?;
+    {
+        let [mut a, mut b] = [exec.upload(&host)?, exec.upload(&host)?];
+        step(exec, &a, &mut b)?;
+        step(exec, &b, &mut a)?;
+    }
+    // Both buffers carry the same (zero) halo, so the boundary stays fixed across swaps.
+    let mut buffers = [exec.upload(&host)?, exec.upload(&host)?];
+    exec.synchronize()?;
     let start = Instant::now();
-    time_loop(
-        setup.steps,
-        &mut f,
-        &mut f_new,
-        |f, f_new| T::step_gpu(gpu, &range, &coefficients, f, f_new),
-        after_step,
-    )?;
-    gpu.synchronize()?;
+    time_loop(exec, setup.steps, &mut buffers, step, after_step)?;
+    exec.synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
+    let [f, _] = buffers;
+    Ok((exec.download(&f)?, seconds))
+}
+
+/// Runs `setup` on `exec` in precision `T` ([`simulate`]) and checks the result against the
+/// analytic solution; `after_step` as in [`time_loop`].
+pub fn run<E: Executor, T: Real>(
+    exec: &E,
+    setup: &Setup,
+    after_step: impl FnMut(usize),
+) -> Result<Outcome, LaunchError> {
+    let (f, seconds) = simulate::<E, T>(exec, setup, after_step)?;
     let t = setup.end_time();
     Ok(Outcome {
         seconds,
-        gpts_per_s: (shape.interior_points() * setup.steps) as f64 / seconds / 1e9,
-        error: setup.error(&f.download()?, t),
+        gpts_per_s: (setup.shape().interior_points() * setup.steps) as f64 / seconds / 1e9,
+        error: setup.error(&f, t),
         wall_value: setup.wall_value(t),
     })
 }

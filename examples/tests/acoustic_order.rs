@@ -5,15 +5,13 @@
 //! frequency error `(ωΔt)²/24`) is far below the spatial error on every grid. The error then
 //! falls as `h⁸`.
 
-use stencil_examples::acoustic::{Coefficients, State, Wave};
+use stencil_examples::acoustic::{Coefficients, RegionStrategies, State, Wave};
 use stencil_runtime::prelude::*;
 use stencil_runtime::HaloFill;
 
-/// Refills the halo of `f` with the periodic images of the interior.
+/// Refills the halo of `f` with the periodic images of the interior, on every axis in one call.
 fn fill_periodic(f: &mut Field3<f64>) {
-    for axis in 0..3 {
-        f.fill_halo(axis, HaloFill::Periodic).unwrap();
-    }
+    Host.fill_halos(&mut [(f, [Some(HaloFill::Periodic); 3])]).unwrap();
 }
 
 /// Max error against the exact standing wave on an `n³` grid after `steps` steps of `dt`.
@@ -34,7 +32,7 @@ fn error(n: usize, dt: f64, steps: usize) -> f64 {
     let c = Coefficients::new([h; 3]);
     for _ in 0..steps {
         fill_periodic(&mut state.u);
-        f64::step_cpu(&regions, &c, &mut state, None).unwrap();
+        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, None).unwrap();
     }
     let t = steps as f64 * dt;
     let mut max = 0.0f64;

@@ -4,9 +4,9 @@
 
 use std::path::PathBuf;
 
-use stencil_examples::acoustic::{run_cpu, Model};
+use stencil_examples::acoustic::{run, Model};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk, MIN_WIDTH};
-use stencil_runtime::{Field3, Shape3};
+use stencil_runtime::{Field3, Host, Shape3};
 use vtkio::model::{Attribute, DataSet, Extent, IOBuffer, Piece};
 
 /// A fresh directory under the system's temporary directory.
@@ -37,7 +37,7 @@ fn varied(rgb: &[u8]) -> bool {
 fn pngs_and_csv_of_a_small_run() {
     let mut m = Model::layered(16, 60);
     m.pml = 4;
-    let outcome = run_cpu::<f32>(&m, None, |_| {}).unwrap();
+    let outcome = run::<Host, f32>(&Host, &Default::default(), &m, None, |_| {}).unwrap();
     let dir = temp_dir("run");
 
     let section = dir.join("wavefield_xz.png");

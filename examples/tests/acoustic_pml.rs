@@ -2,7 +2,8 @@
 //! physical domain after the wavefront has left it is under 1% of its peak; with the PML
 //! switched off (width 0: the walls of the physical domain reflect) more than half stays.
 
-use stencil_examples::acoustic::{Coefficients, Layer, Model, Wave};
+use stencil_examples::acoustic::{Coefficients, Layer, Model, RegionStrategies, Wave};
+use stencil_runtime::Host;
 
 /// A 48³ physical domain (10 m) at 2000 m/s with a 15 Hz source at its centre and a PML of
 /// `pml` points; 300 steps of 2 ms take the wavefront well past every wall.
@@ -22,7 +23,7 @@ fn energies(m: &Model) -> (Vec<f64>, f64) {
     let mut state = m.initial::<f64>();
     let mut e = Vec::new();
     for step in 0..m.steps {
-        f64::step_cpu(&regions, &c, &mut state, m.source_at(step)).unwrap();
+        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, m.source_at(step)).unwrap();
         if step % 5 == 4 {
             e.push(m.energy::<f64>(&state.u, &state.u_prev));
         }

@@ -1,14 +1,14 @@
 //! The diffusion example converges at second order: halving dx (and quartering dt, so the same
 //! end time takes four times the steps) cuts the error against the analytic heat kernel ~4x.
 
-use stencil_examples::diffusion::{run_cpu, Real, Setup};
-use stencil_runtime::Order;
+use stencil_examples::diffusion::{run, Real, Setup};
+use stencil_runtime::{Host, Order};
 
 /// Relative L2 errors on 32^3 (16 steps) and 64^3 (64 steps): the same end time.
 fn errors<T: Real>(order: Order) -> (f64, f64) {
     let run = |n: usize, steps: usize| {
         let setup = Setup { order, ..Setup::cube(n, steps) };
-        let outcome = run_cpu::<T>(&setup, |_| {}).expect("launch");
+        let outcome = run::<Host, T>(&Host, &setup, |_| {}).expect("launch");
         assert!(outcome.wall_value < 1e-6, "the Gaussian reached the walls: {}", outcome.wall_value);
         outcome.error.rel_l2
     };

@@ -126,7 +126,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for f in [&mut state.u, &mut state.u_prev, &mut state.phi] {
             *f = gpu.alloc(shape)?;
         }
-        let mut step = |s: usize| f32::step_gpu(&gpu, plan, &regions, &c, state, model.source_at(s));
+        let mut step = |s: usize| f32::step(&gpu, plan, &regions, &c, state, model.source_at(s));
         // Two untimed steps compile (or load) the kernels.
         if let Err(e) = step(0).and_then(|_| step(1)) {
             println!("| {name} | {analogue} | — | — | — | — | {e} |");
@@ -166,7 +166,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for (r, (kind, range)) in RegionKind::ALL.into_iter().zip(regions.all()).enumerate() {
         let mut times = Vec::new();
         for (strategy, _) in strategies() {
-            let mut launch = || f32::region_gpu(&gpu, strategy, kind, &range, &c, &mut state);
+            let mut launch = || f32::region(&gpu, strategy, kind, &range, &c, &mut state);
             if launch().is_err() {
                 continue;
             }

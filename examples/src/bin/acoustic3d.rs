@@ -9,9 +9,9 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::acoustic::{courant_limit, run_cpu, Model, Outcome};
+use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_runtime::Field3;
+use stencil_runtime::{Executor, Field3, Host};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
@@ -95,7 +95,10 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
-    let run = run_with_progress(&model, snapshot, args.gpu)?;
+    let run = match args.gpu {
+        None => run_with_progress(&Host, &model, snapshot)?,
+        Some(ordinal) => run_on_gpu(ordinal, &model, snapshot)?,
+    };
     let points = total.iter().product::<usize>();
     println!(
         "{} steps in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included)",
@@ -170,39 +173,32 @@ fn write_outputs(
     Ok(written)
 }
 
-fn run_with_progress(
+/// Runs `model` on `exec` (each stencil's default strategy) with a progress bar.
+fn run_with_progress<E: Executor>(
+    exec: &E,
     model: &Model,
     snapshot: usize,
-    gpu: Option<usize>,
 ) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     let bar = ProgressBar::new(model.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
             .expect("a valid template"),
     );
-    let run = match gpu {
-        None => run_cpu::<f32>(model, Some(snapshot), |_| bar.inc(1)),
-        Some(ordinal) => run_on_gpu(model, snapshot, ordinal, &bar),
-    };
+    bar.println(format!("running on {}", exec.describe()));
+    let run = acoustic::run::<E, f32>(exec, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
     bar.finish_and_clear();
     run
 }
 
-/// `acoustic::run_gpu` with each stencil's default strategy.
+/// [`run_with_progress`] on GPU `ordinal`.
 #[cfg(feature = "cuda")]
-fn run_on_gpu(
-    model: &Model,
-    snapshot: usize,
-    ordinal: usize,
-    bar: &ProgressBar,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+fn run_on_gpu(ordinal: usize, model: &Model, snapshot: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
-    stencil_examples::acoustic::run_gpu::<f32>(&gpu, &Default::default(), model, Some(snapshot), |_| bar.inc(1))
+    run_with_progress(&gpu, model, snapshot)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpu(_: &Model, _: usize, _: usize, _: &ProgressBar) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+fn run_on_gpu(_: usize, _: &Model, _: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
     Err("this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
         .into())

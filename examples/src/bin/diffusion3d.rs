@@ -1,10 +1,10 @@
-//! ASUCA's `Diffusion3d` on the CPU: a Gaussian diffusing in a box, checked against the analytic
-//! heat kernel. `cargo run --release -- --help` lists the options.
+//! ASUCA's `Diffusion3d` on the CPU (or a GPU): a Gaussian diffusing in a box, checked against the
+//! analytic heat kernel. `cargo run --release -- --help` lists the options.
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::diffusion::{run_cpu, Outcome, Real, Setup};
-use stencil_runtime::Order;
+use stencil_examples::diffusion::{self, Outcome, Setup};
+use stencil_runtime::{Executor, Host, Order};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
 #[derive(Parser, Debug)]
@@ -87,11 +87,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         setup.end_time(),
         rayon::current_num_threads()
     );
-    let outcome = match (args.gpu, args.precision) {
-        (None, Precision::F32) => run_with_progress::<f32>(&setup, None)?,
-        (None, Precision::F64) => run_with_progress::<f64>(&setup, None)?,
-        (Some(ordinal), Precision::F32) => run_with_progress::<f32>(&setup, Some(ordinal))?,
-        (Some(ordinal), Precision::F64) => run_with_progress::<f64>(&setup, Some(ordinal))?,
+    let outcome = match args.gpu {
+        None => run_with_progress(&Host, &setup, args.precision)?,
+        Some(ordinal) => run_on_gpu(ordinal, &setup, args.precision)?,
     };
     if outcome.wall_value > 1e-6 {
         eprintln!(
@@ -107,33 +105,34 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-fn run_with_progress<T: Real>(setup: &Setup, gpu: Option<usize>) -> Result<Outcome, Box<dyn std::error::Error>> {
+/// Runs `setup` on `exec` in `precision` with a progress bar.
+fn run_with_progress<E: Executor>(
+    exec: &E,
+    setup: &Setup,
+    precision: Precision,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
     let bar = ProgressBar::new(setup.steps as u64);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
             .expect("a valid template"),
     );
-    let outcome = match gpu {
-        None => run_cpu::<T>(setup, |_| bar.inc(1)).map_err(Into::into),
-        Some(ordinal) => run_on_gpu::<T>(setup, ordinal, &bar),
+    bar.println(format!("running on {}", exec.describe()));
+    let outcome = match precision {
+        Precision::F32 => diffusion::run::<E, f32>(exec, setup, |_| bar.inc(1)),
+        Precision::F64 => diffusion::run::<E, f64>(exec, setup, |_| bar.inc(1)),
     };
     bar.finish_and_clear();
-    outcome
+    Ok(outcome?)
 }
 
+/// [`run_with_progress`] on GPU `ordinal`.
 #[cfg(feature = "cuda")]
-fn run_on_gpu<T: Real>(
-    setup: &Setup,
-    ordinal: usize,
-    bar: &ProgressBar,
-) -> Result<Outcome, Box<dyn std::error::Error>> {
+fn run_on_gpu(ordinal: usize, setup: &Setup, precision: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
-    stencil_examples::diffusion::run_gpu::<T>(&gpu, setup, |_| bar.inc(1))
+    run_with_progress(&gpu, setup, precision)
 }
 
 #[cfg(not(feature = "cuda"))]
-#[allow(clippy::extra_unused_type_parameters)] // the same signature as the `cuda` build's
-fn run_on_gpu<T: Real>(_: &Setup, _: usize, _: &ProgressBar) -> Result<Outcome, Box<dyn std::error::Error>> {
+fn run_on_gpu(_: usize, _: &Setup, _: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
     Err("this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpu 0`".into())
 }
