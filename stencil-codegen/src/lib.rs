@@ -1,11 +1,18 @@
 //! The stencil compiler: `syn::ItemFn` → [`ir::StencilIr`] → analyses → printers.
 //!
-//! - `lower` turns a `#[stencil]` function into the IR, rejecting with a spanned `Error`
-//!   whatever cannot run as a parallel point update on a CPU or a GPU;
-//! - [`analysis`] derives per-field extents, access modes, flops and minimal bytes per point;
-//! - [`printer`] prints the IR: the Rust loop nest (tokens, at compile time) and CUDA C.
+//! - `frontend` (behind the feature `frontend`; re-exported as `lower`, `expand`, `collect`,
+//!   `error`): `lower` turns a `#[stencil]` function into the IR, rejecting with a spanned
+//!   `Error` whatever cannot run as a parallel point update on a CPU or a GPU; `expand` and
+//!   `collect` make the macro's output from it;
+//! - [`ir`]: the IR and its versioned serialised form;
+//! - [`analysis`] derives, once per stencil ([`analysis::Analysis`]), per-field extents, access
+//!   modes, flops and minimal bytes per point;
+//! - [`printer`] prints the IR: the Rust loop nest (tokens, at compile time) and CUDA C;
+//! - [`naming`]: every name the printers invent and the rule that keeps user names clear of
+//!   them; [`limits`]: the DSL's size limits.
 //!
-//! The proc-macro crate `stencil-macros` is a thin shell over `expand`. Everything that needs
+//! Data flows one way: frontend → IR → analysis → printers. The proc-macro crate
+//! `stencil-macros` is a thin shell over `expand`. Everything that needs
 //! `syn` (the lowering, the macro expansion, the Rust loop-nest printer) is behind the default
 //! feature `frontend`; without it the crate holds the IR, its serialised form
 //! ([`ir::StencilIr::decode`]), the analyses and the CUDA printer, which is what the runtime
@@ -16,20 +23,18 @@
 
 pub mod analysis;
 #[cfg(feature = "frontend")]
-pub mod collect;
-#[cfg(feature = "frontend")]
-pub mod error;
-#[cfg(feature = "frontend")]
-pub mod expand;
+pub mod frontend;
 pub mod ir;
-#[cfg(feature = "frontend")]
-pub mod lower;
+pub mod limits;
+pub mod naming;
 pub mod printer;
 
 #[cfg(feature = "frontend")]
-pub use error::{Error, ErrorKind};
+pub use frontend::error::{Error, ErrorKind};
 #[cfg(feature = "frontend")]
-pub use expand::{expand, expand_stencil_fn};
+pub use frontend::expand::{expand, expand_stencil_fn};
+#[cfg(feature = "frontend")]
+pub use frontend::{collect, error, expand, lower};
 pub use ir::StencilIr;
 
 /// The version of the crates that print and read the IR, which the macro's compile-time check
@@ -52,6 +57,6 @@ impl StencilIr {
             Err(Error::new(proc_macro2::Span::call_site(), ErrorKind::Syntax { message: "expected a function".into() }))
         })?;
         let helpers = fns.collect::<Result<Vec<_>, _>>()?;
-        lower::lower_with_helpers(&stencil, &helpers)
+        frontend::lower::lower_with_helpers(&stencil, &helpers)
     }
 }

@@ -4,6 +4,11 @@
 //!
 //! The tests compare the loop nest `#[stencil]` generates with plain hand-written loops over
 //! global coordinates that read neighbours through [`Field::get`] (see [`nb`]).
+//!
+//! [`canonical`] holds the test stencils that several tests (and the CPU benchmark) share, each
+//! with its source text and a plain-Rust reference.
+
+pub mod canonical;
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 use stencil_runtime::{Element, Field, Loop, Shape};

@@ -9,9 +9,8 @@
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::Loop;
+use stencil_tests::canonical::*;
 use stencil_tests::{assert_bits_eq, for_each_in_range, nb, poisoned, random, Real, SplitMix64};
-
-const ORDERS: [Order; 2] = [Order::Ijk, Order::Kij];
 
 // ---------------------------------------------------------------------------------------------
 // Stencils, each written once for f32 and once for f64.
@@ -40,76 +39,8 @@ macro_rules! lap2d {
 lap2d!(lap2d_f32, f32);
 lap2d!(lap2d_f64, f64);
 
-// ASUCA's Diffusion3d, verbatim.
-macro_rules! diffusion3d {
-    ($name:ident, $t:ident) => {
-        #[stencil]
-        fn $name(
-            idx: Idx3,
-            ce: $t,
-            cw: $t,
-            cn: $t,
-            cs: $t,
-            ct: $t,
-            cb: $t,
-            cc: $t,
-            f: &Field3<$t>,
-            f_new: &mut Field3<$t>,
-        ) {
-            f_new[idx] = cc * f[idx]
-                + ce * f[idx.ix::<1, 0, 0>()]
-                + cw * f[idx.ix::<-1, 0, 0>()]
-                + cn * f[idx.ix::<0, 1, 0>()]
-                + cs * f[idx.ix::<0, -1, 0>()]
-                + ct * f[idx.ix::<0, 0, 1>()]
-                + cb * f[idx.ix::<0, 0, -1>()];
-        }
-    };
-}
-diffusion3d!(diffusion3d_f32, f32);
-diffusion3d!(diffusion3d_f64, f64);
-
-// Radius-4 star (25 points), 8th-order Laplacian: one step of the wave equation.
-macro_rules! star25 {
-    ($name:ident, $t:ident) => {
-        #[stencil]
-        fn $name(idx: Idx3, c: $t, u: &Field3<$t>, u_prev: &Field3<$t>, v2: &Field3<$t>, u_next: &mut Field3<$t>) {
-            const C0: $t = -205.0 / 72.0;
-            const C1: $t = 8.0 / 5.0;
-            const C2: $t = -1.0 / 5.0;
-            const C3: $t = 8.0 / 315.0;
-            const C4: $t = -1.0 / 560.0;
-            let lap = 3.0 * C0 * u[idx]
-                + C1 * (u[idx.ix::<1, 0, 0>()]
-                    + u[idx.ix::<-1, 0, 0>()]
-                    + u[idx.ix::<0, 1, 0>()]
-                    + u[idx.ix::<0, -1, 0>()]
-                    + u[idx.ix::<0, 0, 1>()]
-                    + u[idx.ix::<0, 0, -1>()])
-                + C2 * (u[idx.ix::<2, 0, 0>()]
-                    + u[idx.ix::<-2, 0, 0>()]
-                    + u[idx.ix::<0, 2, 0>()]
-                    + u[idx.ix::<0, -2, 0>()]
-                    + u[idx.ix::<0, 0, 2>()]
-                    + u[idx.ix::<0, 0, -2>()])
-                + C3 * (u[idx.ix::<3, 0, 0>()]
-                    + u[idx.ix::<-3, 0, 0>()]
-                    + u[idx.ix::<0, 3, 0>()]
-                    + u[idx.ix::<0, -3, 0>()]
-                    + u[idx.ix::<0, 0, 3>()]
-                    + u[idx.ix::<0, 0, -3>()])
-                + C4 * (u[idx.ix::<4, 0, 0>()]
-                    + u[idx.ix::<-4, 0, 0>()]
-                    + u[idx.ix::<0, 4, 0>()]
-                    + u[idx.ix::<0, -4, 0>()]
-                    + u[idx.ix::<0, 0, 4>()]
-                    + u[idx.ix::<0, 0, -4>()]);
-            u_next[idx] = 2.0 * u[idx] - u_prev[idx] + c * v2[idx] * lap;
-        }
-    };
-}
-star25!(star25_f32, f32);
-star25!(star25_f64, f64);
+// 7-point diffusion and the 25-point star are the canonical ones (`stencil_tests::canonical`,
+// f32 and f64), with their references.
 
 // Two outputs; an if / else-if / else statement assigning `let mut` locals; sqrt and max; an
 // `if` value that is a select and one whose branch has a statement (hoisted).
@@ -197,37 +128,6 @@ fn lap2d_ref<T: Real>(c: T, u: &Field2<T>, g: [isize; 2]) -> T {
     nb(u, g, [0, 0])
         + c * (nb(u, g, [1, 0]) + nb(u, g, [-1, 0]) + nb(u, g, [0, 1]) + nb(u, g, [0, -1])
             - T::lit(4.0) * nb(u, g, [0, 0]))
-}
-
-/// `c` is `[ce, cw, cn, cs, ct, cb, cc]`, the stencil's scalar order.
-fn diffusion3d_ref<T: Real>(c: [T; 7], f: &Field3<T>, g: [isize; 3]) -> T {
-    let [ce, cw, cn, cs, ct, cb, cc] = c;
-    cc * nb(f, g, [0, 0, 0])
-        + ce * nb(f, g, [1, 0, 0])
-        + cw * nb(f, g, [-1, 0, 0])
-        + cn * nb(f, g, [0, 1, 0])
-        + cs * nb(f, g, [0, -1, 0])
-        + ct * nb(f, g, [0, 0, 1])
-        + cb * nb(f, g, [0, 0, -1])
-}
-
-fn star25_ref<T: Real>(c: T, u: &Field3<T>, u_prev: &Field3<T>, v2: &Field3<T>, g: [isize; 3]) -> T {
-    let ring = |r: isize| {
-        nb(u, g, [r, 0, 0])
-            + nb(u, g, [-r, 0, 0])
-            + nb(u, g, [0, r, 0])
-            + nb(u, g, [0, -r, 0])
-            + nb(u, g, [0, 0, r])
-            + nb(u, g, [0, 0, -r])
-    };
-    let c0 = -T::lit(205.0) / T::lit(72.0);
-    let c1 = T::lit(8.0) / T::lit(5.0);
-    let c2 = -T::lit(1.0) / T::lit(5.0);
-    let c3 = T::lit(8.0) / T::lit(315.0);
-    let c4 = -T::lit(1.0) / T::lit(560.0);
-    let centre = nb(u, g, [0, 0, 0]);
-    let lap = T::lit(3.0) * c0 * centre + c1 * ring(1) + c2 * ring(2) + c3 * ring(3) + c4 * ring(4);
-    T::lit(2.0) * centre - nb(u_prev, g, [0, 0, 0]) + c * nb(v2, g, [0, 0, 0]) * lap
 }
 
 fn two_outputs_ref<T: Real>(thr: T, a: &Field2<T>, b: &Field2<T>, g: [isize; 2]) -> (T, T) {
@@ -363,7 +263,7 @@ fn check_diffusion3d<T: Real>(seed: u64, run: Run3<T, [T; 7]>) {
             let grown = Loop3D::interior(&shape).grow([halo - 1; 3]);
             for range in [Loop3D::interior(&shape), grown] {
                 let ctx = format!("diffusion3d<{}> halo {halo} {order:?}", T::NAME);
-                check(shape, range, |r, out| run(r, c, &f, out), |g| diffusion3d_ref(c, &f, g), &ctx);
+                check(shape, range, |r, out| run(r, c, &f, out), |g| diffusion_ref(c, &f, g), &ctx);
             }
         }
     }
@@ -372,20 +272,18 @@ fn check_diffusion3d<T: Real>(seed: u64, run: Run3<T, [T; 7]>) {
     let f = random::<T, 3>(shape, &mut rng, -1.0, 1.0);
     let c = coefficients::<T>(&mut rng);
     let ctx = format!("diffusion3d<{}> halo [1, 3, 2] align 1", T::NAME);
-    check(shape, Loop3D::interior(&shape), |r, out| run(r, c, &f, out), |g| diffusion3d_ref(c, &f, g), &ctx);
+    check(shape, Loop3D::interior(&shape), |r, out| run(r, c, &f, out), |g| diffusion_ref(c, &f, g), &ctx);
 }
 
 #[test]
 fn diffusion3d_f32_matches_reference() {
-    check_diffusion3d::<f32>(31, |r, c, f, out| {
-        r.run(Diffusion3dF32, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], f, out))
-    });
+    check_diffusion3d::<f32>(31, |r, c, f, out| r.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], f, out)));
 }
 
 #[test]
 fn diffusion3d_f64_matches_reference() {
     check_diffusion3d::<f64>(32, |r, c, f, out| {
-        r.run(Diffusion3dF64, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], f, out))
+        r.run(Diffusion7F64, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], f, out))
     });
 }
 
@@ -416,7 +314,7 @@ fn check_star25<T: Real>(seed: u64, run: RunStar<T>) {
 
 #[test]
 fn star25_f32_matches_reference() {
-    check_star25::<f32>(41, |r, c, [u, p, v], out| r.run(Star25F32, (c, u, p, v, out)));
+    check_star25::<f32>(41, |r, c, [u, p, v], out| r.run(Star25, (c, u, p, v, out)));
 }
 
 #[test]
@@ -541,7 +439,7 @@ fn sub_range_3d_writes_only_its_points() {
         let f = random::<f32, 3>(shape, &mut rng, -1.0, 1.0);
         let (a, b) = (coefficients::<f32>(&mut rng), coefficients::<f32>(&mut rng));
         let run = |range: &Loop3D, c: [f32; 7], out: &mut Field3<f32>| {
-            range.run(Diffusion3dF32, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, out))
+            range.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, out))
         };
         let mut out = poisoned::<f32, 3>(shape);
         let mut want = out.clone();
@@ -551,14 +449,14 @@ fn sub_range_3d_writes_only_its_points() {
         let sub = Loop3D::new(17, 3, 5, 14, 2, 4, 11, 4, 2);
         assert_eq!((sub.begin(), sub.end()), ([3, 2, 4], [12, 10, 9]));
         run(&sub, a, &mut out).expect("sub-range launch");
-        for_each_in_range(&sub, &shape, |g| want.set(g, diffusion3d_ref(a, &f, g)).expect("inside"));
+        for_each_in_range(&sub, &shape, |g| want.set(g, diffusion_ref(a, &f, g)).expect("inside"));
         assert_bits_eq(&out, &want, &format!("sub-range {order:?}"));
 
         // Then another, overlapping one with other coefficients: the points of the first that it
         // does not cover keep the first launch's values.
         let other = Loop3D::from_bounds([17, 14, 11], [1, 5, 2], [9, 13, 6]);
         run(&other, b, &mut out).expect("second launch");
-        for_each_in_range(&other, &shape, |g| want.set(g, diffusion3d_ref(b, &f, g)).expect("inside"));
+        for_each_in_range(&other, &shape, |g| want.set(g, diffusion_ref(b, &f, g)).expect("inside"));
         assert_bits_eq(&out, &want, &format!("two overlapping sub-ranges {order:?}"));
         assert!(
             stencil_tests::range_contains(&sub, &shape, [9, 7, 6])
@@ -605,7 +503,7 @@ fn empty_ranges_are_a_no_op() {
         assert_eq!(range.points(), 0);
         let mut out = poisoned::<f32, 3>(shape);
         let before = out.clone();
-        range.run(Diffusion3dF32, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut out)).expect("empty launch");
+        range.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut out)).expect("empty launch");
         assert_bits_eq(&out, &before, &format!("empty range {range:?}"));
     }
     let shape = Shape1::new([37]).halo(1);
@@ -620,9 +518,9 @@ fn empty_ranges_are_a_no_op() {
 fn functors_carry_their_source_and_ir() {
     // The runtime rebuilds the IR from the embedded source; it must agree with the functor.
     use stencil_runtime::Stencil;
-    let ir = <Star25F32 as Stencil<3>>::ir();
-    assert_eq!((ir.name.as_str(), ir.dim, ir.params.len()), ("star25_f32", 3, 5));
-    let info = <Star25F32 as Stencil<3>>::INFO;
+    let ir = <Star25 as Stencil<3>>::ir();
+    assert_eq!((ir.name.as_str(), ir.dim, ir.params.len()), ("star25", 3, 5));
+    let info = <Star25 as Stencil<3>>::INFO;
     let u = info.fields.iter().find(|f| f.name == "u").expect("field u");
     assert_eq!((u.lo, u.hi, u.writable), ([-4; 3], [4; 3], false));
     let horner = <Horner as Stencil<1>>::ir();
@@ -688,4 +586,59 @@ fn short_circuit_guards_the_statements_of_a_block_operand() {
         assert_eq!(out.get(g), Some(want), "at {g:?} (d = {d})");
     });
     assert_eq!(out.get([-1]), Some(i32::MIN), "halo untouched");
+}
+
+// ---------------------------------------------------------------------------------------------
+// The other canonical stencils against their references (`stencil_tests::canonical`).
+
+#[test]
+fn canonical_branchy_matches_reference() {
+    let mut rng = SplitMix64::new(81);
+    for order in ORDERS {
+        for flip in [false, true] {
+            let shape = Shape3::new([13, 10, 7]).halo(1).order(order);
+            let a = random::<f32, 3>(shape, &mut rng, -1.0, 1.0);
+            let b = random::<f32, 3>(shape, &mut rng, -1.0, 1.0);
+            let limit = 1.0f32;
+            let range = Loop3D::interior(&shape);
+            let (mut lo, mut hi) = (poisoned::<f32, 3>(shape), poisoned::<f32, 3>(shape));
+            let (mut want_lo, mut want_hi) = (lo.clone(), hi.clone());
+            range.run(Branchy, (limit, flip, &a, &b, &mut lo, &mut hi)).expect("launch");
+            for_each_in_range(&range, &shape, |g| {
+                let (l, h) = branchy_ref(limit, flip, &a, &b, g);
+                want_lo.set(g, l).expect("inside");
+                want_hi.set(g, h).expect("inside");
+            });
+            let ctx = format!("branchy {order:?} flip {flip}");
+            assert_bits_eq(&lo, &want_lo, &format!("{ctx}: lo"));
+            assert_bits_eq(&hi, &want_hi, &format!("{ctx}: hi"));
+        }
+    }
+}
+
+#[test]
+fn canonical_diffusion_f64_matches_reference() {
+    let mut rng = SplitMix64::new(82);
+    for order in ORDERS {
+        let shape = Shape3::new([13, 10, 7]).halo_per_axis([1, 1, 2]).order(order);
+        let f = random::<f64, 3>(shape, &mut rng, -1.0, 1.0);
+        let k = rng.uniform(0.0, 0.2);
+        let ctx = format!("diffusion_f64 {order:?}");
+        let range = Loop3D::interior(&shape);
+        check(shape, range, |r, out| r.run(DiffusionF64, (k, &f, out)), |g| diffusion_f64_ref(k, &f, g), &ctx);
+    }
+}
+
+#[test]
+fn canonical_jacobi2d_matches_reference() {
+    let mut rng = SplitMix64::new(83);
+    for order in ORDERS {
+        let shape = Shape2::new([37, 5]).halo(1).order(order);
+        let u = random::<f32, 2>(shape, &mut rng, -1.0, 1.0);
+        let rhs = random::<f32, 2>(shape, &mut rng, -1.0, 1.0);
+        let w = rng.uniform(0.5, 1.0) as f32;
+        let ctx = format!("jacobi2d {order:?}");
+        let range = Loop2D::interior(&shape);
+        check(shape, range, |r, out| r.run(Jacobi2d, (w, &u, &rhs, out)), |g| jacobi2d_ref(w, &u, &rhs, g), &ctx);
+    }
 }

@@ -1,6 +1,6 @@
 //! Work and traffic per point: the two numbers a roofline needs.
 
-use super::access::field_accesses;
+use super::access::{field_accesses, FieldAccess};
 use crate::ir::{BinOp, Expr, ExprKind, StencilIr, Stmt};
 
 /// Floating-point operations per point: float `+ - * /`, negations excluded, math calls by
@@ -12,7 +12,12 @@ pub fn flops_per_point(ir: &StencilIr) -> usize {
 /// Fewest bytes a point must move through memory: each field read once, each written field
 /// written once (a field both read and written counts both).
 pub fn min_bytes_per_point(ir: &StencilIr) -> usize {
-    field_accesses(ir).iter().map(|f| (f.is_read() as usize + f.written as usize) * f.elem.size_bytes()).sum()
+    min_bytes(&field_accesses(ir))
+}
+
+/// [`min_bytes_per_point`] from the field accesses.
+pub(super) fn min_bytes(fields: &[FieldAccess]) -> usize {
+    fields.iter().map(|f| (f.is_read() as usize + f.written as usize) * f.elem.size_bytes()).sum()
 }
 
 fn stmts_flops(body: &[Stmt]) -> usize {

@@ -2,16 +2,20 @@
 //! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
 //! hoisted to one per row slice and the launch validated once.
 
-use crate::analysis::{field_accesses, FieldAccess};
+use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ScalarType, StencilIr, Stmt, UnOp};
+use crate::naming;
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::quote;
 use std::collections::HashSet;
 
-/// The body of the functor's `run_host`: destructures `__args`, validates the launch against
-/// `__range` (prefixed: user parameters may be called `range`), and runs the row loop in parallel. `rt` is the path of the runtime crate.
-pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
-    let accesses = field_accesses(ir);
+/// The body of the functor's `run_host`: destructures [`naming::ARGS`], validates the launch
+/// against [`naming::RANGE`] (prefixed: user parameters may be called `range`), and runs the row
+/// loop in parallel. `analysis` is `ir`'s; `rt` is the path of the runtime crate.
+pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> TokenStream {
+    let accesses = &analysis.fields;
+    let [args, range, shape, strides, base, len, x] =
+        [naming::ARGS, naming::RANGE, naming::SHAPE, naming::STRIDES, naming::BASE, naming::LEN, naming::X].map(ident);
     let names: Vec<Ident> = ir.params.iter().map(|p| ident(&p.name)).collect();
     let field_shapes = accesses.iter().map(|fa| {
         let n = &names[fa.param];
@@ -27,7 +31,7 @@ pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
             let offsets = fa.offsets.iter().enumerate().map(|(i, o)| {
                 let off = offset_name(fa, i);
                 let [a, b, c] = *o;
-                quote! { let #off = #rt::__private::linear_offset(&__strides, [#a, #b, #c]); }
+                quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
             });
             quote! { let #data = #n.as_slice(); #(#offsets)* }
         }
@@ -36,23 +40,23 @@ pub fn print_run_host(ir: &StencilIr, rt: &TokenStream) -> TokenStream {
     let writer_data = writers.iter().map(|f| data_name(f));
     let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
     let row_slices = accesses.iter().filter(|f| !f.writable).flat_map(|fa| {
-        let data = data_name(fa);
+        let (data, base, len) = (data_name(fa), &base, &len);
         (0..fa.offsets.len()).map(move |i| {
             let row = row_name(fa, i);
             let off = offset_name(fa, i);
-            quote! { let #row = #rt::__private::row(#data, __base, #off, __len); }
+            quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
         })
     });
-    let printer = NestPrinter { ir, accesses: &accesses, assigned: assigned_locals(&ir.body) };
+    let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone() };
     let body = printer.stmts(&ir.body);
     quote! {
-        let (#(#names,)*) = __args;
-        let __shape = #rt::__private::validate(__range, &Self::INFO, &[#(#field_shapes),*])?;
-        let __strides = __shape.strides();
+        let (#(#names,)*) = #args;
+        let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
+        let #strides = #shape.strides();
         #(#setup)*
-        #rt::__private::for_each_row(__range, &__shape, (#(&#writer_data,)*), |__base: usize, __len: usize, (#(#writer_rows,)*)| {
+        #rt::__private::for_each_row(#range, &#shape, (#(&#writer_data,)*), |#base: usize, #len: usize, (#(#writer_rows,)*)| {
             #(#row_slices)*
-            for __x in 0..__len {
+            for #x in 0..#len {
                 #body
             }
         });
@@ -65,15 +69,15 @@ fn ident(name: &str) -> Ident {
 }
 
 fn data_name(fa: &FieldAccess) -> Ident {
-    format_ident!("__data_{}", fa.name)
+    ident(&naming::data(&fa.name))
 }
 
 fn offset_name(fa: &FieldAccess, i: usize) -> Ident {
-    format_ident!("__off_{}_{}", fa.name, i)
+    ident(&naming::offset(&fa.name, i))
 }
 
 fn row_name(fa: &FieldAccess, i: usize) -> Ident {
-    format_ident!("__row_{}_{}", fa.name, i)
+    ident(&naming::row(&fa.name, i))
 }
 
 /// Locals that are assigned after their declaration (printed `let mut`).
@@ -101,6 +105,8 @@ struct NestPrinter<'a> {
     ir: &'a StencilIr,
     accesses: &'a [FieldAccess],
     assigned: HashSet<LocalId>,
+    /// The position in the row.
+    x: Ident,
 }
 
 impl NestPrinter<'_> {
@@ -133,9 +139,9 @@ impl NestPrinter<'_> {
                 quote! { #name = #v; }
             }
             Stmt::Store { field, value } => {
-                let row = row_name(self.access(*field), 0);
+                let (row, x) = (row_name(self.access(*field), 0), &self.x);
                 let v = self.expr(value);
-                quote! { #row[__x] = #v; }
+                quote! { #row[#x] = #v; }
             }
             Stmt::If { cond, then_body, else_body } => {
                 let c = self.expr(cond);
@@ -165,8 +171,8 @@ impl NestPrinter<'_> {
                 let fa = self.access(*field);
                 let i =
                     if fa.writable { 0 } else { fa.offsets.iter().position(|o| o == offset).expect("offset analysed") };
-                let row = row_name(fa, i);
-                quote!(#row[__x])
+                let (row, x) = (row_name(fa, i), &self.x);
+                quote!(#row[#x])
             }
             ExprKind::Unary(op, a) => {
                 let a = self.expr(a);

@@ -27,7 +27,7 @@ pub fn c_type(t: ScalarType) -> &'static str {
 /// The C name of a kernel parameter for IR parameter `p` (prefixed: user names never clash with
 /// C keywords or the kernel's own variables).
 pub fn param_name(ir: &StencilIr, p: usize) -> String {
-    format!("p_{}", ir.params[p].name)
+    crate::naming::param(&ir.params[p].name)
 }
 
 /// Prints the statements of one point update, indented by `indent` spaces.

@@ -3,7 +3,7 @@
 
 use super::c_body::{c_type, param_name};
 use super::{Geometry, Strategy};
-use crate::analysis::{field_accesses, FieldAccess};
+use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{ParamKind, ScalarType, StencilIr};
 use std::fmt::Write;
 
@@ -26,19 +26,25 @@ const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T sten
 /// The shared parts of one kernel.
 pub(super) struct KernelParts<'a> {
     pub ir: &'a StencilIr,
+    /// The stencil's analysis (computed once, by the caller).
+    pub facts: &'a Analysis,
     pub geo: Geometry,
-    pub fields: Vec<FieldAccess>,
     pub entry: String,
 }
 
 impl<'a> KernelParts<'a> {
-    pub fn new(ir: &'a StencilIr, strategy: Strategy, geo: &Geometry) -> Self {
-        KernelParts { ir, geo: *geo, fields: field_accesses(ir), entry: format!("{}_{}", ir.name, strategy.label()) }
+    pub fn new(ir: &'a StencilIr, facts: &'a Analysis, strategy: Strategy, geo: &Geometry) -> Self {
+        KernelParts { ir, facts, geo: *geo, entry: format!("{}_{}", ir.name, strategy.label()) }
+    }
+
+    /// Every field's access summary, in parameter order.
+    pub fn fields(&self) -> &'a [FieldAccess] {
+        &self.facts.fields
     }
 
     /// The access summary of field parameter `param`.
-    pub fn field(&self, param: usize) -> &FieldAccess {
-        self.fields.iter().find(|f| f.param == param).expect("a field parameter")
+    pub fn field(&self, param: usize) -> &'a FieldAccess {
+        self.facts.field(param)
     }
 
     /// Kernel parameter name of IR parameter `p`.
@@ -52,8 +58,8 @@ impl<'a> KernelParts<'a> {
     }
 
     /// Read-only fields that some statement reads.
-    pub fn inputs(&self) -> impl Iterator<Item = &FieldAccess> {
-        self.fields.iter().filter(|f| !f.writable && f.is_read())
+    pub fn inputs(&self) -> impl Iterator<Item = &'a FieldAccess> {
+        self.facts.inputs()
     }
 
     /// Reach of a field in layout axes: (low, high) per layout axis (low <= 0 <= high).

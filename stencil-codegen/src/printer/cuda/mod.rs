@@ -19,7 +19,7 @@ mod zmarch;
 
 pub use c_body::{c_type, Access};
 
-use crate::analysis::field_accesses;
+use crate::analysis::Analysis;
 use crate::ir::StencilIr;
 use std::fmt;
 
@@ -167,8 +167,20 @@ impl fmt::Display for StrategyError {
 
 impl std::error::Error for StrategyError {}
 
-/// Prints the kernel of `ir` for `strategy` and fields laid out as `geometry` says.
+/// Prints the kernel of `ir` for `strategy` and fields laid out as `geometry` says (analysing
+/// `ir` first; a caller printing several kernels of one stencil analyses it once and calls
+/// [`print_kernel_with`]).
 pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    print_kernel_with(ir, &Analysis::of(ir), strategy, geometry)
+}
+
+/// Prints the kernel of `ir`, whose analysis is `analysis`, for `strategy` and `geometry`.
+pub fn print_kernel_with(
+    ir: &StencilIr,
+    analysis: &Analysis,
+    strategy: Strategy,
+    geometry: &Geometry,
+) -> Result<CudaKernel, StrategyError> {
     let threads: u32 = match strategy {
         Strategy::PointPerThread { block } => block.iter().product(),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
@@ -183,7 +195,7 @@ pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> 
     if threads == 0 || threads > 1024 {
         return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
     }
-    let k = kernel::KernelParts::new(ir, strategy, geometry);
+    let k = kernel::KernelParts::new(ir, analysis, strategy, geometry);
     Ok(match strategy {
         Strategy::PointPerThread { block } => point_per_thread::print(&k, block),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
@@ -201,5 +213,5 @@ fn bad(strategy: Strategy, reason: &str) -> StrategyError {
 /// Whether the stencil reads any field at a non-zero offset (strategies that stage neighbours in
 /// shared memory have nothing to stage otherwise).
 pub fn has_neighbours(ir: &StencilIr) -> bool {
-    field_accesses(ir).iter().any(|f| f.offsets.iter().any(|o| *o != [0; 3]))
+    Analysis::of(ir).has_neighbours()
 }

@@ -76,7 +76,7 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
         lanes /= 2;
         queues = queue_of(lanes);
     }
-    let outputs: Vec<_> = k.fields.iter().filter(|f| f.written).collect();
+    let outputs: Vec<_> = k.facts.outputs().collect();
     // Vector stores need every lane's value: only when each output is stored on every path.
     let flagged =
         outputs.iter().any(|f| !k.ir.body.iter().any(|s| matches!(s, Stmt::Store { field, .. } if *field == f.param)));
@@ -118,7 +118,7 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
     // A field updated in place (read at its own point, then written) is loaded as one vector per
     // thread like the queued inputs, not lane by lane: scalar loads halve the bytes in flight.
     // Plain loads, not `__ldg`: the kernel writes the field.
-    for f in k.fields.iter().filter(|f| f.writable && f.is_read()) {
+    for f in k.fields().iter().filter(|f| f.writable && f.is_read()) {
         let (t, name) = (c_type(f.elem), k.name(f.param));
         let cur: Vec<String> = (0..lanes).map(|l| format!("cur_{}_{l}", f.name)).collect();
         let scalar = |l: usize| format!("c + {l} < n_c ? {name}[idx + {l}] : ({t})0");

@@ -4,9 +4,10 @@
 
 use super::expr::{helper_name, split_tail, TExpr};
 use super::types::Var;
-use super::{int_literal, tokens, unsupported, Binding, Lowerer, MAX_ARRAY_LEN};
-use crate::error::{Error, ErrorKind};
+use super::{int_literal, tokens, unsupported, Binding, Lowerer};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{Expr, ExprKind, Literal, LocalId, ScalarType, Stmt};
+use crate::limits::MAX_ARRAY_LEN;
 use proc_macro2::Span;
 use std::fmt;
 use syn::spanned::Spanned;

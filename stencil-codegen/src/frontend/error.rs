@@ -1,6 +1,7 @@
 //! Every way a `#[stencil]` function can be rejected, each with a sentence saying what to write
 //! instead. The macro turns these into `compile_error!` at the offending span.
 
+use crate::limits::{MAX_ARRAY_LEN, MAX_OUTPUTS, MAX_UNROLL};
 use proc_macro2::Span;
 use std::fmt;
 
@@ -225,7 +226,7 @@ pub enum ErrorKind {
         /// Its length.
         len: usize,
     },
-    /// An array length that is not a compile-time integer from 1 to [`crate::lower::MAX_ARRAY_LEN`].
+    /// An array length that is not a compile-time integer from 1 to [`crate::limits::MAX_ARRAY_LEN`].
     ArrayLength {
         /// The length, if it is a constant.
         len: Option<i64>,
@@ -305,7 +306,7 @@ impl fmt::Display for ErrorKind {
             UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`), and `#[stencil_fn]` helpers called by their bare name (`flux(a, b)`, imported with `use`)", MATH_LIST),
             Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),
             RuntimeLoop { which } => write!(f, "`{which}` loops are not allowed in a stencil: a point update must have a fixed amount of work. Only `for i in A..B` with integer-literal bounds is accepted (it is unrolled)"),
-            UnrollTooLong { trips } => write!(f, "this loop runs {trips} times; loops are unrolled, so at most 64 iterations are accepted"),
+            UnrollTooLong { trips } => write!(f, "this loop runs {trips} times; loops are unrolled, so at most {MAX_UNROLL} iterations are accepted"),
             Closure => write!(f, "closures are not supported in stencils: write the expression inline"),
             Unsafe => write!(f, "`unsafe` is not allowed in a stencil: field accesses are checked once per launch, no unsafe code is needed"),
             Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
@@ -319,7 +320,7 @@ impl fmt::Display for ErrorKind {
             LiteralRange { literal, ty } => write!(f, "literal `{literal}` is out of range for `{ty}`: use a wider type or a smaller value"),
             ArrayIndexNotConstant { array } => write!(f, "`{array}` must be indexed by a compile-time integer: a literal (`{array}[2]`), the variable of a constant `for` loop (`for i in 0..5 {{ {array}[i] }}`) or a `const N: usize` declared in the body; arrays live in registers and are unrolled"),
             IndexOutOfBounds { what, index, len } => write!(f, "index {index} is out of bounds for `{what}` of length {len}: use 0 to {}", len.saturating_sub(1)),
-            ArrayLength { len: Some(len) } => write!(f, "array length {len} is not supported: arrays hold 1 to {} values (they live in registers)", crate::lower::MAX_ARRAY_LEN),
+            ArrayLength { len: Some(len) } => write!(f, "array length {len} is not supported: arrays hold 1 to {} values (they live in registers)", MAX_ARRAY_LEN),
             ArrayLength { len: None } => write!(f, "array lengths must be compile-time integers: a literal (`[0.0; 5]`) or a `const N: usize = 5;` declared in the body"),
             UnsupportedValueType { ty } => write!(f, "unsupported type `{ty}`: locals and helper values are scalars (f32, f64, i32, u32, bool), fixed-size arrays of them (`[f64; 5]`) or tuples of those; a field cannot be passed to a helper, pass its value at a point (`u[idx]`)"),
             AggregateAsScalar { what } => write!(f, "{what} cannot be used as a number here: index it (`q[0]`, `t.0`) or pass it whole to a `#[stencil_fn]` helper"),
@@ -333,9 +334,6 @@ impl fmt::Display for ErrorKind {
         }
     }
 }
-
-/// Most written fields one stencil may have (the CPU executor's tuples of row writers).
-pub const MAX_OUTPUTS: usize = 16;
 
 const MATH_LIST: &str = "sqrt, cbrt, abs, min, max, clamp, powi, powf, exp, exp2, ln, log2, log10, sin, cos, tan, \
 asin, acos, atan, atan2, sinh, cosh, tanh, floor, ceil, round, trunc, copysign, mul_add, hypot, signum, recip";

@@ -2,21 +2,46 @@
 //! implementing the runtime's `Stencil<D>` trait, with the stencil's metadata, its IR as data
 //! (the serialised form the runtime decodes to print CUDA) and the CPU loop nest; and what
 //! `#[stencil_fn]` expands to: the helper function itself and its `macro_rules!` twin (see
-//! [`crate::collect`]).
+//! [`super::collect`]).
 
-use crate::analysis::field_accesses;
-use crate::collect::{invocation, Target};
-use crate::error::{Error, ErrorKind};
+use super::error::{Error, ErrorKind};
+use super::lower::helpers::{called_names, check_helper};
+use super::lower::lower_with_helpers;
+use crate::analysis::Analysis;
 use crate::ir::{ParamKind, IR_FORMAT};
-use crate::lower::helpers::{called_names, check_helper};
 use crate::printer::rust_nest::{param_type, print_run_host};
-use crate::VERSION;
-use proc_macro2::{Literal, TokenStream};
+use crate::{naming, VERSION};
+use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
 
+/// What the collected helpers are for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// A `#[stencil]` function: expanded to its functor once every helper is collected.
+    Stencil,
+    /// A `#[stencil_fn]` helper: checked once every helper it calls is collected.
+    Helper,
+}
+
+impl Target {
+    fn keyword(self) -> &'static str {
+        match self {
+            Target::Stencil => "stencil",
+            Target::Helper => "stencil_fn",
+        }
+    }
+}
+
+/// The call of the next helper's macro: `next! { @collect mode { target } { helper }* }`. `next`
+/// keeps the span of the call in the user's code, so a name that is no helper is reported there.
+pub fn invocation(target: Target, item: &TokenStream, collected: &[TokenStream], next: &Ident) -> TokenStream {
+    let mode = Ident::new(target.keyword(), proc_macro2::Span::call_site());
+    quote! { #next ! { @collect #mode { #item } #({ #collected })* } }
+}
+
 /// Expands `#[stencil]` on `item`: the functor, or, if the body calls helpers, the first step
-/// of collecting their bodies ([`crate::collect`]). Errors carry the span of the offending tokens.
+/// of collecting their bodies ([`super::collect`]). Errors carry the span of the offending tokens.
 pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error> {
     if !attr.is_empty() {
         return Err(Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil]".into() }));
@@ -42,7 +67,7 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
         Err(e) => return e.to_compile_error(),
     };
     let name = &func.sig.ident;
-    let module = format_ident!("__stencil_fn_{}", name);
+    let module = format_ident!("{}", naming::helper_module(&name.to_string()));
     let carried = syn::ItemFn { attrs: Vec::new(), vis: syn::Visibility::Inherited, ..func.clone() };
     let own = name.to_string();
     let check = match called_names(&func).into_iter().find(|n| *n != own) {
@@ -78,14 +103,17 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Expands a `#[stencil]` function whose helpers (every one its calls reach) are `helpers`.
 pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<TokenStream, Error> {
-    let ir = crate::lower::lower_with_helpers(func, helpers)?;
+    let ir = lower_with_helpers(func, helpers)?;
     let rt = quote!(::stencil_runtime);
     let vis = &func.vis;
     let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
     let dim = Literal::usize_unsuffixed(ir.dim);
     let lt = quote!('a);
-    let exec = quote!(__E);
+    let exec = format_ident!("{}", naming::EXEC);
+    let exec = quote!(#exec);
+    let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
+    let analysis = Analysis::of(&ir);
     let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, &exec));
     let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
@@ -96,7 +124,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
         }
     });
     let name = &ir.name;
-    let fields = field_accesses(&ir).into_iter().map(|fa| {
+    let fields = analysis.fields.iter().map(|fa| {
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
@@ -106,7 +134,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
         "stencil-macros {VERSION} writes stencil IR format {IR_FORMAT}, which this stencil-runtime does not read: \
          depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
     );
-    let run_host = print_run_host(&ir, &rt);
+    let run_host = print_run_host(&ir, &analysis, &rt);
     let doc = format!(
         "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",
         ir.functor_name()
@@ -135,7 +163,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
             }
 
             #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]
-            fn run_host(__range: &#rt::Loop<#dim>, __args: Self::Args<'_, #rt::Host>) -> ::core::result::Result<(), #rt::LaunchError> {
+            fn run_host(#range: &#rt::Loop<#dim>, #args: Self::Args<'_, #rt::Host>) -> ::core::result::Result<(), #rt::LaunchError> {
                 #run_host
             }
         }

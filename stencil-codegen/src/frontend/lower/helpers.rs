@@ -11,7 +11,7 @@ use super::expr::{helper_name, split_tail};
 use super::types::Var;
 use super::values::{DeclType, Value};
 use super::{int_literal, unsupported, Lowerer};
-use crate::error::{Error, ErrorKind};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{Expr, ExprKind, Stmt};
 use std::collections::HashMap;
 use syn::spanned::Spanned;

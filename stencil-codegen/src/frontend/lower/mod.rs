@@ -9,18 +9,15 @@ mod signature;
 mod types;
 mod values;
 
-use crate::error::{Error, ErrorKind};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{Local, LocalId, Param, ParamKind, StencilIr, Stmt};
 use std::collections::{HashMap, HashSet};
 use syn::spanned::Spanned;
 use types::{Types, Var};
 use values::Value;
 
-/// Longest loop the lowering unrolls.
-const MAX_UNROLL: i64 = 64;
-
-/// Longest array a stencil or helper may hold (its values live in registers).
-pub const MAX_ARRAY_LEN: usize = 16;
+pub use crate::limits::MAX_ARRAY_LEN;
+use crate::limits::MAX_UNROLL;
 
 /// Lowers a `#[stencil]` function that calls no helper to the IR.
 pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
@@ -88,58 +85,6 @@ struct Lowerer {
     call_stack: Vec<String>,
 }
 
-/// Names the printers must not use for locals: C/CUDA keywords and the printers' own prefix.
-fn reserved(name: &str) -> bool {
-    const C_WORDS: &[&str] = &[
-        "auto",
-        "char",
-        "double",
-        "float",
-        "int",
-        "long",
-        "short",
-        "signed",
-        "unsigned",
-        "void",
-        "volatile",
-        "register",
-        "switch",
-        "case",
-        "default",
-        "goto",
-        "sizeof",
-        "typedef",
-        "union",
-        "extern",
-        "static",
-        "inline",
-        "restrict",
-        "bool",
-        "new",
-        "delete",
-        "this",
-        "template",
-        "typename",
-        "class",
-        "namespace",
-        "private",
-        "public",
-        "protected",
-        "friend",
-        "operator",
-        "virtual",
-        "explicit",
-        "threadIdx",
-        "blockIdx",
-        "blockDim",
-        "gridDim",
-        "warpSize",
-        "min",
-        "max",
-    ];
-    name.starts_with("__") || name.starts_with("p_") || C_WORDS.contains(&name)
-}
-
 impl Lowerer {
     fn new(dim: usize, index_name: String, params: Vec<Param>, helpers: &[syn::ItemFn]) -> Self {
         Lowerer {
@@ -174,7 +119,9 @@ impl Lowerer {
 
     /// Declares a new local (unique name derived from `base`) and binds `base` to it.
     fn declare(&mut self, base: &str, var: Var, mutable: bool, user: bool) -> LocalId {
-        let mut name = if reserved(base) { format!("v_{}", base.trim_start_matches('_')) } else { base.to_string() };
+        let fields: Vec<&str> =
+            self.params.iter().filter(|p| matches!(p.kind, ParamKind::Field(_))).map(|p| p.name.as_str()).collect();
+        let mut name = crate::naming::local_name(base, &fields);
         if self.used_names.contains(&name) {
             let mut n = 1;
             while self.used_names.contains(&format!("{name}_{n}")) {

@@ -3,7 +3,7 @@
 use super::types::{Require, Var};
 use super::values::Value;
 use super::{int_literal, path_name, tokens, unsupported, Lowerer};
-use crate::error::{Error, ErrorKind};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, ScalarType, Stmt, UnOp};
 use proc_macro2::Span;
 use syn::spanned::Spanned;

@@ -1,7 +1,7 @@
 //! The stencil's signature: the point index first, then scalars and fields.
 
 use super::tokens;
-use crate::error::{Error, ErrorKind};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{FieldParam, Param, ParamKind, ScalarType};
 use syn::spanned::Spanned;
 
@@ -66,7 +66,7 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
         params.push(Param { name, kind });
     }
     let outputs = params.iter().filter(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)).count();
-    if outputs > crate::error::MAX_OUTPUTS {
+    if outputs > crate::limits::MAX_OUTPUTS {
         return Err(Error::spanned(&sig.inputs, ErrorKind::TooManyOutputs { got: outputs }));
     }
     Ok(Signature { dim, index_name, params })

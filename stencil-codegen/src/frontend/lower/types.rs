@@ -2,7 +2,7 @@
 //! (an unsuffixed `1.0` takes the type of what it meets, `f64` if nothing; `1` likewise, `i32`)
 //! and deferred checks that need the final types (`sqrt` of an integer, `%` of a bool, ...).
 
-use crate::error::{Error, ErrorKind};
+use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::ScalarType;
 use proc_macro2::Span;
 

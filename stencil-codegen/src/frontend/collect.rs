@@ -2,7 +2,7 @@
 //!
 //! A proc macro sees only the item it is attached to, so each helper carries its own tokens in a
 //! `macro_rules!` twin of the same name (emitted next to the function by
-//! [`crate::expand_stencil_fn`] and re-exported with `pub(crate) use`, so a `use` that brings
+//! [`super::expand::expand_stencil_fn`] and re-exported with `pub(crate) use`, so a `use` that brings
 //! the function into scope brings the macro too). A stencil that calls bare names expands to a
 //! call of the first name's macro:
 //!
@@ -20,36 +20,12 @@
 //! there; and helpers are usable only inside the crate that defines them (a `macro_rules!`
 //! leaves its crate only through `#[macro_export]`).
 
-use crate::error::{Error, ErrorKind};
-use crate::lower::helpers::{called_names, check_helper};
+use super::error::{Error, ErrorKind};
+use super::expand::{expand_stencil, invocation, Target};
+use super::lower::helpers::{called_names, check_helper};
 use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use syn::parse::{ParseStream, Parser};
-
-/// What the collected helpers are for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Target {
-    /// A `#[stencil]` function: expanded to its functor once every helper is collected.
-    Stencil,
-    /// A `#[stencil_fn]` helper: checked once every helper it calls is collected.
-    Helper,
-}
-
-impl Target {
-    fn keyword(self) -> &'static str {
-        match self {
-            Target::Stencil => "stencil",
-            Target::Helper => "stencil_fn",
-        }
-    }
-}
-
-/// The call of the next helper's macro: `next! { @collect mode { target } { helper }* }`. `next`
-/// keeps the span of the call in the user's code, so a name that is no helper is reported there.
-pub fn invocation(target: Target, item: &TokenStream, collected: &[TokenStream], next: &Ident) -> TokenStream {
-    let mode = Ident::new(target.keyword(), proc_macro2::Span::call_site());
-    quote! { #next ! { @collect #mode { #item } #({ #collected })* } }
-}
 
 /// One step of the walk: the input of `stencil_collect!` (`mode { target } { helper }*`).
 pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
@@ -85,7 +61,7 @@ pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
         return Ok(invocation(target, &target_tokens, &helper_tokens, &next));
     }
     match target {
-        Target::Stencil => crate::expand::expand_stencil(&item, &helpers),
+        Target::Stencil => expand_stencil(&item, &helpers),
         Target::Helper => {
             let mut reachable = helpers;
             reachable.push(item.clone());

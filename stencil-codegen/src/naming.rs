@@ -1,0 +1,202 @@
+//! Every name the printers invent, and the rule that keeps user names clear of them.
+//!
+//! The generated Rust (`run_host`) and CUDA C share a namespace with the user's parameters and
+//! locals. Generated Rust names all start with `__`, kernel parameters with `p_`; the names a
+//! kernel's point update can see (the linear index, tile coordinates, register queues, ...) and
+//! C's keywords and math functions are listed here too. The lowering renames any user local that
+//! [`is_reserved`] (see [`local_name`]); user *parameters* keep their names in Rust (the
+//! generated names never clash with a name not starting with `__`) and are prefixed in C.
+
+// ---- The Rust loop nest (`run_host`) ----
+
+/// The launch range argument of `run_host` (prefixed: a user parameter may be called `range`).
+pub const RANGE: &str = "__range";
+/// The argument tuple of `run_host`.
+pub const ARGS: &str = "__args";
+/// The validated shape of the launch's fields.
+pub const SHAPE: &str = "__shape";
+/// The shape's strides.
+pub const STRIDES: &str = "__strides";
+/// First linear index of the current row.
+pub const BASE: &str = "__base";
+/// Points in the current row.
+pub const LEN: &str = "__len";
+/// Position in the current row.
+pub const X: &str = "__x";
+/// The executor type parameter of the functor's `Stencil` impl.
+pub const EXEC: &str = "__E";
+
+/// The slice (or row writer) of field `field`.
+pub fn data(field: &str) -> String {
+    format!("__data_{field}")
+}
+
+/// The linear offset of the `i`-th distinct offset read from `field`.
+pub fn offset(field: &str, i: usize) -> String {
+    format!("__off_{field}_{i}")
+}
+
+/// The row slice of the `i`-th distinct offset read from `field` (0 for a written field).
+pub fn row(field: &str, i: usize) -> String {
+    format!("__row_{field}_{i}")
+}
+
+/// The module holding a `#[stencil_fn]` helper's `macro_rules!` twin.
+pub fn helper_module(helper: &str) -> String {
+    format!("__stencil_fn_{helper}")
+}
+
+// ---- CUDA C ----
+
+/// Prefix of every kernel parameter (user names never clash with C keywords or the kernel's
+/// own variables).
+pub const PARAM_PREFIX: &str = "p_";
+
+/// The C name of the kernel parameter for user parameter `name`.
+pub fn param(name: &str) -> String {
+    format!("{PARAM_PREFIX}{name}")
+}
+
+/// Variables of the kernels that the printed point update refers to (or that would hide a
+/// function it calls): the linear index and the shared-memory tile coordinates.
+const KERNEL_NAMES: &[&str] = &["idx", "tc", "tm", "to"];
+
+/// Prefixes of every generated Rust name and every kernel parameter.
+const PREFIXES: &[&str] = &["__", PARAM_PREFIX];
+
+/// Kernel variables named after a field `f` that the printed point update refers to: register
+/// queue slots (`q_f_..`), shared tiles (`s_f`), output registers and their written flags
+/// (`r_f_..`, `w_r_f_..`), an in-place field's current values (`cur_f_..`) and vector (`v_f`).
+fn is_field_variable(name: &str, field: &str) -> bool {
+    let after = |prefix: &str| name.strip_prefix(prefix).and_then(|rest| rest.strip_prefix(field));
+    ["q_", "r_", "w_r_", "cur_"].iter().any(|p| after(p).is_some_and(|rest| rest.starts_with('_')))
+        || ["s_", "v_"].iter().any(|p| after(p) == Some(""))
+}
+
+/// C/C++/CUDA words and the device functions printed expressions call.
+const C_WORDS: &[&str] = &[
+    "auto",
+    "char",
+    "double",
+    "float",
+    "int",
+    "long",
+    "short",
+    "signed",
+    "unsigned",
+    "void",
+    "volatile",
+    "register",
+    "switch",
+    "case",
+    "default",
+    "goto",
+    "sizeof",
+    "typedef",
+    "union",
+    "extern",
+    "static",
+    "inline",
+    "restrict",
+    "bool",
+    "new",
+    "delete",
+    "this",
+    "template",
+    "typename",
+    "class",
+    "namespace",
+    "private",
+    "public",
+    "protected",
+    "friend",
+    "operator",
+    "virtual",
+    "explicit",
+    "threadIdx",
+    "blockIdx",
+    "blockDim",
+    "gridDim",
+    "warpSize",
+    "min",
+    "max",
+];
+
+/// The C math functions printed expressions call (double precision; the single-precision ones
+/// add `f`), which a C local of the same name would hide.
+const C_MATH: &[&str] = &[
+    "sqrt",
+    "cbrt",
+    "abs",
+    "fabs",
+    "fmin",
+    "fmax",
+    "pow",
+    "exp",
+    "exp2",
+    "log",
+    "log2",
+    "log10",
+    "sin",
+    "cos",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "atan2",
+    "sinh",
+    "cosh",
+    "tanh",
+    "floor",
+    "ceil",
+    "round",
+    "trunc",
+    "copysign",
+    "fma",
+    "hypot",
+    "fmod",
+    "isnan",
+    "stencil_powi",
+];
+
+/// Whether a local called `name`, in a stencil with field parameters `fields`, could clash with
+/// a generated name (Rust or C), a C word or a C math function.
+pub fn is_reserved(name: &str, fields: &[&str]) -> bool {
+    let math = |n: &str| C_MATH.contains(&n);
+    PREFIXES.iter().any(|p| name.starts_with(p))
+        || KERNEL_NAMES.contains(&name)
+        || fields.iter().any(|f| is_field_variable(name, f))
+        || C_WORDS.contains(&name)
+        || math(name)
+        || name.strip_suffix('f').is_some_and(math)
+}
+
+/// The name a user local `base` gets in generated code before de-duplication: `base` itself, or
+/// `v_` + `base` without leading underscores if it [`is_reserved`].
+pub fn local_name(base: &str, fields: &[&str]) -> String {
+    if is_reserved(base, fields) {
+        format!("v_{}", base.trim_start_matches('_'))
+    } else {
+        base.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn generated_names_are_reserved() {
+        let fields = ["u", "out"];
+        for name in ["__x", "p_u", "idx", "tc", "q_u_0_n1", "s_u", "r_out_0", "w_r_out_0", "cur_out_1", "exp", "sqrtf"]
+        {
+            assert!(is_reserved(name, &fields), "{name}");
+        }
+        for name in ["x", "q", "q_0", "s_v", "su", "lap", "c", "m", "o", "expo", "range", "args"] {
+            assert!(!is_reserved(name, &fields), "{name}");
+        }
+        assert_eq!(local_name("__tmp", &fields), "v_tmp");
+        assert_eq!(local_name("idx", &fields), "v_idx");
+        assert_eq!(local_name("lap", &fields), "lap");
+    }
+}
