@@ -34,7 +34,7 @@
 //! **Time.** SSP-RK3 (Shu-Osher) as three stages of one form,
 //! `q_out = a q_n + b (q + Δt L(q))` with `(a, b) = (0, 1), (3/4, 1/4), (1/3, 2/3)`; `Δt` from the
 //! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`: the rate of every cell by
-//! the stencil [`euler_rate`] where the state lives, its maximum on the host (one field copied
+//! the stencil [`EulerRate`] where the state lives, its maximum on the host (one field copied
 //! back from a GPU).
 //!
 //! **Where it runs.** Everything below [`Euler::run`] is written once against
@@ -550,7 +550,7 @@ pub struct State<E: Executor> {
     pub q2: Conserved<E::Field<f64, 3>>,
     /// Face fluxes per axis (split variant; the face `i+1/2` at cell `i`).
     pub flux: [Conserved<E::Field<f64, 3>>; 3],
-    /// [`euler_rate`] of `q` at the cells (halo and padding stay zero).
+    /// [`EulerRate`] of `q` at the cells (halo and padding stay zero).
     pub rate: E::Field<f64, 3>,
 }
 
@@ -651,7 +651,7 @@ impl Euler {
         sum.map(|s| s * volume)
     }
 
-    /// The CFL time step of `s.q`: [`euler_rate`] on the executor into `s.rate`, then the
+    /// The CFL time step of `s.q`: [`EulerRate`] on the executor into `s.rate`, then the
     /// Courant number over its largest value, taken on the host (one field downloaded; NaN
     /// if a rate is NaN).
     pub fn dt<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<f64, Error> {
@@ -671,12 +671,9 @@ impl Euler {
     /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
     /// executor call (edges and corners too, as if axis after axis).
     pub fn fill_halos<E: Executor>(&self, exec: &E, q: &mut Conserved<E::Field<f64, 3>>) -> Result<(), Error> {
-        let mut v = 0;
-        let mut jobs = q.each_mut().map(|f| {
-            v += 1;
-            (f, [0, 1, 2].map(|axis| Some(self.boundaries[axis].fill(axis, v - 1))))
-        });
-        Ok(exec.fill_halos(&mut jobs)?)
+        let fills = |v: usize| [0, 1, 2].map(|axis| Some(self.boundaries[axis].fill(axis, v)));
+        let [r, mx, my, mz, e] = q;
+        Ok(exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?)
     }
 
     /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`, its input's halos already

@@ -19,9 +19,9 @@
 //! one stencil per stage, radius 2, no flux fields.
 //!
 //! **Time.** Third-order SSP Runge-Kutta (Shu-Osher), each stage one launch of the fused
-//! stencil [`swe_stage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
+//! stencil [`SweStage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
 //! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the speed
-//! of every cell at the start of the step computed by the stencil [`swe_speed`] where the state
+//! of every cell at the start of the step computed by the stencil [`SweSpeed`] where the state
 //! lives (one field copied back from a GPU) and its maximum taken on the host.
 //!
 //! **Boundaries** ([`Edge`], per axis): a reflective wall mirrors the state into the halo and
@@ -263,6 +263,9 @@ fn max_value(values: &[f64]) -> f64 {
     values.iter().fold(f64::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) })
 }
 
+/// The conserved fields on executor `E`.
+pub type Fields<E> = State<<E as Executor>::Field<f64, 2>>;
+
 /// A model's state on an executor ([`Host`], or a `Gpu` with the `cuda` feature) with the
 /// buffers of the Runge-Kutta stages.
 pub struct Solver<E: Executor> {
@@ -270,13 +273,13 @@ pub struct Solver<E: Executor> {
     pub exec: E,
     /// The problem.
     pub model: Model,
-    /// The CUDA kernel strategy of [`swe_stage`] and [`swe_speed`] (`None`: each stencil's
+    /// The CUDA kernel strategy of [`SweStage`] and [`SweSpeed`] (`None`: each stencil's
     /// default; the host ignores it).
     pub strategy: Option<Strategy>,
     /// The state at the current time.
-    pub q: State<E::Field<f64, 2>>,
-    stage1: State<E::Field<f64, 2>>,
-    stage2: State<E::Field<f64, 2>>,
+    pub q: Fields<E>,
+    stage1: Fields<E>,
+    stage2: Fields<E>,
     speed: E::Field<f64, 2>,
     range: Loop<2>,
     /// The simulated time, s.
@@ -299,7 +302,7 @@ impl<E: Executor> Solver<E> {
 
     /// Refills every halo of `q` for the model's boundaries: the three fields along both axes in
     /// one executor call.
-    fn fill(exec: &E, edges: [Edge; 2], q: &mut State<E::Field<f64, 2>>) -> Result<(), LaunchError> {
+    fn fill(exec: &E, edges: [Edge; 2], q: &mut Fields<E>) -> Result<(), LaunchError> {
         let fills = |normal: Option<usize>| [0, 1].map(|axis| Some(edges[axis].fill(normal == Some(axis))));
         exec.fill_halos(&mut [(&mut q.h, fills(None)), (&mut q.hu, fills(Some(0))), (&mut q.hv, fills(Some(1)))])
     }
@@ -309,28 +312,13 @@ impl<E: Executor> Solver<E> {
         let Solver { exec, model, strategy, q, stage1, stage2, range, .. } = self;
         let [dt_dx, dt_dy] = model.dx.map(|dx| dt / dx);
         Self::fill(exec, model.edges, q)?;
-        let q_n = &*q;
-        // One stage of `swe_stage`: `out = a q_n + b (s + Δt L(s))`.
-        let stage = |(a, b): (f64, f64), s: &State<E::Field<f64, 2>>, out: &mut State<E::Field<f64, 2>>| {
-            let args = (
-                a,
-                b,
-                dt_dx,
-                dt_dy,
-                G,
-                &q_n.h,
-                &q_n.hu,
-                &q_n.hv,
-                &s.h,
-                &s.hu,
-                &s.hv,
-                &mut out.h,
-                &mut out.hu,
-                &mut out.hv,
-            );
+        let n = &*q;
+        // One stage of `SweStage`: `o = a n + b (s + Δt L(s))`, `n` the state at the step's start.
+        let stage = |(a, b): (f64, f64), s: &Fields<E>, o: &mut Fields<E>| {
+            let args = (a, b, dt_dx, dt_dy, G, &n.h, &n.hu, &n.hv, &s.h, &s.hu, &s.hv, &mut o.h, &mut o.hu, &mut o.hv);
             exec.run_with(range, SweStage, *strategy, args)
         };
-        stage(SSP_RK3[0], q_n, stage1)?;
+        stage(SSP_RK3[0], n, stage1)?;
         Self::fill(exec, model.edges, stage1)?;
         stage(SSP_RK3[1], stage1, stage2)?;
         Self::fill(exec, model.edges, stage2)?;
@@ -346,7 +334,7 @@ impl<E: Executor> Solver<E> {
         self.q.try_map(|f| self.exec.download(f))
     }
 
-    /// One step with the CFL time step of the current state ([`swe_speed`] on the executor, its
+    /// One step with the CFL time step of the current state ([`SweSpeed`] on the executor, its
     /// maximum on the host: one field copied from a GPU),
     /// cut to end exactly at `t_end` if given; returns the step taken.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Box<dyn std::error::Error>> {
