@@ -33,7 +33,13 @@
 //!
 //! **Time.** SSP-RK3 (Shu-Osher) as three stages of one form,
 //! `q_out = a q_n + b (q + Δt L(q))` with `(a, b) = (0, 1), (3/4, 1/4), (1/3, 2/3)`; `Δt` from the
-//! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`, computed on the host.
+//! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`: the rate of every cell by
+//! the stencil [`EulerRate`] where the state lives, its maximum on the host (one field copied
+//! back from a GPU).
+//!
+//! **Where it runs.** Everything below [`Euler::run`] is written once against
+//! [`stencil_runtime::Executor`]: the fields of a [`State`] are the executor's, and the same
+//! calls run on the host ([`Host`]) or a GPU, where [`Euler::strategy`] picks the kernels.
 //!
 //! **Two ways to run a stage** ([`Scheme`]):
 //! - *fused*: one stencil per cell reconstructs the six faces, solves six Riemann problems and
@@ -47,14 +53,13 @@
 //!   has no way to carry a value from one point to the next, so this module offers the two ends.
 //!   Fused and split compute every face with the same operations, so they agree bit for bit.
 //!
-//! **Boundaries**, per axis ([`Boundary`]): before every stage the halo (2 cells) of the stage's
-//! input is filled with `fill_halo`: periodic, reflective (mirror; the normal momentum mirrored
-//! with its sign flipped) or outflow (zero gradient).
+//! **Boundaries**, per axis ([`Boundary`]): before every stage the halos (2 cells) of the stage's
+//! input, all five fields along every axis, are filled by one executor call: periodic,
+//! reflective (mirror; the normal momentum mirrored with its sign flipped) or outflow (zero
+//! gradient).
 
 use stencil_runtime::prelude::*;
-#[cfg(feature = "cuda")]
-use stencil_runtime::{cuda::Gpu, DeviceField3, Strategy};
-use stencil_runtime::{HaloFill, Loop};
+use stencil_runtime::{Executor, HaloFill, Loop, Strategy};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -420,6 +425,27 @@ pub fn euler_update(
     e_out[idx] = a * e_n[idx] + b * r[4];
 }
 
+/// The CFL rate of a cell, `Σ_axes (|u_axis| + c) / h_axis` (the time step is the Courant
+/// number over its largest value, taken on the host).
+#[stencil]
+pub fn euler_rate(
+    idx: Idx3,
+    gamma: f64,
+    hx: f64,
+    hy: f64,
+    hz: f64,
+    rho: &Field3<f64>,
+    mx: &Field3<f64>,
+    my: &Field3<f64>,
+    mz: &Field3<f64>,
+    e: &Field3<f64>,
+    rate: &mut Field3<f64>,
+) {
+    let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+    let c = (gamma * w[4] / w[0]).sqrt();
+    rate[idx] = (w[1].abs() + c) / hx + (w[2].abs() + c) / hy + (w[3].abs() + c) / hz;
+}
+
 /// The approximate Riemann solver of the face fluxes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Riemann {
@@ -480,7 +506,8 @@ impl Boundary {
     }
 }
 
-/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`.
+/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields (`Field3<f64>`) or an executor's
+/// (`E::Field<f64, 3>`).
 pub type Conserved<F> = [F; 5];
 
 /// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
@@ -507,125 +534,54 @@ pub struct Euler {
     pub scheme: Scheme,
     /// Boundary condition per axis.
     pub boundaries: [Boundary; 3],
+    /// The CUDA kernel strategy of every stencil launch (`None`: each stencil's default; the
+    /// host ignores it).
+    pub strategy: Option<Strategy>,
 }
 
-/// The fields a time step works on: the state, two stage buffers and (split variant) the face
-/// fluxes per axis.
-pub struct State<F> {
+/// The fields a time step works on, on executor `E`: the state, two stage buffers, (split
+/// variant) the face fluxes per axis and the CFL rate per cell.
+pub struct State<E: Executor> {
     /// The conserved state at the current time.
-    pub q: Conserved<F>,
+    pub q: Conserved<E::Field<f64, 3>>,
     /// First stage result (and, after the third stage, the new state before the swap).
-    pub q1: Conserved<F>,
+    pub q1: Conserved<E::Field<f64, 3>>,
     /// Second stage result.
-    pub q2: Conserved<F>,
+    pub q2: Conserved<E::Field<f64, 3>>,
     /// Face fluxes per axis (split variant; the face `i+1/2` at cell `i`).
-    pub flux: [Conserved<F>; 3],
+    pub flux: [Conserved<E::Field<f64, 3>>; 3],
+    /// [`EulerRate`] of `q` at the cells (halo and padding stay zero).
+    pub rate: E::Field<f64, 3>,
 }
 
-impl State<Field3<f64>> {
-    /// A state from conserved fields, with zeroed buffers of the same shape.
-    pub fn new(q: Conserved<Field3<f64>>) -> Self {
-        let shape = *q[0].shape();
-        let zeros = || std::array::from_fn(|_| Field3::zeros(shape));
-        State { q1: zeros(), q2: zeros(), flux: std::array::from_fn(|_| zeros()), q }
-    }
+/// Five results as one: the first error, or the five values.
+fn all5<T>([a, b, c, d, e]: [Result<T, LaunchError>; 5]) -> Result<[T; 5], LaunchError> {
+    Ok([a?, b?, c?, d?, e?])
 }
 
-#[cfg(feature = "cuda")]
-impl State<DeviceField3<f64>> {
-    /// The host state `q` uploaded, with device buffers of the same shape.
-    pub fn upload(gpu: &Gpu, q: &Conserved<Field3<f64>>) -> Result<Self, Error> {
+impl<E: Executor> State<E> {
+    /// The host state `q` copied to `exec`, with zeroed buffers of the same shape.
+    pub fn new(exec: &E, q: &Conserved<Field3<f64>>) -> Result<Self, Error> {
         let shape = *q[0].shape();
-        let up = |f: &Field3<f64>| gpu.upload(f);
-        let zeros = || -> Result<Conserved<DeviceField3<f64>>, Error> {
-            let v = (0..5).map(|_| gpu.alloc::<f64, 3>(shape)).collect::<Result<Vec<_>, _>>()?;
-            Ok(v.try_into().unwrap_or_else(|_| unreachable!("five fields")))
-        };
+        let zeros = || all5([(); 5].map(|_| exec.alloc(shape)));
         Ok(State {
-            q: [up(&q[0])?, up(&q[1])?, up(&q[2])?, up(&q[3])?, up(&q[4])?],
+            q: all5(q.each_ref().map(|f| exec.upload(f)))?,
             q1: zeros()?,
             q2: zeros()?,
             flux: [zeros()?, zeros()?, zeros()?],
+            rate: exec.alloc(shape)?,
         })
     }
 
-    /// The current state, downloaded.
-    pub fn download(&self) -> Result<Conserved<Field3<f64>>, Error> {
-        let v = self.q.iter().map(|f| f.download()).collect::<Result<Vec<_>, _>>()?;
-        Ok(v.try_into().unwrap_or_else(|_| unreachable!("five fields")))
+    /// A host copy of the current state (waits for the work issued so far).
+    pub fn download(&self, exec: &E) -> Result<Conserved<Field3<f64>>, Error> {
+        Ok(all5(self.q.each_ref().map(|f| exec.download(f)))?)
     }
-}
-
-/// A launch on the host.
-macro_rules! launch_cpu {
-    ((), $range:expr, $stencil:ident, $args:expr) => {
-        $range.run($stencil, $args)
-    };
-}
-
-/// A launch on a GPU with a strategy (`None`: the stencil's default).
-#[cfg(feature = "cuda")]
-macro_rules! launch_gpu {
-    (($gpu:ident, $strategy:ident), $range:expr, $stencil:ident, $args:expr) => {
-        $range
-            .with_strategy($strategy.unwrap_or_else(|| Strategy::default_for(<$stencil as Stencil<3>>::ir())))
-            .run_on($gpu, $stencil, $args)
-    };
-}
-
-/// The stage launches (fused, or face fluxes then update) for one executor: `$launch` is
-/// `launch_cpu` or `launch_gpu`, `$ctx` what it needs.
-macro_rules! stage_body {
-    ($launch:ident, $ctx:tt, $self:ident, $F:ty, $a:ident, $b:ident, $dt:ident, $q:ident, $qn:ident, $out:ident, $flux:ident) => {{
-        let (kappa, beta) = $self.limiter.kappa_beta();
-        let g = $self.gamma;
-        let [cx, cy, cz] = $self.h.map(|h| $dt / h);
-        let gdt = $self.gravity * $dt;
-        let [r, mx, my, mz, e] = $q;
-        let [rn, mxn, myn, mzn, en] = $qn;
-        let interior = $self.interior();
-        match $self.scheme {
-            Scheme::Fused => {
-                let [o0, o1, o2, o3, o4] = $out;
-                let args = (
-                    g, kappa, beta, $a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, o0, o1, o2, o3,
-                    o4,
-                );
-                match $self.riemann {
-                    Riemann::Hllc => $launch!($ctx, interior, EulerFusedHllc, args)?,
-                    Riemann::Rusanov => $launch!($ctx, interior, EulerFusedRusanov, args)?,
-                }
-            }
-            Scheme::Split => {
-                for (axis, f) in $flux.iter_mut().enumerate() {
-                    let range = $self.face_range(axis);
-                    let [f0, f1, f2, f3, f4] = f;
-                    let args = (g, kappa, beta, r, mx, my, mz, e, f0, f1, f2, f3, f4);
-                    match ($self.riemann, axis) {
-                        (Riemann::Hllc, 0) => $launch!($ctx, range, EulerFluxXHllc, args)?,
-                        (Riemann::Hllc, 1) => $launch!($ctx, range, EulerFluxYHllc, args)?,
-                        (Riemann::Hllc, _) => $launch!($ctx, range, EulerFluxZHllc, args)?,
-                        (Riemann::Rusanov, 0) => $launch!($ctx, range, EulerFluxXRusanov, args)?,
-                        (Riemann::Rusanov, 1) => $launch!($ctx, range, EulerFluxYRusanov, args)?,
-                        (Riemann::Rusanov, _) => $launch!($ctx, range, EulerFluxZRusanov, args)?,
-                    }
-                }
-                let [[x0, x1, x2, x3, x4], [y0, y1, y2, y3, y4], [z0, z1, z2, z3, z4]] = &*$flux;
-                let [o0, o1, o2, o3, o4] = $out;
-                let args = (
-                    $a, $b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, x0, x1, x2, x3, x4, y0, y1, y2,
-                    y3, y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4,
-                );
-                $launch!($ctx, interior, EulerUpdate, args)?
-            }
-        }
-        Ok(())
-    }};
 }
 
 impl Euler {
     /// A cubic box of `n³` cells of side `length`, γ = 1.4, no gravity, CFL 0.5, Koren + HLLC,
-    /// fused stages, every axis periodic.
+    /// fused stages, every axis periodic, each stencil's default strategy.
     pub fn cube(n: usize, length: f64) -> Self {
         Euler {
             n: [n; 3],
@@ -637,6 +593,7 @@ impl Euler {
             riemann: Riemann::Hllc,
             scheme: Scheme::Fused,
             boundaries: [Boundary::Periodic; 3],
+            strategy: None,
         }
     }
 
@@ -664,19 +621,14 @@ impl Euler {
         [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a])
     }
 
-    /// Conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
+    /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
     /// included (the halo is refilled before every stage anyway).
     pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
         let shape = self.shape();
-        let values: Vec<[f64; 5]> = shape.storage_points().map(|s| w(self.centre(shape.to_global(s)))).collect();
-        let values: Vec<[f64; 5]> = values.into_iter().map(|w| conserved(w, self.gamma)).collect();
-        std::array::from_fn(|v| {
-            let mut it = values.iter();
-            Field3::from_fn(shape, |_| it.next().expect("one value per point")[v])
-        })
+        std::array::from_fn(|v| Field3::from_fn(shape, |g| conserved(w(self.centre(g)), self.gamma)[v]))
     }
 
-    /// Calls `f` with the conserved state of every cell, in storage order.
+    /// Calls `f` with the conserved state of every cell of a host state, in storage order.
     pub fn for_each_cell(&self, q: &Conserved<Field3<f64>>, mut f: impl FnMut([usize; 3], [f64; 5])) {
         let shape = self.shape();
         let slices = q.each_ref().map(|f| f.as_slice());
@@ -690,24 +642,8 @@ impl Euler {
         }
     }
 
-    /// The largest `Σ_axes (|u_axis| + c) / h_axis` over the cells.
-    pub fn max_rate(&self, q: &Conserved<Field3<f64>>) -> f64 {
-        let mut rate = 0.0f64;
-        self.for_each_cell(q, |_, q| {
-            let w = primitive(q, self.gamma);
-            let c = (self.gamma * w[4] / w[0]).sqrt();
-            let r: f64 = (0..3).map(|a| (w[a + 1].abs() + c) / self.h[a]).sum();
-            rate = rate.max(r);
-        });
-        rate
-    }
-
-    /// The CFL time step of a state.
-    pub fn dt(&self, q: &Conserved<Field3<f64>>) -> f64 {
-        self.cfl / self.max_rate(q)
-    }
-
-    /// The totals of the conserved variables (sum over the cells times the cell volume).
+    /// The totals of the conserved variables of a host state (sum over the cells times the cell
+    /// volume).
     pub fn totals(&self, q: &Conserved<Field3<f64>>) -> [f64; 5] {
         let volume: f64 = self.h.iter().product();
         let mut sum = [0.0; 5];
@@ -715,142 +651,122 @@ impl Euler {
         sum.map(|s| s * volume)
     }
 
-    /// Fills the halos of `q` (axes 0, 1, 2 in turn: edges and corners too).
-    pub fn fill_halos_cpu(&self, q: &mut Conserved<Field3<f64>>) -> Result<(), Error> {
-        for axis in 0..3 {
-            for (v, f) in q.iter_mut().enumerate() {
-                f.fill_halo(axis, self.boundaries[axis].fill(axis, v))?;
+    /// The CFL time step of `s.q`: [`EulerRate`] on the executor into `s.rate`, then the
+    /// Courant number over its largest value, taken on the host (one field downloaded; NaN
+    /// if a rate is NaN).
+    pub fn dt<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<f64, Error> {
+        let State { q: [r, mx, my, mz, e], rate, .. } = s;
+        let [hx, hy, hz] = self.h;
+        exec.run_with(
+            &self.interior(),
+            EulerRate,
+            self.strategy,
+            (self.gamma, hx, hy, hz, &*r, &*mx, &*my, &*mz, &*e, rate),
+        )?;
+        let rates = exec.download(&s.rate)?;
+        let max = rates.as_slice().iter().fold(0.0f64, |m, &r| if r > m || r.is_nan() { r } else { m });
+        Ok(self.cfl / max)
+    }
+
+    /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
+    /// executor call (edges and corners too, as if axis after axis).
+    pub fn fill_halos<E: Executor>(&self, exec: &E, q: &mut Conserved<E::Field<f64, 3>>) -> Result<(), Error> {
+        let fills = |v: usize| [0, 1, 2].map(|axis| Some(self.boundaries[axis].fill(axis, v)));
+        let [r, mx, my, mz, e] = q;
+        Ok(exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?)
+    }
+
+    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`, its input's halos already
+    /// filled: `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out`
+    /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`.
+    pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
+        let (a, b) = *RK3.get(k).ok_or_else(|| format!("SSP-RK3 has stages 0, 1 and 2, not {k}"))?;
+        let State { q: qn, q1, q2, flux, .. } = s;
+        let (q, out) = match k {
+            0 => (&*qn, q1),
+            1 => (&*q1, q2),
+            _ => (&*q2, q1),
+        };
+        let (kappa, beta) = self.limiter.kappa_beta();
+        let (g, st) = (self.gamma, self.strategy);
+        let [cx, cy, cz] = self.h.map(|h| dt / h);
+        let gdt = self.gravity * dt;
+        let [r, mx, my, mz, e] = q;
+        let [rn, mxn, myn, mzn, en] = &*qn;
+        let interior = self.interior();
+        let [o0, o1, o2, o3, o4] = out;
+        match self.scheme {
+            Scheme::Fused => {
+                let args = (
+                    g, kappa, beta, a, b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, o0, o1, o2, o3, o4,
+                );
+                match self.riemann {
+                    Riemann::Hllc => exec.run_with(&interior, EulerFusedHllc, st, args)?,
+                    Riemann::Rusanov => exec.run_with(&interior, EulerFusedRusanov, st, args)?,
+                }
+            }
+            Scheme::Split => {
+                for (axis, [f0, f1, f2, f3, f4]) in flux.iter_mut().enumerate() {
+                    let range = self.face_range(axis);
+                    let args = (g, kappa, beta, r, mx, my, mz, e, f0, f1, f2, f3, f4);
+                    match (self.riemann, axis) {
+                        (Riemann::Hllc, 0) => exec.run_with(&range, EulerFluxXHllc, st, args)?,
+                        (Riemann::Hllc, 1) => exec.run_with(&range, EulerFluxYHllc, st, args)?,
+                        (Riemann::Hllc, _) => exec.run_with(&range, EulerFluxZHllc, st, args)?,
+                        (Riemann::Rusanov, 0) => exec.run_with(&range, EulerFluxXRusanov, st, args)?,
+                        (Riemann::Rusanov, 1) => exec.run_with(&range, EulerFluxYRusanov, st, args)?,
+                        (Riemann::Rusanov, _) => exec.run_with(&range, EulerFluxZRusanov, st, args)?,
+                    }
+                }
+                let [[x0, x1, x2, x3, x4], [y0, y1, y2, y3, y4], [z0, z1, z2, z3, z4]] = &*flux;
+                let args = (
+                    a, b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, x0, x1, x2, x3, x4, y0, y1, y2, y3,
+                    y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4,
+                );
+                exec.run_with(&interior, EulerUpdate, st, args)?
             }
         }
         Ok(())
     }
 
-    /// One stage on the CPU: `out = a qn + b (q + dt L(q))` (halos of `q` already filled).
-    #[allow(clippy::too_many_arguments)]
-    pub fn stage_cpu(
-        &self,
-        a: f64,
-        b: f64,
-        dt: f64,
-        q: &Conserved<Field3<f64>>,
-        qn: &Conserved<Field3<f64>>,
-        out: &mut Conserved<Field3<f64>>,
-        flux: &mut [Conserved<Field3<f64>>; 3],
-    ) -> Result<(), Error> {
-        stage_body!(launch_cpu, (), self, Field3<f64>, a, b, dt, q, qn, out, flux)
-    }
-
-    /// One SSP-RK3 step of `dt` on the CPU.
-    pub fn step_cpu(&self, s: &mut State<Field3<f64>>, dt: f64) -> Result<(), Error> {
-        let [(a1, b1), (a2, b2), (a3, b3)] = RK3;
-        self.fill_halos_cpu(&mut s.q)?;
-        self.stage_cpu(a1, b1, dt, &s.q, &s.q, &mut s.q1, &mut s.flux)?;
-        self.fill_halos_cpu(&mut s.q1)?;
-        self.stage_cpu(a2, b2, dt, &s.q1, &s.q, &mut s.q2, &mut s.flux)?;
-        self.fill_halos_cpu(&mut s.q2)?;
-        self.stage_cpu(a3, b3, dt, &s.q2, &s.q, &mut s.q1, &mut s.flux)?;
+    /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
+    pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
+        self.fill_halos(exec, &mut s.q)?;
+        self.stage(exec, s, 0, dt)?;
+        self.fill_halos(exec, &mut s.q1)?;
+        self.stage(exec, s, 1, dt)?;
+        self.fill_halos(exec, &mut s.q2)?;
+        self.stage(exec, s, 2, dt)?;
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
     }
 
-    /// Fills the halos of device fields `q`.
-    #[cfg(feature = "cuda")]
-    pub fn fill_halos_gpu(&self, q: &mut Conserved<DeviceField3<f64>>) -> Result<(), Error> {
-        for axis in 0..3 {
-            for (v, f) in q.iter_mut().enumerate() {
-                f.fill_halo(axis, self.boundaries[axis].fill(axis, v))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// One stage on `gpu` with `strategy` for every stencil (`None`: each stencil's default).
-    #[cfg(feature = "cuda")]
-    #[allow(clippy::too_many_arguments)]
-    pub fn stage_gpu(
+    /// Runs from the host state `q` to time `t_end` on `exec`, a CFL step at a time (the last one
+    /// shortened to land on `t_end`), calling `after_step(step, t)` after each; returns the final
+    /// host state and the number of steps. The CFL time step is computed every `dt_every` steps
+    /// (1: every step; more: the step of the last computation reused meanwhile, fewer downloads).
+    pub fn run<E: Executor>(
         &self,
-        gpu: &Gpu,
-        strategy: Option<Strategy>,
-        a: f64,
-        b: f64,
-        dt: f64,
-        q: &Conserved<DeviceField3<f64>>,
-        qn: &Conserved<DeviceField3<f64>>,
-        out: &mut Conserved<DeviceField3<f64>>,
-        flux: &mut [Conserved<DeviceField3<f64>>; 3],
-    ) -> Result<(), Error> {
-        stage_body!(launch_gpu, (gpu, strategy), self, DeviceField3<f64>, a, b, dt, q, qn, out, flux)
-    }
-
-    /// One SSP-RK3 step of `dt` on `gpu` (queued; returns without waiting).
-    #[cfg(feature = "cuda")]
-    pub fn step_gpu(
-        &self,
-        gpu: &Gpu,
-        strategy: Option<Strategy>,
-        s: &mut State<DeviceField3<f64>>,
-        dt: f64,
-    ) -> Result<(), Error> {
-        let [(a1, b1), (a2, b2), (a3, b3)] = RK3;
-        self.fill_halos_gpu(&mut s.q)?;
-        self.stage_gpu(gpu, strategy, a1, b1, dt, &s.q, &s.q, &mut s.q1, &mut s.flux)?;
-        self.fill_halos_gpu(&mut s.q1)?;
-        self.stage_gpu(gpu, strategy, a2, b2, dt, &s.q1, &s.q, &mut s.q2, &mut s.flux)?;
-        self.fill_halos_gpu(&mut s.q2)?;
-        self.stage_gpu(gpu, strategy, a3, b3, dt, &s.q2, &s.q, &mut s.q1, &mut s.flux)?;
-        std::mem::swap(&mut s.q, &mut s.q1);
-        Ok(())
-    }
-
-    /// Runs from `q` to time `t_end` on the CPU, a CFL step at a time (the last one shortened to
-    /// land on `t_end`), calling `after_step(step, t)` after each; returns the final state and
-    /// the number of steps.
-    pub fn run_cpu(
-        &self,
-        q: Conserved<Field3<f64>>,
-        t_end: f64,
-        mut after_step: impl FnMut(usize, f64),
-    ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
-        let mut s = State::new(q);
-        let (mut t, mut steps) = (0.0, 0);
-        while t < t_end {
-            let dt = self.dt(&s.q).min(t_end - t);
-            check_dt(dt, t)?;
-            self.step_cpu(&mut s, dt)?;
-            t = if t_end - t <= dt { t_end } else { t + dt };
-            steps += 1;
-            after_step(steps, t);
-        }
-        Ok((s.q, steps))
-    }
-
-    /// [`Euler::run_cpu`] on `gpu`: the state is downloaded for the CFL time step every
-    /// `dt_every` steps (1: every step, the same time steps as the CPU; more: fewer copies, the
-    /// step of the last download reused meanwhile).
-    #[cfg(feature = "cuda")]
-    pub fn run_gpu(
-        &self,
-        gpu: &Gpu,
-        strategy: Option<Strategy>,
+        exec: &E,
         q: &Conserved<Field3<f64>>,
         t_end: f64,
         dt_every: usize,
         mut after_step: impl FnMut(usize, f64),
     ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
-        let mut s = State::upload(gpu, q)?;
-        let (mut t, mut steps, mut dt_cfl) = (0.0, 0, self.dt(q));
+        let mut s = State::new(exec, q)?;
+        let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
-            if steps > 0 && steps % dt_every.max(1) == 0 {
-                dt_cfl = self.dt(&s.download()?);
+            if steps % dt_every.max(1) == 0 {
+                dt_cfl = self.dt(exec, &mut s)?;
             }
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
-            self.step_gpu(gpu, strategy, &mut s, dt)?;
+            self.step(exec, &mut s, dt)?;
             t = if t_end - t <= dt { t_end } else { t + dt };
             steps += 1;
             after_step(steps, t);
         }
-        Ok((s.download()?, steps))
+        Ok((s.download(exec)?, steps))
     }
 }
 

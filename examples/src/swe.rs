@@ -19,23 +19,25 @@
 //! one stencil per stage, radius 2, no flux fields.
 //!
 //! **Time.** Third-order SSP Runge-Kutta (Shu-Osher), each stage one launch of the fused
-//! stencil [`swe_stage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
+//! stencil [`SweStage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
 //! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the speed
-//! of every cell at the start of the step computed by the stencil [`swe_speed`] (on the GPU,
-//! then one field copied back) and its maximum taken on the host.
+//! of every cell at the start of the step computed by the stencil [`SweSpeed`] where the state
+//! lives (one field copied back from a GPU) and its maximum taken on the host.
 //!
 //! **Boundaries** ([`Edge`], per axis): a reflective wall mirrors the state into the halo and
 //! negates the momentum normal to it (`HaloFill::MirrorNegated` for `hu` on x, `hv` on y,
 //! `HaloFill::Mirror` for the rest), so the reconstructed states at the wall are mirror images
 //! and the HLL mass flux through it is exactly zero; outflow copies the last cell outwards
-//! (`ZeroGradient`); periodic wraps. Halos are refilled before every stage.
+//! (`ZeroGradient`); periodic wraps. Halos are refilled before every stage, the three fields
+//! along both axes in one executor call.
+//!
+//! **Where it runs.** [`Solver`] is written once against [`stencil_runtime::Executor`]: the same
+//! code runs on the host ([`Host`]) or a GPU, where [`Solver::strategy`] picks the kernels.
 //!
 //! Dry cells (`h = 0`) are not handled: the depth must stay positive.
 
 use stencil_runtime::prelude::*;
-#[cfg(feature = "cuda")]
-use stencil_runtime::{cuda::Gpu, DeviceField2, Strategy};
-use stencil_runtime::{HaloFill, Loop};
+use stencil_runtime::{Executor, HaloFill, Loop, Strategy};
 
 /// Gravitational acceleration, m/s².
 pub const G: f64 = 9.81;
@@ -197,6 +199,13 @@ pub struct State<F> {
     pub hv: F,
 }
 
+impl<F> State<F> {
+    /// The three fields through `f` (e.g. copied to or from an executor), or its first error.
+    pub fn try_map<G, Err>(&self, mut f: impl FnMut(&F) -> Result<G, Err>) -> Result<State<G>, Err> {
+        Ok(State { h: f(&self.h)?, hu: f(&self.hu)?, hv: f(&self.hv)? })
+    }
+}
+
 /// A problem: the grid, the boundaries, the CFL number.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Model {
@@ -254,153 +263,24 @@ fn max_value(values: &[f64]) -> f64 {
     values.iter().fold(f64::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) })
 }
 
-/// Where the fields live and how a stage runs there: the CPU ([`Cpu`]) or, with the `cuda`
-/// feature, a GPU ([`OnGpu`]).
-pub trait Executor {
-    /// The field type.
-    type Field;
+/// The conserved fields on executor `E`.
+pub type Fields<E> = State<<E as Executor>::Field<f64, 2>>;
 
-    /// Fills the halo of `field` along `axis` as `fill` says.
-    fn fill_halo(&self, field: &mut Self::Field, axis: usize, fill: HaloFill)
-        -> Result<(), Box<dyn std::error::Error>>;
-
-    /// One stage of [`swe_stage`] over `range`: `out = a q_n + b (q + Δt L(q))`.
-    #[allow(clippy::too_many_arguments)]
-    fn stage(
-        &self,
-        range: &Loop2D,
-        ab: (f64, f64),
-        dt_dx: [f64; 2],
-        q_n: &State<Self::Field>,
-        q: &State<Self::Field>,
-        out: &mut State<Self::Field>,
-    ) -> Result<(), LaunchError>;
-
-    /// [`swe_speed`] of `q` over `range` into `speed`.
-    fn speed(&self, range: &Loop2D, q: &State<Self::Field>, speed: &mut Self::Field) -> Result<(), LaunchError>;
-
-    /// The largest value of `field`, halo and padding included (NaN if any value is NaN); a
-    /// device field is copied to the host for it.
-    fn max_of(&self, field: &Self::Field) -> Result<f64, Box<dyn std::error::Error>>;
-
-    /// A host copy of a state.
-    fn to_host(&self, q: &State<Self::Field>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>>;
-}
-
-/// The CPU executor: host fields, the rayon nest.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Cpu;
-
-impl Executor for Cpu {
-    type Field = Field2<f64>;
-
-    fn fill_halo(
-        &self,
-        field: &mut Field2<f64>,
-        axis: usize,
-        fill: HaloFill,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        Ok(field.fill_halo(axis, fill)?)
-    }
-
-    fn stage(
-        &self,
-        range: &Loop2D,
-        (a, b): (f64, f64),
-        [dt_dx, dt_dy]: [f64; 2],
-        q_n: &State<Field2<f64>>,
-        q: &State<Field2<f64>>,
-        out: &mut State<Field2<f64>>,
-    ) -> Result<(), LaunchError> {
-        range.run(
-            SweStage,
-            (a, b, dt_dx, dt_dy, G, &q_n.h, &q_n.hu, &q_n.hv, &q.h, &q.hu, &q.hv, &mut out.h, &mut out.hu, &mut out.hv),
-        )
-    }
-
-    fn speed(&self, range: &Loop2D, q: &State<Field2<f64>>, speed: &mut Field2<f64>) -> Result<(), LaunchError> {
-        range.run(SweSpeed, (G, &q.h, &q.hu, &q.hv, speed))
-    }
-
-    fn max_of(&self, field: &Field2<f64>) -> Result<f64, Box<dyn std::error::Error>> {
-        Ok(max_value(field.as_slice()))
-    }
-
-    fn to_host(&self, q: &State<Field2<f64>>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
-        Ok(q.clone())
-    }
-}
-
-/// The GPU executor: device fields, one kernel per stage with `strategy` (`None`: the
-/// stencil's default).
-#[cfg(feature = "cuda")]
-pub struct OnGpu<'a> {
-    /// The device.
-    pub gpu: &'a Gpu,
-    /// The kernel strategy of [`swe_stage`].
-    pub strategy: Option<Strategy>,
-}
-
-#[cfg(feature = "cuda")]
-impl Executor for OnGpu<'_> {
-    type Field = DeviceField2<f64>;
-
-    fn fill_halo(
-        &self,
-        field: &mut DeviceField2<f64>,
-        axis: usize,
-        fill: HaloFill,
-    ) -> Result<(), Box<dyn std::error::Error>> {
-        Ok(field.fill_halo(axis, fill)?)
-    }
-
-    fn stage(
-        &self,
-        range: &Loop2D,
-        (a, b): (f64, f64),
-        [dt_dx, dt_dy]: [f64; 2],
-        q_n: &State<DeviceField2<f64>>,
-        q: &State<DeviceField2<f64>>,
-        out: &mut State<DeviceField2<f64>>,
-    ) -> Result<(), LaunchError> {
-        let strategy = self.strategy.unwrap_or_else(|| Strategy::default_for(SweStage::ir()));
-        range.with_strategy(strategy).run_on(
-            self.gpu,
-            SweStage,
-            (a, b, dt_dx, dt_dy, G, &q_n.h, &q_n.hu, &q_n.hv, &q.h, &q.hu, &q.hv, &mut out.h, &mut out.hu, &mut out.hv),
-        )
-    }
-
-    fn speed(
-        &self,
-        range: &Loop2D,
-        q: &State<DeviceField2<f64>>,
-        speed: &mut DeviceField2<f64>,
-    ) -> Result<(), LaunchError> {
-        let strategy = self.strategy.unwrap_or_else(|| Strategy::default_for(SweSpeed::ir()));
-        range.with_strategy(strategy).run_on(self.gpu, SweSpeed, (G, &q.h, &q.hu, &q.hv, speed))
-    }
-
-    fn max_of(&self, field: &DeviceField2<f64>) -> Result<f64, Box<dyn std::error::Error>> {
-        Ok(max_value(field.download()?.as_slice()))
-    }
-
-    fn to_host(&self, q: &State<DeviceField2<f64>>) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
-        Ok(State { h: q.h.download()?, hu: q.hu.download()?, hv: q.hv.download()? })
-    }
-}
-
-/// A model's state on an executor with the buffers of the Runge-Kutta stages.
+/// A model's state on an executor ([`Host`], or a `Gpu` with the `cuda` feature) with the
+/// buffers of the Runge-Kutta stages.
 pub struct Solver<E: Executor> {
     /// The executor.
     pub exec: E,
     /// The problem.
     pub model: Model,
+    /// The CUDA kernel strategy of [`SweStage`] and [`SweSpeed`] (`None`: each stencil's
+    /// default; the host ignores it).
+    pub strategy: Option<Strategy>,
     /// The state at the current time.
-    pub q: State<E::Field>,
-    stage1: State<E::Field>,
-    stage2: State<E::Field>,
-    speed: E::Field,
+    pub q: Fields<E>,
+    stage1: Fields<E>,
+    stage2: Fields<E>,
+    speed: E::Field<f64, 2>,
     range: Loop<2>,
     /// The simulated time, s.
     pub t: f64,
@@ -409,51 +289,58 @@ pub struct Solver<E: Executor> {
 }
 
 impl<E: Executor> Solver<E> {
-    /// A solver starting from `q` (the stage buffers start as copies of it: `make` builds each)
-    /// with `speed` a field of zeros (halo and padding stay zero: the maximum takes them in).
-    pub fn new(exec: E, model: Model, mut make: impl FnMut() -> State<E::Field>, speed: E::Field) -> Self {
-        let (q, stage1, stage2) = (make(), make(), make());
-        let range = Loop2D::interior(&model.shape());
-        Solver { exec, model, q, stage1, stage2, speed, range, t: 0.0, steps: 0 }
+    /// A solver on `exec` starting from the host state `q` (copied there), with zeroed stage
+    /// buffers and speed field (whose halo and padding stay zero: the maximum takes them in),
+    /// and each stencil's default strategy.
+    pub fn new(exec: E, model: Model, q: &State<Field2<f64>>) -> Result<Self, LaunchError> {
+        let shape = model.shape();
+        let (stage1, stage2) = (q.try_map(|_| exec.alloc(shape))?, q.try_map(|_| exec.alloc(shape))?);
+        let (q, speed) = (q.try_map(|f| exec.upload(f))?, exec.alloc(shape)?);
+        let range = Loop2D::interior(&shape);
+        Ok(Solver { exec, model, strategy: None, q, stage1, stage2, speed, range, t: 0.0, steps: 0 })
     }
 
-    /// Refills every halo of `q` for the model's boundaries.
-    fn fill(exec: &E, edges: [Edge; 2], q: &mut State<E::Field>) -> Result<(), Box<dyn std::error::Error>> {
-        for (axis, edge) in edges.into_iter().enumerate() {
-            exec.fill_halo(&mut q.h, axis, edge.fill(false))?;
-            exec.fill_halo(&mut q.hu, axis, edge.fill(axis == 0))?;
-            exec.fill_halo(&mut q.hv, axis, edge.fill(axis == 1))?;
-        }
-        Ok(())
+    /// Refills every halo of `q` for the model's boundaries: the three fields along both axes in
+    /// one executor call.
+    fn fill(exec: &E, edges: [Edge; 2], q: &mut Fields<E>) -> Result<(), LaunchError> {
+        let fills = |normal: Option<usize>| [0, 1].map(|axis| Some(edges[axis].fill(normal == Some(axis))));
+        exec.fill_halos(&mut [(&mut q.h, fills(None)), (&mut q.hu, fills(Some(0))), (&mut q.hv, fills(Some(1)))])
     }
 
-    /// One SSP-RK3 step of `dt` seconds.
+    /// One SSP-RK3 step of `dt` seconds (on a GPU: issued, not waited for).
     pub fn step(&mut self, dt: f64) -> Result<(), Box<dyn std::error::Error>> {
-        let dt_dx = [dt / self.model.dx[0], dt / self.model.dx[1]];
-        let (exec, edges, range) = (&self.exec, self.model.edges, &self.range);
-        Self::fill(exec, edges, &mut self.q)?;
-        exec.stage(range, SSP_RK3[0], dt_dx, &self.q, &self.q, &mut self.stage1)?;
-        Self::fill(exec, edges, &mut self.stage1)?;
-        exec.stage(range, SSP_RK3[1], dt_dx, &self.q, &self.stage1, &mut self.stage2)?;
-        Self::fill(exec, edges, &mut self.stage2)?;
-        exec.stage(range, SSP_RK3[2], dt_dx, &self.q, &self.stage2, &mut self.stage1)?;
-        std::mem::swap(&mut self.q, &mut self.stage1);
+        let Solver { exec, model, strategy, q, stage1, stage2, range, .. } = self;
+        let [dt_dx, dt_dy] = model.dx.map(|dx| dt / dx);
+        Self::fill(exec, model.edges, q)?;
+        let n = &*q;
+        // One stage of `SweStage`: `o = a n + b (s + Δt L(s))`, `n` the state at the step's start.
+        let stage = |(a, b): (f64, f64), s: &Fields<E>, o: &mut Fields<E>| {
+            let args = (a, b, dt_dx, dt_dy, G, &n.h, &n.hu, &n.hv, &s.h, &s.hu, &s.hv, &mut o.h, &mut o.hu, &mut o.hv);
+            exec.run_with(range, SweStage, *strategy, args)
+        };
+        stage(SSP_RK3[0], n, stage1)?;
+        Self::fill(exec, model.edges, stage1)?;
+        stage(SSP_RK3[1], stage1, stage2)?;
+        Self::fill(exec, model.edges, stage2)?;
+        stage(SSP_RK3[2], stage2, stage1)?;
+        std::mem::swap(q, stage1);
         self.t += dt;
         self.steps += 1;
         Ok(())
     }
 
-    /// A host copy of the current state.
-    pub fn state(&self) -> Result<State<Field2<f64>>, Box<dyn std::error::Error>> {
-        self.exec.to_host(&self.q)
+    /// A host copy of the current state (waits for the work issued so far).
+    pub fn state(&self) -> Result<State<Field2<f64>>, LaunchError> {
+        self.q.try_map(|f| self.exec.download(f))
     }
 
-    /// One step with the CFL time step of the current state ([`swe_speed`] on the executor, its
+    /// One step with the CFL time step of the current state ([`SweSpeed`] on the executor, its
     /// maximum on the host: one field copied from a GPU),
     /// cut to end exactly at `t_end` if given; returns the step taken.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Box<dyn std::error::Error>> {
-        self.exec.speed(&self.range, &self.q, &mut self.speed)?;
-        let mut dt = self.model.dt(self.exec.max_of(&self.speed)?);
+        let q = &self.q;
+        self.exec.run_with(&self.range, SweSpeed, self.strategy, (G, &q.h, &q.hu, &q.hv, &mut self.speed))?;
+        let mut dt = self.model.dt(max_value(self.exec.download(&self.speed)?.as_slice()));
         if !dt.is_finite() || dt <= 0.0 {
             return Err(format!("time step {dt} at t = {}: the state is no longer wet and finite", self.t).into());
         }
@@ -475,32 +362,6 @@ impl<E: Executor> Solver<E> {
             after_step(self);
         }
         Ok(())
-    }
-}
-
-impl Solver<Cpu> {
-    /// A CPU solver starting from the host state `q`.
-    pub fn cpu(model: Model, q: State<Field2<f64>>) -> Self {
-        Solver::new(Cpu, model, || q.clone(), Field2::zeros(model.shape()))
-    }
-}
-
-#[cfg(feature = "cuda")]
-impl<'a> Solver<OnGpu<'a>> {
-    /// A GPU solver on `gpu` starting from the host state `q` (uploaded).
-    pub fn gpu(
-        gpu: &'a Gpu,
-        strategy: Option<Strategy>,
-        model: Model,
-        q: &State<Field2<f64>>,
-    ) -> Result<Self, stencil_runtime::CudaError> {
-        let up = |q: &State<Field2<f64>>| -> Result<_, stencil_runtime::CudaError> {
-            Ok(State { h: gpu.upload(&q.h)?, hu: gpu.upload(&q.hu)?, hv: gpu.upload(&q.hv)? })
-        };
-        let (a, b, c) = (up(q)?, up(q)?, up(q)?);
-        let mut bufs = [Some(a), Some(b), Some(c)].into_iter();
-        let speed = gpu.upload(&Field2::zeros(model.shape()))?;
-        Ok(Solver::new(OnGpu { gpu, strategy }, model, || bufs.next().flatten().expect("three buffers"), speed))
     }
 }
 

@@ -2,6 +2,7 @@
 //! stages agreeing bit for bit.
 
 use stencil_examples::euler::{Euler, Riemann, Scheme, State};
+use stencil_runtime::Host;
 
 #[test]
 fn periodic_totals_are_conserved_and_fused_equals_split() {
@@ -17,14 +18,14 @@ fn periodic_totals_are_conserved_and_fused_equals_split() {
         ]
     });
     let start = base.totals(&q0);
-    let dt = base.dt(&q0);
+    let dt = base.dt(&Host, &mut State::new(&Host, &q0).expect("a state")).expect("a time step");
     for riemann in [Riemann::Hllc, Riemann::Rusanov] {
         let mut ends = Vec::new();
         for scheme in [Scheme::Fused, Scheme::Split] {
             let e = Euler { riemann, scheme, ..base };
-            let mut s = State::new(q0.clone());
+            let mut s = State::new(&Host, &q0).expect("a state");
             for _ in 0..20 {
-                e.step_cpu(&mut s, dt).expect("steps");
+                e.step(&Host, &mut s, dt).expect("steps");
             }
             let end = e.totals(&s.q);
             // Relative to the total of |q| (the momentum totals are not far from zero).

@@ -3,6 +3,7 @@
 //! fall about 4x per halving of h.
 
 use stencil_examples::euler::{Boundary, Euler, Limiter};
+use stencil_runtime::Host;
 
 const T_END: f64 = 0.25;
 
@@ -14,7 +15,7 @@ fn error(n: usize, limiter: Limiter) -> f64 {
     e.limiter = limiter;
     let wave = |x: f64| 1.0 + 0.2 * (2.0 * std::f64::consts::PI * x).sin();
     let q = e.from_primitive(|x| [wave(x[0]), 1.0, 0.0, 0.0, 1.0]);
-    let (q, _) = e.run_cpu(q, T_END, |_, _| {}).expect("runs");
+    let (q, _) = e.run(&Host, &q, T_END, 1, |_, _| {}).expect("runs");
     let h = e.h[0];
     // Exact cell averages of the shifted wave.
     let avg = |i: usize| {

@@ -3,6 +3,7 @@
 //! resolutions, the observed rate, and the three directions agreeing.
 
 use stencil_examples::euler::{exact_riemann, Boundary, Euler, Riemann, GAMMA};
+use stencil_runtime::Host;
 
 const LEFT: [f64; 3] = [1.0, 0.0, 1.0];
 const RIGHT: [f64; 3] = [0.125, 0.0, 0.1];
@@ -21,7 +22,7 @@ fn run(axis: usize, n: usize, riemann: Riemann) -> Vec<f64> {
         let [r, _, p] = if x[axis] < 0.5 { LEFT } else { RIGHT };
         [r, 0.0, 0.0, 0.0, p]
     });
-    let (q, _) = e.run_cpu(q, T_END, |_, _| {}).expect("runs");
+    let (q, _) = e.run(&Host, &q, T_END, 1, |_, _| {}).expect("runs");
     let mut rho = vec![f64::NAN; n];
     e.for_each_cell(&q, |c, q| {
         let i = c[axis];

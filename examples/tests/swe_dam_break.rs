@@ -4,7 +4,7 @@
 //! transposed field.
 
 use stencil_examples::swe::{Edge, Model, Solver, State, G};
-use stencil_runtime::Field2;
+use stencil_runtime::{Field2, Host};
 
 const H_L: f64 = 2.0;
 const H_R: f64 = 1.0;
@@ -86,7 +86,7 @@ fn run(n: usize, axis: usize) -> (Model, State<Field2<f64>>) {
     edges[axis] = Edge::Outflow;
     let model = Model { n: cells, dx: [dx; 2], edges, cfl: 0.4 };
     let q0 = model.initial(|c| [if c[axis] < 0.0 { H_L } else { H_R }, 0.0, 0.0]);
-    let mut solver = Solver::cpu(model, q0);
+    let mut solver = Solver::new(Host, model, &q0).unwrap();
     solver.run_until(T_END, |_| {}).unwrap();
     assert!((solver.t - T_END).abs() < 1e-12, "ended at t = {}", solver.t);
     (model, solver.state().unwrap())

@@ -2,7 +2,7 @@
 //! problem (x ↔ −x, y ↔ −y, x ↔ y), bit for bit, and its mass to round-off.
 
 use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
-use stencil_runtime::Field2;
+use stencil_runtime::{Field2, Host};
 
 const N: usize = 96;
 const STEPS: usize = 150;
@@ -14,7 +14,7 @@ fn model() -> Model {
 fn run(steps: usize) -> (Model, State<Field2<f64>>, State<Field2<f64>>) {
     let model = model();
     let q0 = model.initial(circular_dam(6.0, 2.0, 1.0));
-    let mut solver = Solver::cpu(model, q0.clone());
+    let mut solver = Solver::new(Host, model, &q0).unwrap();
     for _ in 0..steps {
         solver.cfl_step(None).unwrap();
     }

@@ -11,7 +11,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_runtime::Field3;
+use stencil_runtime::{Field3, Host};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SchemeArg {
@@ -62,7 +62,8 @@ struct Args {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long)]
     gpu: Option<usize>,
-    /// On a GPU: download the state for the CFL time step every this many steps.
+    /// Compute the CFL time step every this many steps (on a GPU each costs a download of one
+    /// field; the last step is reused meanwhile).
     #[arg(long, default_value_t = 1)]
     dt_every: usize,
 }
@@ -133,8 +134,8 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let clock = Instant::now();
     let run = match args.gpu {
-        None => e.run_cpu(q0, args.t_end, progress),
-        Some(ordinal) => run_on_gpu(&e, &q0, args.t_end, ordinal, args.dt_every, &bar, progress),
+        None => e.run(&Host, &q0, args.t_end, args.dt_every, progress),
+        Some(ordinal) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
     };
     bar.finish_and_clear();
     let (q, steps) = run?;
@@ -181,28 +182,30 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
 
 type Outcome = Result<(Conserved<Field3<f64>>, usize), Box<dyn std::error::Error>>;
 
-/// `Euler::run_gpu` with each stencil's default strategy.
+/// [`Euler::run`] on GPU `ordinal` with each stencil's default strategy.
 #[cfg(feature = "cuda")]
 fn run_on_gpu(
     e: &Euler,
     q0: &Conserved<Field3<f64>>,
-    t_end: f64,
+    args: &Args,
     ordinal: usize,
-    dt_every: usize,
     bar: &ProgressBar,
     progress: impl FnMut(usize, f64),
 ) -> Outcome {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    bar.println(format!("running on GPU {ordinal}: {}, CFL step from a download every {dt_every} steps", gpu.name()));
-    e.run_gpu(&gpu, None, q0, t_end, dt_every, progress)
+    bar.println(format!(
+        "running on GPU {ordinal}: {}, CFL step from a download every {} steps",
+        gpu.name(),
+        args.dt_every
+    ));
+    e.run(&gpu, q0, args.t_end, args.dt_every, progress)
 }
 
 #[cfg(not(feature = "cuda"))]
 fn run_on_gpu(
     _: &Euler,
     _: &Conserved<Field3<f64>>,
-    _: f64,
-    _: usize,
+    _: &Args,
     _: usize,
     _: &ProgressBar,
     _: impl FnMut(usize, f64),

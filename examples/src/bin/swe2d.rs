@@ -8,8 +8,8 @@ use std::path::PathBuf;
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::output::write_png_image;
-use stencil_examples::swe::{circular_dam, Edge, Executor, Model, Solver, State};
-use stencil_runtime::Field2;
+use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
+use stencil_runtime::{Executor, Field2, Host};
 
 /// Circular dam break: depth --h-in within --radius of the centre of a walled square basin,
 /// --h-out outside, water at rest; shallow water equations until --t-end.
@@ -85,7 +85,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     );
     let start = std::time::Instant::now();
     let outcome = match args.gpu {
-        None => advance(Solver::cpu(model, q0), args.t_end, &bar),
+        None => advance(Host, model, &q0, args.t_end, &bar),
         Some(ordinal) => run_on_gpu(model, &q0, args.t_end, ordinal, &bar),
     };
     bar.finish_and_clear();
@@ -117,8 +117,10 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 /// The steps taken and the final host state, or what went wrong.
 type Outcome = Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>>;
 
-/// Runs `solver` to `t_end` with the progress bar; returns the steps and the final host state.
-fn advance<E: Executor>(mut solver: Solver<E>, t_end: f64, bar: &ProgressBar) -> Outcome {
+/// Runs `model` from `q0` to `t_end` on `exec` with the progress bar; returns the steps and the
+/// final host state.
+fn advance<E: Executor>(exec: E, model: Model, q0: &State<Field2<f64>>, t_end: f64, bar: &ProgressBar) -> Outcome {
+    let mut solver = Solver::new(exec, model, q0)?;
     solver.run_until(t_end, |s| {
         bar.set_position((s.t / t_end * 1000.0).round() as u64);
         bar.set_message(format!("t = {:.3} s, step {}", s.t, s.steps));
@@ -130,7 +132,7 @@ fn advance<E: Executor>(mut solver: Solver<E>, t_end: f64, bar: &ProgressBar) ->
 fn run_on_gpu(model: Model, q0: &State<Field2<f64>>, t_end: f64, ordinal: usize, bar: &ProgressBar) -> Outcome {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
     bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
-    advance(Solver::gpu(&gpu, None, model, q0)?, t_end, bar)
+    advance(gpu, model, q0, t_end, bar)
 }
 
 #[cfg(not(feature = "cuda"))]
