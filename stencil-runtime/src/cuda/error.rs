@@ -14,8 +14,10 @@ use std::sync::OnceLock;
 /// code ([`CudaError::driver_result`], [`CudaError::nvrtc_result`]) and return the cudarc error
 /// as [`source`](std::error::Error::source).
 ///
-/// `Debug` shows the variant, code and message: cudarc's `DriverError` formats itself by calling
-/// into libcuda, which this formatting avoids where no driver is loaded.
+/// `Debug` shows the code, the driver's or NVRTC's result code and the message: cudarc's
+/// `DriverError` formats itself by calling into libcuda (and panics where none can be loaded),
+/// which this formatting avoids. Display a `DriverError` taken from `source()` only where a driver
+/// is installed.
 #[derive(Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum CudaError {
@@ -379,8 +381,7 @@ impl fmt::Debug for CudaError {
         match self {
             CudaError::Field(e) => f.debug_tuple("CudaError::Field").field(e).finish(),
             _ => {
-                let name = crate::error::explain(self.code()).map_or("CudaError", |c| c.error);
-                let mut d = f.debug_struct(name);
+                let mut d = f.debug_struct("CudaError");
                 d.field("code", &self.code());
                 if let Some(r) = self.driver_result() {
                     d.field("driver_result", &r);

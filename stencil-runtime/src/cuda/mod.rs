@@ -41,6 +41,11 @@ mod kernel;
 mod launch;
 mod memory;
 
+/// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
+pub use cudarc::driver::{sys::CUresult, DriverError};
+/// NVRTC's error and result code, as [`CudaError::Compile`] and [`CudaError::Nvrtc`] keep them.
+pub use cudarc::nvrtc::{result::NvrtcError, sys::nvrtcResult};
+
 pub use cache::DiskCache;
 pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
 pub use context::Gpu;
