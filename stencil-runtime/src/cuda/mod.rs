@@ -24,7 +24,7 @@
 //! let a = gpu.upload(&Field3::<f32>::filled(shape, 1.0))?;
 //! let b = gpu.alloc::<f32, 3>(shape)?;
 //! let k = gpu.kernel("extern \"C\" __global__ void f(const float* a, float* b) { /* ... */ }", "f")?;
-//! //! // SAFETY: the kernel takes two pointers and stays inside the fields.
+//! // SAFETY: the kernel takes two pointers and stays inside the fields.
 //! unsafe { gpu.launch(&k, LaunchDims::covering(shape.extent(), [32, 4, 2]), &[a.arg(), b.arg()])? };
 //! let result = b.download()?;
 //! # Ok(()) }
