@@ -1,9 +1,9 @@
 //! The CUDA C a stencil runs as, for a strategy and a field shape: available without the `cuda`
 //! feature, so users can read what runs (and CI can compile-check it) on machines with no GPU.
 
+use crate::executor::Stencil;
 use crate::field::Shape;
 use crate::range::Loop;
-use crate::stencil::Stencil;
 pub use stencil_codegen::printer::cuda::{CudaKernel, Geometry, Strategy, StrategyError};
 
 /// The layout facts a kernel for fields of `shape` is specialised for. `lanes` (points per thread

@@ -1,8 +1,30 @@
 //! The arguments of a kernel launch, type-erased: what a functor's `erase_args` turns its typed
 //! tuple into.
 
-use crate::executor::FieldStorage;
-use crate::field::{Element, Shape};
+use crate::field::{Element, Field, Shape};
+
+/// What a field of an executor tells the launcher: its shape and the address of its storage.
+pub trait FieldStorage<T: Element, const D: usize> {
+    /// The field's shape.
+    fn shape(&self) -> &Shape<D>;
+    /// The address of element 0 of the storage (a host or a device address).
+    fn address(&self) -> u64;
+    /// Which memory holds the storage: 0 for the host, else an identifier of the device
+    /// context (a launch refuses fields of another executor).
+    fn home(&self) -> usize;
+}
+
+impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
+    fn shape(&self) -> &Shape<D> {
+        Field::shape(self)
+    }
+    fn address(&self) -> u64 {
+        self.as_slice().as_ptr() as u64
+    }
+    fn home(&self) -> usize {
+        0
+    }
+}
 
 /// One argument of a launch.
 #[derive(Clone, Copy, Debug, PartialEq)]

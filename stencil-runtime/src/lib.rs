@@ -81,6 +81,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod cuda_source;
 mod device_args;
+pub mod error;
 pub mod executor;
 pub mod field;
 mod index;
@@ -95,15 +96,15 @@ pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::ArgValue;
-pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, StrategyLoop};
+pub use error::LaunchError;
+pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, Stencil, StrategyLoop};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
 pub use index::{Idx1, Idx2, Idx3};
-pub use launch::LaunchError;
 pub use range::{Loop, Loop1D, Loop2D, Loop3D};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
-pub use stencil::{FieldInfo, Stencil, StencilInfo};
+pub use stencil::{FieldInfo, StencilInfo};
 pub use stencil_codegen as codegen;
 pub use stencil_macros::{stencil, stencil_fn};
 

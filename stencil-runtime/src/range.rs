@@ -1,7 +1,7 @@
 //! ASUCA's iteration ranges: per axis `(n, i0, i1)`, applying a stencil from index `i0` to
 //! `n - i1 - 1` in storage coordinates (0 is the first halo cell of a field of extent `n`).
 
-use crate::field::Shape;
+use crate::field::{Element, Field, FieldError, Shape};
 use std::fmt;
 
 /// A `D`-dimensional iteration range. Use the aliases [`Loop1D`], [`Loop2D`], [`Loop3D`].
@@ -130,6 +130,56 @@ impl<const D: usize> fmt::Debug for Loop<D> {
         }
         write!(f, "]")
     }
+}
+
+impl<T: Element, const D: usize> Field<T, D> {
+    /// The values at the points of `range` (storage coordinates, as a launch takes them), axis
+    /// 0 fastest; an error names the range and the shape if the range is inverted, built for
+    /// another extent, or reaches outside the field.
+    pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, FieldError> {
+        let runs = row_runs(self.shape(), range).map_err(FieldError::Range)?;
+        let data = self.as_slice();
+        Ok(runs
+            .into_iter()
+            .flat_map(|(offset, stride, len)| (0..len).map(move |i| data[offset + i * stride]))
+            .collect())
+    }
+}
+
+/// The runs along axis 0 of the points of `range` in a field of `shape`, as `(offset of the first
+/// point, stride along axis 0, points)`, in order of the other axes (axis 1 fastest). An error
+/// says why the range does not fit the shape.
+pub(crate) fn row_runs<const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<Vec<(usize, usize, usize)>, String> {
+    let (begin, end, n) = (range.begin(), range.end(), shape.extent());
+    if range.extent() != n || (0..D).any(|a| end[a] < begin[a] as isize) {
+        return Err(format!(
+            "range {range:?} does not fit a field of {} (extent {n:?}, begin <= end on every axis)",
+            shape.describe()
+        ));
+    }
+    let len = range.len_per_axis();
+    if len.contains(&0) {
+        return Ok(Vec::new());
+    }
+    let rows: usize = len[1..].iter().product();
+    let stride0 = shape.strides()[0];
+    Ok((0..rows)
+        .map(|r| {
+            let mut rest = r;
+            let start: [usize; D] = std::array::from_fn(|a| {
+                if a == 0 {
+                    return begin[0];
+                }
+                let c = begin[a] + rest % len[a];
+                rest /= len[a];
+                c
+            });
+            (shape.offset(start), stride0, len[0])
+        })
+        .collect())
 }
 
 #[cfg(test)]

@@ -3,56 +3,23 @@
 //! on-disk [`DiskCache`] of cubins.
 
 use super::cache::hash128;
-use super::device::Gpu;
+use super::context::Gpu;
 use super::error::{locate_error, CudaError};
+use super::kernel::Kernel;
 use cudarc::driver::sys::CUresult;
-use cudarc::driver::{CudaFunction, DriverError};
+use cudarc::driver::DriverError;
 use cudarc::nvrtc::{self, Ptx};
 use std::ffi::CString;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock, PoisonError};
+use std::sync::{OnceLock, PoisonError};
 use std::time::{Duration, Instant};
 
 /// Name NVRTC gives the source in its log (`stencil.cu(LINE): error: ...`).
 const PROGRAM_NAME: &std::ffi::CStr = c"stencil.cu";
 
-/// A kernel entry point loaded on a [`Gpu`], ready for [`Gpu::launch`]. Cheap to clone.
-#[derive(Clone)]
-pub struct Kernel {
-    function: CudaFunction,
-    entry: Arc<str>,
-    /// Dynamic shared memory the function has been opted in to (0: the default 48 KiB).
-    dynamic_shared: Arc<AtomicU32>,
-}
-
-impl Kernel {
-    /// The entry point's name.
-    pub fn entry(&self) -> &str {
-        &self.entry
-    }
-
-    pub(crate) fn function(&self) -> &CudaFunction {
-        &self.function
-    }
-
-    pub(crate) fn entry_arc(&self) -> Arc<str> {
-        self.entry.clone()
-    }
-
-    pub(crate) fn dynamic_shared_opted_in(&self) -> u32 {
-        self.dynamic_shared.load(Ordering::Relaxed)
-    }
-
-    pub(crate) fn set_dynamic_shared_opted_in(&self, bytes: u32) {
-        self.dynamic_shared.fetch_max(bytes, Ordering::Relaxed);
-    }
-}
-
-impl std::fmt::Debug for Kernel {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Kernel({})", self.entry)
-    }
-}
+/// NVRTC options of every stencil kernel. `--fmad=false` keeps `a * b + c` two roundings, as
+/// the CPU nest computes it, so GPU and CPU results agree bit for bit where the arithmetic is
+/// the same; the kernels are memory-bound, so fused multiply-adds would buy nothing measurable.
+pub const KERNEL_OPTIONS: &[&str] = &["--fmad=false"];
 
 /// Where a kernel's module came from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -131,13 +98,10 @@ impl Gpu {
             }
         };
         let function = module.load_function(entry).map_err(|e| match e {
-            DriverError(CUresult::CUDA_ERROR_NOT_FOUND) => CudaError::Compile {
-                log: format!("the compiled source has no kernel `{entry}`; declare it `extern \"C\" __global__`"),
-                line: None,
-            },
+            DriverError(CUresult::CUDA_ERROR_NOT_FOUND) => CudaError::MissingEntry { entry: entry.to_string() },
             e => self.fail("looking up a kernel", e),
         })?;
-        let kernel = Kernel { function, entry: entry.into(), dynamic_shared: Arc::default() };
+        let kernel = Kernel::new(function, entry);
         Ok((kernel, CompileStats { origin, elapsed: start.elapsed(), key, log }))
     }
 
@@ -165,7 +129,7 @@ fn nvrtc_version() -> Option<(i32, i32)> {
 
 /// Compiles `source` with `options` to a cubin; NVRTC's log goes to `log`.
 fn compile_cubin(source: &str, options: &[String], log: &mut String) -> Result<Vec<u8>, CudaError> {
-    let nvrtc_error = |what: &str, e: nvrtc::result::NvrtcError| CudaError::Driver(format!("{what}: {:?}", e.0));
+    let nvrtc_error = |during: &'static str, error: nvrtc::result::NvrtcError| CudaError::Nvrtc { during, error };
     let src =
         CString::new(source).map_err(|_| CudaError::InvalidArgument("kernel source contains a NUL byte".into()))?;
     struct Program(nvrtc::sys::nvrtcProgram);
@@ -186,14 +150,16 @@ fn compile_cubin(source: &str, options: &[String], log: &mut String) -> Result<V
     }
     compiled.map_err(|e| CudaError::Compile {
         line: locate_error(log, source),
-        log: format!("{}\n({:?}; options {options:?})", log.trim_end(), e.0),
+        log: log.clone(),
+        options: options.to_vec(),
+        error: Some(e),
     })?;
     let mut size = 0usize;
     unsafe { nvrtc::sys::nvrtcGetCUBINSize(program.0, &mut size) }
         .result()
         .map_err(|e| nvrtc_error("nvrtcGetCUBINSize", e))?;
     if size == 0 {
-        return Err(CudaError::Driver(format!("NVRTC produced no cubin with options {options:?}")));
+        return Err(CudaError::Compile { log: log.clone(), line: None, options: options.to_vec(), error: None });
     }
     let mut cubin = vec![0u8; size];
     unsafe { nvrtc::sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) }
@@ -208,7 +174,7 @@ fn compile_cubin(source: &str, options: &[String], log: &mut String) -> Result<V
 pub fn compile_check(source: &str, arch: &str, extra: &[&str]) -> Result<String, CudaError> {
     nvrtc_version().ok_or(CudaError::NoNvrtc)?;
     let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()];
-    options.extend(super::KERNEL_OPTIONS.iter().chain(extra).map(|o| o.to_string()));
+    options.extend(KERNEL_OPTIONS.iter().chain(extra).map(|o| o.to_string()));
     let mut log = String::new();
     compile_cubin(source, &options, &mut log)?;
     Ok(log)

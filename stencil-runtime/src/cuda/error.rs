@@ -1,49 +1,133 @@
-//! Errors of the CUDA runtime, with messages that say what to do, and the mapping of the
-//! driver's error codes onto them.
+//! Errors of the CUDA runtime as data: each variant keeps what a user acts on (the driver's or
+//! NVRTC's result code, the kernel, the sizes) and has a stable code and a help sentence (the
+//! catalogue is in [`crate::error`]); and the mapping of the driver's error codes onto them.
 
+use crate::field::FieldError;
 use cudarc::driver::{sys::CUresult, DriverError};
+use cudarc::nvrtc::result::NvrtcError;
+use cudarc::nvrtc::sys::nvrtcResult;
 use std::fmt;
+use std::sync::OnceLock;
 
-/// Anything that can go wrong on the GPU path.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Anything that can go wrong on the GPU path. Every variant has a [code](CudaError::code) and a
+/// [help](CudaError::help) sentence; variants raised by a driver or NVRTC call keep its result
+/// code ([`CudaError::driver_result`], [`CudaError::nvrtc_result`]) and return the cudarc error
+/// as [`source`](std::error::Error::source).
+///
+/// `Debug` shows the code, the driver's or NVRTC's result code and the message: cudarc's
+/// `DriverError` formats itself by calling into libcuda (and panics where none can be loaded),
+/// which this formatting avoids. Display a `DriverError` taken from `source()` only where a driver
+/// is installed.
+#[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum CudaError {
-    /// `libcuda` could not be loaded or is not a working driver.
+    /// `libcuda` could not be loaded or is not a working driver (`S0301`).
     NoDriver {
         /// What was found instead.
         detail: String,
     },
-    /// `libnvrtc` (the run-time CUDA compiler, `libnvrtc.so.13`) could not be loaded.
+    /// The driver supports an older CUDA than this build needs (`S0302`).
+    DriverTooOld {
+        /// The driver's CUDA version, as `cuDriverGetVersion` reports it (e.g. 12040).
+        version: i32,
+        /// The oldest version this build can use (13000).
+        required: i32,
+    },
+    /// `libcuda` does not match the kernel driver (`S0303`).
+    DriverMismatch {
+        /// What was being done.
+        during: String,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// `libnvrtc` (the run-time CUDA compiler, `libnvrtc.so.13`) could not be loaded (`S0304`).
     NoNvrtc,
-    /// The requested device ordinal does not exist.
+    /// The requested device ordinal does not exist (`S0305`).
     NoDevice {
         /// The ordinal asked for.
         ordinal: usize,
         /// Devices the driver sees.
         count: usize,
     },
-    /// The device ran out of memory.
+    /// The device ran out of memory (`S0306`).
     OutOfMemory {
         /// Bytes requested, when known.
         bytes: Option<usize>,
-        /// What was being allocated (and the free memory, when known).
+        /// What was being allocated.
         what: String,
+        /// Free and total device memory in bytes, when known.
+        free: Option<(usize, usize)>,
     },
-    /// NVRTC rejected a kernel source.
+    /// NVRTC rejected a kernel source (`S0307`).
     Compile {
-        /// NVRTC's log (and the options used).
+        /// NVRTC's log.
         log: String,
         /// The first error's source line number (1-based) and that line's text.
         line: Option<(usize, String)>,
+        /// The NVRTC options used.
+        options: Vec<String>,
+        /// NVRTC's result (`None`: it reported success but produced no cubin).
+        error: Option<NvrtcError>,
     },
-    /// A kernel failed to launch, or faulted while running (reported at the next
-    /// synchronising call, naming the last kernel launched).
-    Launch {
+    /// The compiled source has no kernel of the entry's name (`S0308`).
+    MissingEntry {
+        /// The entry point asked for.
+        entry: String,
+    },
+    /// An NVRTC call other than the compilation failed (`S0309`).
+    Nvrtc {
+        /// The call.
+        during: &'static str,
+        /// NVRTC's error.
+        error: NvrtcError,
+    },
+    /// The driver cannot load the cubin on this GPU (`S0310`).
+    BadBinary {
+        /// What was being done.
+        during: String,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// A launch with a block that has an axis of 0 threads (`S0311`).
+    EmptyBlock {
         /// Entry point of the kernel.
         kernel: String,
-        /// What went wrong.
-        message: String,
+        /// The block asked for.
+        block: [u32; 3],
     },
-    /// A copy between fields of different shapes.
+    /// The driver refused a launch (`S0312`).
+    LaunchFailed {
+        /// Entry point of the kernel.
+        kernel: String,
+        /// Blocks per axis.
+        grid: [u32; 3],
+        /// Threads per block per axis.
+        block: [u32; 3],
+        /// Dynamic shared memory per block in bytes.
+        shared_bytes: u32,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// The kernel cannot be given that much dynamic shared memory (`S0313`).
+    SharedMemory {
+        /// Entry point of the kernel.
+        kernel: String,
+        /// Bytes asked for.
+        bytes: u32,
+        /// The driver's error.
+        error: DriverError,
+    },
+    /// A kernel faulted while running; reported by the next synchronising call, naming the last
+    /// kernel launched. The CUDA context is unusable afterwards (`S0314`).
+    KernelFault {
+        /// Entry point of the last kernel launched (`<none launched>` if none).
+        kernel: String,
+        /// The call that reported the fault.
+        during: String,
+        /// The driver's error (e.g. `CUDA_ERROR_ILLEGAL_ADDRESS`).
+        error: DriverError,
+    },
+    /// A copy between fields of different shapes (`S0315`).
     ShapeMismatch {
         /// The operation (`upload`, `copy_from`, ...).
         operation: &'static str,
@@ -52,58 +136,311 @@ pub enum CudaError {
         /// Shape of the data copied to.
         destination: String,
     },
-    /// A call with arguments that cannot work (empty launch, cross-GPU copy, NUL in a name...).
+    /// An operation on fields of different [`Gpu`](crate::cuda::Gpu) handles (`S0316`).
+    CrossDevice {
+        /// The operation (`copy_from`, `fill_halos`).
+        operation: &'static str,
+        /// The handles involved.
+        detail: String,
+    },
+    /// Misuse of a field accessor on a device field (e.g. `read_range` with a range that does
+    /// not fit); reports the [`FieldError`]'s code.
+    Field(FieldError),
+    /// The strategy cannot run this stencil (`S0317`).
+    UnsupportedStrategy {
+        /// The stencil.
+        stencil: String,
+        /// Why, as the kernel printer says it.
+        reason: String,
+    },
+    /// A size exceeds the kernels' 32-bit coordinates (`S0318`).
+    TooLarge {
+        /// What is too large (`stencil `s`: range points along one axis`, `fill_halos: extent`).
+        what: String,
+        /// Its value.
+        value: usize,
+    },
+    /// A recorded step issued work that cannot be recorded (`S0319`).
+    NotRecordable {
+        /// The error the work raised while recording.
+        error: Box<CudaError>,
+    },
+    /// [`self_check`](crate::cuda::self_check) found wrong results (`S0320`).
+    SelfCheck {
+        /// The device, described.
+        device: String,
+        /// What was wrong.
+        failures: Vec<String>,
+    },
+    /// A call with arguments that cannot work (NUL in a name or a source, zero repetitions...)
+    /// (`S0321`).
     InvalidArgument(String),
-    /// Any other driver or NVRTC failure.
-    Driver(String),
+    /// Any other driver failure (`S0322`).
+    Driver {
+        /// What was being done.
+        during: String,
+        /// The driver's error; its result code is `error.0`.
+        error: DriverError,
+    },
 }
 
-impl fmt::Display for CudaError {
+impl CudaError {
+    /// The error's stable code (see the catalogue in [`crate::error`]); [`CudaError::Field`]
+    /// reports the wrapped error's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            CudaError::NoDriver { .. } => "S0301",
+            CudaError::DriverTooOld { .. } => "S0302",
+            CudaError::DriverMismatch { .. } => "S0303",
+            CudaError::NoNvrtc => "S0304",
+            CudaError::NoDevice { .. } => "S0305",
+            CudaError::OutOfMemory { .. } => "S0306",
+            CudaError::Compile { .. } => "S0307",
+            CudaError::MissingEntry { .. } => "S0308",
+            CudaError::Nvrtc { .. } => "S0309",
+            CudaError::BadBinary { .. } => "S0310",
+            CudaError::EmptyBlock { .. } => "S0311",
+            CudaError::LaunchFailed { .. } => "S0312",
+            CudaError::SharedMemory { .. } => "S0313",
+            CudaError::KernelFault { .. } => "S0314",
+            CudaError::ShapeMismatch { .. } => "S0315",
+            CudaError::CrossDevice { .. } => "S0316",
+            CudaError::Field(e) => e.code(),
+            CudaError::UnsupportedStrategy { .. } => "S0317",
+            CudaError::TooLarge { .. } => "S0318",
+            CudaError::NotRecordable { .. } => "S0319",
+            CudaError::SelfCheck { .. } => "S0320",
+            CudaError::InvalidArgument(_) => "S0321",
+            CudaError::Driver { .. } => "S0322",
+        }
+    }
+
+    /// The driver's result code, for the variants a driver call raised.
+    pub fn driver_result(&self) -> Option<CUresult> {
+        match self {
+            CudaError::DriverMismatch { error, .. }
+            | CudaError::BadBinary { error, .. }
+            | CudaError::LaunchFailed { error, .. }
+            | CudaError::SharedMemory { error, .. }
+            | CudaError::KernelFault { error, .. }
+            | CudaError::Driver { error, .. } => Some(error.0),
+            CudaError::NotRecordable { error } => error.driver_result(),
+            _ => None,
+        }
+    }
+
+    /// NVRTC's result code, for the variants an NVRTC call raised.
+    pub fn nvrtc_result(&self) -> Option<nvrtcResult> {
+        match self {
+            CudaError::Compile { error, .. } => error.map(|e| e.0),
+            CudaError::Nvrtc { error, .. } => Some(error.0),
+            _ => None,
+        }
+    }
+
+    /// What went wrong (the first line of `Display`), without code and help.
+    pub fn message(&self) -> String {
+        match self {
+            CudaError::NoDriver { detail } => format!("the CUDA driver (libcuda.so) could not be used: {detail}"),
+            CudaError::DriverTooOld { version, required } => format!(
+                "the CUDA driver supports CUDA {}.{}, this build needs {}.{}",
+                version / 1000,
+                version % 1000 / 10,
+                required / 1000,
+                required % 1000 / 10
+            ),
+            CudaError::DriverMismatch { during, error } => {
+                format!("{during}: {}: libcuda does not match the kernel driver", describe(*error))
+            }
+            CudaError::NoNvrtc => "NVRTC (libnvrtc.so.13) could not be loaded".to_string(),
+            CudaError::NoDevice { ordinal, count } => {
+                format!("no CUDA device {ordinal}: the driver sees {count} device(s)")
+            }
+            CudaError::OutOfMemory { bytes, what, free } => {
+                let mut m = match bytes {
+                    Some(b) => format!("out of GPU memory allocating {b} bytes for {what}"),
+                    None => format!("out of GPU memory in {what}"),
+                };
+                if let Some((free, total)) = free {
+                    m += &format!(" ({free} of {total} bytes free)");
+                }
+                m
+            }
+            CudaError::Compile { line, error, .. } => {
+                let mut m = match error {
+                    Some(e) => format!("NVRTC failed to compile the kernel ({:?})", e.0),
+                    None => "NVRTC produced no cubin".to_string(),
+                };
+                if let Some((n, text)) = line {
+                    m += &format!(" at line {n}: `{}`", text.trim());
+                }
+                m
+            }
+            CudaError::MissingEntry { entry } => format!("the compiled source has no kernel `{entry}`"),
+            CudaError::Nvrtc { during, error } => format!("{during} failed: {:?}", error.0),
+            CudaError::BadBinary { during, error } => {
+                format!("{during}: {}: the cubin does not fit this GPU or driver", describe(*error))
+            }
+            CudaError::EmptyBlock { kernel, block } => format!("kernel `{kernel}`: block {block:?} has no threads"),
+            CudaError::LaunchFailed { kernel, grid, block, shared_bytes, error } => format!(
+                "kernel `{kernel}`: launch failed: {} (grid {grid:?}, block {block:?}, {shared_bytes} bytes shared)",
+                describe(*error)
+            ),
+            CudaError::SharedMemory { kernel, bytes, error } => {
+                format!("kernel `{kernel}`: cannot use {bytes} bytes of dynamic shared memory: {}", describe(*error))
+            }
+            CudaError::KernelFault { kernel, during, error } => format!(
+                "kernel `{kernel}`: faulted while running: {} (reported by {during}); the CUDA context is unusable now",
+                describe(*error)
+            ),
+            CudaError::ShapeMismatch { operation, source, destination } => {
+                format!("{operation}: source shape ({source}) differs from destination shape ({destination})")
+            }
+            CudaError::CrossDevice { operation, detail } => {
+                format!("{operation} between fields of different Gpu handles: {detail}")
+            }
+            CudaError::Field(e) => e.message(),
+            CudaError::UnsupportedStrategy { stencil, reason } => format!("stencil `{stencil}`: {reason}"),
+            CudaError::TooLarge { what, value } => {
+                format!("{what} is {value}, which exceeds the kernels' 32-bit coordinates")
+            }
+            CudaError::NotRecordable { error } => {
+                format!("recording a step failed: {} [{}]", error.message(), error.code())
+            }
+            CudaError::SelfCheck { device, failures } => {
+                format!("self check failed on {device}: {}", failures.join("; "))
+            }
+            CudaError::InvalidArgument(m) => m.clone(),
+            CudaError::Driver { during, error } => format!("{during}: {}", describe(*error)),
+        }
+    }
+
+    /// What to change.
+    pub fn help(&self) -> String {
+        let s = match self {
+            CudaError::NoDriver { .. } => {
+                "install the NVIDIA driver (CUDA 13.0 or newer) and check LD_LIBRARY_PATH"
+            }
+            CudaError::DriverTooOld { .. } => "upgrade the NVIDIA driver to one for CUDA 13.0 or newer",
+            CudaError::DriverMismatch { .. } => {
+                "do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH (libcuda must come from the installed driver)"
+            }
+            CudaError::NoNvrtc => {
+                "install the CUDA 13 NVRTC library (e.g. `pip install nvidia-cuda-nvrtc==13.0.*`) and put its \
+                 lib folder in LD_LIBRARY_PATH"
+            }
+            CudaError::NoDevice { .. } => "use an ordinal below `Gpu::count()` (check CUDA_VISIBLE_DEVICES)",
+            CudaError::OutOfMemory { .. } => {
+                "use a smaller grid or fewer fields, or drop device fields that are no longer needed"
+            }
+            CudaError::Compile { .. } => {
+                "fix the source at the line NVRTC's log names (for a kernel generated from a stencil, report \
+                 it with the log)"
+            }
+            CudaError::MissingEntry { .. } => {
+                "declare the kernel `extern \"C\" __global__` with exactly that name (no C++ name mangling)"
+            }
+            CudaError::Nvrtc { .. } => "check the NVRTC installation (libnvrtc.so.13 of CUDA 13)",
+            CudaError::BadBinary { .. } => {
+                "clear the kernel cache ($STENCIL_CACHE_DIR) and make sure the driver is as new as NVRTC"
+            }
+            CudaError::EmptyBlock { .. } => "give every block axis at least one thread",
+            CudaError::LaunchFailed { error, .. } => match error.0 {
+                CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => "use smaller blocks or fewer registers",
+                CUresult::CUDA_ERROR_INVALID_VALUE => "check the grid and block dimensions against the device limits",
+                _ => "check the launch dimensions and the kernel's arguments",
+            },
+            CudaError::SharedMemory { .. } => {
+                "ask for less dynamic shared memory per block (the device's opt-in limit is lower)"
+            }
+            CudaError::KernelFault { .. } => {
+                "restart the process; the kernel read or wrote outside its memory or trapped: check its \
+                 arguments (compute-sanitizer finds the access)"
+            }
+            CudaError::ShapeMismatch { .. } => {
+                "host and device fields must have identical shapes (interior, halo, order, align)"
+            }
+            CudaError::CrossDevice { .. } => "use one Gpu (clones are fine) or copy through the host",
+            CudaError::Field(e) => return e.help(),
+            CudaError::UnsupportedStrategy { .. } => "pick another `Strategy`, or none for the stencil's default",
+            CudaError::TooLarge { .. } => "split the range or the field into parts below 2^31 points per axis",
+            CudaError::NotRecordable { .. } => {
+                "a recorded step may only issue work on the device (launches, halo fills, copies between \
+                 device fields): keep downloads, read_range and synchronize out of it"
+            }
+            CudaError::SelfCheck { .. } => "report it, with the device, the driver version and this message",
+            CudaError::InvalidArgument(_) => "change the argument the message names",
+            CudaError::Driver { .. } => "look the driver's error code up in the CUDA driver API documentation",
+        };
+        s.to_string()
+    }
+}
+
+impl fmt::Debug for CudaError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            CudaError::NoDriver { detail } => write!(
-                f,
-                "the CUDA driver (libcuda.so) could not be used: {detail}; install the NVIDIA driver \
-                 (CUDA 13.0 or newer) and check LD_LIBRARY_PATH"
-            ),
-            CudaError::NoNvrtc => write!(
-                f,
-                "NVRTC (libnvrtc.so.13) could not be loaded; install the CUDA 13 NVRTC library (e.g. \
-                 `pip install nvidia-cuda-nvrtc==13.0.*`) and put its lib folder in LD_LIBRARY_PATH"
-            ),
-            CudaError::NoDevice { ordinal, count } => {
-                write!(f, "no CUDA device {ordinal}: the driver sees {count} device(s)")
-            }
-            CudaError::OutOfMemory { bytes: Some(b), what } => {
-                write!(f, "out of GPU memory allocating {b} bytes for {what}")
-            }
-            CudaError::OutOfMemory { bytes: None, what } => write!(f, "out of GPU memory in {what}"),
-            CudaError::Compile { log, line } => {
-                write!(f, "NVRTC failed to compile the kernel")?;
-                if let Some((n, text)) = line {
-                    write!(f, " at line {n}: `{}`", text.trim())?;
+            CudaError::Field(e) => f.debug_tuple("CudaError::Field").field(e).finish(),
+            _ => {
+                let mut d = f.debug_struct("CudaError");
+                d.field("code", &self.code());
+                if let Some(r) = self.driver_result() {
+                    d.field("driver_result", &r);
                 }
-                write!(f, "\n{}", log.trim_end())
+                if let Some(r) = self.nvrtc_result() {
+                    d.field("nvrtc_result", &r);
+                }
+                d.field("message", &self.message()).finish()
             }
-            CudaError::Launch { kernel, message } => write!(f, "kernel `{kernel}`: {message}"),
-            CudaError::ShapeMismatch { operation, source, destination } => write!(
-                f,
-                "{operation}: source shape ({source}) differs from destination shape ({destination}); \
-                 host and device fields must have identical shapes (interior, halo, order, align)"
-            ),
-            CudaError::InvalidArgument(m) | CudaError::Driver(m) => f.write_str(m),
         }
     }
 }
 
-impl std::error::Error for CudaError {}
+impl fmt::Display for CudaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let CudaError::Field(e) = self {
+            return write!(f, "{e}");
+        }
+        write!(f, "{} [{}]\nhelp: {}", self.message(), self.code(), self.help())?;
+        if let CudaError::Compile { log, options, .. } = self {
+            write!(f, "\n{}\n(options {options:?})", log.trim_end())?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for CudaError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            CudaError::DriverMismatch { error, .. }
+            | CudaError::BadBinary { error, .. }
+            | CudaError::LaunchFailed { error, .. }
+            | CudaError::SharedMemory { error, .. }
+            | CudaError::KernelFault { error, .. }
+            | CudaError::Driver { error, .. } => Some(error),
+            CudaError::Compile { error: Some(error), .. } | CudaError::Nvrtc { error, .. } => Some(error),
+            CudaError::Field(e) => Some(e),
+            CudaError::NotRecordable { error } => Some(&**error),
+            _ => None,
+        }
+    }
+}
 
 /// The driver's name and description of an error code, e.g.
 /// `CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory access was encountered)`.
+/// Without a loadable libcuda (a value built by hand, e.g. in a test) just the code's name.
 pub(crate) fn describe(e: DriverError) -> String {
+    static DRIVER_PRESENT: OnceLock<bool> = OnceLock::new();
+    // SAFETY: only tries to dlopen the driver library.
+    if !*DRIVER_PRESENT.get_or_init(|| unsafe { cudarc::driver::sys::is_culib_present() }) {
+        return format!("{:?}", e.0);
+    }
     let name = e.error_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|_| format!("{:?}", e.0));
     let text = e.error_string().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    format!("{name} ({text})")
+    if text.is_empty() {
+        name
+    } else {
+        format!("{name} ({text})")
+    }
 }
 
 /// Errors that a kernel raises while running: they are reported by whatever call synchronises
@@ -127,18 +464,18 @@ pub(crate) fn is_kernel_fault(e: DriverError) -> bool {
 /// Maps a driver error raised while doing `what` (kernel faults aside, see `Gpu::fail`).
 pub(crate) fn driver(what: &str, e: DriverError) -> CudaError {
     use CUresult::*;
-    let hint = match e.0 {
-        CUDA_ERROR_OUT_OF_MEMORY => return CudaError::OutOfMemory { bytes: None, what: what.to_string() },
-        CUDA_ERROR_STUB_LIBRARY => return CudaError::NoDriver { detail: format!("{what}: {}", describe(e)) },
+    let during = what.to_string();
+    match e.0 {
+        CUDA_ERROR_OUT_OF_MEMORY => CudaError::OutOfMemory { bytes: None, what: during, free: None },
+        CUDA_ERROR_STUB_LIBRARY => CudaError::NoDriver { detail: format!("{what}: {}", describe(e)) },
         CUDA_ERROR_SYSTEM_DRIVER_MISMATCH | CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE => {
-            "; libcuda does not match the kernel driver: do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH"
+            CudaError::DriverMismatch { during, error: e }
         }
         CUDA_ERROR_NO_BINARY_FOR_GPU | CUDA_ERROR_INVALID_IMAGE | CUDA_ERROR_UNSUPPORTED_PTX_VERSION => {
-            "; the cubin does not fit this GPU or driver: clear the kernel cache ($STENCIL_CACHE_DIR)"
+            CudaError::BadBinary { during, error: e }
         }
-        _ => "",
-    };
-    CudaError::Driver(format!("{what}: {}{hint}", describe(e)))
+        _ => CudaError::Driver { during, error: e },
+    }
 }
 
 /// The first location NVRTC's log reports (an error's if there is one), as the 1-based line
@@ -170,7 +507,12 @@ mod tests {
         assert_eq!(locate_error(warning_only, SRC), Some((2, "  int i = threadIdx.x;".to_string())));
         assert_eq!(locate_error("nvrtc: error: invalid value for --gpu-architecture (-arch)\n", SRC), None);
         assert_eq!(locate_error("stencil.cu(99): error: x\n", SRC), Some((99, String::new())));
-        let e = CudaError::Compile { log: log.to_string(), line: locate_error(log, SRC) };
+        let e = CudaError::Compile {
+            log: log.to_string(),
+            line: locate_error(log, SRC),
+            options: vec![],
+            error: Some(NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION)),
+        };
         assert!(e.to_string().contains("at line 3: `a[i] = b;`"), "{e}");
     }
 }

@@ -6,43 +6,24 @@
 //! launch shape under a small key; every later launch checks the arguments, looks the key up and
 //! calls `cuLaunchKernel`: no string is built and no source is hashed.
 
-use super::device::{Gpu, KernelArg, LaunchDims};
+use super::compile::KERNEL_OPTIONS;
+use super::context::Gpu;
 use super::error::CudaError;
-use super::field::DeviceField;
 use super::halo::fill_halos;
-use crate::cuda_source::{geometry, layout_lengths, Geometry, Strategy};
-use crate::device_args::ArgValue;
-use crate::executor::{Executor, FieldStorage, HaloJob};
+use super::kernel::{LaunchKey, Prepared};
+use super::launch::{KernelArg, LaunchDims};
+use super::memory::DeviceField;
+use crate::cuda_source::{geometry, layout_lengths};
+use crate::device_args::{ArgValue, FieldStorage};
+use crate::error::LaunchError;
+use crate::executor::{Executor, HaloJob, Stencil};
 use crate::field::{Element, Field, Shape};
-use crate::launch::{validate, LaunchError};
+use crate::launch::validate;
 use crate::range::Loop;
-use crate::stencil::Stencil;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::CudaGraph;
 use std::sync::{Arc, PoisonError};
-
-/// NVRTC options of every stencil kernel. `--fmad=false` keeps `a * b + c` two roundings, as
-/// the CPU nest computes it, so GPU and CPU results agree bit for bit where the arithmetic is
-/// the same; the kernels are memory-bound, so fused multiply-adds would buy nothing measurable.
-pub const KERNEL_OPTIONS: &[&str] = &["--fmad=false"];
-
-/// What selects a compiled kernel: the stencil (the address of its embedded IR, unique per
-/// stencil in a binary), the strategy and the layout facts the source was specialised for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) struct LaunchKey {
-    stencil: usize,
-    strategy: Strategy,
-    geometry: Geometry,
-}
-
-/// A loaded kernel with the launch shape its printer computed.
-#[derive(Clone, Debug)]
-pub(crate) struct Prepared {
-    kernel: super::Kernel,
-    block: [u32; 3],
-    points_per_block: [u32; 3],
-    shared_bytes: u32,
-}
+use stencil_codegen::printer::cuda::Strategy;
 
 /// A CUDA graph recorded from a [`Gpu`]'s stream (see [`crate::Recorded`]).
 pub struct GpuGraph {
@@ -83,7 +64,7 @@ impl Gpu {
             return Ok(p.clone());
         }
         let printed = stencil_codegen::printer::cuda::print_kernel(S::ir(), key.strategy, &key.geometry)
-            .map_err(|e| CudaError::InvalidArgument(format!("stencil `{}`: {e}", S::INFO.name)))?;
+            .map_err(|e| CudaError::UnsupportedStrategy { stencil: S::INFO.name.to_string(), reason: e.to_string() })?;
         let (kernel, _) = self.kernel_with_stats(&printed.source, &printed.entry, KERNEL_OPTIONS)?;
         let prepared = Arc::new(Prepared {
             kernel,
@@ -177,11 +158,9 @@ impl Executor for Gpu {
         }));
         args.push(KernelArg::I64(shape.offset(range.begin()) as i64));
         for n in len {
-            let n = i32::try_from(n).map_err(|_| {
-                CudaError::InvalidArgument(format!(
-                    "stencil `{}`: range of {n} points along one axis exceeds the kernel's 32-bit coordinates",
-                    S::INFO.name
-                ))
+            let n = i32::try_from(n).map_err(|_| CudaError::TooLarge {
+                what: format!("stencil `{}`: the range's points along one axis", S::INFO.name),
+                value: n,
             })?;
             args.push(KernelArg::I32(n));
         }
@@ -216,11 +195,7 @@ impl Executor for Gpu {
         let issued = step(self);
         let ended = stream.end_capture(CUgraphInstantiate_flags(0));
         issued.map_err(|e| match e {
-            LaunchError::Cuda(c) => LaunchError::Cuda(CudaError::InvalidArgument(format!(
-                "recording a step failed: {c}; a recorded step may only issue work on the device \
-                 (launches, halo fills, copies between device fields): keep downloads, read_range and \
-                 synchronize out of it"
-            ))),
+            LaunchError::Cuda(c) => LaunchError::Cuda(CudaError::NotRecordable { error: Box::new(c) }),
             other => other,
         })?;
         let graph = ended.map_err(|e| self.fail("finishing the recording of a step", e))?;

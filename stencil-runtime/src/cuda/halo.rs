@@ -8,12 +8,13 @@
 //! along which it lies in the halo), and every source lies in the interior of every named axis,
 //! so no thread reads what another writes.
 
-use super::device::{Gpu, KernelArg, LaunchDims};
+use super::context::Gpu;
 use super::error::CudaError;
-use super::field::DeviceField;
+use super::launch::{KernelArg, LaunchDims};
+use super::memory::DeviceField;
+use crate::error::LaunchError;
 use crate::executor::HaloJob;
-use crate::field::{check_halo, Element, HaloFill};
-use crate::launch::LaunchError;
+use crate::field::{check_halo, Element, HaloError, HaloFill};
 
 /// Fields one launch fills; more are filled in further launches.
 const MAX_JOBS: usize = 16;
@@ -163,15 +164,18 @@ pub(crate) fn fill_halos<T: Element, const D: usize>(
     jobs: &mut [HaloJob<'_, DeviceField<T, D>, D>],
 ) -> Result<(), LaunchError> {
     let int = |v: usize, what: &str| {
-        i32::try_from(v).map_err(|_| CudaError::InvalidArgument(format!("fill_halos: {what} {v} exceeds 32 bits")))
+        i32::try_from(v).map_err(|_| CudaError::TooLarge { what: format!("fill_halos: {what}"), value: v })
     };
     let mut prepared = Vec::with_capacity(jobs.len());
     for (field, fills) in jobs.iter() {
         if field.gpu().home() != gpu.home() {
-            return Err(CudaError::InvalidArgument(format!(
-                "fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu",
-                field.gpu()
-            ))
+            return Err(CudaError::CrossDevice {
+                operation: "fill_halos",
+                detail: format!(
+                    "fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu",
+                    field.gpu()
+                ),
+            }
             .into());
         }
         let shape = *field.shape();
@@ -232,7 +236,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         let gpu = self.gpu().clone();
         let mut fills = [None; D];
         if axis >= D {
-            return Err(crate::field::HaloError::NoSuchAxis { axis, dims: D }.into());
+            return Err(HaloError::NoSuchAxis { axis, dims: D }.into());
         }
         fills[axis] = Some(fill);
         fill_halos(&gpu, &mut [(self, fills)])

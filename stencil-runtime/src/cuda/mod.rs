@@ -24,26 +24,36 @@
 //! let a = gpu.upload(&Field3::<f32>::filled(shape, 1.0))?;
 //! let b = gpu.alloc::<f32, 3>(shape)?;
 //! let k = gpu.kernel("extern \"C\" __global__ void f(const float* a, float* b) { /* ... */ }", "f")?;
-//! //! // SAFETY: the kernel takes two pointers and stays inside the fields.
+//! // SAFETY: the kernel takes two pointers and stays inside the fields.
 //! unsafe { gpu.launch(&k, LaunchDims::covering(shape.extent(), [32, 4, 2]), &[a.arg(), b.arg()])? };
 //! let result = b.download()?;
 //! # Ok(()) }
 //! ```
 
+// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo <- executor.
 mod cache;
 mod compile;
-mod device;
+mod context;
 mod error;
 mod executor;
-mod field;
 mod halo;
+mod kernel;
+mod launch;
+mod memory;
+
+/// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
+pub use cudarc::driver::{sys::CUresult, DriverError};
+/// NVRTC's error and result code, as [`CudaError::Compile`] and [`CudaError::Nvrtc`] keep them.
+pub use cudarc::nvrtc::{result::NvrtcError, sys::nvrtcResult};
 
 pub use cache::DiskCache;
-pub use compile::{compile_check, CacheSource, CompileStats, Kernel};
-pub use device::{Gpu, KernelArg, LaunchDims};
+pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
+pub use context::Gpu;
 pub use error::CudaError;
-pub use executor::{GpuGraph, KERNEL_OPTIONS};
-pub use field::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use executor::GpuGraph;
+pub use kernel::Kernel;
+pub use launch::{KernelArg, LaunchDims};
+pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 
 use crate::field::{Field3, Shape3};
 
@@ -100,7 +110,7 @@ extern "C" __global__ void stencil_self_check(const float* __restrict__ src, flo
         failures.push("a copy between different shapes was not refused".to_string());
     }
     if !failures.is_empty() {
-        return Err(CudaError::Driver(format!("self check failed on {gpu:?}: {}", failures.join("; "))));
+        return Err(CudaError::SelfCheck { device: format!("{gpu:?}"), failures });
     }
     Ok(format!(
         "{gpu:?}: kernel from {:?} in {:.2} ms, again from {:?} in {:.3} ms; {} points scaled on the device \

@@ -1,11 +1,10 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{Executor, HaloJob};
-use crate::cuda_source::Strategy;
+use super::{Executor, HaloJob, Stencil};
+use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
-use crate::launch::LaunchError;
 use crate::range::Loop;
-use crate::stencil::Stencil;
+use stencil_codegen::printer::cuda::Strategy;
 
 /// The host: [`Field`]s and the CPU loop nest, run in parallel by rayon's pool. Every call
 /// returns when its work is done.

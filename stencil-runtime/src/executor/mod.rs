@@ -39,33 +39,37 @@ mod record;
 pub use host::Host;
 pub use record::Recorded;
 
-use crate::cuda_source::Strategy;
-use crate::field::{Element, Field, HaloFill, Shape};
-use crate::launch::LaunchError;
+pub use crate::device_args::FieldStorage;
+
+use crate::device_args::ArgValue;
+use crate::error::LaunchError;
+use crate::field::{Element, Field, HaloError, HaloFill, Shape};
 use crate::range::Loop;
-use crate::stencil::Stencil;
+use crate::stencil::StencilInfo;
+use stencil_codegen::printer::cuda::Strategy;
+use stencil_codegen::StencilIr;
 
-/// What a field of an executor tells the launcher: its shape and the address of its storage.
-pub trait FieldStorage<T: Element, const D: usize> {
-    /// The field's shape.
-    fn shape(&self) -> &Shape<D>;
-    /// The address of element 0 of the storage (a host or a device address).
-    fn address(&self) -> u64;
-    /// Which memory holds the storage: 0 for the host, else an identifier of the device
-    /// context (a launch refuses fields of another executor).
-    fn home(&self) -> usize;
-}
+/// A `D`-dimensional point-update functor, implemented by `#[stencil]`.
+///
+/// Not meant to be implemented by hand: the macro checks the body for races, prints the loop
+/// nest that `run_host` runs and embeds the IR (from which the CUDA executor prints kernels).
+pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
+    /// The arguments after the point index, as a tuple in parameter order: scalars by value,
+    /// fields as `&E::Field<T, D>` (read) or `&mut E::Field<T, D>` (written).
+    type Args<'a, E: Executor>;
+    /// Name and field accesses.
+    const INFO: StencilInfo;
+    /// The IR in its serialised form ([`StencilIr::decode`]).
+    const IR: &'static str;
 
-impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
-    fn shape(&self) -> &Shape<D> {
-        Field::shape(self)
-    }
-    fn address(&self) -> u64 {
-        self.as_slice().as_ptr() as u64
-    }
-    fn home(&self) -> usize {
-        0
-    }
+    /// The stencil's IR, decoded from [`Stencil::IR`] on first use and kept.
+    fn ir() -> &'static StencilIr;
+
+    /// Runs the point update over `range` on the CPU (rayon), after checking the launch.
+    fn run_host(range: &Loop<D>, args: Self::Args<'_, Host>) -> Result<(), LaunchError>;
+
+    /// Erases the arguments for a kernel launch, in parameter order.
+    fn erase_args<E: Executor>(args: Self::Args<'_, E>) -> Vec<ArgValue<'_, D>>;
 }
 
 /// One field's halo fills: per axis, the fill of both ends of that axis, or `None` to leave it.
@@ -164,7 +168,7 @@ pub trait Executor: Clone + Send + Sync + 'static {
     ) -> Result<(), LaunchError> {
         let mut fills = [None; D];
         if axis >= D {
-            return Err(crate::field::HaloError::NoSuchAxis { axis, dims: D }.into());
+            return Err(HaloError::NoSuchAxis { axis, dims: D }.into());
         }
         fills[axis] = Some(fill);
         self.fill_halos(&mut [(field, fills)])

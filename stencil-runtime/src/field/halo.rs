@@ -80,18 +80,40 @@ pub enum HaloError {
     },
 }
 
-impl fmt::Display for HaloError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl HaloError {
+    /// The error's stable code (see the catalogue in [`crate::error`]).
+    pub fn code(&self) -> &'static str {
         match self {
-            HaloError::NoSuchAxis { axis, dims } => {
-                write!(f, "fill_halo: axis {axis} does not exist in a {dims}D field; use an axis below {dims}")
-            }
-            HaloError::InteriorThinnerThanHalo { axis, n, halo, fill } => write!(
-                f,
+            HaloError::NoSuchAxis { .. } => "S0201",
+            HaloError::InteriorThinnerThanHalo { .. } => "S0202",
+        }
+    }
+
+    /// What went wrong, without the code and the help.
+    pub fn message(&self) -> String {
+        match self {
+            HaloError::NoSuchAxis { axis, dims } => format!("fill_halo: axis {axis} does not exist in a {dims}D field"),
+            HaloError::InteriorThinnerThanHalo { axis, n, halo, fill } => format!(
                 "fill_halo: {fill:?} along axis {axis} needs at least as many interior points as halo layers, \
-                 but the interior has {n} and the halo {halo}; enlarge the interior or use ZeroGradient"
+                 but the interior has {n} and the halo {halo}"
             ),
         }
+    }
+
+    /// What to change.
+    pub fn help(&self) -> String {
+        match self {
+            HaloError::NoSuchAxis { dims, .. } => format!("use an axis below {dims}"),
+            HaloError::InteriorThinnerThanHalo { .. } => {
+                "enlarge the interior or use ZeroGradient (the only fill that reads just one layer)".to_string()
+            }
+        }
+    }
+}
+
+impl fmt::Display for HaloError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]\nhelp: {}", self.message(), self.code(), self.help())
     }
 }
 

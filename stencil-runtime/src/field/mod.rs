@@ -16,7 +16,6 @@ pub(crate) use halo::check as check_halo;
 pub use halo::{HaloError, HaloFill};
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
 
-use crate::range::Loop;
 use std::fmt;
 
 /// A scalar type a field may hold: what the stencil DSL supports as field elements.
@@ -124,17 +123,6 @@ impl<T: Element, const D: usize> Field<T, D> {
         let off = self.shape.offset(s);
         self.data[off] = value;
         Ok(())
-    }
-
-    /// The values at the points of `range` (storage coordinates, as a launch takes them), axis
-    /// 0 fastest; an error names the range and the shape if the range is inverted, built for
-    /// another extent, or reaches outside the field.
-    pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, FieldError> {
-        let runs = row_runs(&self.shape, range).map_err(FieldError::Range)?;
-        Ok(runs
-            .into_iter()
-            .flat_map(|(offset, stride, len)| (0..len).map(move |i| self.data[offset + i * stride]))
-            .collect())
     }
 
     /// The raw storage, padding included (see [`Shape::offset`] for where a point lives).
@@ -247,62 +235,56 @@ pub enum FieldError {
     Range(String),
 }
 
-impl fmt::Display for FieldError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl FieldError {
+    /// The error's stable code (see the catalogue in [`crate::error`]).
+    pub fn code(&self) -> &'static str {
         match self {
-            FieldError::Range(message) => write!(f, "read_range: {message}"),
-            FieldError::LengthMismatch { expected, got } => write!(
-                f,
-                "the vector has {got} values but the shape has {expected} points (halo included); \
-                 pass one value per point in element order, as `Field::to_vec` returns them"
-            ),
-            FieldError::ArrayShapeMismatch { array, interior } => write!(
-                f,
-                "the array has shape {array:?} but the field's interior is {interior:?}; \
-                 pass an array of the interior's shape (halo cells are set to zero)"
-            ),
-            FieldError::OutOfBounds { coordinate, shape } => write!(
-                f,
-                "global coordinate {coordinate:?} is outside the field {shape}; halo cells run from -halo to n + halo - 1"
-            ),
+            FieldError::LengthMismatch { .. } => "S0211",
+            FieldError::ArrayShapeMismatch { .. } => "S0212",
+            FieldError::OutOfBounds { .. } => "S0213",
+            FieldError::Range(_) => "S0214",
+        }
+    }
+
+    /// What went wrong, without the code and the help.
+    pub fn message(&self) -> String {
+        match self {
+            FieldError::Range(message) => format!("read_range: {message}"),
+            FieldError::LengthMismatch { expected, got } => {
+                format!("the vector has {got} values but the shape has {expected} points (halo included)")
+            }
+            FieldError::ArrayShapeMismatch { array, interior } => {
+                format!("the array has shape {array:?} but the field's interior is {interior:?}")
+            }
+            FieldError::OutOfBounds { coordinate, shape } => {
+                format!("global coordinate {coordinate:?} is outside the field {shape}")
+            }
+        }
+    }
+
+    /// What to change.
+    pub fn help(&self) -> String {
+        match self {
+            FieldError::Range(_) => "build the range for the field's extent with i0 + i1 <= n on every axis, e.g. \
+                                     `Loop3D::interior(field.shape())`"
+                .to_string(),
+            FieldError::LengthMismatch { .. } => {
+                "pass one value per point in element order, as `Field::to_vec` returns them".to_string()
+            }
+            FieldError::ArrayShapeMismatch { .. } => {
+                "pass an array of the interior's shape (halo cells are set to zero)".to_string()
+            }
+            FieldError::OutOfBounds { .. } => {
+                "use a coordinate inside the field: halo cells run from -halo to n + halo - 1".to_string()
+            }
         }
     }
 }
 
-impl std::error::Error for FieldError {}
-
-/// The runs along axis 0 of the points of `range` in a field of `shape`, as `(offset of the first
-/// point, stride along axis 0, points)`, in order of the other axes (axis 1 fastest). An error
-/// says why the range does not fit the shape.
-pub(crate) fn row_runs<const D: usize>(
-    shape: &Shape<D>,
-    range: &Loop<D>,
-) -> Result<Vec<(usize, usize, usize)>, String> {
-    let (begin, end, n) = (range.begin(), range.end(), shape.extent());
-    if range.extent() != n || (0..D).any(|a| end[a] < begin[a] as isize) {
-        return Err(format!(
-            "range {range:?} does not fit a field of {}: build it for extent {n:?} with begin <= end",
-            shape.describe()
-        ));
+impl fmt::Display for FieldError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} [{}]\nhelp: {}", self.message(), self.code(), self.help())
     }
-    let len = range.len_per_axis();
-    if len.contains(&0) {
-        return Ok(Vec::new());
-    }
-    let rows: usize = len[1..].iter().product();
-    let stride0 = shape.strides()[0];
-    Ok((0..rows)
-        .map(|r| {
-            let mut rest = r;
-            let start: [usize; D] = std::array::from_fn(|a| {
-                if a == 0 {
-                    return begin[0];
-                }
-                let c = begin[a] + rest % len[a];
-                rest /= len[a];
-                c
-            });
-            (shape.offset(start), stride0, len[0])
-        })
-        .collect())
 }
+
+impl std::error::Error for FieldError {}

@@ -1,18 +1,15 @@
-//! One GPU: its context and stream, kernel launches, and event timing.
+//! One GPU: its context, its streams, the per-device caches, the mapping of driver errors
+//! (naming the last kernel on a fault), and event timing. Kernels are compiled in `compile.rs`,
+//! launched in `launch.rs`, and device memory lives in `memory.rs`, all on top of this.
 
 use super::cache::DiskCache;
-use super::compile::Kernel;
-use super::error::{describe, driver, is_kernel_fault, CudaError};
-use super::field::DeviceAlloc;
-use cudarc::driver::sys::{self, CUevent_flags, CUfunction_attribute, CUresult};
+use super::error::{driver, is_kernel_fault, CudaError};
+use super::kernel::{LaunchKey, Prepared};
+use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
-use std::ffi::c_void;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
-
-/// Dynamic shared memory a kernel may use without opting in through a function attribute.
-const DEFAULT_DYNAMIC_SHARED: u32 = 48 * 1024;
 /// The oldest driver this build can use (`cuda-13000` in cudarc's features).
 const MIN_DRIVER_VERSION: i32 = 13000;
 
@@ -37,64 +34,9 @@ pub(crate) struct GpuInner {
     pub(crate) modules: Mutex<HashMap<u128, Arc<CudaModule>>>,
     pub(crate) disk: Option<DiskCache>,
     /// Kernels prepared for stencil launches (see `executor.rs`).
-    pub(crate) launches: Mutex<HashMap<super::executor::LaunchKey, Arc<super::executor::Prepared>>>,
+    pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
-    last_kernel: Mutex<Option<Arc<str>>>,
-}
-
-/// Grid and block sizes and dynamic shared memory of a launch.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LaunchDims {
-    /// Blocks per axis (x, y, z).
-    pub grid: [u32; 3],
-    /// Threads per block per axis (x, y, z).
-    pub block: [u32; 3],
-    /// Dynamic shared memory per block in bytes (above 48 KiB the launch opts in for the kernel).
-    pub shared_bytes: u32,
-}
-
-impl LaunchDims {
-    /// The smallest grid of `block`-sized blocks covering `threads` threads per axis, with no
-    /// dynamic shared memory (an axis of 0 threads gives 0 blocks: a launch that does nothing).
-    pub fn covering(threads: [usize; 3], block: [u32; 3]) -> Self {
-        let grid = std::array::from_fn(|a| threads[a].div_ceil(block[a].max(1) as usize) as u32);
-        LaunchDims { grid, block, shared_bytes: 0 }
-    }
-}
-
-/// One kernel argument, passed by value as the kernel's parameter of that C type. Booleans are
-/// passed as `I32`; device fields as `Ptr` (see `DeviceField::arg`).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub enum KernelArg<'a> {
-    /// `float`.
-    F32(f32),
-    /// `double`.
-    F64(f64),
-    /// `int`.
-    I32(i32),
-    /// `unsigned int`.
-    U32(u32),
-    /// `long long`.
-    I64(i64),
-    /// A device pointer (`T*`), e.g. the start of a device field's storage.
-    Ptr(u64),
-    /// A struct passed by value, as the bytes of its C layout.
-    Bytes(&'a [u8]),
-}
-
-impl KernelArg<'_> {
-    /// The address of the value, as `cuLaunchKernel` wants each parameter.
-    fn as_param(&self) -> *mut c_void {
-        match self {
-            KernelArg::F32(v) => v as *const f32 as *mut c_void,
-            KernelArg::F64(v) => v as *const f64 as *mut c_void,
-            KernelArg::I32(v) => v as *const i32 as *mut c_void,
-            KernelArg::U32(v) => v as *const u32 as *mut c_void,
-            KernelArg::I64(v) => v as *const i64 as *mut c_void,
-            KernelArg::Ptr(v) => v as *const u64 as *mut c_void,
-            KernelArg::Bytes(b) => b.as_ptr() as *mut c_void,
-        }
-    }
+    pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
 }
 
 impl Gpu {
@@ -143,13 +85,7 @@ impl Gpu {
         // SAFETY: writes one int.
         unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| driver("cuDriverGetVersion", e))?;
         if version < MIN_DRIVER_VERSION {
-            return Err(CudaError::NoDriver {
-                detail: format!(
-                    "the driver supports CUDA {}.{}, this build needs 13.0",
-                    version / 1000,
-                    version % 1000 / 10
-                ),
-            });
+            return Err(CudaError::DriverTooOld { version, required: MIN_DRIVER_VERSION });
         }
         let count = result::device::get_count().map_err(|e| driver("counting devices", e))?;
         Ok(count.max(0) as usize)
@@ -188,7 +124,7 @@ impl Gpu {
     }
 
     /// Waits until everything issued on this handle's stream has finished; reports a kernel
-    /// fault as [`CudaError::Launch`] naming the last kernel launched.
+    /// fault as [`CudaError::KernelFault`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), CudaError> {
         self.refuse_while_recording("synchronize")?;
         self.stream.synchronize().map_err(|e| self.fail("synchronizing the stream", e))
@@ -228,78 +164,11 @@ impl Gpu {
             return driver(what, e);
         }
         let last = self.inner.last_kernel.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        CudaError::Launch {
+        CudaError::KernelFault {
             kernel: last.as_deref().unwrap_or("<none launched>").to_string(),
-            message: format!(
-                "faulted while running: {} (reported by {what}); the CUDA context is unusable now, \
-                 restart the process",
-                describe(e)
-            ),
+            during: what.to_string(),
+            error: e,
         }
-    }
-
-    /// Launches `kernel` on this handle's stream with `args` in the order of its parameters;
-    /// returns once the launch is queued (launch errors are checked, running errors surface at
-    /// the next synchronising call). Pointers in `args` must stay allocated until the kernel has
-    /// run: dropping a `DeviceField` waits for the stream, so it is enough that fields outlive
-    /// this call. The kernel must come from this handle's [`Gpu::kernel`]. A grid with a 0 axis
-    /// (an empty range) launches nothing and returns `Ok`; a block with a 0 axis is an error.
-    ///
-    /// # Safety
-    ///
-    /// The kernel reads and writes whatever its arguments point at: `args` must match the
-    /// kernel's parameters in number and type, and every address it accesses with these
-    /// arguments and `dims` must lie in live device memory of this context. Stencil launches
-    /// through [`Executor::run`](crate::Executor::run) check all of that; this is the raw path.
-    pub unsafe fn launch(&self, kernel: &Kernel, dims: LaunchDims, args: &[KernelArg]) -> Result<(), CudaError> {
-        let LaunchDims { grid, block, shared_bytes } = dims;
-        let launch_error = |message: String| CudaError::Launch { kernel: kernel.entry().to_string(), message };
-        if block.contains(&0) {
-            return Err(launch_error(format!("block {block:?} has no threads")));
-        }
-        if grid.contains(&0) {
-            return Ok(());
-        }
-        self.bind()?;
-        if shared_bytes > DEFAULT_DYNAMIC_SHARED && kernel.dynamic_shared_opted_in() < shared_bytes {
-            let attr = CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES;
-            kernel.function().set_attribute(attr, shared_bytes as i32).map_err(|e| {
-                launch_error(format!("cannot use {shared_bytes} bytes of dynamic shared memory: {}", describe(e)))
-            })?;
-            kernel.set_dynamic_shared_opted_in(shared_bytes);
-        }
-        let mut params: Vec<*mut c_void> = args.iter().map(KernelArg::as_param).collect();
-        // SAFETY: the function is loaded in this context; each parameter points at a value of
-        // the kernel's parameter type (the caller's contract), alive for this call, and the
-        // driver copies parameter values before returning.
-        #[allow(unused_unsafe)]
-        let launched = unsafe {
-            result::launch_kernel(
-                kernel.function().cu_function(),
-                (grid[0], grid[1], grid[2]),
-                (block[0], block[1], block[2]),
-                shared_bytes,
-                self.cu_stream(),
-                &mut params,
-            )
-        };
-        match launched {
-            Err(e) if is_kernel_fault(e) => return Err(self.fail("a kernel launch", e)),
-            Err(e) => {
-                let hint = match e.0 {
-                    CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES => "; use smaller blocks or fewer registers",
-                    CUresult::CUDA_ERROR_INVALID_VALUE => "; check the dimensions against the device limits",
-                    _ => "",
-                };
-                return Err(launch_error(format!(
-                    "launch failed: {} (grid {grid:?}, block {block:?}, {shared_bytes} bytes shared){hint}",
-                    describe(e)
-                )));
-            }
-            Ok(()) => {}
-        }
-        *self.inner.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel.entry_arc());
-        Ok(())
     }
 
     /// Runs `work` (which must issue its GPU work on this handle, e.g. launches) between two
@@ -353,31 +222,6 @@ impl Gpu {
             pool.push(self.inner.ctx.new_stream().map_err(|e| driver("creating a stream", e))?);
         }
         Ok(pool[..n].to_vec())
-    }
-
-    /// Device-to-device copy bandwidth in GB/s (10⁹ bytes, read + written, per second): the
-    /// median of `reps` timed copies of `bytes` bytes after one warm-up copy. The reference a
-    /// memory-bound kernel's throughput is compared with.
-    pub fn copy_bandwidth_gbs(&self, bytes: usize, reps: usize) -> Result<f64, CudaError> {
-        if bytes == 0 || reps == 0 {
-            return Err(CudaError::InvalidArgument(format!(
-                "copy_bandwidth_gbs needs bytes > 0 and reps > 0, got {bytes}, {reps}"
-            )));
-        }
-        let src = DeviceAlloc::new(self, bytes, || "the copy-bandwidth source".into())?;
-        let dst = DeviceAlloc::new(self, bytes, || "the copy-bandwidth destination".into())?;
-        let copy = || {
-            // SAFETY: both allocations hold `bytes` bytes and outlive the stream's use of them.
-            unsafe { result::memcpy_dtod_async(dst.ptr(), src.ptr(), bytes, self.cu_stream()) }
-                .map_err(|e| self.fail("a device-to-device copy", e))
-        };
-        self.bind()?;
-        copy()?;
-        self.synchronize()?;
-        let mut ms = (0..reps).map(|_| self.time_ms(copy).map(|(_, ms)| ms)).collect::<Result<Vec<_>, _>>()?;
-        ms.sort_by(f64::total_cmp);
-        let median = if reps % 2 == 1 { ms[reps / 2] } else { (ms[reps / 2 - 1] + ms[reps / 2]) / 2.0 };
-        Ok(2.0 * bytes as f64 / (median * 1e-3) / 1e9)
     }
 }
 

@@ -1,10 +1,12 @@
-//! Device fields: a [`Shape`] and plain device memory laid out exactly as the host field's
-//! storage (same lead, pitch and strides), so a kernel indexes both identically.
+//! Device memory: raw allocations, and device fields, a [`Shape`] and plain device memory laid
+//! out exactly as the host field's storage (same lead, pitch and strides), so a kernel indexes
+//! both identically; and the device's copy bandwidth.
 
-use super::device::{Gpu, KernelArg};
+use super::context::Gpu;
 use super::error::CudaError;
-use crate::field::{row_runs, Element, Field, Shape};
-use crate::range::Loop;
+use super::launch::KernelArg;
+use crate::field::{Element, Field, FieldError, Shape};
+use crate::range::{row_runs, Loop};
 use cudarc::driver::result;
 use cudarc::driver::sys::{CUdeviceptr, CUresult};
 use std::marker::PhantomData;
@@ -27,8 +29,7 @@ impl DeviceAlloc {
         // SAFETY: plain allocation; the memory is initialised by the callers before it is read.
         let ptr = unsafe { result::malloc_sync(bytes) }.map_err(|e| match e.0 {
             CUresult::CUDA_ERROR_OUT_OF_MEMORY => {
-                let free = result::mem_get_info().map(|(free, total)| format!("; {free} of {total} bytes free"));
-                CudaError::OutOfMemory { bytes: Some(bytes), what: what() + &free.unwrap_or_default() }
+                CudaError::OutOfMemory { bytes: Some(bytes), what: what(), free: result::mem_get_info().ok() }
             }
             _ => gpu.fail("allocating device memory", e),
         })?;
@@ -93,6 +94,33 @@ impl Gpu {
         let mut field = DeviceField::uninit(self, *host.shape())?;
         field.copy_from_host(host)?;
         Ok(field)
+    }
+}
+
+impl Gpu {
+    /// Device-to-device copy bandwidth in GB/s (10⁹ bytes, read + written, per second): the
+    /// median of `reps` timed copies of `bytes` bytes after one warm-up copy. The reference a
+    /// memory-bound kernel's throughput is compared with.
+    pub fn copy_bandwidth_gbs(&self, bytes: usize, reps: usize) -> Result<f64, CudaError> {
+        if bytes == 0 || reps == 0 {
+            return Err(CudaError::InvalidArgument(format!(
+                "copy_bandwidth_gbs needs bytes > 0 and reps > 0, got {bytes}, {reps}"
+            )));
+        }
+        let src = DeviceAlloc::new(self, bytes, || "the copy-bandwidth source".into())?;
+        let dst = DeviceAlloc::new(self, bytes, || "the copy-bandwidth destination".into())?;
+        let copy = || {
+            // SAFETY: both allocations hold `bytes` bytes and outlive the stream's use of them.
+            unsafe { result::memcpy_dtod_async(dst.ptr(), src.ptr(), bytes, self.cu_stream()) }
+                .map_err(|e| self.fail("a device-to-device copy", e))
+        };
+        self.bind()?;
+        copy()?;
+        self.synchronize()?;
+        let mut ms = (0..reps).map(|_| self.time_ms(copy).map(|(_, ms)| ms)).collect::<Result<Vec<_>, _>>()?;
+        ms.sort_by(f64::total_cmp);
+        let median = if reps % 2 == 1 { ms[reps / 2] } else { (ms[reps / 2 - 1] + ms[reps / 2]) / 2.0 };
+        Ok(2.0 * bytes as f64 / (median * 1e-3) / 1e9)
     }
 }
 
@@ -166,7 +194,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     /// run per row of the range, so a line along x in `ijk` order (e.g. the receivers of a
     /// seismogram) costs one small copy instead of a whole download.
     pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, CudaError> {
-        let runs = row_runs(&self.shape, range).map_err(CudaError::InvalidArgument)?;
+        let runs = row_runs(&self.shape, range).map_err(|m| CudaError::Field(FieldError::Range(m)))?;
         let mut values = vec![T::default(); range.points()];
         let gpu = &self.mem.gpu;
         gpu.refuse_while_recording("read_range")?;
@@ -197,10 +225,10 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         check_shapes("copy_from", &src.shape, &self.shape)?;
         let gpu = &self.mem.gpu;
         if !std::sync::Arc::ptr_eq(&gpu.inner, &src.mem.gpu.inner) {
-            return Err(CudaError::InvalidArgument(
-                "copy_from between fields of different Gpu handles; use one Gpu (clones are fine) or copy through the host"
-                    .into(),
-            ));
+            return Err(CudaError::CrossDevice {
+                operation: "copy_from",
+                detail: format!("{:?} from {:?}", self.gpu(), src.gpu()),
+            });
         }
         if self.mem.bytes > 0 {
             gpu.bind()?;

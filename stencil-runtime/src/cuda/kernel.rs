@@ -1,0 +1,70 @@
+//! Loaded kernels: a [`Kernel`] (an entry point of a module loaded on a [`Gpu`](super::Gpu)), and the
+//! per-device table's entries of kernels prepared for stencil launches. Plain data below the
+//! device handle, so the handle can hold the table without depending on the launch path.
+
+use cudarc::driver::CudaFunction;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use stencil_codegen::printer::cuda::{Geometry, Strategy};
+
+/// A kernel entry point loaded on a [`Gpu`](super::Gpu), ready for
+/// [`Gpu::launch`](super::Gpu::launch). Cheap to clone.
+#[derive(Clone)]
+pub struct Kernel {
+    function: CudaFunction,
+    entry: Arc<str>,
+    /// Dynamic shared memory the function has been opted in to (0: the default 48 KiB).
+    dynamic_shared: Arc<AtomicU32>,
+}
+
+impl Kernel {
+    /// A kernel of a loaded function.
+    pub(crate) fn new(function: CudaFunction, entry: &str) -> Self {
+        Kernel { function, entry: entry.into(), dynamic_shared: Arc::default() }
+    }
+
+    /// The entry point's name.
+    pub fn entry(&self) -> &str {
+        &self.entry
+    }
+
+    pub(crate) fn function(&self) -> &CudaFunction {
+        &self.function
+    }
+
+    pub(crate) fn entry_arc(&self) -> Arc<str> {
+        self.entry.clone()
+    }
+
+    pub(crate) fn dynamic_shared_opted_in(&self) -> u32 {
+        self.dynamic_shared.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn set_dynamic_shared_opted_in(&self, bytes: u32) {
+        self.dynamic_shared.fetch_max(bytes, Ordering::Relaxed);
+    }
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Kernel({})", self.entry)
+    }
+}
+
+/// What selects a compiled kernel: the stencil (the address of its embedded IR, unique per
+/// stencil in a binary), the strategy and the layout facts the source was specialised for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct LaunchKey {
+    pub(crate) stencil: usize,
+    pub(crate) strategy: Strategy,
+    pub(crate) geometry: Geometry,
+}
+
+/// A loaded kernel with the launch shape its printer computed.
+#[derive(Clone, Debug)]
+pub(crate) struct Prepared {
+    pub(crate) kernel: Kernel,
+    pub(crate) block: [u32; 3],
+    pub(crate) points_per_block: [u32; 3],
+    pub(crate) shared_bytes: u32,
+}

@@ -1,0 +1,360 @@
+//! Errors as data: every error of the runtime has a stable code, a message naming what went
+//! wrong (the stencil, the field, the numbers) and a help sentence saying what to change.
+//!
+//! [`LaunchError`] is what every executor operation returns; it wraps a [`HaloError`], a
+//! [`FieldError`] or (with the `cuda` feature) a [`CudaError`](crate::cuda::CudaError), whose
+//! codes it reports as its own, and whose value [`std::error::Error::source`] returns. Each error
+//! type has `code()`, `message()` and `help()`; `Display` writes
+//!
+//! ```text
+//! <message> [<code>]
+//! help: <help>
+//! ```
+//!
+//! # Codes
+//!
+//! A code is `S` and four digits, `S` + group (two digits) + number (two digits), never reused
+//! for another meaning: `S01xx` launch checks ([`LaunchError`]), `S02xx` halo fills and field
+//! accessors ([`HaloError`], [`FieldError`]), `S03xx` the CUDA runtime
+//! ([`CudaError`](crate::cuda::CudaError)). [`explain`] looks a code up in [`CATALOGUE`].
+//!
+//! | code | error | meaning | fix |
+//! |---|---|---|---|
+//! | S0101 | `LaunchError::InvertedRange` | an axis of the range ends before it begins (`i0 + i1 > n`) | use `i0 + i1 <= n` on every axis |
+//! | S0102 | `LaunchError::RangeExtent` | the range was built for another extent than the fields have | build the range from the field: `Loop3D::interior(f.shape())` |
+//! | S0103 | `LaunchError::ShapeMismatch` | two fields of one launch differ in shape | allocate every field of a launch from the same `Shape` |
+//! | S0104 | `LaunchError::OutOfBounds` | the range plus the stencil's reach leaves a field | widen the field's halo (`Shape::halo`) or shrink the range |
+//! | S0105 | `LaunchError::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
+//! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
+//! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
+//! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
+//! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
+//! | S0212 | `FieldError::ArrayShapeMismatch` | `Field::from_array` got an array of another shape than the interior | pass an array of the interior's shape |
+//! | S0213 | `FieldError::OutOfBounds` | `Field::set` got a coordinate outside the field | use a global coordinate in `-halo ..= n + halo - 1` |
+//! | S0214 | `FieldError::Range` | `read_range` got a range that does not fit the field | build the range for the field's extent with `i0 + i1 <= n` |
+//! | S0301 | `CudaError::NoDriver` | `libcuda` is missing or not a working driver | install the NVIDIA driver and check `LD_LIBRARY_PATH` |
+//! | S0302 | `CudaError::DriverTooOld` | the driver supports an older CUDA than 13.0 | upgrade the NVIDIA driver to one for CUDA 13.0 or newer |
+//! | S0303 | `CudaError::DriverMismatch` | `libcuda` does not match the kernel driver | do not put `/usr/local/cuda/compat` first in `LD_LIBRARY_PATH` |
+//! | S0304 | `CudaError::NoNvrtc` | `libnvrtc.so.13` could not be loaded | install CUDA 13 NVRTC and put its lib folder in `LD_LIBRARY_PATH` |
+//! | S0305 | `CudaError::NoDevice` | the device ordinal does not exist | use an ordinal below `Gpu::count()` (check `CUDA_VISIBLE_DEVICES`) |
+//! | S0306 | `CudaError::OutOfMemory` | the device ran out of memory | use smaller grids or fewer fields, or free device fields first |
+//! | S0307 | `CudaError::Compile` | NVRTC rejected a kernel source | fix the source at the line the log names (for a generated kernel, report it) |
+//! | S0308 | `CudaError::MissingEntry` | the compiled source has no kernel of the entry's name | declare the kernel `extern "C" __global__` with that name |
+//! | S0309 | `CudaError::Nvrtc` | an NVRTC call other than the compilation failed | check the NVRTC installation (version 13) |
+//! | S0310 | `CudaError::BadBinary` | the cubin does not fit this GPU or driver | clear the kernel cache (`$STENCIL_CACHE_DIR`) and update the driver |
+//! | S0311 | `CudaError::EmptyBlock` | a launch with a block that has an axis of 0 threads | give every block axis at least one thread |
+//! | S0312 | `CudaError::LaunchFailed` | the driver refused a launch (resources, dimensions) | use smaller blocks or fewer registers, within the device limits |
+//! | S0313 | `CudaError::SharedMemory` | the kernel cannot use that much dynamic shared memory | ask for less dynamic shared memory (see the device's limit) |
+//! | S0314 | `CudaError::KernelFault` | a kernel faulted while running (e.g. an illegal address) | fix the kernel or its arguments, then restart the process |
+//! | S0315 | `CudaError::ShapeMismatch` | a host/device copy between different shapes | copy between fields of identical shapes |
+//! | S0316 | `CudaError::CrossDevice` | an operation on fields of different `Gpu` handles | use one `Gpu` (clones are fine) or copy through the host |
+//! | S0317 | `CudaError::UnsupportedStrategy` | the strategy cannot run this stencil | pick another `Strategy` (or none, for the default) |
+//! | S0318 | `CudaError::TooLarge` | a size exceeds the kernels' 32-bit coordinates | split the range or the field into parts below 2³¹ points per axis |
+//! | S0319 | `CudaError::NotRecordable` | a recorded step issued work that cannot be recorded | keep downloads, `read_range` and `synchronize` out of recorded steps |
+//! | S0320 | `CudaError::SelfCheck` | `cuda::self_check` found wrong results | report it with the device and driver version |
+//! | S0321 | `CudaError::InvalidArgument` | a call with arguments that cannot work | change the argument the message names |
+//! | S0322 | `CudaError::Driver` | any other driver failure; the `CUresult` is kept | look the driver code up in the CUDA documentation |
+
+#[cfg(feature = "cuda")]
+use crate::cuda::CudaError;
+pub use crate::field::{FieldError, HaloError};
+use std::fmt;
+
+/// One entry of the error catalogue.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CodeInfo {
+    /// The code, e.g. `S0104`.
+    pub code: &'static str,
+    /// The error type and variant, e.g. `LaunchError::OutOfBounds`.
+    pub error: &'static str,
+    /// What the error means.
+    pub meaning: &'static str,
+    /// What to change.
+    pub fix: &'static str,
+}
+
+macro_rules! catalogue {
+    ($($code:literal $error:literal $meaning:literal $fix:literal;)*) => {
+        /// Every code, in order: the table of the [module docs](self).
+        pub const CATALOGUE: &[CodeInfo] = &[$(CodeInfo { code: $code, error: $error, meaning: $meaning, fix: $fix }),*];
+    };
+}
+
+catalogue! {
+    "S0101" "LaunchError::InvertedRange" "an axis of the range ends before it begins (i0 + i1 > n)" "use i0 + i1 <= n on every axis";
+    "S0102" "LaunchError::RangeExtent" "the range was built for another extent than the fields have" "build the range from the field: Loop3D::interior(f.shape())";
+    "S0103" "LaunchError::ShapeMismatch" "two fields of one launch differ in shape" "allocate every field of a launch from the same Shape";
+    "S0104" "LaunchError::OutOfBounds" "the range plus the stencil's reach leaves a field" "widen the field's halo (Shape::halo) or shrink the range";
+    "S0105" "LaunchError::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
+    "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
+    "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
+    "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
+    "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
+    "S0212" "FieldError::ArrayShapeMismatch" "Field::from_array got an array of another shape than the interior" "pass an array of the interior's shape";
+    "S0213" "FieldError::OutOfBounds" "Field::set got a coordinate outside the field" "use a global coordinate in -halo ..= n + halo - 1";
+    "S0214" "FieldError::Range" "read_range got a range that does not fit the field" "build the range for the field's extent with i0 + i1 <= n";
+    "S0301" "CudaError::NoDriver" "libcuda is missing or not a working driver" "install the NVIDIA driver and check LD_LIBRARY_PATH";
+    "S0302" "CudaError::DriverTooOld" "the driver supports an older CUDA than 13.0" "upgrade the NVIDIA driver to one for CUDA 13.0 or newer";
+    "S0303" "CudaError::DriverMismatch" "libcuda does not match the kernel driver" "do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH";
+    "S0304" "CudaError::NoNvrtc" "libnvrtc.so.13 could not be loaded" "install CUDA 13 NVRTC and put its lib folder in LD_LIBRARY_PATH";
+    "S0305" "CudaError::NoDevice" "the device ordinal does not exist" "use an ordinal below Gpu::count() (check CUDA_VISIBLE_DEVICES)";
+    "S0306" "CudaError::OutOfMemory" "the device ran out of memory" "use smaller grids or fewer fields, or free device fields first";
+    "S0307" "CudaError::Compile" "NVRTC rejected a kernel source" "fix the source at the line the log names (for a generated kernel, report it)";
+    "S0308" "CudaError::MissingEntry" "the compiled source has no kernel of the entry's name" "declare the kernel extern \"C\" __global__ with that name";
+    "S0309" "CudaError::Nvrtc" "an NVRTC call other than the compilation failed" "check the NVRTC installation (version 13)";
+    "S0310" "CudaError::BadBinary" "the cubin does not fit this GPU or driver" "clear the kernel cache ($STENCIL_CACHE_DIR) and update the driver";
+    "S0311" "CudaError::EmptyBlock" "a launch with a block that has an axis of 0 threads" "give every block axis at least one thread";
+    "S0312" "CudaError::LaunchFailed" "the driver refused a launch (resources, dimensions)" "use smaller blocks or fewer registers, within the device limits";
+    "S0313" "CudaError::SharedMemory" "the kernel cannot use that much dynamic shared memory" "ask for less dynamic shared memory (see the device's limit)";
+    "S0314" "CudaError::KernelFault" "a kernel faulted while running (e.g. an illegal address)" "fix the kernel or its arguments, then restart the process";
+    "S0315" "CudaError::ShapeMismatch" "a host/device copy between different shapes" "copy between fields of identical shapes";
+    "S0316" "CudaError::CrossDevice" "an operation on fields of different Gpu handles" "use one Gpu (clones are fine) or copy through the host";
+    "S0317" "CudaError::UnsupportedStrategy" "the strategy cannot run this stencil" "pick another Strategy (or none, for the default)";
+    "S0318" "CudaError::TooLarge" "a size exceeds the kernels' 32-bit coordinates" "split the range or the field into parts below 2^31 points per axis";
+    "S0319" "CudaError::NotRecordable" "a recorded step issued work that cannot be recorded" "keep downloads, read_range and synchronize out of recorded steps";
+    "S0320" "CudaError::SelfCheck" "cuda::self_check found wrong results" "report it with the device and driver version";
+    "S0321" "CudaError::InvalidArgument" "a call with arguments that cannot work" "change the argument the message names";
+    "S0322" "CudaError::Driver" "any other driver failure; the CUresult is kept" "look the driver code up in the CUDA documentation";
+}
+
+/// The catalogue entry of `code` (e.g. `explain("S0104")`), or `None` for an unknown code.
+pub fn explain(code: &str) -> Option<&'static CodeInfo> {
+    CATALOGUE.iter().find(|c| c.code.eq_ignore_ascii_case(code.trim()))
+}
+
+const AXES: [&str; 3] = ["x (i)", "y (j)", "z (k)"];
+
+/// Why a launch (or another executor operation) was refused or failed. Nothing was written when
+/// a launch returns one of the checks' errors.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum LaunchError {
+    /// An axis of the range ends before it begins (`i0 + i1 > n`).
+    InvertedRange {
+        /// The stencil.
+        stencil: &'static str,
+        /// The range, described.
+        range: String,
+        /// The axis.
+        axis: usize,
+    },
+    /// The range was built for another extent than the fields have.
+    RangeExtent {
+        /// The stencil.
+        stencil: &'static str,
+        /// The range, described.
+        range: String,
+        /// The axis.
+        axis: usize,
+        /// The range's `n` on that axis.
+        range_extent: usize,
+        /// The field compared.
+        field: &'static str,
+        /// The field's extent on that axis (interior + 2 halo).
+        field_extent: usize,
+    },
+    /// Two fields of one launch differ in shape (size, halo, order or alignment).
+    ShapeMismatch {
+        /// The stencil.
+        stencil: &'static str,
+        /// The first field.
+        first: &'static str,
+        /// Its shape.
+        first_shape: String,
+        /// The field that differs.
+        field: &'static str,
+        /// Its shape.
+        shape: String,
+    },
+    /// The range plus the stencil's reach leaves the field (its halo is too narrow).
+    OutOfBounds {
+        /// The stencil.
+        stencil: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The axis.
+        axis: usize,
+        /// The offset that reaches outside (negative: low side).
+        offset: i32,
+        /// The range on that axis, storage coordinates, half-open.
+        range: (usize, usize),
+        /// The field's halo on that axis.
+        halo: usize,
+        /// The field's extent on that axis.
+        extent: usize,
+    },
+    /// A field of the launch lives on another executor (another GPU, or the host).
+    WrongDevice {
+        /// The stencil.
+        stencil: &'static str,
+        /// The field.
+        field: &'static str,
+        /// The executor launched on.
+        executor: String,
+    },
+    /// A copy between fields of different shapes.
+    CopyShape {
+        /// Shape of the field copied from.
+        source_shape: String,
+        /// Shape of the field copied to.
+        destination_shape: String,
+    },
+    /// A halo fill that cannot work (axis, or an interior thinner than the halo). Reports the
+    /// [`HaloError`]'s code.
+    Halo(HaloError),
+    /// Misuse of a field accessor (e.g. `read_range` with a range that does not fit). Reports the
+    /// [`FieldError`]'s code.
+    Field(FieldError),
+    /// The CUDA executor failed (compile, launch, memory). Reports the [`CudaError`]'s code.
+    #[cfg(feature = "cuda")]
+    Cuda(CudaError),
+}
+
+impl LaunchError {
+    /// The error's stable code (see the [catalogue](self)); a wrapping variant reports the wrapped
+    /// error's code.
+    pub fn code(&self) -> &'static str {
+        match self {
+            LaunchError::InvertedRange { .. } => "S0101",
+            LaunchError::RangeExtent { .. } => "S0102",
+            LaunchError::ShapeMismatch { .. } => "S0103",
+            LaunchError::OutOfBounds { .. } => "S0104",
+            LaunchError::WrongDevice { .. } => "S0105",
+            LaunchError::CopyShape { .. } => "S0106",
+            LaunchError::Halo(e) => e.code(),
+            LaunchError::Field(e) => e.code(),
+            #[cfg(feature = "cuda")]
+            LaunchError::Cuda(e) => e.code(),
+        }
+    }
+
+    /// What went wrong, naming the stencil, the field and the numbers; without code and help.
+    pub fn message(&self) -> String {
+        match self {
+            LaunchError::InvertedRange { stencil, range, axis } => format!(
+                "stencil `{stencil}`: range {range} is inverted along {}: i0 + i1 exceeds n",
+                AXES[*axis]
+            ),
+            LaunchError::RangeExtent { stencil, range, axis, range_extent, field, field_extent } => format!(
+                "stencil `{stencil}`: range {range} was built for n = {range_extent} along {}, but field `{field}` has extent {field_extent} there (interior + 2 * halo)",
+                AXES[*axis]
+            ),
+            LaunchError::ShapeMismatch { stencil, first, first_shape, field, shape } => format!(
+                "stencil `{stencil}`: fields of one launch must share one shape, but `{first}` is {first_shape} and `{field}` is {shape}"
+            ),
+            LaunchError::OutOfBounds { stencil, field, axis, offset, range, halo, extent } => format!(
+                "stencil `{stencil}`: field `{field}` is read at offset {offset} along {} over the range {}..{} but has halo {halo} (extent {extent}): the read leaves the field",
+                AXES[*axis], range.0, range.1
+            ),
+            LaunchError::WrongDevice { stencil, field, executor } => {
+                format!("stencil `{stencil}`: field `{field}` does not live on {executor}")
+            }
+            LaunchError::CopyShape { source_shape, destination_shape } => format!(
+                "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
+            ),
+            LaunchError::Halo(e) => e.message(),
+            LaunchError::Field(e) => e.message(),
+            #[cfg(feature = "cuda")]
+            LaunchError::Cuda(e) => e.message(),
+        }
+    }
+
+    /// What to change, with the numbers of this error where they help.
+    pub fn help(&self) -> String {
+        match self {
+            LaunchError::InvertedRange { .. } => "use i0 + i1 <= n along every axis".to_string(),
+            LaunchError::RangeExtent { range, field, .. } => format!(
+                "build the range from the field, e.g. `{}::interior({field}.shape())`",
+                range.split('[').next().unwrap_or("Loop3D")
+            ),
+            LaunchError::ShapeMismatch { .. } => "allocate them from the same `Shape`".to_string(),
+            LaunchError::OutOfBounds { field, axis, offset, extent, .. } => {
+                let need = offset.unsigned_abs() as usize;
+                let fix_range = if *offset < 0 {
+                    format!("start the range at {need} or later")
+                } else if need < *extent {
+                    format!("end it at {} or earlier", extent - need)
+                } else {
+                    format!("make the field longer than {need} along that axis")
+                };
+                format!("give `{field}` a halo of at least {need} along {} (`Shape::halo`) or {fix_range}", AXES[*axis])
+            }
+            LaunchError::WrongDevice { executor, .. } => format!(
+                "allocate or upload the field with {executor} (every field of a launch on the executor that runs it)"
+            ),
+            LaunchError::CopyShape { .. } => "allocate both from the same `Shape`".to_string(),
+            LaunchError::Halo(e) => e.help(),
+            LaunchError::Field(e) => e.help(),
+            #[cfg(feature = "cuda")]
+            LaunchError::Cuda(e) => e.help(),
+        }
+    }
+}
+
+impl From<HaloError> for LaunchError {
+    fn from(e: HaloError) -> Self {
+        LaunchError::Halo(e)
+    }
+}
+
+impl From<FieldError> for LaunchError {
+    fn from(e: FieldError) -> Self {
+        LaunchError::Field(e)
+    }
+}
+
+#[cfg(feature = "cuda")]
+impl From<CudaError> for LaunchError {
+    /// A CUDA error, except that a field accessor's error stays a [`LaunchError::Field`].
+    fn from(e: CudaError) -> Self {
+        match e {
+            CudaError::Field(e) => LaunchError::Field(e),
+            e => LaunchError::Cuda(e),
+        }
+    }
+}
+
+impl fmt::Display for LaunchError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            LaunchError::Halo(e) => write!(f, "{e}"),
+            LaunchError::Field(e) => write!(f, "{e}"),
+            #[cfg(feature = "cuda")]
+            LaunchError::Cuda(e) => write!(f, "{e}"),
+            _ => write!(f, "{} [{}]\nhelp: {}", self.message(), self.code(), self.help()),
+        }
+    }
+}
+
+impl std::error::Error for LaunchError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            LaunchError::Halo(e) => Some(e),
+            LaunchError::Field(e) => Some(e),
+            #[cfg(feature = "cuda")]
+            LaunchError::Cuda(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn catalogue_codes_are_unique_well_formed_and_documented() {
+        let docs = include_str!("error.rs");
+        let mut seen = std::collections::HashSet::new();
+        for c in CATALOGUE {
+            assert!(seen.insert(c.code), "{} twice", c.code);
+            assert!(c.code.len() == 5 && c.code.starts_with('S') && c.code[1..].bytes().all(|b| b.is_ascii_digit()));
+            assert!(docs.contains(&format!("//! | {} | `{}` |", c.code, c.error)), "{} not in the docs' table", c.code);
+            assert!(!c.meaning.is_empty() && !c.fix.is_empty());
+            assert_eq!(explain(&c.code.to_lowercase()), Some(c));
+        }
+        let table_rows = docs.lines().filter(|l| l.starts_with("//! | S0")).count();
+        assert_eq!(table_rows, CATALOGUE.len(), "the docs' table and CATALOGUE differ");
+        assert_eq!(explain("S9999"), None);
+    }
+}

@@ -1,0 +1,191 @@
+//! Errors as data: every error variant has a stable, unique code and a help sentence, both in
+//! `Display`; the codes are the catalogue of `stencil_runtime::error`; wrapped errors are the
+//! `source()` of their wrapper. GPU-only errors are built by hand (CI has no GPU).
+
+use std::collections::HashSet;
+use std::error::Error as _;
+use stencil_runtime::error::{explain, CATALOGUE};
+use stencil_runtime::prelude::*;
+use stencil_runtime::{FieldError, HaloError};
+
+/// Reads one point to the left along x.
+#[stencil]
+fn left1(idx: Idx3, f: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = f[idx.ix::<-1, 0, 0>()];
+}
+
+/// One value of every launch, halo and field error variant.
+fn host_errors() -> Vec<LaunchError> {
+    vec![
+        LaunchError::InvertedRange { stencil: "s", range: "Loop3D[..]".into(), axis: 0 },
+        LaunchError::RangeExtent {
+            stencil: "s",
+            range: "Loop3D[..]".into(),
+            axis: 1,
+            range_extent: 9,
+            field: "f",
+            field_extent: 8,
+        },
+        LaunchError::ShapeMismatch { stencil: "s", first: "f", first_shape: "a".into(), field: "g", shape: "b".into() },
+        LaunchError::OutOfBounds { stencil: "s", field: "f", axis: 2, offset: 2, range: (0, 8), halo: 1, extent: 8 },
+        LaunchError::WrongDevice { stencil: "s", field: "f", executor: "Gpu(0)".into() },
+        LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() },
+        HaloError::NoSuchAxis { axis: 3, dims: 2 }.into(),
+        HaloError::InteriorThinnerThanHalo { axis: 0, n: 1, halo: 2, fill: HaloFill::Periodic }.into(),
+        FieldError::LengthMismatch { expected: 4, got: 3 }.into(),
+        FieldError::ArrayShapeMismatch { array: vec![2], interior: vec![3] }.into(),
+        FieldError::OutOfBounds { coordinate: vec![-5], shape: "s".into() }.into(),
+        FieldError::Range("range Loop1D[..] does not fit".into()).into(),
+    ]
+}
+
+#[cfg(feature = "cuda")]
+fn cuda_errors() -> Vec<stencil_runtime::CudaError> {
+    use stencil_runtime::cuda::{nvrtcResult, CUresult, CudaError, DriverError, NvrtcError};
+    let driver = DriverError(CUresult::CUDA_ERROR_INVALID_VALUE);
+    vec![
+        CudaError::NoDriver { detail: "libcuda.so was not found".into() },
+        CudaError::DriverTooOld { version: 12040, required: 13000 },
+        CudaError::DriverMismatch {
+            during: "cuInit".into(),
+            error: DriverError(CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH),
+        },
+        CudaError::NoNvrtc,
+        CudaError::NoDevice { ordinal: 3, count: 1 },
+        CudaError::OutOfMemory { bytes: Some(1 << 40), what: "DeviceField".into(), free: Some((1, 2)) },
+        CudaError::Compile {
+            log: "stencil.cu(3): error: identifier \"b\" is undefined".into(),
+            line: Some((3, "a[i] = b;".into())),
+            options: vec!["--gpu-architecture=sm_90".into()],
+            error: Some(NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION)),
+        },
+        CudaError::MissingEntry { entry: "k".into() },
+        CudaError::Nvrtc { during: "nvrtcGetCUBIN", error: NvrtcError(nvrtcResult::NVRTC_ERROR_INVALID_PROGRAM) },
+        CudaError::BadBinary { during: "loading".into(), error: DriverError(CUresult::CUDA_ERROR_NO_BINARY_FOR_GPU) },
+        CudaError::EmptyBlock { kernel: "k".into(), block: [0, 1, 1] },
+        CudaError::LaunchFailed {
+            kernel: "k".into(),
+            grid: [1, 1, 1],
+            block: [2048, 1, 1],
+            shared_bytes: 0,
+            error: DriverError(CUresult::CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES),
+        },
+        CudaError::SharedMemory { kernel: "k".into(), bytes: 1 << 20, error: driver },
+        CudaError::KernelFault {
+            kernel: "k".into(),
+            during: "synchronizing the stream".into(),
+            error: DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+        },
+        CudaError::ShapeMismatch { operation: "copy_from", source: "a".into(), destination: "b".into() },
+        CudaError::CrossDevice { operation: "copy_from", detail: "Gpu(0) from Gpu(1)".into() },
+        CudaError::UnsupportedStrategy { stencil: "s".into(), reason: "needs 3 dimensions".into() },
+        CudaError::TooLarge { what: "fill_halos: extent".into(), value: 1 << 32 },
+        CudaError::NotRecordable { error: Box::new(CudaError::Driver { during: "download".into(), error: driver }) },
+        CudaError::SelfCheck { device: "Gpu(0)".into(), failures: vec!["3 points wrong".into()] },
+        CudaError::InvalidArgument("kernel source contains a NUL byte".into()),
+        CudaError::Driver { during: "reading the free memory".into(), error: driver },
+    ]
+}
+
+/// Every error value with a code of its own (wrapper variants report their inner error's code).
+fn all_errors() -> Vec<LaunchError> {
+    #[allow(unused_mut)]
+    let mut all = host_errors();
+    #[cfg(feature = "cuda")]
+    all.extend(cuda_errors().into_iter().map(LaunchError::Cuda));
+    all
+}
+
+#[test]
+fn every_variant_has_a_unique_documented_code_and_a_help_in_its_message() {
+    let all = all_errors();
+    let mut codes = HashSet::new();
+    for e in &all {
+        let (code, help, text) = (e.code(), e.help(), e.to_string());
+        assert!(codes.insert(code), "code {code} of {e:?} is used twice");
+        let entry = explain(code).unwrap_or_else(|| panic!("{code} of {e:?} is not in the catalogue"));
+        assert!(!help.trim().is_empty() && !entry.fix.is_empty() && !entry.meaning.is_empty(), "{e:?}");
+        assert!(text.starts_with(&e.message()), "{text}");
+        assert!(text.contains(&format!("[{code}]")), "{text}");
+        assert!(text.contains(&format!("help: {help}")), "{text}");
+    }
+    // Every catalogue entry is a variant built above (with the `cuda` feature; without it, the
+    // CUDA group is what is left).
+    let expected: HashSet<&str> =
+        CATALOGUE.iter().map(|c| c.code).filter(|c| cfg!(feature = "cuda") || !c.starts_with("S03")).collect();
+    assert_eq!(codes, expected);
+    let all_codes: HashSet<&str> = CATALOGUE.iter().map(|c| c.code).collect();
+    assert_eq!(all_codes.len(), CATALOGUE.len(), "a code appears twice in the catalogue");
+}
+
+#[test]
+fn wrappers_report_and_chain_the_inner_error() {
+    let halo = HaloError::NoSuchAxis { axis: 3, dims: 2 };
+    let e = LaunchError::from(halo.clone());
+    assert_eq!((e.code(), e.help()), (halo.code(), halo.help()));
+    assert_eq!(e.to_string(), halo.to_string());
+    assert_eq!(e.source().and_then(|s| s.downcast_ref::<HaloError>()), Some(&halo));
+
+    let field = FieldError::LengthMismatch { expected: 4, got: 3 };
+    let e = LaunchError::from(field.clone());
+    assert_eq!(e.code(), "S0211");
+    assert_eq!(e.source().and_then(|s| s.downcast_ref::<FieldError>()), Some(&field));
+
+    let own = LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() };
+    assert!(own.source().is_none());
+}
+
+#[cfg(feature = "cuda")]
+#[test]
+fn cuda_errors_keep_the_driver_code_and_chain_to_it() {
+    use stencil_runtime::cuda::{nvrtcResult, CUresult, CudaError, DriverError, NvrtcError};
+    let fault = CudaError::KernelFault {
+        kernel: "k".into(),
+        during: "synchronizing the stream".into(),
+        error: DriverError(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS),
+    };
+    let e = LaunchError::Cuda(CudaError::NotRecordable { error: Box::new(fault.clone()) });
+    assert_eq!(e.code(), "S0319");
+    // LaunchError -> CudaError::NotRecordable -> CudaError::KernelFault -> DriverError.
+    let outer = e.source().and_then(|s| s.downcast_ref::<CudaError>()).expect("CudaError source");
+    let inner = outer.source().and_then(|s| s.downcast_ref::<CudaError>()).expect("inner CudaError");
+    assert_eq!(inner, &fault);
+    let driver = inner.source().and_then(|s| s.downcast_ref::<DriverError>()).expect("DriverError source");
+    assert_eq!(driver.0, CUresult::CUDA_ERROR_ILLEGAL_ADDRESS);
+    assert_eq!(outer.driver_result(), Some(CUresult::CUDA_ERROR_ILLEGAL_ADDRESS));
+    assert!(e.to_string().contains("CUDA_ERROR_ILLEGAL_ADDRESS"), "{e}");
+    assert!(format!("{e:?}").contains("S0319"), "{e:?}");
+
+    let compile = CudaError::Compile {
+        log: "stencil.cu(1): error: x".into(),
+        line: Some((1, "x".into())),
+        options: vec![],
+        error: Some(NvrtcError(nvrtcResult::NVRTC_ERROR_COMPILATION)),
+    };
+    assert_eq!(compile.nvrtc_result(), Some(nvrtcResult::NVRTC_ERROR_COMPILATION));
+    assert!(compile.source().and_then(|s| s.downcast_ref::<NvrtcError>()).is_some());
+    assert!(compile.to_string().contains("stencil.cu(1): error: x"), "{compile}");
+
+    // A field accessor's error on a device field stays a field error when it becomes a LaunchError.
+    let range = LaunchError::from(CudaError::Field(FieldError::Range("r".into())));
+    assert!(matches!(range, LaunchError::Field(FieldError::Range(_))), "{range:?}");
+    assert_eq!(range.code(), "S0214");
+}
+
+#[test]
+fn a_refused_launch_prints_its_code_and_help() {
+    let shape = Shape3::new([8, 4, 4]).halo(1);
+    let f = Field3::<f32>::zeros(shape);
+    let mut out = Field3::<f32>::zeros(shape);
+    // The whole extent, halo included: the read one point to the left leaves the field at i = 0.
+    let err = Loop3D::from_parts(shape.extent(), [0; 3], [0; 3])
+        .run(Left1, (&f, &mut out))
+        .expect_err("the launch should be refused");
+    assert!(matches!(err, LaunchError::OutOfBounds { field: "f", axis: 0, offset: -1, .. }), "{err:?}");
+    assert_eq!(err.code(), "S0104");
+    let text = err.to_string();
+    assert!(text.starts_with("stencil `left1`: field `f` is read at offset -1"), "{text}");
+    assert!(text.contains("[S0104]\nhelp: give `f` a halo of at least 1 along x (i)"), "{text}");
+    assert!(text.contains("start the range at 1 or later"), "{text}");
+    assert_eq!(explain(err.code()).map(|c| c.error), Some("LaunchError::OutOfBounds"));
+}
