@@ -291,8 +291,8 @@ pub trait Wave: Element + Into<f64> {
     ) -> Result<(), LaunchError>;
 
     /// One step on `exec`: every region with its stencil and strategy, then the source (if
-    /// any), then `u` and `u_prev` swap. On a GPU the seven region launches are issued in order
-    /// on the executor's stream.
+    /// any), then `u` and `u_prev` swap. The regions are disjoint, so on a GPU the seven
+    /// region launches go to seven streams ([`Executor::fork_join`]) and may run concurrently.
     fn step<E: Executor>(
         exec: &E,
         strategies: &RegionStrategies,
@@ -301,10 +301,13 @@ pub trait Wave: Element + Into<f64> {
         state: &mut State<E::Field<Self, 3>>,
         source: Option<(Loop3D, Self)>,
     ) -> Result<(), LaunchError> {
-        let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
-        for ((kind, range), strategy) in regions {
-            Self::region(exec, strategy, kind, &range, c, state)?;
-        }
+        let regions: Vec<_> = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).collect();
+        exec.fork_join(regions.len(), |handles| {
+            for (((kind, range), strategy), handle) in regions.iter().zip(handles) {
+                Self::region(handle, *strategy, *kind, range, c, state)?;
+            }
+            Ok(())
+        })?;
         if let Some((point, amount)) = source {
             Self::inject(exec, &point, amount, state)?;
         }

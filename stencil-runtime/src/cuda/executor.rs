@@ -186,6 +186,10 @@ impl Executor for Gpu {
         Ok(Gpu::synchronize(self)?)
     }
 
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
+        Gpu::fork_join(self, n, work)
+    }
+
     fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<GpuGraph>, LaunchError> {
         let stream = self.stream().clone();
         // Relaxed: kernels compiled and loaded during the step are fine (they are not stream work).

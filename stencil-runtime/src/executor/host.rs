@@ -78,6 +78,10 @@ impl Executor for Host {
         Ok(())
     }
 
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
+        work(&vec![Host; n])
+    }
+
     fn record(&self, _step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<()>, LaunchError> {
         Ok(None)
     }

@@ -144,6 +144,13 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// Waits for everything issued so far.
     fn synchronize(&self) -> Result<(), LaunchError>;
 
+    /// Runs `work` with `n` executors whose work may overlap (on a GPU: handles on side streams
+    /// that start after everything issued so far, and that work issued afterwards waits for;
+    /// on the host: `n` copies of itself, which run each call to completion). Work given to
+    /// different handles must not write what another reads or writes, e.g. the regions of
+    /// [`Loop::split_boundary`].
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError>;
+
     /// Records the work `step` issues, without running it, for [`Executor::replay`]. `None`
     /// when this executor does not record (the host): the caller runs `step` each time.
     fn record(

@@ -1,6 +1,7 @@
 //! Expressions: literals, names, field accesses, operators, casts, math calls, `if` and blocks.
 
-use super::types::{Require, Var};
+use super::syntax::helper_name;
+use super::types::{Require, TExpr, Var};
 use super::values::Value;
 use super::{int_literal, path_name, tokens, unsupported, Lowerer};
 use crate::frontend::error::{Error, ErrorKind};
@@ -9,7 +10,6 @@ use proc_macro2::Span;
 use syn::spanned::Spanned;
 
 /// An expression whose type is still a variable.
-pub type TExpr = Expr<Var>;
 
 impl Lowerer {
     pub(super) fn lower_expr(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
@@ -347,22 +347,6 @@ impl Lowerer {
         let req = if func.accepts_int() { Require::Numeric { op } } else { Require::Float { op } };
         self.types.require(ty, req, span);
         Ok(Expr { ty, kind: ExprKind::Call(func, args) })
-    }
-}
-
-/// The name of a call of a bare function name (`flux(a, b)`): a `#[stencil_fn]` helper.
-pub(super) fn helper_name(c: &syn::ExprCall) -> Option<&syn::Ident> {
-    match &*c.func {
-        syn::Expr::Path(p) if p.qself.is_none() => p.path.get_ident(),
-        _ => None,
-    }
-}
-
-/// A block's statements and its final expression, if it ends in one.
-pub(super) fn split_tail(block: &syn::Block) -> Option<(&[syn::Stmt], &syn::Expr)> {
-    match block.stmts.split_last()? {
-        (syn::Stmt::Expr(e, None), rest) => Some((rest, e)),
-        _ => None,
     }
 }
 

@@ -7,7 +7,7 @@
 //! results and a second printer per backend, for the machine code nvcc produces by inlining
 //! anyway.)
 
-use super::expr::{helper_name, split_tail};
+use super::syntax::{helper_name, split_tail};
 use super::types::Var;
 use super::values::{DeclType, Value};
 use super::{int_literal, unsupported, Lowerer};

@@ -6,6 +6,7 @@
 mod expr;
 pub mod helpers;
 mod signature;
+mod syntax;
 mod types;
 mod values;
 

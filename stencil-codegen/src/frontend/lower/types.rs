@@ -3,6 +3,7 @@
 //! and deferred checks that need the final types (`sqrt` of an integer, `%` of a bool, ...).
 
 use crate::frontend::error::{Error, ErrorKind};
+use crate::ir::Expr;
 use crate::ir::ScalarType;
 use proc_macro2::Span;
 
@@ -174,3 +175,6 @@ pub fn int_fits(value: i64, ty: ScalarType) -> bool {
         _ => true,
     }
 }
+
+/// An expression whose types are still being inferred.
+pub type TExpr = Expr<Var>;

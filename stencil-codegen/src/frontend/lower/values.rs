@@ -2,8 +2,8 @@
 //! becomes one scalar local per element, every index is a compile-time integer, and a tuple is
 //! a list of values. The IR and the printers only ever see scalars.
 
-use super::expr::{helper_name, split_tail, TExpr};
-use super::types::Var;
+use super::syntax::{helper_name, split_tail};
+use super::types::{TExpr, Var};
 use super::{int_literal, tokens, unsupported, Binding, Lowerer};
 use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{Expr, ExprKind, Literal, LocalId, ScalarType, Stmt};
