@@ -4,7 +4,7 @@
 
 use super::cache::DiskCache;
 use super::error::{driver, is_kernel_fault, CudaError};
-use super::kernel::{LaunchKey, Prepared};
+use super::kernel::{Kernel, LaunchKey, Prepared};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
@@ -35,6 +35,8 @@ pub(crate) struct GpuInner {
     pub(crate) disk: Option<DiskCache>,
     /// Kernels prepared for stencil launches (see `executor.rs`).
     pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
+    /// The halo-fill kernel, loaded on first use (see `halo.rs`).
+    pub(crate) halo_kernel: Mutex<Option<Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
 }
@@ -66,6 +68,7 @@ impl Gpu {
                 modules: Mutex::new(HashMap::new()),
                 disk,
                 launches: Mutex::new(HashMap::new()),
+                halo_kernel: Mutex::new(None),
                 last_kernel: Mutex::new(None),
             }),
         })

@@ -204,7 +204,14 @@ pub(crate) fn fill_halos<T: Element, const D: usize>(
         }
         prepared.push(job);
     }
-    let kernel = gpu.kernel(SOURCE, "fill_halos")?;
+    // Loaded once per device: asking `Gpu::kernel` would hash the source at every fill.
+    let kernel = {
+        let mut slot = gpu.inner.halo_kernel.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        match &*slot {
+            Some(k) => k.clone(),
+            None => slot.insert(gpu.kernel(SOURCE, "fill_halos")?).clone(),
+        }
+    };
     for chunk in prepared.chunks_mut(MAX_JOBS) {
         let mut total = 0i64;
         for job in chunk.iter_mut() {

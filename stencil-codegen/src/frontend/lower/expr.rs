@@ -9,8 +9,6 @@ use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, Scal
 use proc_macro2::Span;
 use syn::spanned::Spanned;
 
-/// An expression whose type is still a variable.
-
 impl Lowerer {
     pub(super) fn lower_expr(&mut self, e: &syn::Expr, out: &mut Vec<Stmt<Var>>) -> Result<TExpr, Error> {
         match e {
