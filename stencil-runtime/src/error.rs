@@ -26,6 +26,7 @@
 //! | S0104 | `LaunchError::OutOfBounds` | the range plus the stencil's reach leaves a field | widen the field's halo (`Shape::halo`) or shrink the range |
 //! | S0105 | `LaunchError::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
 //! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
+//! | S0107 | `LaunchError::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -87,6 +88,7 @@ catalogue! {
     "S0104" "LaunchError::OutOfBounds" "the range plus the stencil's reach leaves a field" "widen the field's halo (Shape::halo) or shrink the range";
     "S0105" "LaunchError::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
     "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
+    "S0107" "LaunchError::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -199,6 +201,9 @@ pub enum LaunchError {
         /// Shape of the field copied to.
         destination_shape: String,
     },
+    /// A decomposition, or a halo exchange over one, that does not fit (process grid, halo,
+    /// executors or fields); the message says what to change.
+    Decomposition(String),
     /// A halo fill that cannot work (axis, or an interior thinner than the halo). Reports the
     /// [`HaloError`]'s code.
     Halo(HaloError),
@@ -221,6 +226,7 @@ impl LaunchError {
             LaunchError::OutOfBounds { .. } => "S0104",
             LaunchError::WrongDevice { .. } => "S0105",
             LaunchError::CopyShape { .. } => "S0106",
+            LaunchError::Decomposition(_) => "S0107",
             LaunchError::Halo(e) => e.code(),
             LaunchError::Field(e) => e.code(),
             #[cfg(feature = "cuda")]
@@ -252,6 +258,7 @@ impl LaunchError {
             LaunchError::CopyShape { source_shape, destination_shape } => format!(
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
+            LaunchError::Decomposition(m) => m.clone(),
             LaunchError::Halo(e) => e.message(),
             LaunchError::Field(e) => e.message(),
             #[cfg(feature = "cuda")]
@@ -283,11 +290,20 @@ impl LaunchError {
                 "allocate or upload the field with {executor} (every field of a launch on the executor that runs it)"
             ),
             LaunchError::CopyShape { .. } => "allocate both from the same `Shape`".to_string(),
+            LaunchError::Decomposition(_) => {
+                "change what the message names (process grid, halo, fields per subdomain)".to_string()
+            }
             LaunchError::Halo(e) => e.help(),
             LaunchError::Field(e) => e.help(),
             #[cfg(feature = "cuda")]
             LaunchError::Cuda(e) => e.help(),
         }
+    }
+}
+
+impl From<crate::domain::DecompositionError> for LaunchError {
+    fn from(e: crate::domain::DecompositionError) -> Self {
+        LaunchError::Decomposition(e.to_string())
     }
 }
 

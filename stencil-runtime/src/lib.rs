@@ -81,6 +81,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod cuda_source;
 mod device_args;
+pub mod domain;
 pub mod error;
 pub mod executor;
 pub mod field;
@@ -96,6 +97,7 @@ pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::ArgValue;
+pub use domain::{Decomposition, Domains, HaloWidths, Neighbour, Subdomain};
 pub use error::LaunchError;
 pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, Stencil, StrategyLoop};
 pub use field::{

@@ -35,6 +35,8 @@ pub(crate) struct GpuInner {
     pub(crate) disk: Option<DiskCache>,
     /// Kernels prepared for stencil launches (see `executor.rs`).
     pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
+    /// Contexts (by `Gpu::home`) this one has peer access to (see `peer.rs`).
+    pub(crate) peers: Mutex<std::collections::HashSet<usize>>,
     /// The halo-fill kernel, loaded on first use (see `halo.rs`).
     pub(crate) halo_kernel: Mutex<Option<Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
@@ -69,6 +71,7 @@ impl Gpu {
                 disk,
                 launches: Mutex::new(HashMap::new()),
                 halo_kernel: Mutex::new(None),
+                peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
             }),
         })

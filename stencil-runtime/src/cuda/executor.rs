@@ -190,6 +190,17 @@ impl Executor for Gpu {
         Gpu::fork_join(self, n, work)
     }
 
+    fn copy_box<T: Element, const D: usize>(
+        &self,
+        dst: &mut DeviceField<T, D>,
+        dst_at: [usize; D],
+        src: Option<(&Self, &DeviceField<T, D>)>,
+        src_at: [usize; D],
+        len: [usize; D],
+    ) -> Result<(), LaunchError> {
+        super::peer::copy_box(self, dst, dst_at, src, src_at, len)
+    }
+
     fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<GpuGraph>, LaunchError> {
         let stream = self.stream().clone();
         // Relaxed: kernels compiled and loaded during the step are fine (they are not stream work).

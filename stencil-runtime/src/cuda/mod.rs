@@ -40,6 +40,7 @@ mod halo;
 mod kernel;
 mod launch;
 mod memory;
+mod peer;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
 pub use cudarc::driver::{sys::CUresult, DriverError};

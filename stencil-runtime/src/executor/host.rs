@@ -1,6 +1,6 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{Executor, HaloJob, Stencil};
+use super::{box_point, check_box, Executor, HaloJob, Stencil};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -70,6 +70,35 @@ impl Executor for Host {
                     field.fill_halo(axis, *fill)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    fn copy_box<T: Element, const D: usize>(
+        &self,
+        dst: &mut Field<T, D>,
+        dst_at: [usize; D],
+        src: Option<(&Self, &Field<T, D>)>,
+        src_at: [usize; D],
+        len: [usize; D],
+    ) -> Result<(), LaunchError> {
+        let dst_shape = *dst.shape();
+        let src_shape = src.map_or(dst_shape, |(_, f)| *f.shape());
+        check_box(&dst_shape, dst_at, &src_shape, src_at, len)?;
+        let points: usize = len.iter().product();
+        let copy_from = |data: &[T], out: &mut Vec<T>| {
+            for p in 0..points {
+                out.push(data[src_shape.offset(box_point(src_at, len, p))]);
+            }
+        };
+        let mut values = Vec::with_capacity(points);
+        match src {
+            Some((_, f)) => copy_from(f.as_slice(), &mut values),
+            None => copy_from(dst.as_slice(), &mut values),
+        }
+        let data = dst.as_mut_slice();
+        for (p, v) in values.into_iter().enumerate() {
+            data[dst_shape.offset(box_point(dst_at, len, p))] = v;
         }
         Ok(())
     }

@@ -141,6 +141,19 @@ pub trait Executor: Clone + Send + Sync + 'static {
         jobs: &mut [HaloJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError>;
 
+    /// Copies the box of `len` points at storage coordinate `src_at` of `src` (a field of
+    /// `src_exec`, or `None` for `dst` itself; boxes must not overlap) to `dst_at` of `dst`, in
+    /// order after the earlier work of both executors and before their later work. Between GPUs
+    /// a peer copy. What the halo exchange of [`crate::Domains`] is made of.
+    fn copy_box<T: Element, const D: usize>(
+        &self,
+        dst: &mut Self::Field<T, D>,
+        dst_at: [usize; D],
+        src: Option<(&Self, &Self::Field<T, D>)>,
+        src_at: [usize; D],
+        len: [usize; D],
+    ) -> Result<(), LaunchError>;
+
     /// Waits for everything issued so far.
     fn synchronize(&self) -> Result<(), LaunchError>;
 
@@ -225,4 +238,33 @@ impl<const D: usize> StrategyLoop<D> {
     ) -> Result<(), LaunchError> {
         exec.run_with(&self.range, stencil, Some(self.strategy), args)
     }
+}
+
+/// Storage coordinate of point `p` (axis 0 fastest) of the box of `len` points at `at`.
+pub(crate) fn box_point<const D: usize>(at: [usize; D], len: [usize; D], mut p: usize) -> [usize; D] {
+    std::array::from_fn(|a| {
+        let c = p % len[a];
+        p /= len[a];
+        at[a] + c
+    })
+}
+
+/// Checks that a box copy stays inside both fields.
+pub(crate) fn check_box<const D: usize>(
+    dst: &Shape<D>,
+    dst_at: [usize; D],
+    src: &Shape<D>,
+    src_at: [usize; D],
+    len: [usize; D],
+) -> Result<(), LaunchError> {
+    for (what, shape, at) in [("destination", dst, dst_at), ("source", src, src_at)] {
+        let ext = shape.extent();
+        if let Some(a) = (0..D).find(|&a| at[a] + len[a] > ext[a]) {
+            return Err(LaunchError::Decomposition(format!(
+                "box copy: the {what} box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
+                shape.describe()
+            )));
+        }
+    }
+    Ok(())
 }

@@ -72,6 +72,12 @@ impl<const D: usize> Shape<D> {
         self
     }
 
+    /// The same shape (halo, order, alignment) with another interior size: a subdomain's.
+    pub fn with_interior(mut self, interior: [usize; D]) -> Self {
+        self.interior = interior;
+        self
+    }
+
     /// The same shape in another element order.
     pub fn order(mut self, order: Order) -> Self {
         self.order = order;

@@ -1,0 +1,131 @@
+//! Box copies between device fields, on one GPU or between two (`cuMemcpy3DPeerAsync`, peer
+//! access enabled once per pair of contexts): what [`crate::Domains::exchange`] moves halos with.
+//! The copy is issued on the destination's stream, after an event of the source's stream, and
+//! the source's stream waits for the copy before its later work, so neither side's kernels race
+//! with it.
+
+use super::context::Gpu;
+use super::error::CudaError;
+use super::memory::DeviceField;
+use crate::error::LaunchError;
+use crate::executor::check_box;
+use crate::field::Element;
+use cudarc::driver::sys::{self, CUevent_flags, CUmemorytype, CUresult};
+
+/// [`Executor::copy_box`](crate::Executor::copy_box) on GPUs.
+pub(crate) fn copy_box<T: Element, const D: usize>(
+    gpu: &Gpu,
+    dst: &mut DeviceField<T, D>,
+    dst_at: [usize; D],
+    src: Option<(&Gpu, &DeviceField<T, D>)>,
+    src_at: [usize; D],
+    len: [usize; D],
+) -> Result<(), LaunchError> {
+    let foreign = |what: &str, field_gpu: &Gpu, exec: &Gpu| {
+        (field_gpu.home() != exec.home()).then(|| {
+            LaunchError::Decomposition(format!(
+                "box copy: the {what} field lives on {field_gpu:?}, not on its executor {exec:?}: pass each field \
+                 with the executor that allocated it"
+            ))
+        })
+    };
+    if let Some(e) = foreign("destination", dst.gpu(), gpu) {
+        return Err(e);
+    }
+    let (src_gpu, src_ptr, src_shape) = match src {
+        Some((g, f)) => {
+            if let Some(e) = foreign("source", f.gpu(), g) {
+                return Err(e);
+            }
+            (g.clone(), f.device_ptr(), *f.shape())
+        }
+        None => (gpu.clone(), dst.device_ptr(), *dst.shape()),
+    };
+    let dst_shape = *dst.shape();
+    check_box(&dst_shape, dst_at, &src_shape, src_at, len)?;
+    if len.contains(&0) {
+        return Ok(());
+    }
+    let elem = std::mem::size_of::<T>();
+    let same_stream = src_gpu.home() == gpu.home() && src_gpu.cu_stream() == gpu.cu_stream();
+    if src_gpu.home() != gpu.home() {
+        enable_peer_access(gpu, &src_gpu)?;
+    }
+    let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+    if !same_stream {
+        let written = src_gpu.stream().record_event(no_timing).map_err(|e| src_gpu.fail("recording an event", e))?;
+        gpu.stream().wait(&written).map_err(|e| gpu.fail("waiting for the source's stream", e))?;
+    }
+    // Layout axes: c contiguous, m, o; a 1D or 2D field has phantom axes of one point.
+    let axes = dst_shape.element_order().axes::<D>();
+    let layout = |shape: &crate::field::Shape<D>, at: [usize; D]| {
+        let s = shape.strides();
+        let c = shape.lead() + at[axes[0]];
+        let (m, pitch) = if D > 1 { (at[axes[1]], s[axes[1]]) } else { (0, shape.pitch()) };
+        let (o, height) = if D > 2 { (at[axes[2]], s[axes[2]] / s[axes[1]]) } else { (0, 1) };
+        (c * elem, m, o, pitch * elem, height)
+    };
+    let (sx, sy, sz, spitch, sheight) = layout(&src_shape, src_at);
+    let (dx, dy, dz, dpitch, dheight) = layout(&dst_shape, dst_at);
+    let span = |rank: usize| if rank < D { len[axes[rank]] } else { 1 };
+    let copy = sys::CUDA_MEMCPY3D_PEER {
+        srcXInBytes: sx,
+        srcY: sy,
+        srcZ: sz,
+        srcLOD: 0,
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: src_ptr,
+        srcArray: std::ptr::null_mut(),
+        srcContext: src_gpu.inner.ctx.cu_ctx(),
+        srcPitch: spitch,
+        srcHeight: sheight,
+        dstXInBytes: dx,
+        dstY: dy,
+        dstZ: dz,
+        dstLOD: 0,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: dst.device_ptr(),
+        dstArray: std::ptr::null_mut(),
+        dstContext: gpu.inner.ctx.cu_ctx(),
+        dstPitch: dpitch,
+        dstHeight: dheight,
+        WidthInBytes: span(0) * elem,
+        Height: span(1),
+        Depth: span(2),
+    };
+    gpu.bind()?;
+    // SAFETY: `check_box` kept both boxes inside their fields' storage (pitched as described),
+    // both allocations are alive (borrowed here, and dropping a field waits for its stream),
+    // and the copy is ordered after the source's earlier work by the event above.
+    unsafe { sys::cuMemcpy3DPeerAsync(&copy, gpu.cu_stream()) }
+        .result()
+        .map_err(|e| gpu.fail("a box copy between device fields", e))?;
+    if !same_stream {
+        let copied = gpu.stream().record_event(no_timing).map_err(|e| gpu.fail("recording an event", e))?;
+        src_gpu.stream().wait(&copied).map_err(|e| src_gpu.fail("waiting for a box copy", e))?;
+    }
+    Ok(())
+}
+
+/// Lets `gpu`'s context read `peer`'s memory directly (NVLink or PCIe peer-to-peer); where the
+/// devices cannot, peer copies still work through the driver's staging.
+fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<(), CudaError> {
+    let mut done = gpu.inner.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if done.contains(&peer.home()) {
+        return Ok(());
+    }
+    gpu.bind()?;
+    // SAFETY: both contexts are alive; the call only changes access permissions.
+    let r = unsafe { sys::cuCtxEnablePeerAccess(peer.inner.ctx.cu_ctx(), 0) };
+    match r {
+        CUresult::CUDA_SUCCESS
+        | CUresult::CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED
+        | CUresult::CUDA_ERROR_PEER_ACCESS_UNSUPPORTED
+        | CUresult::CUDA_ERROR_INVALID_DEVICE => {}
+        other => return Err(gpu.fail("enabling peer access", cudarc::driver::DriverError(other))),
+    }
+    done.insert(peer.home());
+    Ok(())
+}

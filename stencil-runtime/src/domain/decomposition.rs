@@ -1,0 +1,369 @@
+//! [`Decomposition`]: a global grid split over a process grid of subdomains (ASUCA's
+//! `DomainManager`), with uneven splits, periodic axes and the neighbours of every subdomain.
+
+use crate::field::{Element, Field, Shape};
+use std::fmt;
+
+/// What is on the other side of a subdomain's face, edge or corner.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Neighbour {
+    /// Another subdomain (its index in the decomposition; with a periodic axis it may be the
+    /// subdomain itself).
+    Domain(usize),
+    /// The physical boundary: the halo there is the model's boundary condition.
+    Boundary,
+}
+
+/// One subdomain: where it sits in the process grid and in the global grid.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Subdomain<const D: usize> {
+    /// Its index in [`Decomposition::subdomains`] (axis 0 of the process grid fastest).
+    pub index: usize,
+    /// Its coordinates in the process grid.
+    pub coords: [usize; D],
+    /// The global coordinate of its first interior point.
+    pub offset: [usize; D],
+    /// Its interior extent.
+    pub extent: [usize; D],
+}
+
+impl<const D: usize> Subdomain<D> {
+    /// The global coordinate of a local one (both relative to the first interior point; halo
+    /// points are negative or `>= extent` locally).
+    pub fn to_global(&self, local: [isize; D]) -> [isize; D] {
+        std::array::from_fn(|a| local[a] + self.offset[a] as isize)
+    }
+
+    /// The local coordinate of a global one.
+    pub fn to_local(&self, global: [isize; D]) -> [isize; D] {
+        std::array::from_fn(|a| global[a] - self.offset[a] as isize)
+    }
+
+    /// Whether a global coordinate is in this subdomain's interior.
+    pub fn owns(&self, global: [isize; D]) -> bool {
+        let local = self.to_local(global);
+        (0..D).all(|a| local[a] >= 0 && (local[a] as usize) < self.extent[a])
+    }
+
+    /// This subdomain's shape for fields with `halo` per axis, in `like`'s order and alignment.
+    pub fn shape(&self, like: &Shape<D>) -> Shape<D> {
+        like.with_interior(self.extent)
+    }
+}
+
+/// Why a decomposition cannot be built.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum DecompositionError {
+    /// The process grid has an axis of 0 domains, or more domains than points along an axis.
+    Grid {
+        /// The global extent.
+        global: Vec<usize>,
+        /// The process grid asked for.
+        grid: Vec<usize>,
+        /// The axis at fault.
+        axis: usize,
+    },
+    /// A subdomain would be thinner than the halo along an axis, so a halo would need points of
+    /// a subdomain beyond the neighbour.
+    ThinnerThanHalo {
+        /// The axis.
+        axis: usize,
+        /// The thinnest subdomain's extent there.
+        extent: usize,
+        /// The halo width there.
+        halo: usize,
+        /// The process grid.
+        grid: Vec<usize>,
+    },
+    /// No process grid of `domains` domains fits the extent and halo.
+    NoGrid {
+        /// Domains asked for.
+        domains: usize,
+        /// The global extent.
+        global: Vec<usize>,
+    },
+}
+
+impl fmt::Display for DecompositionError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecompositionError::Grid { global, grid, axis } => write!(
+                f,
+                "process grid {grid:?} does not fit the global extent {global:?} along axis {axis}: each axis needs \
+                 1 to {} domains; choose a grid whose axes divide the extent into non-empty parts",
+                global[*axis]
+            ),
+            DecompositionError::ThinnerThanHalo { axis, extent, halo, grid } => write!(
+                f,
+                "process grid {grid:?} leaves subdomains of {extent} points along axis {axis}, thinner than the halo \
+                 of {halo} there: use fewer domains along that axis (a halo must come from the neighbour alone)"
+            ),
+            DecompositionError::NoGrid { domains, global } => write!(
+                f,
+                "no process grid of {domains} domains fits the global extent {global:?} with the halo asked for; \
+                 use fewer domains"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecompositionError {}
+
+/// A global grid of `global` interior points split over a process grid `grid`, with
+/// `periodic` axes wrapping around. Along an axis of `n` points and `p` domains, the first
+/// `n % p` domains get one point more than the others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Decomposition<const D: usize> {
+    global: [usize; D],
+    grid: [usize; D],
+    periodic: [bool; D],
+}
+
+impl<const D: usize> Decomposition<D> {
+    /// The decomposition over process grid `grid`, checked against the global extent and the
+    /// halo widths the fields will have (every subdomain at least as thick as the halo).
+    pub fn new(
+        global: [usize; D],
+        grid: [usize; D],
+        periodic: [bool; D],
+        halo: [usize; D],
+    ) -> Result<Self, DecompositionError> {
+        for a in 0..D {
+            if grid[a] == 0 || grid[a] > global[a] {
+                return Err(DecompositionError::Grid { global: global.to_vec(), grid: grid.to_vec(), axis: a });
+            }
+            let thinnest = global[a] / grid[a];
+            // One domain on a non-periodic axis has no neighbour to take a halo from.
+            let exchanges = grid[a] > 1 || periodic[a];
+            if exchanges && thinnest < halo[a] {
+                return Err(DecompositionError::ThinnerThanHalo {
+                    axis: a,
+                    extent: thinnest,
+                    halo: halo[a],
+                    grid: grid.to_vec(),
+                });
+            }
+        }
+        Ok(Decomposition { global, grid, periodic })
+    }
+
+    /// The decomposition over `domains` domains whose process grid has the least halo surface
+    /// (the sum over subdomains of their halo points), among the grids that fit.
+    pub fn auto(
+        global: [usize; D],
+        domains: usize,
+        periodic: [bool; D],
+        halo: [usize; D],
+    ) -> Result<Self, DecompositionError> {
+        let mut best: Option<(usize, Self)> = None;
+        for grid in factorisations::<D>(domains) {
+            let Ok(d) = Self::new(global, grid, periodic, halo) else { continue };
+            let surface: usize = d.subdomains().map(|s| halo_points(s.extent, halo)).sum();
+            if best.as_ref().is_none_or(|(b, _)| surface < *b) {
+                best = Some((surface, d));
+            }
+        }
+        best.map(|(_, d)| d).ok_or(DecompositionError::NoGrid { domains, global: global.to_vec() })
+    }
+
+    /// The global interior extent.
+    pub fn global(&self) -> [usize; D] {
+        self.global
+    }
+
+    /// The process grid.
+    pub fn grid(&self) -> [usize; D] {
+        self.grid
+    }
+
+    /// Which axes wrap around.
+    pub fn periodic(&self) -> [bool; D] {
+        self.periodic
+    }
+
+    /// Number of subdomains.
+    pub fn len(&self) -> usize {
+        self.grid.iter().product()
+    }
+
+    /// Whether there are no subdomains (never: a decomposition has at least one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Start and extent of part `c` of `p` along `n` points.
+    fn split(n: usize, p: usize, c: usize) -> (usize, usize) {
+        let (base, extra) = (n / p, n % p);
+        (c * base + c.min(extra), base + usize::from(c < extra))
+    }
+
+    /// The subdomain at process-grid coordinates `coords`.
+    pub fn at(&self, coords: [usize; D]) -> Subdomain<D> {
+        let parts: [(usize, usize); D] = std::array::from_fn(|a| Self::split(self.global[a], self.grid[a], coords[a]));
+        let mut index = 0;
+        for a in (0..D).rev() {
+            index = index * self.grid[a] + coords[a];
+        }
+        Subdomain { index, coords, offset: parts.map(|p| p.0), extent: parts.map(|p| p.1) }
+    }
+
+    /// Subdomain `index` (axis 0 of the process grid fastest).
+    pub fn subdomain(&self, index: usize) -> Subdomain<D> {
+        let mut rest = index;
+        self.at(std::array::from_fn(|a| {
+            let c = rest % self.grid[a];
+            rest /= self.grid[a];
+            c
+        }))
+    }
+
+    /// Every subdomain, in index order.
+    pub fn subdomains(&self) -> impl Iterator<Item = Subdomain<D>> + '_ {
+        (0..self.len()).map(|i| self.subdomain(i))
+    }
+
+    /// The neighbour of `s` in direction `dir` (each component -1, 0 or 1; faces, edges and
+    /// corners: `3^D - 1` directions).
+    pub fn neighbour(&self, s: &Subdomain<D>, dir: [i8; D]) -> Neighbour {
+        let mut coords = s.coords;
+        for a in 0..D {
+            let c = s.coords[a] as isize + dir[a] as isize;
+            let p = self.grid[a] as isize;
+            coords[a] = if (0..p).contains(&c) {
+                c as usize
+            } else if self.periodic[a] {
+                c.rem_euclid(p) as usize
+            } else {
+                return Neighbour::Boundary;
+            };
+        }
+        Neighbour::Domain(self.at(coords).index)
+    }
+
+    /// The subdomain owning a global interior coordinate, if it is inside the grid.
+    pub fn owner(&self, global: [isize; D]) -> Option<Subdomain<D>> {
+        let coords: Option<Vec<usize>> = (0..D)
+            .map(|a| {
+                let g = usize::try_from(global[a]).ok().filter(|&g| g < self.global[a])?;
+                (0..self.grid[a]).find(|&c| {
+                    let (start, len) = Self::split(self.global[a], self.grid[a], c);
+                    (start..start + len).contains(&g)
+                })
+            })
+            .collect();
+        coords.map(|c| self.at(std::array::from_fn(|a| c[a])))
+    }
+
+    /// The fields of every subdomain cut from a global host field (`like` gives the halo, order
+    /// and alignment; interior values are copied, halos of the subdomain fields that lie inside
+    /// the global field too, so a global halo fill carries over).
+    pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Vec<Field<T, D>> {
+        let like = global.shape();
+        self.subdomains()
+            .map(|s| Field::from_fn(s.shape(like), |local| global.get(s.to_global(local)).unwrap_or_default()))
+            .collect()
+    }
+
+    /// The global host field of shape `like` (its interior must be the global extent) with the
+    /// interiors of the subdomain fields (in subdomain order); the global halo is zero.
+    pub fn gather<T: Element>(&self, like: &Shape<D>, parts: &[Field<T, D>]) -> Field<T, D> {
+        Field::from_fn(*like, |g| {
+            self.owner(g).and_then(|s| parts.get(s.index)?.get(s.to_local(g))).unwrap_or_default()
+        })
+    }
+}
+
+/// Halo points of a subdomain of `extent` with `halo` per axis.
+fn halo_points<const D: usize>(extent: [usize; D], halo: [usize; D]) -> usize {
+    let with: usize = (0..D).map(|a| extent[a] + 2 * halo[a]).product();
+    with - extent.iter().product::<usize>()
+}
+
+/// Every way to write `n` as an ordered product of `D` factors.
+fn factorisations<const D: usize>(n: usize) -> Vec<[usize; D]> {
+    let mut out = vec![[1usize; D]];
+    for a in 0..D {
+        out = out
+            .into_iter()
+            .flat_map(|g| {
+                let used: usize = g.iter().product();
+                let left = n / used;
+                (1..=left).filter(move |f| left.is_multiple_of(*f)).map(move |f| {
+                    let mut g = g;
+                    g[a] = f;
+                    g
+                })
+            })
+            .filter(|g| a + 1 < D || g.iter().product::<usize>() == n)
+            .collect();
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uneven_splits_tile_the_grid_and_neighbours_wrap_where_periodic() {
+        let d = Decomposition::new([10, 7, 5], [3, 2, 1], [true, false, false], [1, 1, 1]).unwrap();
+        assert_eq!(d.len(), 6);
+        let mut count = [[[0; 5]; 7]; 10];
+        for s in d.subdomains() {
+            for k in 0..s.extent[2] {
+                for j in 0..s.extent[1] {
+                    for i in 0..s.extent[0] {
+                        count[s.offset[0] + i][s.offset[1] + j][s.offset[2] + k] += 1;
+                    }
+                }
+            }
+            assert_eq!(d.subdomain(s.index), s);
+        }
+        assert!(count.iter().flatten().flatten().all(|&c| c == 1));
+        assert_eq!(d.subdomain(0).extent, [4, 4, 5]);
+        assert_eq!(d.subdomain(2).extent, [3, 4, 5]);
+        let first = d.subdomain(0);
+        assert_eq!(d.neighbour(&first, [-1, 0, 0]), Neighbour::Domain(2), "x wraps");
+        assert_eq!(d.neighbour(&first, [0, -1, 0]), Neighbour::Boundary);
+        assert_eq!(d.neighbour(&first, [1, 1, 0]), Neighbour::Domain(4));
+        assert_eq!(d.neighbour(&first, [0, 0, 1]), Neighbour::Boundary);
+        assert_eq!(d.owner([9, 6, 4]).map(|s| s.index), Some(5));
+        assert_eq!(d.owner([10, 0, 0]), None);
+    }
+
+    #[test]
+    fn bad_grids_are_refused_and_auto_prefers_less_surface() {
+        assert!(matches!(
+            Decomposition::new([4, 4], [5, 1], [false; 2], [1, 1]),
+            Err(DecompositionError::Grid { axis: 0, .. })
+        ));
+        assert!(matches!(
+            Decomposition::new([4, 4], [0, 1], [false; 2], [1, 1]),
+            Err(DecompositionError::Grid { axis: 0, .. })
+        ));
+        let e = Decomposition::new([8, 8], [1, 4], [false; 2], [1, 3]).unwrap_err();
+        assert!(e.to_string().contains("thinner than the halo"), "{e}");
+        // One domain along a walled axis needs no halo from a neighbour.
+        assert!(Decomposition::new([2, 8], [1, 2], [false; 2], [4, 1]).is_ok());
+        let d = Decomposition::auto([64, 64, 8], 4, [false; 3], [1; 3]).unwrap();
+        assert_eq!(d.grid(), [2, 2, 1]);
+        assert!(Decomposition::auto([2, 2], 16, [false; 2], [1, 1]).is_err());
+        assert_eq!(factorisations::<3>(12).len(), 18);
+    }
+
+    #[test]
+    fn scatter_then_gather_is_the_identity_on_the_interior() {
+        let shape = Shape::new([9, 5]).halo(2);
+        let f = Field::from_fn(shape, |[i, j]| (i * 100 + j) as f64);
+        let d = Decomposition::new([9, 5], [2, 2], [false, true], [2, 2]).unwrap();
+        let parts = d.scatter(&f);
+        assert_eq!(parts[3].get([-1, -2]), f.get([4, 1]), "a halo inside the global field comes along");
+        let back = d.gather(&shape, &parts);
+        for j in 0..5 {
+            for i in 0..9 {
+                assert_eq!(back.get([i, j]), f.get([i, j]));
+            }
+        }
+    }
+}

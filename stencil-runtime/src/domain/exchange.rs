@@ -1,0 +1,142 @@
+//! [`Domains`]: one executor per subdomain and the halo exchange between them (ASUCA's
+//! `BoundaryExchange`, in one process).
+//!
+//! The exchange goes axis by axis. Along axis `a`, each subdomain's two halo slabs of that axis
+//! are copied from the facing interior layers of its neighbours, over the whole extent of the
+//! other axes, halos included. Halos of earlier axes are already right by then, so edges and
+//! corners arrive through them (a 27-point or diagonal stencil reads correct values); halos of
+//! later axes are overwritten when their axis comes. Sides on the physical boundary are left
+//! alone: they hold the model's boundary condition (`fill_halos` on the subdomains that touch
+//! it). Each copy is one box copy of the executor: a strided loop on the host, one 3D peer copy
+//! between GPUs (stream-ordered after the kernels that wrote either field, and before the ones
+//! that follow).
+
+use super::decomposition::{Decomposition, Neighbour};
+use crate::executor::Executor;
+use crate::field::Element;
+use crate::launch::LaunchError;
+
+/// A decomposition with the executor of every subdomain (`execs[i]` runs subdomain `i`: all
+/// `Host`, or one `Gpu` per subdomain, several subdomains may share a GPU).
+#[derive(Clone, Debug)]
+pub struct Domains<E: Executor, const D: usize> {
+    decomposition: Decomposition<D>,
+    execs: Vec<E>,
+}
+
+impl<E: Executor, const D: usize> Domains<E, D> {
+    /// The subdomains of `decomposition` on `execs`, one per subdomain.
+    pub fn new(decomposition: Decomposition<D>, execs: Vec<E>) -> Result<Self, LaunchError> {
+        if execs.len() != decomposition.len() {
+            return Err(LaunchError::Decomposition(format!(
+                "{} executors for the {} subdomains of process grid {:?}: give one executor per subdomain",
+                execs.len(),
+                decomposition.len(),
+                decomposition.grid()
+            )));
+        }
+        Ok(Domains { decomposition, execs })
+    }
+
+    /// The decomposition.
+    pub fn decomposition(&self) -> &Decomposition<D> {
+        &self.decomposition
+    }
+
+    /// The executor of subdomain `i`.
+    pub fn exec(&self, i: usize) -> &E {
+        &self.execs[i]
+    }
+
+    /// Every subdomain's executor, in subdomain order.
+    pub fn execs(&self) -> &[E] {
+        &self.execs
+    }
+
+    /// Fills the halo of `fields[i]` (the field of subdomain `i`) from the neighbours'
+    /// interiors, the depth of each axis being the fields' halo there (see the module docs).
+    /// The fields must have the shapes of their subdomains, with one halo width per axis.
+    pub fn exchange<T: Element>(&self, fields: &mut [E::Field<T, D>]) -> Result<(), LaunchError> {
+        let d = &self.decomposition;
+        if fields.len() != d.len() {
+            return Err(LaunchError::Decomposition(format!(
+                "exchange of {} fields over {} subdomains: pass one field per subdomain, in subdomain order",
+                fields.len(),
+                d.len()
+            )));
+        }
+        let halo = self.execs[0].shape_of(&fields[0]).halo_widths();
+        for (s, field) in d.subdomains().zip(fields.iter()) {
+            let shape = self.execs[s.index].shape_of(field);
+            if shape.interior() != s.extent || shape.halo_widths() != halo {
+                return Err(LaunchError::Decomposition(format!(
+                    "exchange: the field of subdomain {} has {}, but the subdomain is {:?} points and the \
+                     fields' halo is {halo:?}: allocate each field with `Subdomain::shape`",
+                    s.index,
+                    shape.describe(),
+                    s.extent
+                )));
+            }
+        }
+        for axis in 0..D {
+            let h = halo[axis];
+            if h == 0 {
+                continue;
+            }
+            for s in d.subdomains() {
+                for side in [-1i8, 1] {
+                    let mut dir = [0i8; D];
+                    dir[axis] = side;
+                    let Neighbour::Domain(j) = d.neighbour(&s, dir) else { continue };
+                    let n = d.subdomain(j);
+                    if n.extent[axis] < h {
+                        return Err(LaunchError::Decomposition(format!(
+                            "exchange: subdomain {j} has {} points along axis {axis}, fewer than the halo of {h}: \
+                             use fewer subdomains along that axis or a narrower halo",
+                            n.extent[axis]
+                        )));
+                    }
+                    let ext = self.execs[s.index].shape_of(&fields[s.index]).extent();
+                    let src_ext = self.execs[j].shape_of(&fields[j]).extent();
+                    // The box: along `axis`, h layers; along the others, the whole extent.
+                    let mut len = ext;
+                    len[axis] = h;
+                    let (mut dst_at, mut src_at) = ([0usize; D], [0usize; D]);
+                    if side < 0 {
+                        // Low halo [0, h) from the neighbour's last interior layers.
+                        src_at[axis] = src_ext[axis] - 2 * h;
+                    } else {
+                        dst_at[axis] = ext[axis] - h;
+                        src_at[axis] = h;
+                    }
+                    self.copy(fields, s.index, dst_at, j, src_at, len)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Copies a box from field `src` to field `dst` (possibly the same field).
+    fn copy<T: Element>(
+        &self,
+        fields: &mut [E::Field<T, D>],
+        dst: usize,
+        dst_at: [usize; D],
+        src: usize,
+        src_at: [usize; D],
+        len: [usize; D],
+    ) -> Result<(), LaunchError> {
+        let exec = &self.execs[dst];
+        if dst == src {
+            return exec.copy_box(&mut fields[dst], dst_at, None, src_at, len);
+        }
+        let (d, s) = if dst < src {
+            let (lo, hi) = fields.split_at_mut(src);
+            (&mut lo[dst], &hi[0])
+        } else {
+            let (lo, hi) = fields.split_at_mut(dst);
+            (&mut hi[0], &lo[src])
+        };
+        exec.copy_box(d, dst_at, Some((&self.execs[src], s)), src_at, len)
+    }
+}
