@@ -9,6 +9,7 @@
 //! with its source text and a plain-Rust reference.
 
 pub mod canonical;
+pub mod exchange_check;
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 use stencil_runtime::{Element, Field, Loop, Shape};

@@ -157,3 +157,26 @@ fn repeat_launches_reuse_the_prepared_kernel_and_foreign_fields_are_refused() {
     let e = range.run_on(&other, Diffusion, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut out)).unwrap_err();
     assert!(matches!(e, LaunchError::WrongDevice { field: "f", .. }), "{e}");
 }
+
+#[test]
+fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
+    let count = Gpu::count().unwrap();
+    // Subdomain i on device i % count, each with a handle (stream) of its own: on one GPU the
+    // copies still cross streams, on several they are peer copies.
+    let gpus: Vec<Gpu> = (0..8).map(|i| Gpu::new(i % count).unwrap()).collect();
+    let at = |i: usize| gpus[i % gpus.len()].clone();
+    let cases: [([usize; 3], [usize; 3], [bool; 3], [usize; 3], Order); 4] = [
+        ([20, 9, 7], [2, 1, 1], [false, false, false], [1, 1, 1], Order::Ijk),
+        ([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], Order::Ijk),
+        ([9, 12, 17], [1, 2, 3], [true, true, true], [1, 2, 2], Order::Kij),
+        ([40, 6, 5], [4, 1, 1], [true, false, false], [4, 1, 1], Order::Kij),
+    ];
+    let mut checked = 0;
+    for (seed, (g, p, w, h, order)) in cases.into_iter().enumerate() {
+        checked += stencil_tests::exchange_check::check_exchange(g, p, w, h, order, seed as u64, &at).unwrap();
+    }
+    checked +=
+        stencil_tests::exchange_check::check_exchange([30, 8], [3, 2], [false, true], [2, 3], Order::Ijk, 9, &at)
+            .unwrap();
+    println!("{checked} halo points checked on {count} GPU(s)");
+}

@@ -140,10 +140,57 @@ fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Halo-exchange bandwidth between subdomains on the GPUs present (subdomain i on GPU
+/// i % count): an `n`³ f32 field split in two along each axis in turn, halo 4 (the 25-point
+/// star's), 20 exchanges after a warm-up, wall clock with every GPU synchronised. Bytes count
+/// what crosses between the subdomains (both directions).
+fn exchange_bandwidth(n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use stencil_runtime::{Decomposition, Domains};
+    let count = Gpu::count()?;
+    let gpus: Vec<Gpu> = (0..2).map(|i| Gpu::new(i % count)).collect::<Result<_, _>>()?;
+    println!("halo exchange, {n}³ f32 split in two, halo 4, {} GPU(s): {:?}", count.min(2), gpus);
+    println!("\n| split along | MB per exchange | ms per exchange | GB/s (both directions) |");
+    println!("|---|---:|---:|---:|");
+    for axis in [2, 1, 0] {
+        let mut grid = [1; 3];
+        grid[axis] = 2;
+        let d = Decomposition::new([n; 3], grid, [false; 3], [4; 3])?;
+        let domains = Domains::new(d, gpus.clone())?;
+        let like = Shape3::new([n; 3]).halo(4);
+        let mut parts = d
+            .subdomains()
+            .map(|s| domains.exec(s.index).alloc::<f32, 3>(s.shape(&like)))
+            .collect::<Result<Vec<_>, _>>()?;
+        let sync = || gpus.iter().try_for_each(|g| g.synchronize());
+        domains.exchange(&mut parts)?;
+        sync()?;
+        let reps = 20;
+        let start = Instant::now();
+        for _ in 0..reps {
+            domains.exchange(&mut parts)?;
+        }
+        sync()?;
+        let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
+        let ext = like.extent();
+        let slab: usize = (0..3).map(|a| if a == axis { 4 } else { ext[a] }).product();
+        let bytes = 2 * slab * 4;
+        println!(
+            "| {} | {:.1} | {ms:.3} | {:.0} |",
+            ["x", "y", "z"][axis],
+            bytes as f64 / 1e6,
+            bytes as f64 / (ms * 1e-3) / 1e9
+        );
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize =
         std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
     let gpu = Gpu::new(0)?;
+    if std::env::args().any(|a| a == "--exchange") {
+        return exchange_bandwidth(n);
+    }
     if std::env::args().any(|a| a == "--launch-only") {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
         return launch_overhead(&gpu);
