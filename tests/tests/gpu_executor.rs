@@ -165,7 +165,8 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
     // copies still cross streams, on several they are peer copies.
     let gpus: Vec<Gpu> = (0..8).map(|i| Gpu::new(i % count).unwrap()).collect();
     let at = |i: usize| gpus[i % gpus.len()].clone();
-    let cases: [([usize; 3], [usize; 3], [bool; 3], [usize; 3], Order); 4] = [
+    type Case = ([usize; 3], [usize; 3], [bool; 3], [usize; 3], Order);
+    let cases: [Case; 4] = [
         ([20, 9, 7], [2, 1, 1], [false, false, false], [1, 1, 1], Order::Ijk),
         ([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], Order::Ijk),
         ([9, 12, 17], [1, 2, 3], [true, true, true], [1, 2, 2], Order::Kij),
@@ -173,10 +174,10 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
     ];
     let mut checked = 0;
     for (seed, (g, p, w, h, order)) in cases.into_iter().enumerate() {
-        checked += stencil_tests::exchange_check::check_exchange(g, p, w, h, order, seed as u64, &at).unwrap();
+        checked += stencil_tests::exchange_check::check_exchange(g, p, w, h, order, seed as u64, at).unwrap();
     }
     checked +=
-        stencil_tests::exchange_check::check_exchange([30, 8], [3, 2], [false, true], [2, 3], Order::Ijk, 9, &at)
+        stencil_tests::exchange_check::check_exchange([30, 8], [3, 2], [false, true], [2, 3], Order::Ijk, 9, at)
             .unwrap();
     println!("{checked} halo points checked on {count} GPU(s)");
 }
