@@ -99,7 +99,7 @@ pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::ArgValue;
 pub use domain::{Decomposition, Domains, HaloWidths, Neighbour, Subdomain};
 pub use error::LaunchError;
-pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, Stencil, StrategyLoop};
+pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };

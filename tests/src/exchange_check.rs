@@ -69,3 +69,62 @@ pub fn check_exchange<E: Executor, const D: usize>(
     }
     Ok(checked)
 }
+
+/// The halos of a decomposed field after `exchange` then `fill_boundary` equal the halos of the
+/// whole field after one `fill_halos` (periodic axes wrap, walled axes take `walls[a]`), point
+/// for point, edges and corners included; the subdomains start with NaN halos. Returns the
+/// number of points compared.
+#[allow(clippy::too_many_arguments)]
+pub fn check_boundary<E: Executor, const D: usize>(
+    global: [usize; D],
+    grid: [usize; D],
+    periodic: [bool; D],
+    walls: [stencil_runtime::HaloFill; D],
+    halo: [usize; D],
+    order: Order,
+    seed: u64,
+    exec_of: impl Fn(usize) -> E,
+) -> Result<usize, LaunchError> {
+    use stencil_runtime::{HaloFill, Host};
+    let decomposition = Decomposition::new(global, grid, periodic, halo)?;
+    let domains = Domains::new(decomposition, (0..decomposition.len()).map(exec_of).collect())?;
+    let shape = Shape::new(global).halo_per_axis(halo).order(order);
+    let mut rng = SplitMix64::new(seed);
+    let mut whole = Field::<f64, D>::from_fn(shape, |_| rng.uniform(-1.0, 1.0));
+    let mut parts = Vec::new();
+    for (s, mut part) in decomposition.subdomains().zip(decomposition.scatter(&whole)) {
+        let local = *part.shape();
+        for p in local.storage_points() {
+            let l = local.to_global(p);
+            if (0..D).any(|a| l[a] < 0 || l[a] >= s.extent[a] as isize) {
+                part.set(l, f64::NAN).expect("a point of the field");
+            }
+        }
+        parts.push(domains.exec(s.index).upload(&part)?);
+    }
+    let fills: [Option<HaloFill>; D] =
+        std::array::from_fn(|a| Some(if periodic[a] { HaloFill::Periodic } else { walls[a] }));
+    Host.fill_halos(&mut [(&mut whole, fills)])?;
+    domains.exchange(&mut parts)?;
+    let wall_fills = std::array::from_fn(|a| (!periodic[a]).then_some(walls[a]));
+    domains.fill_boundary(&mut [(&mut parts[..], wall_fills)])?;
+    let mut compared = 0;
+    for (s, part) in decomposition.subdomains().zip(&parts) {
+        let got = domains.exec(s.index).download(part)?;
+        let local = *got.shape();
+        for p in local.storage_points() {
+            let l = local.to_global(p);
+            let (v, want) = (got.get(l).expect("in the field"), whole.get(s.to_global(l)).expect("in the whole field"));
+            assert!(
+                v.to_bits() == want.to_bits(),
+                "subdomain {} (coords {:?}) point {l:?} (global {:?}) holds {v}, the whole field's fill gives {want}; \
+                 grid {grid:?}, periodic {periodic:?}, walls {walls:?}, halo {halo:?}, {order:?}",
+                s.index,
+                s.coords,
+                s.to_global(l)
+            );
+            compared += 1;
+        }
+    }
+    Ok(compared)
+}

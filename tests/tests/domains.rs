@@ -39,6 +39,23 @@ fn every_face_edge_and_corner_arrives_for_random_process_grids() {
 }
 
 #[test]
+fn exchange_then_boundary_fills_equal_one_fill_of_the_whole_field() {
+    use stencil_tests::exchange_check::check_boundary;
+    let fills = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+    let mut rng = SplitMix64::new(77);
+    let mut compared = 0;
+    for case in 0..30 {
+        let order = if case % 2 == 0 { Order::Ijk } else { Order::Kij };
+        let walls = std::array::from_fn(|_| fills[rng.int(0, 2) as usize]);
+        let (g, p, w, h) = random_case::<3>(&mut rng);
+        compared += check_boundary(g, p, w, walls, h, order, case, |_| Host).unwrap();
+        let (g, p, w, h) = random_case::<2>(&mut rng);
+        compared += check_boundary(g, p, w, [walls[0], walls[1]], h, order, case, |_| Host).unwrap();
+    }
+    assert!(compared > 10_000, "{compared}");
+}
+
+#[test]
 fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     let diffusion = HaloWidths::<3>::of::<Diffusion>("f").unwrap();
     assert_eq!(diffusion.0, [1, 1, 1]);

@@ -9,14 +9,14 @@
 use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
 use super::error::CudaError;
-use super::halo::fill_halos;
+use super::halo::fill_halo_sides;
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceField;
 use crate::cuda_source::{geometry, layout_lengths};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
-use crate::executor::{Executor, HaloJob, Stencil};
+use crate::executor::{Executor, SideJob, Stencil};
 use crate::field::{Element, Field, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
@@ -175,11 +175,11 @@ impl Executor for Gpu {
         Ok(())
     }
 
-    fn fill_halos<T: Element, const D: usize>(
+    fn fill_halo_sides<T: Element, const D: usize>(
         &self,
-        jobs: &mut [HaloJob<'_, DeviceField<T, D>, D>],
+        jobs: &mut [SideJob<'_, DeviceField<T, D>, D>],
     ) -> Result<(), LaunchError> {
-        fill_halos(self, jobs)
+        fill_halo_sides(self, jobs)
     }
 
     fn synchronize(&self) -> Result<(), LaunchError> {

@@ -13,7 +13,7 @@ use super::error::CudaError;
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceField;
 use crate::error::LaunchError;
-use crate::executor::HaloJob;
+use crate::executor::SideJob;
 use crate::field::{check_halo, Element, HaloError, HaloFill};
 
 /// Fields one launch fills; more are filled in further launches.
@@ -32,17 +32,21 @@ struct Job {
     int extent[3];            // storage extent per axis (1 for a phantom axis)
     int halo[3];              // halo width per axis
     int n[3];                 // interior per axis
-    int mode[3];              // HaloFill code per axis, -1: not filled
+    int mode[2][3];           // HaloFill code per side (low, high) and axis, -1: not filled
     int elem_bytes;           // 4 or 8
     int is_float;             // negate by the sign bit (1) or two's complement (0)
-    int pad[6];
+    int pad[3];
 };
 struct Jobs { int count; int pad; Job job[16]; };
 
-__device__ __forceinline__ int halo_source(int mode, int s, int h, int n) {
-    const int g = s - h;                 // global coordinate along the axis
-    if (g >= 0 && g < n) return s;       // interior: unchanged
+// Storage coordinate `s` along an axis of n interior points and halo h, filled on the low side
+// by mode_lo and the high side by mode_hi (-1: not): the source coordinate, unchanged in the
+// interior and on a side that is not filled.
+__device__ __forceinline__ int halo_source(int mode_lo, int mode_hi, int s, int h, int n) {
+    const int g = s - h;
     const bool high = g >= n;
+    const int mode = g < 0 ? mode_lo : high ? mode_hi : -1;
+    if (mode < 0) return s;
     const int layer = high ? g - (n - 1) : -g;
     const int low = mode == 0 ? n - layer : mode == 1 ? 0 : layer - 1;
     return (high ? n - 1 - low : low) + h;
@@ -55,14 +59,17 @@ extern "C" __global__ void fill_halos(const Jobs jobs) {
     const Job& q = jobs.job[j];
     long long r = t - q.first;
     if (j >= jobs.count || r < 0) return;
-    // Find the slot: the first filled axis along which this point lies in the halo.
+    // The slot: the first axis along which this point lies in a filled side. Along the axes
+    // before it the point lies anywhere but a filled side, along the axes after it anywhere.
     int slot = -1;
     int len[3];
     for (int a = 0; a < 3 && slot < 0; ++a) {
-        if (q.mode[a] < 0 || q.halo[a] == 0) continue;
+        const int sides = (q.mode[0][a] >= 0) + (q.mode[1][a] >= 0);
+        if (sides == 0 || q.halo[a] == 0) continue;
         long long count = 1;
         for (int b = 0; b < 3; ++b) {
-            len[b] = b == a ? 2 * q.halo[b] : (b < a && q.mode[b] >= 0) ? q.n[b] : q.extent[b];
+            const int open = (q.mode[0][b] < 0) + (q.mode[1][b] < 0);
+            len[b] = b == a ? sides * q.halo[b] : b < a ? q.n[b] + open * q.halo[b] : q.extent[b];
             count *= len[b];
         }
         if (r < count) slot = a; else r -= count;
@@ -72,18 +79,25 @@ extern "C" __global__ void fill_halos(const Jobs jobs) {
     for (int b = 0; b < 3; ++b) {
         const int c = (int)(r % len[b]);
         r /= len[b];
-        if (b == slot) s[b] = c < q.halo[b] ? c : c + q.n[b];
-        else if (b < slot && q.mode[b] >= 0) s[b] = c + q.halo[b];
-        else s[b] = c;
+        const int h = q.halo[b];
+        const bool lo = q.mode[0][b] >= 0;
+        if (b == slot) {
+            s[b] = lo && c < h ? c : (lo ? c - h : c) + h + q.n[b];
+        } else if (b < slot) {
+            // Skip the filled sides: low halo (if open), interior, high halo (if open).
+            const int c2 = lo ? c + h : c;
+            s[b] = c2;
+        } else {
+            s[b] = c;
+        }
     }
     long long dst = q.lead, src = q.lead;
     bool negate = false;
     for (int b = 0; b < 3; ++b) {
-        int from = s[b];
-        if (q.mode[b] >= 0) {
-            from = halo_source(q.mode[b], s[b], q.halo[b], q.n[b]);
-            negate ^= from != s[b] && q.mode[b] == 3;
-        }
+        const int from = halo_source(q.mode[0][b], q.mode[1][b], s[b], q.halo[b], q.n[b]);
+        const int g = s[b] - q.halo[b];
+        const int mode = g < 0 ? q.mode[0][b] : g >= q.n[b] ? q.mode[1][b] : -1;
+        negate ^= from != s[b] && mode == 3;
         dst += s[b] * q.stride[b];
         src += from * q.stride[b];
     }
@@ -110,23 +124,25 @@ struct Job {
     extent: [i32; 3],
     halo: [i32; 3],
     n: [i32; 3],
-    mode: [i32; 3],
+    /// Per side (low, high) and axis.
+    mode: [[i32; 3]; 2],
     elem_bytes: i32,
     is_float: i32,
 }
 
 impl Job {
-    /// Halo points this job writes (the kernel's slots).
+    /// Halo points this job writes (the kernel's slots, counted as the kernel counts them).
     fn points(&self) -> i64 {
+        let filled = |b: usize| (self.mode[0][b] >= 0) as i32 + (self.mode[1][b] >= 0) as i32;
         (0..3)
-            .filter(|&a| self.mode[a] >= 0)
+            .filter(|&a| filled(a) > 0 && self.halo[a] > 0)
             .map(|a| {
                 (0..3)
                     .map(|b| {
                         (if b == a {
-                            2 * self.halo[b]
-                        } else if b < a && self.mode[b] >= 0 {
-                            self.n[b]
+                            filled(b) * self.halo[b]
+                        } else if b < a {
+                            self.n[b] + (2 - filled(b)) * self.halo[b]
                         } else {
                             self.extent[b]
                         }) as i64
@@ -148,7 +164,7 @@ impl Job {
         put(&self.lead.to_le_bytes());
         self.stride.iter().for_each(|s| put(&s.to_le_bytes()));
         put(&self.first.to_le_bytes());
-        for a in [self.extent, self.halo, self.n, self.mode] {
+        for a in [self.extent, self.halo, self.n, self.mode[0], self.mode[1]] {
             a.iter().for_each(|v| put(&v.to_le_bytes()));
         }
         put(&self.elem_bytes.to_le_bytes());
@@ -157,11 +173,11 @@ impl Job {
     }
 }
 
-/// [`Executor::fill_halos`](crate::Executor::fill_halos) on a GPU: checks every job, then fills
-/// up to `MAX_JOBS` fields per launch.
-pub(crate) fn fill_halos<T: Element, const D: usize>(
+/// [`Executor::fill_halo_sides`](crate::Executor::fill_halo_sides) on a GPU: checks every job,
+/// then fills up to `MAX_JOBS` fields per launch.
+pub(crate) fn fill_halo_sides<T: Element, const D: usize>(
     gpu: &Gpu,
-    jobs: &mut [HaloJob<'_, DeviceField<T, D>, D>],
+    jobs: &mut [SideJob<'_, DeviceField<T, D>, D>],
 ) -> Result<(), LaunchError> {
     let int = |v: usize, what: &str| {
         i32::try_from(v).map_err(|_| CudaError::TooLarge { what: format!("fill_halos: {what}"), value: v })
@@ -188,7 +204,7 @@ pub(crate) fn fill_halos<T: Element, const D: usize>(
             extent: [1; 3],
             halo: [0; 3],
             n: [1; 3],
-            mode: [-1; 3],
+            mode: [[-1; 3]; 2],
             elem_bytes: std::mem::size_of::<T>() as i32,
             is_float: matches!(T::NAME, "f32" | "f64") as i32,
         };
@@ -197,9 +213,11 @@ pub(crate) fn fill_halos<T: Element, const D: usize>(
             job.extent[a] = int(ext[a], "extent")?;
             job.halo[a] = int(halo[a], "halo")?;
             job.n[a] = int(interior[a], "interior")?;
-            if let Some(fill) = fills[a] {
-                check_halo(interior, halo, a, fill)?;
-                job.mode[a] = fill.code();
+            for (side, fill) in fills[a].iter().enumerate() {
+                if let Some(fill) = fill {
+                    check_halo(interior, halo, a, *fill)?;
+                    job.mode[side][a] = fill.code();
+                }
             }
         }
         prepared.push(job);
@@ -241,11 +259,11 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     /// the field's stream after earlier work; returns without waiting.
     pub fn fill_halo(&mut self, axis: usize, fill: HaloFill) -> Result<(), LaunchError> {
         let gpu = self.gpu().clone();
-        let mut fills = [None; D];
+        let mut fills = [[None; 2]; D];
         if axis >= D {
             return Err(HaloError::NoSuchAxis { axis, dims: D }.into());
         }
-        fills[axis] = Some(fill);
-        fill_halos(&gpu, &mut [(self, fills)])
+        fills[axis] = [Some(fill); 2];
+        fill_halo_sides(&gpu, &mut [(self, fills)])
     }
 }

@@ -12,9 +12,13 @@
 //! that follow).
 
 use super::decomposition::{Decomposition, Neighbour};
-use crate::executor::Executor;
-use crate::field::Element;
+use crate::executor::{Executor, SideJob};
+use crate::field::{Element, HaloFill};
 use crate::launch::LaunchError;
+
+/// One field of every subdomain (in subdomain order) and the fill of each axis at the physical
+/// boundary, for [`Domains::fill_boundary`].
+pub type BoundarySet<'a, F, const D: usize> = (&'a mut [F], [Option<HaloFill>; D]);
 
 /// A decomposition with the executor of every subdomain (`execs[i]` runs subdomain `i`: all
 /// `Host`, or one `Gpu` per subdomain, several subdomains may share a GPU).
@@ -112,6 +116,43 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                     self.copy(fields, s.index, dst_at, j, src_at, len)?;
                 }
             }
+        }
+        Ok(())
+    }
+
+    /// Fills the physical-boundary sides of every subdomain's fields: each set holds one field
+    /// per subdomain (in subdomain order) and the fill of each axis; only the sides of a
+    /// subdomain that lie on the physical boundary are filled (the others are the exchange's),
+    /// all sets of a subdomain in one executor call. With the exchange before it, the halos are
+    /// what the single-domain run's `fill_halos` gives: call `exchange` first, then this.
+    pub fn fill_boundary<T: Element>(
+        &self,
+        sets: &mut [BoundarySet<'_, E::Field<T, D>, D>],
+    ) -> Result<(), LaunchError> {
+        let d = &self.decomposition;
+        if let Some((fields, _)) = sets.iter().find(|(f, _)| f.len() != d.len()) {
+            return Err(LaunchError::Decomposition(format!(
+                "fill_boundary: a set of {} fields over {} subdomains: pass one field per subdomain",
+                fields.len(),
+                d.len()
+            )));
+        }
+        for s in d.subdomains() {
+            let sides: [[bool; 2]; D] = std::array::from_fn(|a| {
+                [-1i8, 1].map(|side| {
+                    let mut dir = [0i8; D];
+                    dir[a] = side;
+                    d.neighbour(&s, dir) == Neighbour::Boundary
+                })
+            });
+            let mut jobs: Vec<SideJob<'_, E::Field<T, D>, D>> = sets
+                .iter_mut()
+                .map(|(fields, fills)| {
+                    let per_side = std::array::from_fn(|a| sides[a].map(|on| if on { fills[a] } else { None }));
+                    (&mut fields[s.index], per_side)
+                })
+                .collect();
+            self.execs[s.index].fill_halo_sides(&mut jobs)?;
         }
         Ok(())
     }

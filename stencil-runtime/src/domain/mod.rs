@@ -8,5 +8,5 @@ mod exchange;
 mod reach;
 
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
-pub use exchange::Domains;
+pub use exchange::{BoundarySet, Domains};
 pub use reach::{HaloWidths, ReachError};

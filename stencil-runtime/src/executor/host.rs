@@ -1,6 +1,6 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{box_point, check_box, Executor, HaloJob, Stencil};
+use super::{box_point, check_box, Executor, SideJob, Stencil};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -60,14 +60,14 @@ impl Executor for Host {
         S::run_host(range, args)
     }
 
-    fn fill_halos<T: Element, const D: usize>(
+    fn fill_halo_sides<T: Element, const D: usize>(
         &self,
-        jobs: &mut [HaloJob<'_, Field<T, D>, D>],
+        jobs: &mut [SideJob<'_, Field<T, D>, D>],
     ) -> Result<(), LaunchError> {
         for (field, fills) in jobs.iter_mut() {
-            for (axis, fill) in fills.iter().enumerate() {
-                if let Some(fill) = fill {
-                    field.fill_halo(axis, *fill)?;
+            for (axis, [lo, hi]) in fills.iter().enumerate() {
+                if lo.is_some() || hi.is_some() {
+                    field.fill_halo_sides(axis, *lo, *hi)?;
                 }
             }
         }

@@ -75,6 +75,9 @@ pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
 /// One field's halo fills: per axis, the fill of both ends of that axis, or `None` to leave it.
 pub type HaloJob<'a, F, const D: usize> = (&'a mut F, [Option<HaloFill>; D]);
 
+/// One field's halo fills per side: per axis, `[low end, high end]`, `None` to leave a side.
+pub type SideJob<'a, F, const D: usize> = (&'a mut F, [[Option<HaloFill>; 2]; D]);
+
 /// Where fields live and stencils run. Implemented by [`Host`] and, with the `cuda` feature, by
 /// [`Gpu`](crate::cuda::Gpu). Work is issued in order; on a GPU it runs asynchronously, and
 /// [`Executor::download`], [`Executor::read_range`] and [`Executor::synchronize`] wait for it.
@@ -134,11 +137,24 @@ pub trait Executor: Clone + Send + Sync + 'static {
     ) -> Result<(), LaunchError>;
 
     /// Fills the halos of several fields of one element type, each along the axes it names
-    /// (ends of an axis by [`HaloFill`]), as if by [`Field::fill_halo`] for each field and
-    /// each named axis in increasing order; on a GPU all of it is one kernel.
+    /// (both ends of an axis by one [`HaloFill`]), as if by [`Field::fill_halo`] for each field
+    /// and each named axis in increasing order; on a GPU all of it is one kernel.
     fn fill_halos<T: Element, const D: usize>(
         &self,
         jobs: &mut [HaloJob<'_, Self::Field<T, D>, D>],
+    ) -> Result<(), LaunchError> {
+        let mut sides: Vec<SideJob<'_, Self::Field<T, D>, D>> =
+            jobs.iter_mut().map(|(f, fills)| (&mut **f, fills.map(|fill| [fill; 2]))).collect();
+        self.fill_halo_sides(&mut sides)
+    }
+
+    /// [`Executor::fill_halos`] with a fill per side (`[low, high]`) of each axis, `None` to
+    /// leave a side: e.g. the physical-boundary sides of a subdomain
+    /// ([`Domains::fill_boundary`](crate::Domains::fill_boundary)). As if by
+    /// [`Field::fill_halo_sides`] for each field and axis in increasing order.
+    fn fill_halo_sides<T: Element, const D: usize>(
+        &self,
+        jobs: &mut [SideJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError>;
 
     /// Copies the box of `len` points at storage coordinate `src_at` of `src` (a field of

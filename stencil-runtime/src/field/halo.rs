@@ -154,8 +154,29 @@ impl<T: Element, const D: usize> Field<T, D> {
     /// # Ok::<(), stencil_runtime::HaloError>(())
     /// ```
     pub fn fill_halo(&mut self, axis: usize, fill: HaloFill) -> Result<(), HaloError> {
+        self.fill_halo_sides(axis, Some(fill), Some(fill))
+    }
+
+    /// [`Field::fill_halo`] with a fill per end of `axis` (`None` leaves that end as it is): a
+    /// subdomain fills only the sides on the physical boundary.
+    pub fn fill_halo_sides(
+        &mut self,
+        axis: usize,
+        lo: Option<HaloFill>,
+        hi: Option<HaloFill>,
+    ) -> Result<(), HaloError> {
         let shape = self.shape;
-        let (n, h) = check(shape.interior(), shape.halo_widths(), axis, fill)?;
+        let mut n = 0;
+        let mut h = 0;
+        for fill in [lo, hi].into_iter().flatten() {
+            (n, h) = check(shape.interior(), shape.halo_widths(), axis, fill)?;
+        }
+        if lo.is_none() && hi.is_none() {
+            if axis >= D {
+                return Err(HaloError::NoSuchAxis { axis, dims: D });
+            }
+            return Ok(());
+        }
         let ext = shape.extent();
         let mut others = ext;
         others[axis] = 1;
@@ -167,7 +188,8 @@ impl<T: Element, const D: usize> Field<T, D> {
                 rest /= others[a];
                 c
             });
-            for high in [false, true] {
+            for (high, fill) in [(false, lo), (true, hi)] {
+                let Some(fill) = fill else { continue };
                 for l in 1..=h as isize {
                     let dst = if high { n as isize - 1 + l } else { -l };
                     s[axis] = (fill.source(high, l, n as isize) + h as isize) as usize;
