@@ -18,10 +18,14 @@
 //! The model is written once, against [`Executor`]: [`run`] and [`simulate`] take the host
 //! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
 //! feature), and [`time_loop`] replays a recorded pair of steps (a CUDA graph on a GPU).
+//! [`simulate_decomposed`] runs the same steps over subdomains ([`Domains`]: host subdomains or
+//! one GPU per subdomain), with a halo exchange before each step; its result is the single-domain
+//! one, bit for bit.
 
 use std::time::Instant;
+use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Element, Executor, Recorded};
+use stencil_runtime::{Decomposition, Domains, Element, Executor, HaloWidths, Recorded};
 
 /// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
 #[stencil]
@@ -359,6 +363,135 @@ pub fn run<E: Executor, T: Real>(
     after_step: impl FnMut(usize),
 ) -> Result<Outcome, LaunchError> {
     let (f, seconds) = simulate::<E, T>(exec, setup, after_step)?;
+    let t = setup.end_time();
+    Ok(Outcome {
+        seconds,
+        gpts_per_s: (setup.shape().interior_points() * setup.steps) as f64 / seconds / 1e9,
+        error: setup.error(&f, t),
+        wall_value: setup.wall_value(t),
+    })
+}
+
+/// The halo the scheme needs: the reach of the stencils' reads of `f` (both precisions), as the
+/// macro recorded it.
+pub fn halo() -> Result<HaloWidths<3>, ReachError> {
+    HaloWidths::of::<Diffusion3d>("f")?.read_by::<Diffusion3dF64>("f")
+}
+
+impl Setup {
+    /// The decomposition of this setup's grid over `domains` subdomains: over process grid
+    /// `grid` when given (its product must be `domains`), else the grid of least halo surface
+    /// ([`Decomposition::auto`]). No axis is periodic (the boundary is the fixed zero halo), and
+    /// the halo is [`halo`].
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
+        let halo = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
+        let refused = |e: stencil_runtime::domain::DecompositionError| LaunchError::Decomposition(e.to_string());
+        if domains == 0 {
+            return Err(LaunchError::Decomposition("0 subdomains: run on at least one".into()));
+        }
+        match grid {
+            Some(g) if g.iter().product::<usize>() != domains => Err(LaunchError::Decomposition(format!(
+                "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
+                 {domains}",
+                g.iter().product::<usize>()
+            ))),
+            Some(g) => Decomposition::new(self.n, g, [false; 3], halo).map_err(refused),
+            None => Decomposition::auto(self.n, domains, [false; 3], halo).map_err(refused),
+        }
+    }
+}
+
+/// Runs `setup` over the subdomains of `domains` in precision `T` and returns the final global
+/// field (on the host) with the seconds the time loop took: the same result as [`simulate`], bit
+/// for bit, for any process grid (every point is updated by the same stencil from the same
+/// values; only where the halo comes from differs).
+///
+/// The initial field ([`Setup::initial`]) is cut into the subdomains' fields
+/// ([`Decomposition::scatter`]) and uploaded on each subdomain's executor. Each step exchanges
+/// the halos of the current fields ([`Domains::exchange`]; halos on the physical boundary keep
+/// their fixed zero), then runs the stencil over every subdomain's interior on its executor, and
+/// swaps. At the end each part is downloaded and the parts gathered ([`Decomposition::gather`]).
+///
+/// Before the clock starts, one exchange and step run on scratch copies (kernels compiled, peer
+/// access enabled, launches checked). The time includes a final synchronisation of every
+/// executor, not the set-up or the copies. `after_step(s)` is called after step `s` (1-based)
+/// has been issued. Steps are issued one by one (not recorded: the exchange copies between
+/// executors).
+///
+/// Errors: a decomposition of another global extent than `setup.n`, a periodic axis (the
+/// model's boundary is a fixed zero halo), or a setup whose halo is not [`halo`].
+pub fn simulate_decomposed<E: Executor, T: Real>(
+    domains: &Domains<E, 3>,
+    setup: &Setup,
+    mut after_step: impl FnMut(usize),
+) -> Result<(Field3<T>, f64), LaunchError> {
+    let d = domains.decomposition();
+    let like = setup.shape();
+    let needed = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
+    if like.halo_widths() != needed {
+        return Err(LaunchError::Decomposition(format!(
+            "the setup's fields have a halo of {:?}, but the diffusion stencil reads {needed:?} around a point: \
+             use `Setup::shape`'s halo of the stencil's reach",
+            like.halo_widths()
+        )));
+    }
+    if d.global() != setup.n {
+        return Err(LaunchError::Decomposition(format!(
+            "the decomposition splits a {:?} grid, but the setup has {:?} points: decompose `setup.n` \
+             (`Setup::decompose`)",
+            d.global(),
+            setup.n
+        )));
+    }
+    if d.periodic().contains(&true) {
+        return Err(LaunchError::Decomposition(format!(
+            "the decomposition wraps around axes {:?}, but the diffusion model's boundary is a fixed zero halo: \
+             decompose with no periodic axis",
+            d.periodic()
+        )));
+    }
+    let coefficients = setup.coefficients();
+    let ranges: Vec<Loop3D> = d.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    let parts = d.scatter(&setup.initial::<T>());
+    let upload = || -> Result<Vec<E::Field<T, 3>>, LaunchError> {
+        parts.iter().enumerate().map(|(i, p)| domains.exec(i).upload(p)).collect()
+    };
+    // One step: exchange the halos of `f`, then every subdomain's interior `f -> f_new`.
+    let step = |f: &mut [E::Field<T, 3>], f_new: &mut [E::Field<T, 3>]| -> Result<(), LaunchError> {
+        domains.exchange(f)?;
+        for (i, (a, b)) in f.iter().zip(f_new.iter_mut()).enumerate() {
+            T::step(domains.exec(i), &ranges[i], &coefficients, a, b)?;
+        }
+        Ok(())
+    };
+    let synchronize = || domains.execs().iter().try_for_each(|e| e.synchronize());
+    {
+        let (mut a, mut b) = (upload()?, upload()?);
+        step(&mut a, &mut b)?;
+    }
+    // Both sets carry the same (zero) physical-boundary halo, so the boundary stays fixed.
+    let (mut f, mut f_new) = (upload()?, upload()?);
+    synchronize()?;
+    let start = Instant::now();
+    for s in 1..=setup.steps {
+        step(&mut f, &mut f_new)?;
+        std::mem::swap(&mut f, &mut f_new);
+        after_step(s);
+    }
+    synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    let host: Vec<Field3<T>> =
+        f.iter().enumerate().map(|(i, p)| domains.exec(i).download(p)).collect::<Result<_, _>>()?;
+    Ok((d.gather(&like, &host), seconds))
+}
+
+/// [`run`] over subdomains ([`simulate_decomposed`]).
+pub fn run_decomposed<E: Executor, T: Real>(
+    domains: &Domains<E, 3>,
+    setup: &Setup,
+    after_step: impl FnMut(usize),
+) -> Result<Outcome, LaunchError> {
+    let (f, seconds) = simulate_decomposed::<E, T>(domains, setup, after_step)?;
     let t = setup.end_time();
     Ok(Outcome {
         seconds,

@@ -79,6 +79,9 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     let mut wrong = vec![Field3::<f32>::zeros(like), Field3::<f32>::zeros(like)];
     let e = domains.exchange(&mut wrong).unwrap_err();
     assert!(e.to_string().contains("subdomain 0") && e.to_string().contains("Subdomain::shape"), "{e}");
+    let mut parts: Vec<_> = d.subdomains().map(|s| Field3::<f32>::zeros(s.shape(&like))).collect();
+    let e = domains.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
+    assert!(e.to_string().contains("declare the axis periodic"), "{e}");
     let mut too_few = vec![Field3::<f32>::zeros(d.subdomain(0).shape(&like))];
     assert!(domains.exchange(&mut too_few).unwrap_err().to_string().contains("one field per subdomain"));
 }

@@ -1,10 +1,12 @@
 //! ASUCA's `Diffusion3d` on the CPU (or a GPU): a Gaussian diffusing in a box, checked against the
-//! analytic heat kernel. `cargo run --release -- --help` lists the options.
+//! analytic heat kernel. `cargo run --release -- --help` lists the options. `--domains N` splits
+//! the grid over N host subdomains (halo exchange between them), `--gpus N` over N subdomains on
+//! GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives the process grid.
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::diffusion::{self, Outcome, Setup};
-use stencil_runtime::{Executor, Host, Order};
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Order};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
 #[derive(Parser, Debug)]
@@ -37,6 +39,66 @@ struct Args {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long)]
     gpu: Option<usize>,
+    /// Split the grid over N host subdomains (halo exchange between them).
+    #[arg(long, value_name = "N")]
+    domains: Option<usize>,
+    /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
+    /// build with `--features cuda`).
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
+    /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
+    /// N). Chosen for the least halo surface when not given.
+    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid)]
+    grid: Option<[usize; 3]>,
+}
+
+/// Parses `PX,PY,PZ`.
+fn parse_grid(s: &str) -> Result<[usize; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let bad = || format!("`{s}` is not a process grid: give three positive counts, e.g. 2,2,1");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut grid = [0; 3];
+    for (g, p) in grid.iter_mut().zip(parts) {
+        *g = p.parse().ok().filter(|&v: &usize| v > 0).ok_or_else(bad)?;
+    }
+    Ok(grid)
+}
+
+/// Where the run goes: one executor, or subdomains.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Host,
+    Gpu(usize),
+    HostDomains(usize),
+    GpuDomains(usize),
+}
+
+impl Args {
+    /// The target the options ask for, or why they contradict each other.
+    fn target(&self) -> Result<Target, String> {
+        match (self.gpu, self.domains, self.gpus) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                Err("--gpu runs on one GPU; to split the grid over GPUs use --gpus N alone".into())
+            }
+            (_, Some(_), Some(_)) => {
+                Err("--domains N (host subdomains) and --gpus N (GPU subdomains) exclude each other: give one".into())
+            }
+            (None, None, None) if self.grid.is_some() => {
+                Err("--grid gives the process grid of --domains N or --gpus N: give one of them too".into())
+            }
+            (Some(g), None, None) => Ok(Target::Gpu(g)),
+            (None, Some(n), None) => Ok(Target::HostDomains(n)),
+            (None, None, Some(_)) if !cfg!(feature = "cuda") => {
+                Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples \
+                 --features cuda -- --gpus N`"
+                    .into())
+            }
+            (None, None, Some(n)) => Ok(Target::GpuDomains(n)),
+            (None, None, None) => Ok(Target::Host),
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -74,6 +136,12 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         Layout::Kij => Order::Kij,
     };
     let setup = Setup { n, order, ..Setup::cube(n[0], args.steps) };
+    let target = args.target()?;
+    // Decompose before anything runs, so that a grid that does not fit is reported at once.
+    let decomposition = match target {
+        Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(setup.decompose(domains, args.grid)?),
+        Target::Host | Target::Gpu(_) => None,
+    };
     let (layout, precision) =
         (format!("{:?}", args.layout).to_lowercase(), format!("{:?}", args.precision).to_lowercase());
     println!(
@@ -87,9 +155,17 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         setup.end_time(),
         rayon::current_num_threads()
     );
-    let outcome = match args.gpu {
-        None => run_with_progress(&Host, &setup, args.precision)?,
-        Some(ordinal) => run_on_gpu(ordinal, &setup, args.precision)?,
+    if let Some(d) = &decomposition {
+        print_decomposition(d);
+    }
+    let outcome = match (target, decomposition) {
+        (Target::Gpu(ordinal), _) => run_on_gpu(ordinal, &setup, args.precision)?,
+        (Target::HostDomains(_), Some(d)) => {
+            let domains = Domains::new(d, vec![Host; d.len()])?;
+            run_domains_with_progress(&domains, &setup, args.precision)?
+        }
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(d, &setup, args.precision)?,
+        _ => run_with_progress(&Host, &setup, args.precision)?,
     };
     if outcome.wall_value > 1e-6 {
         eprintln!(
@@ -111,11 +187,7 @@ fn run_with_progress<E: Executor>(
     setup: &Setup,
     precision: Precision,
 ) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let bar = ProgressBar::new(setup.steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
-            .expect("a valid template"),
-    );
+    let bar = progress_bar(setup.steps);
     bar.println(format!("running on {}", exec.describe()));
     let outcome = match precision {
         Precision::F32 => diffusion::run::<E, f32>(exec, setup, |_| bar.inc(1)),
@@ -123,6 +195,73 @@ fn run_with_progress<E: Executor>(
     };
     bar.finish_and_clear();
     Ok(outcome?)
+}
+
+/// Prints the process grid and every subdomain's place and extent.
+fn print_decomposition(d: &Decomposition<3>) {
+    let g = d.grid();
+    let plural = if d.len() == 1 { "" } else { "s" };
+    println!("process grid {}x{}x{} ({} subdomain{plural}):", g[0], g[1], g[2], d.len());
+    for s in d.subdomains() {
+        let (c, o, e) = (s.coords, s.offset, s.extent);
+        println!(
+            "  subdomain {} at ({}, {}, {}): offset ({}, {}, {}), extent {}x{}x{}",
+            s.index, c[0], c[1], c[2], o[0], o[1], o[2], e[0], e[1], e[2]
+        );
+    }
+}
+
+/// A progress bar of `steps` steps.
+fn progress_bar(steps: usize) -> ProgressBar {
+    let bar = ProgressBar::new(steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
+            .expect("a valid template"),
+    );
+    bar
+}
+
+/// Runs `setup` over the subdomains of `domains` in `precision` with a progress bar.
+fn run_domains_with_progress<E: Executor>(
+    domains: &Domains<E, 3>,
+    setup: &Setup,
+    precision: Precision,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
+    let bar = progress_bar(setup.steps);
+    for (i, exec) in domains.execs().iter().enumerate() {
+        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    }
+    let outcome = match precision {
+        Precision::F32 => diffusion::run_decomposed::<E, f32>(domains, setup, |_| bar.inc(1)),
+        Precision::F64 => diffusion::run_decomposed::<E, f64>(domains, setup, |_| bar.inc(1)),
+    };
+    bar.finish_and_clear();
+    Ok(outcome?)
+}
+
+/// [`run_domains_with_progress`] with subdomain i on GPU `i % count`.
+#[cfg(feature = "cuda")]
+fn run_on_gpus(
+    d: Decomposition<3>,
+    setup: &Setup,
+    precision: Precision,
+) -> Result<Outcome, Box<dyn std::error::Error>> {
+    use stencil_runtime::cuda::Gpu;
+    let count = Gpu::count()?;
+    if count == 0 {
+        return Err("--gpus: the CUDA driver sees no GPU".into());
+    }
+    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
+    if d.len() > count {
+        let gpus = if count == 1 { "GPU" } else { "GPUs" };
+        eprintln!("diffusion3d: note: {} subdomains on {count} {gpus}: some GPUs run several subdomains", d.len());
+    }
+    run_domains_with_progress(&Domains::new(d, gpus)?, setup, precision)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_on_gpus(_: Decomposition<3>, _: &Setup, _: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
+    Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpus 2`".into())
 }
 
 /// [`run_with_progress`] on GPU `ordinal`.

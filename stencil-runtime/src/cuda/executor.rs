@@ -182,6 +182,25 @@ impl Executor for Gpu {
         fill_halo_sides(self, jobs)
     }
 
+    fn read_box<T: Element, const D: usize>(
+        &self,
+        field: &DeviceField<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+    ) -> Result<Vec<T>, LaunchError> {
+        super::peer::read_box(field, at, len)
+    }
+
+    fn write_box<T: Element, const D: usize>(
+        &self,
+        field: &mut DeviceField<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+        values: &[T],
+    ) -> Result<(), LaunchError> {
+        super::peer::write_box(field, at, len, values)
+    }
+
     fn synchronize(&self) -> Result<(), LaunchError> {
         Ok(Gpu::synchronize(self)?)
     }

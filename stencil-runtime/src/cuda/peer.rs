@@ -9,7 +9,7 @@ use super::error::CudaError;
 use super::memory::DeviceField;
 use crate::error::LaunchError;
 use crate::executor::check_box;
-use crate::field::Element;
+use crate::field::{Element, Shape};
 use cudarc::driver::sys::{self, CUevent_flags, CUmemorytype, CUresult};
 
 /// [`Executor::copy_box`](crate::Executor::copy_box) on GPUs.
@@ -56,18 +56,9 @@ pub(crate) fn copy_box<T: Element, const D: usize>(
         let written = src_gpu.stream().record_event(no_timing).map_err(|e| src_gpu.fail("recording an event", e))?;
         gpu.stream().wait(&written).map_err(|e| gpu.fail("waiting for the source's stream", e))?;
     }
-    // Layout axes: c contiguous, m, o; a 1D or 2D field has phantom axes of one point.
-    let axes = dst_shape.element_order().axes::<D>();
-    let layout = |shape: &crate::field::Shape<D>, at: [usize; D]| {
-        let s = shape.strides();
-        let c = shape.lead() + at[axes[0]];
-        let (m, pitch) = if D > 1 { (at[axes[1]], s[axes[1]]) } else { (0, shape.pitch()) };
-        let (o, height) = if D > 2 { (at[axes[2]], s[axes[2]] / s[axes[1]]) } else { (0, 1) };
-        (c * elem, m, o, pitch * elem, height)
-    };
-    let (sx, sy, sz, spitch, sheight) = layout(&src_shape, src_at);
-    let (dx, dy, dz, dpitch, dheight) = layout(&dst_shape, dst_at);
-    let span = |rank: usize| if rank < D { len[axes[rank]] } else { 1 };
+    let (sx, sy, sz, spitch, sheight) = layout(&src_shape, src_at, elem);
+    let (dx, dy, dz, dpitch, dheight) = layout(&dst_shape, dst_at, elem);
+    let [width, height, depth] = spans(&dst_shape, len);
     let copy = sys::CUDA_MEMCPY3D_PEER {
         srcXInBytes: sx,
         srcY: sy,
@@ -91,9 +82,9 @@ pub(crate) fn copy_box<T: Element, const D: usize>(
         dstContext: gpu.inner.ctx.cu_ctx(),
         dstPitch: dpitch,
         dstHeight: dheight,
-        WidthInBytes: span(0) * elem,
-        Height: span(1),
-        Depth: span(2),
+        WidthInBytes: width * elem,
+        Height: height,
+        Depth: depth,
     };
     gpu.bind()?;
     // SAFETY: `check_box` kept both boxes inside their fields' storage (pitched as described),
@@ -128,4 +119,133 @@ fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<(), CudaError> {
     }
     done.insert(peer.home());
     Ok(())
+}
+
+/// Where storage point `at` of a field of `shape` is for a 3D copy: the byte offset along the
+/// contiguous axis (the leading pad included), the row and slice indices, the row pitch in bytes
+/// and the rows per slice. A 1D or 2D field has phantom axes of one point.
+fn layout<const D: usize>(shape: &Shape<D>, at: [usize; D], elem: usize) -> (usize, usize, usize, usize, usize) {
+    let axes = shape.element_order().axes::<D>();
+    let s = shape.strides();
+    let c = shape.lead() + at[axes[0]];
+    let (m, pitch) = if D > 1 { (at[axes[1]], s[axes[1]]) } else { (0, shape.pitch()) };
+    let (o, height) = if D > 2 { (at[axes[2]], s[axes[2]] / s[axes[1]]) } else { (0, 1) };
+    (c * elem, m, o, pitch * elem, height)
+}
+
+/// A box's points along the layout axes (contiguous first), 1 for a phantom axis.
+fn spans<const D: usize>(shape: &Shape<D>, len: [usize; D]) -> [usize; 3] {
+    let axes = shape.element_order().axes::<D>();
+    std::array::from_fn(|rank| if rank < D { len[axes[rank]] } else { 1 })
+}
+
+/// Copies a box of a device field to or from a dense host buffer (axis order of the layout,
+/// contiguous axis fastest), then waits: the host side of a rank-to-rank exchange.
+fn host_box<T: Element, const D: usize>(
+    field: &DeviceField<T, D>,
+    at: [usize; D],
+    len: [usize; D],
+    host: HostSide<'_, T>,
+) -> Result<(), LaunchError> {
+    let shape = *field.shape();
+    check_box(&shape, at, &shape, at, len)?;
+    let points: usize = len.iter().product();
+    let (expected, got) = (
+        points,
+        match &host {
+            HostSide::Read(v) => v.len(),
+            HostSide::Write(v) => v.len(),
+        },
+    );
+    if expected != got || points == 0 {
+        return if expected == got {
+            Ok(())
+        } else {
+            Err(LaunchError::Decomposition(format!("box copy: {got} host values for a box of {expected} points")))
+        };
+    }
+    let gpu = field.gpu();
+    let elem = std::mem::size_of::<T>();
+    let (x, y, z, pitch, height) = layout(&shape, at, elem);
+    let [width, rows, depth] = spans(&shape, len);
+    let mut copy = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        srcHost: std::ptr::null(),
+        srcDevice: 0,
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: 0,
+        srcHeight: 0,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: CUmemorytype::CU_MEMORYTYPE_DEVICE,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: 0,
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: 0,
+        dstHeight: 0,
+        WidthInBytes: width * elem,
+        Height: rows,
+        Depth: depth,
+    };
+    let what = match host {
+        HostSide::Read(buf) => {
+            (copy.srcXInBytes, copy.srcY, copy.srcZ, copy.srcPitch, copy.srcHeight) = (x, y, z, pitch, height);
+            copy.srcDevice = field.device_ptr();
+            copy.dstMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.dstHost = buf.as_mut_ptr().cast();
+            (copy.dstPitch, copy.dstHeight) = (width * elem, rows);
+            "a box copy to the host"
+        }
+        HostSide::Write(buf) => {
+            (copy.dstXInBytes, copy.dstY, copy.dstZ, copy.dstPitch, copy.dstHeight) = (x, y, z, pitch, height);
+            copy.dstDevice = field.device_ptr();
+            copy.srcMemoryType = CUmemorytype::CU_MEMORYTYPE_HOST;
+            copy.srcHost = buf.as_ptr().cast();
+            (copy.srcPitch, copy.srcHeight) = (width * elem, rows);
+            "a box copy from the host"
+        }
+    };
+    gpu.refuse_while_recording(what)?;
+    gpu.bind()?;
+    // SAFETY: the box lies in the field (`check_box`), the host buffer holds exactly its points
+    // (checked above) and stays borrowed until the synchronisation below.
+    unsafe { sys::cuMemcpy3DAsync_v2(&copy, gpu.cu_stream()) }.result().map_err(|e| gpu.fail(what, e))?;
+    Ok(gpu.synchronize()?)
+}
+
+/// The host side of [`host_box`].
+enum HostSide<'a, T> {
+    /// Device → host.
+    Read(&'a mut [T]),
+    /// Host → device.
+    Write(&'a [T]),
+}
+
+/// The values of a box of a device field, in layout order (contiguous axis fastest); waits.
+pub(crate) fn read_box<T: Element, const D: usize>(
+    field: &DeviceField<T, D>,
+    at: [usize; D],
+    len: [usize; D],
+) -> Result<Vec<T>, LaunchError> {
+    let mut values = vec![T::default(); len.iter().product()];
+    host_box(field, at, len, HostSide::Read(&mut values))?;
+    Ok(values)
+}
+
+/// Writes `values` (layout order, as [`read_box`] returns them) into a box of a device field; waits.
+pub(crate) fn write_box<T: Element, const D: usize>(
+    field: &mut DeviceField<T, D>,
+    at: [usize; D],
+    len: [usize; D],
+    values: &[T],
+) -> Result<(), LaunchError> {
+    host_box(field, at, len, HostSide::Write(values))
 }

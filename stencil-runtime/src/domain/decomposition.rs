@@ -241,6 +241,20 @@ impl<const D: usize> Decomposition<D> {
         Neighbour::Domain(self.at(coords).index)
     }
 
+    /// Refuses boundary fills that a subdomain cannot apply from its own interior: `Periodic` on
+    /// an axis split over several subdomains (its values are on the other end of the grid; make
+    /// the axis periodic in the decomposition instead, and the exchange wraps it).
+    pub fn check_boundary_fills(&self, fills: &[Option<crate::field::HaloFill>; D]) -> Result<(), String> {
+        match (0..D).find(|&a| fills[a] == Some(crate::field::HaloFill::Periodic) && self.grid[a] > 1) {
+            Some(a) => Err(format!(
+                "a Periodic boundary fill along axis {a}, which is split over {} subdomains: declare the axis \
+                 periodic in the Decomposition (the exchange then wraps it) and give it no boundary fill",
+                self.grid[a]
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// The subdomain owning a global interior coordinate, if it is inside the grid.
     pub fn owner(&self, global: [isize; D]) -> Option<Subdomain<D>> {
         let coords: Option<Vec<usize>> = (0..D)

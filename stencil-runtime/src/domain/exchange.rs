@@ -137,6 +137,9 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 d.len()
             )));
         }
+        for (_, fills) in sets.iter() {
+            d.check_boundary_fills(fills).map_err(LaunchError::Decomposition)?;
+        }
         for s in d.subdomains() {
             let sides: [[bool; 2]; D] = std::array::from_fn(|a| {
                 [-1i8, 1].map(|side| {

@@ -1,6 +1,6 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{box_point, check_box, Executor, SideJob, Stencil};
+use super::{box_point, box_point_in_layout, check_box, Executor, SideJob, Stencil};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -99,6 +99,41 @@ impl Executor for Host {
         let data = dst.as_mut_slice();
         for (p, v) in values.into_iter().enumerate() {
             data[dst_shape.offset(box_point(dst_at, len, p))] = v;
+        }
+        Ok(())
+    }
+
+    fn read_box<T: Element, const D: usize>(
+        &self,
+        field: &Field<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+    ) -> Result<Vec<T>, LaunchError> {
+        let shape = *field.shape();
+        check_box(&shape, at, &shape, at, len)?;
+        let data = field.as_slice();
+        Ok((0..len.iter().product()).map(|p| data[shape.offset(box_point_in_layout(&shape, at, len, p))]).collect())
+    }
+
+    fn write_box<T: Element, const D: usize>(
+        &self,
+        field: &mut Field<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+        values: &[T],
+    ) -> Result<(), LaunchError> {
+        let shape = *field.shape();
+        check_box(&shape, at, &shape, at, len)?;
+        let points: usize = len.iter().product();
+        if values.len() != points {
+            return Err(LaunchError::Decomposition(format!(
+                "write_box: {} values for a box of {points} points",
+                values.len()
+            )));
+        }
+        let data = field.as_mut_slice();
+        for (p, v) in values.iter().enumerate() {
+            data[shape.offset(box_point_in_layout(&shape, at, len, p))] = *v;
         }
         Ok(())
     }

@@ -170,6 +170,26 @@ pub trait Executor: Clone + Send + Sync + 'static {
         len: [usize; D],
     ) -> Result<(), LaunchError>;
 
+    /// The values of the box of `len` points at storage coordinate `at` of `field`, the field's
+    /// contiguous axis fastest (the same order for every executor, so a box read on one and
+    /// written on another lands point for point); waits for earlier work. The host side of an
+    /// exchange between ranks.
+    fn read_box<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+    ) -> Result<Vec<T>, LaunchError>;
+
+    /// Writes `values` (in [`Executor::read_box`]'s order) into the box of `len` points at `at`.
+    fn write_box<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        at: [usize; D],
+        len: [usize; D],
+        values: &[T],
+    ) -> Result<(), LaunchError>;
+
     /// Waits for everything issued so far.
     fn synchronize(&self) -> Result<(), LaunchError>;
 
@@ -283,4 +303,20 @@ pub(crate) fn check_box<const D: usize>(
         }
     }
     Ok(())
+}
+
+/// Storage coordinate of point `p` of the box of `len` points at `at`, counted in the layout order
+/// of `shape` (its contiguous axis fastest): the order of [`Executor::read_box`].
+pub(crate) fn box_point_in_layout<const D: usize>(
+    shape: &Shape<D>,
+    at: [usize; D],
+    len: [usize; D],
+    mut p: usize,
+) -> [usize; D] {
+    let mut s = at;
+    for a in shape.element_order().axes::<D>() {
+        s[a] += p % len[a];
+        p /= len[a];
+    }
+    s
 }

@@ -24,27 +24,55 @@ pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'stat
     const NAME: &'static str;
     /// `-self` (wrapping for integers), as [`HaloFill::MirrorNegated`] writes it.
     fn negated(self) -> Self;
+    /// Appends the value's little-endian bytes (what a message between ranks carries).
+    fn put_le(self, out: &mut Vec<u8>);
+    /// The value of `bytes` (little-endian, exactly the type's size), as [`Element::put_le`] wrote it.
+    fn get_le(bytes: &[u8]) -> Self;
 }
 impl Element for f32 {
     const NAME: &'static str = "f32";
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get_le(bytes: &[u8]) -> Self {
+        f32::from_le_bytes(bytes.try_into().expect("one element's bytes"))
+    }
     fn negated(self) -> Self {
         -self
     }
 }
 impl Element for f64 {
     const NAME: &'static str = "f64";
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get_le(bytes: &[u8]) -> Self {
+        f64::from_le_bytes(bytes.try_into().expect("one element's bytes"))
+    }
     fn negated(self) -> Self {
         -self
     }
 }
 impl Element for i32 {
     const NAME: &'static str = "i32";
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get_le(bytes: &[u8]) -> Self {
+        i32::from_le_bytes(bytes.try_into().expect("one element's bytes"))
+    }
     fn negated(self) -> Self {
         self.wrapping_neg()
     }
 }
 impl Element for u32 {
     const NAME: &'static str = "u32";
+    fn put_le(self, out: &mut Vec<u8>) {
+        out.extend_from_slice(&self.to_le_bytes());
+    }
+    fn get_le(bytes: &[u8]) -> Self {
+        u32::from_le_bytes(bytes.try_into().expect("one element's bytes"))
+    }
     fn negated(self) -> Self {
         self.wrapping_neg()
     }

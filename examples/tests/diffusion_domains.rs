@@ -1,0 +1,162 @@
+//! The diffusion model over subdomains equals the single-domain run bit for bit:
+//! [`simulate_decomposed`] (halo exchange, then the stencil over every subdomain's interior) against
+//! [`simulate`], over many process grids (1×1×N, N×1×1, uneven splits, subdomains one point
+//! thick, grids drawn by a small fixed-seed generator), both element orders and both precisions.
+//! With the `cuda` feature, the same over two subdomains on GPUs (skipped without a GPU).
+
+use stencil_examples::diffusion::{halo, simulate, simulate_decomposed, Real, Setup};
+use stencil_runtime::{Decomposition, Domains, Field3, Host, LaunchError, Order};
+
+/// A small xorshift generator: the same cases on every run, no dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + (self.next() % (hi - lo + 1) as u64) as usize
+    }
+}
+
+fn bits<T: Real>(f: &Field3<T>) -> Vec<u64> {
+    f.as_slice().iter().map(|&v| Into::<f64>::into(v).to_bits()).collect()
+}
+
+/// A setup on an `n` grid whose Gaussian is wide enough to be far from zero at every subdomain
+/// boundary of these small grids.
+fn setup(n: [usize; 3], order: Order, steps: usize) -> Setup {
+    Setup { n, order, sigma0: 0.25, ..Setup::cube(n[0], steps) }
+}
+
+/// Global grids and process grids: hand-picked, then drawn.
+fn cases() -> Vec<([usize; 3], [usize; 3])> {
+    let mut cases = vec![
+        ([13, 7, 9], [3, 2, 2]),
+        ([12, 10, 8], [1, 1, 4]),
+        ([12, 10, 8], [4, 1, 1]),
+        ([12, 10, 8], [1, 3, 1]),
+        ([12, 10, 8], [2, 2, 2]),
+        ([5, 6, 7], [5, 1, 1]),
+        ([5, 6, 7], [1, 6, 7]),
+        ([9, 9, 9], [1, 1, 1]),
+    ];
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    for _ in 0..8 {
+        let n = [0; 3].map(|_| rng.range(3, 17));
+        let grid = n.map(|n| rng.range(1, n.min(4)));
+        cases.push((n, grid));
+    }
+    cases
+}
+
+fn check<T: Real>(order: Order) {
+    let h = halo().expect("the stencils read `f`").0;
+    assert_eq!(h, [1, 1, 1], "the 7-point stencil reaches one point along each axis");
+    for (case, (n, grid)) in cases().into_iter().enumerate() {
+        let steps = 5 + case % 3;
+        let setup = setup(n, order, steps);
+        let d = Decomposition::new(n, grid, [false; 3], h).expect("the case's grid fits");
+        let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
+        let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");
+        let mut issued = Vec::new();
+        let (split, _) = simulate_decomposed::<Host, T>(&domains, &setup, |s| issued.push(s)).expect("decomposed run");
+        assert_eq!(issued, (1..=steps).collect::<Vec<_>>(), "after_step once per step, in order");
+        assert!(
+            bits(&split) == bits(&single),
+            "{} {order:?}, grid {n:?} over {grid:?}, {steps} steps: the decomposed run differs from the single-domain one",
+            T::NAME
+        );
+        // The comparison means something: the field moved, and it is not zero at the cuts.
+        let initial = setup.initial::<T>();
+        assert!(bits(&split) != bits(&initial), "{n:?}: the field did not change");
+    }
+}
+
+#[test]
+fn host_domains_equal_one_domain_f32() {
+    check::<f32>(Order::Ijk);
+    check::<f32>(Order::Kij);
+}
+
+#[test]
+fn host_domains_equal_one_domain_f64() {
+    check::<f64>(Order::Ijk);
+    check::<f64>(Order::Kij);
+}
+
+#[test]
+fn auto_decomposition_equals_one_domain() {
+    let setup = setup([16, 12, 10], Order::Kij, 6);
+    let (single, _) = simulate::<Host, f64>(&Host, &setup, |_| {}).expect("single-domain run");
+    for domains in [2, 3, 4, 6, 8] {
+        let d = setup.decompose(domains, None).expect("an automatic grid fits");
+        assert_eq!(d.len(), domains);
+        let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
+        let (split, _) = simulate_decomposed::<Host, f64>(&domains, &setup, |_| {}).expect("decomposed run");
+        assert!(bits(&split) == bits(&single), "auto grid {:?} differs", d.grid());
+    }
+}
+
+#[test]
+fn bad_decompositions_are_refused() {
+    let setup = setup([4, 4, 4], Order::Ijk, 2);
+    let message = |r: Result<Decomposition<3>, LaunchError>| r.expect_err("refused").to_string();
+    assert!(message(setup.decompose(65, None)).contains("no process grid"), "more domains than points");
+    assert!(message(setup.decompose(4, Some([2, 2, 2]))).contains("not the 4 asked for"));
+    assert!(message(setup.decompose(5, Some([5, 1, 1]))).contains("does not fit"));
+    assert!(message(setup.decompose(0, None)).contains("0 subdomains"));
+    let h = halo().expect("the stencils read `f`").0;
+    // A periodic axis, or another global extent, would not be the model's run: refused.
+    let periodic = Decomposition::new([4, 4, 4], [2, 1, 1], [true, false, false], h).expect("fits");
+    let domains = Domains::new(periodic, vec![Host; 2]).expect("one executor per subdomain");
+    let e = simulate_decomposed::<Host, f32>(&domains, &setup, |_| {}).expect_err("periodic refused");
+    assert!(e.to_string().contains("fixed zero halo"), "{e}");
+    let other = Decomposition::new([4, 4, 5], [2, 1, 1], [false; 3], h).expect("fits");
+    let domains = Domains::new(other, vec![Host; 2]).expect("one executor per subdomain");
+    let e = simulate_decomposed::<Host, f32>(&domains, &setup, |_| {}).expect_err("another extent refused");
+    assert!(e.to_string().contains("setup has"), "{e}");
+}
+
+/// Two subdomains on GPUs (`Gpu::new(0)` and `Gpu::new(1 % count)`: two GPUs where there are,
+/// else two streams of one) against the host's single-domain run.
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_domains_equal_host_one_domain() {
+    use stencil_runtime::cuda::Gpu;
+    let first = match Gpu::new(0) {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            eprintln!("skipping: no GPU ({e})");
+            return;
+        }
+    };
+    let count = Gpu::count().expect("a driver that opened GPU 0 counts devices");
+    let second = Gpu::new(1 % count).expect("a GPU that exists opens");
+    let h = halo().expect("the stencils read `f`").0;
+    fn one<T: Real>(gpus: &[Gpu; 2], n: [usize; 3], grid: [usize; 3], order: Order, h: [usize; 3]) {
+        let setup = setup(n, order, 7);
+        let d = Decomposition::new(n, grid, [false; 3], h).expect("the grid fits");
+        let domains = Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
+        let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
+        let (split, _) = simulate_decomposed::<Gpu, T>(&domains, &setup, |_| {}).expect("GPU subdomains run");
+        assert!(
+            bits(&split) == bits(&single),
+            "{} {order:?}, {n:?} over {grid:?} on GPUs: differs from the host single-domain run",
+            T::NAME
+        );
+        eprintln!("{} {order:?}, {n:?} over {grid:?} on 2 GPU subdomains: bit-equal to the host", T::NAME);
+    }
+    let gpus = [first, second];
+    for order in [Order::Ijk, Order::Kij] {
+        for grid in [[2, 1, 1], [1, 2, 1], [1, 1, 2]] {
+            one::<f32>(&gpus, [37, 29, 23], grid, order, h);
+            one::<f64>(&gpus, [37, 29, 23], grid, order, h);
+        }
+    }
+}

@@ -1,0 +1,138 @@
+//! One subdomain per MPI rank (feature `mpi`; CI runs it under `mpiexec -n 1`, `-n 2` and
+//! `-n 4`). Every rank builds the same random global field, takes its part, poisons its halo
+//! with NaN, exchanges, and checks every halo point against the global field (periodic axes
+//! wrapped; beyond a wall still NaN); then exchange + boundary fills against one fill of the
+//! whole field, the gather on rank 0, and the global reductions. A failed check panics, which
+//! makes `mpiexec` end every rank with the message.
+
+use mpi::topology::Communicator;
+use stencil_runtime::domain::Ranks;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Decomposition, Field, HaloFill};
+use stencil_tests::SplitMix64;
+
+fn whole<const D: usize>(global: [usize; D], halo: [usize; D], order: Order, seed: u64) -> Field<f64, D> {
+    let mut rng = SplitMix64::new(seed);
+    Field::from_fn(Shape::new(global).halo_per_axis(halo).order(order), |_| rng.uniform(-1.0, 1.0))
+}
+
+/// Exchange, boundary fills, gather and reductions for one decomposition; returns points checked.
+fn check<const D: usize>(
+    world: &mpi::topology::SimpleCommunicator,
+    global: [usize; D],
+    periodic: [bool; D],
+    halo: [usize; D],
+    walls: [HaloFill; D],
+    order: Order,
+    seed: u64,
+) -> usize {
+    let n = world.size() as usize;
+    let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits");
+    let ranks = Ranks::new(world.duplicate(), d, Host).expect("one subdomain per rank");
+    let me = ranks.subdomain();
+    let values = whole(global, halo, order, seed);
+    let poisoned = |mut part: Field<f64, D>| {
+        let local = *part.shape();
+        for p in local.storage_points() {
+            let l = local.to_global(p);
+            if (0..D).any(|a| l[a] < 0 || l[a] >= me.extent[a] as isize) {
+                part.set(l, f64::NAN).unwrap();
+            }
+        }
+        part
+    };
+    let mut part = poisoned(d.scatter(&values).swap_remove(me.index));
+    ranks.exchange(&mut part).unwrap();
+    let mut checked = 0;
+    let local = *part.shape();
+    for p in local.storage_points() {
+        let l = local.to_global(p);
+        if (0..D).all(|a| l[a] >= 0 && l[a] < me.extent[a] as isize) {
+            continue;
+        }
+        let mut g = me.to_global(l);
+        let mut inside = true;
+        for a in 0..D {
+            let len = global[a] as isize;
+            if periodic[a] {
+                g[a] = g[a].rem_euclid(len);
+            } else if g[a] < 0 || g[a] >= len {
+                inside = false;
+            }
+        }
+        let v = part.get(l).unwrap();
+        let ok = if inside { v.to_bits() == values.get(g).unwrap().to_bits() } else { v.is_nan() };
+        assert!(
+            ok,
+            "rank {} {:?}: halo point {l:?} (global {g:?}) holds {v}; grid {:?}",
+            me.index,
+            me.coords,
+            d.grid()
+        );
+        checked += 1;
+    }
+
+    // Exchange + boundary fills = one fill of the whole field, everywhere in the part.
+    let mut reference = values.clone();
+    let fills = std::array::from_fn(|a| Some(if periodic[a] { HaloFill::Periodic } else { walls[a] }));
+    Host.fill_halos(&mut [(&mut reference, fills)]).unwrap();
+    let mut part = poisoned(d.scatter(&values).swap_remove(me.index));
+    ranks.exchange(&mut part).unwrap();
+    ranks.fill_boundary(&mut [(&mut part, std::array::from_fn(|a| (!periodic[a]).then_some(walls[a])))]).unwrap();
+    for p in local.storage_points() {
+        let l = local.to_global(p);
+        let (v, want) = (part.get(l).unwrap(), reference.get(me.to_global(l)).unwrap());
+        assert_eq!(v.to_bits(), want.to_bits(), "rank {} point {l:?} after exchange + boundary fill", me.index);
+        checked += 1;
+    }
+
+    // Gather on rank 0, and the reductions.
+    let like = *values.shape();
+    if let Some(all) = ranks.gather(&part, &like).unwrap() {
+        for p in like.storage_points() {
+            let g = like.to_global(p);
+            if (0..D).all(|a| g[a] >= 0 && g[a] < global[a] as isize) {
+                assert_eq!(all.get(g).unwrap().to_bits(), values.get(g).unwrap().to_bits(), "gathered point {g:?}");
+            }
+        }
+    }
+    assert_eq!(ranks.max(me.index as f64), (n - 1) as f64);
+    assert_eq!(ranks.sum(1.0), n as f64);
+    assert!(ranks.max(if me.index == n - 1 { f64::NAN } else { 0.0 }).is_nan(), "a NaN on one rank is the maximum");
+    checked
+}
+
+fn main() {
+    let universe = mpi::initialize().expect("MPI_Init failed");
+    let world = universe.world();
+    let n = world.size();
+    let walls3 = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+    let mut checked = 0;
+    for (case, order) in [Order::Ijk, Order::Kij].into_iter().enumerate() {
+        let seed = case as u64;
+        checked += check(&world, [13, 9, 7], [false, true, false], [2, 1, 2], walls3, order, seed);
+        checked += check(&world, [8, 11, 10], [true, true, true], [1, 2, 1], walls3, order, seed + 10);
+        checked += check(
+            &world,
+            [12, 16],
+            [false, false],
+            [3, 2],
+            [HaloFill::Mirror, HaloFill::ZeroGradient],
+            order,
+            seed + 20,
+        );
+    }
+    checked += check(&world, [40], [true], [3], [HaloFill::ZeroGradient], Order::Ijk, 30);
+    checked += check(&world, [40], [false], [2], [HaloFill::MirrorNegated], Order::Ijk, 31);
+    // A grid of the wrong size is an error that says how many ranks to start.
+    let d = Decomposition::new([8, 8, 8], [n as usize + 1, 1, 1], [false; 3], [1; 3]).unwrap();
+    let e = Ranks::new(world.duplicate(), d, Host).err().expect("a grid of n + 1 subdomains is refused");
+    assert!(e.to_string().contains(&format!("mpiexec -n {}", n + 1)), "{e}");
+    let total =
+        Ranks::new(world.duplicate(), Decomposition::auto([8; 3], n as usize, [false; 3], [1; 3]).unwrap(), Host)
+            .unwrap()
+            .sum(checked as f64);
+    if world.rank() == 0 {
+        println!("ranks: {n} rank(s), {total} halo and field points checked: OK");
+    }
+}
