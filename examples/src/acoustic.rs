@@ -40,9 +40,17 @@
 //! The model is written once, against [`Executor`]: [`run`] and [`Wave::step`] take the host
 //! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
 //! feature).
+//!
+//! [`run_decomposed`] runs the same steps over subdomains ([`Domains`]: host subdomains or one
+//! GPU per subdomain): before each step the halos of the fields the stencils read around a point
+//! are exchanged ([`ExchangePlan`], from the stencils' recorded reach), then every global region
+//! is run on its part in each subdomain. Its results are those of [`run`], bit for bit.
 
+use stencil_runtime::domain::{DecompositionError, ReachError};
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Element, Executor, Loop, Regions, Strategy};
+use stencil_runtime::{
+    Decomposition, Domains, Element, Executor, HaloWidths, Loop, Regions, Stencil, Strategy, Subdomain,
+};
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
 pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0];
@@ -222,10 +230,60 @@ impl<T: Element> State<Field3<T>> {
     }
 }
 
+/// The fields of a [`State`] by the names the stencils give their parameters.
+pub const FIELDS: [&str; 5] = ["u", "u_prev", "vdt2", "eta", "phi"];
+
 impl<F> State<F> {
+    /// The field the stencils call `name` (one of [`FIELDS`]).
+    pub fn field_mut(&mut self, name: &str) -> Option<&mut F> {
+        match name {
+            "u" => Some(&mut self.u),
+            "u_prev" => Some(&mut self.u_prev),
+            "vdt2" => Some(&mut self.vdt2),
+            "eta" => Some(&mut self.eta),
+            "phi" => Some(&mut self.phi),
+            _ => None,
+        }
+    }
+
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
         Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
+    }
+}
+
+impl<F> State<Vec<F>> {
+    /// The states of every subdomain from the per-field lists (subdomain order).
+    fn into_parts(self) -> Vec<State<F>> {
+        let State { u, u_prev, vdt2, eta, phi } = self;
+        u.into_iter()
+            .zip(u_prev)
+            .zip(vdt2)
+            .zip(eta)
+            .zip(phi)
+            .map(|((((u, u_prev), vdt2), eta), phi)| State { u, u_prev, vdt2, eta, phi })
+            .collect()
+    }
+
+    /// The per-field lists of the subdomains' states (what an exchange takes: one field per
+    /// subdomain), without copying a field.
+    fn from_parts(parts: Vec<State<F>>) -> Self {
+        let n = parts.len();
+        let mut all = State {
+            u: Vec::with_capacity(n),
+            u_prev: Vec::with_capacity(n),
+            vdt2: Vec::with_capacity(n),
+            eta: Vec::with_capacity(n),
+            phi: Vec::with_capacity(n),
+        };
+        for p in parts {
+            all.u.push(p.u);
+            all.u_prev.push(p.u_prev);
+            all.vdt2.push(p.vdt2);
+            all.eta.push(p.eta);
+            all.phi.push(p.phi);
+        }
+        all
     }
 }
 
@@ -301,19 +359,56 @@ pub trait Wave: Element + Into<f64> {
         state: &mut State<E::Field<Self, 3>>,
         source: Option<(Loop3D, Self)>,
     ) -> Result<(), LaunchError> {
-        let regions: Vec<_> = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).collect();
-        exec.fork_join(regions.len(), |handles| {
-            for (((kind, range), strategy), handle) in regions.iter().zip(handles) {
-                Self::region(handle, *strategy, *kind, range, c, state)?;
-            }
-            Ok(())
-        })?;
-        if let Some((point, amount)) = source {
-            Self::inject(exec, &point, amount, state)?;
-        }
-        std::mem::swap(&mut state.u, &mut state.u_prev);
-        Ok(())
+        let regions: Vec<_> =
+            RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).map(|((k, r), s)| (k, r, s)).collect();
+        step_regions(exec, &regions, c, state, source)
     }
+
+    /// The halo the stencils of a step need around field `field` (a parameter name, one of
+    /// [`FIELDS`]): the widest reach of its reads over the three stencils, as the macro
+    /// recorded it. An error when no stencil has a parameter of that name.
+    fn reach(field: &str) -> Result<HaloWidths<3>, ReachError>;
+
+    /// Whether one of the stencils of a step writes field `field`.
+    fn writes(field: &str) -> bool;
+}
+
+/// One step on `exec` over the given regions (each with its stencil and strategy; disjoint, so
+/// they go to [`Executor::fork_join`]'s handles), then the source (if any), then the swap of `u`
+/// and `u_prev`: [`Wave::step`] for any list of regions (a subdomain's parts of the global ones).
+pub fn step_regions<E: Executor, T: Wave>(
+    exec: &E,
+    regions: &[(RegionKind, Loop3D, Option<Strategy>)],
+    c: &Coefficients<T>,
+    state: &mut State<E::Field<T, 3>>,
+    source: Option<(Loop3D, T)>,
+) -> Result<(), LaunchError> {
+    exec.fork_join(regions.len(), |handles| {
+        for ((kind, range, strategy), handle) in regions.iter().zip(handles) {
+            T::region(handle, *strategy, *kind, range, c, state)?;
+        }
+        Ok(())
+    })?;
+    if let Some((point, amount)) = source {
+        T::inject(exec, &point, amount, state)?;
+    }
+    std::mem::swap(&mut state.u, &mut state.u_prev);
+    Ok(())
+}
+
+/// `widths` widened by the reads of `field` by stencil `S`, if `S` has a parameter of that name
+/// (`None` in, `None` out while no stencil has had it).
+fn widen<S: Stencil<3>>(widths: Option<HaloWidths<3>>, field: &str) -> Result<Option<HaloWidths<3>>, ReachError> {
+    if S::INFO.fields.iter().any(|f| f.name == field) {
+        Ok(Some(widths.unwrap_or_else(HaloWidths::none).read_by::<S>(field)?))
+    } else {
+        Ok(widths)
+    }
+}
+
+/// Whether stencil `S` writes its parameter `field`.
+fn written_by<S: Stencil<3>>(field: &str) -> bool {
+    S::INFO.fields.iter().any(|f| f.name == field && f.writable)
 }
 
 /// The inner stencil's arguments for fields `F` (host or device): the coefficients, then `u`,
@@ -366,6 +461,20 @@ macro_rules! impl_wave {
                 s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
                 exec.run(point, $inject, (amount, &s.vdt2, &mut s.u_prev))
+            }
+
+            fn reach(field: &str) -> Result<HaloWidths<3>, ReachError> {
+                let widths = widen::<$inner>(None, field)?;
+                let widths = widen::<$pml>(widths, field)?;
+                match widen::<$inject>(widths, field)? {
+                    Some(widths) => Ok(widths),
+                    // No stencil has it: the PML stencil (which has every field) says so.
+                    None => HaloWidths::of::<$pml>(field),
+                }
+            }
+
+            fn writes(field: &str) -> bool {
+                written_by::<$inner>(field) || written_by::<$pml>(field) || written_by::<$inject>(field)
             }
         }
     };
@@ -691,4 +800,265 @@ pub fn run<E: Executor, T: Wave>(
     let seconds = start.elapsed().as_secs_f64();
     let timed_steps = model.steps.saturating_sub(1).max(1);
     Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces, seconds, timed_steps })
+}
+
+/// The fields a decomposed run exchanges between subdomains, from the stencils' recorded reach
+/// ([`Wave::reach`]): a field read only at offset 0 needs no halo; one read around a point needs
+/// its neighbours' values there.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExchangePlan {
+    /// Fields read around a point that a step changes (written by a stencil, or `u`, which the
+    /// swap makes the written `u_prev`): exchanged before every step.
+    pub every_step: Vec<&'static str>,
+    /// Fields read around a point that no step changes: exchanged once, before the first step.
+    pub once: Vec<&'static str>,
+    /// The halo all these reads need: the widest reach per axis over every field.
+    pub halo: [usize; 3],
+}
+
+impl ExchangePlan {
+    /// The plan for the stencils of element type `T`.
+    pub fn of<T: Wave>() -> Result<Self, ReachError> {
+        let mut plan = ExchangePlan { every_step: Vec::new(), once: Vec::new(), halo: [0; 3] };
+        for name in FIELDS {
+            let reach = T::reach(name)?.0;
+            for (h, r) in plan.halo.iter_mut().zip(reach) {
+                *h = (*h).max(r);
+            }
+            if reach == [0; 3] {
+                continue;
+            }
+            let changes = T::writes(name) || (name == "u" && T::writes("u_prev"));
+            if changes { &mut plan.every_step } else { &mut plan.once }.push(name);
+        }
+        Ok(plan)
+    }
+}
+
+impl Model {
+    /// The decomposition of the model's grid (the physical domain and the PML, [`Model::shape`]'s
+    /// interior) over `domains` subdomains: over process grid `grid` when given (its product
+    /// must be `domains`), else the grid of least halo surface ([`Decomposition::auto`]). No
+    /// axis wraps around (the outer boundary is the zero halo); every subdomain is at least as
+    /// thick as the fields' halo, which an exchange copies whole.
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
+        let shape = self.shape();
+        let (global, halo) = (shape.interior(), shape.halo_widths());
+        let refused = |e: DecompositionError| LaunchError::Decomposition(e.to_string());
+        if domains == 0 {
+            return Err(LaunchError::Decomposition("0 subdomains: run on at least one".into()));
+        }
+        match grid {
+            Some(g) if g.iter().product::<usize>() != domains => Err(LaunchError::Decomposition(format!(
+                "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
+                 {domains}",
+                g.iter().product::<usize>()
+            ))),
+            Some(g) => Decomposition::new(global, g, [false; 3], halo).map_err(refused),
+            None => Decomposition::auto(global, domains, [false; 3], halo).map_err(refused),
+        }
+    }
+}
+
+/// The part of `range` (storage coordinates of a field of the global shape `like`) in the
+/// interior of subdomain `s`, in the storage coordinates of `s`'s fields; `None` when empty.
+fn local_range(range: &Loop3D, s: &Subdomain<3>, like: &Shape3) -> Option<Loop3D> {
+    let halo = like.halo_widths();
+    let (begin, end) = (range.begin(), range.end());
+    let (mut local_begin, mut local_end) = ([0; 3], [0; 3]);
+    for a in 0..3 {
+        // The subdomain's interior in global storage coordinates.
+        let lo = s.offset[a] + halo[a];
+        let hi = lo + s.extent[a];
+        let (b, e) = (begin[a].max(lo), usize::try_from(end[a]).unwrap_or(0).min(hi));
+        if e <= b {
+            return None;
+        }
+        (local_begin[a], local_end[a]) = (b - s.offset[a], e - s.offset[a]);
+    }
+    Some(Loop::from_bounds(s.shape(like).extent(), local_begin, local_end))
+}
+
+/// What one subdomain runs: its parts of the global regions (with their stencils and strategies)
+/// and its part of the receiver range, with where each of its values goes in a trace.
+struct Part {
+    regions: Vec<(RegionKind, Loop3D, Option<Strategy>)>,
+    receivers: Option<(Loop3D, Vec<usize>)>,
+}
+
+impl Part {
+    fn new(model: &Model, strategies: &RegionStrategies, s: &Subdomain<3>) -> Self {
+        let like = model.shape();
+        let regions = model.regions();
+        let regions = RegionKind::ALL
+            .into_iter()
+            .zip(regions.all())
+            .zip(strategies.0)
+            .filter_map(|((kind, range), strategy)| Some((kind, local_range(&range, s, &like)?, strategy)))
+            .collect();
+        let global = model.receiver_range();
+        let receivers = local_range(&global, s, &like).map(|local| {
+            // Position of each local point (axis 0 fastest, as `read_range` returns them) in the
+            // global range's order.
+            let (gb, lb, ll, gl) = (global.begin(), local.begin(), local.len_per_axis(), global.len_per_axis());
+            let mut at = Vec::with_capacity(local.points());
+            for k in 0..ll[2] {
+                for j in 0..ll[1] {
+                    for i in 0..ll[0] {
+                        let g: [usize; 3] = std::array::from_fn(|a| lb[a] + [i, j, k][a] + s.offset[a] - gb[a]);
+                        at.push(g[0] + gl[0] * (g[1] + gl[1] * g[2]));
+                    }
+                }
+            }
+            (local, at)
+        });
+        Part { regions, receivers }
+    }
+}
+
+/// Fills the halos of field `name` of every subdomain from its neighbours.
+fn exchange_named<E: Executor, T: Element>(
+    domains: &Domains<E, 3>,
+    all: &mut State<Vec<E::Field<T, 3>>>,
+    name: &str,
+) -> Result<(), LaunchError> {
+    let fields = all.field_mut(name).ok_or_else(|| {
+        LaunchError::Decomposition(format!("no field `{name}` in the state; its fields are {FIELDS:?}"))
+    })?;
+    domains.exchange(fields)
+}
+
+/// The global wavefields gathered from the subdomains' states (downloads wait for their work).
+fn gather_wavefields<E: Executor, T: Element>(
+    domains: &Domains<E, 3>,
+    like: &Shape3,
+    parts: &[State<E::Field<T, 3>>],
+) -> Result<Wavefields<T>, LaunchError> {
+    let d = domains.decomposition();
+    let gather = |fields: Vec<&E::Field<T, 3>>| -> Result<Field3<T>, LaunchError> {
+        let host: Vec<Field3<T>> =
+            fields.into_iter().enumerate().map(|(i, f)| domains.exec(i).download(f)).collect::<Result<_, _>>()?;
+        Ok(d.gather(like, &host))
+    };
+    Ok(Wavefields {
+        u: gather(parts.iter().map(|p| &p.u).collect())?,
+        u_prev: gather(parts.iter().map(|p| &p.u_prev).collect())?,
+    })
+}
+
+/// [`run`] over the subdomains of `domains` (host subdomains, or GPUs): the same results, bit for
+/// bit, for any process grid (every point is updated by the same stencil from the same values;
+/// only where a halo value comes from differs).
+///
+/// The decomposition splits the model's grid, PML included ([`Model::decompose`]). The initial
+/// state is cut into the subdomains' fields ([`Decomposition::scatter`]: interiors, and halos
+/// that lie inside the global fields) and uploaded on each subdomain's executor; the fields read
+/// around a point that no step changes (`eta`) are exchanged once, those a step changes (`u`)
+/// before every step ([`ExchangePlan`]; the fields' halo is checked against the reach). A step
+/// then runs, on every subdomain, each global region (the inner one and the six PML slabs)
+/// intersected with its interior, with the region's stencil and strategy, injects the source on
+/// the subdomain that owns the source point, and swaps `u` and `u_prev`. The receivers are read
+/// from the subdomains that own a part of the receiver line, and put in global receiver order.
+/// Snapshots and the final wavefields are gathered on the host ([`Decomposition::gather`]).
+/// Times as [`run`] (the exchanges included).
+///
+/// Errors: those of [`run`]; a decomposition of another grid than [`Model::shape`]'s interior, a
+/// periodic axis, fields whose halo is narrower than the stencils read.
+pub fn run_decomposed<E: Executor, T: Wave>(
+    domains: &Domains<E, 3>,
+    strategies: &RegionStrategies,
+    model: &Model,
+    snapshot: Option<usize>,
+    mut after_step: impl FnMut(usize),
+) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+    model.check()?;
+    let like = model.shape();
+    let d = domains.decomposition();
+    let plan = ExchangePlan::of::<T>()?;
+    if (0..3).any(|a| like.halo_widths()[a] < plan.halo[a]) {
+        return Err(LaunchError::Decomposition(format!(
+            "the model's fields have a halo of {:?}, but the stencils read {:?} around a point: give the fields \
+             at least the stencils' reach",
+            like.halo_widths(),
+            plan.halo
+        ))
+        .into());
+    }
+    if d.global() != like.interior() {
+        return Err(LaunchError::Decomposition(format!(
+            "the decomposition splits a {:?} grid, but the model's grid (physical domain and PML) is {:?}: \
+             decompose it with `Model::decompose`",
+            d.global(),
+            like.interior()
+        ))
+        .into());
+    }
+    if d.periodic().contains(&true) {
+        return Err(LaunchError::Decomposition(format!(
+            "the decomposition wraps around axes {:?}, but the model's outer boundary is a zero halo: decompose \
+             with no periodic axis",
+            d.periodic()
+        ))
+        .into());
+    }
+    let c = Coefficients::new([model.h; 3]).to::<T>();
+    let subdomains: Vec<Subdomain<3>> = d.subdomains().collect();
+    let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect();
+    let receivers = model.receiver_range().points();
+
+    let initial = model.initial::<T>();
+    let upload = |global: &Field3<T>| -> Result<Vec<E::Field<T, 3>>, LaunchError> {
+        d.scatter(global).iter().enumerate().map(|(i, p)| domains.exec(i).upload(p)).collect()
+    };
+    let mut all = State {
+        u: upload(&initial.u)?,
+        u_prev: upload(&initial.u_prev)?,
+        vdt2: upload(&initial.vdt2)?,
+        eta: upload(&initial.eta)?,
+        phi: upload(&initial.phi)?,
+    };
+    drop(initial);
+    for name in &plan.once {
+        exchange_named(domains, &mut all, name)?;
+    }
+    let synchronize = || domains.execs().iter().try_for_each(|e| e.synchronize());
+
+    let mut traces = Vec::with_capacity(model.steps);
+    let mut snap = None;
+    let mut start = std::time::Instant::now();
+    for s in 0..model.steps {
+        for name in &plan.every_step {
+            exchange_named(domains, &mut all, name)?;
+        }
+        let mut parts = all.into_parts();
+        let source = model.source_at::<T>(s);
+        for (i, ((sub, part), state)) in subdomains.iter().zip(&work).zip(&mut parts).enumerate() {
+            let source = source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount)));
+            step_regions(domains.exec(i), &part.regions, &c, state, source)?;
+        }
+        let mut row = vec![T::default(); receivers];
+        for (i, (part, state)) in work.iter().zip(&parts).enumerate() {
+            if let Some((range, at)) = &part.receivers {
+                for (&r, v) in at.iter().zip(domains.exec(i).read_range(&state.u, range)?) {
+                    row[r] = v;
+                }
+            }
+        }
+        traces.push(row);
+        if snapshot == Some(s + 1) {
+            snap = Some(gather_wavefields(domains, &like, &parts)?);
+        }
+        all = State::from_parts(parts);
+        after_step(s + 1);
+        if s == 0 && model.steps > 1 {
+            // The first step prepares the kernels (compiles them on a GPU): not timed.
+            synchronize()?;
+            start = std::time::Instant::now();
+        }
+    }
+    synchronize()?;
+    let seconds = start.elapsed().as_secs_f64();
+    let timed_steps = model.steps.saturating_sub(1).max(1);
+    let last = gather_wavefields(domains, &like, &all.into_parts())?;
+    Ok(Outcome { last, snapshot: snap, traces, seconds, timed_steps })
 }

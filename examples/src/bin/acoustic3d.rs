@@ -3,6 +3,9 @@
 //! Writes a seismogram, the traces, a wavefield section and the 3D wavefield. The pictures show
 //! the wavefield mid-run (`--snapshot`): by the last step of the default run the direct wave and
 //! the reflection have left the physical domain.
+//! `--domains N` splits the grid (PML included) over N host subdomains (halo exchange between
+//! them), `--gpus N` over N subdomains on GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives
+//! the process grid. The outputs are those of the single-domain run, bit for bit.
 //! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
 
 use std::path::{Path, PathBuf};
@@ -11,7 +14,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_runtime::{Executor, Field3, Host};
+use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
@@ -46,6 +49,64 @@ struct Args {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long)]
     gpu: Option<usize>,
+    /// Split the grid (PML included) over N host subdomains (halo exchange between them).
+    #[arg(long, value_name = "N")]
+    domains: Option<usize>,
+    /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
+    /// build with `--features cuda`).
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
+    /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
+    /// N). Chosen for the least halo surface when not given.
+    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid)]
+    grid: Option<[usize; 3]>,
+}
+
+/// Parses `PX,PY,PZ`.
+fn parse_grid(s: &str) -> Result<[usize; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let bad = || format!("`{s}` is not a process grid: give three positive counts, e.g. 2,2,1");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut grid = [0; 3];
+    for (g, p) in grid.iter_mut().zip(parts) {
+        *g = p.parse().ok().filter(|&v: &usize| v > 0).ok_or_else(bad)?;
+    }
+    Ok(grid)
+}
+
+/// Where the run goes: one executor, or subdomains.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Host,
+    Gpu(usize),
+    HostDomains(usize),
+    GpuDomains(usize),
+}
+
+impl Args {
+    /// The target the options ask for, or why they contradict each other.
+    fn target(&self) -> Result<Target, String> {
+        match (self.gpu, self.domains, self.gpus) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                Err("--gpu runs on one GPU; to split the grid over GPUs use --gpus N alone".into())
+            }
+            (_, Some(_), Some(_)) => {
+                Err("--domains N (host subdomains) and --gpus N (GPU subdomains) exclude each other: give one".into())
+            }
+            (None, None, None) if self.grid.is_some() => {
+                Err("--grid gives the process grid of --domains N or --gpus N: give one of them too".into())
+            }
+            (Some(g), None, None) => Ok(Target::Gpu(g)),
+            (None, Some(n), None) => Ok(Target::HostDomains(n)),
+            (None, None, Some(_)) if !cfg!(feature = "cuda") => Err("--gpus: this build has no GPU support: rebuild \
+                 with `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus N`"
+                .into()),
+            (None, None, Some(n)) => Ok(Target::GpuDomains(n)),
+            (None, None, None) => Ok(Target::Host),
+        }
+    }
 }
 
 fn main() {
@@ -69,6 +130,12 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if !(1..=model.steps).contains(&snapshot) {
         return Err(format!("--snapshot {snapshot} is not one of the steps 1..={}", model.steps).into());
     }
+    let target = args.target()?;
+    // Decompose before anything runs, so that a grid that does not fit is reported at once.
+    let decomposition = match target {
+        Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(model.decompose(domains, args.grid)?),
+        Target::Host | Target::Gpu(_) => None,
+    };
     let total = model.shape().interior();
     println!(
         "acoustic3d: {n}^3 physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
@@ -93,11 +160,19 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
              below about 5 the wavefield is visibly dispersive: lower --f0"
         );
     }
+    if let Some(d) = &decomposition {
+        print_decomposition(d);
+    }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
-    let run = match args.gpu {
-        None => run_with_progress(&Host, &model, snapshot)?,
-        Some(ordinal) => run_on_gpu(ordinal, &model, snapshot)?,
+    let run = match (target, decomposition) {
+        (Target::Gpu(ordinal), _) => run_on_gpu(ordinal, &model, snapshot)?,
+        (Target::HostDomains(_), Some(d)) => {
+            let domains = Domains::new(d, vec![Host; d.len()])?;
+            run_domains_with_progress(&domains, &model, snapshot)?
+        }
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(d, &model, snapshot)?,
+        _ => run_with_progress(&Host, &model, snapshot)?,
     };
     let points = total.iter().product::<usize>();
     println!(
@@ -181,15 +256,78 @@ fn run_with_progress<E: Executor>(
     model: &Model,
     snapshot: usize,
 ) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    let bar = ProgressBar::new(model.steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
-            .expect("a valid template"),
-    );
+    let bar = progress_bar(model.steps);
     bar.println(format!("running on {}", exec.describe()));
     let run = acoustic::run::<E, f32>(exec, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
     bar.finish_and_clear();
     run
+}
+
+/// A progress bar of `steps` steps.
+fn progress_bar(steps: usize) -> ProgressBar {
+    let bar = ProgressBar::new(steps as u64);
+    bar.set_style(
+        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
+            .expect("a valid template"),
+    );
+    bar
+}
+
+/// Prints the process grid and every subdomain's place and extent (global coordinates, the
+/// first PML point at 0).
+fn print_decomposition(d: &Decomposition<3>) {
+    let g = d.grid();
+    let plural = if d.len() == 1 { "" } else { "s" };
+    println!("process grid {}x{}x{} ({} subdomain{plural}):", g[0], g[1], g[2], d.len());
+    for s in d.subdomains() {
+        let (c, o, e) = (s.coords, s.offset, s.extent);
+        println!(
+            "  subdomain {} at ({}, {}, {}): offset ({}, {}, {}), extent {}x{}x{}",
+            s.index, c[0], c[1], c[2], o[0], o[1], o[2], e[0], e[1], e[2]
+        );
+    }
+}
+
+/// Runs `model` over the subdomains of `domains` (each stencil's default strategy) with a
+/// progress bar.
+fn run_domains_with_progress<E: Executor>(
+    domains: &Domains<E, 3>,
+    model: &Model,
+    snapshot: usize,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    let bar = progress_bar(model.steps);
+    for (i, exec) in domains.execs().iter().enumerate() {
+        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    }
+    let run = acoustic::run_decomposed::<E, f32>(domains, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
+    bar.finish_and_clear();
+    run
+}
+
+/// [`run_domains_with_progress`] with subdomain i on GPU `i % count`.
+#[cfg(feature = "cuda")]
+fn run_on_gpus(
+    d: Decomposition<3>,
+    model: &Model,
+    snapshot: usize,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    use stencil_runtime::cuda::Gpu;
+    let count = Gpu::count()?;
+    if count == 0 {
+        return Err("--gpus: the CUDA driver sees no GPU".into());
+    }
+    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
+    if d.len() > count {
+        eprintln!("acoustic3d: note: {} subdomains on {count} GPUs: some GPUs run several subdomains", d.len());
+    }
+    run_domains_with_progress(&Domains::new(d, gpus)?, model, snapshot)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_on_gpus(_: Decomposition<3>, _: &Model, _: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    Err("--gpus: this build has no GPU support: rebuild with \
+         `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus 2`"
+        .into())
 }
 
 /// [`run_with_progress`] on GPU `ordinal`.

@@ -1,0 +1,140 @@
+//! The acoustic model over subdomains equals the single-domain run bit for bit: the same
+//! regions (inner and six PML slabs, cut by the subdomain boundaries), the source on the
+//! subdomain that owns it, the receiver line assembled across subdomains, the halo of `u`
+//! exchanged before every step and that of `eta` once. Host subdomains over several process
+//! grids (uneven splits, subdomains that hold only PML, a source next to a subdomain boundary);
+//! with `--features cuda`, GPU subdomains against the host's single-domain run.
+
+use stencil_examples::acoustic::{run, run_decomposed, ExchangePlan, Model, Outcome, RegionStrategies, Wave};
+use stencil_runtime::{Decomposition, Domains, Host};
+
+/// A small layered model (uneven sizes, the grid 33 x 31 x 32 with the PML) whose wavefront
+/// reaches the PML and crosses the subdomain boundaries of every grid below within the run.
+fn model() -> Model {
+    let mut m = Model::layered(23, 90);
+    m.n = [23, 21, 22];
+    m.pml = 5;
+    m.f0 = 20.0;
+    // Next to the middle of every axis: near a subdomain boundary of the 2- and 3-way splits.
+    m.source = [11, 10, 6];
+    m.receiver_depth = 2;
+    m
+}
+
+/// Process grids: splits along each axis, several axes, uneven parts, subdomains that hold only
+/// PML (6 along x: the first, x in 0..6, is the left slab and a bit; the last one the right slab).
+const GRIDS: [[usize; 3]; 6] = [[1, 1, 2], [2, 1, 1], [2, 2, 1], [3, 1, 2], [6, 1, 1], [1, 3, 2]];
+
+/// Bit equality (widening to `f64` is exact and keeps every bit of an `f32`, signed zeros included).
+fn same<T: Wave>(a: &[T], b: &[T]) -> bool {
+    a.len() == b.len()
+        && a.iter().zip(b).all(|(x, y)| Into::<f64>::into(*x).to_bits() == Into::<f64>::into(*y).to_bits())
+}
+
+/// Asserts that `out` is `reference` bit for bit: final fields, snapshot, every trace.
+fn assert_same<T: Wave>(what: &str, out: &Outcome<T>, reference: &Outcome<T>) {
+    assert!(same(out.last.u.as_slice(), reference.last.u.as_slice()), "{what}: final u differs");
+    assert!(same(out.last.u_prev.as_slice(), reference.last.u_prev.as_slice()), "{what}: final u_prev differs");
+    let (snap, snap_ref) = (out.snapshot.as_ref().unwrap(), reference.snapshot.as_ref().unwrap());
+    assert!(same(snap.u.as_slice(), snap_ref.u.as_slice()), "{what}: snapshot differs");
+    assert_eq!(out.traces.len(), reference.traces.len(), "{what}: steps recorded");
+    for (s, (a, b)) in out.traces.iter().zip(&reference.traces).enumerate() {
+        assert!(same(a, b), "{what}: receivers differ after step {}", s + 1);
+    }
+}
+
+fn host_grids<T: Wave>() {
+    let m = model();
+    let snapshot = Some(m.steps / 2);
+    let reference = run::<Host, T>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let max = reference.last.u.as_slice().iter().fold(0.0f64, |a, v| a.max((*v).into().abs()));
+    let p = m.pml as isize;
+    let corner: f64 = reference.last.u.get([p / 2, p / 2, p / 2]).unwrap().into();
+    let trace_max = reference.traces.iter().flatten().fold(0.0f64, |a, v| a.max((*v).into().abs()));
+    assert!(max > 0.0 && corner != 0.0 && trace_max > 0.0, "the wavefront has not reached the PML corner");
+    for grid in GRIDS {
+        let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
+        let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
+        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+        assert_same(&format!("grid {grid:?}"), &out, &reference);
+    }
+    // The automatic grid as well.
+    let d = m.decompose(4, None).unwrap();
+    let domains = Domains::new(d, vec![Host; 4]).unwrap();
+    let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    assert_same(&format!("auto grid {:?}", d.grid()), &out, &reference);
+}
+
+#[test]
+fn host_subdomains_equal_the_single_domain_run_f32() {
+    host_grids::<f32>();
+}
+
+#[test]
+fn host_subdomains_equal_the_single_domain_run_f64() {
+    host_grids::<f64>();
+}
+
+#[test]
+fn the_exchange_plan_comes_from_the_stencils_reach() {
+    let plan = ExchangePlan::of::<f32>().unwrap();
+    assert_eq!(plan.every_step, ["u"], "u is read 4 points around and changes every step");
+    assert_eq!(plan.once, ["eta"], "eta is read 1 point around (grad eta) and never changes");
+    assert_eq!(plan.halo, [4; 3]);
+    assert!(model().shape().halo_widths().iter().zip(plan.halo).all(|(h, r)| *h >= r));
+}
+
+#[test]
+fn bad_decompositions_are_errors() {
+    let m = model();
+    let e = m.decompose(4, Some([2, 1, 1])).unwrap_err();
+    assert!(e.to_string().contains("not the 4 asked for"), "{e}");
+    let e = m.decompose(12, Some([12, 1, 1])).unwrap_err();
+    assert!(e.to_string().contains("thinner than the halo"), "{e}");
+    assert!(m.decompose(0, None).is_err());
+    // A decomposition of another grid, or one that wraps around.
+    let global = m.shape().interior();
+    let wrong = Decomposition::new([global[0] - 1, global[1], global[2]], [2, 1, 1], [false; 3], [4; 3]).unwrap();
+    let domains = Domains::new(wrong, vec![Host; 2]).unwrap();
+    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), &m, None, |_| {}).err().unwrap();
+    assert!(e.to_string().contains("Model::decompose"), "{e}");
+    let periodic = Decomposition::new(global, [2, 1, 1], [true, false, false], [4; 3]).unwrap();
+    let domains = Domains::new(periodic, vec![Host; 2]).unwrap();
+    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), &m, None, |_| {}).err().unwrap();
+    assert!(e.to_string().contains("periodic"), "{e}");
+}
+
+/// GPU subdomains (subdomain i on GPU i % count) against the host's single-domain run.
+#[cfg(feature = "cuda")]
+#[test]
+fn gpu_subdomains_equal_the_host_single_domain_run() {
+    use stencil_runtime::cuda::Gpu;
+    use stencil_runtime::{Executor, Strategy};
+    let count = match Gpu::count() {
+        Ok(n) if n > 0 => n,
+        Ok(_) => {
+            eprintln!("skipping: no GPU");
+            return;
+        }
+        Err(e) => {
+            eprintln!("skipping: no GPU ({e})");
+            return;
+        }
+    };
+    let m = model();
+    let snapshot = Some(m.steps / 2);
+    let reference = run::<Host, f32>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let strategies = [None, Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 })];
+    for grid in [[2, 1, 1], [2, 2, 1], [3, 1, 2], [6, 1, 1]] {
+        let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
+        let gpus: Vec<Gpu> = (0..d.len()).map(|i| Gpu::new(i % count).unwrap()).collect();
+        eprintln!("grid {grid:?} on {}", gpus[0].describe());
+        let domains = Domains::new(d, gpus).unwrap();
+        for strategy in strategies {
+            let s = RegionStrategies::uniform(strategy);
+            let out = run_decomposed::<Gpu, f32>(&domains, &s, &m, snapshot, |_| {}).unwrap();
+            assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
+        }
+        eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);
+    }
+}
