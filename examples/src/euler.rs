@@ -57,9 +57,18 @@
 //! input, all five fields along every axis, are filled by one executor call: periodic,
 //! reflective (mirror; the normal momentum mirrored with its sign flipped) or outflow (zero
 //! gradient).
+//!
+//! **Subdomains** ([`Euler::run_decomposed`]): the same steps over the subdomains of a
+//! [`Decomposition`] ([`Domains`]: host subdomains, or one GPU per subdomain), one [`State`] per
+//! subdomain. Before every stage the five input fields are exchanged between neighbours
+//! (periodic axes wrap there) and the physical-boundary sides are filled with the axes' fills;
+//! the CFL step is the maximum rate over all subdomains. The halo the subdomains need is the
+//! stencils' reach ([`Euler::halo_needed`]). Every cell is updated by the same operations on the
+//! same values as in the single-domain [`Euler::run`], so the result is the same bit for bit.
 
+use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Executor, HaloFill, Loop, Strategy};
+use stencil_runtime::{Decomposition, Domains, Executor, HaloFill, HaloWidths, Loop, Stencil, Strategy};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -610,10 +619,7 @@ impl Euler {
     /// The cells whose face `i+1/2` along `axis` the split variant computes: the interior and
     /// one more layer at the low end of `axis` (the face `−1/2`).
     pub fn face_range(&self, axis: usize) -> Loop3D {
-        let mut begin = [HALO; 3];
-        begin[axis] -= 1;
-        let end = [0, 1, 2].map(|a| HALO + self.n[a]);
-        Loop::from_bounds(self.shape().extent(), begin, end)
+        face_range_of(&self.shape(), axis)
     }
 
     /// The centre of cell `g` (global coordinates; the domain starts at 0).
@@ -655,17 +661,17 @@ impl Euler {
     /// Courant number over its largest value, taken on the host (one field downloaded; NaN
     /// if a rate is NaN).
     pub fn dt<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<f64, Error> {
+        self.rate(exec, s)?;
+        Ok(self.cfl / max_rate(0.0, &exec.download(&s.rate)?))
+    }
+
+    /// [`EulerRate`] of `s.q` into `s.rate` over the cells of `s` (issued, not waited for).
+    fn rate<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<(), Error> {
         let State { q: [r, mx, my, mz, e], rate, .. } = s;
+        let cells = Loop3D::interior(exec.shape_of(r));
         let [hx, hy, hz] = self.h;
-        exec.run_with(
-            &self.interior(),
-            EulerRate,
-            self.strategy,
-            (self.gamma, hx, hy, hz, &*r, &*mx, &*my, &*mz, &*e, rate),
-        )?;
-        let rates = exec.download(&s.rate)?;
-        let max = rates.as_slice().iter().fold(0.0f64, |m, &r| if r > m || r.is_nan() { r } else { m });
-        Ok(self.cfl / max)
+        exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, &*r, &*mx, &*my, &*mz, &*e, rate))?;
+        Ok(())
     }
 
     /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
@@ -678,7 +684,8 @@ impl Euler {
 
     /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`, its input's halos already
     /// filled: `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out`
-    /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`.
+    /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`. It runs over the cells of `s` (the
+    /// interior of its fields: the whole grid, or a subdomain's part of it).
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
         let (a, b) = *RK3.get(k).ok_or_else(|| format!("SSP-RK3 has stages 0, 1 and 2, not {k}"))?;
         let State { q: qn, q1, q2, flux, .. } = s;
@@ -693,7 +700,8 @@ impl Euler {
         let gdt = self.gravity * dt;
         let [r, mx, my, mz, e] = q;
         let [rn, mxn, myn, mzn, en] = &*qn;
-        let interior = self.interior();
+        let shape = *exec.shape_of(r);
+        let interior = Loop3D::interior(&shape);
         let [o0, o1, o2, o3, o4] = out;
         match self.scheme {
             Scheme::Fused => {
@@ -707,7 +715,7 @@ impl Euler {
             }
             Scheme::Split => {
                 for (axis, [f0, f1, f2, f3, f4]) in flux.iter_mut().enumerate() {
-                    let range = self.face_range(axis);
+                    let range = face_range_of(&shape, axis);
                     let args = (g, kappa, beta, r, mx, my, mz, e, f0, f1, f2, f3, f4);
                     match (self.riemann, axis) {
                         (Riemann::Hllc, 0) => exec.run_with(&range, EulerFluxXHllc, st, args)?,
@@ -768,6 +776,277 @@ impl Euler {
         }
         Ok((s.download(exec)?, steps))
     }
+
+    /// The halo every conserved field needs per axis, from the reach of the stencils of this
+    /// run's scheme and Riemann solver as the macro recorded it ([`HaloWidths`]):
+    /// - fused: the fused stage's reads of `q`;
+    /// - split: the face-flux stencils' reads of `q`, and, at the low end of each axis, the layer
+    ///   of faces below the interior ([`Euler::face_range`]: as deep as the update's reach into
+    ///   the fluxes) whose flux reads `q` further down by the flux stencil's low reach.
+    ///
+    /// The rate and (split) update stencils read `q` only at the cell. The fields' halo
+    /// ([`HALO`]) must be at least this ([`Euler::run_decomposed`] checks).
+    pub fn halo_needed(&self) -> Result<HaloWidths<3>, Error> {
+        match (self.scheme, self.riemann) {
+            (Scheme::Fused, Riemann::Hllc) => Ok(reads_of_q::<EulerFusedHllc>(HaloWidths::none())?),
+            (Scheme::Fused, Riemann::Rusanov) => Ok(reads_of_q::<EulerFusedRusanov>(HaloWidths::none())?),
+            (Scheme::Split, Riemann::Hllc) => split_halo::<EulerFluxXHllc, EulerFluxYHllc, EulerFluxZHllc>(),
+            (Scheme::Split, Riemann::Rusanov) => {
+                split_halo::<EulerFluxXRusanov, EulerFluxYRusanov, EulerFluxZRusanov>()
+            }
+        }
+    }
+
+    /// The decomposition of this run's grid over `domains` subdomains: over process grid `grid`
+    /// when given (its product must be `domains`), else the grid of least halo surface
+    /// ([`Decomposition::auto`]). The axes with [`Boundary::Periodic`] wrap around; the halo is
+    /// the fields' ([`HALO`], checked to cover [`Euler::halo_needed`]): the exchange copies
+    /// that many layers, so every subdomain must be at least that thick where it has a neighbour.
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
+        let halo = self.checked_halo()?;
+        if domains == 0 {
+            return Err("0 subdomains: run on at least one".into());
+        }
+        let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
+        Ok(match grid {
+            Some(g) if g.iter().product::<usize>() != domains => {
+                return Err(format!(
+                    "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product \
+                     is {domains}",
+                    g.iter().product::<usize>()
+                )
+                .into())
+            }
+            Some(g) => Decomposition::new(self.n, g, periodic, halo)?,
+            None => Decomposition::auto(self.n, domains, periodic, halo)?,
+        })
+    }
+
+    /// The fields' halo widths, refused where they do not cover [`Euler::halo_needed`].
+    fn checked_halo(&self) -> Result<[usize; 3], Error> {
+        let needed = self.halo_needed()?.0;
+        let halo = self.shape().halo_widths();
+        if (0..3).any(|a| halo[a] < needed[a]) {
+            return Err(format!(
+                "the fields' halo is {halo:?}, but the {:?} {:?} stencils read {needed:?} cells around a cell: \
+                 widen HALO to the stencils' reach",
+                self.scheme, self.riemann
+            )
+            .into());
+        }
+        Ok(halo)
+    }
+
+    /// [`Euler::run`] over the subdomains of `domains`: the same steps, the same step count and
+    /// the same final cells, bit for bit, for any process grid (the returned halo is zero, as
+    /// [`Decomposition::gather`] leaves it).
+    ///
+    /// The host state `q` (shape [`Euler::shape`]) is cut into one [`State`] per subdomain
+    /// ([`Decomposition::scatter`]), on the subdomain's executor. Before each stage the five
+    /// input fields are exchanged between neighbours ([`Domains::exchange`], one call per field;
+    /// periodic axes wrap there), then the physical-boundary sides get the fills of the walled
+    /// and outflow axes ([`Domains::fill_boundary`], all five fields of a subdomain in one
+    /// call): together what [`Euler::fill_halos`] gives the whole grid. Then every subdomain
+    /// runs the stage over its cells ([`Euler::stage`]; the split scheme's face ranges are the
+    /// subdomain's). The CFL step is a global reduction: [`EulerRate`] on every subdomain, each
+    /// rate field downloaded, the largest over all (NaN once one is NaN), as in [`Euler::dt`].
+    /// At the end the subdomains' states are downloaded and gathered.
+    ///
+    /// Errors: a decomposition of another grid than `self.n`, or whose periodic axes are not
+    /// this run's periodic boundaries; fields whose halo does not cover the stencils' reach; a
+    /// state `q` not of shape [`Euler::shape`]; and [`Euler::run`]'s.
+    pub fn run_decomposed<E: Executor>(
+        &self,
+        domains: &Domains<E, 3>,
+        q: &Conserved<Field3<f64>>,
+        t_end: f64,
+        dt_every: usize,
+        mut after_step: impl FnMut(usize, f64),
+    ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
+        let d = domains.decomposition();
+        self.checked_halo()?;
+        if d.global() != self.n {
+            return Err(format!(
+                "the decomposition splits a {:?} grid, but the model has {:?} cells: decompose `n` \
+                 (`Euler::decompose`)",
+                d.global(),
+                self.n
+            )
+            .into());
+        }
+        let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
+        if d.periodic() != periodic {
+            return Err(format!(
+                "the decomposition wraps around axes {:?}, but the boundaries are {:?}: decompose with the periodic \
+                 boundaries as the periodic axes (`Euler::decompose`)",
+                d.periodic(),
+                self.boundaries
+            )
+            .into());
+        }
+        let like = self.shape();
+        if let Some(f) = q.iter().find(|f| *f.shape() != like) {
+            return Err(format!(
+                "the initial state has {}, but the model's fields are {}: build it with `Euler::from_primitive`",
+                f.shape().describe(),
+                like.describe()
+            )
+            .into());
+        }
+        let mut parts = q.each_ref().map(|f| d.scatter(f).into_iter());
+        let mut states = (0..d.len())
+            .map(|i| {
+                let local = parts.each_mut().map(|p| p.next().expect("one part per subdomain"));
+                State::new(domains.exec(i), &local)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
+        while t < t_end {
+            if steps % dt_every.max(1) == 0 {
+                dt_cfl = self.dt_decomposed(domains, &mut states)?;
+            }
+            let dt = dt_cfl.min(t_end - t);
+            check_dt(dt, t)?;
+            for k in 0..3 {
+                self.fill_decomposed(domains, &mut states, k)?;
+                for (i, s) in states.iter_mut().enumerate() {
+                    self.stage(domains.exec(i), s, k, dt)?;
+                }
+            }
+            for s in &mut states {
+                std::mem::swap(&mut s.q, &mut s.q1);
+            }
+            t = if t_end - t <= dt { t_end } else { t + dt };
+            steps += 1;
+            after_step(steps, t);
+        }
+        let local =
+            states.iter().enumerate().map(|(i, s)| s.download(domains.exec(i))).collect::<Result<Vec<_>, _>>()?;
+        let mut columns: [Vec<Field3<f64>>; 5] = Default::default();
+        for part in local {
+            for (column, field) in columns.iter_mut().zip(part) {
+                column.push(field);
+            }
+        }
+        Ok((columns.map(|parts| d.gather(&like, &parts)), steps))
+    }
+
+    /// The CFL time step of the subdomain states: [`EulerRate`] issued on every subdomain, then
+    /// each rate field downloaded and the largest rate over all of them taken.
+    fn dt_decomposed<E: Executor>(&self, domains: &Domains<E, 3>, states: &mut [State<E>]) -> Result<f64, Error> {
+        for (i, s) in states.iter_mut().enumerate() {
+            self.rate(domains.exec(i), s)?;
+        }
+        let mut max = 0.0;
+        for (i, s) in states.iter().enumerate() {
+            max = max_rate(max, &domains.exec(i).download(&s.rate)?);
+        }
+        Ok(self.cfl / max)
+    }
+
+    /// Fills the halos of stage `k`'s input (`q`, `q1`, `q2` for `k` = 0, 1, 2) of every
+    /// subdomain state: the exchange of each of the five fields, then the physical-boundary
+    /// sides of the non-periodic axes.
+    fn fill_decomposed<E: Executor>(
+        &self,
+        domains: &Domains<E, 3>,
+        states: &mut Vec<State<E>>,
+        k: usize,
+    ) -> Result<(), Error> {
+        // The exchange takes one field per subdomain as a slice: move the input fields out of
+        // the states (the input brought to `q` first), one column per variable, and back after.
+        let front = |s: &mut State<E>| match k {
+            1 => std::mem::swap(&mut s.q, &mut s.q1),
+            2 => std::mem::swap(&mut s.q, &mut s.q2),
+            _ => {}
+        };
+        let mut columns: [Vec<E::Field<f64, 3>>; 5] = Default::default();
+        let mut rest = Vec::with_capacity(states.len());
+        for mut s in states.drain(..) {
+            front(&mut s);
+            let State { q, q1, q2, flux, rate } = s;
+            for (column, field) in columns.iter_mut().zip(q) {
+                column.push(field);
+            }
+            rest.push((q1, q2, flux, rate));
+        }
+        let filled = self.fill_columns(domains, &mut columns);
+        let mut columns = columns.map(|c| c.into_iter());
+        for (q1, q2, flux, rate) in rest {
+            let q = columns.each_mut().map(|c| c.next().expect("one field per subdomain"));
+            let mut s = State { q, q1, q2, flux, rate };
+            front(&mut s);
+            states.push(s);
+        }
+        filled
+    }
+
+    /// [`Euler::fill_decomposed`] on the input fields, one column per variable.
+    fn fill_columns<E: Executor>(
+        &self,
+        domains: &Domains<E, 3>,
+        columns: &mut [Vec<E::Field<f64, 3>>; 5],
+    ) -> Result<(), Error> {
+        for column in columns.iter_mut() {
+            domains.exchange(column)?;
+        }
+        // Periodic axes came with the exchange (the decomposition wraps them).
+        let fills = |v: usize| {
+            [0, 1, 2].map(|axis| {
+                let b = self.boundaries[axis];
+                (b != Boundary::Periodic).then(|| b.fill(axis, v))
+            })
+        };
+        let [r, mx, my, mz, e] = columns;
+        Ok(domains.fill_boundary(&mut [
+            (&mut r[..], fills(0)),
+            (&mut mx[..], fills(1)),
+            (&mut my[..], fills(2)),
+            (&mut mz[..], fills(3)),
+            (&mut e[..], fills(4)),
+        ])?)
+    }
+}
+
+/// The names of the conserved fields in the stencils that read the state.
+const Q_NAMES: [&str; 5] = ["rho", "mx", "my", "mz", "e"];
+
+/// `w` widened by stencil `S`'s reads of the five conserved fields.
+fn reads_of_q<S: Stencil<3>>(w: HaloWidths<3>) -> Result<HaloWidths<3>, ReachError> {
+    Q_NAMES.iter().try_fold(w, |w, name| w.read_by::<S>(name))
+}
+
+/// The smallest offset at which stencil `S` reads the conserved fields along `axis` (≤ 0).
+fn low_reach<S: Stencil<3>>(axis: usize) -> usize {
+    let lo = S::INFO.fields.iter().filter(|f| Q_NAMES.contains(&f.name)).map(|f| f.lo[axis]).min();
+    lo.unwrap_or(0).unsigned_abs() as usize
+}
+
+/// [`Euler::halo_needed`] of the split scheme with face-flux stencils `X`, `Y`, `Z`.
+fn split_halo<X: Stencil<3>, Y: Stencil<3>, Z: Stencil<3>>() -> Result<HaloWidths<3>, Error> {
+    let q = reads_of_q::<Z>(reads_of_q::<Y>(reads_of_q::<X>(HaloWidths::none())?)?)?;
+    // The update's reach into the flux of each axis: the face layers below the interior.
+    let flux: [&str; 15] =
+        ["fx0", "fx1", "fx2", "fx3", "fx4", "fy0", "fy1", "fy2", "fy3", "fy4", "fz0", "fz1", "fz2", "fz3", "fz4"];
+    let faces = flux.iter().try_fold(HaloWidths::none(), |w, name| w.read_by::<EulerUpdate>(name))?.0;
+    let below = [low_reach::<X>(0), low_reach::<Y>(1), low_reach::<Z>(2)];
+    Ok(HaloWidths(std::array::from_fn(|a| q.0[a].max(faces[a] + below[a]))))
+}
+
+/// The cells of fields of `shape` whose face `i+1/2` along `axis` the split variant computes:
+/// the interior and one more layer at the low end of `axis` (see [`Euler::face_range`]).
+fn face_range_of(shape: &Shape3, axis: usize) -> Loop3D {
+    let halo = shape.halo_widths();
+    let mut begin = halo;
+    begin[axis] -= 1;
+    let end = [0, 1, 2].map(|a| halo[a] + shape.interior()[a]);
+    Loop::from_bounds(shape.extent(), begin, end)
+}
+
+/// The largest of `max` and the rates of a host rate field (NaN once one is NaN): the fold of
+/// the CFL step, over one field or, continued, over the fields of all subdomains.
+fn max_rate(max: f64, rates: &Field3<f64>) -> f64 {
+    rates.as_slice().iter().fold(max, |m, &r| if r > m || r.is_nan() { r } else { m })
 }
 
 /// Refuses a time step that is not a positive number (a state that lost positivity).

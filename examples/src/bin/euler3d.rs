@@ -1,7 +1,10 @@
 //! A 3D blast wave with the compressible Euler model of `stencil_examples::euler` (seed paper
 //! 000): a sphere of high pressure in a closed box (reflecting walls) of gas at rest, run to
 //! `--t-end` on the CPU (or a GPU), printing the conserved totals at the start and the end and
-//! writing a PNG of the density in the mid-height xy plane.
+//! writing a PNG of the density in the mid-height xy plane. `--domains N` splits the grid over N
+//! host subdomains (halo exchange between them), `--gpus N` over N subdomains on GPUs (with the
+//! `cuda` feature); `--grid PX,PY,PZ` gives the process grid. The result is the single-domain
+//! one, bit for bit.
 //! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
 
 use std::path::PathBuf;
@@ -11,7 +14,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_runtime::{Field3, Host};
+use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SchemeArg {
@@ -66,6 +69,64 @@ struct Args {
     /// field; the last step is reused meanwhile).
     #[arg(long, default_value_t = 1)]
     dt_every: usize,
+    /// Split the grid over N host subdomains (halo exchange between them).
+    #[arg(long, value_name = "N")]
+    domains: Option<usize>,
+    /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
+    /// build with `--features cuda`).
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
+    /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
+    /// N). Chosen for the least halo surface when not given.
+    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid)]
+    grid: Option<[usize; 3]>,
+}
+
+/// Parses `PX,PY,PZ`.
+fn parse_grid(s: &str) -> Result<[usize; 3], String> {
+    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
+    let bad = || format!("`{s}` is not a process grid: give three positive counts, e.g. 2,2,1");
+    if parts.len() != 3 {
+        return Err(bad());
+    }
+    let mut grid = [0; 3];
+    for (g, p) in grid.iter_mut().zip(parts) {
+        *g = p.parse().ok().filter(|&v: &usize| v > 0).ok_or_else(bad)?;
+    }
+    Ok(grid)
+}
+
+/// Where the run goes: one executor, or subdomains.
+#[derive(Clone, Copy, Debug)]
+enum Target {
+    Host,
+    Gpu(usize),
+    HostDomains(usize),
+    GpuDomains(usize),
+}
+
+impl Args {
+    /// The target the options ask for, or why they contradict each other.
+    fn target(&self) -> Result<Target, String> {
+        match (self.gpu, self.domains, self.gpus) {
+            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
+                Err("--gpu runs on one GPU; to split the grid over GPUs use --gpus N alone".into())
+            }
+            (_, Some(_), Some(_)) => {
+                Err("--domains N (host subdomains) and --gpus N (GPU subdomains) exclude each other: give one".into())
+            }
+            (None, None, None) if self.grid.is_some() => {
+                Err("--grid gives the process grid of --domains N or --gpus N: give one of them too".into())
+            }
+            (None, None, Some(_)) if !cfg!(feature = "cuda") => Err("--gpus: this build has no GPU support: rebuild \
+                 with `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpus N`"
+                .into()),
+            (Some(g), None, None) => Ok(Target::Gpu(g)),
+            (None, Some(n), None) => Ok(Target::HostDomains(n)),
+            (None, None, Some(n)) => Ok(Target::GpuDomains(n)),
+            (None, None, None) => Ok(Target::Host),
+        }
+    }
 }
 
 fn main() {
@@ -104,6 +165,12 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         LimiterArg::Koren => Limiter::Koren,
         LimiterArg::Minmod => Limiter::Minmod,
     };
+    let target = args.target()?;
+    // Decompose before anything runs, so that a grid that does not fit is reported at once.
+    let decomposition = match target {
+        Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(e.decompose(domains, args.grid)?),
+        Target::Host | Target::Gpu(_) => None,
+    };
     let q0 = e.from_primitive(|x| {
         let r2: f64 = x.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
         let p = if r2 < 0.01 { 10.0 } else { 0.1 };
@@ -120,6 +187,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         rayon::current_num_threads(),
         n = args.size,
     );
+    if let Some(d) = &decomposition {
+        print_decomposition(d);
+    }
     let start = e.totals(&q0);
     print_totals("start", &start);
 
@@ -138,9 +208,13 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
             clock.set(Instant::now());
         }
     };
-    let run = match args.gpu {
-        None => e.run(&Host, &q0, args.t_end, args.dt_every, progress),
-        Some(ordinal) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
+    let run = match (target, decomposition) {
+        (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
+        (Target::HostDomains(_), Some(d)) => Domains::new(d, vec![Host; d.len()])
+            .map_err(Into::into)
+            .and_then(|domains| run_domains(&e, &q0, args, &domains, &bar, progress)),
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(&e, &q0, args, d, &bar, progress),
+        _ => e.run(&Host, &q0, args.t_end, args.dt_every, progress),
     };
     bar.finish_and_clear();
     let (q, steps) = run?;
@@ -188,6 +262,71 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
 }
 
 type Outcome = Result<(Conserved<Field3<f64>>, usize), Box<dyn std::error::Error>>;
+
+/// Prints the process grid and every subdomain's place and extent.
+fn print_decomposition(d: &Decomposition<3>) {
+    let g = d.grid();
+    let plural = if d.len() == 1 { "" } else { "s" };
+    println!("process grid {}x{}x{} ({} subdomain{plural}):", g[0], g[1], g[2], d.len());
+    for s in d.subdomains() {
+        let (c, o, e) = (s.coords, s.offset, s.extent);
+        println!(
+            "  subdomain {} at ({}, {}, {}): offset ({}, {}, {}), extent {}x{}x{}",
+            s.index, c[0], c[1], c[2], o[0], o[1], o[2], e[0], e[1], e[2]
+        );
+    }
+}
+
+/// [`Euler::run_decomposed`] over `domains`, naming each subdomain's executor first.
+fn run_domains<E: Executor>(
+    e: &Euler,
+    q0: &Conserved<Field3<f64>>,
+    args: &Args,
+    domains: &Domains<E, 3>,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    for (i, exec) in domains.execs().iter().enumerate() {
+        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    }
+    e.run_decomposed(domains, q0, args.t_end, args.dt_every, progress)
+}
+
+/// [`run_domains`] with subdomain i on GPU `i % count`.
+#[cfg(feature = "cuda")]
+fn run_on_gpus(
+    e: &Euler,
+    q0: &Conserved<Field3<f64>>,
+    args: &Args,
+    d: Decomposition<3>,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    use stencil_runtime::cuda::Gpu;
+    let count = Gpu::count()?;
+    if count == 0 {
+        return Err("--gpus: the CUDA driver sees no GPU".into());
+    }
+    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
+    if d.len() > count {
+        bar.println(format!("euler3d: note: {} subdomains on {count} GPUs: some GPUs run several subdomains", d.len()));
+    }
+    run_domains(e, q0, args, &Domains::new(d, gpus)?, bar, progress)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn run_on_gpus(
+    _: &Euler,
+    _: &Conserved<Field3<f64>>,
+    _: &Args,
+    _: Decomposition<3>,
+    _: &ProgressBar,
+    _: impl FnMut(usize, f64),
+) -> Outcome {
+    Err("--gpus: this build has no GPU support: rebuild with \
+         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpus 2`"
+        .into())
+}
 
 /// [`Euler::run`] on GPU `ordinal` with each stencil's default strategy.
 #[cfg(feature = "cuda")]
