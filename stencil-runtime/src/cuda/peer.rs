@@ -107,6 +107,20 @@ fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<(), CudaError> {
     if done.contains(&peer.home()) {
         return Ok(());
     }
+    done.insert(peer.home());
+    // Handles of one device share its context: nothing to enable. Between devices, ask first
+    // (enabling an unsupported pair is an error the driver logs).
+    if gpu.ordinal() == peer.ordinal() {
+        return Ok(());
+    }
+    let mut can = 0;
+    // SAFETY: writes one int; both ordinals are devices the driver reported.
+    unsafe { sys::cuDeviceCanAccessPeer(&mut can, gpu.ordinal() as i32, peer.ordinal() as i32) }
+        .result()
+        .map_err(|e| gpu.fail("asking whether peer access is possible", e))?;
+    if can == 0 {
+        return Ok(());
+    }
     gpu.bind()?;
     // SAFETY: both contexts are alive; the call only changes access permissions.
     let r = unsafe { sys::cuCtxEnablePeerAccess(peer.inner.ctx.cu_ctx(), 0) };
@@ -117,7 +131,6 @@ fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<(), CudaError> {
         | CUresult::CUDA_ERROR_INVALID_DEVICE => {}
         other => return Err(gpu.fail("enabling peer access", cudarc::driver::DriverError(other))),
     }
-    done.insert(peer.home());
     Ok(())
 }
 
@@ -129,7 +142,12 @@ fn layout<const D: usize>(shape: &Shape<D>, at: [usize; D], elem: usize) -> (usi
     let s = shape.strides();
     let c = shape.lead() + at[axes[0]];
     let (m, pitch) = if D > 1 { (at[axes[1]], s[axes[1]]) } else { (0, shape.pitch()) };
-    let (o, height) = if D > 2 { (at[axes[2]], s[axes[2]] / s[axes[1]]) } else { (0, 1) };
+    // Rows per slice: in 2D the whole field is one slice of all its rows.
+    let (o, height) = match D {
+        0 | 1 => (0, 1),
+        2 => (0, shape.extent()[axes[1]]),
+        _ => (at[axes[2]], s[axes[2]] / s[axes[1]]),
+    };
     (c * elem, m, o, pitch * elem, height)
 }
 
