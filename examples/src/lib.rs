@@ -4,4 +4,5 @@ pub mod acoustic;
 pub mod diffusion;
 pub mod euler;
 pub mod output;
+pub mod placement;
 pub mod swe;

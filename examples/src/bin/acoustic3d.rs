@@ -14,6 +14,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
+use stencil_examples::placement::{print_decomposition, PlacementArgs, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
@@ -46,67 +47,9 @@ struct Args {
     /// Skip the 3D wavefield (wavefield.vtk, the largest file).
     #[arg(long)]
     no_vtk: bool,
-    /// Run on this GPU (needs a build with `--features cuda`).
-    #[arg(long)]
-    gpu: Option<usize>,
-    /// Split the grid (PML included) over N host subdomains (halo exchange between them).
-    #[arg(long, value_name = "N")]
-    domains: Option<usize>,
-    /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
-    /// build with `--features cuda`).
-    #[arg(long, value_name = "N")]
-    gpus: Option<usize>,
-    /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
-    /// N). Chosen for the least halo surface when not given.
-    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid)]
-    grid: Option<[usize; 3]>,
-}
-
-/// Parses `PX,PY,PZ`.
-fn parse_grid(s: &str) -> Result<[usize; 3], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let bad = || format!("`{s}` is not a process grid: give three positive counts, e.g. 2,2,1");
-    if parts.len() != 3 {
-        return Err(bad());
-    }
-    let mut grid = [0; 3];
-    for (g, p) in grid.iter_mut().zip(parts) {
-        *g = p.parse().ok().filter(|&v: &usize| v > 0).ok_or_else(bad)?;
-    }
-    Ok(grid)
-}
-
-/// Where the run goes: one executor, or subdomains.
-#[derive(Clone, Copy, Debug)]
-enum Target {
-    Host,
-    Gpu(usize),
-    HostDomains(usize),
-    GpuDomains(usize),
-}
-
-impl Args {
-    /// The target the options ask for, or why they contradict each other.
-    fn target(&self) -> Result<Target, String> {
-        match (self.gpu, self.domains, self.gpus) {
-            (Some(_), Some(_), _) | (Some(_), _, Some(_)) => {
-                Err("--gpu runs on one GPU; to split the grid over GPUs use --gpus N alone".into())
-            }
-            (_, Some(_), Some(_)) => {
-                Err("--domains N (host subdomains) and --gpus N (GPU subdomains) exclude each other: give one".into())
-            }
-            (None, None, None) if self.grid.is_some() => {
-                Err("--grid gives the process grid of --domains N or --gpus N: give one of them too".into())
-            }
-            (Some(g), None, None) => Ok(Target::Gpu(g)),
-            (None, Some(n), None) => Ok(Target::HostDomains(n)),
-            (None, None, Some(_)) if !cfg!(feature = "cuda") => Err("--gpus: this build has no GPU support: rebuild \
-                 with `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus N`"
-                .into()),
-            (None, None, Some(n)) => Ok(Target::GpuDomains(n)),
-            (None, None, None) => Ok(Target::Host),
-        }
-    }
+    /// Where to run: --gpu, --domains, --gpus, --grid.
+    #[command(flatten)]
+    placement: PlacementArgs,
 }
 
 fn main() {
@@ -130,10 +73,12 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     if !(1..=model.steps).contains(&snapshot) {
         return Err(format!("--snapshot {snapshot} is not one of the steps 1..={}", model.steps).into());
     }
-    let target = args.target()?;
+    let target = args.placement.target("acoustic3d")?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = match target {
-        Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(model.decompose(domains, args.grid)?),
+        Target::HostDomains(domains) | Target::GpuDomains(domains) => {
+            Some(model.decompose(domains, args.placement.grid)?)
+        }
         Target::Host | Target::Gpu(_) => None,
     };
     let total = model.shape().interior();
@@ -271,21 +216,6 @@ fn progress_bar(steps: usize) -> ProgressBar {
             .expect("a valid template"),
     );
     bar
-}
-
-/// Prints the process grid and every subdomain's place and extent (global coordinates, the
-/// first PML point at 0).
-fn print_decomposition(d: &Decomposition<3>) {
-    let g = d.grid();
-    let plural = if d.len() == 1 { "" } else { "s" };
-    println!("process grid {}x{}x{} ({} subdomain{plural}):", g[0], g[1], g[2], d.len());
-    for s in d.subdomains() {
-        let (c, o, e) = (s.coords, s.offset, s.extent);
-        println!(
-            "  subdomain {} at ({}, {}, {}): offset ({}, {}, {}), extent {}x{}x{}",
-            s.index, c[0], c[1], c[2], o[0], o[1], o[2], e[0], e[1], e[2]
-        );
-    }
 }
 
 /// Runs `model` over the subdomains of `domains` (each stencil's default strategy) with a
