@@ -39,6 +39,8 @@ pub(crate) struct GpuInner {
     pub(crate) peers: Mutex<std::collections::HashSet<usize>>,
     /// The halo-fill kernel, loaded on first use (see `halo.rs`).
     pub(crate) halo_kernel: Mutex<Option<Kernel>>,
+    /// The box-copy kernel for narrow slabs, loaded on first use (see `peer.rs`).
+    pub(crate) copy_kernel: Mutex<Option<Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
 }
@@ -71,6 +73,7 @@ impl Gpu {
                 disk,
                 launches: Mutex::new(HashMap::new()),
                 halo_kernel: Mutex::new(None),
+                copy_kernel: Mutex::new(None),
                 peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
             }),
