@@ -118,7 +118,8 @@ fn copy_box_kernel<const D: usize>(
     };
     let (ds, ss) = (strides(dst_shape), strides(src_shape));
     let l: [usize; 3] = std::array::from_fn(|r| if r < D { len[axes[r]] } else { 1 });
-    let int = |v: usize| i32::try_from(v).map_err(|_| CudaError::TooLarge { what: "a box copy's extent".into(), value: v });
+    let int =
+        |v: usize| i32::try_from(v).map_err(|_| CudaError::TooLarge { what: "a box copy's extent".into(), value: v });
     let args = [
         KernelArg::Ptr(dst_ptr),
         KernelArg::Ptr(src_ptr),
