@@ -59,7 +59,8 @@ pub enum Strategy {
 
 impl Strategy {
     /// The strategy the runtime picks when none is given: z-marching with 16-byte accesses
-    /// (fastest in every measurement in GPU-NOTES) for 3D stencils, one thread per point for 1D
+    /// (the fastest strategy in every `gpu_bench` measurement; see the README's "What the GPU
+    /// rewards") for 3D stencils, one thread per point for 1D
     /// and 2D, where there is no third axis to march along.
     pub fn default_for(ir: &StencilIr) -> Strategy {
         if ir.dim == 3 {

@@ -2,7 +2,9 @@
 //! walks `points_per_thread` points along o. Every input value a thread needs sits in a register
 //! queue along o, so each value is loaded from memory once per thread. With `lanes` > 1 a thread
 //! also covers `lanes` consecutive points along c, loading whole 16-byte vectors (aligned groups
-//! of lanes) and storing its outputs as one vector: the access width GPU-NOTES found decisive.
+//! of lanes) and storing its outputs as one vector: the access
+//! width that decides the throughput of a memory-bound kernel (measured: one 4-byte value per
+//! thread moves about 64% of the copy bandwidth, one 16-byte vector practically all of it).
 
 use super::c_body::{c_type, print_body, Access};
 use super::kernel::KernelParts;
