@@ -8,13 +8,10 @@
 use mpi::topology::Communicator;
 use stencil_runtime::domain::Ranks;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Field, HaloFill};
-use stencil_tests::SplitMix64;
-
-fn whole<const D: usize>(global: [usize; D], halo: [usize; D], order: Order, seed: u64) -> Field<f64, D> {
-    let mut rng = SplitMix64::new(seed);
-    Field::from_fn(Shape::new(global).halo_per_axis(halo).order(order), |_| rng.uniform(-1.0, 1.0))
-}
+use stencil_runtime::{Decomposition, HaloFill};
+use stencil_tests::exchange_check::{
+    assert_exchanged, assert_matches_whole, filled_whole, poisoned, random_global, wall_fills,
+};
 
 /// Exchange, boundary fills, gather and reductions for one decomposition; returns points checked.
 fn check<const D: usize>(
@@ -30,61 +27,17 @@ fn check<const D: usize>(
     let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits");
     let ranks = Ranks::new(world.duplicate(), d, Host).expect("one subdomain per rank");
     let me = ranks.subdomain();
-    let values = whole(global, halo, order, seed);
-    let poisoned = |mut part: Field<f64, D>| {
-        let local = *part.shape();
-        for p in local.storage_points() {
-            let l = local.to_global(p);
-            if (0..D).any(|a| l[a] < 0 || l[a] >= me.extent[a] as isize) {
-                part.set(l, f64::NAN).unwrap();
-            }
-        }
-        part
-    };
-    let mut part = poisoned(d.scatter(&values).swap_remove(me.index));
+    let values = random_global(global, halo, order, seed);
+    let what = format!("rank {} of {n}, process grid {:?}", me.index, d.grid());
+    let mut part = poisoned(&me, d.scatter(&values).swap_remove(me.index));
     ranks.exchange(&mut part).unwrap();
-    let mut checked = 0;
-    let local = *part.shape();
-    for p in local.storage_points() {
-        let l = local.to_global(p);
-        if (0..D).all(|a| l[a] >= 0 && l[a] < me.extent[a] as isize) {
-            continue;
-        }
-        let mut g = me.to_global(l);
-        let mut inside = true;
-        for a in 0..D {
-            let len = global[a] as isize;
-            if periodic[a] {
-                g[a] = g[a].rem_euclid(len);
-            } else if g[a] < 0 || g[a] >= len {
-                inside = false;
-            }
-        }
-        let v = part.get(l).unwrap();
-        let ok = if inside { v.to_bits() == values.get(g).unwrap().to_bits() } else { v.is_nan() };
-        assert!(
-            ok,
-            "rank {} {:?}: halo point {l:?} (global {g:?}) holds {v}; grid {:?}",
-            me.index,
-            me.coords,
-            d.grid()
-        );
-        checked += 1;
-    }
+    let mut checked = assert_exchanged(&values, periodic, &me, &part, &what);
 
     // Exchange + boundary fills = one fill of the whole field, everywhere in the part.
-    let mut reference = values.clone();
-    let fills = std::array::from_fn(|a| Some(if periodic[a] { HaloFill::Periodic } else { walls[a] }));
-    Host.fill_halos(&mut [(&mut reference, fills)]).unwrap();
-    let mut part = poisoned(d.scatter(&values).swap_remove(me.index));
+    let mut part = poisoned(&me, d.scatter(&values).swap_remove(me.index));
     ranks.exchange(&mut part).unwrap();
-    ranks.fill_boundary(&mut [(&mut part, std::array::from_fn(|a| (!periodic[a]).then_some(walls[a])))]).unwrap();
-    for p in local.storage_points() {
-        let l = local.to_global(p);
-        let (v, want) = (part.get(l).unwrap(), reference.get(me.to_global(l)).unwrap());
-        assert_eq!(v.to_bits(), want.to_bits(), "rank {} point {l:?} after exchange + boundary fill", me.index);
-        checked += 1;
-    }
+    ranks.fill_boundary(&mut [(&mut part, wall_fills(periodic, walls))]).unwrap();
+    checked += assert_matches_whole(&filled_whole(&values, periodic, walls), &me, &part, &what);
 
     // Gather on rank 0, and the reductions.
     let like = *values.shape();

@@ -47,7 +47,8 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         &self.decomposition
     }
 
-    /// The executor of subdomain `i`.
+    /// The executor of subdomain `i` (panics if `i` is not below the number of subdomains, as
+    /// indexing a slice does).
     pub fn exec(&self, i: usize) -> &E {
         &self.execs[i]
     }
