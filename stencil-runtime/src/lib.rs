@@ -97,9 +97,9 @@ pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::ArgValue;
-pub use domain::{Decomposition, Domains, HaloWidths, Neighbour, Subdomain};
+pub use domain::{Decomposition, Domains, HaloExchange, HaloWidths, Neighbour, Subdomain, World};
 pub use error::LaunchError;
-pub use executor::{Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
+pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };

@@ -6,7 +6,10 @@
 //! way.
 
 use crate::SplitMix64;
-use stencil_runtime::{Decomposition, Domains, Executor, Field, HaloFill, Host, LaunchError, Order, Shape, Subdomain};
+use stencil_runtime::{
+    Decomposition, Domains, Element, ErasedField, Executor, Field, HaloExchange, HaloFill, HaloWidths, Host,
+    LaunchError, Order, Shape, Subdomain,
+};
 
 /// A global field of random values in `[-1, 1)`, halo included, the same for a given seed.
 pub fn random_global<const D: usize>(global: [usize; D], halo: [usize; D], order: Order, seed: u64) -> Field<f64, D> {
@@ -14,26 +17,15 @@ pub fn random_global<const D: usize>(global: [usize; D], halo: [usize; D], order
     Field::from_fn(Shape::new(global).halo_per_axis(halo).order(order), |_| rng.uniform(-1.0, 1.0))
 }
 
-/// Subdomain `s`'s part (as `Decomposition::scatter` cuts it) with its halo set to NaN.
-pub fn poisoned<const D: usize>(s: &Subdomain<D>, mut part: Field<f64, D>) -> Field<f64, D> {
-    let local = *part.shape();
-    for p in local.storage_points() {
-        let l = local.to_global(p);
-        if (0..D).any(|a| l[a] < 0 || l[a] >= s.extent[a] as isize) {
-            part.set(l, f64::NAN).expect("a point of the field");
-        }
-    }
-    part
-}
-
-/// Asserts that every halo point of `got` (subdomain `s`'s field after an exchange) holds the
-/// value of `values` at its wrapped global coordinate, or NaN beyond a wall; returns the number
-/// of halo points checked. `what` names the case in a failure.
-pub fn assert_exchanged<const D: usize>(
-    values: &Field<f64, D>,
+/// Asserts that every halo point of `got` (subdomain `s`'s field after an exchange `depth`
+/// layers deep) holds the value of `values` at its wrapped global coordinate, or NaN beyond a
+/// wall or beyond the depth; returns the number of halo points checked. `what` names the case.
+pub fn assert_exchanged<T: Element + Into<f64>, const D: usize>(
+    values: &Field<T, D>,
     periodic: [bool; D],
+    depth: [usize; D],
     s: &Subdomain<D>,
-    got: &Field<f64, D>,
+    got: &Field<T, D>,
     what: &str,
 ) -> usize {
     let global = values.shape().interior();
@@ -45,7 +37,7 @@ pub fn assert_exchanged<const D: usize>(
             continue;
         }
         let mut g = s.to_global(l);
-        let mut inside = true;
+        let mut inside = (0..D).all(|a| l[a] >= -(depth[a] as isize) && l[a] < (s.extent[a] + depth[a]) as isize);
         for a in 0..D {
             let n = global[a] as isize;
             if periodic[a] {
@@ -54,15 +46,15 @@ pub fn assert_exchanged<const D: usize>(
                 inside = false;
             }
         }
-        let v = got.get(l).expect("a point of the field");
-        let ok = if inside { v.to_bits() == values.get(g).expect("interior").to_bits() } else { v.is_nan() };
+        let v: f64 = got.get(l).expect("a point of the field").into();
+        let ok = if inside { v.to_bits() == values.get(g).expect("interior").into().to_bits() } else { v.is_nan() };
         assert!(
             ok,
             "{what}: subdomain {} (coords {:?}, extent {:?}) halo point {l:?} (global {g:?}, {}) holds {v}",
             s.index,
             s.coords,
             s.extent,
-            if inside { "inside: expected the global value" } else { "beyond a wall: expected NaN" }
+            if inside { "inside: expected the global value" } else { "beyond a wall or the depth: expected NaN" }
         );
         checked += 1;
     }
@@ -109,63 +101,107 @@ pub fn assert_matches_whole<const D: usize>(
     local.points()
 }
 
-/// `Domains::exchange` for one decomposition on executors `exec_of(i)` (subdomain `i`); returns
-/// the number of halo points checked.
-pub fn check_exchange<E: Executor, const D: usize>(
-    global: [usize; D],
-    grid: [usize; D],
-    periodic: [bool; D],
-    halo: [usize; D],
-    order: Order,
-    seed: u64,
-    exec_of: impl Fn(usize) -> E,
-) -> Result<usize, LaunchError> {
-    let d = Decomposition::new(global, grid, periodic, halo)?;
-    let domains = Domains::new(d, (0..d.len()).map(exec_of).collect())?;
-    let values = random_global(global, halo, order, seed);
-    let mut parts = d
-        .subdomains()
-        .zip(d.scatter(&values))
-        .map(|(s, part)| domains.exec(s.index).upload(&poisoned(&s, part)))
-        .collect::<Result<Vec<_>, _>>()?;
-    domains.exchange(&mut parts)?;
-    let what = format!("process grid {grid:?}, periodic {periodic:?}, halo {halo:?}, {order:?}");
-    let mut checked = 0;
-    for (s, part) in d.subdomains().zip(&parts) {
-        checked += assert_exchanged(&values, periodic, &s, &domains.exec(s.index).download(part)?, &what);
-    }
-    Ok(checked)
+/// One decomposition to check: the global extent, process grid, periodic axes and halo of
+/// the fields; the depth the second (f32) field is exchanged to (at most the halo), the boundary
+/// fills of walled axes, the element order and the seed of the random values.
+#[derive(Clone, Copy, Debug)]
+pub struct Case<const D: usize> {
+    pub global: [usize; D],
+    pub grid: [usize; D],
+    pub periodic: [bool; D],
+    pub halo: [usize; D],
+    pub depth: [usize; D],
+    pub walls: [HaloFill; D],
+    pub order: Order,
+    pub seed: u64,
 }
 
-/// The halos of a decomposed field after `exchange` then `fill_boundary` equal those of the
-/// whole field after one `fill_halos`, point for point, edges and corners included; the
-/// subdomains start with NaN halos. Returns the number of points compared.
-#[allow(clippy::too_many_arguments)]
-pub fn check_boundary<E: Executor, const D: usize>(
-    global: [usize; D],
-    grid: [usize; D],
-    periodic: [bool; D],
-    walls: [HaloFill; D],
-    halo: [usize; D],
-    order: Order,
-    seed: u64,
-    exec_of: impl Fn(usize) -> E,
-) -> Result<usize, LaunchError> {
-    let d = Decomposition::new(global, grid, periodic, halo)?;
-    let domains = Domains::new(d, (0..d.len()).map(exec_of).collect())?;
-    let values = random_global(global, halo, order, seed);
-    let mut parts = d
-        .subdomains()
-        .zip(d.scatter(&values))
-        .map(|(s, part)| domains.exec(s.index).upload(&poisoned(&s, part)))
-        .collect::<Result<Vec<_>, _>>()?;
-    domains.exchange(&mut parts)?;
-    domains.fill_boundary(&mut [(&mut parts[..], wall_fills(periodic, walls))])?;
-    let whole = filled_whole(&values, periodic, walls);
-    let what = format!("grid {grid:?}, periodic {periodic:?}, walls {walls:?}, halo {halo:?}, {order:?}");
-    let mut compared = 0;
-    for (s, part) in d.subdomains().zip(&parts) {
-        compared += assert_matches_whole(&whole, &s, &domains.exec(s.index).download(part)?, &what);
+impl<const D: usize> Case<D> {
+    /// The decomposition.
+    pub fn decomposition(&self) -> Result<Decomposition<D>, LaunchError> {
+        Ok(Decomposition::new(self.global, self.grid, self.periodic, self.halo)?)
     }
-    Ok(compared)
+}
+
+/// The parts of `values` of the process's subdomains, halos poisoned, on their executors.
+fn poisoned_parts<E: Executor, T: Element, const D: usize>(
+    domains: &Domains<E, D>,
+    values: &Field<T, D>,
+    nan: T,
+) -> Result<Vec<E::Field<T, D>>, LaunchError> {
+    let d = domains.decomposition();
+    domains
+        .subdomains()
+        .zip(domains.execs())
+        .map(|(s, e)| {
+            let part = d.scatter(values).swap_remove(s.index);
+            e.upload(&poison(&s, part, nan))
+        })
+        .collect()
+}
+
+/// Subdomain `s`'s part with its halo set to `nan`.
+fn poison<T: Element, const D: usize>(s: &Subdomain<D>, mut part: Field<T, D>, nan: T) -> Field<T, D> {
+    let local = *part.shape();
+    for p in local.storage_points() {
+        let l = local.to_global(p);
+        if (0..D).any(|a| l[a] < 0 || l[a] >= s.extent[a] as isize) {
+            part.set(l, nan).expect("a point of the field");
+        }
+    }
+    part
+}
+
+/// Checks `domains` (one process or this rank's share of MPI ranks) on `case`, with poisoned
+/// halos: a [`HaloExchange`] of an f64 field (the whole halo) and an f32 field (`case.depth`)
+/// in one message per side; one field's exchange then the boundary fills against one fill of
+/// the whole field; the gather on rank 0; the global max and sum. Returns the points checked.
+pub fn check_domains<E: Executor, const D: usize>(
+    domains: &Domains<E, D>,
+    case: &Case<D>,
+) -> Result<usize, LaunchError> {
+    let d = domains.decomposition();
+    let what = format!("{case:?}, rank {} of {}", domains.world().rank(), domains.world().size());
+    let values = random_global(case.global, case.halo, case.order, case.seed);
+    let values32 = Field::from_fn(*values.shape(), |g| values.get(g).unwrap_or_default() as f32);
+    let mut a = poisoned_parts(domains, &values, f64::NAN)?;
+    let mut b = poisoned_parts(domains, &values32, f32::NAN)?;
+    let mut ex = HaloExchange::new(domains);
+    ex.append::<f64>("a", HaloWidths(case.halo)).append::<f32>("b", HaloWidths(case.depth));
+    {
+        let mut fields: Vec<Vec<ErasedField<'_, D>>> =
+            a.iter_mut().zip(b.iter_mut()).map(|(a, b)| vec![ErasedField::of(a), ErasedField::of(b)]).collect();
+        ex.exchange(&mut fields)?;
+    }
+    let mut checked = 0;
+    for ((s, e), (a, b)) in domains.subdomains().zip(domains.execs()).zip(a.iter().zip(&b)) {
+        checked += assert_exchanged(&values, case.periodic, case.halo, &s, &e.download(a)?, &what);
+        checked += assert_exchanged(&values32, case.periodic, case.depth, &s, &e.download(b)?, &what);
+    }
+
+    // Exchange + boundary fills = one fill of the whole field, everywhere in the part.
+    let mut c = poisoned_parts(domains, &values, f64::NAN)?;
+    domains.exchange(&mut c)?;
+    domains.fill_boundary(&mut [(&mut c[..], wall_fills(case.periodic, case.walls))])?;
+    let whole = filled_whole(&values, case.periodic, case.walls);
+    for ((s, e), c) in domains.subdomains().zip(domains.execs()).zip(&c) {
+        checked += assert_matches_whole(&whole, &s, &e.download(c)?, &what);
+    }
+
+    // Gather on rank 0, and the reductions.
+    let like = *values.shape();
+    if let Some(all) = domains.gather(&like, &a)? {
+        for p in like.storage_points() {
+            let g = like.to_global(p);
+            let inside = (0..D).all(|x| g[x] >= 0 && g[x] < case.global[x] as isize);
+            let want = if inside { values.get(g).unwrap() } else { 0.0 };
+            assert_eq!(all.get(g).unwrap().to_bits(), want.to_bits(), "{what}: gathered point {g:?}");
+        }
+    }
+    let n = d.len();
+    assert_eq!(domains.max(domains.subdomains().map(|s| s.index as f64)), (n - 1) as f64, "{what}");
+    assert_eq!(domains.sum(domains.subdomains().map(|_| 1.0)), n as f64, "{what}");
+    let nan_last = domains.max(domains.subdomains().map(|s| if s.index == n - 1 { f64::NAN } else { 0.0 }));
+    assert!(nan_last.is_nan(), "{what}: a NaN on one subdomain is the maximum");
+    Ok(checked)
 }

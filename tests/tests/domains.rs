@@ -6,53 +6,58 @@
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, HaloWidths};
 use stencil_tests::canonical::{Diffusion, Star25};
-use stencil_tests::exchange_check::check_exchange;
+use stencil_tests::exchange_check::{check_domains, Case};
 use stencil_tests::SplitMix64;
 
-/// A random decomposition of `D` axes that fits: per axis 1 to 3 domains, a halo of 1 to 3,
-/// an extent of at least `domains * halo` (with an uneven remainder), walls or wrap.
-fn random_case<const D: usize>(rng: &mut SplitMix64) -> ([usize; D], [usize; D], [bool; D], [usize; D]) {
+/// A random decomposition of `D` axes that fits: per axis 1 to 3 domains, a halo of 1 to 3
+/// and a depth of 0 to the halo for the second field, an extent of at least `domains * halo`
+/// (with an uneven remainder), walls (a random fill) or wrap.
+fn random_case<const D: usize>(rng: &mut SplitMix64, seed: u64) -> Case<D> {
+    let fills = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
     let grid: [usize; D] = std::array::from_fn(|_| rng.int(1, 3) as usize);
     let halo: [usize; D] = std::array::from_fn(|_| rng.int(1, 3) as usize);
-    let global = std::array::from_fn(|a| grid[a] * halo[a] + rng.int(0, 7) as usize);
-    let periodic = std::array::from_fn(|_| rng.int(0, 1) == 1);
-    (global, grid, periodic, halo)
+    Case {
+        global: std::array::from_fn(|a| grid[a] * halo[a] + rng.int(0, 7) as usize),
+        grid,
+        periodic: std::array::from_fn(|_| rng.int(0, 1) == 1),
+        halo,
+        depth: std::array::from_fn(|a| rng.int(0, halo[a] as i64) as usize),
+        walls: std::array::from_fn(|_| fills[rng.int(0, 2) as usize]),
+        order: if seed.is_multiple_of(2) { Order::Ijk } else { Order::Kij },
+        seed,
+    }
+}
+
+/// Checks `case` on host subdomains in one process.
+fn check_host<const D: usize>(case: Case<D>) -> usize {
+    let d = case.decomposition().unwrap();
+    check_domains(&Domains::new(d, vec![Host; d.len()]).unwrap(), &case).unwrap()
 }
 
 #[test]
 fn every_face_edge_and_corner_arrives_for_random_process_grids() {
     let mut rng = SplitMix64::new(2026);
     let mut checked = 0;
-    for case in 0..40 {
-        let order = if case % 2 == 0 { Order::Ijk } else { Order::Kij };
-        let (g, p, w, h) = random_case::<3>(&mut rng);
-        checked += check_exchange(g, p, w, h, order, case, |_| Host).unwrap();
-        let (g, p, w, h) = random_case::<2>(&mut rng);
-        checked += check_exchange(g, p, w, h, order, case, |_| Host).unwrap();
-        let (g, p, w, h) = random_case::<1>(&mut rng);
-        checked += check_exchange(g, p, w, h, order, case, |_| Host).unwrap();
+    for seed in 0..40 {
+        checked += check_host(random_case::<3>(&mut rng, seed));
+        checked += check_host(random_case::<2>(&mut rng, seed));
+        checked += check_host(random_case::<1>(&mut rng, seed));
     }
     // Edge cases: one domain along a periodic axis (its halo from itself), 1×1×N and N×1×1.
-    checked += check_exchange([5, 4, 6], [1, 1, 3], [true, false, true], [2, 1, 2], Order::Ijk, 1, |_| Host).unwrap();
-    checked += check_exchange([9, 3, 3], [4, 1, 1], [false, true, true], [2, 1, 1], Order::Kij, 2, |_| Host).unwrap();
-    assert!(checked > 10_000, "only {checked} halo points checked");
-}
-
-#[test]
-fn exchange_then_boundary_fills_equal_one_fill_of_the_whole_field() {
-    use stencil_tests::exchange_check::check_boundary;
-    let fills = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
-    let mut rng = SplitMix64::new(77);
-    let mut compared = 0;
-    for case in 0..30 {
-        let order = if case % 2 == 0 { Order::Ijk } else { Order::Kij };
-        let walls = std::array::from_fn(|_| fills[rng.int(0, 2) as usize]);
-        let (g, p, w, h) = random_case::<3>(&mut rng);
-        compared += check_boundary(g, p, w, walls, h, order, case, |_| Host).unwrap();
-        let (g, p, w, h) = random_case::<2>(&mut rng);
-        compared += check_boundary(g, p, w, [walls[0], walls[1]], h, order, case, |_| Host).unwrap();
-    }
-    assert!(compared > 10_000, "{compared}");
+    let walls = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+    let case = |global, grid, periodic, halo, depth, order, seed| Case {
+        global,
+        grid,
+        periodic,
+        halo,
+        depth,
+        walls,
+        order,
+        seed,
+    };
+    checked += check_host(case([5, 4, 6], [1, 1, 3], [true, false, true], [2, 1, 2], [1, 1, 2], Order::Ijk, 1));
+    checked += check_host(case([9, 3, 3], [4, 1, 1], [false, true, true], [2, 1, 1], [2, 0, 1], Order::Kij, 2));
+    assert!(checked > 30_000, "only {checked} points checked");
 }
 
 #[test]
@@ -72,7 +77,7 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
 
     let d = Decomposition::new([8, 8, 8], [2, 1, 1], [false; 3], [1; 3]).unwrap();
     let e = Domains::new(d, vec![Host]).unwrap_err();
-    assert!(e.to_string().contains("1 executors for the 2 subdomains"), "{e}");
+    assert!(e.to_string().contains("1 executors on rank 0 for its 2 subdomains"), "{e}");
     let domains = Domains::new(d, vec![Host, Host]).unwrap();
     let like = Shape3::new([8, 8, 8]).halo(1);
     // Fields of another decomposition (the whole grid twice) are refused, naming the subdomain.
@@ -83,5 +88,18 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     let e = domains.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
     assert!(e.to_string().contains("declare the axis periodic"), "{e}");
     let mut too_few = vec![Field3::<f32>::zeros(d.subdomain(0).shape(&like))];
-    assert!(domains.exchange(&mut too_few).unwrap_err().to_string().contains("one field per subdomain"));
+    let e = domains.exchange(&mut too_few).unwrap_err();
+    assert!(e.to_string().contains("pass one list of fields per subdomain"), "{e}");
+    // A field appended with a depth beyond its halo, or as another element type.
+    let mut ex = stencil_runtime::HaloExchange::new(&domains);
+    ex.append::<f32>("u", HaloWidths([2, 1, 1]));
+    let mut fields: Vec<Vec<_>> = parts.iter_mut().map(|p| vec![stencil_runtime::ErasedField::of(p)]).collect();
+    let e = ex.exchange(&mut fields).unwrap_err();
+    assert!(e.to_string().contains("`u` has halo 1 along axis 0, but the exchange fills 2 layers"), "{e}");
+    let mut doubles: Vec<_> = d.subdomains().map(|s| Field3::<f64>::zeros(s.shape(&like))).collect();
+    let mut ex = stencil_runtime::HaloExchange::new(&domains);
+    ex.append::<f32>("u", HaloWidths([1, 1, 1]));
+    let mut fields: Vec<Vec<_>> = doubles.iter_mut().map(|p| vec![stencil_runtime::ErasedField::of(p)]).collect();
+    let e = ex.exchange(&mut fields).unwrap_err();
+    assert!(e.to_string().contains("holds f64, but it was appended as f32"), "{e}");
 }

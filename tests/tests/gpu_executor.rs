@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Element, Field};
+use stencil_runtime::{Domains, Element, Field};
 
 fn gpu() -> Gpu {
     Gpu::new(0).expect("the GPU suite needs a CUDA device")
@@ -165,18 +165,41 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
     // copies still cross streams, on several they are peer copies.
     let gpus: Vec<Gpu> = (0..8).map(|i| Gpu::new(i % count).unwrap()).collect();
     let at = |i: usize| gpus[i % gpus.len()].clone();
-    type Case = ([usize; 3], [usize; 3], [bool; 3], [usize; 3], Order);
-    let cases: [Case; 4] = [
-        ([20, 9, 7], [2, 1, 1], [false, false, false], [1, 1, 1], Order::Ijk),
-        ([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], Order::Ijk),
-        ([9, 12, 17], [1, 2, 3], [true, true, true], [1, 2, 2], Order::Kij),
-        ([40, 6, 5], [4, 1, 1], [true, false, false], [4, 1, 1], Order::Kij),
+    use stencil_tests::exchange_check::{check_domains, Case};
+    let walls = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+    let case = |global, grid, periodic, halo: [usize; 3], depth, order, seed| Case {
+        global,
+        grid,
+        periodic,
+        halo,
+        depth,
+        walls,
+        order,
+        seed,
+    };
+    let cases = [
+        case([20, 9, 7], [2, 1, 1], [false, false, false], [1, 1, 1], [1, 0, 1], Order::Ijk, 0),
+        case([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], [1, 1, 2], Order::Ijk, 1),
+        case([9, 12, 17], [1, 2, 3], [true, true, true], [1, 2, 2], [1, 2, 2], Order::Kij, 2),
+        case([40, 6, 5], [4, 1, 1], [true, false, false], [4, 1, 1], [3, 1, 1], Order::Kij, 3),
     ];
     let mut checked = 0;
-    for (seed, (g, p, w, h, order)) in cases.into_iter().enumerate() {
-        checked += stencil_tests::exchange_check::check_exchange(g, p, w, h, order, seed as u64, at).unwrap();
+    for c in cases {
+        let d = c.decomposition().unwrap();
+        let domains = Domains::new(d, (0..d.len()).map(at).collect()).unwrap();
+        checked += check_domains(&domains, &c).unwrap();
     }
-    checked += stencil_tests::exchange_check::check_exchange([30, 8], [3, 2], [false, true], [2, 3], Order::Ijk, 9, at)
-        .unwrap();
+    let c2 = Case {
+        global: [30, 8],
+        grid: [3, 2],
+        periodic: [false, true],
+        halo: [2, 3],
+        depth: [2, 1],
+        walls: [HaloFill::Mirror, HaloFill::ZeroGradient],
+        order: Order::Ijk,
+        seed: 9,
+    };
+    let d = c2.decomposition().unwrap();
+    checked += check_domains(&Domains::new(d, (0..d.len()).map(at).collect()).unwrap(), &c2).unwrap();
     println!("{checked} halo points checked on {count} GPU(s)");
 }

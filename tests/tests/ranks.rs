@@ -1,58 +1,35 @@
-//! One subdomain per MPI rank (feature `mpi`; CI runs it under `mpiexec -n 1`, `-n 2` and
-//! `-n 4`). Every rank builds the same random global field, takes its part, poisons its halo
-//! with NaN, exchanges, and checks every halo point against the global field (periodic axes
-//! wrapped; beyond a wall still NaN); then exchange + boundary fills against one fill of the
-//! whole field, the gather on rank 0, and the global reductions. A failed check panics, which
-//! makes `mpiexec` end every rank with the message.
+//! Subdomains over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`, `-n 2` and
+//! `-n 4`): one subdomain per rank, and two per rank (messages both within the process and
+//! between ranks). Every rank builds the same random global fields, takes its parts, poisons
+//! their halos with NaN and runs the checks of `stencil_tests::exchange_check::check_domains`:
+//! an f64 and an f32 field exchanged in one message per side (every face, edge and corner, and
+//! NaN beyond a wall or the depth), exchange + boundary fills against one fill of the whole
+//! field, the gather on rank 0 and the global reductions. A failed check panics, which makes
+//! `mpiexec` end every rank with the message.
 
 use mpi::topology::Communicator;
-use stencil_runtime::domain::Ranks;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, HaloFill};
-use stencil_tests::exchange_check::{
-    assert_exchanged, assert_matches_whole, filled_whole, poisoned, random_global, wall_fills,
-};
+use stencil_runtime::{Decomposition, Domains, HaloFill, World};
+use stencil_tests::exchange_check::{check_domains, Case};
 
-/// Exchange, boundary fills, gather and reductions for one decomposition; returns points checked.
+/// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank.
+#[allow(clippy::too_many_arguments)]
 fn check<const D: usize>(
     world: &mpi::topology::SimpleCommunicator,
+    per_rank: usize,
     global: [usize; D],
     periodic: [bool; D],
     halo: [usize; D],
+    depth: [usize; D],
     walls: [HaloFill; D],
     order: Order,
     seed: u64,
 ) -> usize {
-    let n = world.size() as usize;
+    let n = world.size() as usize * per_rank;
     let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits");
-    let ranks = Ranks::new(world.duplicate(), d, Host).expect("one subdomain per rank");
-    let me = ranks.subdomain();
-    let values = random_global(global, halo, order, seed);
-    let what = format!("rank {} of {n}, process grid {:?}", me.index, d.grid());
-    let mut part = poisoned(&me, d.scatter(&values).swap_remove(me.index));
-    ranks.exchange(&mut part).unwrap();
-    let mut checked = assert_exchanged(&values, periodic, &me, &part, &what);
-
-    // Exchange + boundary fills = one fill of the whole field, everywhere in the part.
-    let mut part = poisoned(&me, d.scatter(&values).swap_remove(me.index));
-    ranks.exchange(&mut part).unwrap();
-    ranks.fill_boundary(&mut [(&mut part, wall_fills(periodic, walls))]).unwrap();
-    checked += assert_matches_whole(&filled_whole(&values, periodic, walls), &me, &part, &what);
-
-    // Gather on rank 0, and the reductions.
-    let like = *values.shape();
-    if let Some(all) = ranks.gather(&part, &like).unwrap() {
-        for p in like.storage_points() {
-            let g = like.to_global(p);
-            if (0..D).all(|a| g[a] >= 0 && g[a] < global[a] as isize) {
-                assert_eq!(all.get(g).unwrap().to_bits(), values.get(g).unwrap().to_bits(), "gathered point {g:?}");
-            }
-        }
-    }
-    assert_eq!(ranks.max(me.index as f64), (n - 1) as f64);
-    assert_eq!(ranks.sum(1.0), n as f64);
-    assert!(ranks.max(if me.index == n - 1 { f64::NAN } else { 0.0 }).is_nan(), "a NaN on one rank is the maximum");
-    checked
+    let case = Case { global, grid: d.grid(), periodic, halo, depth, walls, order, seed };
+    let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
+    check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?}: {e}"))
 }
 
 fn main() {
@@ -61,30 +38,30 @@ fn main() {
     let n = world.size();
     let walls3 = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
     let mut checked = 0;
-    for (case, order) in [Order::Ijk, Order::Kij].into_iter().enumerate() {
-        let seed = case as u64;
-        checked += check(&world, [13, 9, 7], [false, true, false], [2, 1, 2], walls3, order, seed);
-        checked += check(&world, [8, 11, 10], [true, true, true], [1, 2, 1], walls3, order, seed + 10);
-        checked += check(
-            &world,
-            [12, 16],
-            [false, false],
-            [3, 2],
-            [HaloFill::Mirror, HaloFill::ZeroGradient],
-            order,
-            seed + 20,
-        );
+    for per_rank in [1, 2] {
+        for (case, order) in [Order::Ijk, Order::Kij].into_iter().enumerate() {
+            let seed = case as u64 + 100 * per_rank as u64;
+            let w = &world;
+            checked += check(w, per_rank, [13, 9, 7], [false, true, false], [2, 1, 2], [1, 1, 2], walls3, order, seed);
+            checked +=
+                check(w, per_rank, [8, 11, 10], [true, true, true], [1, 2, 1], [1, 0, 1], walls3, order, seed + 10);
+            let walls2 = [HaloFill::Mirror, HaloFill::ZeroGradient];
+            checked += check(w, per_rank, [12, 16], [false, false], [3, 2], [3, 1], walls2, order, seed + 20);
+        }
+        let zg = [HaloFill::ZeroGradient];
+        checked += check(&world, per_rank, [40], [true], [3], [2], zg, Order::Ijk, 30);
+        checked += check(&world, per_rank, [40], [false], [2], [2], [HaloFill::MirrorNegated], Order::Ijk, 31);
     }
-    checked += check(&world, [40], [true], [3], [HaloFill::ZeroGradient], Order::Ijk, 30);
-    checked += check(&world, [40], [false], [2], [HaloFill::MirrorNegated], Order::Ijk, 31);
-    // A grid of the wrong size is an error that says how many ranks to start.
+    // A grid the ranks cannot share evenly is an error that says what to start.
     let d = Decomposition::new([8, 8, 8], [n as usize + 1, 1, 1], [false; 3], [1; 3]).unwrap();
-    let e = Ranks::new(world.duplicate(), d, Host).err().expect("a grid of n + 1 subdomains is refused");
-    assert!(e.to_string().contains(&format!("mpiexec -n {}", n + 1)), "{e}");
-    let total =
-        Ranks::new(world.duplicate(), Decomposition::auto([8; 3], n as usize, [false; 3], [1; 3]).unwrap(), Host)
-            .unwrap()
-            .sum(checked as f64);
+    if n > 1 {
+        let e = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host]).expect_err("refused");
+        assert!(e.to_string().contains("cannot share evenly"), "{e}");
+    }
+    let d = Decomposition::auto([8; 3], n as usize, [false; 3], [1; 3]).unwrap();
+    let e = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host, Host]).expect_err("refused");
+    assert!(e.to_string().contains("2 executors on rank"), "{e}");
+    let total = World::mpi(world.duplicate()).sum(checked as f64);
     if world.rank() == 0 {
         println!("ranks: {n} rank(s), {total} halo and field points checked: OK");
     }

@@ -9,7 +9,7 @@ use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, PoisonError};
 /// The oldest driver this build can use (`cuda-13000` in cudarc's features).
 const MIN_DRIVER_VERSION: i32 = 13000;
 
@@ -37,10 +37,9 @@ pub(crate) struct GpuInner {
     pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
     /// Contexts (by `Gpu::home`) this one has peer access to (see `peer.rs`).
     pub(crate) peers: Mutex<std::collections::HashSet<usize>>,
-    /// The halo-fill kernel, loaded on first use (see `halo.rs`).
-    pub(crate) halo_kernel: Mutex<Option<Kernel>>,
-    /// The box-copy kernel for narrow slabs, loaded on first use (see `peer.rs`).
-    pub(crate) copy_kernel: Mutex<Option<Kernel>>,
+    /// The runtime's own kernels (halo fill, box copy, message packing) by entry point,
+    /// loaded on first use ([`Gpu::builtin_kernel`]).
+    builtin: Mutex<HashMap<&'static str, Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
 }
@@ -72,8 +71,7 @@ impl Gpu {
                 modules: Mutex::new(HashMap::new()),
                 disk,
                 launches: Mutex::new(HashMap::new()),
-                halo_kernel: Mutex::new(None),
-                copy_kernel: Mutex::new(None),
+                builtin: Mutex::new(HashMap::new()),
                 peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
             }),
@@ -150,6 +148,16 @@ impl Gpu {
             ))),
             Err(e) => Err(self.fail("reading the stream's capture status", e)),
         }
+    }
+
+    /// One of the runtime's own kernels (`entry` of `source`), compiled and loaded on first use.
+    pub(crate) fn builtin_kernel(&self, source: &str, entry: &'static str) -> Result<Kernel, CudaError> {
+        if let Some(k) = self.inner.builtin.lock().unwrap_or_else(PoisonError::into_inner).get(entry) {
+            return Ok(k.clone());
+        }
+        let kernel = self.kernel(source, entry)?;
+        self.inner.builtin.lock().unwrap_or_else(PoisonError::into_inner).insert(entry, kernel.clone());
+        Ok(kernel)
     }
 
     /// Makes this device's context current on the calling thread (raw driver calls need it).

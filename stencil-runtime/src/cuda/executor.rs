@@ -13,10 +13,11 @@ use super::halo::fill_halo_sides;
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceField;
+use super::message::{self, GpuBuffer};
 use crate::cuda_source::{geometry, layout_lengths};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
-use crate::executor::{Executor, SideJob, Stencil};
+use crate::executor::{BoxPart, Executor, SideJob, Stencil};
 use crate::field::{Element, Field, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
@@ -80,6 +81,7 @@ impl Gpu {
 impl Executor for Gpu {
     type Field<T: Element, const D: usize> = DeviceField<T, D>;
     type Recording = GpuGraph;
+    type Buffer = GpuBuffer;
 
     fn describe(&self) -> String {
         format!("{self:?}")
@@ -199,6 +201,36 @@ impl Executor for Gpu {
         values: &[T],
     ) -> Result<(), LaunchError> {
         super::peer::write_box(field, at, len, values)
+    }
+
+    fn alloc_buffer(&self, bytes: usize) -> Result<GpuBuffer, LaunchError> {
+        Ok(GpuBuffer::new(self, bytes)?)
+    }
+
+    fn pack<const D: usize>(&self, parts: &[BoxPart<'_, D>], buffer: &mut GpuBuffer) -> Result<(), LaunchError> {
+        message::pack(self, parts, buffer, false)
+    }
+
+    fn unpack<const D: usize>(&self, buffer: &GpuBuffer, parts: &[BoxPart<'_, D>]) -> Result<(), LaunchError> {
+        message::pack(self, parts, buffer, true)
+    }
+
+    fn copy_buffer(
+        &self,
+        dst: &mut GpuBuffer,
+        src_exec: &Gpu,
+        src: &GpuBuffer,
+        bytes: usize,
+    ) -> Result<(), LaunchError> {
+        message::copy_buffer(self, dst, src_exec, src, bytes)
+    }
+
+    fn buffer_to_host(&self, buffer: &mut GpuBuffer, bytes: usize) -> Result<(), LaunchError> {
+        message::stage(self, buffer, bytes, true)
+    }
+
+    fn buffer_from_host(&self, buffer: &mut GpuBuffer, bytes: usize) -> Result<(), LaunchError> {
+        message::stage(self, buffer, bytes, false)
     }
 
     fn synchronize(&self) -> Result<(), LaunchError> {

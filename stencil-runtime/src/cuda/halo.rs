@@ -223,13 +223,7 @@ pub(crate) fn fill_halo_sides<T: Element, const D: usize>(
         prepared.push(job);
     }
     // Loaded once per device: asking `Gpu::kernel` would hash the source at every fill.
-    let kernel = {
-        let mut slot = gpu.inner.halo_kernel.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match &*slot {
-            Some(k) => k.clone(),
-            None => slot.insert(gpu.kernel(SOURCE, "fill_halos")?).clone(),
-        }
-    };
+    let kernel = gpu.builtin_kernel(SOURCE, "fill_halos")?;
     for chunk in prepared.chunks_mut(MAX_JOBS) {
         let mut total = 0i64;
         for job in chunk.iter_mut() {

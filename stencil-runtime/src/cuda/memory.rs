@@ -40,6 +40,11 @@ impl DeviceAlloc {
     pub(crate) fn ptr(&self) -> CUdeviceptr {
         self.ptr
     }
+
+    /// The device the memory is on.
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.gpu
+    }
 }
 
 impl Drop for DeviceAlloc {

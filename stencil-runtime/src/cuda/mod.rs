@@ -30,7 +30,8 @@
 //! # Ok(()) }
 //! ```
 
-// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo <- executor.
+// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo, peer <- message
+// <- executor.
 mod cache;
 mod compile;
 mod context;
@@ -40,6 +41,7 @@ mod halo;
 mod kernel;
 mod launch;
 mod memory;
+mod message;
 mod peer;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
@@ -55,6 +57,7 @@ pub use executor::GpuGraph;
 pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
 pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use message::GpuBuffer;
 
 use crate::field::{Field3, Shape3};
 

@@ -48,21 +48,34 @@ pub(crate) fn copy_box<T: Element, const D: usize>(
         return Ok(());
     }
     let elem = std::mem::size_of::<T>();
+    let [width, _, _] = spans(&dst_shape, len);
+    ordered_between(gpu, &src_gpu, || {
+        if width * elem < NARROW_ROW_BYTES && src_gpu.ordinal() == gpu.ordinal() {
+            copy_box_kernel(gpu, dst.device_ptr(), &dst_shape, dst_at, src_ptr, &src_shape, src_at, len, elem)
+        } else {
+            copy_box_3d(gpu, dst.device_ptr(), &dst_shape, dst_at, &src_gpu, src_ptr, &src_shape, src_at, len, elem)
+        }
+    })
+}
+
+/// Issues `copy` (work on `gpu`'s stream that reads memory of `src_gpu`) after the earlier work
+/// of `src_gpu`'s stream, and makes `src_gpu`'s later work wait for it: neither side's kernels
+/// race with the copy. Enables peer access between different devices first.
+pub(super) fn ordered_between(
+    gpu: &Gpu,
+    src_gpu: &Gpu,
+    copy: impl FnOnce() -> Result<(), LaunchError>,
+) -> Result<(), LaunchError> {
     let same_stream = src_gpu.home() == gpu.home() && src_gpu.cu_stream() == gpu.cu_stream();
     if src_gpu.home() != gpu.home() {
-        enable_peer_access(gpu, &src_gpu)?;
+        enable_peer_access(gpu, src_gpu)?;
     }
     let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
     if !same_stream {
         let written = src_gpu.stream().record_event(no_timing).map_err(|e| src_gpu.fail("recording an event", e))?;
         gpu.stream().wait(&written).map_err(|e| gpu.fail("waiting for the source's stream", e))?;
     }
-    let [width, _, _] = spans(&dst_shape, len);
-    if width * elem < NARROW_ROW_BYTES && src_gpu.ordinal() == gpu.ordinal() {
-        copy_box_kernel(gpu, dst.device_ptr(), &dst_shape, dst_at, src_ptr, &src_shape, src_at, len, elem)?;
-    } else {
-        copy_box_3d(gpu, dst.device_ptr(), &dst_shape, dst_at, &src_gpu, src_ptr, &src_shape, src_at, len, elem)?;
-    }
+    copy()?;
     if !same_stream {
         let copied = gpu.stream().record_event(no_timing).map_err(|e| gpu.fail("recording an event", e))?;
         src_gpu.stream().wait(&copied).map_err(|e| src_gpu.fail("waiting for a box copy", e))?;
@@ -104,13 +117,7 @@ fn copy_box_kernel<const D: usize>(
     len: [usize; D],
     elem: usize,
 ) -> Result<(), LaunchError> {
-    let kernel = {
-        let mut slot = gpu.inner.copy_kernel.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        match &*slot {
-            Some(k) => k.clone(),
-            None => slot.insert(gpu.kernel(COPY_SOURCE, "copy_box")?).clone(),
-        }
-    };
+    let kernel = gpu.builtin_kernel(COPY_SOURCE, "copy_box")?;
     let axes = dst_shape.element_order().axes::<D>();
     let strides = |shape: &Shape<D>| {
         let s = shape.strides();

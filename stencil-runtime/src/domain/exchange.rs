@@ -1,187 +1,389 @@
-//! [`Domains`]: one executor per subdomain and the halo exchange between them (ASUCA's
-//! `BoundaryExchange`, in one process).
+//! [`HaloExchange`]: ASUCA's `BoundaryExchange`. Built once for a set of fields (any element
+//! types, each with its own depth per axis, [`HaloExchange::append`]), it owns one contiguous
+//! message buffer per neighbour and side, each field at its own offset, and moves halos axis by
+//! axis:
 //!
-//! The exchange goes axis by axis. Along axis `a`, each subdomain's two halo slabs of that axis
-//! are copied from the facing interior layers of its neighbours, over the whole extent of the
-//! other axes, halos included. Halos of earlier axes are already right by then, so edges and
-//! corners arrive through them (a 27-point or diagonal stencil reads correct values); halos of
-//! later axes are overwritten when their axis comes. Sides on the physical boundary are left
-//! alone: they hold the model's boundary condition (`fill_halos` on the subdomains that touch
-//! it). Each copy is one box copy of the executor: a strided loop on the host, one 3D peer copy
-//! between GPUs (stream-ordered after the kernels that wrote either field, and before the ones
-//! that follow).
+//! - along axis `a`, every subdomain packs, for each side with a neighbour, the `depth[a]`
+//!   interior layers facing it (over the interior of the later axes, and the interior plus the
+//!   depth of the earlier axes) of every field into that side's send buffer: one kernel per
+//!   buffer on a GPU, row copies on the host;
+//! - the buffer travels to the neighbour's receive buffer of the opposite side: a buffer copy in
+//!   one process (a peer copy between GPUs, ordered by events after the kernels that wrote the
+//!   field and before the ones that follow), MPI between ranks (host-staged: the device buffer
+//!   through its pinned mirror);
+//! - the receive buffers are unpacked into the halos.
+//!
+//! Halos of earlier axes are complete when a later axis goes, and travel with it, so edges and
+//! corners arrive (27-point and diagonal stencils read correct values). Sides on the physical
+//! boundary are left alone: [`Domains::fill_boundary`] fills them, after the exchange.
 
-use super::decomposition::{Decomposition, Neighbour};
-use crate::executor::{Executor, SideJob};
-use crate::field::{Element, HaloFill};
-use crate::launch::LaunchError;
+use super::domains::Domains;
+use super::world::Message;
+use crate::domain::{HaloWidths, Neighbour};
+use crate::error::LaunchError;
+use crate::executor::{ErasedField, Executor, FieldStorage, MessageBuffer};
+use crate::field::Element;
 
-/// One field of every subdomain (in subdomain order) and the fill of each axis at the physical
-/// boundary, for [`Domains::fill_boundary`].
-pub type BoundarySet<'a, F, const D: usize> = (&'a mut [F], [Option<HaloFill>; D]);
-
-/// A decomposition with the executor of every subdomain (`execs[i]` runs subdomain `i`: all
-/// `Host`, or one `Gpu` per subdomain, several subdomains may share a GPU).
+/// One field of an exchange.
 #[derive(Clone, Debug)]
-pub struct Domains<E: Executor, const D: usize> {
-    decomposition: Decomposition<D>,
-    execs: Vec<E>,
+struct Slot<const D: usize> {
+    name: String,
+    element: &'static str,
+    elem_bytes: usize,
+    depth: [usize; D],
 }
 
-impl<E: Executor, const D: usize> Domains<E, D> {
-    /// The subdomains of `decomposition` on `execs`, one per subdomain.
-    pub fn new(decomposition: Decomposition<D>, execs: Vec<E>) -> Result<Self, LaunchError> {
-        if execs.len() != decomposition.len() {
-            return Err(LaunchError::Decomposition(format!(
-                "{} executors for the {} subdomains of process grid {:?}: give one executor per subdomain",
-                execs.len(),
-                decomposition.len(),
-                decomposition.grid()
-            )));
-        }
-        Ok(Domains { decomposition, execs })
+/// Where a side's messages come from and go to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Peer {
+    /// A subdomain of this process (its local index).
+    Local(usize),
+    /// A subdomain of another rank.
+    Remote { rank: usize, subdomain: usize },
+}
+
+/// One side of one local subdomain along one axis, with a neighbour.
+#[derive(Clone, Debug)]
+struct Link<const D: usize> {
+    local: usize,
+    axis: usize,
+    /// 0: the low side, 1: the high side.
+    side: usize,
+    peer: Peer,
+    /// Per slot: the byte offset of its box in the message, `None` when it has no depth here.
+    offsets: Vec<Option<usize>>,
+    bytes: usize,
+}
+
+/// The buffers of a built exchange.
+struct Plan<B, const D: usize> {
+    links: Vec<Link<D>>,
+    sends: Vec<B>,
+    recvs: Vec<B>,
+}
+
+/// A set of fields whose halos are exchanged together between the subdomains of [`Domains`]
+/// (see the module docs). Every rank builds the same set, in the same order, and calls
+/// [`HaloExchange::exchange`] at the same points.
+pub struct HaloExchange<E: Executor, const D: usize> {
+    domains: Domains<E, D>,
+    slots: Vec<Slot<D>>,
+    plan: Option<Plan<E::Buffer, D>>,
+}
+
+impl<E: Executor, const D: usize> HaloExchange<E, D> {
+    /// An exchange of no field yet over `domains`.
+    pub fn new(domains: &Domains<E, D>) -> Self {
+        HaloExchange { domains: domains.clone(), slots: Vec::new(), plan: None }
     }
 
-    /// The decomposition.
-    pub fn decomposition(&self) -> &Decomposition<D> {
-        &self.decomposition
+    /// Adds a field of element type `T` named `name` (for errors), exchanged `depth` layers
+    /// deep per axis (e.g. [`HaloWidths::of`] the stencils that read it; at most the fields'
+    /// halo). Fields are passed to [`HaloExchange::exchange`] in the order they were appended.
+    pub fn append<T: Element>(&mut self, name: &str, depth: HaloWidths<D>) -> &mut Self {
+        self.slots.push(Slot {
+            name: name.to_string(),
+            element: T::NAME,
+            elem_bytes: std::mem::size_of::<T>(),
+            depth: depth.0,
+        });
+        self.plan = None;
+        self
     }
 
-    /// The executor of subdomain `i` (panics if `i` is not below the number of subdomains, as
-    /// indexing a slice does).
-    pub fn exec(&self, i: usize) -> &E {
-        &self.execs[i]
+    /// The domains.
+    pub fn domains(&self) -> &Domains<E, D> {
+        &self.domains
     }
 
-    /// Every subdomain's executor, in subdomain order.
-    pub fn execs(&self) -> &[E] {
-        &self.execs
+    /// Bytes of the messages this process sends per exchange (for bandwidth figures).
+    pub fn bytes_sent(&mut self) -> Result<usize, LaunchError> {
+        self.build()?;
+        Ok(self.plan.as_ref().map_or(0, |p| p.links.iter().map(|l| l.bytes).sum()))
     }
 
-    /// Fills the halo of `fields[i]` (the field of subdomain `i`) from the neighbours'
-    /// interiors, the depth of each axis being the fields' halo there (see the module docs).
-    /// The fields must have the shapes of their subdomains, with one halo width per axis.
-    pub fn exchange<T: Element>(&self, fields: &mut [E::Field<T, D>]) -> Result<(), LaunchError> {
-        let d = &self.decomposition;
-        if fields.len() != d.len() {
-            return Err(LaunchError::Decomposition(format!(
-                "exchange of {} fields over {} subdomains: pass one field per subdomain, in subdomain order",
-                fields.len(),
-                d.len()
-            )));
-        }
-        let halo = self.execs[0].shape_of(&fields[0]).halo_widths();
-        for (s, field) in d.subdomains().zip(fields.iter()) {
-            let shape = self.execs[s.index].shape_of(field);
-            if shape.interior() != s.extent || shape.halo_widths() != halo {
-                return Err(LaunchError::Decomposition(format!(
-                    "exchange: the field of subdomain {} has {}, but the subdomain is {:?} points and the \
-                     fields' halo is {halo:?}: allocate each field with `Subdomain::shape`",
-                    s.index,
-                    shape.describe(),
-                    s.extent
-                )));
-            }
-        }
+    /// Fills the halos of the fields: `fields[i]` holds, for the `i`-th subdomain of this
+    /// process ([`Domains::subdomains`]), its fields in the order they were appended, each of
+    /// its subdomain's shape and with a halo at least the depth asked for.
+    pub fn exchange(&mut self, fields: &mut [Vec<ErasedField<'_, D>>]) -> Result<(), LaunchError> {
+        self.check(fields)?;
+        self.build()?;
+        let plan = self.plan.as_mut().expect("built above");
+        let domains = &self.domains;
         for axis in 0..D {
-            let h = halo[axis];
-            if h == 0 {
+            let links: Vec<usize> = (0..plan.links.len()).filter(|&l| plan.links[l].axis == axis).collect();
+            if links.is_empty() {
                 continue;
             }
-            for s in d.subdomains() {
-                for side in [-1i8, 1] {
-                    let mut dir = [0i8; D];
-                    dir[axis] = side;
-                    let Neighbour::Domain(j) = d.neighbour(&s, dir) else { continue };
-                    let n = d.subdomain(j);
-                    if n.extent[axis] < h {
-                        return Err(LaunchError::Decomposition(format!(
-                            "exchange: subdomain {j} has {} points along axis {axis}, fewer than the halo of {h}: \
-                             use fewer subdomains along that axis or a narrower halo",
-                            n.extent[axis]
-                        )));
-                    }
-                    let ext = self.execs[s.index].shape_of(&fields[s.index]).extent();
-                    let src_ext = self.execs[j].shape_of(&fields[j]).extent();
-                    // The box: along `axis`, h layers; along the others, the whole extent.
-                    let mut len = ext;
-                    len[axis] = h;
-                    let (mut dst_at, mut src_at) = ([0usize; D], [0usize; D]);
-                    if side < 0 {
-                        // Low halo [0, h) from the neighbour's last interior layers.
-                        src_at[axis] = src_ext[axis] - 2 * h;
-                    } else {
-                        dst_at[axis] = ext[axis] - h;
-                        src_at[axis] = h;
-                    }
-                    self.copy(fields, s.index, dst_at, j, src_at, len)?;
+            // Pack every side with a neighbour, then stage the messages for other ranks.
+            for &l in &links {
+                let link = &plan.links[l];
+                let parts = boxes(&self.slots, link, &fields[link.local], true)?;
+                domains.exec(link.local).pack(&parts, &mut plan.sends[l])?;
+            }
+            for &l in &links {
+                let link = &plan.links[l];
+                if matches!(link.peer, Peer::Remote { .. }) {
+                    domains.exec(link.local).buffer_to_host(&mut plan.sends[l], link.bytes)?;
+                }
+            }
+            // Messages within the process: the neighbour's send buffer of the opposite side.
+            for &l in &links {
+                let link = &plan.links[l];
+                if let Peer::Local(j) = link.peer {
+                    let from = find(&plan.links, j, axis, 1 - link.side)?;
+                    domains.exec(link.local).copy_buffer(
+                        &mut plan.recvs[l],
+                        domains.exec(j),
+                        &plan.sends[from],
+                        link.bytes,
+                    )?;
+                }
+            }
+            // Messages between ranks.
+            let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+            let me = |link: &Link<D>| domains.local_range().start + link.local;
+            let remote: Vec<usize> =
+                links.iter().copied().filter(|&l| matches!(plan.links[l].peer, Peer::Remote { .. })).collect();
+            let mut send_bytes: Vec<Option<&mut [u8]>> = plan.sends.iter_mut().map(|_| None).collect();
+            let mut recv_bytes: Vec<Option<&mut [u8]>> = plan.recvs.iter_mut().map(|_| None).collect();
+            for (l, (s, r)) in plan.sends.iter_mut().zip(plan.recvs.iter_mut()).enumerate() {
+                if remote.contains(&l) {
+                    send_bytes[l] = Some(s.host_bytes()?);
+                    recv_bytes[l] = Some(r.host_bytes()?);
+                }
+            }
+            for &l in &remote {
+                let link = &plan.links[l];
+                let Peer::Remote { rank, subdomain } = link.peer else { unreachable!() };
+                let what = |sub: usize, side: usize| format!("axis {axis} {} halo of subdomain {sub}", SIDES[side]);
+                let out = send_bytes[l].take().expect("staged above");
+                sends.push(Message {
+                    peer: rank,
+                    tag: tag::<D>(subdomain, axis, 1 - link.side)?,
+                    bytes: &out[..link.bytes],
+                    what: what(subdomain, 1 - link.side),
+                });
+                let into = recv_bytes[l].take().expect("staged above");
+                recvs.push(Message {
+                    peer: rank,
+                    tag: tag::<D>(me(link), axis, link.side)?,
+                    bytes: &mut into[..link.bytes],
+                    what: what(me(link), link.side),
+                });
+            }
+            domains.world().messages(sends, recvs)?;
+            for &l in &remote {
+                let link = &plan.links[l];
+                domains.exec(link.local).buffer_from_host(&mut plan.recvs[l], link.bytes)?;
+            }
+            for &l in &links {
+                let link = &plan.links[l];
+                let parts = boxes(&self.slots, link, &fields[link.local], false)?;
+                domains.exec(link.local).unpack(&plan.recvs[l], &parts)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the fields against the slots and the subdomains.
+    fn check(&self, fields: &[Vec<ErasedField<'_, D>>]) -> Result<(), LaunchError> {
+        let d = &self.domains;
+        let err = |m: String| Err(LaunchError::Decomposition(m));
+        if fields.len() != d.execs().len() {
+            return err(format!(
+                "exchange on rank {}: fields of {} subdomains, but this process holds {}: pass one list of fields per \
+                 subdomain of the process, in order",
+                d.world().rank(),
+                fields.len(),
+                d.execs().len()
+            ));
+        }
+        for (s, list) in d.subdomains().zip(fields) {
+            if list.len() != self.slots.len() {
+                return err(format!(
+                    "exchange: {} fields for subdomain {}, but the exchange was built with {} ({}): pass them in the \
+                     order they were appended",
+                    list.len(),
+                    s.index,
+                    self.slots.len(),
+                    self.slots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
+                ));
+            }
+            for (slot, f) in self.slots.iter().zip(list) {
+                let shape = f.shape();
+                if f.element() != slot.element {
+                    return err(format!(
+                        "exchange: field `{}` of subdomain {} holds {}, but it was appended as {}",
+                        slot.name,
+                        s.index,
+                        f.element(),
+                        slot.element
+                    ));
+                }
+                if shape.interior() != s.extent {
+                    return err(format!(
+                        "exchange: field `{}` of subdomain {} has {}, but the subdomain is {:?} points (on rank {}): \
+                         allocate it with `Subdomain::shape`, or pass the fields of these domains",
+                        slot.name,
+                        s.index,
+                        shape.describe(),
+                        s.extent,
+                        d.world().rank()
+                    ));
+                }
+                let halo = shape.halo_widths();
+                if let Some(a) = (0..D).find(|&a| halo[a] < slot.depth[a]) {
+                    return err(format!(
+                        "exchange: field `{}` has halo {} along axis {a}, but the exchange fills {} layers: allocate it \
+                         with a halo of at least {} or append it with a smaller depth",
+                        slot.name, halo[a], slot.depth[a], slot.depth[a]
+                    ));
                 }
             }
         }
         Ok(())
     }
 
-    /// Fills the physical-boundary sides of every subdomain's fields: each set holds one field
-    /// per subdomain (in subdomain order) and the fill of each axis; only the sides of a
-    /// subdomain that lie on the physical boundary are filled (the others are the exchange's),
-    /// all sets of a subdomain in one executor call. With the exchange before it, the halos are
-    /// what the single-domain run's `fill_halos` gives: call `exchange` first, then this.
-    pub fn fill_boundary<T: Element>(
-        &self,
-        sets: &mut [BoundarySet<'_, E::Field<T, D>, D>],
-    ) -> Result<(), LaunchError> {
-        let d = &self.decomposition;
-        if let Some((fields, _)) = sets.iter().find(|(f, _)| f.len() != d.len()) {
-            return Err(LaunchError::Decomposition(format!(
-                "fill_boundary: a set of {} fields over {} subdomains: pass one field per subdomain",
-                fields.len(),
-                d.len()
-            )));
+    /// Lays out the messages and allocates the buffers (once, until a field is appended).
+    fn build(&mut self) -> Result<(), LaunchError> {
+        if self.plan.is_some() {
+            return Ok(());
         }
-        for (_, fills) in sets.iter() {
-            d.check_boundary_fills(fills).map_err(LaunchError::Decomposition)?;
+        let d = self.domains.decomposition();
+        for slot in &self.slots {
+            for axis in 0..D {
+                let depth = slot.depth[axis];
+                if depth == 0 {
+                    continue;
+                }
+                if let Some(s) = d.subdomains().find(|s| s.extent[axis] < depth) {
+                    return Err(LaunchError::Decomposition(format!(
+                        "exchange of `{}`: subdomain {} has {} points along axis {axis}, fewer than the {depth} \
+                         layers exchanged: use fewer subdomains along that axis or a smaller depth",
+                        slot.name, s.index, s.extent[axis]
+                    )));
+                }
+            }
         }
-        for s in d.subdomains() {
-            let sides: [[bool; 2]; D] = std::array::from_fn(|a| {
-                [-1i8, 1].map(|side| {
+        let mut links = Vec::new();
+        for axis in 0..D {
+            for (local, s) in self.domains.subdomains().enumerate() {
+                for side in 0..2 {
                     let mut dir = [0i8; D];
-                    dir[a] = side;
-                    d.neighbour(&s, dir) == Neighbour::Boundary
-                })
-            });
-            let mut jobs: Vec<SideJob<'_, E::Field<T, D>, D>> = sets
-                .iter_mut()
-                .map(|(fields, fills)| {
-                    let per_side = std::array::from_fn(|a| sides[a].map(|on| if on { fills[a] } else { None }));
-                    (&mut fields[s.index], per_side)
-                })
-                .collect();
-            self.execs[s.index].fill_halo_sides(&mut jobs)?;
+                    dir[axis] = if side == 0 { -1 } else { 1 };
+                    let Neighbour::Domain(j) = d.neighbour(&s, dir) else { continue };
+                    let peer = match self.domains.local_index(j) {
+                        Some(i) => Peer::Local(i),
+                        None => Peer::Remote { rank: self.domains.rank_of(j), subdomain: j },
+                    };
+                    let mut bytes = 0;
+                    let offsets = self
+                        .slots
+                        .iter()
+                        .map(|slot| {
+                            let len = box_len(slot.depth, s.extent, axis);
+                            (slot.depth[axis] > 0).then(|| {
+                                let at = bytes;
+                                bytes = (at + len.iter().product::<usize>() * slot.elem_bytes).next_multiple_of(8);
+                                at
+                            })
+                        })
+                        .collect();
+                    if bytes > 0 {
+                        links.push(Link { local, axis, side, peer, offsets, bytes });
+                    }
+                }
+            }
         }
+        let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+        for l in &links {
+            let exec = self.domains.exec(l.local);
+            sends.push(exec.alloc_buffer(l.bytes)?);
+            recvs.push(exec.alloc_buffer(l.bytes)?);
+        }
+        self.plan = Some(Plan { links, sends, recvs });
         Ok(())
     }
+}
 
-    /// Copies a box from field `src` to field `dst` (possibly the same field).
-    fn copy<T: Element>(
-        &self,
-        fields: &mut [E::Field<T, D>],
-        dst: usize,
-        dst_at: [usize; D],
-        src: usize,
-        src_at: [usize; D],
-        len: [usize; D],
-    ) -> Result<(), LaunchError> {
-        let exec = &self.execs[dst];
-        if dst == src {
-            return exec.copy_box(&mut fields[dst], dst_at, None, src_at, len);
-        }
-        let (d, s) = if dst < src {
-            let (lo, hi) = fields.split_at_mut(src);
-            (&mut lo[dst], &hi[0])
-        } else {
-            let (lo, hi) = fields.split_at_mut(dst);
-            (&mut hi[0], &lo[src])
+impl<E: Executor, const D: usize> Domains<E, D> {
+    /// Fills the halo of `fields[i]` (the field of local subdomain `i`) from the neighbours'
+    /// interiors, as deep as the fields' halo. Builds a [`HaloExchange`] for the call: to
+    /// exchange the same fields repeatedly, or several fields at once, keep one.
+    pub fn exchange<T: Element>(&self, fields: &mut [E::Field<T, D>]) -> Result<(), LaunchError> {
+        let Some(first) = fields.first() else {
+            return self.check_count(0, "exchange");
         };
-        exec.copy_box(d, dst_at, Some((&self.execs[src], s)), src_at, len)
+        let halo = HaloWidths(first.shape().halo_widths());
+        let mut ex = HaloExchange::new(self);
+        ex.append::<T>("field", halo);
+        let mut erased: Vec<Vec<ErasedField<'_, D>>> = fields.iter_mut().map(|f| vec![ErasedField::of(f)]).collect();
+        ex.exchange(&mut erased)
     }
+}
+
+/// Names of the sides, for messages.
+const SIDES: [&str; 2] = ["low", "high"];
+
+/// The message tag of the halo on `side` of `axis` of subdomain `receiver`.
+fn tag<const D: usize>(receiver: usize, axis: usize, side: usize) -> Result<i32, LaunchError> {
+    let t = (receiver * D + axis) * 2 + side;
+    // MPI guarantees tags up to 32767.
+    i32::try_from(t).ok().filter(|&t| t <= 32767).ok_or_else(|| {
+        LaunchError::Decomposition(format!(
+            "exchange: subdomain {receiver} is beyond the {} subdomains whose halo messages MPI can tell apart: use \
+             fewer subdomains",
+            32768 / (2 * D)
+        ))
+    })
+}
+
+/// The link of local subdomain `local` on `side` of `axis`.
+fn find<const D: usize>(links: &[Link<D>], local: usize, axis: usize, side: usize) -> Result<usize, LaunchError> {
+    links.iter().position(|l| l.local == local && l.axis == axis && l.side == side).ok_or_else(|| {
+        LaunchError::Decomposition(format!(
+            "exchange: local subdomain {local} has no neighbour on the {} side of axis {axis}, though one points to it",
+            SIDES[side]
+        ))
+    })
+}
+
+/// Points of a field's box on a side of `axis`: `depth[axis]` layers; the interior plus the
+/// depth on each end along earlier axes (their halos are complete and carry edges and corners);
+/// the interior along later axes.
+fn box_len<const D: usize>(depth: [usize; D], extent: [usize; D], axis: usize) -> [usize; D] {
+    std::array::from_fn(|b| match b.cmp(&axis) {
+        std::cmp::Ordering::Less => extent[b] + 2 * depth[b],
+        std::cmp::Ordering::Equal => depth[b],
+        std::cmp::Ordering::Greater => extent[b],
+    })
+}
+
+/// The boxes of a link's fields: the interior layers sent (`send`) or the halo received.
+fn boxes<'f, const D: usize>(
+    slots: &[Slot<D>],
+    link: &Link<D>,
+    fields: &'f [ErasedField<'_, D>],
+    send: bool,
+) -> Result<Vec<crate::executor::BoxPart<'f, D>>, LaunchError> {
+    let a = link.axis;
+    let mut parts = Vec::new();
+    for ((slot, field), offset) in slots.iter().zip(fields).zip(&link.offsets) {
+        let Some(offset) = *offset else { continue };
+        let (h, n) = (field.shape().halo_widths(), field.shape().interior());
+        let len = box_len(slot.depth, n, a);
+        let at = std::array::from_fn(|b| match b.cmp(&a) {
+            std::cmp::Ordering::Less => h[b] - slot.depth[b],
+            std::cmp::Ordering::Greater => h[b],
+            std::cmp::Ordering::Equal => match (send, link.side) {
+                (true, 0) => h[a],
+                (true, _) => h[a] + n[a] - slot.depth[a],
+                (false, 0) => h[a] - slot.depth[a],
+                (false, _) => h[a] + n[a],
+            },
+        });
+        parts.push(field.part(at, len, offset)?);
+    }
+    Ok(parts)
 }

@@ -1,17 +1,20 @@
 //! Running one model over many subdomains: the [`Decomposition`] of a global grid (ASUCA's
 //! `DomainManager`), the halo widths fields need (from the stencils' reach, [`HaloWidths`]),
-//! and the halo exchange between subdomains in one process ([`Domains::exchange`]): host
-//! subdomains, or one GPU per subdomain (peer copies); and, with the cargo feature `mpi`, one
-//! subdomain per MPI rank ([`Ranks`](ranks::Ranks), host-staged).
+//! the subdomains a process runs ([`Domains`], in a [`World`] of one process or, with the cargo
+//! feature `mpi`, of MPI ranks) and the multi-field halo exchange between them
+//! ([`HaloExchange`]: one message per neighbour, packed on the executor; peer copies between
+//! GPUs of a process, host-staged MPI between ranks).
 
+// One-way dependencies: decomposition, reach, world <- domains <- exchange (which also holds
+// `Domains::exchange`, a one-field HaloExchange).
 mod decomposition;
+mod domains;
 mod exchange;
-#[cfg(feature = "mpi")]
-mod ranks;
 mod reach;
+mod world;
 
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
-pub use exchange::{BoundarySet, Domains};
-#[cfg(feature = "mpi")]
-pub use ranks::Ranks;
+pub use domains::{BoundarySet, Domains};
+pub use exchange::HaloExchange;
 pub use reach::{HaloWidths, ReachError};
+pub use world::World;

@@ -1,6 +1,9 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{box_point, box_point_in_layout, check_box, Executor, SideJob, Stencil};
+use super::{
+    box_point, box_point_in_layout, check_box, check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer,
+    SideJob, Stencil,
+};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -14,6 +17,7 @@ pub struct Host;
 impl Executor for Host {
     type Field<T: Element, const D: usize> = Field<T, D>;
     type Recording = ();
+    type Buffer = HostBuffer;
 
     fn describe(&self) -> String {
         format!("host (rayon, {} threads)", rayon::current_num_threads())
@@ -138,6 +142,48 @@ impl Executor for Host {
         Ok(())
     }
 
+    fn alloc_buffer(&self, bytes: usize) -> Result<HostBuffer, LaunchError> {
+        Ok(HostBuffer::new(bytes))
+    }
+
+    fn pack<const D: usize>(&self, parts: &[BoxPart<'_, D>], buffer: &mut HostBuffer) -> Result<(), LaunchError> {
+        check_parts(parts, buffer.capacity(), 0, &self.describe())?;
+        let out = buffer.as_bytes_mut();
+        for part in parts {
+            for_rows(part, |field, at| out[at..at + field.len()].copy_from_slice(field));
+        }
+        Ok(())
+    }
+
+    fn unpack<const D: usize>(&self, buffer: &HostBuffer, parts: &[BoxPart<'_, D>]) -> Result<(), LaunchError> {
+        check_parts(parts, buffer.capacity(), 0, &self.describe())?;
+        let from = buffer.as_bytes();
+        for part in parts {
+            for_rows(part, |field, at| field.copy_from_slice(&from[at..at + field.len()]));
+        }
+        Ok(())
+    }
+
+    fn copy_buffer(&self, dst: &mut HostBuffer, _: &Self, src: &HostBuffer, bytes: usize) -> Result<(), LaunchError> {
+        if bytes > dst.capacity() || bytes > src.capacity() {
+            return Err(LaunchError::Decomposition(format!(
+                "halo message of {bytes} bytes between buffers of {} and {} bytes",
+                src.capacity(),
+                dst.capacity()
+            )));
+        }
+        dst.as_bytes_mut()[..bytes].copy_from_slice(&src.as_bytes()[..bytes]);
+        Ok(())
+    }
+
+    fn buffer_to_host(&self, _: &mut HostBuffer, _: usize) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    fn buffer_from_host(&self, _: &mut HostBuffer, _: usize) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
     fn synchronize(&self) -> Result<(), LaunchError> {
         Ok(())
     }
@@ -152,5 +198,22 @@ impl Executor for Host {
 
     fn replay(&self, _recording: &()) -> Result<(), LaunchError> {
         Ok(())
+    }
+}
+
+/// Calls `row(field_bytes, buffer_offset)` for each row of `part`: the row's bytes in the field
+/// (writable) and where they go in the buffer.
+fn for_rows<const D: usize>(part: &BoxPart<'_, D>, mut row: impl FnMut(&mut [u8], usize)) {
+    if part.is_empty() {
+        return;
+    }
+    let elem = part.elem_bytes();
+    let row_bytes = part.len()[part.shape().element_order().axes::<D>()[0]] * elem;
+    for (i, start) in rows(part).enumerate() {
+        // SAFETY: the part was made from a mutably borrowed host field (the borrow outlives the
+        // part) and checked to lie inside its storage, so the row is in bounds; rows of one part
+        // are disjoint, and the buffer is a separate allocation.
+        let field = unsafe { std::slice::from_raw_parts_mut((part.address() as *mut u8).add(start * elem), row_bytes) };
+        row(field, part.offset() + i * row_bytes);
     }
 }

@@ -34,9 +34,12 @@
 //! ```
 
 mod host;
+mod message;
 mod record;
 
 pub use host::Host;
+pub(crate) use message::{check_parts, rows};
+pub use message::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use record::Recorded;
 
 pub use crate::device_args::FieldStorage;
@@ -87,6 +90,8 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// A recorded step that replays without the host issuing its work again (a CUDA graph);
     /// `()` where recording brings nothing (the host).
     type Recording: Send;
+    /// A contiguous buffer for halo messages ([`HostBuffer`]; device memory on a GPU).
+    type Buffer: MessageBuffer;
 
     /// A short description (`host (rayon, 8 threads)`, `Gpu(0: NVIDIA H200, sm_90)`).
     fn describe(&self) -> String;
@@ -189,6 +194,35 @@ pub trait Executor: Clone + Send + Sync + 'static {
         len: [usize; D],
         values: &[T],
     ) -> Result<(), LaunchError>;
+
+    /// A message buffer of `bytes` bytes (contents unspecified until packed).
+    fn alloc_buffer(&self, bytes: usize) -> Result<Self::Buffer, LaunchError>;
+
+    /// Copies each part's box of its field into `buffer` at the part's offset, after earlier
+    /// work (on a GPU: one kernel for all parts).
+    fn pack<const D: usize>(&self, parts: &[BoxPart<'_, D>], buffer: &mut Self::Buffer) -> Result<(), LaunchError>;
+
+    /// Copies each part's bytes from `buffer` into its field's box: [`Executor::pack`] reversed.
+    fn unpack<const D: usize>(&self, buffer: &Self::Buffer, parts: &[BoxPart<'_, D>]) -> Result<(), LaunchError>;
+
+    /// Copies the first `bytes` bytes of `src` (a buffer of `src_exec`) into `dst`, after the
+    /// earlier work of both executors and before their later work (between GPUs: a peer copy).
+    fn copy_buffer(
+        &self,
+        dst: &mut Self::Buffer,
+        src_exec: &Self,
+        src: &Self::Buffer,
+        bytes: usize,
+    ) -> Result<(), LaunchError>;
+
+    /// Makes the first `bytes` bytes of `buffer` readable through
+    /// [`MessageBuffer::host_bytes`] (on a GPU: a copy to its pinned mirror); waits.
+    fn buffer_to_host(&self, buffer: &mut Self::Buffer, bytes: usize) -> Result<(), LaunchError>;
+
+    /// Makes the first `bytes` bytes written through [`MessageBuffer::host_bytes`] the
+    /// buffer's, before later work (on a GPU: a copy from the mirror, which must not be written
+    /// again before the executor has passed it: [`Executor::synchronize`]).
+    fn buffer_from_host(&self, buffer: &mut Self::Buffer, bytes: usize) -> Result<(), LaunchError>;
 
     /// Waits for everything issued so far.
     fn synchronize(&self) -> Result<(), LaunchError>;

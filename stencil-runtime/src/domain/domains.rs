@@ -1,0 +1,228 @@
+//! [`Domains`]: the subdomains this process runs, each with its executor, in a [`World`] of
+//! one process or of MPI ranks: what a decomposed model is written against. Halo exchange
+//! ([`HaloExchange`](super::HaloExchange), or [`Domains::exchange`] for one field, defined next
+//! to it), physical
+//! boundary fills, global reductions, and scatter/gather of global fields.
+
+use super::decomposition::{Decomposition, Neighbour, Subdomain};
+use super::world::World;
+use crate::error::LaunchError;
+use crate::executor::{Executor, FieldStorage, SideJob};
+use crate::field::{Element, Field, HaloFill, Shape};
+use std::ops::Range;
+
+/// One field of every subdomain of the process (in order) and the fill of each axis at the
+/// physical boundary, for [`Domains::fill_boundary`].
+pub type BoundarySet<'a, F, const D: usize> = (&'a mut [F], [Option<HaloFill>; D]);
+
+/// A decomposition, the world it is spread over, and the executor of each subdomain this
+/// process holds: every subdomain in one process ([`Domains::new`]), or a consecutive block of
+/// subdomains per MPI rank ([`Domains::over_ranks`]). Executors are all `Host`, or one `Gpu`
+/// per subdomain (several subdomains may share a GPU).
+#[derive(Clone, Debug)]
+pub struct Domains<E: Executor, const D: usize> {
+    decomposition: Decomposition<D>,
+    world: World,
+    first: usize,
+    execs: Vec<E>,
+}
+
+impl<E: Executor, const D: usize> Domains<E, D> {
+    /// Every subdomain of `decomposition` in this process, `execs[i]` running subdomain `i`.
+    pub fn new(decomposition: Decomposition<D>, execs: Vec<E>) -> Result<Self, LaunchError> {
+        Self::over_ranks(World::single(), decomposition, execs)
+    }
+
+    /// The subdomains of this rank of `world`: with `k` subdomains per rank (the number of
+    /// subdomains divided by the number of ranks), rank `r` holds subdomains `r·k .. (r+1)·k`,
+    /// run by `execs` in order.
+    pub fn over_ranks(world: World, decomposition: Decomposition<D>, execs: Vec<E>) -> Result<Self, LaunchError> {
+        let (n, ranks, rank) = (decomposition.len(), world.size(), world.rank());
+        if n % ranks != 0 || n < ranks {
+            return Err(LaunchError::Decomposition(format!(
+                "process grid {:?} has {n} subdomains, which {ranks} ranks cannot share evenly: run `mpiexec -n` with a \
+                 divisor of {n}, or choose a grid whose number of subdomains is a multiple of {ranks} \
+                 (`Decomposition::auto`)",
+                decomposition.grid()
+            )));
+        }
+        let k = n / ranks;
+        if execs.len() != k {
+            return Err(LaunchError::Decomposition(format!(
+                "{} executors on rank {rank} for its {k} subdomains of process grid {:?}: give one executor per \
+                 subdomain of the rank",
+                execs.len(),
+                decomposition.grid()
+            )));
+        }
+        Ok(Domains { decomposition, world, first: rank * k, execs })
+    }
+
+    /// The decomposition.
+    pub fn decomposition(&self) -> &Decomposition<D> {
+        &self.decomposition
+    }
+
+    /// The processes.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Indices of this process's subdomains.
+    pub fn local_range(&self) -> Range<usize> {
+        self.first..self.first + self.execs.len()
+    }
+
+    /// This process's subdomains, in order (local index `i` is the `i`-th).
+    pub fn subdomains(&self) -> impl Iterator<Item = Subdomain<D>> + '_ {
+        self.local_range().map(|i| self.decomposition.subdomain(i))
+    }
+
+    /// The local index of subdomain `index`, if this process holds it.
+    pub fn local_index(&self, index: usize) -> Option<usize> {
+        self.local_range().contains(&index).then(|| index - self.first)
+    }
+
+    /// The rank holding subdomain `index`.
+    pub fn rank_of(&self, index: usize) -> usize {
+        index / self.execs.len().max(1)
+    }
+
+    /// The executor of this process's `i`-th subdomain (panics if `i` is out of range, as
+    /// indexing a slice does).
+    pub fn exec(&self, i: usize) -> &E {
+        &self.execs[i]
+    }
+
+    /// Every local subdomain's executor, in order.
+    pub fn execs(&self) -> &[E] {
+        &self.execs
+    }
+
+    /// Waits for the work of every local executor.
+    pub fn synchronize(&self) -> Result<(), LaunchError> {
+        self.execs.iter().try_for_each(|e| e.synchronize())
+    }
+
+    /// Fills the physical-boundary sides of every local subdomain's fields: each set holds one
+    /// field per local subdomain (in order) and the fill of each axis; only the sides of a
+    /// subdomain that lie on the physical boundary are filled (the others are the exchange's),
+    /// all sets of a subdomain in one executor call. With the exchange before it, the halos are
+    /// what the single-domain run's `fill_halos` gives: exchange first, then this.
+    pub fn fill_boundary<T: Element>(
+        &self,
+        sets: &mut [BoundarySet<'_, E::Field<T, D>, D>],
+    ) -> Result<(), LaunchError> {
+        let d = &self.decomposition;
+        for (fields, fills) in sets.iter() {
+            self.check_count(fields.len(), "fill_boundary")?;
+            d.check_boundary_fills(fills).map_err(LaunchError::Decomposition)?;
+        }
+        for (i, s) in self.subdomains().enumerate() {
+            let sides: [[bool; 2]; D] = std::array::from_fn(|a| {
+                [-1i8, 1].map(|side| {
+                    let mut dir = [0i8; D];
+                    dir[a] = side;
+                    d.neighbour(&s, dir) == Neighbour::Boundary
+                })
+            });
+            let mut jobs: Vec<SideJob<'_, E::Field<T, D>, D>> = sets
+                .iter_mut()
+                .map(|(fields, fills)| {
+                    let per_side = std::array::from_fn(|a| sides[a].map(|on| if on { fills[a] } else { None }));
+                    (&mut fields[i], per_side)
+                })
+                .collect();
+            self.execs[i].fill_halo_sides(&mut jobs)?;
+        }
+        Ok(())
+    }
+
+    /// The local subdomains' fields cut from a global host field (see
+    /// [`Decomposition::scatter`]), on their executors. Every rank passes the same global field.
+    pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Result<Vec<E::Field<T, D>>, LaunchError> {
+        let like = global.shape();
+        self.subdomains()
+            .zip(&self.execs)
+            .map(|(s, e)| {
+                e.upload(&Field::from_fn(s.shape(like), |local| global.get(s.to_global(local)).unwrap_or_default()))
+            })
+            .collect()
+    }
+
+    /// The global host field of shape `like` (the global extent; its halo zero) assembled from
+    /// every subdomain's interior, on rank 0 (`None` on the other ranks). Every rank calls it;
+    /// it waits for the fields' work.
+    pub fn gather<T: Element>(
+        &self,
+        like: &Shape<D>,
+        fields: &[E::Field<T, D>],
+    ) -> Result<Option<Field<T, D>>, LaunchError> {
+        self.check_count(fields.len(), "gather")?;
+        if like.interior() != self.decomposition.global() {
+            return Err(LaunchError::Decomposition(format!(
+                "gather: the global shape {} must have the global extent {:?}",
+                like.describe(),
+                self.decomposition.global()
+            )));
+        }
+        if let Some(f) = fields.iter().find(|f| f.shape().element_order() != like.element_order()) {
+            return Err(LaunchError::Decomposition(format!(
+                "gather: a field of {} has another element order than the global shape {}: gather into a shape of                  the fields' order",
+                f.shape().describe(),
+                like.describe()
+            )));
+        }
+        let mut bytes = Vec::new();
+        for ((s, e), f) in self.subdomains().zip(&self.execs).zip(fields) {
+            let halo = f.shape().halo_widths();
+            e.read_box(f, halo, s.extent)?.into_iter().for_each(|v| v.put_le(&mut bytes));
+        }
+        let Some(all) = self.world.gather_bytes(&bytes) else { return Ok(None) };
+        let size = std::mem::size_of::<T>();
+        let mut global = Field::zeros(*like);
+        let host = crate::executor::Host;
+        let g_halo = like.halo_widths();
+        let mut subdomains = self.decomposition.subdomains();
+        for rank_bytes in all {
+            let mut rest = &rank_bytes[..];
+            for s in subdomains.by_ref().take(self.execs.len()) {
+                let n = s.extent.iter().product::<usize>() * size;
+                let (mine, tail) = rest.split_at(n.min(rest.len()));
+                rest = tail;
+                // `read_box` order is the layout order of the subdomain's field: the global
+                // field's order too (scatter keeps the order of `like`).
+                let values: Vec<T> = mine.chunks_exact(size).map(T::get_le).collect();
+                let at = std::array::from_fn(|a| g_halo[a] + s.offset[a]);
+                crate::executor::Executor::write_box(&host, &mut global, at, s.extent, &values)?;
+            }
+        }
+        Ok(Some(global))
+    }
+
+    /// The maximum over every subdomain of every rank of per-subdomain values (NaN if any is).
+    pub fn max(&self, local: impl IntoIterator<Item = f64>) -> f64 {
+        let m = local
+            .into_iter()
+            .fold(f64::NEG_INFINITY, |m, v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) });
+        self.world.max(m)
+    }
+
+    /// The sum over every subdomain of every rank of per-subdomain values (local values in
+    /// order, then over ranks).
+    pub fn sum(&self, local: impl IntoIterator<Item = f64>) -> f64 {
+        self.world.sum(local.into_iter().sum())
+    }
+
+    /// Refuses a list of `n` fields that is not one per local subdomain.
+    pub(super) fn check_count(&self, n: usize, what: &str) -> Result<(), LaunchError> {
+        if n == self.execs.len() {
+            return Ok(());
+        }
+        Err(LaunchError::Decomposition(format!(
+            "{what}: {n} fields, but rank {} holds {} subdomains: pass one field per local subdomain, in order",
+            self.world.rank(),
+            self.execs.len()
+        )))
+    }
+}

@@ -1,0 +1,226 @@
+//! [`World`]: the processes a decomposition is spread over. One process holds every subdomain
+//! ([`World::single`]); with the cargo feature `mpi`, the ranks of an MPI communicator hold
+//! consecutive blocks of subdomains ([`World::mpi`]). The world moves halo messages between
+//! ranks, reduces scalars and gathers bytes to rank 0.
+
+use crate::error::LaunchError;
+#[cfg(feature = "mpi")]
+use std::sync::Arc;
+
+/// The processes of a run.
+#[derive(Clone)]
+pub struct World {
+    #[cfg(feature = "mpi")]
+    comm: Option<Arc<mpi::topology::SimpleCommunicator>>,
+}
+
+impl std::fmt::Debug for World {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "World(rank {} of {})", self.rank(), self.size())
+    }
+}
+
+/// One message between ranks: the other rank, the tag, and the bytes.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub(crate) struct Message<B> {
+    /// The other rank.
+    pub peer: usize,
+    /// The tag both sides use.
+    pub tag: i32,
+    /// The bytes sent, or the place they are received into.
+    pub bytes: B,
+    /// What the message is, for an error.
+    pub what: String,
+}
+
+/// Seconds a rank waits for its halo messages before it aborts the run with a message naming
+/// what it waited for: `STENCIL_EXCHANGE_TIMEOUT` (seconds), else 300.
+#[cfg(feature = "mpi")]
+fn timeout() -> std::time::Duration {
+    let s = std::env::var("STENCIL_EXCHANGE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(300.0);
+    std::time::Duration::from_secs_f64(s.max(0.001))
+}
+
+impl World {
+    /// One process that holds every subdomain.
+    pub fn single() -> Self {
+        World {
+            #[cfg(feature = "mpi")]
+            comm: None,
+        }
+    }
+
+    /// The ranks of `comm` (rsmpi), each holding a consecutive block of subdomains.
+    #[cfg(feature = "mpi")]
+    pub fn mpi(comm: mpi::topology::SimpleCommunicator) -> Self {
+        World { comm: Some(Arc::new(comm)) }
+    }
+
+    /// This process's rank (0 in a single process).
+    pub fn rank(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::traits::Communicator;
+            return c.rank() as usize;
+        }
+        0
+    }
+
+    /// The number of processes.
+    pub fn size(&self) -> usize {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::traits::Communicator;
+            return c.size() as usize;
+        }
+        1
+    }
+
+    /// The communicator, for MPI calls of the model's own.
+    #[cfg(feature = "mpi")]
+    pub fn communicator(&self) -> Option<&mpi::topology::SimpleCommunicator> {
+        self.comm.as_deref()
+    }
+
+    /// The maximum of `v` over all processes (NaN if any is NaN).
+    pub fn max(&self, v: f64) -> f64 {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::collective::SystemOperation;
+            use mpi::traits::CommunicatorCollectives;
+            let nan = self.sum(if v.is_nan() { 1.0 } else { 0.0 });
+            let mut out = 0.0f64;
+            c.all_reduce_into(&v, &mut out, SystemOperation::max());
+            return if nan > 0.0 { f64::NAN } else { out };
+        }
+        v
+    }
+
+    /// The sum of `v` over all processes (in rank order on every rank count MPI chooses; the
+    /// bits may differ from a single process's sum of the same values).
+    pub fn sum(&self, v: f64) -> f64 {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::collective::SystemOperation;
+            use mpi::traits::CommunicatorCollectives;
+            let mut out = 0.0f64;
+            c.all_reduce_into(&v, &mut out, SystemOperation::sum());
+            return out;
+        }
+        v
+    }
+
+    /// Every process's `bytes` on rank 0, in rank order (`None` elsewhere).
+    pub fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::traits::{Communicator, Destination, Source};
+            const TAG: i32 = 1 << 14;
+            let len = [bytes.len() as u64];
+            if c.rank() != 0 {
+                c.process_at_rank(0).send_with_tag(&len[..], TAG);
+                c.process_at_rank(0).send_with_tag(bytes, TAG + 1);
+                return None;
+            }
+            let mut all = vec![bytes.to_vec()];
+            for r in 1..c.size() {
+                let mut n = [0u64];
+                c.process_at_rank(r).receive_into_with_tag(&mut n[..], TAG);
+                let mut v = vec![0u8; n[0] as usize];
+                c.process_at_rank(r).receive_into_with_tag(&mut v[..], TAG + 1);
+                all.push(v);
+            }
+            return Some(all);
+        }
+        Some(vec![bytes.to_vec()])
+    }
+
+    /// Sends and receives `messages` between ranks, all at once (non-blocking sends and
+    /// receives, then a wait with a timeout: a rank that waits longer than
+    /// `STENCIL_EXCHANGE_TIMEOUT` seconds, default 300, aborts every rank with a message that
+    /// names the messages it waited for; MPI cannot hand back buffers of pending receives).
+    pub(crate) fn messages(
+        &self,
+        sends: Vec<Message<&[u8]>>,
+        recvs: Vec<Message<&mut [u8]>>,
+    ) -> Result<(), LaunchError> {
+        if sends.is_empty() && recvs.is_empty() {
+            return Ok(());
+        }
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            return messages_mpi(c, sends, recvs);
+        }
+        Err(LaunchError::Decomposition(format!(
+            "halo messages to other ranks ({}) in a single process: build the domains over the MPI world \
+             (`Domains::over_ranks`)",
+            sends
+                .iter()
+                .map(|m| m.what.as_str())
+                .chain(recvs.iter().map(|m| m.what.as_str()))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )))
+    }
+}
+
+#[cfg(feature = "mpi")]
+fn messages_mpi(
+    c: &mpi::topology::SimpleCommunicator,
+    sends: Vec<Message<&[u8]>>,
+    mut recvs: Vec<Message<&mut [u8]>>,
+) -> Result<(), LaunchError> {
+    use mpi::traits::{Communicator, Destination, Source};
+    let started = std::time::Instant::now();
+    let limit = timeout();
+    let me = c.rank();
+    let whats: Vec<String> = recvs.iter().map(|m| format!("{} from rank {}", m.what, m.peer)).collect();
+    mpi::request::scope(|scope| {
+        let mut pending = Vec::new();
+        for (i, m) in recvs.iter_mut().enumerate() {
+            pending.push((
+                Some(i),
+                c.process_at_rank(m.peer as i32).immediate_receive_into_with_tag(scope, &mut *m.bytes, m.tag),
+            ));
+        }
+        for m in &sends {
+            pending.push((None, c.process_at_rank(m.peer as i32).immediate_send_with_tag(scope, m.bytes, m.tag)));
+        }
+        let mut pending: Vec<_> = pending.into_iter().map(|(i, r)| (i, Some(r))).collect();
+        loop {
+            let mut open = 0;
+            for (_, slot) in pending.iter_mut() {
+                if let Some(r) = slot.take() {
+                    match r.test() {
+                        Ok(_) => {}
+                        Err(r) => {
+                            *slot = Some(r);
+                            open += 1;
+                        }
+                    }
+                }
+            }
+            if open == 0 {
+                return;
+            }
+            if started.elapsed() > limit {
+                let waiting: Vec<&str> = pending
+                    .iter()
+                    .filter(|(_, r)| r.is_some())
+                    .filter_map(|(i, _)| i.map(|i| whats[i].as_str()))
+                    .collect();
+                eprintln!(
+                    "stencil-runtime: rank {me} waited {:.0} s for halo messages ({}) and aborts the run: a \
+                     neighbouring rank stopped, failed or does not call the same exchange (every rank must \
+                     exchange the same fields in the same order); raise STENCIL_EXCHANGE_TIMEOUT if its steps \
+                     are just slow",
+                    limit.as_secs_f64(),
+                    if waiting.is_empty() { "sends not delivered".to_string() } else { waiting.join(", ") }
+                );
+                c.abort(70);
+            }
+            std::thread::yield_now();
+        }
+    });
+    Ok(())
+}

@@ -1,0 +1,218 @@
+//! Halo messages: fields seen as bytes ([`ErasedField`]), boxes of them ([`BoxPart`]) that an
+//! executor packs into, or unpacks from, one contiguous message buffer ([`MessageBuffer`]).
+//! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
+//! element types and depths travel in one buffer per neighbour.
+
+use crate::device_args::FieldStorage;
+use crate::error::LaunchError;
+use crate::field::{Element, Shape};
+use std::marker::PhantomData;
+
+/// A field borrowed mutably for an exchange, its element type erased: its shape, the address
+/// and home of its storage, and its element size (4 or 8 bytes).
+#[derive(Debug)]
+pub struct ErasedField<'a, const D: usize> {
+    shape: Shape<D>,
+    address: u64,
+    home: usize,
+    element: &'static str,
+    elem_bytes: usize,
+    _borrow: PhantomData<&'a mut ()>,
+}
+
+impl<'a, const D: usize> ErasedField<'a, D> {
+    /// The field `field`, borrowed for as long as the erased view lives.
+    pub fn of<T: Element, F: FieldStorage<T, D>>(field: &'a mut F) -> Self {
+        ErasedField {
+            shape: *field.shape(),
+            address: field.address(),
+            home: field.home(),
+            element: T::NAME,
+            elem_bytes: std::mem::size_of::<T>(),
+            _borrow: PhantomData,
+        }
+    }
+
+    /// The field's shape.
+    pub fn shape(&self) -> &Shape<D> {
+        &self.shape
+    }
+
+    /// The element type's name (`f32`, `f64`, ...).
+    pub fn element(&self) -> &'static str {
+        self.element
+    }
+
+    /// Bytes per element.
+    pub fn elem_bytes(&self) -> usize {
+        self.elem_bytes
+    }
+
+    /// Where the storage is ([`FieldStorage::home`]).
+    pub fn home(&self) -> usize {
+        self.home
+    }
+
+    /// The box of `len` points at storage coordinate `at`, placed at byte `offset` of a message
+    /// buffer. Errors if the box leaves the field.
+    pub(crate) fn part(&self, at: [usize; D], len: [usize; D], offset: usize) -> Result<BoxPart<'_, D>, LaunchError> {
+        crate::executor::check_box(&self.shape, at, &self.shape, at, len)?;
+        Ok(BoxPart {
+            shape: self.shape,
+            address: self.address,
+            home: self.home,
+            elem_bytes: self.elem_bytes,
+            at,
+            len,
+            offset,
+            _field: PhantomData,
+        })
+    }
+}
+
+/// A box of an [`ErasedField`] and where it sits in a message buffer: its points in the field's
+/// layout order (contiguous axis fastest), `elem_bytes` each, from byte `offset` on. Made only by
+/// the halo exchange (from a mutably borrowed field, the box checked to lie inside it).
+#[derive(Clone, Copy, Debug)]
+pub struct BoxPart<'f, const D: usize> {
+    shape: Shape<D>,
+    address: u64,
+    home: usize,
+    elem_bytes: usize,
+    at: [usize; D],
+    len: [usize; D],
+    offset: usize,
+    _field: PhantomData<&'f ()>,
+}
+
+impl<const D: usize> BoxPart<'_, D> {
+    /// The field's shape.
+    pub fn shape(&self) -> &Shape<D> {
+        &self.shape
+    }
+    /// The address of element 0 of the field's storage.
+    pub fn address(&self) -> u64 {
+        self.address
+    }
+    /// Where the field's storage is ([`FieldStorage::home`]).
+    pub fn home(&self) -> usize {
+        self.home
+    }
+    /// Bytes per element (4 or 8).
+    pub fn elem_bytes(&self) -> usize {
+        self.elem_bytes
+    }
+    /// Storage coordinate of the box's first point.
+    pub fn at(&self) -> [usize; D] {
+        self.at
+    }
+    /// Points per axis.
+    pub fn len(&self) -> [usize; D] {
+        self.len
+    }
+    /// Whether the box holds no point.
+    pub fn is_empty(&self) -> bool {
+        self.len.contains(&0)
+    }
+    /// Points in the box.
+    pub fn points(&self) -> usize {
+        self.len.iter().product()
+    }
+    /// Byte offset of the box's first point in the buffer.
+    pub fn offset(&self) -> usize {
+        self.offset
+    }
+    /// Bytes the box takes in the buffer.
+    pub fn bytes(&self) -> usize {
+        self.points() * self.elem_bytes
+    }
+}
+
+/// Checks that every part fits in a buffer of `capacity` bytes and lives in memory `home`.
+pub(crate) fn check_parts<const D: usize>(
+    parts: &[BoxPart<'_, D>],
+    capacity: usize,
+    home: usize,
+    exec: &str,
+) -> Result<(), LaunchError> {
+    for p in parts {
+        if p.offset + p.bytes() > capacity {
+            return Err(LaunchError::Decomposition(format!(
+                "halo message: a box of {} bytes at offset {} does not fit in a buffer of {capacity} bytes",
+                p.bytes(),
+                p.offset
+            )));
+        }
+        if p.home != home {
+            return Err(LaunchError::Decomposition(format!(
+                "halo message: a field of {} lives in another memory than its executor {exec}: pass each \
+                 subdomain's fields with the executor that allocated them",
+                p.shape.describe()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A contiguous buffer for halo messages: host memory, or device memory with a pinned host
+/// mirror for messages between ranks.
+pub trait MessageBuffer: Send + Sync {
+    /// The buffer's size in bytes.
+    fn capacity(&self) -> usize;
+    /// The host bytes of the buffer (the mirror on a device: filled by
+    /// [`Executor::buffer_to_host`](crate::Executor::buffer_to_host), read by
+    /// [`Executor::buffer_from_host`](crate::Executor::buffer_from_host)).
+    fn host_bytes(&mut self) -> Result<&mut [u8], LaunchError>;
+}
+
+/// The host's message buffer: 8-byte aligned host memory.
+#[derive(Debug)]
+pub struct HostBuffer {
+    words: Vec<u64>,
+    bytes: usize,
+}
+
+impl HostBuffer {
+    /// `bytes` zero bytes.
+    pub fn new(bytes: usize) -> Self {
+        HostBuffer { words: vec![0; bytes.div_ceil(8)], bytes }
+    }
+
+    /// The buffer's bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        // SAFETY: a u64 slice viewed as its bytes (alignment 1), within its length.
+        unsafe { std::slice::from_raw_parts(self.words.as_ptr().cast::<u8>(), self.bytes) }
+    }
+
+    /// The buffer's bytes, writable.
+    pub fn as_bytes_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as above; every byte pattern is a valid u64.
+        unsafe { std::slice::from_raw_parts_mut(self.words.as_mut_ptr().cast::<u8>(), self.bytes) }
+    }
+}
+
+impl MessageBuffer for HostBuffer {
+    fn capacity(&self) -> usize {
+        self.bytes
+    }
+    fn host_bytes(&mut self) -> Result<&mut [u8], LaunchError> {
+        Ok(self.as_bytes_mut())
+    }
+}
+
+/// Runs of one box in layout order: for each row along the contiguous axis, the element offset
+/// of its first point in the field's storage, in order (`len[contiguous]` points each).
+pub(crate) fn rows<'p, const D: usize>(part: &'p BoxPart<'_, D>) -> impl Iterator<Item = usize> + 'p {
+    let axes = part.shape.element_order().axes::<D>();
+    let row_len = part.len[axes[0]];
+    let rows = part.points().checked_div(row_len).unwrap_or(0);
+    (0..rows).map(move |r| {
+        let mut at = part.at;
+        let mut rest = r;
+        for &a in &axes[1..] {
+            at[a] += rest % part.len[a];
+            rest /= part.len[a];
+        }
+        part.shape.offset(at)
+    })
+}
