@@ -49,7 +49,8 @@
 use stencil_runtime::domain::{DecompositionError, ReachError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    Decomposition, Domains, Element, Executor, HaloWidths, Loop, Regions, Stencil, Strategy, Subdomain,
+    Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Loop, Regions, Stencil, Strategy,
+    Subdomain,
 };
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -246,6 +247,19 @@ impl<F> State<F> {
         }
     }
 
+    /// The fields the stencils call `names`, in that order (each name once; unknown names are
+    /// skipped).
+    pub fn fields_mut(&mut self, names: &[&str]) -> Vec<&mut F> {
+        let mut all = [
+            ("u", Some(&mut self.u)),
+            ("u_prev", Some(&mut self.u_prev)),
+            ("vdt2", Some(&mut self.vdt2)),
+            ("eta", Some(&mut self.eta)),
+            ("phi", Some(&mut self.phi)),
+        ];
+        names.iter().filter_map(|n| all.iter_mut().find(|(m, _)| m == n)?.1.take()).collect()
+    }
+
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
         Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
@@ -263,27 +277,6 @@ impl<F> State<Vec<F>> {
             .zip(phi)
             .map(|((((u, u_prev), vdt2), eta), phi)| State { u, u_prev, vdt2, eta, phi })
             .collect()
-    }
-
-    /// The per-field lists of the subdomains' states (what an exchange takes: one field per
-    /// subdomain), without copying a field.
-    fn from_parts(parts: Vec<State<F>>) -> Self {
-        let n = parts.len();
-        let mut all = State {
-            u: Vec::with_capacity(n),
-            u_prev: Vec::with_capacity(n),
-            vdt2: Vec::with_capacity(n),
-            eta: Vec::with_capacity(n),
-            phi: Vec::with_capacity(n),
-        };
-        for p in parts {
-            all.u.push(p.u);
-            all.u_prev.push(p.u_prev);
-            all.vdt2.push(p.vdt2);
-            all.eta.push(p.eta);
-            all.phi.push(p.phi);
-        }
-        all
     }
 }
 
@@ -916,34 +909,43 @@ impl Part {
     }
 }
 
-/// Fills the halos of field `name` of every subdomain from its neighbours.
-fn exchange_named<E: Executor, T: Element>(
+/// A [`HaloExchange`] of the fields `names` (each `depth` deep) over `domains`.
+fn exchange_of<E: Executor, T: Element>(
     domains: &Domains<E, 3>,
-    all: &mut State<Vec<E::Field<T, 3>>>,
-    name: &str,
-) -> Result<(), LaunchError> {
-    let fields = all.field_mut(name).ok_or_else(|| {
-        LaunchError::Decomposition(format!("no field `{name}` in the state; its fields are {FIELDS:?}"))
-    })?;
-    domains.exchange(fields)
+    names: &[&str],
+    depth: [usize; 3],
+) -> HaloExchange<E, 3> {
+    let mut ex = HaloExchange::new(domains);
+    for name in names {
+        ex.append::<T>(name, HaloWidths(depth));
+    }
+    ex
 }
 
-/// The global wavefields gathered from the subdomains' states (downloads wait for their work).
+/// Runs `exchange` (built by [`exchange_of`] with `names`) on every local subdomain's state.
+fn exchange_fields<E: Executor, T: Element>(
+    exchange: &mut HaloExchange<E, 3>,
+    parts: &mut [State<E::Field<T, 3>>],
+    names: &[&str],
+) -> Result<(), LaunchError> {
+    let mut fields: Vec<Vec<ErasedField<'_, 3>>> =
+        parts.iter_mut().map(|p| p.fields_mut(names).into_iter().map(|f| ErasedField::of(f)).collect()).collect();
+    exchange.exchange(&mut fields)
+}
+
+/// The global wavefields gathered on rank 0 from the subdomains' states (`None` on other ranks;
+/// downloads wait for their work).
 fn gather_wavefields<E: Executor, T: Element>(
     domains: &Domains<E, 3>,
     like: &Shape3,
-    parts: &[State<E::Field<T, 3>>],
-) -> Result<Wavefields<T>, LaunchError> {
-    let d = domains.decomposition();
-    let gather = |fields: Vec<&E::Field<T, 3>>| -> Result<Field3<T>, LaunchError> {
-        let host: Vec<Field3<T>> =
-            fields.into_iter().enumerate().map(|(i, f)| domains.exec(i).download(f)).collect::<Result<_, _>>()?;
-        Ok(d.gather(like, &host))
+    parts: &mut [State<E::Field<T, 3>>],
+) -> Result<Option<Wavefields<T>>, LaunchError> {
+    let mut gather = |name: &str| {
+        let fields: Vec<&E::Field<T, 3>> = parts.iter_mut().flat_map(|p| p.fields_mut(&[name])).map(|f| &*f).collect();
+        domains.gather(like, &fields)
     };
-    Ok(Wavefields {
-        u: gather(parts.iter().map(|p| &p.u).collect())?,
-        u_prev: gather(parts.iter().map(|p| &p.u_prev).collect())?,
-    })
+    let (u, u_prev) = (gather("u")?, gather("u_prev")?);
+    Ok(u.zip(u_prev).map(|(u, u_prev)| Wavefields { u, u_prev }))
 }
 
 /// [`run`] over the subdomains of `domains` (host subdomains, or GPUs): the same results, bit for
@@ -951,16 +953,16 @@ fn gather_wavefields<E: Executor, T: Element>(
 /// only where a halo value comes from differs).
 ///
 /// The decomposition splits the model's grid, PML included ([`Model::decompose`]). The initial
-/// state is cut into the subdomains' fields ([`Decomposition::scatter`]: interiors, and halos
-/// that lie inside the global fields) and uploaded on each subdomain's executor; the fields read
-/// around a point that no step changes (`eta`) are exchanged once, those a step changes (`u`)
-/// before every step ([`ExchangePlan`]; the fields' halo is checked against the reach). A step
+/// state is cut into the subdomains' fields ([`Domains::scatter`]: interiors, and halos that lie
+/// inside the global fields) on each subdomain's executor; the fields read around a point that no
+/// step changes (`eta`) are exchanged once, those a step changes (`u`) before every step, each
+/// set by one [`HaloExchange`] ([`ExchangePlan`]; the fields' halo is checked against the reach). A step
 /// then runs, on every subdomain, each global region (the inner one and the six PML slabs)
 /// intersected with its interior, with the region's stencil and strategy, injects the source on
 /// the subdomain that owns the source point, and swaps `u` and `u_prev`. The receivers are read
 /// from the subdomains that own a part of the receiver line, and put in global receiver order.
-/// Snapshots and the final wavefields are gathered on the host ([`Decomposition::gather`]).
-/// Times as [`run`] (the exchanges included).
+/// Snapshots, the final wavefields and the traces are gathered on rank 0 ([`Domains::gather`]);
+/// the outcome is `None` on the other ranks. Times as [`run`] (the exchanges included).
 ///
 /// Errors: those of [`run`]; a decomposition of another grid than [`Model::shape`]'s interior, a
 /// periodic axis, fields whose halo is narrower than the stencils read.
@@ -970,7 +972,7 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     model: &Model,
     snapshot: Option<usize>,
     mut after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+) -> Result<Option<Outcome<T>>, Box<dyn std::error::Error>> {
     model.check()?;
     let like = model.shape();
     let d = domains.decomposition();
@@ -1002,63 +1004,86 @@ pub fn run_decomposed<E: Executor, T: Wave>(
         .into());
     }
     let c = Coefficients::new([model.h; 3]).to::<T>();
-    let subdomains: Vec<Subdomain<3>> = d.subdomains().collect();
+    let subdomains: Vec<Subdomain<3>> = domains.subdomains().collect();
     let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect();
     let receivers = model.receiver_range().points();
 
     let initial = model.initial::<T>();
-    let upload = |global: &Field3<T>| -> Result<Vec<E::Field<T, 3>>, LaunchError> {
-        d.scatter(global).iter().enumerate().map(|(i, p)| domains.exec(i).upload(p)).collect()
-    };
-    let mut all = State {
-        u: upload(&initial.u)?,
-        u_prev: upload(&initial.u_prev)?,
-        vdt2: upload(&initial.vdt2)?,
-        eta: upload(&initial.eta)?,
-        phi: upload(&initial.phi)?,
+    let all = State {
+        u: domains.scatter(&initial.u)?,
+        u_prev: domains.scatter(&initial.u_prev)?,
+        vdt2: domains.scatter(&initial.vdt2)?,
+        eta: domains.scatter(&initial.eta)?,
+        phi: domains.scatter(&initial.phi)?,
     };
     drop(initial);
-    for name in &plan.once {
-        exchange_named(domains, &mut all, name)?;
-    }
-    let synchronize = || domains.execs().iter().try_for_each(|e| e.synchronize());
+    let mut parts = all.into_parts();
+    exchange_fields(&mut exchange_of::<E, T>(domains, &plan.once, plan.halo), &mut parts, &plan.once)?;
+    let mut every_step = exchange_of::<E, T>(domains, &plan.every_step, plan.halo);
 
-    let mut traces = Vec::with_capacity(model.steps);
+    // Receiver values of this process, per step, in the order of `owned` (global receiver indices).
+    let owned: Vec<usize> =
+        work.iter().filter_map(|p| p.receivers.as_ref()).flat_map(|(_, at)| at.iter().copied()).collect();
+    let mut local_traces: Vec<T> = Vec::with_capacity(model.steps * owned.len());
     let mut snap = None;
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
-        for name in &plan.every_step {
-            exchange_named(domains, &mut all, name)?;
-        }
-        let mut parts = all.into_parts();
+        exchange_fields(&mut every_step, &mut parts, &plan.every_step)?;
         let source = model.source_at::<T>(s);
         for (i, ((sub, part), state)) in subdomains.iter().zip(&work).zip(&mut parts).enumerate() {
             let source = source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount)));
             step_regions(domains.exec(i), &part.regions, &c, state, source)?;
         }
-        let mut row = vec![T::default(); receivers];
         for (i, (part, state)) in work.iter().zip(&parts).enumerate() {
-            if let Some((range, at)) = &part.receivers {
-                for (&r, v) in at.iter().zip(domains.exec(i).read_range(&state.u, range)?) {
-                    row[r] = v;
-                }
+            if let Some((range, _)) = &part.receivers {
+                local_traces.extend(domains.exec(i).read_range(&state.u, range)?);
             }
         }
-        traces.push(row);
         if snapshot == Some(s + 1) {
-            snap = Some(gather_wavefields(domains, &like, &parts)?);
+            snap = gather_wavefields(domains, &like, &mut parts)?;
         }
-        all = State::from_parts(parts);
         after_step(s + 1);
         if s == 0 && model.steps > 1 {
             // The first step prepares the kernels (compiles them on a GPU): not timed.
-            synchronize()?;
+            domains.synchronize()?;
             start = std::time::Instant::now();
         }
     }
-    synchronize()?;
+    domains.synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
     let timed_steps = model.steps.saturating_sub(1).max(1);
-    let last = gather_wavefields(domains, &like, &all.into_parts())?;
-    Ok(Outcome { last, snapshot: snap, traces, seconds, timed_steps })
+    let last = gather_wavefields(domains, &like, &mut parts)?;
+    let traces = gather_traces(domains, &owned, &local_traces, model.steps, receivers)?;
+    Ok(last.zip(traces).map(|(last, traces)| Outcome { last, snapshot: snap, traces, seconds, timed_steps }))
+}
+
+/// The receiver traces on rank 0 (`traces[s][r]`), from every process's values: `owned` gives
+/// the global receiver index of each of its receivers, `values` their values step after step.
+fn gather_traces<E: Executor, T: Element>(
+    domains: &Domains<E, 3>,
+    owned: &[usize],
+    values: &[T],
+    steps: usize,
+    receivers: usize,
+) -> Result<Option<Vec<Vec<T>>>, LaunchError> {
+    let mut bytes = Vec::new();
+    bytes.extend_from_slice(&(owned.len() as u64).to_le_bytes());
+    owned.iter().for_each(|&r| bytes.extend_from_slice(&(r as u64).to_le_bytes()));
+    values.iter().for_each(|v| v.put_le(&mut bytes));
+    let Some(all) = domains.world().gather_bytes(&bytes) else { return Ok(None) };
+    let mut traces = vec![vec![T::default(); receivers]; steps];
+    let size = std::mem::size_of::<T>();
+    for rank in all {
+        let word = |i: usize| u64::from_le_bytes(rank[8 * i..8 * i + 8].try_into().expect("8 bytes")) as usize;
+        let n = word(0);
+        let at: Vec<usize> = (1..=n).map(word).collect();
+        let values = rank[8 * (n + 1)..].chunks_exact(size).map(T::get_le);
+        for (k, v) in values.enumerate() {
+            let (s, r) = (k / n.max(1), at[k % n.max(1)]);
+            if s < steps && r < receivers {
+                traces[s][r] = v;
+            }
+        }
+    }
+    Ok(Some(traces))
 }

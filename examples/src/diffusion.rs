@@ -25,7 +25,7 @@
 use std::time::Instant;
 use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, Element, Executor, HaloWidths, Recorded};
+use stencil_runtime::{Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Recorded};
 
 /// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
 #[stencil]
@@ -401,16 +401,17 @@ impl Setup {
     }
 }
 
-/// Runs `setup` over the subdomains of `domains` in precision `T` and returns the final global
-/// field (on the host) with the seconds the time loop took: the same result as [`simulate`], bit
-/// for bit, for any process grid (every point is updated by the same stencil from the same
-/// values; only where the halo comes from differs).
+/// Runs `setup` over the subdomains of `domains` (one process, or this rank's share of MPI
+/// ranks) in precision `T` and returns the final global field (on the host, on rank 0; `None` on
+/// other ranks) with the seconds the time loop took: the same result as [`simulate`], bit for
+/// bit, for any process grid (every point is updated by the same stencil from the same values;
+/// only where the halo comes from differs).
 ///
 /// The initial field ([`Setup::initial`]) is cut into the subdomains' fields
-/// ([`Decomposition::scatter`]) and uploaded on each subdomain's executor. Each step exchanges
-/// the halos of the current fields ([`Domains::exchange`]; halos on the physical boundary keep
-/// their fixed zero), then runs the stencil over every subdomain's interior on its executor, and
-/// swaps. At the end each part is downloaded and the parts gathered ([`Decomposition::gather`]).
+/// ([`Domains::scatter`]) on each subdomain's executor. Each step exchanges the halos of the
+/// current fields (one [`HaloExchange`] built once; halos on the physical boundary keep their
+/// fixed zero), then runs the stencil over every subdomain's interior on its executor, and
+/// swaps. At the end the parts are gathered on rank 0 ([`Domains::gather`]).
 ///
 /// Before the clock starts, one exchange and step run on scratch copies (kernels compiled, peer
 /// access enabled, launches checked). The time includes a final synchronisation of every
@@ -424,7 +425,7 @@ pub fn simulate_decomposed<E: Executor, T: Real>(
     domains: &Domains<E, 3>,
     setup: &Setup,
     mut after_step: impl FnMut(usize),
-) -> Result<(Field3<T>, f64), LaunchError> {
+) -> Result<(Option<Field3<T>>, f64), LaunchError> {
     let d = domains.decomposition();
     let like = setup.shape();
     let needed = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
@@ -451,52 +452,50 @@ pub fn simulate_decomposed<E: Executor, T: Real>(
         )));
     }
     let coefficients = setup.coefficients();
-    let ranges: Vec<Loop3D> = d.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
-    let parts = d.scatter(&setup.initial::<T>());
-    let upload = || -> Result<Vec<E::Field<T, 3>>, LaunchError> {
-        parts.iter().enumerate().map(|(i, p)| domains.exec(i).upload(p)).collect()
-    };
+    let ranges: Vec<Loop3D> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    let initial = setup.initial::<T>();
+    let mut exchange = HaloExchange::new(domains);
+    exchange.append::<T>("f", HaloWidths(needed));
     // One step: exchange the halos of `f`, then every subdomain's interior `f -> f_new`.
-    let step = |f: &mut [E::Field<T, 3>], f_new: &mut [E::Field<T, 3>]| -> Result<(), LaunchError> {
-        domains.exchange(f)?;
+    let mut step = |f: &mut [E::Field<T, 3>], f_new: &mut [E::Field<T, 3>]| -> Result<(), LaunchError> {
+        exchange.exchange(&mut f.iter_mut().map(|f| vec![ErasedField::of(f)]).collect::<Vec<_>>())?;
         for (i, (a, b)) in f.iter().zip(f_new.iter_mut()).enumerate() {
             T::step(domains.exec(i), &ranges[i], &coefficients, a, b)?;
         }
         Ok(())
     };
-    let synchronize = || domains.execs().iter().try_for_each(|e| e.synchronize());
     {
-        let (mut a, mut b) = (upload()?, upload()?);
+        let (mut a, mut b) = (domains.scatter(&initial)?, domains.scatter(&initial)?);
         step(&mut a, &mut b)?;
     }
     // Both sets carry the same (zero) physical-boundary halo, so the boundary stays fixed.
-    let (mut f, mut f_new) = (upload()?, upload()?);
-    synchronize()?;
+    let (mut f, mut f_new) = (domains.scatter(&initial)?, domains.scatter(&initial)?);
+    domains.synchronize()?;
     let start = Instant::now();
     for s in 1..=setup.steps {
         step(&mut f, &mut f_new)?;
         std::mem::swap(&mut f, &mut f_new);
         after_step(s);
     }
-    synchronize()?;
+    domains.synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
-    let host: Vec<Field3<T>> =
-        f.iter().enumerate().map(|(i, p)| domains.exec(i).download(p)).collect::<Result<_, _>>()?;
-    Ok((d.gather(&like, &host), seconds))
+    Ok((domains.gather(&like, &f)?, seconds))
 }
 
-/// [`run`] over subdomains ([`simulate_decomposed`]).
+/// [`run`] over subdomains ([`simulate_decomposed`]); the outcome on rank 0, `None` on the
+/// other ranks.
 pub fn run_decomposed<E: Executor, T: Real>(
     domains: &Domains<E, 3>,
     setup: &Setup,
     after_step: impl FnMut(usize),
-) -> Result<Outcome, LaunchError> {
+) -> Result<Option<Outcome>, LaunchError> {
     let (f, seconds) = simulate_decomposed::<E, T>(domains, setup, after_step)?;
+    let Some(f) = f else { return Ok(None) };
     let t = setup.end_time();
-    Ok(Outcome {
+    Ok(Some(Outcome {
         seconds,
         gpts_per_s: (setup.shape().interior_points() * setup.steps) as f64 / seconds / 1e9,
         error: setup.error(&f, t),
         wall_value: setup.wall_value(t),
-    })
+    }))
 }

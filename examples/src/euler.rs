@@ -68,7 +68,9 @@
 
 use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, Executor, HaloFill, HaloWidths, Loop, Stencil, Strategy};
+use stencil_runtime::{
+    Decomposition, Domains, ErasedField, Executor, HaloExchange, HaloFill, HaloWidths, Loop, Stencil, Strategy,
+};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -522,6 +524,10 @@ pub type Conserved<F> = [F; 5];
 /// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
 pub const RK3: [(f64, f64); 3] = [(0.0, 1.0), (0.75, 0.25), (1.0 / 3.0, 2.0 / 3.0)];
 
+/// What [`Euler::run_decomposed`] returns: the final state gathered on rank 0 (`None` on the
+/// other ranks) and the number of steps.
+pub type Decomposed = (Option<Conserved<Field3<f64>>>, usize);
+
 /// A run's settings: grid, physics and numerics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Euler {
@@ -862,9 +868,9 @@ impl Euler {
         t_end: f64,
         dt_every: usize,
         mut after_step: impl FnMut(usize, f64),
-    ) -> Result<(Conserved<Field3<f64>>, usize), Error> {
+    ) -> Result<Decomposed, Error> {
         let d = domains.decomposition();
-        self.checked_halo()?;
+        let halo = self.checked_halo()?;
         if d.global() != self.n {
             return Err(format!(
                 "the decomposition splits a {:?} grid, but the model has {:?} cells: decompose `n` \
@@ -893,13 +899,15 @@ impl Euler {
             )
             .into());
         }
-        let mut parts = q.each_ref().map(|f| d.scatter(f).into_iter());
-        let mut states = (0..d.len())
-            .map(|i| {
-                let local = parts.each_mut().map(|p| p.next().expect("one part per subdomain"));
-                State::new(domains.exec(i), &local)
-            })
+        let mut states = domains
+            .subdomains()
+            .zip(domains.execs())
+            .map(|(s, exec)| State::new(exec, &q.each_ref().map(|f| s.part_of(f))))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut exchange = HaloExchange::new(domains);
+        for name in ["rho", "mx", "my", "mz", "e"] {
+            exchange.append::<f64>(name, HaloWidths(halo));
+        }
         let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
             if steps % dt_every.max(1) == 0 {
@@ -908,7 +916,7 @@ impl Euler {
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
             for k in 0..3 {
-                self.fill_decomposed(domains, &mut states, k)?;
+                self.fill_decomposed(domains, &mut exchange, &mut states, k)?;
                 for (i, s) in states.iter_mut().enumerate() {
                     self.stage(domains.exec(i), s, k, dt)?;
                 }
@@ -920,15 +928,16 @@ impl Euler {
             steps += 1;
             after_step(steps, t);
         }
-        let local =
-            states.iter().enumerate().map(|(i, s)| s.download(domains.exec(i))).collect::<Result<Vec<_>, _>>()?;
-        let mut columns: [Vec<Field3<f64>>; 5] = Default::default();
-        for part in local {
-            for (column, field) in columns.iter_mut().zip(part) {
-                column.push(field);
-            }
+        let mut gathered = Vec::with_capacity(5);
+        for v in 0..5 {
+            let column: Vec<&E::Field<f64, 3>> = states.iter().map(|s| &s.q[v]).collect();
+            gathered.push(domains.gather(&like, &column)?);
         }
-        Ok((columns.map(|parts| d.gather(&like, &parts)), steps))
+        let q: Option<Vec<Field3<f64>>> = gathered.into_iter().collect();
+        Ok((
+            q.map(|q| <[Field3<f64>; 5]>::try_from(q).map_err(|_| "five fields").expect("five gathered fields")),
+            steps,
+        ))
     }
 
     /// The CFL time step of the subdomain states: [`EulerRate`] issued on every subdomain, then
@@ -937,11 +946,11 @@ impl Euler {
         for (i, s) in states.iter_mut().enumerate() {
             self.rate(domains.exec(i), s)?;
         }
-        let mut max = 0.0;
+        let mut local = Vec::with_capacity(states.len());
         for (i, s) in states.iter().enumerate() {
-            max = max_rate(max, &domains.exec(i).download(&s.rate)?);
+            local.push(max_rate(0.0, &domains.exec(i).download(&s.rate)?));
         }
-        Ok(self.cfl / max)
+        Ok(self.cfl / domains.max(local))
     }
 
     /// Fills the halos of stage `k`'s input (`q`, `q1`, `q2` for `k` = 0, 1, 2) of every
@@ -950,6 +959,7 @@ impl Euler {
     fn fill_decomposed<E: Executor>(
         &self,
         domains: &Domains<E, 3>,
+        exchange: &mut HaloExchange<E, 3>,
         states: &mut Vec<State<E>>,
         k: usize,
     ) -> Result<(), Error> {
@@ -970,7 +980,7 @@ impl Euler {
             }
             rest.push((q1, q2, flux, rate));
         }
-        let filled = self.fill_columns(domains, &mut columns);
+        let filled = self.fill_columns(domains, exchange, &mut columns);
         let mut columns = columns.map(|c| c.into_iter());
         for (q1, q2, flux, rate) in rest {
             let q = columns.each_mut().map(|c| c.next().expect("one field per subdomain"));
@@ -985,10 +995,27 @@ impl Euler {
     fn fill_columns<E: Executor>(
         &self,
         domains: &Domains<E, 3>,
+        exchange: &mut HaloExchange<E, 3>,
         columns: &mut [Vec<E::Field<f64, 3>>; 5],
     ) -> Result<(), Error> {
-        for column in columns.iter_mut() {
-            domains.exchange(column)?;
+        {
+            let [r, mx, my, mz, e] = columns.each_mut().map(|c| c.iter_mut());
+            let mut fields: Vec<Vec<ErasedField<'_, 3>>> = r
+                .zip(mx)
+                .zip(my)
+                .zip(mz)
+                .zip(e)
+                .map(|((((r, mx), my), mz), e)| {
+                    vec![
+                        ErasedField::of(r),
+                        ErasedField::of(mx),
+                        ErasedField::of(my),
+                        ErasedField::of(mz),
+                        ErasedField::of(e),
+                    ]
+                })
+                .collect();
+            exchange.exchange(&mut fields)?;
         }
         // Periodic axes came with the exchange (the decomposition wraps them).
         let fills = |v: usize| {

@@ -1,7 +1,93 @@
 //! The command-line options every example shares for where it runs (`--gpu N`, `--domains N`,
-//! `--gpus N`, `--grid PX,PY,PZ`), what they resolve to, and the printout of a decomposition.
+//! `--gpus N`, `--grid PX,PY,PZ`), what they resolve to, the processes of the run ([`Processes`]:
+//! MPI ranks with the `mpi` feature) and the subdomains of each, and the printout of a
+//! decomposition.
 
-use stencil_runtime::Decomposition;
+use stencil_runtime::{Decomposition, Domains, Host, LaunchError, World};
+
+/// The processes of a run: the ranks `mpiexec` started (a build with the `mpi` feature), else
+/// this one. Keep it alive for the whole run (dropping it ends MPI). On ranks other than 0 the
+/// standard output is discarded, so a run prints once; errors still reach the standard error.
+pub struct Processes {
+    #[cfg(feature = "mpi")]
+    _universe: Option<mpi::environment::Universe>,
+    world: World,
+}
+
+impl Processes {
+    /// Starts MPI where the build has it (one rank when not run under `mpiexec`).
+    pub fn start() -> Result<Self, String> {
+        #[cfg(feature = "mpi")]
+        {
+            let universe = mpi::initialize().ok_or("MPI was already initialised")?;
+            let world = World::mpi(universe.world());
+            world.abort_on_panic();
+            if world.rank() != 0 {
+                // SAFETY: replaces file descriptor 1 by /dev/null; nothing else holds it.
+                unsafe {
+                    let null = libc::open(c"/dev/null".as_ptr(), libc::O_WRONLY);
+                    if null >= 0 {
+                        libc::dup2(null, 1);
+                        libc::close(null);
+                    }
+                }
+            }
+            Ok(Processes { _universe: Some(universe), world })
+        }
+        #[cfg(not(feature = "mpi"))]
+        Ok(Processes { world: World::single() })
+    }
+
+    /// The world of the run.
+    pub fn world(&self) -> &World {
+        &self.world
+    }
+
+    /// Refuses a run of several ranks that is not decomposed (every rank would run it all).
+    pub fn check(&self, target: Target) -> Result<(), String> {
+        if self.world.size() > 1 && target.domains().is_none() {
+            return Err(format!(
+                "{} ranks, but the run is not decomposed: give --domains N or --gpus N (a multiple of the rank count)",
+                self.world.size()
+            ));
+        }
+        Ok(())
+    }
+
+    /// This rank's host subdomains of `d`.
+    pub fn host_domains(&self, d: Decomposition<3>) -> Result<Domains<Host, 3>, LaunchError> {
+        let per_rank = d.len() / self.world.size();
+        Domains::over_ranks(self.world.clone(), d, vec![Host; per_rank.max(1)])
+    }
+
+    /// This rank's subdomains of `d` on GPUs: subdomain `i` (of all ranks) on GPU `i % count`
+    /// of the GPUs this process sees (under `mpiexec` on one node, one rank per GPU by default;
+    /// `CUDA_VISIBLE_DEVICES` per rank narrows it). Notes on stderr when GPUs run several
+    /// subdomains.
+    #[cfg(feature = "cuda")]
+    pub fn gpu_domains(
+        &self,
+        d: Decomposition<3>,
+        bin: &str,
+    ) -> Result<Domains<stencil_runtime::cuda::Gpu, 3>, Box<dyn std::error::Error>> {
+        use stencil_runtime::cuda::Gpu;
+        let count = Gpu::count()?;
+        if count == 0 {
+            return Err("--gpus: the CUDA driver sees no GPU".into());
+        }
+        let ranks = self.world.size();
+        let per_rank = (d.len() / ranks).max(1);
+        let first = self.world.rank() * per_rank;
+        let gpus = (first..first + per_rank).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
+        if d.len() > count * ranks && self.world.rank() == 0 {
+            eprintln!(
+                "{bin}: note: {} subdomains on {count} GPU(s) per rank: some GPUs run several subdomains",
+                d.len()
+            );
+        }
+        Ok(Domains::over_ranks(self.world.clone(), d, gpus)?)
+    }
+}
 
 /// Where to run: flattened into each example's options (`#[command(flatten)]`).
 #[derive(clap::Args, Clone, Copy, Debug, Default)]

@@ -55,13 +55,17 @@ fn host_grids<T: Wave>() {
     for grid in GRIDS {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
         let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
-        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {})
+            .unwrap()
+            .expect("one process is rank 0");
         assert_same(&format!("grid {grid:?}"), &out, &reference);
     }
     // The automatic grid as well.
     let d = m.decompose(4, None).unwrap();
     let domains = Domains::new(d, vec![Host; 4]).unwrap();
-    let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {})
+        .unwrap()
+        .expect("one process is rank 0");
     assert_same(&format!("auto grid {:?}", d.grid()), &out, &reference);
 }
 
@@ -132,7 +136,8 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         let domains = Domains::new(d, gpus).unwrap();
         for strategy in strategies {
             let s = RegionStrategies::uniform(strategy);
-            let out = run_decomposed::<Gpu, f32>(&domains, &s, &m, snapshot, |_| {}).unwrap();
+            let out =
+                run_decomposed::<Gpu, f32>(&domains, &s, &m, snapshot, |_| {}).unwrap().expect("one process is rank 0");
             assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
         }
         eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);

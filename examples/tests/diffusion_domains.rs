@@ -66,6 +66,7 @@ fn check<T: Real>(order: Order) {
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");
         let mut issued = Vec::new();
         let (split, _) = simulate_decomposed::<Host, T>(&domains, &setup, |s| issued.push(s)).expect("decomposed run");
+        let split = split.expect("one process is rank 0");
         assert_eq!(issued, (1..=steps).collect::<Vec<_>>(), "after_step once per step, in order");
         assert!(
             bits(&split) == bits(&single),
@@ -99,6 +100,7 @@ fn auto_decomposition_equals_one_domain() {
         assert_eq!(d.len(), domains);
         let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
         let (split, _) = simulate_decomposed::<Host, f64>(&domains, &setup, |_| {}).expect("decomposed run");
+        let split = split.expect("one process is rank 0");
         assert!(bits(&split) == bits(&single), "auto grid {:?} differs", d.grid());
     }
 }
@@ -145,6 +147,7 @@ fn gpu_domains_equal_host_one_domain() {
         let domains = Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
         let (split, _) = simulate_decomposed::<Gpu, T>(&domains, &setup, |_| {}).expect("GPU subdomains run");
+        let split = split.expect("one process is rank 0");
         assert!(
             bits(&split) == bits(&single),
             "{} {order:?}, {n:?} over {grid:?} on GPUs: differs from the host single-domain run",

@@ -35,6 +35,7 @@ fn check<const D: usize>(
 fn main() {
     let universe = mpi::initialize().expect("MPI_Init failed");
     let world = universe.world();
+    World::mpi(world.duplicate()).abort_on_panic();
     let n = world.size();
     let walls3 = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
     let mut checked = 0;

@@ -14,7 +14,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Target};
+use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
@@ -54,13 +54,13 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = run(&args) {
+    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
         eprintln!("acoustic3d: error: {e}");
         std::process::exit(1);
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let mut model = Model::layered(args.size, args.steps);
     model.pml = args.pml;
     model.f0 = args.f0;
@@ -74,6 +74,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         return Err(format!("--snapshot {snapshot} is not one of the steps 1..={}", model.steps).into());
     }
     let target = args.placement.target("acoustic3d")?;
+    processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = match target {
         Target::HostDomains(domains) | Target::GpuDomains(domains) => {
@@ -111,14 +112,13 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
     let run = match (target, decomposition) {
-        (Target::Gpu(ordinal), _) => run_on_gpu(ordinal, &model, snapshot)?,
-        (Target::HostDomains(_), Some(d)) => {
-            let domains = Domains::new(d, vec![Host; d.len()])?;
-            run_domains_with_progress(&domains, &model, snapshot)?
-        }
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(d, &model, snapshot)?,
-        _ => run_with_progress(&Host, &model, snapshot)?,
+        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &model, snapshot)?),
+        (Target::HostDomains(_), Some(d)) => run_domains_with_progress(&processes.host_domains(d)?, &model, snapshot)?,
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &model, snapshot)?,
+        _ => Some(run_with_progress(&Host, &model, snapshot)?),
     };
+    // Ranks other than 0 hold no global result.
+    let Some(run) = run else { return Ok(()) };
     let points = total.iter().product::<usize>();
     println!(
         "{} steps; steps 2..{} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; the first \
@@ -224,37 +224,34 @@ fn run_domains_with_progress<E: Executor>(
     domains: &Domains<E, 3>,
     model: &Model,
     snapshot: usize,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
     let bar = progress_bar(model.steps);
-    for (i, exec) in domains.execs().iter().enumerate() {
-        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
     }
     let run = acoustic::run_decomposed::<E, f32>(domains, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
     bar.finish_and_clear();
     run
 }
 
-/// [`run_domains_with_progress`] with subdomain i on GPU `i % count`.
+/// [`run_domains_with_progress`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
 #[cfg(feature = "cuda")]
 fn run_on_gpus(
+    processes: &Processes,
     d: Decomposition<3>,
     model: &Model,
     snapshot: usize,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    use stencil_runtime::cuda::Gpu;
-    let count = Gpu::count()?;
-    if count == 0 {
-        return Err("--gpus: the CUDA driver sees no GPU".into());
-    }
-    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
-    if d.len() > count {
-        eprintln!("acoustic3d: note: {} subdomains on {count} GPUs: some GPUs run several subdomains", d.len());
-    }
-    run_domains_with_progress(&Domains::new(d, gpus)?, model, snapshot)
+) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
+    run_domains_with_progress(&processes.gpu_domains(d, "acoustic3d")?, model, snapshot)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpus(_: Decomposition<3>, _: &Model, _: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+fn run_on_gpus(
+    _: &Processes,
+    _: Decomposition<3>,
+    _: &Model,
+    _: usize,
+) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
     Err("--gpus: this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus 2`"
         .into())

@@ -6,7 +6,7 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::diffusion::{self, Outcome, Setup};
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Target};
+use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Host, Order};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
@@ -58,13 +58,13 @@ enum Precision {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = run(&args) {
+    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
         eprintln!("diffusion3d: error: {e}");
         std::process::exit(1);
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let n = [args.nx, args.ny, args.nz].map(|v| v.unwrap_or(args.size));
     if n.contains(&0) {
         return Err(format!("the grid {n:?} has an empty axis; give every axis at least one point").into());
@@ -78,6 +78,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let setup = Setup { n, order, ..Setup::cube(n[0], args.steps) };
     let target = args.placement.target("diffusion3d")?;
+    processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = match target {
         Target::HostDomains(domains) | Target::GpuDomains(domains) => {
@@ -102,14 +103,15 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         print_decomposition(d);
     }
     let outcome = match (target, decomposition) {
-        (Target::Gpu(ordinal), _) => run_on_gpu(ordinal, &setup, args.precision)?,
+        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &setup, args.precision)?),
         (Target::HostDomains(_), Some(d)) => {
-            let domains = Domains::new(d, vec![Host; d.len()])?;
-            run_domains_with_progress(&domains, &setup, args.precision)?
+            run_domains_with_progress(&processes.host_domains(d)?, &setup, args.precision)?
         }
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(d, &setup, args.precision)?,
-        _ => run_with_progress(&Host, &setup, args.precision)?,
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &setup, args.precision)?,
+        _ => Some(run_with_progress(&Host, &setup, args.precision)?),
     };
+    // Ranks other than 0 hold no global result.
+    let Some(outcome) = outcome else { return Ok(()) };
     if outcome.wall_value > 1e-6 {
         eprintln!(
             "diffusion3d: warning: the Gaussian has reached the walls (u = {:.1e} on the ghost layer); \
@@ -150,15 +152,16 @@ fn progress_bar(steps: usize) -> ProgressBar {
     bar
 }
 
-/// Runs `setup` over the subdomains of `domains` in `precision` with a progress bar.
+/// Runs `setup` over the subdomains of `domains` in `precision` with a progress bar (the outcome
+/// on rank 0).
 fn run_domains_with_progress<E: Executor>(
     domains: &Domains<E, 3>,
     setup: &Setup,
     precision: Precision,
-) -> Result<Outcome, Box<dyn std::error::Error>> {
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
     let bar = progress_bar(setup.steps);
-    for (i, exec) in domains.execs().iter().enumerate() {
-        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
     }
     let outcome = match precision {
         Precision::F32 => diffusion::run_decomposed::<E, f32>(domains, setup, |_| bar.inc(1)),
@@ -168,28 +171,24 @@ fn run_domains_with_progress<E: Executor>(
     Ok(outcome?)
 }
 
-/// [`run_domains_with_progress`] with subdomain i on GPU `i % count`.
+/// [`run_domains_with_progress`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
 #[cfg(feature = "cuda")]
 fn run_on_gpus(
+    processes: &Processes,
     d: Decomposition<3>,
     setup: &Setup,
     precision: Precision,
-) -> Result<Outcome, Box<dyn std::error::Error>> {
-    use stencil_runtime::cuda::Gpu;
-    let count = Gpu::count()?;
-    if count == 0 {
-        return Err("--gpus: the CUDA driver sees no GPU".into());
-    }
-    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
-    if d.len() > count {
-        let gpus = if count == 1 { "GPU" } else { "GPUs" };
-        eprintln!("diffusion3d: note: {} subdomains on {count} {gpus}: some GPUs run several subdomains", d.len());
-    }
-    run_domains_with_progress(&Domains::new(d, gpus)?, setup, precision)
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
+    run_domains_with_progress(&processes.gpu_domains(d, "diffusion3d")?, setup, precision)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpus(_: Decomposition<3>, _: &Setup, _: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
+fn run_on_gpus(
+    _: &Processes,
+    _: Decomposition<3>,
+    _: &Setup,
+    _: Precision,
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
     Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpus 2`".into())
 }
 

@@ -14,7 +14,7 @@ use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Target};
+use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -74,13 +74,13 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = run(&args) {
+    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
         eprintln!("euler3d: error: {e}");
         std::process::exit(1);
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let positive = |v: f64| v.is_finite() && v > 0.0;
     if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) {
         return Err("--size must be at least 2, --t-end and --cfl positive".into());
@@ -109,6 +109,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         LimiterArg::Minmod => Limiter::Minmod,
     };
     let target = args.placement.target("euler3d")?;
+    processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = match target {
         Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(e.decompose(domains, args.placement.grid)?),
@@ -153,14 +154,17 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     };
     let run = match (target, decomposition) {
         (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
-        (Target::HostDomains(_), Some(d)) => Domains::new(d, vec![Host; d.len()])
+        (Target::HostDomains(_), Some(d)) => processes
+            .host_domains(d)
             .map_err(Into::into)
             .and_then(|domains| run_domains(&e, &q0, args, &domains, &bar, progress)),
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(&e, &q0, args, d, &bar, progress),
-        _ => e.run(&Host, &q0, args.t_end, args.dt_every, progress),
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, &e, &q0, args, d, &bar, progress),
+        _ => e.run(&Host, &q0, args.t_end, args.dt_every, progress).map(|(q, steps)| (Some(q), steps)),
     };
     bar.finish_and_clear();
     let (q, steps) = run?;
+    // Ranks other than 0 hold no global result.
+    let Some(q) = q else { return Ok(()) };
     let seconds = clock.get().elapsed().as_secs_f64();
     let cells = (args.size as f64).powi(3);
     let timed = steps.saturating_sub(1).max(1);
@@ -204,7 +208,8 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
     (slice, lo, hi)
 }
 
-type Outcome = Result<(Conserved<Field3<f64>>, usize), Box<dyn std::error::Error>>;
+/// The final state (on rank 0) and the step count.
+type Outcome = Result<(Option<Conserved<Field3<f64>>>, usize), Box<dyn std::error::Error>>;
 
 /// [`Euler::run_decomposed`] over `domains`, naming each subdomain's executor first.
 fn run_domains<E: Executor>(
@@ -215,15 +220,16 @@ fn run_domains<E: Executor>(
     bar: &ProgressBar,
     progress: impl FnMut(usize, f64),
 ) -> Outcome {
-    for (i, exec) in domains.execs().iter().enumerate() {
-        bar.println(format!("subdomain {i} on {}", exec.describe()));
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
     }
     e.run_decomposed(domains, q0, args.t_end, args.dt_every, progress)
 }
 
-/// [`run_domains`] with subdomain i on GPU `i % count`.
+/// [`run_domains`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
 #[cfg(feature = "cuda")]
 fn run_on_gpus(
+    processes: &Processes,
     e: &Euler,
     q0: &Conserved<Field3<f64>>,
     args: &Args,
@@ -231,20 +237,12 @@ fn run_on_gpus(
     bar: &ProgressBar,
     progress: impl FnMut(usize, f64),
 ) -> Outcome {
-    use stencil_runtime::cuda::Gpu;
-    let count = Gpu::count()?;
-    if count == 0 {
-        return Err("--gpus: the CUDA driver sees no GPU".into());
-    }
-    let gpus = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
-    if d.len() > count {
-        bar.println(format!("euler3d: note: {} subdomains on {count} GPUs: some GPUs run several subdomains", d.len()));
-    }
-    run_domains(e, q0, args, &Domains::new(d, gpus)?, bar, progress)
+    run_domains(e, q0, args, &processes.gpu_domains(d, "euler3d")?, bar, progress)
 }
 
 #[cfg(not(feature = "cuda"))]
 fn run_on_gpus(
+    _: &Processes,
     _: &Euler,
     _: &Conserved<Field3<f64>>,
     _: &Args,
@@ -273,7 +271,7 @@ fn run_on_gpu(
         gpu.name(),
         args.dt_every
     ));
-    e.run(&gpu, q0, args.t_end, args.dt_every, progress)
+    e.run(&gpu, q0, args.t_end, args.dt_every, progress).map(|(q, steps)| (Some(q), steps))
 }
 
 #[cfg(not(feature = "cuda"))]

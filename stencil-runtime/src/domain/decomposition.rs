@@ -49,6 +49,12 @@ impl<const D: usize> Subdomain<D> {
     pub fn shape(&self, like: &Shape<D>) -> Shape<D> {
         like.with_interior(self.extent)
     }
+
+    /// This subdomain's field cut from a global host field (of [`Subdomain::shape`] of its
+    /// shape): the interior, and the halo points that lie inside the global field.
+    pub fn part_of<T: Element>(&self, global: &Field<T, D>) -> Field<T, D> {
+        Field::from_fn(self.shape(global.shape()), |local| global.get(self.to_global(local)).unwrap_or_default())
+    }
 }
 
 /// Why a decomposition cannot be built.
@@ -273,10 +279,7 @@ impl<const D: usize> Decomposition<D> {
     /// and alignment; interior values are copied, halos of the subdomain fields that lie inside
     /// the global field too, so a global halo fill carries over).
     pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Vec<Field<T, D>> {
-        let like = global.shape();
-        self.subdomains()
-            .map(|s| Field::from_fn(s.shape(like), |local| global.get(s.to_global(local)).unwrap_or_default()))
-            .collect()
+        self.subdomains().map(|s| s.part_of(global)).collect()
     }
 
     /// The global host field of shape `like` (its interior must be the global extent) with the

@@ -9,6 +9,7 @@ use super::world::World;
 use crate::error::LaunchError;
 use crate::executor::{Executor, FieldStorage, SideJob};
 use crate::field::{Element, Field, HaloFill, Shape};
+use std::borrow::Borrow;
 use std::ops::Range;
 
 /// One field of every subdomain of the process (in order) and the fill of each axis at the
@@ -141,22 +142,16 @@ impl<E: Executor, const D: usize> Domains<E, D> {
     /// The local subdomains' fields cut from a global host field (see
     /// [`Decomposition::scatter`]), on their executors. Every rank passes the same global field.
     pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Result<Vec<E::Field<T, D>>, LaunchError> {
-        let like = global.shape();
-        self.subdomains()
-            .zip(&self.execs)
-            .map(|(s, e)| {
-                e.upload(&Field::from_fn(s.shape(like), |local| global.get(s.to_global(local)).unwrap_or_default()))
-            })
-            .collect()
+        self.subdomains().zip(&self.execs).map(|(s, e)| e.upload(&s.part_of(global))).collect()
     }
 
     /// The global host field of shape `like` (the global extent; its halo zero) assembled from
     /// every subdomain's interior, on rank 0 (`None` on the other ranks). Every rank calls it;
     /// it waits for the fields' work.
-    pub fn gather<T: Element>(
+    pub fn gather<T: Element, F: Borrow<E::Field<T, D>>>(
         &self,
         like: &Shape<D>,
-        fields: &[E::Field<T, D>],
+        fields: &[F],
     ) -> Result<Option<Field<T, D>>, LaunchError> {
         self.check_count(fields.len(), "gather")?;
         if like.interior() != self.decomposition.global() {
@@ -166,6 +161,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 self.decomposition.global()
             )));
         }
+        let fields: Vec<&E::Field<T, D>> = fields.iter().map(Borrow::borrow).collect();
         if let Some(f) = fields.iter().find(|f| f.shape().element_order() != like.element_order()) {
             return Err(LaunchError::Decomposition(format!(
                 "gather: a field of {} has another element order than the global shape {}: gather into a shape of                  the fields' order",

@@ -76,6 +76,21 @@ impl World {
         1
     }
 
+    /// Makes a panic on this rank end every rank (`MPI_Abort`, after the panic's message)
+    /// instead of leaving the others waiting in their next exchange. Nothing in one process.
+    pub fn abort_on_panic(&self) {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            let comm = c.clone();
+            let previous = std::panic::take_hook();
+            std::panic::set_hook(Box::new(move |info| {
+                previous(info);
+                use mpi::traits::Communicator;
+                comm.abort(101);
+            }));
+        }
+    }
+
     /// The communicator, for MPI calls of the model's own.
     #[cfg(feature = "mpi")]
     pub fn communicator(&self) -> Option<&mpi::topology::SimpleCommunicator> {
