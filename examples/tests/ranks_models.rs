@@ -4,11 +4,10 @@
 //! each with one and two subdomains per rank, equal bit for bit on rank 0 to the single-domain
 //! run on the host. A difference panics, which makes `mpiexec` end every rank with the message.
 
-use mpi::topology::Communicator;
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
-use stencil_runtime::{Decomposition, Domains, Host, Order, World};
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, World};
 
 /// Bits of a field's storage, widened to f64 (exact for f32, signed zeros included).
 fn bits<T: Copy + Into<f64>>(v: &[T]) -> Vec<u64> {
@@ -21,22 +20,25 @@ fn differing<T: Copy + Into<f64>>(a: &[T], b: &[T]) -> usize {
     bits(a).iter().zip(bits(b)).filter(|(x, y)| **x != *y).count()
 }
 
-fn domains(world: &World, d: Decomposition<3>) -> Domains<Host, 3> {
+/// This rank's subdomains of a decomposition, each on an executor `exec(global index)`.
+fn domains<E: Executor>(world: &World, d: Decomposition<3>, exec: &dyn Fn(usize) -> E) -> Domains<E, 3> {
     let per_rank = d.len() / world.size();
-    Domains::over_ranks(world.clone(), d, vec![Host; per_rank]).expect("domains over the ranks")
+    let first = world.rank() * per_rank;
+    Domains::over_ranks(world.clone(), d, (first..first + per_rank).map(exec).collect())
+        .expect("domains over the ranks")
 }
 
-fn diffusion(world: &World, per_rank: usize) {
+fn diffusion<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
     let (single, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
-    let (split, _) = diffusion::simulate_decomposed::<Host, f32>(&domains(world, d), &setup, |_| {}).unwrap();
+    let (split, _) = diffusion::simulate_decomposed::<E, f32>(&domains(world, d, exec), &setup, |_| {}).unwrap();
     if let Some(split) = split {
         assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "diffusion over grid {:?}", d.grid());
     }
 }
 
-fn acoustic(world: &World, per_rank: usize) {
+fn acoustic<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     let mut m = Model::layered(19, 40);
     m.n = [19, 17, 18];
     m.pml = 4;
@@ -46,7 +48,7 @@ fn acoustic(world: &World, per_rank: usize) {
     let d = m.decompose(world.size() * per_rank, None).unwrap();
     let s = RegionStrategies::default();
     let reference = acoustic::run::<Host, f32>(&Host, &s, &m, Some(20), |_| {}).unwrap();
-    let out = acoustic::run_decomposed::<Host, f32>(&domains(world, d), &s, &m, Some(20), |_| {}).unwrap();
+    let out = acoustic::run_decomposed::<E, f32>(&domains(world, d, exec), &s, &m, Some(20), |_| {}).unwrap();
     if let Some(out) = out {
         let what = format!("acoustic over grid {:?}", d.grid());
         assert_eq!(differing(out.last.u.as_slice(), reference.last.u.as_slice()), 0, "{what}: final u");
@@ -61,7 +63,7 @@ fn acoustic(world: &World, per_rank: usize) {
     }
 }
 
-fn euler(world: &World, per_rank: usize) {
+fn euler<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     let mut e = Euler::cube(8, 1.0);
     e.n = [10, 9, 8];
     e.h = e.n.map(|n| 1.0 / n as f64);
@@ -76,7 +78,7 @@ fn euler(world: &World, per_rank: usize) {
     let d = e.decompose(world.size() * per_rank, None).unwrap();
     let t_end = 0.02;
     let (single, steps) = e.run(&Host, &q0, t_end, 1, |_, _| {}).unwrap();
-    let (split, steps_d) = e.run_decomposed(&domains(world, d), &q0, t_end, 1, |_, _| {}).unwrap();
+    let (split, steps_d) = e.run_decomposed(&domains(world, d, exec), &q0, t_end, 1, |_, _| {}).unwrap();
     assert_eq!(steps, steps_d, "euler over grid {:?}: step count", d.grid());
     if let Some(split) = split {
         // The cells (the gathered state's halo is zero; the single run's holds boundary values).
@@ -94,13 +96,27 @@ fn main() {
     let world = World::mpi(universe.world());
     world.abort_on_panic();
     for per_rank in [1, 2] {
-        diffusion(&world, per_rank);
-        acoustic(&world, per_rank);
-        euler(&world, per_rank);
+        diffusion(&world, per_rank, &|_| Host);
+        acoustic(&world, per_rank, &|_| Host);
+        euler(&world, per_rank, &|_| Host);
     }
-    if universe.world().rank() == 0 {
+    #[allow(unused_mut)]
+    let mut on = "host subdomains".to_string();
+    // With the cuda feature and a GPU: subdomain i on GPU i % count, messages staged through the
+    // host between ranks, against the same single-domain host runs.
+    #[cfg(feature = "cuda")]
+    if let Ok(count @ 1..) = stencil_runtime::cuda::Gpu::count() {
+        let gpu = |i: usize| stencil_runtime::cuda::Gpu::new(i % count).expect("a GPU");
+        for per_rank in [1, 2] {
+            diffusion(&world, per_rank, &gpu);
+            acoustic(&world, per_rank, &gpu);
+            euler(&world, per_rank, &gpu);
+        }
+        on = format!("host subdomains and subdomains on {count} GPU(s)");
+    }
+    if world.rank() == 0 {
         println!(
-            "ranks_models: {} rank(s): diffusion, acoustic and euler equal the single domain bit for bit",
+            "ranks_models: {} rank(s), {on}: diffusion, acoustic and euler equal the single domain bit for bit",
             world.size()
         );
     }

@@ -12,7 +12,9 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, HaloFill, World};
 use stencil_tests::exchange_check::{check_domains, Case};
 
-/// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank.
+/// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank,
+/// on host subdomains and, with the cuda feature and a GPU, on GPU subdomains (subdomain `i` on
+/// GPU `i % count`; messages between ranks staged through pinned host buffers).
 #[allow(clippy::too_many_arguments)]
 fn check<const D: usize>(
     world: &mpi::topology::SimpleCommunicator,
@@ -29,7 +31,16 @@ fn check<const D: usize>(
     let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits");
     let case = Case { global, grid: d.grid(), periodic, halo, depth, walls, order, seed };
     let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
-    check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?}: {e}"))
+    #[allow(unused_mut)]
+    let mut checked = check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?}: {e}"));
+    #[cfg(feature = "cuda")]
+    if let Ok(count @ 1..) = stencil_runtime::cuda::Gpu::count() {
+        let first = world.rank() as usize * per_rank;
+        let gpus = (first..first + per_rank).map(|i| stencil_runtime::cuda::Gpu::new(i % count).unwrap()).collect();
+        let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
+        checked += check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?} on GPUs: {e}"));
+    }
+    checked
 }
 
 fn main() {

@@ -141,45 +141,66 @@ fn launch_overhead(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Halo-exchange bandwidth between subdomains on the GPUs present (subdomain i on GPU
-/// i % count): an `n`³ f32 field split in two along each axis in turn, halo 4 (the 25-point
-/// star's), 20 exchanges after a warm-up, wall clock with every GPU synchronised. Bytes count
-/// what crosses between the subdomains (both directions).
+/// i % count), through one [`HaloExchange`] built before the clock starts: an `n`³ grid split in
+/// two along each axis in turn, halo 4 (the 25-point star's); one f32 field, then five f64
+/// fields in one message per side (the Euler state). 20 exchanges after a warm-up, wall clock
+/// with every GPU synchronised. Bytes count what crosses between the subdomains (both
+/// directions): pack, copy and unpack are all in the time.
 fn exchange_bandwidth(n: usize) -> Result<(), Box<dyn std::error::Error>> {
-    use stencil_runtime::{Decomposition, Domains};
+    use stencil_runtime::{Decomposition, Domains, ErasedField, HaloExchange, HaloWidths};
     let count = Gpu::count()?;
     let gpus: Vec<Gpu> = (0..2).map(|i| Gpu::new(i % count)).collect::<Result<_, _>>()?;
-    println!("halo exchange, {n}³ f32 split in two, halo 4, {} GPU(s): {:?}", count.min(2), gpus);
-    println!("\n| split along | MB per exchange | ms per exchange | GB/s (both directions) |");
-    println!("|---|---:|---:|---:|");
-    for axis in [2, 1, 0] {
-        let mut grid = [1; 3];
-        grid[axis] = 2;
-        let d = Decomposition::new([n; 3], grid, [false; 3], [4; 3])?;
-        let domains = Domains::new(d, gpus.clone())?;
-        let like = Shape3::new([n; 3]).halo(4);
-        let mut parts = d
-            .subdomains()
-            .map(|s| domains.exec(s.index).alloc::<f32, 3>(s.shape(&like)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let sync = || gpus.iter().try_for_each(|g| g.synchronize());
-        domains.exchange(&mut parts)?;
-        sync()?;
-        let reps = 20;
-        let start = Instant::now();
-        for _ in 0..reps {
-            domains.exchange(&mut parts)?;
+    println!("halo exchange, {n}³ split in two, halo 4, {} GPU(s): {:?}", count.min(2), gpus);
+    println!("\n| fields | split along | MB per exchange | ms per exchange | GB/s (both directions) |");
+    println!("|---|---|---:|---:|---:|");
+    for (what, fields, elem) in [("1 × f32", 1, 4), ("5 × f64", 5, 8)] {
+        for axis in [2, 1, 0] {
+            let mut grid = [1; 3];
+            grid[axis] = 2;
+            let d = Decomposition::new([n; 3], grid, [false; 3], [4; 3])?;
+            let domains = Domains::new(d, gpus.clone())?;
+            let like = Shape3::new([n; 3]).halo(4);
+            let mut ex = HaloExchange::new(&domains);
+            let (mut single, mut five) = (Vec::new(), Vec::new());
+            if elem == 4 {
+                ex.append::<f32>("u", HaloWidths([4; 3]));
+            } else {
+                for v in 0..fields {
+                    ex.append::<f64>(&format!("q{v}"), HaloWidths([4; 3]));
+                }
+            }
+            for s in d.subdomains() {
+                let exec = domains.exec(s.index);
+                if elem == 4 {
+                    single.push(exec.alloc::<f32, 3>(s.shape(&like))?);
+                } else {
+                    let state = (0..fields).map(|_| exec.alloc::<f64, 3>(s.shape(&like)));
+                    five.push(state.collect::<Result<Vec<_>, _>>()?);
+                }
+            }
+            let mut erased: Vec<Vec<ErasedField<'_, 3>>> = if elem == 4 {
+                single.iter_mut().map(|f| vec![ErasedField::of(f)]).collect()
+            } else {
+                five.iter_mut().map(|fs| fs.iter_mut().map(|f| ErasedField::of(f)).collect()).collect()
+            };
+            let sync = || gpus.iter().try_for_each(|g| g.synchronize());
+            ex.exchange(&mut erased)?;
+            sync()?;
+            let reps = 20;
+            let start = Instant::now();
+            for _ in 0..reps {
+                ex.exchange(&mut erased)?;
+            }
+            sync()?;
+            let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
+            let bytes = ex.bytes_sent()?;
+            println!(
+                "| {what} | {} | {:.1} | {ms:.3} | {:.0} |",
+                ["x", "y", "z"][axis],
+                bytes as f64 / 1e6,
+                bytes as f64 / (ms * 1e-3) / 1e9
+            );
         }
-        sync()?;
-        let ms = start.elapsed().as_secs_f64() * 1e3 / reps as f64;
-        let ext = like.extent();
-        let slab: usize = (0..3).map(|a| if a == axis { 4 } else { ext[a] }).product();
-        let bytes = 2 * slab * 4;
-        println!(
-            "| {} | {:.1} | {ms:.3} | {:.0} |",
-            ["x", "y", "z"][axis],
-            bytes as f64 / 1e6,
-            bytes as f64 / (ms * 1e-3) / 1e9
-        );
     }
     Ok(())
 }
