@@ -181,7 +181,7 @@ fn exchange_bandwidth(n: usize) -> Result<(), Box<dyn std::error::Error>> {
             let mut erased: Vec<Vec<ErasedField<'_, 3>>> = if elem == 4 {
                 single.iter_mut().map(|f| vec![ErasedField::of(f)]).collect()
             } else {
-                five.iter_mut().map(|fs| fs.iter_mut().map(|f| ErasedField::of(f)).collect()).collect()
+                five.iter_mut().map(|fs| fs.iter_mut().map(ErasedField::of).collect()).collect()
             };
             let sync = || gpus.iter().try_for_each(|g| g.synchronize());
             ex.exchange(&mut erased)?;
