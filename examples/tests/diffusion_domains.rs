@@ -5,7 +5,7 @@
 //! With the `cuda` feature, the same over two subdomains on GPUs (skipped without a GPU).
 
 use stencil_examples::diffusion::{halo, simulate, simulate_decomposed, Real, Setup};
-use stencil_runtime::{Decomposition, Domains, Field3, Host, LaunchError, Order};
+use stencil_runtime::{Decomposition, Domains, Field3, Host, LaunchError, Order, Overlap};
 
 /// A small xorshift generator: the same cases on every run, no dependency.
 struct Rng(u64);
@@ -60,7 +60,9 @@ fn check<T: Real>(order: Order) {
     assert_eq!(h, [1, 1, 1], "the 7-point stencil reaches one point along each axis");
     for (case, (n, grid)) in cases().into_iter().enumerate() {
         let steps = 5 + case % 3;
-        let setup = setup(n, order, steps);
+        // Every overlap mode: the same bits (the step's regions run in another order).
+        let mut setup = setup(n, order, steps);
+        setup.overlap = Overlap::ALL[case % 3];
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the case's grid fits");
         let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");
@@ -70,8 +72,9 @@ fn check<T: Real>(order: Order) {
         assert_eq!(issued, (1..=steps).collect::<Vec<_>>(), "after_step once per step, in order");
         assert!(
             bits(&split) == bits(&single),
-            "{} {order:?}, grid {n:?} over {grid:?}, {steps} steps: the decomposed run differs from the single-domain one",
-            T::NAME
+            "{} {order:?}, grid {n:?} over {grid:?}, {steps} steps, {:?}: the decomposed run differs from the single-domain one",
+            T::NAME,
+            setup.overlap
         );
         // The comparison means something: the field moved, and it is not zero at the cuts.
         let initial = setup.initial::<T>();
@@ -142,18 +145,24 @@ fn gpu_domains_equal_host_one_domain() {
     let second = Gpu::new(1 % count).expect("a GPU that exists opens");
     let h = halo().expect("the stencils read `f`").0;
     fn one<T: Real>(gpus: &[Gpu; 2], n: [usize; 3], grid: [usize; 3], order: Order, h: [usize; 3]) {
-        let setup = setup(n, order, 7);
+        let mut setup = setup(n, order, 7);
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the grid fits");
         let domains = Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
-        let (split, _) = simulate_decomposed::<Gpu, T>(&domains, &setup, |_| {}).expect("GPU subdomains run");
-        let split = split.expect("one process is rank 0");
-        assert!(
-            bits(&split) == bits(&single),
-            "{} {order:?}, {n:?} over {grid:?} on GPUs: differs from the host single-domain run",
-            T::NAME
-        );
-        eprintln!("{} {order:?}, {n:?} over {grid:?} on 2 GPU subdomains: bit-equal to the host", T::NAME);
+        for mode in Overlap::ALL {
+            setup.overlap = mode;
+            let (split, _) = simulate_decomposed::<Gpu, T>(&domains, &setup, |_| {}).expect("GPU subdomains run");
+            let split = split.expect("one process is rank 0");
+            assert!(
+                bits(&split) == bits(&single),
+                "{} {order:?}, {n:?} over {grid:?} on GPUs, {mode:?}: differs from the host single-domain run",
+                T::NAME
+            );
+            eprintln!(
+                "{} {order:?}, {n:?} over {grid:?} on 2 GPU subdomains, {mode:?}: bit-equal to the host",
+                T::NAME
+            );
+        }
     }
     let gpus = [first, second];
     for order in [Order::Ijk, Order::Kij] {

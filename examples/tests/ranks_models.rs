@@ -1,13 +1,13 @@
 //! The three decomposed models over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`,
-//! `-n 2` and `-n 4`): diffusion (f32), the 25-point acoustic update with PML (f32; fields,
-//! snapshot and every receiver trace) and Euler (f64, periodic, reflective and outflow axes),
-//! each with one and two subdomains per rank, equal bit for bit on rank 0 to the single-domain
-//! run on the host. A difference panics, which makes `mpiexec` end every rank with the message.
+//! `-n 2` and `-n 4`): diffusion (f32, every overlap mode), the 25-point acoustic update with PML
+//! (f32; fields, snapshot and every receiver trace) and Euler (f64, periodic, reflective and
+//! outflow axes), each with one and two subdomains per rank, equal bit for bit on rank 0 to the
+//! single-domain run on the host. A difference panics, which makes `mpiexec` end every rank with the message.
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
-use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, World};
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap, World};
 
 /// Bits of a field's storage, widened to f64 (exact for f32, signed zeros included).
 fn bits<T: Copy + Into<f64>>(v: &[T]) -> Vec<u64> {
@@ -29,12 +29,17 @@ fn domains<E: Executor>(world: &World, d: Decomposition<3>, exec: &dyn Fn(usize)
 }
 
 fn diffusion<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
+    let mut setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
     let (single, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
-    let (split, _) = diffusion::simulate_decomposed::<E, f32>(&domains(world, d, exec), &setup, |_| {}).unwrap();
-    if let Some(split) = split {
-        assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "diffusion over grid {:?}", d.grid());
+    // Every overlap mode: the exchange between ranks during the inner region, or not.
+    for mode in Overlap::ALL {
+        setup.overlap = mode;
+        let (split, _) = diffusion::simulate_decomposed::<E, f32>(&domains(world, d, exec), &setup, |_| {}).unwrap();
+        if let Some(split) = split {
+            let what = format!("diffusion over grid {:?}, {mode:?}", d.grid());
+            assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "{what}");
+        }
     }
 }
 

@@ -97,7 +97,9 @@ pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
 pub use device_args::ArgValue;
-pub use domain::{Decomposition, Domains, HaloExchange, HaloWidths, Neighbour, Subdomain, World};
+pub use domain::{
+    CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, Subdomain, World,
+};
 pub use error::LaunchError;
 pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
 pub use field::{

@@ -103,3 +103,64 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     let e = ex.exchange(&mut fields).unwrap_err();
     assert!(e.to_string().contains("holds f64, but it was appended as f32"), "{e}");
 }
+
+/// Four leapfrog steps of the 25-point star (reach 4) on periodic random grids, in every
+/// overlap mode of `CompCommBinder` (subdomains too thin to split run whole), equal bit for bit
+/// to the single-domain run with periodic halo fills.
+#[test]
+fn every_overlap_mode_gives_the_single_domain_bits() {
+    use stencil_runtime::{CompCommBinder, ErasedField, HaloExchange, Halos, Overlap};
+    use stencil_tests::exchange_check::random_global;
+    let reach = HaloWidths::<3>::of::<Star25>("u").unwrap();
+    let mut rng = SplitMix64::new(404);
+    for case in 0..6u64 {
+        let grid: [usize; 3] = std::array::from_fn(|_| rng.int(1, 2) as usize);
+        // Some subdomains thinner than 2 × 4 points (not split), most thicker.
+        let global: [usize; 3] = std::array::from_fn(|a| grid[a] * 4 + rng.int(0, 9) as usize);
+        let to32 = |f: Field3<f64>| Field3::from_fn(*f.shape(), |g| f.get(g).unwrap() as f32);
+        let [u0, p0, v0] = [1, 2, 3].map(|k| to32(random_global(global, reach.0, Order::Ijk, 10 * case + k)));
+        let v0 = Field3::from_fn(*v0.shape(), |g| 0.05 * v0.get(g).unwrap().abs());
+        let (range, steps) = (Loop3D::interior(u0.shape()), 4);
+        // The single domain.
+        let (mut u, mut p, mut next) = (u0.clone(), p0.clone(), Field3::zeros(*u0.shape()));
+        for _ in 0..steps {
+            Host.fill_halos(&mut [(&mut u, [Some(HaloFill::Periodic); 3])]).unwrap();
+            range.run(Star25, (0.1, &u, &p, &v0, &mut next)).unwrap();
+            (p, u, next) = (u, next, p);
+        }
+        let d = Decomposition::new(global, grid, [true; 3], reach.0).unwrap();
+        let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
+        for mode in Overlap::ALL {
+            type Parts = [Vec<Field3<f32>>; 4];
+            let mut s: Parts = [&u0, &p0, &v0, &u0].map(|f| domains.scatter(f).unwrap());
+            let ranges = domains.subdomains().map(|s| Loop3D::interior(&s.shape(u0.shape()))).collect();
+            let binder = CompCommBinder::new(&domains, ranges, reach.0, mode).unwrap();
+            let mut ex = HaloExchange::new(&domains);
+            ex.append::<f32>("u", reach);
+            let mut fill = |s: &mut Parts, halos: Halos| {
+                let fields = if halos == Halos::Read { &mut s[0] } else { &mut s[3] };
+                ex.exchange(&mut fields.iter_mut().map(|f| vec![ErasedField::of(f)]).collect::<Vec<_>>())
+            };
+            let update = |exec: &Host, i: usize, r: &Loop3D, s: &mut Parts| {
+                let [u, p, v, next] = s;
+                exec.run(r, Star25, (0.1, &u[i], &p[i], &v[i], &mut next[i]))
+            };
+            binder.prime(&mut s, &mut fill).unwrap();
+            for _ in 0..steps {
+                binder.step(&domains, &mut s, &mut fill, update).unwrap();
+                let [u, p, v, next] = s;
+                s = [next, u, v, p];
+            }
+            let got = domains.gather(u0.shape(), &s[0]).unwrap().unwrap();
+            let like = *u0.shape();
+            let interior = like.storage_points().map(|p| like.to_global(p));
+            for g in interior.filter(|g| (0..3).all(|a| g[a] >= 0 && g[a] < global[a] as isize)) {
+                assert_eq!(
+                    got.get(g).unwrap().to_bits(),
+                    u.get(g).unwrap().to_bits(),
+                    "case {case}, grid {grid:?} of {global:?}, {mode:?}: point {g:?}"
+                );
+            }
+        }
+    }
+}

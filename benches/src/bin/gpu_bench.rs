@@ -205,12 +205,81 @@ fn exchange_bandwidth(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Overlap of the halo exchange with computation (`CompCommBinder`): the 7-point diffusion
+/// stencil (f32) on an `n`³ grid split in two along z (subdomain i on GPU i % count), 50 steps
+/// per configuration after a warm-up, wall clock with every GPU synchronised: the update alone
+/// (no exchange), the exchange alone, then each mode. The exposed communication of a mode is its
+/// step time less the update's; the hidden share is 1 − exposed / exchange.
+fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use stencil_examples::diffusion::{halo, Real, Setup};
+    use stencil_runtime::{CompCommBinder, Decomposition, Domains, ErasedField, HaloExchange, Halos, Overlap};
+    let count = Gpu::count()?;
+    let gpus: Vec<Gpu> = (0..2).map(|i| Gpu::new(i % count)).collect::<Result<_, _>>()?;
+    let setup = Setup::cube(n, 50);
+    let reach = halo()?.0;
+    let d = Decomposition::new(setup.n, [1, 1, 2], [false; 3], reach)?;
+    let domains = Domains::new(d, gpus.clone())?;
+    let like = setup.shape();
+    let ranges: Vec<_> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    let coefficients = setup.coefficients();
+    let initial = setup.initial::<f32>();
+    let mut state = (domains.scatter(&initial)?, domains.scatter(&initial)?);
+    let mut ex = HaloExchange::new(&domains);
+    ex.append::<f32>("f", stencil_runtime::HaloWidths(reach));
+    println!("overlap, diffusion 7-point f32 {n}³ split in two along z, {} GPU(s): {gpus:?}", count.min(2));
+    println!("\n| configuration | ms per step | exposed exchange (ms) | exchange hidden |");
+    println!("|---|---:|---:|---:|");
+    type Pair = (Vec<DeviceField3<f32>>, Vec<DeviceField3<f32>>);
+    let mut time = |mode: Overlap, exchange: bool, update: bool| -> Result<f64, Box<dyn std::error::Error>> {
+        let binder = CompCommBinder::new(&domains, ranges.clone(), reach, mode)?;
+        let mut fill = |(f, g): &mut Pair, halos: Halos| {
+            if !exchange {
+                return Ok(());
+            }
+            let fields = if halos == Halos::Read { f } else { g };
+            ex.exchange(&mut fields.iter_mut().map(|f| vec![ErasedField::of(f)]).collect::<Vec<_>>())
+        };
+        let step = |exec: &Gpu, i: usize, range: &Loop3D, (f, g): &mut Pair| {
+            if update {
+                f32::step(exec, range, &coefficients, &f[i], &mut g[i])
+            } else {
+                Ok(())
+            }
+        };
+        binder.prime(&mut state, &mut fill)?;
+        for _ in 0..3 {
+            binder.step(&domains, &mut state, &mut fill, step)?;
+        }
+        domains.synchronize()?;
+        let start = Instant::now();
+        for _ in 0..setup.steps {
+            binder.step(&domains, &mut state, &mut fill, step)?;
+            std::mem::swap(&mut state.0, &mut state.1);
+        }
+        domains.synchronize()?;
+        Ok(start.elapsed().as_secs_f64() * 1e3 / setup.steps as f64)
+    };
+    let compute = time(Overlap::None, false, true)?;
+    let exchange = time(Overlap::None, true, false)?;
+    println!("| update only | {compute:.3} | | |");
+    println!("| exchange only | {exchange:.3} | | |");
+    for mode in Overlap::ALL {
+        let t = time(mode, true, true)?;
+        let exposed = t - compute;
+        println!("| {mode:?} | {t:.3} | {exposed:.3} | {:.0}% |", 100.0 * (1.0 - exposed / exchange));
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize =
         std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
     let gpu = Gpu::new(0)?;
     if std::env::args().any(|a| a == "--exchange") {
         return exchange_bandwidth(n);
+    }
+    if std::env::args().any(|a| a == "--overlap") {
+        return overlap(n);
     }
     if std::env::args().any(|a| a == "--launch-only") {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);

@@ -3,16 +3,19 @@
 //! the subdomains a process runs ([`Domains`], in a [`World`] of one process or, with the cargo
 //! feature `mpi`, of MPI ranks) and the multi-field halo exchange between them
 //! ([`HaloExchange`]: one message per neighbour, packed on the executor; peer copies between
-//! GPUs of a process, host-staged MPI between ranks).
+//! GPUs of a process, host-staged MPI between ranks), and a step with its exchange overlapped
+//! by the computation ([`CompCommBinder`], [`Overlap`]).
 
 // One-way dependencies: decomposition, reach, world <- domains <- exchange (which also holds
-// `Domains::exchange`, a one-field HaloExchange).
+// `Domains::exchange`, a one-field HaloExchange), binder.
+mod binder;
 mod decomposition;
 mod domains;
 mod exchange;
 mod reach;
 mod world;
 
+pub use binder::{CompCommBinder, Halos, Overlap};
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::HaloExchange;
