@@ -461,7 +461,8 @@ pub fn simulate_decomposed<E: Executor, T: Real>(
     let initial = setup.initial::<T>();
     let mut exchange = HaloExchange::new(domains);
     exchange.append::<T>("f", HaloWidths(needed));
-    let binder = CompCommBinder::new(domains, ranges, needed, setup.overlap)?;
+    let binder = CompCommBinder::new(domains, ranges, needed, setup.overlap)?
+        .contiguous_axis(like.element_order().axes::<3>()[0]);
     // The state: the fields `f` the step reads and `f_new` it writes, per subdomain.
     type Pair<F> = (Vec<F>, Vec<F>);
     let mut fill = |(f, f_new): &mut Pair<E::Field<T, 3>>, halos: Halos| {

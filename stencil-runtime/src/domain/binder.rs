@@ -3,9 +3,13 @@
 //!
 //! - [`Overlap::None`]: exchange the halos the update reads, then update each subdomain's range.
 //! - [`Overlap::OneDivided`]: each subdomain's range is split into an inner region (every point
-//!   farther than the reach from the range's ends, so it reads no halo) and `2·D` boundary slabs
-//!   ([`Loop::split_boundary`]). The inner region runs on a side stream of each executor while
-//!   the halos travel on the main stream; then the slabs run.
+//!   farther than the reach from the sides whose halo the exchange fills, so it reads none of
+//!   them) and boundary slabs on those sides ([`Loop::split_boundary`]): the sides with a
+//!   neighbouring subdomain, and the physical-boundary sides too when the exchange closure fills
+//!   them ([`CompCommBinder::filling_boundary`]). Along the contiguous axis a slab is 32 points
+//!   wide where the range allows (a warp's row: one-point-wide slabs across the contiguous axis waste most of
+//!   each memory access). The inner region runs on a side stream of each executor while the halos
+//!   travel on the main stream; then the slabs run.
 //! - [`Overlap::TwoDivided`]: the slabs run first; then the inner region runs on a side stream
 //!   while the halos of what the slabs wrote travel (for the next step). The halos of the
 //!   inputs must be filled once before the first step ([`CompCommBinder::prime`]).
@@ -62,6 +66,12 @@ pub enum Halos {
 #[derive(Clone, Debug)]
 pub struct CompCommBinder<const D: usize> {
     mode: Overlap,
+    reach: [usize; D],
+    /// Per subdomain and axis, `[low, high]`: whether the exchange fills that side's halo.
+    exchanged: Vec<[[bool; 2]; D]>,
+    /// Per subdomain and axis, `[low, high]`: whether it lies on the physical boundary.
+    physical: Vec<[[bool; 2]; D]>,
+    contiguous: Vec<usize>,
     ranges: Vec<Loop<D>>,
     /// Per subdomain: the inner region and the slabs; `None` where the range is too thin to
     /// split (it then runs whole where the slabs run).
@@ -88,9 +98,78 @@ impl<const D: usize> CompCommBinder<D> {
                 domains.world().rank()
             )));
         }
-        let widths = BoundaryWidths { lo: reach, hi: reach };
-        let regions = ranges.iter().map(|r| r.split_boundary(widths).ok()).collect();
-        Ok(CompCommBinder { mode, ranges, regions })
+        let d = domains.decomposition();
+        let sides = |on_boundary: bool| -> Vec<[[bool; 2]; D]> {
+            domains
+                .subdomains()
+                .map(|s| {
+                    std::array::from_fn(|a| {
+                        [-1i8, 1].map(|side| {
+                            let mut dir = [0i8; D];
+                            dir[a] = side;
+                            (d.neighbour(&s, dir) == super::Neighbour::Boundary) == on_boundary
+                        })
+                    })
+                })
+                .collect()
+        };
+        let contiguous = domains.subdomains().map(|_| 0).collect();
+        let mut binder = CompCommBinder {
+            mode,
+            reach,
+            exchanged: sides(false),
+            physical: sides(true),
+            contiguous,
+            ranges,
+            regions: Vec::new(),
+        };
+        binder.split();
+        Ok(binder)
+    }
+
+    /// This binder for an exchange closure that also fills the physical-boundary halos (e.g.
+    /// with [`Domains::fill_boundary`]): the slabs on those sides wait for it too.
+    pub fn filling_boundary(mut self) -> Self {
+        for (e, p) in self.exchanged.iter_mut().zip(&self.physical) {
+            for a in 0..D {
+                for side in 0..2 {
+                    e[a][side] |= p[a][side];
+                }
+            }
+        }
+        self.split();
+        self
+    }
+
+    /// This binder with axis `axis` taken as the fields' contiguous one (default 0, as in
+    /// [`Order::Ijk`](crate::Order)): its slabs are widened to 32 points.
+    pub fn contiguous_axis(mut self, axis: usize) -> Self {
+        self.contiguous.iter_mut().for_each(|c| *c = axis.min(D.saturating_sub(1)));
+        self.split();
+        self
+    }
+
+    /// Splits every range on its exchanged sides.
+    fn split(&mut self) {
+        self.regions = self
+            .ranges
+            .iter()
+            .zip(&self.exchanged)
+            .zip(&self.contiguous)
+            .map(|((r, sides), &c)| {
+                // Wide slabs along the contiguous axis where the range allows, else the reach.
+                let split = |wide: usize| {
+                    let width = |a: usize, side: usize| match (sides[a][side], a == c) {
+                        (false, _) => 0,
+                        (true, true) => self.reach[a].max(wide),
+                        (true, false) => self.reach[a],
+                    };
+                    let lo = std::array::from_fn(|a| width(a, 0));
+                    r.split_boundary(BoundaryWidths { lo, hi: std::array::from_fn(|a| width(a, 1)) }).ok()
+                };
+                split(32).or_else(|| split(0))
+            })
+            .collect();
     }
 
     /// The mode.
