@@ -175,6 +175,12 @@ pub enum ErrorKind {
         /// The local.
         name: String,
     },
+    /// A local (a `let`, a `for` variable or a `const`) named like the point index, which it
+    /// would hide from the neighbour accesses after it.
+    ShadowsIndex {
+        /// The index parameter's name.
+        name: String,
+    },
     /// `let x;` with no value.
     UninitialisedLocal {
         /// The local.
@@ -312,6 +318,7 @@ impl fmt::Display for ErrorKind {
             Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
             BadAssignTarget => write!(f, "only `let mut` locals and the current point of a `&mut` field (`out[idx]`) can be assigned"),
             ImmutableLocal { name } => write!(f, "cannot assign twice to `{name}`: declare it `let mut {name}`"),
+            ShadowsIndex { name } => write!(f, "`{name}` is this stencil's point index: a local of the same name would hide it from the neighbour accesses that follow (`u[{name}.ix::<1>()]` always means the index); give the local another name"),
             UninitialisedLocal { name } => write!(f, "give `{name}` an initial value: `let mut {name} = 0.0;`"),
             MissingElse => write!(f, "an `if` used as a value needs an `else` branch"),
             TypeMismatch { expected, found } => write!(f, "mismatched types: `{expected}` and `{found}`; convert one with `as`"),

@@ -113,6 +113,15 @@ impl Lowerer {
         self.params.iter().enumerate().find(|(_, p)| p.name == name)
     }
 
+    /// Refuses a local of the stencil body named like the point index (helpers do not see the
+    /// index, so their locals may take any name).
+    fn not_the_index(&self, ident: &syn::Ident) -> Result<(), Error> {
+        if self.call_stack.is_empty() && *ident == self.index_name {
+            return Err(Error::spanned(ident, ErrorKind::ShadowsIndex { name: self.index_name.clone() }));
+        }
+        Ok(())
+    }
+
     /// Binds `name` in the innermost scope.
     fn bind(&mut self, name: String, binding: Binding) {
         self.scopes.last_mut().expect("scope").insert(name, binding);
@@ -159,6 +168,7 @@ impl Lowerer {
         match stmt {
             syn::Stmt::Local(local) => self.lower_let(local, out),
             syn::Stmt::Item(syn::Item::Const(c)) if is_usize(&c.ty) => {
+                self.not_the_index(&c.ident)?;
                 let value = self
                     .const_int(&c.expr)
                     .ok_or_else(|| Error::spanned(&c.expr, ErrorKind::ArrayLength { len: None }))?;
@@ -166,6 +176,7 @@ impl Lowerer {
                 Ok(())
             }
             syn::Stmt::Item(syn::Item::Const(c)) => {
+                self.not_the_index(&c.ident)?;
                 let var = self.declared_type(&c.ty)?;
                 let init = self.lower_expr(&c.expr, out)?;
                 self.types.unify(var, init.ty, c.expr.span())?;
@@ -275,6 +286,7 @@ impl Lowerer {
     fn lower_for(&mut self, f: &syn::ExprForLoop, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
         let runtime = || Error::spanned(&f.for_token, ErrorKind::RuntimeLoop { which: "for" });
         let syn::Pat::Ident(var) = &*f.pat else { return Err(unsupported(&f.pat, "this loop pattern")) };
+        self.not_the_index(&var.ident)?;
         let syn::Expr::Range(range) = &*f.expr else { return Err(runtime()) };
         let bound = |e: &Option<Box<syn::Expr>>| e.as_deref().and_then(|e| self.const_int(e)).ok_or_else(runtime);
         let start = bound(&range.start)?;

@@ -305,6 +305,7 @@ impl Lowerer {
     ) -> Result<(), Error> {
         match pat {
             syn::Pat::Ident(p) if p.subpat.is_none() && p.by_ref.is_none() => {
+                self.not_the_index(&p.ident)?;
                 let name = p.ident.to_string();
                 let binding = self.declare_value(&name, value, p.mutability.is_some(), out);
                 self.bind(name, binding);
