@@ -38,7 +38,7 @@
 //! reflected there and damped again on its way back.
 //!
 //! The model is written once, against [`Executor`]: [`run`] and [`Wave::step`] take the host
-//! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
+//! ([`Host`]) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
 //! feature).
 //!
 //! [`run_decomposed`] runs the same steps over subdomains ([`Domains`]: host subdomains or one
@@ -629,17 +629,17 @@ impl Model {
     }
 
     /// The one-point range of the source.
-    pub fn source_range(&self) -> Loop3D {
+    pub fn source_range(&self) -> Result<Loop3D, LaunchError> {
         let s = self.storage_of(self.source);
-        Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))
+        Ok(Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))?)
     }
 
     /// The range of the receivers: the line along x through the physical domain at the
     /// source's y and the receiver depth.
-    pub fn receiver_range(&self) -> Loop3D {
+    pub fn receiver_range(&self) -> Result<Loop3D, LaunchError> {
         let begin = self.storage_of([0, self.source[1], self.receiver_depth]);
         let end = [begin[0] + self.n[0], begin[1] + 1, begin[2] + 1];
-        Loop::from_bounds(self.shape().extent(), begin, end)
+        Ok(Loop::from_bounds(self.shape().extent(), begin, end)?)
     }
 
     /// Velocity at a global coordinate (outside the physical domain, the nearest layer's).
@@ -719,9 +719,10 @@ impl Model {
 
     /// The source term of step `step` as the stencil takes it (None when it is negligible,
     /// after the wavelet has died out, so no launch is spent on it).
-    pub fn source_at<T: Wave>(&self, step: usize) -> Option<(Loop3D, T)> {
+    pub fn source_at<T: Wave>(&self, step: usize) -> Result<Option<(Loop3D, T)>, LaunchError> {
         let amount = self.source_amount(step);
-        (step as f64 * self.dt < 3.0 / self.f0).then(|| (self.source_range(), T::from_f64(amount)))
+        let live = step as f64 * self.dt < 3.0 / self.f0;
+        Ok(if live { Some((self.source_range()?, T::from_f64(amount))) } else { None })
     }
 }
 
@@ -771,13 +772,13 @@ pub fn run<E: Executor, T: Wave>(
 ) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
     model.check()?;
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let receivers = model.receiver_range();
+    let receivers = model.receiver_range()?;
     let mut state = model.initial::<T>().upload(exec)?;
     let mut traces = Vec::with_capacity(model.steps);
     let mut snap = None;
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
-        T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s))?;
+        T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s)?)?;
         traces.push(exec.read_range(&state.u, &receivers)?);
         if snapshot == Some(s + 1) {
             snap = Some(state.wavefields(exec)?);
@@ -869,7 +870,8 @@ fn local_range(range: &Loop3D, s: &Subdomain<3>, like: &Shape3) -> Option<Loop3D
         }
         (local_begin[a], local_end[a]) = (b - s.offset[a], e - s.offset[a]);
     }
-    Some(Loop::from_bounds(s.shape(like).extent(), local_begin, local_end))
+    // Inside the subdomain's interior by construction.
+    Loop::from_bounds(s.shape(like).extent(), local_begin, local_end).ok()
 }
 
 /// What one subdomain runs: its parts of the global regions (with their stencils and strategies)
@@ -880,7 +882,7 @@ struct Part {
 }
 
 impl Part {
-    fn new(model: &Model, strategies: &RegionStrategies, s: &Subdomain<3>) -> Self {
+    fn new(model: &Model, strategies: &RegionStrategies, s: &Subdomain<3>) -> Result<Self, LaunchError> {
         let like = model.shape();
         let regions = model.regions();
         let regions = RegionKind::ALL
@@ -889,7 +891,7 @@ impl Part {
             .zip(strategies.0)
             .filter_map(|((kind, range), strategy)| Some((kind, local_range(&range, s, &like)?, strategy)))
             .collect();
-        let global = model.receiver_range();
+        let global = model.receiver_range()?;
         let receivers = local_range(&global, s, &like).map(|local| {
             // Position of each local point (axis 0 fastest, as `read_range` returns them) in the
             // global range's order.
@@ -905,7 +907,7 @@ impl Part {
             }
             (local, at)
         });
-        Part { regions, receivers }
+        Ok(Part { regions, receivers })
     }
 }
 
@@ -1005,8 +1007,8 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     }
     let c = Coefficients::new([model.h; 3]).to::<T>();
     let subdomains: Vec<Subdomain<3>> = domains.subdomains().collect();
-    let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect();
-    let receivers = model.receiver_range().points();
+    let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect::<Result<_, _>>()?;
+    let receivers = model.receiver_range()?.points();
 
     let initial = model.initial::<T>();
     let all = State {
@@ -1029,7 +1031,7 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
         exchange_fields(&mut every_step, &mut parts, &plan.every_step)?;
-        let source = model.source_at::<T>(s);
+        let source = model.source_at::<T>(s)?;
         for (i, ((sub, part), state)) in subdomains.iter().zip(&work).zip(&mut parts).enumerate() {
             let source = source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount)));
             step_regions(domains.exec(i), &part.regions, &c, state, source)?;

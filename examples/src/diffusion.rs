@@ -16,7 +16,7 @@
 //! below the discretisation error. Runs long enough for the Gaussian to reach the walls warn.
 //!
 //! The model is written once, against [`Executor`]: [`run`] and [`simulate`] take the host
-//! ([`Host`](stencil_runtime::Host)) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
+//! ([`Host`]) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
 //! feature), and [`time_loop`] replays a recorded pair of steps (a CUDA graph on a GPU).
 //! [`simulate_decomposed`] runs the same steps over subdomains ([`Domains`]: host subdomains or
 //! one GPU per subdomain), with a halo exchange before each step; its result is the single-domain

@@ -1066,8 +1066,8 @@ fn face_range_of(shape: &Shape3, axis: usize) -> Loop3D {
     let halo = shape.halo_widths();
     let mut begin = halo;
     begin[axis] -= 1;
-    let end = [0, 1, 2].map(|a| halo[a] + shape.interior()[a]);
-    Loop::from_bounds(shape.extent(), begin, end)
+    // Up to the interior's high end: `halo` points above it.
+    Loop::from_parts(shape.extent(), begin, halo)
 }
 
 /// The largest of `max` and the rates of a host rate field (NaN once one is NaN): the fold of

@@ -2,7 +2,7 @@
 //! wrong (the stencil, the field, the numbers) and a help sentence saying what to change.
 //!
 //! [`LaunchError`] is what every executor operation returns; it wraps a [`HaloError`], a
-//! [`FieldError`] or (with the `cuda` feature) a [`CudaError`](crate::cuda::CudaError), whose
+//! [`FieldError`] or (with the `cuda` feature) a `cuda::CudaError`, whose
 //! codes it reports as its own, and whose value [`std::error::Error::source`] returns. Each error
 //! type has `code()`, `message()` and `help()`; `Display` writes
 //!
@@ -16,7 +16,7 @@
 //! A code is `S` and four digits, `S` + group (two digits) + number (two digits), never reused
 //! for another meaning: `S01xx` launch checks ([`LaunchError`]), `S02xx` halo fills and field
 //! accessors ([`HaloError`], [`FieldError`]), `S03xx` the CUDA runtime
-//! ([`CudaError`](crate::cuda::CudaError)). [`explain`] looks a code up in [`CATALOGUE`].
+//! (`cuda::CudaError`). [`explain`] looks a code up in [`CATALOGUE`].
 //!
 //! | code | error | meaning | fix |
 //! |---|---|---|---|
@@ -27,6 +27,7 @@
 //! | S0105 | `LaunchError::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
 //! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
 //! | S0107 | `LaunchError::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
+//! | S0108 | `LaunchError::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -89,6 +90,7 @@ catalogue! {
     "S0105" "LaunchError::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
     "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
     "S0107" "LaunchError::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
+    "S0108" "LaunchError::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -204,6 +206,8 @@ pub enum LaunchError {
     /// A decomposition, or a halo exchange over one, that does not fit (process grid, halo,
     /// executors or fields); the message says what to change.
     Decomposition(String),
+    /// A range built from bounds outside its extent ([`crate::RangeError`]).
+    Range(String),
     /// A halo fill that cannot work (axis, or an interior thinner than the halo). Reports the
     /// [`HaloError`]'s code.
     Halo(HaloError),
@@ -227,6 +231,7 @@ impl LaunchError {
             LaunchError::WrongDevice { .. } => "S0105",
             LaunchError::CopyShape { .. } => "S0106",
             LaunchError::Decomposition(_) => "S0107",
+            LaunchError::Range(_) => "S0108",
             LaunchError::Halo(e) => e.code(),
             LaunchError::Field(e) => e.code(),
             #[cfg(feature = "cuda")]
@@ -258,7 +263,7 @@ impl LaunchError {
             LaunchError::CopyShape { source_shape, destination_shape } => format!(
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
-            LaunchError::Decomposition(m) => m.clone(),
+            LaunchError::Decomposition(m) | LaunchError::Range(m) => m.clone(),
             LaunchError::Halo(e) => e.message(),
             LaunchError::Field(e) => e.message(),
             #[cfg(feature = "cuda")]
@@ -293,6 +298,9 @@ impl LaunchError {
             LaunchError::Decomposition(_) => {
                 "change what the message names (process grid, halo, fields per subdomain)".to_string()
             }
+            LaunchError::Range(_) => {
+                "keep begin <= end <= extent; grow by at most the points outside the range".to_string()
+            }
             LaunchError::Halo(e) => e.help(),
             LaunchError::Field(e) => e.help(),
             #[cfg(feature = "cuda")]
@@ -304,6 +312,12 @@ impl LaunchError {
 impl From<crate::domain::DecompositionError> for LaunchError {
     fn from(e: crate::domain::DecompositionError) -> Self {
         LaunchError::Decomposition(e.to_string())
+    }
+}
+
+impl From<crate::range::RangeError> for LaunchError {
+    fn from(e: crate::range::RangeError) -> Self {
+        LaunchError::Range(e.0)
     }
 }
 

@@ -106,7 +106,7 @@ pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
 pub use index::{Idx1, Idx2, Idx3};
-pub use range::{Loop, Loop1D, Loop2D, Loop3D};
+pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use stencil::{FieldInfo, StencilInfo};
 pub use stencil_codegen as codegen;

@@ -5,6 +5,18 @@ use crate::field::{Element, Field, FieldError, Shape};
 use std::fmt;
 
 /// A `D`-dimensional iteration range. Use the aliases [`Loop1D`], [`Loop2D`], [`Loop3D`].
+/// A range that cannot be built from the bounds given: what was asked and what fits.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RangeError(pub String);
+
+impl fmt::Display for RangeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for RangeError {}
+
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Loop<const D: usize> {
     n: [usize; D],
@@ -67,9 +79,22 @@ impl<const D: usize> Loop<D> {
         Loop { n: shape.extent(), i0: [0; D], i1: [0; D] }
     }
 
-    /// A sub-range given by half-open storage bounds `begin[a] .. end[a]` within extent `n`.
-    pub fn from_bounds(n: [usize; D], begin: [usize; D], end: [usize; D]) -> Self {
-        Loop { n, i0: begin, i1: std::array::from_fn(|a| n[a].saturating_sub(end[a])) }
+    /// A sub-range given by half-open storage bounds `begin[a] .. end[a]` within extent `n`;
+    /// an error where a bound lies beyond the extent or `begin` beyond `end` (no clamping).
+    pub fn from_bounds(n: [usize; D], begin: [usize; D], end: [usize; D]) -> Result<Self, RangeError> {
+        if let Some(a) = (0..D).find(|&a| end[a] > n[a] || begin[a] > end[a]) {
+            return Err(RangeError(format!(
+                "Loop::from_bounds: along axis {a} the bounds {}..{} do not lie in 0..{} (extent {:?}): give \
+                 begin <= end <= extent on every axis",
+                begin[a], end[a], n[a], n
+            )));
+        }
+        Ok(Self::within(n, begin, end))
+    }
+
+    /// [`Loop::from_bounds`] for bounds known to fit.
+    pub(crate) fn within(n: [usize; D], begin: [usize; D], end: [usize; D]) -> Self {
+        Loop { n, i0: begin, i1: std::array::from_fn(|a| n[a] - end[a]) }
     }
 
     /// The same range with `by[a]` points removed at both ends of axis `a` (e.g. the interior
@@ -83,13 +108,23 @@ impl<const D: usize> Loop<D> {
     }
 
     /// The same range with `by[a]` points added at both ends of axis `a` (e.g. the interior plus
-    /// one halo layer).
-    pub fn grow(self, by: [usize; D]) -> Self {
-        Loop {
-            n: self.n,
-            i0: std::array::from_fn(|a| self.i0[a].saturating_sub(by[a])),
-            i1: std::array::from_fn(|a| self.i1[a].saturating_sub(by[a])),
+    /// one halo layer); an error where that leaves the extent (no clamping).
+    pub fn grow(self, by: [usize; D]) -> Result<Self, RangeError> {
+        if let Some(a) = (0..D).find(|&a| by[a] > self.i0[a] || by[a] > self.i1[a]) {
+            return Err(RangeError(format!(
+                "Loop::grow by {by:?}: along axis {a} the range {self:?} has {} points below it and {} above in \
+                 an extent of {}: grow by at most {} there",
+                self.i0[a],
+                self.i1[a],
+                self.n[a],
+                self.i0[a].min(self.i1[a])
+            )));
         }
+        Ok(Loop {
+            n: self.n,
+            i0: std::array::from_fn(|a| self.i0[a] - by[a]),
+            i1: std::array::from_fn(|a| self.i1[a] - by[a]),
+        })
     }
 
     /// Extent per axis the range was built for.
@@ -194,7 +229,7 @@ mod tests {
         assert_eq!(r.points(), 10 * 8 * 5);
         let s = Shape::new([10, 8, 6]).halo(1);
         assert_eq!(Loop3D::interior(&s), Loop3D::new(12, 1, 1, 10, 1, 1, 8, 1, 1));
-        assert_eq!(Loop3D::interior(&s).grow([1, 1, 1]), Loop3D::whole(&s));
-        assert_eq!(Loop::from_bounds([12], [3], [7]).len_per_axis(), [4]);
+        assert_eq!(Loop3D::interior(&s).grow([1, 1, 1]), Ok(Loop3D::whole(&s)));
+        assert_eq!(Loop::from_bounds([12], [3], [7]).unwrap().len_per_axis(), [4]);
     }
 }

@@ -176,9 +176,9 @@ impl<const D: usize> Loop<D> {
             low_begin[axis] = begin[axis];
             let mut high_end = hi_e;
             high_end[axis] = end[axis];
-            [Loop::from_bounds(n, low_begin, low_end), Loop::from_bounds(n, high_begin, high_end)]
+            [Loop::within(n, low_begin, low_end), Loop::within(n, high_begin, high_end)]
         });
-        Ok(Regions { inner: Loop::from_bounds(n, inner_begin, inner_end), slabs })
+        Ok(Regions { inner: Loop::within(n, inner_begin, inner_end), slabs })
     }
 }
 

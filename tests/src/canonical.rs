@@ -6,7 +6,7 @@
 //! Element order is a property of the field, not of the stencil: the same functors run on
 //! `Order::Kij` fields (see [`ORDERS`]; the equivalence, GPU and kernel tests do).
 //!
-//! Each function is defined through [`with_source!`], which also keeps its source text in a
+//! Each function is defined through `with_source!`, which also keeps its source text in a
 //! `..._SOURCE` constant, so a test can lower the very same function with `stencil_codegen` and
 //! compare it with the IR the macro embedded. The plain-Rust references (`*_ref`) evaluate the
 //! same expressions in the same order as the stencil bodies, so results are bit-equal.

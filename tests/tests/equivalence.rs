@@ -206,7 +206,7 @@ fn check_smooth1d<T: Real>(seed: u64, run: Run1<T>) {
             let u = random::<T, 1>(shape, &mut rng, -1.0, 1.0);
             let w = T::lit(rng.uniform(0.0, 0.5));
             // The interior, and the interior grown into the halo as far as the reach allows.
-            for range in [Loop1D::interior(&shape), Loop1D::interior(&shape).grow([halo - 1])] {
+            for range in [Loop1D::interior(&shape), Loop1D::interior(&shape).grow([halo - 1]).unwrap()] {
                 let ctx = format!("smooth1d<{}> halo {halo} {order:?}", T::NAME);
                 check(shape, range, |r, out| run(r, w, &u, out), |g| smooth1d_ref(w, &u, g), &ctx);
             }
@@ -231,7 +231,7 @@ fn check_lap2d<T: Real>(seed: u64, run: Run2<T>) {
             let shape = Shape2::new([37, 5]).halo(halo).order(order);
             let u = random::<T, 2>(shape, &mut rng, -1.0, 1.0);
             let c = T::lit(rng.uniform(0.0, 0.25));
-            for range in [Loop2D::interior(&shape), Loop2D::interior(&shape).grow([halo - 1, halo - 1])] {
+            for range in [Loop2D::interior(&shape), Loop2D::interior(&shape).grow([halo - 1, halo - 1]).unwrap()] {
                 let ctx = format!("lap2d<{}> halo {halo} {order:?}", T::NAME);
                 check(shape, range, |r, out| run(r, c, &u, out), |g| lap2d_ref(c, &u, g), &ctx);
             }
@@ -260,7 +260,7 @@ fn check_diffusion3d<T: Real>(seed: u64, run: Run3<T, [T; 7]>) {
             let shape = Shape3::new([13, 10, 7]).halo(halo).order(order);
             let f = random::<T, 3>(shape, &mut rng, -1.0, 1.0);
             let c = coefficients::<T>(&mut rng);
-            let grown = Loop3D::interior(&shape).grow([halo - 1; 3]);
+            let grown = Loop3D::interior(&shape).grow([halo - 1; 3]).unwrap();
             for range in [Loop3D::interior(&shape), grown] {
                 let ctx = format!("diffusion3d<{}> halo {halo} {order:?}", T::NAME);
                 check(shape, range, |r, out| run(r, c, &f, out), |g| diffusion_ref(c, &f, g), &ctx);
@@ -332,7 +332,7 @@ fn check_two_outputs<T: Real>(seed: u64, run: RunTwo<T>) {
             let a = random::<T, 2>(shape, &mut rng, -1.0, 1.0);
             let b = random::<T, 2>(shape, &mut rng, -1.0, 1.0);
             let thr = T::lit(1.0);
-            let range = Loop2D::interior(&shape).grow([halo - 1, 0]);
+            let range = Loop2D::interior(&shape).grow([halo - 1, 0]).unwrap();
             let (mut mag, mut flag) = (poisoned::<T, 2>(shape), poisoned::<T, 2>(shape));
             let (mut want_mag, mut want_flag) = (mag.clone(), flag.clone());
             run(&range, thr, &a, &b, &mut mag, &mut flag).expect("launch");
@@ -422,7 +422,7 @@ fn unrolled_constant_loops_match_reference() {
         let shape = Shape1::new([37]).halo(halo);
         let f = random::<f64, 1>(shape, &mut rng, -1.0, 1.0);
         let x = rng.uniform(-2.0, 2.0);
-        let range = Loop1D::interior(&shape).grow([halo - 1]);
+        let range = Loop1D::interior(&shape).grow([halo - 1]).unwrap();
         check(shape, range, |r, out| r.run(Horner, (x, &f, out)), |g| horner_ref(x, &f, g), "horner");
     }
 }
@@ -454,7 +454,7 @@ fn sub_range_3d_writes_only_its_points() {
 
         // Then another, overlapping one with other coefficients: the points of the first that it
         // does not cover keep the first launch's values.
-        let other = Loop3D::from_bounds([17, 14, 11], [1, 5, 2], [9, 13, 6]);
+        let other = Loop3D::from_bounds([17, 14, 11], [1, 5, 2], [9, 13, 6]).unwrap();
         run(&other, b, &mut out).expect("second launch");
         for_each_in_range(&other, &shape, |g| want.set(g, diffusion_ref(b, &f, g)).expect("inside"));
         assert_bits_eq(&out, &want, &format!("two overlapping sub-ranges {order:?}"));
@@ -553,7 +553,7 @@ fn smooth1d_across_parallel_chunks() {
     let mut rng = SplitMix64::new(94);
     let shape = Shape1::new([2 * 16384 + 77]).halo(2);
     let u = random::<f32, 1>(shape, &mut rng, -1.0, 1.0);
-    let range = Loop1D::interior(&shape).grow([1]).shrink([0]);
+    let range = Loop1D::interior(&shape).grow([1]).unwrap().shrink([0]);
     check(shape, range, |r, out| r.run(Smooth1dF32, (0.2, &u, out)), |g| smooth1d_ref(0.2, &u, g), "long 1D");
     let sub = Loop1D::new(2 * 16384 + 81, 5, 3);
     check(shape, sub, |r, out| r.run(Smooth1dF32, (0.2, &u, out)), |g| smooth1d_ref(0.2, &u, g), "long 1D sub-range");

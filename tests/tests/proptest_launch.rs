@@ -267,14 +267,31 @@ proptest! {
 
 /// The predicate itself, on hand-picked cases (so that a wrong predicate cannot make the property
 /// vacuous).
+/// Ranges built from bounds outside their extent are errors that say what fits, never clamped.
+#[test]
+fn ranges_beyond_the_extent_are_refused() {
+    let s = Shape3::new([5, 5, 5]).halo(3);
+    let e = Loop3D::interior(&s).grow([4, 0, 0]).unwrap_err();
+    assert!(e.to_string().contains("along axis 0") && e.to_string().contains("grow by at most 3"), "{e}");
+    let e = Loop3D::from_bounds([11; 3], [1, 1, 1], [3, 12, 3]).unwrap_err();
+    assert!(e.to_string().contains("along axis 1 the bounds 1..12 do not lie in 0..11"), "{e}");
+    let e = Loop3D::from_bounds([11; 3], [4, 1, 1], [3, 3, 3]).unwrap_err();
+    assert!(e.to_string().contains("along axis 0"), "{e}");
+    assert_eq!(LaunchError::from(e).code(), "S0108");
+    assert_eq!(Loop3D::from_bounds([11; 3], [3; 3], [8; 3]).unwrap(), Loop3D::interior(&s));
+}
+
 #[test]
 fn predicate_on_known_cases() {
     let s = Shape3::new([5, 5, 5]).halo(3);
     let reach = PROBES_3D[1].reach; // x: -3 ..= 1
     assert_eq!(predict(&Loop3D::interior(&s), &s, reach), Expect::Run);
     assert_eq!(predict(&Loop3D::whole(&s), &s, reach), Expect::OutOfBounds(vec![("f", 0, -3), ("f", 0, 1)]));
-    assert_eq!(predict(&Loop3D::interior(&s).grow([0, 3, 3]), &s, reach), Expect::Run);
-    assert_eq!(predict(&Loop3D::interior(&s).grow([1, 0, 0]), &s, reach), Expect::OutOfBounds(vec![("f", 0, -3)]));
+    assert_eq!(predict(&Loop3D::interior(&s).grow([0, 3, 3]).unwrap(), &s, reach), Expect::Run);
+    assert_eq!(
+        predict(&Loop3D::interior(&s).grow([1, 0, 0]).unwrap(), &s, reach),
+        Expect::OutOfBounds(vec![("f", 0, -3)])
+    );
     assert_eq!(predict(&Loop3D::new(11, 3, 0, 11, 3, 3, 11, 3, 3), &s, reach), Expect::OutOfBounds(vec![("f", 0, 1)]));
     assert_eq!(predict(&Loop3D::new(11, 0, 11, 11, 0, 0, 11, 0, 0), &s, reach), Expect::Run);
     assert_eq!(predict(&Loop3D::new(11, 6, 6, 11, 0, 0, 11, 0, 0), &s, reach), Expect::Inverted { axis: 0 });

@@ -34,7 +34,7 @@ fn check<const D: usize>(
     end: [usize; D],
     widths: BoundaryWidths<D>,
 ) -> Result<(), TestCaseError> {
-    let range = Loop::from_bounds(n, begin, end);
+    let range = Loop::from_bounds(n, begin, end).expect("the strategy draws begin <= end <= n");
     let fits = (0..D).all(|a| widths.lo[a] + widths.hi[a] <= end[a] - begin[a]);
     let regions = match range.split_boundary(widths) {
         Ok(r) => r,

@@ -1,5 +1,5 @@
 //! One interface for where a model runs: the host ([`Host`], rayon) or a GPU
-//! ([`Gpu`](crate::cuda::Gpu), with the `cuda` feature). A model is written once against
+//! (`cuda::Gpu`, with the `cuda` feature). A model is written once against
 //! [`Executor`]; its fields are `E::Field<T, D>`, and stencil launches, halo fills, copies,
 //! synchronisation and recorded steps go through the executor.
 //!
@@ -82,7 +82,7 @@ pub type HaloJob<'a, F, const D: usize> = (&'a mut F, [Option<HaloFill>; D]);
 pub type SideJob<'a, F, const D: usize> = (&'a mut F, [[Option<HaloFill>; 2]; D]);
 
 /// Where fields live and stencils run. Implemented by [`Host`] and, with the `cuda` feature, by
-/// [`Gpu`](crate::cuda::Gpu). Work is issued in order; on a GPU it runs asynchronously, and
+/// `cuda::Gpu`. Work is issued in order; on a GPU it runs asynchronously, and
 /// [`Executor::download`], [`Executor::read_range`] and [`Executor::synchronize`] wait for it.
 pub trait Executor: Clone + Send + Sync + 'static {
     /// A `D`-dimensional field of `T` on this executor.

@@ -1,5 +1,5 @@
 //! Lowering: `syn::ItemFn` → [`StencilIr`]. Checks the signature, walks the body, unrolls
-//! constant loops, scalarises small arrays and tuples ([`values`]), inlines `#[stencil_fn]`
+//! constant loops, scalarises small arrays and tuples (`values`), inlines `#[stencil_fn]`
 //! helpers ([`helpers`]), hoists statement-carrying `if`/block expressions, infers types, and
 //! rejects everything that could race or could not run on a GPU.
 
