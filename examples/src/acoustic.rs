@@ -49,8 +49,8 @@
 use stencil_runtime::domain::{DecompositionError, ReachError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Loop, Regions, Stencil, Strategy,
-    Subdomain,
+    CompCommBinder, Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Halos, Loop,
+    Overlap, Regions, Stencil, Strategy, Subdomain,
 };
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -958,10 +958,12 @@ fn gather_wavefields<E: Executor, T: Element>(
 /// state is cut into the subdomains' fields ([`Domains::scatter`]: interiors, and halos that lie
 /// inside the global fields) on each subdomain's executor; the fields read around a point that no
 /// step changes (`eta`) are exchanged once, those a step changes (`u`) before every step, each
-/// set by one [`HaloExchange`] ([`ExchangePlan`]; the fields' halo is checked against the reach). A step
-/// then runs, on every subdomain, each global region (the inner one and the six PML slabs)
-/// intersected with its interior, with the region's stencil and strategy, injects the source on
-/// the subdomain that owns the source point, and swaps `u` and `u_prev`. The receivers are read
+/// set by one [`HaloExchange`] ([`ExchangePlan`]; the fields' halo is checked against the reach).
+/// A step then runs, on every subdomain, each global region (the inner one and the six PML
+/// slabs) intersected with its interior, with the region's stencil and strategy, injects the
+/// source on the subdomain that owns the source point, and swaps `u` and `u_prev`; the exchange
+/// is laid against it as `overlap` says ([`CompCommBinder`]: each region's parts in the binder's
+/// inner block and boundary slabs run in the mode's order). The receivers are read
 /// from the subdomains that own a part of the receiver line, and put in global receiver order.
 /// Snapshots, the final wavefields and the traces are gathered on rank 0 ([`Domains::gather`]);
 /// the outcome is `None` on the other ranks. Times as [`run`] (the exchanges included).
@@ -971,6 +973,7 @@ fn gather_wavefields<E: Executor, T: Element>(
 pub fn run_decomposed<E: Executor, T: Wave>(
     domains: &Domains<E, 3>,
     strategies: &RegionStrategies,
+    overlap: Overlap,
     model: &Model,
     snapshot: Option<usize>,
     mut after_step: impl FnMut(usize),
@@ -1022,6 +1025,17 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let mut parts = all.into_parts();
     exchange_fields(&mut exchange_of::<E, T>(domains, &plan.once, plan.halo), &mut parts, &plan.once)?;
     let mut every_step = exchange_of::<E, T>(domains, &plan.every_step, plan.halo);
+    // The fields a step changes that are read around a point, as the step leaves them (`u` is
+    // written as `u_prev`, which the swap after the step makes `u`).
+    let written: Vec<&str> = plan.every_step.iter().map(|&n| if n == "u" { "u_prev" } else { n }).collect();
+    let mut fill = |parts: &mut Vec<State<E::Field<T, 3>>>, halos: Halos| {
+        let names = if halos == Halos::Read { &plan.every_step } else { &written };
+        exchange_fields(&mut every_step, parts, names)
+    };
+    let ranges = subdomains.iter().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    let binder =
+        CompCommBinder::new(domains, ranges, plan.halo, overlap)?.contiguous_axis(like.element_order().axes::<3>()[0]);
+    binder.prime(&mut parts, &mut fill)?;
 
     // Receiver values of this process, per step, in the order of `owned` (global receiver indices).
     let owned: Vec<usize> =
@@ -1030,11 +1044,27 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let mut snap = None;
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
-        exchange_fields(&mut every_step, &mut parts, &plan.every_step)?;
         let source = model.source_at::<T>(s)?;
-        for (i, ((sub, part), state)) in subdomains.iter().zip(&work).zip(&mut parts).enumerate() {
-            let source = source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount)));
-            step_regions(domains.exec(i), &part.regions, &c, state, source)?;
+        let sources: Vec<_> = subdomains
+            .iter()
+            .map(|sub| source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount))))
+            .collect();
+        // The part of the step in `range` of subdomain `i`: each region's share of it, then the
+        // source if it lies there.
+        let update = |exec: &E, i: usize, range: &Loop3D, parts: &mut Vec<State<E::Field<T, 3>>>| {
+            for (kind, region, strategy) in &work[i].regions {
+                if let Some(r) = region.intersect(range) {
+                    T::region(exec, *strategy, *kind, &r, &c, &mut parts[i])?;
+                }
+            }
+            match sources[i].and_then(|(point, amount)| Some((point.intersect(range)?, amount))) {
+                Some((point, amount)) => T::inject(exec, &point, amount, &mut parts[i]),
+                None => Ok(()),
+            }
+        };
+        binder.step(domains, &mut parts, &mut fill, update)?;
+        for state in &mut parts {
+            std::mem::swap(&mut state.u, &mut state.u_prev);
         }
         for (i, (part, state)) in work.iter().zip(&parts).enumerate() {
             if let Some((range, _)) = &part.receivers {

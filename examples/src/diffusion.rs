@@ -186,7 +186,7 @@ impl Setup {
     /// A cubic grid of `n^3` points with the default time step (0.9 of the stability limit) and
     /// Gaussian (standard deviation 0.06 of the box).
     pub fn cube(n: usize, steps: usize) -> Self {
-        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06, overlap: Overlap::None }
+        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06, overlap: Overlap::TwoDivided }
     }
 
     /// Grid spacing, the same on every axis: the shortest side of the box has length 1.

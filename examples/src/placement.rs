@@ -108,6 +108,17 @@ pub struct PlacementArgs {
     pub grid: Option<[usize; 3]>,
 }
 
+/// How a decomposed run lays each step's halo exchange against the update (`--overlap`):
+/// flattened into the examples that take it.
+#[derive(clap::Args, Clone, Copy, Debug)]
+pub struct OverlapArgs {
+    /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
+    /// travel, then the boundary slabs) or two (the slabs first, then the inner region while
+    /// their halos travel; the default: the fastest measured over MPI, and equal in one process).
+    #[arg(long, value_parser = stencil_runtime::Overlap::parse, default_value = "two")]
+    pub overlap: stencil_runtime::Overlap,
+}
+
 /// Where a run goes: one executor, or subdomains.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {

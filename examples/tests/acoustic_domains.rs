@@ -6,7 +6,7 @@
 //! with `--features cuda`, GPU subdomains against the host's single-domain run.
 
 use stencil_examples::acoustic::{run, run_decomposed, ExchangePlan, Model, Outcome, RegionStrategies, Wave};
-use stencil_runtime::{Decomposition, Domains, Host};
+use stencil_runtime::{Decomposition, Domains, Host, Overlap};
 
 /// A small layered model (uneven sizes, the grid 33 x 31 x 32 with the PML) whose wavefront
 /// reaches the PML and crosses the subdomain boundaries of every grid below within the run.
@@ -52,20 +52,23 @@ fn host_grids<T: Wave>() {
     let corner: f64 = reference.last.u.get([p / 2, p / 2, p / 2]).unwrap().into();
     let trace_max = reference.traces.iter().flatten().fold(0.0f64, |a, v| a.max((*v).into().abs()));
     assert!(max > 0.0 && corner != 0.0 && trace_max > 0.0, "the wavefront has not reached the PML corner");
-    for grid in GRIDS {
+    for (g, grid) in GRIDS.into_iter().enumerate() {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
         let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
-        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {})
+        // Every overlap mode over the grids (the regions then run in another order).
+        let overlap = Overlap::ALL[g % 3];
+        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), overlap, &m, snapshot, |_| {})
             .unwrap()
             .expect("one process is rank 0");
-        assert_same(&format!("grid {grid:?}"), &out, &reference);
+        assert_same(&format!("grid {grid:?}, {overlap:?}"), &out, &reference);
     }
     // The automatic grid as well.
     let d = m.decompose(4, None).unwrap();
     let domains = Domains::new(d, vec![Host; 4]).unwrap();
-    let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), &m, snapshot, |_| {})
-        .unwrap()
-        .expect("one process is rank 0");
+    let out =
+        run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), Overlap::TwoDivided, &m, snapshot, |_| {})
+            .unwrap()
+            .expect("one process is rank 0");
     assert_same(&format!("auto grid {:?}", d.grid()), &out, &reference);
 }
 
@@ -100,11 +103,15 @@ fn bad_decompositions_are_errors() {
     let global = m.shape().interior();
     let wrong = Decomposition::new([global[0] - 1, global[1], global[2]], [2, 1, 1], [false; 3], [4; 3]).unwrap();
     let domains = Domains::new(wrong, vec![Host; 2]).unwrap();
-    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), &m, None, |_| {}).err().unwrap();
+    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), Overlap::None, &m, None, |_| {})
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("Model::decompose"), "{e}");
     let periodic = Decomposition::new(global, [2, 1, 1], [true, false, false], [4; 3]).unwrap();
     let domains = Domains::new(periodic, vec![Host; 2]).unwrap();
-    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), &m, None, |_| {}).err().unwrap();
+    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), Overlap::None, &m, None, |_| {})
+        .err()
+        .unwrap();
     assert!(e.to_string().contains("periodic"), "{e}");
 }
 
@@ -134,11 +141,12 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         let gpus: Vec<Gpu> = (0..d.len()).map(|i| Gpu::new(i % count).unwrap()).collect();
         eprintln!("grid {grid:?} on {}", gpus[0].describe());
         let domains = Domains::new(d, gpus).unwrap();
-        for strategy in strategies {
+        for (strategy, overlap) in strategies.into_iter().flat_map(|s| Overlap::ALL.map(|o| (s, o))) {
             let s = RegionStrategies::uniform(strategy);
-            let out =
-                run_decomposed::<Gpu, f32>(&domains, &s, &m, snapshot, |_| {}).unwrap().expect("one process is rank 0");
-            assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
+            let out = run_decomposed::<Gpu, f32>(&domains, &s, overlap, &m, snapshot, |_| {})
+                .unwrap()
+                .expect("one process is rank 0");
+            assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}, {overlap:?}"), &out, &reference);
         }
         eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);
     }

@@ -152,6 +152,16 @@ impl<const D: usize> Loop<D> {
     pub fn points(&self) -> usize {
         self.len_per_axis().iter().product()
     }
+
+    /// The points of both ranges (of one extent), or `None` when they share none.
+    pub fn intersect(&self, other: &Loop<D>) -> Option<Loop<D>> {
+        if self.n != other.n {
+            return None;
+        }
+        let begin = std::array::from_fn(|a| self.i0[a].max(other.i0[a]));
+        let end: [usize; D] = std::array::from_fn(|a| self.end()[a].min(other.end()[a]).max(0) as usize);
+        (0..D).all(|a| begin[a] < end[a]).then(|| Self::within(self.n, begin, end))
+    }
 }
 
 impl<const D: usize> fmt::Debug for Loop<D> {

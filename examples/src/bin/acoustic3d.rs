@@ -14,8 +14,8 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
-use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
+use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
+use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host, Overlap};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
@@ -47,6 +47,8 @@ struct Args {
     /// Skip the 3D wavefield (wavefield.vtk, the largest file).
     #[arg(long)]
     no_vtk: bool,
+    #[command(flatten)]
+    overlap: OverlapArgs,
     /// Where to run: --gpu, --domains, --gpus, --grid.
     #[command(flatten)]
     placement: PlacementArgs,
@@ -113,8 +115,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
 
     let run = match (target, decomposition) {
         (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &model, snapshot)?),
-        (Target::HostDomains(_), Some(d)) => run_domains_with_progress(&processes.host_domains(d)?, &model, snapshot)?,
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &model, snapshot)?,
+        (Target::HostDomains(_), Some(d)) => {
+            run_domains_with_progress(&processes.host_domains(d)?, &model, snapshot, args.overlap.overlap)?
+        }
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &model, snapshot, args.overlap.overlap)?,
         _ => Some(run_with_progress(&Host, &model, snapshot)?),
     };
     // Ranks other than 0 hold no global result.
@@ -224,12 +228,15 @@ fn run_domains_with_progress<E: Executor>(
     domains: &Domains<E, 3>,
     model: &Model,
     snapshot: usize,
+    overlap: Overlap,
 ) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
     let bar = progress_bar(model.steps);
     for (s, exec) in domains.subdomains().zip(domains.execs()) {
         bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
     }
-    let run = acoustic::run_decomposed::<E, f32>(domains, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
+    let run = acoustic::run_decomposed::<E, f32>(domains, &Default::default(), overlap, model, Some(snapshot), |_| {
+        bar.inc(1)
+    });
     bar.finish_and_clear();
     run
 }
@@ -241,8 +248,9 @@ fn run_on_gpus(
     d: Decomposition<3>,
     model: &Model,
     snapshot: usize,
+    overlap: Overlap,
 ) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
-    run_domains_with_progress(&processes.gpu_domains(d, "acoustic3d")?, model, snapshot)
+    run_domains_with_progress(&processes.gpu_domains(d, "acoustic3d")?, model, snapshot, overlap)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -251,6 +259,7 @@ fn run_on_gpus(
     _: Decomposition<3>,
     _: &Model,
     _: usize,
+    _: Overlap,
 ) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
     Err("--gpus: this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus 2`"

@@ -6,8 +6,8 @@
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::diffusion::{self, Outcome, Setup};
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
-use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap};
+use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Order};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
 #[derive(Parser, Debug)]
@@ -37,11 +37,8 @@ struct Args {
     /// Time step as a fraction of the stability limit dx^2 / (6 kappa), in (0, 1].
     #[arg(long, default_value_t = 0.9)]
     cfl: f64,
-    /// With subdomains: how each step's halo exchange is laid against the update: none (exchange,
-    /// then update), one (the inner region runs while the halos travel, then the boundary slabs)
-    /// or two (the slabs first, then the inner region while their halos travel).
-    #[arg(long, value_parser = Overlap::parse, default_value = "none")]
-    overlap: Overlap,
+    #[command(flatten)]
+    overlap: OverlapArgs,
     /// Where to run: --gpu, --domains, --gpus, --grid.
     #[command(flatten)]
     placement: PlacementArgs,
@@ -81,7 +78,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Layout::Ijk => Order::Ijk,
         Layout::Kij => Order::Kij,
     };
-    let setup = Setup { n, order, overlap: args.overlap, ..Setup::cube(n[0], args.steps) };
+    let setup = Setup { n, order, overlap: args.overlap.overlap, ..Setup::cube(n[0], args.steps) };
     let target = args.placement.target("diffusion3d")?;
     processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
