@@ -61,11 +61,13 @@ fn main() {
             checked += check(w, per_rank, [12, 16], [false, false], [3, 2], [3, 1], walls2, order, seed + 20);
         }
         let zg = [HaloFill::ZeroGradient];
-        checked += check(&world, per_rank, [40], [true], [3], [2], zg, Order::Ijk, 30);
-        checked += check(&world, per_rank, [40], [false], [2], [2], [HaloFill::MirrorNegated], Order::Ijk, 31);
+        // 1D: long enough for a halo of 3 in every one of the subdomains (8 ranks x 2 included).
+        let long = [40.max(4 * n as usize * per_rank + 3)];
+        checked += check(&world, per_rank, long, [true], [3], [2], zg, Order::Ijk, 30);
+        checked += check(&world, per_rank, long, [false], [2], [2], [HaloFill::MirrorNegated], Order::Ijk, 31);
     }
     // A grid the ranks cannot share evenly is an error that says what to start.
-    let d = Decomposition::new([8, 8, 8], [n as usize + 1, 1, 1], [false; 3], [1; 3]).unwrap();
+    let d = Decomposition::new([16, 8, 8], [n as usize + 1, 1, 1], [false; 3], [1; 3]).unwrap();
     if n > 1 {
         let e = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host]).expect_err("refused");
         assert!(e.to_string().contains("cannot share evenly"), "{e}");
