@@ -7,7 +7,7 @@
 use super::decomposition::{Decomposition, Neighbour, Subdomain};
 use super::world::World;
 use crate::error::LaunchError;
-use crate::executor::{Executor, FieldStorage, SideJob};
+use crate::executor::{from_le_bytes, to_le_bytes, Executor, FieldStorage, SideJob};
 use crate::field::{Element, Field, HaloFill, Shape};
 use std::borrow::Borrow;
 use std::ops::Range;
@@ -172,7 +172,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         let mut bytes = Vec::new();
         for ((s, e), f) in self.subdomains().zip(&self.execs).zip(fields) {
             let halo = f.shape().halo_widths();
-            e.read_box(f, halo, s.extent)?.into_iter().for_each(|v| v.put_le(&mut bytes));
+            to_le_bytes(&e.read_box(f, halo, s.extent)?, &mut bytes);
         }
         let Some(all) = self.world.gather_bytes(&bytes) else { return Ok(None) };
         let size = std::mem::size_of::<T>();
@@ -188,7 +188,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 rest = tail;
                 // `read_box` order is the layout order of the subdomain's field: the global
                 // field's order too (scatter keeps the order of `like`).
-                let values: Vec<T> = mine.chunks_exact(size).map(T::get_le).collect();
+                let values: Vec<T> = from_le_bytes(mine);
                 let at = std::array::from_fn(|a| g_halo[a] + s.offset[a]);
                 crate::executor::Executor::write_box(&host, &mut global, at, s.extent, &values)?;
             }

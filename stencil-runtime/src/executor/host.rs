@@ -1,8 +1,7 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
 use super::{
-    box_point, box_point_in_layout, check_box, check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer,
-    SideJob, Stencil,
+    box_point, box_rows, check_box, check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, SideJob, Stencil,
 };
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
@@ -116,7 +115,12 @@ impl Executor for Host {
         let shape = *field.shape();
         check_box(&shape, at, &shape, at, len)?;
         let data = field.as_slice();
-        Ok((0..len.iter().product()).map(|p| data[shape.offset(box_point_in_layout(&shape, at, len, p))]).collect())
+        let (row, starts) = box_rows(&shape, at, len);
+        let mut out = Vec::with_capacity(len.iter().product());
+        for start in starts {
+            out.extend_from_slice(&data[start..start + row]);
+        }
+        Ok(out)
     }
 
     fn write_box<T: Element, const D: usize>(
@@ -136,8 +140,9 @@ impl Executor for Host {
             )));
         }
         let data = field.as_mut_slice();
-        for (p, v) in values.iter().enumerate() {
-            data[shape.offset(box_point_in_layout(&shape, at, len, p))] = *v;
+        let (row, starts) = box_rows(&shape, at, len);
+        for (start, chunk) in starts.zip(values.chunks(row.max(1))) {
+            data[start..start + row].copy_from_slice(chunk);
         }
         Ok(())
     }

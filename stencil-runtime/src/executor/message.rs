@@ -203,16 +203,58 @@ impl MessageBuffer for HostBuffer {
 /// Runs of one box in layout order: for each row along the contiguous axis, the element offset
 /// of its first point in the field's storage, in order (`len[contiguous]` points each).
 pub(crate) fn rows<'p, const D: usize>(part: &'p BoxPart<'_, D>) -> impl Iterator<Item = usize> + 'p {
-    let axes = part.shape.element_order().axes::<D>();
-    let row_len = part.len[axes[0]];
-    let rows = part.points().checked_div(row_len).unwrap_or(0);
-    (0..rows).map(move |r| {
-        let mut at = part.at;
+    box_rows(&part.shape, part.at, part.len).1
+}
+
+/// The rows of the box of `len` points at `at` of a field of `shape`, in layout order: the
+/// points per row (along the contiguous axis) and the storage offset of each row's first point.
+pub(crate) fn box_rows<const D: usize>(
+    shape: &Shape<D>,
+    at: [usize; D],
+    len: [usize; D],
+) -> (usize, impl Iterator<Item = usize> + 'static) {
+    let shape = *shape;
+    let axes = shape.element_order().axes::<D>();
+    let row_len = len[axes[0]];
+    let points: usize = len.iter().product();
+    let rows = points.checked_div(row_len).unwrap_or(0);
+    let iter = (0..rows).map(move |r| {
+        let mut p = at;
         let mut rest = r;
         for &a in &axes[1..] {
-            at[a] += rest % part.len[a];
-            rest /= part.len[a];
+            p[a] += rest % len[a];
+            rest /= len[a];
         }
-        part.shape.offset(at)
-    })
+        shape.offset(p)
+    });
+    (row_len, iter)
+}
+
+/// The values' little-endian bytes (what a message between ranks carries).
+pub(crate) fn to_le_bytes<T: Element>(values: &[T], out: &mut Vec<u8>) {
+    if cfg!(target_endian = "little") {
+        // SAFETY: elements are plain numbers (f32, f64, i32, u32) without padding, so their
+        // memory is `size_of_val` initialised bytes, in little-endian order on this target.
+        out.extend_from_slice(unsafe {
+            std::slice::from_raw_parts(values.as_ptr().cast::<u8>(), std::mem::size_of_val(values))
+        });
+    } else {
+        values.iter().for_each(|v| v.put_le(out));
+    }
+}
+
+/// The values of little-endian `bytes` ([`to_le_bytes`] reversed; trailing bytes of a partial
+/// element are ignored).
+pub(crate) fn from_le_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
+    let size = std::mem::size_of::<T>();
+    let n = bytes.len() / size;
+    if cfg!(target_endian = "little") {
+        let mut out = vec![T::default(); n];
+        // SAFETY: `out` holds `n` elements, `n * size` bytes; every bit pattern is a valid
+        // number of the element types (f32, f64, i32, u32); the ranges do not overlap.
+        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr().cast::<u8>(), n * size) };
+        out
+    } else {
+        bytes.chunks_exact(size).map(T::get_le).collect()
+    }
 }

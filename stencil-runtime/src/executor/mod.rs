@@ -38,7 +38,7 @@ mod message;
 mod record;
 
 pub use host::Host;
-pub(crate) use message::{check_parts, rows};
+pub(crate) use message::{box_rows, check_parts, from_le_bytes, rows, to_le_bytes};
 pub use message::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use record::Recorded;
 
@@ -337,20 +337,4 @@ pub(crate) fn check_box<const D: usize>(
         }
     }
     Ok(())
-}
-
-/// Storage coordinate of point `p` of the box of `len` points at `at`, counted in the layout order
-/// of `shape` (its contiguous axis fastest): the order of [`Executor::read_box`].
-pub(crate) fn box_point_in_layout<const D: usize>(
-    shape: &Shape<D>,
-    at: [usize; D],
-    len: [usize; D],
-    mut p: usize,
-) -> [usize; D] {
-    let mut s = at;
-    for a in shape.element_order().axes::<D>() {
-        s[a] += p % len[a];
-        p /= len[a];
-    }
-    s
 }
