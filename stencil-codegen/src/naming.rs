@@ -23,6 +23,14 @@ pub const BASE: &str = "__base";
 pub const LEN: &str = "__len";
 /// Position in the current row.
 pub const X: &str = "__x";
+/// The row function of the nest (the loop over one row), compiled for the build's baseline.
+pub const ROW_FN: &str = "__row_fn";
+/// The row function compiled with AVX2.
+pub const ROW_FN_AVX2: &str = "__row_fn_avx2";
+/// The row function compiled with AVX-512.
+pub const ROW_FN_AVX512: &str = "__row_fn_avx512";
+/// The instruction set level of the launch.
+pub const ISA: &str = "__isa";
 /// The executor type parameter of the functor's `Stencil` impl.
 pub const EXEC: &str = "__E";
 

@@ -1,6 +1,9 @@
 //! The CPU loop nest: one row at a time along the contiguous axis, one slice per (field,
 //! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
-//! hoisted to one per row slice and the launch validated once.
+//! hoisted to one per row slice and the launch validated once. The row loop is one function,
+//! compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
+//! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
+//! floating-point contraction, so all three compute the same bits.
 
 use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ScalarType, StencilIr, Stmt, UnOp};
@@ -37,6 +40,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         }
     });
     let writers: Vec<&FieldAccess> = accesses.iter().filter(|f| f.writable).collect();
+    let write_only = writers.iter().all(|f| !f.is_read());
     let writer_data = writers.iter().map(|f| data_name(f));
     let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
     let row_slices = accesses.iter().filter(|f| !f.writable).flat_map(|fa| {
@@ -47,6 +51,41 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
         })
     });
+    // The row function's parameters: the row length, the scalars, every read row, the written rows.
+    let scalars: Vec<(Ident, Ident)> = ir
+        .params
+        .iter()
+        .filter_map(|p| match p.kind {
+            ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
+            ParamKind::Field(_) => None,
+        })
+        .collect();
+    let read_rows: Vec<(Ident, Ident)> = accesses
+        .iter()
+        .filter(|f| !f.writable)
+        .flat_map(|fa| (0..fa.offsets.len()).map(move |i| (row_name(fa, i), ident(fa.elem.rust_name()))))
+        .collect();
+    let write_rows: Vec<(Ident, Ident)> =
+        writers.iter().map(|fa| (row_name(fa, 0), ident(fa.elem.rust_name()))).collect();
+    let params = {
+        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
+        let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+        let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
+        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)*)
+    };
+    let call_args = {
+        let s = scalars.iter().map(|(n, _)| n);
+        let r = read_rows.iter().map(|(n, _)| n);
+        let w = write_rows.iter().map(|(n, _)| n);
+        quote!(#len, #(#s,)* #(#r,)* #(#w,)*)
+    };
+    // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
+    let reslice = read_rows
+        .iter()
+        .map(|(n, _)| quote!(let #n = &#n[..#len];))
+        .chain(write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)));
+    let [row_fn, row_avx2, row_avx512, isa] =
+        [naming::ROW_FN, naming::ROW_FN_AVX2, naming::ROW_FN_AVX512, naming::ISA].map(ident);
     let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone() };
     let body = printer.stmts(&ir.body);
     quote! {
@@ -54,10 +93,33 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*
-        #rt::__private::for_each_row(#range, &#shape, (#(&#writer_data,)*), |#base: usize, #len: usize, (#(#writer_rows,)*)| {
-            #(#row_slices)*
+        #[inline(always)]
+        fn #row_fn(#params) {
+            #(#reslice)*
             for #x in 0..#len {
                 #body
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn #row_avx2(#params) {
+            #row_fn(#call_args)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+        fn #row_avx512(#params) {
+            #row_fn(#call_args)
+        }
+        let #isa = #rt::__private::isa();
+        #rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, (#(&#writer_data,)*), |#base: usize, #len: usize, (#(#writer_rows,)*)| {
+            #(#row_slices)*
+            match #isa {
+                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx512 => unsafe { #row_avx512(#call_args) },
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx2 => unsafe { #row_avx2(#call_args) },
+                _ => #row_fn(#call_args),
             }
         });
         ::core::result::Result::Ok(())
