@@ -48,7 +48,8 @@ fn list(v: &str) -> Vec<String> {
 
 /// The initial value at interior point `p` of an `n`-point-per-axis grid.
 fn initial(p: &[isize], n: usize) -> f64 {
-    let s = |m: f64| p.iter().map(|&i| (std::f64::consts::PI * m * (i + 1) as f64 / (n + 1) as f64).sin()).product::<f64>();
+    let s =
+        |m: f64| p.iter().map(|&i| (std::f64::consts::PI * m * (i + 1) as f64 / (n + 1) as f64).sin()).product::<f64>();
     s(1.0) + 0.5 * s(3.0)
 }
 
@@ -106,7 +107,11 @@ macro_rules! cases {
             let ic = |halo: usize| {
                 let s = $shape::new([n; $dims]).halo(halo);
                 Field::<$t, $dims>::from_fn(s, |g| {
-                    if g.iter().all(|&i| i >= 0 && (i as usize) < n) { initial(&g, n) as $t } else { 0.0 }
+                    if g.iter().all(|&i| i >= 0 && (i as usize) < n) {
+                        initial(&g, n) as $t
+                    } else {
+                        0.0
+                    }
                 })
             };
             if o.cases.iter().any(|c| c == "s1") {
@@ -114,20 +119,17 @@ macro_rules! cases {
                 let (mut $f, mut $g) = (init.clone(), init.clone());
                 let range = $range::interior(init.shape());
                 let $c: ($t, $t) = (0.1, if $dims == 3 { 0.4 } else { 0.6 });
-                let times = time_runs(
-                    o.runs,
-                    |setup| {
-                        if setup {
-                            $f.as_mut_slice().copy_from_slice(init.as_slice());
-                            $g.as_mut_slice().copy_from_slice(init.as_slice());
-                            return;
-                        }
-                        for _ in 0..o.steps {
-                            range.run($diff, $diff_args).expect("launch");
-                            std::mem::swap(&mut $f, &mut $g);
-                        }
-                    },
-                );
+                let times = time_runs(o.runs, |setup| {
+                    if setup {
+                        $f.as_mut_slice().copy_from_slice(init.as_slice());
+                        $g.as_mut_slice().copy_from_slice(init.as_slice());
+                        return;
+                    }
+                    for _ in 0..o.steps {
+                        range.run($diff, $diff_args).expect("launch");
+                        std::mem::swap(&mut $f, &mut $g);
+                    }
+                });
                 gpts.push(report(o, "s1", $dims, $prec, n, &times));
                 dump(o, &format!("s1_{}d_{}", $dims, $prec), &$f);
             }
@@ -137,21 +139,18 @@ macro_rules! cases {
                 let (mut up, mut u, mut un) = (init.clone(), init.clone(), init.clone());
                 let range = $range::interior(init.shape());
                 let c: $t = 1e-8;
-                let times = time_runs(
-                    o.runs,
-                    |setup| {
-                        if setup {
-                            up.as_mut_slice().copy_from_slice(init.as_slice());
-                            u.as_mut_slice().copy_from_slice(init.as_slice());
-                            return;
-                        }
-                        for _ in 0..o.steps {
-                            range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
-                            std::mem::swap(&mut up, &mut u);
-                            std::mem::swap(&mut u, &mut un);
-                        }
-                    },
-                );
+                let times = time_runs(o.runs, |setup| {
+                    if setup {
+                        up.as_mut_slice().copy_from_slice(init.as_slice());
+                        u.as_mut_slice().copy_from_slice(init.as_slice());
+                        return;
+                    }
+                    for _ in 0..o.steps {
+                        range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
+                        std::mem::swap(&mut up, &mut u);
+                        std::mem::swap(&mut u, &mut un);
+                    }
+                });
                 gpts.push(report(o, "s2", $dims, $prec, n, &times));
                 dump(o, &format!("s2_{}d_{}", $dims, $prec), &u);
             }
@@ -160,8 +159,28 @@ macro_rules! cases {
     };
 }
 
-cases!(run_3d_f32, f32, "f32", 3, Shape3, Loop3D, Diffusion7, |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g), Acoustic25);
-cases!(run_3d_f64, f64, "f64", 3, Shape3, Loop3D, Diffusion7F64, |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g), Acoustic25F64);
+cases!(
+    run_3d_f32,
+    f32,
+    "f32",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    Acoustic25
+);
+cases!(
+    run_3d_f64,
+    f64,
+    "f64",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7F64,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    Acoustic25F64
+);
 cases!(run_2d_f32, f32, "f32", 2, Shape2, Loop2D, Diffusion5, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17);
 cases!(run_2d_f64, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17F64);
 
@@ -214,7 +233,11 @@ fn main() {
             "--runs" => o.runs = val().parse().expect("runs"),
             "--dump" => o.dump = Some(val()),
             "--triad" => {
-                println!("{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}", rayon::current_num_threads(), triad());
+                println!(
+                    "{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}",
+                    rayon::current_num_threads(),
+                    triad()
+                );
                 return;
             }
             "--scaling" => scaling = Some(list(&val()).iter().map(|t| t.parse().expect("threads")).collect()),

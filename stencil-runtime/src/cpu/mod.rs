@@ -11,10 +11,12 @@
 
 mod isa;
 mod plan;
+pub(crate) mod pool;
 mod stream;
 
 pub use isa::{isa, set_isa, Isa};
 pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
+pub use pool::ensure_pool;
 pub use stream::{stream_copy, DenormalMode};
 
 use crate::field::{AlignedBuf, Element, Shape};
@@ -27,7 +29,7 @@ use std::marker::PhantomData;
 const CHUNK_1D: usize = 1 << 14;
 /// Bytes of the L1 buffer of one output when outputs stream (a row is written in pieces of at
 /// most this size).
-const SCRATCH_BYTES: usize = 4096;
+const SCRATCH_BYTES: usize = 8192;
 /// Linear offset in elements of a constant stencil offset, for a field with `strides`.
 #[inline]
 pub fn linear_offset<const D: usize>(strides: &[usize; D], offset: [i32; 3]) -> isize {
@@ -169,34 +171,110 @@ tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P);
 tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P, Q);
 
-/// Calls `body(base, len, rows)` for every row piece of `range` (a run along the contiguous axis
-/// starting at storage offset `base`), in parallel as [`plan`] cuts it: tiles of a 3D range,
-/// each swept along the outer axis; bands of consecutive rows in 2D; chunks of the row in 1D.
-/// `info` is the stencil's (its reach sizes the tiles); `write_only` says that no written field
-/// is read, which allows streaming stores.
+/// Rows of one call of the generated body: `rows` runs of `len` points along the contiguous axis,
+/// the `r`-th starting at storage offset `base + r * stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowBlock {
+    /// Storage offset of the first point of the first row.
+    pub base: usize,
+    /// Points per row.
+    pub len: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Storage distance between consecutive rows.
+    pub stride: usize,
+}
+
+impl RowBlock {
+    /// Storage offset of the first point of row `r`.
+    #[inline(always)]
+    pub fn row_base(&self, r: usize) -> usize {
+        self.base + r * self.stride
+    }
+}
+
+/// The written rows of one [`RowBlock`], handed out one at a time: the field's own rows, or,
+/// when outputs stream, a buffer in L1 that is copied out with streaming stores when the next
+/// row is asked for and when the block ends.
+pub struct BlockOutputs<'a, O: RowOutputs> {
+    outputs: &'a O,
+    block: RowBlock,
+    /// The streaming buffer (null: rows are the fields' own).
+    scratch: *mut u8,
+    /// The row whose values wait in the buffer.
+    pending: Option<usize>,
+    isa: Isa,
+}
+
+impl<O: RowOutputs> BlockOutputs<'_, O> {
+    /// The written rows of row `r` of the block (`r < rows`); with streaming, the previous row's
+    /// values go out first.
+    #[inline(always)]
+    pub fn row(&mut self, r: usize) -> O::Rows<'_> {
+        assert!(r < self.block.rows, "row {r} of a block of {}", self.block.rows);
+        let len = self.block.len;
+        if self.scratch.is_null() {
+            // SAFETY: rows of one block are disjoint, blocks handed to different tasks are
+            // disjoint (`for_each_row`), and `&mut self` keeps one result alive at a time.
+            unsafe { self.outputs.rows(self.block.row_base(r), len) }
+        } else {
+            self.flush();
+            self.pending = Some(r);
+            // SAFETY: the task's own buffer (`COUNT * SCRATCH_BYTES`, `len` fits), one result
+            // alive at a time (`&mut self`).
+            unsafe { self.outputs.scratch_rows(self.scratch, len) }
+        }
+    }
+
+    /// Copies the buffered row (if any) to the fields.
+    #[inline(always)]
+    fn flush(&mut self) {
+        if let Some(r) = self.pending.take() {
+            // SAFETY: the destination row is this block's row `r` (disjoint from other tasks'),
+            // the buffer holds its values, and no row result is alive (`&mut self`).
+            unsafe { self.outputs.stream_rows(self.scratch, self.block.row_base(r), self.block.len, self.isa) }
+        }
+    }
+}
+
+/// Calls `body(block, outputs)` for blocks of rows covering `range` (runs along the contiguous
+/// axis), in parallel as [`plan`] cuts it: tiles of a 3D range, each swept along the outer axis
+/// one plane (a block of rows) at a time; bands of consecutive rows in 2D; chunks of the row in
+/// 1D. `info` is the stencil's (its reach sizes the tiles); `write_only` says that no written
+/// field is read, which allows streaming stores.
 pub fn for_each_row<const D: usize, O: RowOutputs>(
     range: &Loop<D>,
     shape: &Shape<D>,
     info: &StencilInfo,
     write_only: bool,
     outputs: O,
-    body: impl Fn(usize, usize, O::Rows<'_>) + Sync,
+    body: impl Fn(RowBlock, &mut BlockOutputs<'_, O>) + Sync,
 ) {
     if range.points() == 0 {
         return;
     }
+    ensure_pool();
     let threads = rayon::current_num_threads();
     let plan = plan(range, shape, info, outputs.elem_bytes(), write_only, threads);
+    if verbose() {
+        eprintln!("stencil {}: {range:?} on {threads} threads, {:?}, {plan:?}", info.name, isa());
+    }
     for_each_row_planned(range, shape, &plan, outputs, body)
 }
 
-/// [`for_each_row`] under a given plan (tests run odd tiles through this).
+/// Whether `STENCIL_CPU_VERBOSE=1` asks for every launch's plan on stderr.
+fn verbose() -> bool {
+    static VERBOSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VERBOSE.get_or_init(|| std::env::var("STENCIL_CPU_VERBOSE").is_ok_and(|v| v.trim() == "1"))
+}
+
+/// [`for_each_row`] under a given plan.
 pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
     range: &Loop<D>,
     shape: &Shape<D>,
     plan: &Plan,
     outputs: O,
-    body: impl Fn(usize, usize, O::Rows<'_>) + Sync,
+    body: impl Fn(RowBlock, &mut BlockOutputs<'_, O>) + Sync,
 ) {
     if range.points() == 0 {
         return;
@@ -206,65 +284,63 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
     let n = range.len_per_axis();
     let origin = shape.offset(range.begin());
     let isa = isa();
-    let piece = (SCRATCH_BYTES / outputs.elem_bytes().max(1)).max(1);
-    // One task: the rows `rows` yields, through the scratch buffer when streaming.
-    let task = |rows: &mut dyn Iterator<Item = (usize, usize)>| {
+    // Points per row piece when streaming (the buffer's size).
+    let piece = if plan.stream { (SCRATCH_BYTES / outputs.elem_bytes().max(1)).max(1) } else { usize::MAX };
+    // One task: the blocks `blocks` yields (disjoint from every other task's), rows cut into
+    // pieces that fit the buffer when streaming.
+    let task = |blocks: &mut dyn Iterator<Item = RowBlock>| {
         let _mode = DenormalMode::flush(plan.flush_denormals);
+        let mut scratch = plan.stream.then(|| AlignedBuf::<u8>::zeroed(O::COUNT * SCRATCH_BYTES));
+        let scratch = scratch.as_mut().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+        for block in blocks {
+            for start in (0..block.len).step_by(piece.min(block.len.max(1))) {
+                let piece = RowBlock { base: block.base + start, len: piece.min(block.len - start), ..block };
+                let mut out = BlockOutputs { outputs: &outputs, block: piece, scratch, pending: None, isa };
+                body(piece, &mut out);
+                out.flush();
+            }
+        }
         if plan.stream {
-            let mut scratch = AlignedBuf::<u8>::zeroed(O::COUNT * SCRATCH_BYTES);
-            let buf = scratch.as_mut_ptr();
-            for (base, len) in rows {
-                for start in (0..len).step_by(piece) {
-                    let m = piece.min(len - start);
-                    // SAFETY: the buffer has a slot per output; the rows it stands for are this
-                    // task's alone (see `run` below); the body's rows end before the copy.
-                    unsafe {
-                        body(base + start, m, outputs.scratch_rows(buf, m));
-                        outputs.stream_rows(buf, base + start, m, isa);
-                    }
-                }
-            }
             stream::store_fence();
-        } else {
-            // SAFETY: each (base, len) pair below is produced exactly once and the rows they
-            // describe are disjoint, since they differ in at least one non-contiguous coordinate
-            // or cover disjoint pieces of one row.
-            for (base, len) in rows {
-                body(base, len, unsafe { outputs.rows(base, len) });
-            }
         }
     };
     let c = axes[0];
     match D {
         1 => (0..n[c].div_ceil(CHUNK_1D)).into_par_iter().for_each(|chunk| {
             let start = chunk * CHUNK_1D;
-            task(&mut std::iter::once((origin + start, CHUNK_1D.min(n[c] - start))));
+            let len = CHUNK_1D.min(n[c] - start);
+            task(&mut std::iter::once(RowBlock { base: origin + start, len, rows: 1, stride: 0 }));
         }),
         2 => {
             let outer = axes[1];
             let band = plan.block[1].max(1);
             (0..n[outer].div_ceil(band)).into_par_iter().for_each(|b| {
-                let rows = b * band..n[outer].min((b + 1) * band);
-                task(&mut rows.map(|o| (origin + o * strides[outer], n[c])));
+                let rows = band.min(n[outer] - b * band);
+                let base = origin + b * band * strides[outer];
+                task(&mut std::iter::once(RowBlock { base, len: n[c], rows, stride: strides[outer] }));
             });
         }
         _ => {
             // 2.5D blocking: a task owns a tile of the contiguous and middle axes and sweeps a
-            // chunk of the outer axis, so the planes its reads reach (o - r ..= o + r) stay in
-            // cache for the next o, and each input is read from memory about once.
+            // chunk of the outer axis, one plane of the tile per block, so the planes its reads
+            // reach (o - r ..= o + r) stay in cache for the next o, and each input is read from
+            // memory about once.
             let (middle, outer) = (axes[1], axes[2]);
             let [bc, bm, bo] = plan.block.map(|b| b.max(1));
             let tiles = [n[c].div_ceil(bc), n[middle].div_ceil(bm), n[outer].div_ceil(bo)];
             (0..tiles.iter().product::<usize>()).into_par_iter().for_each(|t| {
                 let (tc, tm, to) = (t % tiles[0], (t / tiles[0]) % tiles[1], t / (tiles[0] * tiles[1]));
-                let cs = tc * bc..n[c].min((tc + 1) * bc);
-                let ms = tm * bm..n[middle].min((tm + 1) * bm);
+                let c0 = tc * bc;
+                let m0 = tm * bm;
+                let (len, rows) = (bc.min(n[c] - c0), bm.min(n[middle] - m0));
                 let os = to * bo..n[outer].min((to + 1) * bo);
-                let mut rows = os.flat_map(|o| {
-                    let (ms, cs) = (ms.clone(), cs.clone());
-                    ms.map(move |m| (origin + o * strides[outer] + m * strides[middle] + cs.start, cs.len()))
-                });
-                task(&mut rows);
+                let corner = origin + m0 * strides[middle] + c0;
+                task(&mut os.map(|o| RowBlock {
+                    base: corner + o * strides[outer],
+                    len,
+                    rows,
+                    stride: strides[middle],
+                }));
             });
         }
     }

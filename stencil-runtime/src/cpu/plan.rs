@@ -9,7 +9,9 @@
 //! `Σ_inputs elem · (bc + span_c)/bc · (bm + span_m)/bm · (bo + span_o)/bo` bytes of reads (the
 //! halo of a tile is read again by its neighbours) plus the writes (twice with ordinary stores:
 //! write-allocate). Among the tiles whose live planes fit in half an L2 it takes the one that
-//! moves the fewest bytes, divided by how evenly the tasks fill the threads.
+//! moves the fewest bytes, divided by how evenly the tasks fill the threads; the outer axis is cut
+//! into chunks until there are about eight tasks per thread. Rows are cut along the contiguous
+//! axis only when even a one-row tile would not fit.
 
 use crate::field::Shape;
 use crate::range::Loop;
@@ -184,7 +186,7 @@ pub fn plan<const D: usize>(
     let block = match D {
         3 => tile(len, &spans, elem, outputs, stream, l2 / 2, threads, t.block),
         2 => {
-            let rows = if t.block[1] > 0 { t.block[1] } else { len[1].div_ceil(4 * threads.max(1)).max(1) };
+            let rows = if t.block[1] > 0 { t.block[1] } else { len[1].div_ceil(8 * threads.max(1)).max(1) };
             [len[0], rows, 1]
         }
         _ => [len[0], 1, 1],
@@ -205,27 +207,30 @@ fn tile(
     fixed: [usize; 3],
 ) -> [usize; 3] {
     let threads = threads.max(1);
-    let candidates = |axis: usize, min: usize| -> Vec<usize> {
-        if fixed[axis] > 0 {
-            return vec![fixed[axis].min(len[axis]).max(1)];
-        }
-        let mut v = vec![len[axis]];
-        let mut b = len[axis] / 2;
-        while b >= min {
-            v.push(b.next_multiple_of(min.min(16)));
+    let line = 64 / elem.max(1);
+    let live = |bc: usize, bm: usize| -> usize {
+        spans.iter().map(|s| (s[2] + 1) * (bm + s[1]) * (bc + s[0]).next_multiple_of(line) * elem).sum()
+    };
+    let halvings = |n: usize, min: usize| -> Vec<usize> {
+        let mut v = vec![n];
+        let mut b = n / 2;
+        while b >= min.max(1) {
+            v.push(b);
             b /= 2;
         }
-        v.dedup();
         v
     };
-    let line = 64 / elem.max(1);
+    let imposed =
+        |axis: usize, v: Vec<usize>| if fixed[axis] > 0 { vec![fixed[axis].min(len[axis]).max(1)] } else { v };
+    // Rows are cut only if a one-row tile of whole rows does not fit: a cut row breaks the
+    // hardware prefetcher's streams and adds a call per piece.
+    let bcs = imposed(0, if live(len[0], 1) <= budget { vec![len[0]] } else { halvings(len[0], 4 * line) });
+    let bms = imposed(1, halvings(len[1], 1));
     let write_bytes = (outputs * elem) as f64 * if stream { 1.0 } else { 2.0 };
     let mut best = ([len[0], len[1].min(16), len[2]], f64::INFINITY);
-    for &bc in &candidates(0, 4 * line) {
-        for &bm in &candidates(1, 1) {
-            let live: usize =
-                spans.iter().map(|s| (s[2] + 1) * (bm + s[1]) * (bc + s[0]).next_multiple_of(line) * elem).sum();
-            if live > budget && !(fixed[0] > 0 && fixed[1] > 0) {
+    for &bc in &bcs {
+        for &bm in &bms {
+            if live(bc, bm) > budget && !(fixed[0] > 0 && fixed[1] > 0) {
                 continue;
             }
             let tiles = len[0].div_ceil(bc) * len[1].div_ceil(bm);
@@ -233,8 +238,9 @@ fn tile(
             let chunks = if fixed[2] > 0 {
                 len[2].div_ceil(fixed[2])
             } else {
-                // Enough tasks for every thread, outer chunks no thinner than 8 reaches.
-                (2 * threads).div_ceil(tiles).clamp(1, (len[2] / (8 * span_o.max(1))).max(1))
+                // Eight tasks per thread (rayon's stealing then evens out a thread slowed by
+                // other work), outer chunks no thinner than 8 reaches.
+                (8 * threads).div_ceil(tiles).clamp(1, (len[2] / (8 * span_o.max(1))).max(1))
             };
             let bo = len[2].div_ceil(chunks);
             let reads: f64 = spans

@@ -51,6 +51,7 @@ impl<T: Copy> AlignedBuf<T> {
         if huge {
             // SAFETY: advising the kernel about memory we own; failure is harmless.
             unsafe { libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE) };
+            crate::cpu::pool::ensure_pool();
             let at = raw as usize;
             (0..layout.size().div_ceil(HUGE_PAGE)).into_par_iter().for_each(|page| {
                 let start = page * HUGE_PAGE;
