@@ -178,9 +178,10 @@ def devito_cases(dims, prec, n):
         if args.variant == "autotune":
             setup()
             op.apply(**kw, autotune="aggressive")
-            tuned = {k: v for k, v in op._state["autotuning"][-1]["tuned"].items() if k != "nthreads"}
+            runs = op._state.get("autotuning") or [{}]
+            tuned = {k: v for k, v in runs[-1].get("tuned", {}).items() if k != "nthreads"}
             kw.update(tuned)
-            extra["tuned"] = {k: int(v) for k, v in tuned.items()}
+            extra["tuned"] = {k: int(v) for k, v in tuned.items()}  # empty: too short to tune
         return timed(setup, lambda: op.apply(**kw)), extra
 
     opt = "advanced"

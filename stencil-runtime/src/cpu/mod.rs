@@ -22,7 +22,6 @@ pub use stream::{stream_copy, DenormalMode};
 use crate::field::{AlignedBuf, Element, Shape};
 use crate::range::Loop;
 use crate::stencil::StencilInfo;
-use rayon::prelude::*;
 use std::marker::PhantomData;
 
 /// Points of a 1D range handed to one task (a multiple of the default alignment).
@@ -306,15 +305,18 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
     };
     let c = axes[0];
     match D {
-        1 => (0..n[c].div_ceil(CHUNK_1D)).into_par_iter().for_each(|chunk| {
-            let start = chunk * CHUNK_1D;
-            let len = CHUNK_1D.min(n[c] - start);
-            task(&mut std::iter::once(RowBlock { base: origin + start, len, rows: 1, stride: 0 }));
-        }),
+        1 => {
+            let tasks = n[c].div_ceil(CHUNK_1D);
+            run_tasks(tasks, |chunk| {
+                let start = chunk * CHUNK_1D;
+                let len = CHUNK_1D.min(n[c] - start);
+                task(&mut std::iter::once(RowBlock { base: origin + start, len, rows: 1, stride: 0 }));
+            })
+        }
         2 => {
             let outer = axes[1];
             let band = plan.block[1].max(1);
-            (0..n[outer].div_ceil(band)).into_par_iter().for_each(|b| {
+            run_tasks(n[outer].div_ceil(band), |b| {
                 let rows = band.min(n[outer] - b * band);
                 let base = origin + b * band * strides[outer];
                 task(&mut std::iter::once(RowBlock { base, len: n[c], rows, stride: strides[outer] }));
@@ -328,7 +330,7 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
             let (middle, outer) = (axes[1], axes[2]);
             let [bc, bm, bo] = plan.block.map(|b| b.max(1));
             let tiles = [n[c].div_ceil(bc), n[middle].div_ceil(bm), n[outer].div_ceil(bo)];
-            (0..tiles.iter().product::<usize>()).into_par_iter().for_each(|t| {
+            run_tasks(tiles.iter().product(), |t| {
                 let (tc, tm, to) = (t % tiles[0], (t / tiles[0]) % tiles[1], t / (tiles[0] * tiles[1]));
                 let c0 = tc * bc;
                 let m0 = tm * bm;
@@ -344,4 +346,31 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
             });
         }
     }
+}
+
+/// Runs `work(t)` for every task `t < tasks`, each once, on the calling thread and up to
+/// `threads - 1` of rayon's workers, which take the next task from a shared counter (dynamic
+/// scheduling). The caller starts at once instead of waking a worker and sleeping until the
+/// pool is done, so a small launch costs no thread wake-up, and a thread slowed by other work
+/// takes fewer tasks.
+fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let drain = || loop {
+        let t = next.fetch_add(1, Ordering::Relaxed);
+        if t >= tasks {
+            break;
+        }
+        work(t);
+    };
+    let helpers = rayon::current_num_threads().min(tasks).saturating_sub(1);
+    if helpers == 0 {
+        return drain();
+    }
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| drain());
+        }
+        drain();
+    });
 }
