@@ -20,3 +20,44 @@ pub fn median(mut v: Vec<f64>) -> f64 {
         0.5 * (v[n / 2 - 1] + v[n / 2])
     }
 }
+
+/// 7-point diffusion in f64 (the canonical `diffusion7_f64`).
+pub use stencil_tests::canonical::Diffusion7F64;
+/// The 25-point acoustic update in f64 (the canonical `star25_f64`).
+pub use stencil_tests::canonical::Star25F64 as Acoustic25F64;
+
+use stencil_runtime::prelude::*;
+
+/// 2D stencils of the side-by-side benchmark: 5-point diffusion and the 2D radius-4 (17-point)
+/// acoustic update, in f32 and f64.
+macro_rules! stencils_2d {
+    ($diff:ident, $star:ident, $t:ident) => {
+        /// 5-point diffusion `f_new = cc f + a (4 neighbours)`: 8 (f32) or 16 (f64) bytes per point.
+        #[stencil]
+        pub fn $diff(idx: Idx2, a: $t, cc: $t, f: &Field2<$t>, f_new: &mut Field2<$t>) {
+            f_new[idx] = cc * f[idx]
+                + a * f[idx.ix::<1, 0>()]
+                + a * f[idx.ix::<-1, 0>()]
+                + a * f[idx.ix::<0, 1>()]
+                + a * f[idx.ix::<0, -1>()];
+        }
+
+        /// The 8th-order 2D acoustic update `u_next = 2u - u_prev + c v2 lap(u)` (17-point star).
+        #[stencil]
+        pub fn $star(idx: Idx2, c: $t, u: &Field2<$t>, u_prev: &Field2<$t>, v2: &Field2<$t>, u_next: &mut Field2<$t>) {
+            let c0 = -205.0 / 72.0;
+            let c1 = 8.0 / 5.0;
+            let c2 = -1.0 / 5.0;
+            let c3 = 8.0 / 315.0;
+            let c4 = -1.0 / 560.0;
+            let lap = 2.0 * c0 * u[idx]
+                + c1 * (u[idx.ix::<1, 0>()] + u[idx.ix::<-1, 0>()] + u[idx.ix::<0, 1>()] + u[idx.ix::<0, -1>()])
+                + c2 * (u[idx.ix::<2, 0>()] + u[idx.ix::<-2, 0>()] + u[idx.ix::<0, 2>()] + u[idx.ix::<0, -2>()])
+                + c3 * (u[idx.ix::<3, 0>()] + u[idx.ix::<-3, 0>()] + u[idx.ix::<0, 3>()] + u[idx.ix::<0, -3>()])
+                + c4 * (u[idx.ix::<4, 0>()] + u[idx.ix::<-4, 0>()] + u[idx.ix::<0, 4>()] + u[idx.ix::<0, -4>()]);
+            u_next[idx] = 2.0 * u[idx] - u_prev[idx] + c * v2[idx] * lap;
+        }
+    };
+}
+stencils_2d!(diffusion5, acoustic17, f32);
+stencils_2d!(diffusion5_f64, acoustic17_f64, f64);

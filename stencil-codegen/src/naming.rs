@@ -23,6 +23,22 @@ pub const BASE: &str = "__base";
 pub const LEN: &str = "__len";
 /// Position in the current row.
 pub const X: &str = "__x";
+/// The row function of the nest (the loop over one row).
+pub const ROW_FN: &str = "__row_fn";
+/// The block function of the nest (the loop over the rows of a block).
+pub const BLOCK_FN: &str = "__block_fn";
+/// The block function compiled with AVX2.
+pub const BLOCK_FN_AVX2: &str = "__block_fn_avx2";
+/// The block function compiled with AVX-512.
+pub const BLOCK_FN_AVX512: &str = "__block_fn_avx512";
+/// The block of rows a call of the block function runs.
+pub const BLOCK: &str = "__block";
+/// The written rows of the block.
+pub const OUT: &str = "__out";
+/// The row of the block.
+pub const ROW_INDEX: &str = "__r";
+/// The instruction set level of the launch.
+pub const ISA: &str = "__isa";
 /// The executor type parameter of the functor's `Stencil` impl.
 pub const EXEC: &str = "__E";
 

@@ -123,7 +123,7 @@ pub mod prelude {
 /// Items the generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::cpu::{for_each_row, linear_offset, row, RowWriter};
+    pub use crate::cpu::{for_each_row, isa, linear_offset, row, BlockOutputs, Isa, RowBlock, RowWriter};
     pub use crate::device_args::{field_arg, ScalarArg};
     pub use crate::launch::validate;
     pub use crate::stencil::decode_ir;

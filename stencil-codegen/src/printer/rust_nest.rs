@@ -1,6 +1,10 @@
 //! The CPU loop nest: one row at a time along the contiguous axis, one slice per (field,
 //! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
-//! hoisted to one per row slice and the launch validated once.
+//! hoisted to one per row slice and the launch validated once. The runtime hands the nest blocks
+//! of rows (a plane of a tile); the loop over a block's rows and the row loop inside it are one
+//! function, compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
+//! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
+//! floating-point contraction, so all three compute the same bits.
 
 use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ScalarType, StencilIr, Stmt, UnOp};
@@ -37,9 +41,11 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         }
     });
     let writers: Vec<&FieldAccess> = accesses.iter().filter(|f| f.writable).collect();
+    let write_only = writers.iter().all(|f| !f.is_read());
     let writer_data = writers.iter().map(|f| data_name(f));
     let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
-    let row_slices = accesses.iter().filter(|f| !f.writable).flat_map(|fa| {
+    let readers: Vec<&FieldAccess> = accesses.iter().filter(|f| !f.writable).collect();
+    let row_slices = readers.iter().flat_map(|fa| {
         let (data, base, len) = (data_name(fa), &base, &len);
         (0..fa.offsets.len()).map(move |i| {
             let row = row_name(fa, i);
@@ -47,6 +53,67 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
         })
     });
+    let scalars: Vec<(Ident, Ident)> = ir
+        .params
+        .iter()
+        .filter_map(|p| match p.kind {
+            ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
+            ParamKind::Field(_) => None,
+        })
+        .collect();
+    let elem = |fa: &FieldAccess| ident(fa.elem.rust_name());
+    // The row function: the loop over one row, its parameters the length, the scalars, every
+    // read row and the written rows.
+    let read_rows: Vec<(Ident, Ident)> =
+        readers.iter().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (row_name(fa, i), elem(fa)))).collect();
+    let write_rows: Vec<(Ident, Ident)> = writers.iter().map(|fa| (row_name(fa, 0), elem(fa))).collect();
+    let row_params = {
+        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
+        let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+        let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
+        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)*)
+    };
+    let row_args = {
+        let s = scalars.iter().map(|(n, _)| n);
+        let r = read_rows.iter().map(|(n, _)| n);
+        let w = write_rows.iter().map(|(n, _)| n);
+        quote!(#len, #(#s,)* #(#r,)* #(#w,)*)
+    };
+    // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
+    let reslice = read_rows
+        .iter()
+        .map(|(n, _)| quote!(let #n = &#n[..#len];))
+        .chain(write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)));
+    // The block function: the loop over the rows of a block, its parameters the block, the
+    // scalars, every read field's data and offsets, and the block's outputs.
+    let [block, out, r] = [naming::BLOCK, naming::OUT, naming::ROW_INDEX].map(ident);
+    let outputs_ty = {
+        let w = writers.iter().map(|fa| {
+            let t = elem(fa);
+            quote!(&#rt::__private::RowWriter<'_, #t>)
+        });
+        quote!(#rt::__private::BlockOutputs<'_, (#(#w,)*)>)
+    };
+    let block_params = {
+        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
+        let d = readers.iter().map(|fa| {
+            let (n, t) = (data_name(fa), elem(fa));
+            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+            quote!(#n: &[#t], #(#offs: isize,)*)
+        });
+        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #out: &mut #outputs_ty)
+    };
+    let block_args = {
+        let s = scalars.iter().map(|(n, _)| n);
+        let d = readers.iter().map(|fa| {
+            let n = data_name(fa);
+            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+            quote!(#n, #(#offs,)*)
+        });
+        quote!(#block, #(#s,)* #(#d)* #out)
+    };
+    let [row_fn, block_fn, block_avx2, block_avx512, isa] =
+        [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
     let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone() };
     let body = printer.stmts(&ir.body);
     quote! {
@@ -54,10 +121,42 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*
-        #rt::__private::for_each_row(#range, &#shape, (#(&#writer_data,)*), |#base: usize, #len: usize, (#(#writer_rows,)*)| {
-            #(#row_slices)*
+        #[inline(always)]
+        fn #row_fn(#row_params) {
+            #(#reslice)*
             for #x in 0..#len {
                 #body
+            }
+        }
+        #[inline(always)]
+        fn #block_fn(#block_params) {
+            let #len = #block.len;
+            for #r in 0..#block.rows {
+                let #base = #block.row_base(#r);
+                #(#row_slices)*
+                let (#(#writer_rows,)*) = #out.row(#r);
+                #row_fn(#row_args);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn #block_avx2(#block_params) {
+            #block_fn(#block_args)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+        fn #block_avx512(#block_params) {
+            #block_fn(#block_args)
+        }
+        let #isa = #rt::__private::isa();
+        #rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, (#(&#writer_data,)*), |#block, #out| {
+            match #isa {
+                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
+                _ => #block_fn(#block_args),
             }
         });
         ::core::result::Result::Ok(())

@@ -2,6 +2,7 @@
 //! 16-byte vector access, vector) boundaries only if the allocation itself is aligned, which
 //! `Vec<T>` does not promise.
 
+use rayon::prelude::*;
 use std::alloc::{self, Layout};
 use std::ops::{Deref, DerefMut};
 use std::ptr::NonNull;
@@ -32,14 +33,32 @@ impl<T: Copy> AlignedBuf<T> {
 
     /// `len` zeroed elements. `T` must be a scalar for which all-zero bytes is a valid value
     /// (the field element types all are).
+    ///
+    /// A large buffer is zeroed by rayon's threads in page-sized chunks (first touch), so its
+    /// pages are placed with the threads that sweep fields, not all with the allocating thread.
     pub fn zeroed(len: usize) -> Self {
         let layout = Self::layout(len);
+        let huge = layout.size() >= HUGE_PAGE;
         // SAFETY: the layout has non-zero size.
-        let raw = unsafe { alloc::alloc_zeroed(layout) };
+        let raw = unsafe {
+            if huge {
+                alloc::alloc(layout)
+            } else {
+                alloc::alloc_zeroed(layout)
+            }
+        };
         let Some(ptr) = NonNull::new(raw as *mut T) else { alloc::handle_alloc_error(layout) };
-        if layout.size() >= HUGE_PAGE {
+        if huge {
             // SAFETY: advising the kernel about memory we own; failure is harmless.
             unsafe { libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE) };
+            crate::cpu::pool::ensure_pool();
+            let at = raw as usize;
+            (0..layout.size().div_ceil(HUGE_PAGE)).into_par_iter().for_each(|page| {
+                let start = page * HUGE_PAGE;
+                let n = HUGE_PAGE.min(layout.size() - start);
+                // SAFETY: disjoint chunks of the allocation; all-zero bytes are valid for `T`.
+                unsafe { std::ptr::write_bytes((at + start) as *mut u8, 0, n) };
+            });
         }
         AlignedBuf { ptr, len }
     }

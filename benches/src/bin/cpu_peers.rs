@@ -1,0 +1,279 @@
+//! Our side of the CPU side-by-side benchmark (`benches/cpu-peers/run` drives it next to
+//! pystencils and Devito), and the thread-scaling table.
+//!
+//! The problems (the same ones `benches/cpu-peers/peers.py` gives the peers):
+//! - **S1**, 7-point diffusion `f_new = 0.4 f + 0.1 (6 neighbours)` on `n³` (2D: 5-point,
+//!   `0.6 f + 0.1 (4 neighbours)` on `n2²`), halo 1 held at zero, `f` and `f_new` swapped each step.
+//! - **S2**, the 8th-order acoustic update `u_next = 2u - u_prev + c v2 lap(u)` (25-point star in
+//!   3D, 17-point in 2D), `c = 1e-8`, `v2 = 1500²` (a field), halo 4 held at zero, three
+//!   buffers rotating.
+//! - Initial values `s(1) + 0.5 s(3)` with `s(m) = Π_axes sin(π m (i + 1) / (n + 1))`, computed
+//!   in f64 and rounded to the precision: no denormals appear.
+//!
+//! ```text
+//! cpu_peers [--case s1,s2] [--prec f32,f64] [--dims 3,2] [--n 256] [--n2 4096] [--steps 50]
+//!           [--runs 5] [--dump DIR] [--triad] [--scaling 1,2,4,8,16]
+//! ```
+//! Prints one JSON line per (case, dims, precision): the median and every timed run (one untimed
+//! warm-up run first; the fields are re-initialised, untimed, before every run) and GPts/s;
+//! `--triad` prints the STREAM triad (`a = b + s c`, 3 × 2^26 f32, counted 12 B per element, best
+//! of 10) instead; `--scaling` runs S1 and S2 3D f32 and the triad on rayon pools of each thread
+//! count and prints a table; `--dump DIR` writes every final field (interior, `i` fastest) for the
+//! peers' check.
+
+use rayon::prelude::*;
+use std::time::Instant;
+use stencil_bench::*;
+use stencil_runtime::field::Element;
+use stencil_runtime::prelude::*;
+use stencil_runtime::Loop;
+
+/// Options.
+struct Opts {
+    cases: Vec<String>,
+    precs: Vec<String>,
+    dims: Vec<usize>,
+    n: usize,
+    n2: usize,
+    steps: usize,
+    runs: usize,
+    dump: Option<String>,
+    /// No JSON lines (the scaling table prints instead).
+    quiet: bool,
+}
+
+fn list(v: &str) -> Vec<String> {
+    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
+}
+
+/// The initial value at interior point `p` of an `n`-point-per-axis grid.
+fn initial(p: &[isize], n: usize) -> f64 {
+    let s =
+        |m: f64| p.iter().map(|&i| (std::f64::consts::PI * m * (i + 1) as f64 / (n + 1) as f64).sin()).product::<f64>();
+    s(1.0) + 0.5 * s(3.0)
+}
+
+/// The timed runs after a warm-up: `run(true)` re-initialises (untimed), `run(false)` runs the
+/// time loop.
+fn time_runs(runs: usize, mut run: impl FnMut(bool)) -> Vec<f64> {
+    run(true);
+    run(false);
+    (0..runs)
+        .map(|_| {
+            run(true);
+            let t = Instant::now();
+            run(false);
+            t.elapsed().as_secs_f64()
+        })
+        .collect()
+}
+
+/// Prints the JSON line of a case (unless quiet) and returns its GPts/s.
+fn report(o: &Opts, case: &str, dims: usize, prec: &str, n: usize, times: &[f64]) -> f64 {
+    let points = (n as f64).powi(dims as i32) * o.steps as f64;
+    let med = median(times.to_vec());
+    let isa = stencil_runtime::cpu::isa().name();
+    let gpts = points / med / 1e9;
+    if o.quiet {
+        return gpts;
+    }
+    let ts: Vec<String> = times.iter().map(|t| format!("{t:.5}")).collect();
+    println!(
+        "{{\"who\": \"stencil\", \"case\": \"{case}\", \"dims\": {dims}, \"prec\": \"{prec}\", \"n\": {n}, \"steps\": {}, \
+         \"threads\": {}, \"isa\": \"{isa}\", \"median_s\": {med:.5}, \"times\": [{}], \"gpts\": {gpts:.4}}}",
+        o.steps,
+        rayon::current_num_threads(),
+        ts.join(", "),
+    );
+    gpts
+}
+
+fn dump<T: Element, const D: usize>(o: &Opts, name: &str, f: &Field<T, D>) {
+    let Some(dir) = &o.dump else { return };
+    let values = f.read_range(&Loop::interior(f.shape())).expect("interior");
+    // SAFETY: element types are plain scalars; the bytes are written as they lie in memory.
+    let bytes = unsafe { std::slice::from_raw_parts(values.as_ptr() as *const u8, std::mem::size_of_val(&values[..])) };
+    std::fs::create_dir_all(dir).expect("dump dir");
+    std::fs::write(format!("{dir}/{name}.bin"), bytes).expect("dump");
+}
+
+/// Runs S1 and S2 of one precision and dimensionality.
+macro_rules! cases {
+    ($fn_name:ident, $t:ty, $prec:literal, $dims:literal, $shape:ident, $range:ident,
+     $diff:expr, |$c:ident, $f:ident, $g:ident| $diff_args:expr, $star:expr) => {
+        fn $fn_name(o: &Opts) -> Vec<f64> {
+            let mut gpts = Vec::new();
+            let n = if $dims == 3 { o.n } else { o.n2 };
+            let ic = |halo: usize| {
+                let s = $shape::new([n; $dims]).halo(halo);
+                Field::<$t, $dims>::from_fn(s, |g| {
+                    if g.iter().all(|&i| i >= 0 && (i as usize) < n) {
+                        initial(&g, n) as $t
+                    } else {
+                        0.0
+                    }
+                })
+            };
+            if o.cases.iter().any(|c| c == "s1") {
+                let init = ic(1);
+                let (mut $f, mut $g) = (init.clone(), init.clone());
+                let range = $range::interior(init.shape());
+                let $c: ($t, $t) = (0.1, if $dims == 3 { 0.4 } else { 0.6 });
+                let times = time_runs(o.runs, |setup| {
+                    if setup {
+                        $f.as_mut_slice().copy_from_slice(init.as_slice());
+                        $g.as_mut_slice().copy_from_slice(init.as_slice());
+                        return;
+                    }
+                    for _ in 0..o.steps {
+                        range.run($diff, $diff_args).expect("launch");
+                        std::mem::swap(&mut $f, &mut $g);
+                    }
+                });
+                gpts.push(report(o, "s1", $dims, $prec, n, &times));
+                dump(o, &format!("s1_{}d_{}", $dims, $prec), &$f);
+            }
+            if o.cases.iter().any(|c| c == "s2") {
+                let init = ic(4);
+                let v2 = Field::<$t, $dims>::filled(*init.shape(), 1500.0 * 1500.0);
+                let (mut up, mut u, mut un) = (init.clone(), init.clone(), init.clone());
+                let range = $range::interior(init.shape());
+                let c: $t = 1e-8;
+                let times = time_runs(o.runs, |setup| {
+                    if setup {
+                        up.as_mut_slice().copy_from_slice(init.as_slice());
+                        u.as_mut_slice().copy_from_slice(init.as_slice());
+                        return;
+                    }
+                    for _ in 0..o.steps {
+                        range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
+                        std::mem::swap(&mut up, &mut u);
+                        std::mem::swap(&mut u, &mut un);
+                    }
+                });
+                gpts.push(report(o, "s2", $dims, $prec, n, &times));
+                dump(o, &format!("s2_{}d_{}", $dims, $prec), &u);
+            }
+            gpts
+        }
+    };
+}
+
+cases!(
+    run_3d_f32,
+    f32,
+    "f32",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    Acoustic25
+);
+cases!(
+    run_3d_f64,
+    f64,
+    "f64",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7F64,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    Acoustic25F64
+);
+cases!(run_2d_f32, f32, "f32", 2, Shape2, Loop2D, Diffusion5, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17);
+cases!(run_2d_f64, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17F64);
+
+/// STREAM triad `a = b + 3 c` on 3 × 2^26 f32 (ordinary stores), GB/s counting 12 B per
+/// element, best of 10 after one warm-up.
+fn triad() -> f64 {
+    let len = 1 << 26;
+    let (b, c) = (vec![1.0f32; len], vec![2.0f32; len]);
+    let mut a = vec![0.0f32; len];
+    let chunk = len.div_ceil(rayon::current_num_threads() * 4);
+    let mut best = f64::INFINITY;
+    for run in 0..11 {
+        let t = Instant::now();
+        a.par_chunks_mut(chunk).zip(b.par_chunks(chunk)).zip(c.par_chunks(chunk)).for_each(|((a, b), c)| {
+            for ((a, b), c) in a.iter_mut().zip(b).zip(c) {
+                *a = b + 3.0 * c;
+            }
+        });
+        if run > 0 {
+            best = best.min(t.elapsed().as_secs_f64());
+        }
+    }
+    std::hint::black_box(&a);
+    12.0 * len as f64 / best / 1e9
+}
+
+fn main() {
+    let mut o = Opts {
+        cases: list("s1,s2"),
+        precs: list("f32"),
+        dims: vec![3],
+        n: 256,
+        n2: 4096,
+        steps: 50,
+        runs: 5,
+        dump: None,
+        quiet: false,
+    };
+    let mut scaling: Option<Vec<usize>> = None;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
+        match a.as_str() {
+            "--case" => o.cases = list(&val()),
+            "--prec" => o.precs = list(&val()),
+            "--dims" => o.dims = list(&val()).iter().map(|d| d.parse().expect("dims")).collect(),
+            "--n" => o.n = val().parse().expect("n"),
+            "--n2" => o.n2 = val().parse().expect("n2"),
+            "--steps" => o.steps = val().parse().expect("steps"),
+            "--runs" => o.runs = val().parse().expect("runs"),
+            "--dump" => o.dump = Some(val()),
+            "--triad" => {
+                println!(
+                    "{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}",
+                    rayon::current_num_threads(),
+                    triad()
+                );
+                return;
+            }
+            "--scaling" => scaling = Some(list(&val()).iter().map(|t| t.parse().expect("threads")).collect()),
+            other => panic!("unknown option {other} (see the module docs)"),
+        }
+    }
+    if let Some(threads) = scaling {
+        println!("| threads | triad GB/s | S1 GPts/s | S1 % of triad (8 B/pt) | S2 GPts/s | S2 % of triad (16 B/pt) |");
+        println!("|---:|---:|---:|---:|---:|---:|");
+        o.cases = list("s1,s2");
+        o.quiet = true;
+        for t in threads {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().expect("pool");
+            pool.install(|| {
+                let tr = triad();
+                let gpts = run_3d_f32(&o);
+                println!(
+                    "| {t} | {tr:.1} | {:.3} | {:.0}% | {:.3} | {:.0}% |",
+                    gpts[0],
+                    100.0 * gpts[0] * 8.0 / tr,
+                    gpts[1],
+                    100.0 * gpts[1] * 16.0 / tr
+                );
+            });
+        }
+        return;
+    }
+    for &d in &o.dims {
+        for p in &o.precs {
+            let _ = match (d, p.as_str()) {
+                (3, "f32") => run_3d_f32(&o),
+                (3, "f64") => run_3d_f64(&o),
+                (2, "f32") => run_2d_f32(&o),
+                (2, "f64") => run_2d_f64(&o),
+                other => panic!("no case {other:?}"),
+            };
+        }
+    }
+}

@@ -1,0 +1,376 @@
+//! The CPU executor: hands the rows of a range (runs along the contiguous axis) to the generated
+//! loop body, in parallel with rayon, in tiles a small model picks ([`plan`]), with the outputs
+//! written through an L1 buffer and non-temporal stores where that saves memory traffic.
+//!
+//! Soundness of the parallel writes rests on three facts: rows handed out are disjoint; a written
+//! field is reached only through the `&mut` row slice this module creates for it (the IR forbids
+//! reading it at any other offset); and `validate` checked that every row lies inside every field.
+//! When outputs stream, the body writes into a per-task buffer that is then copied out: allowed
+//! only when no written field is read (the macro says so), since the body then never reads what
+//! it wrote.
+
+mod isa;
+mod plan;
+pub(crate) mod pool;
+mod stream;
+
+pub use isa::{isa, set_isa, Isa};
+pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
+pub use pool::ensure_pool;
+pub use stream::{stream_copy, DenormalMode};
+
+use crate::field::{AlignedBuf, Element, Shape};
+use crate::range::Loop;
+use crate::stencil::StencilInfo;
+use std::marker::PhantomData;
+
+/// Points of a 1D range handed to one task (a multiple of the default alignment).
+const CHUNK_1D: usize = 1 << 14;
+/// Bytes of the L1 buffer of one output when outputs stream (a row is written in pieces of at
+/// most this size).
+const SCRATCH_BYTES: usize = 8192;
+/// Linear offset in elements of a constant stencil offset, for a field with `strides`.
+#[inline]
+pub fn linear_offset<const D: usize>(strides: &[usize; D], offset: [i32; 3]) -> isize {
+    (0..D).map(|a| offset[a] as isize * strides[a] as isize).sum()
+}
+
+/// The `len` values of `data` starting `offset` elements from `base` (a neighbour row).
+#[inline(always)]
+pub fn row<T>(data: &[T], base: usize, offset: isize, len: usize) -> &[T] {
+    let start = base.wrapping_add_signed(offset);
+    &data[start..start + len]
+}
+
+/// Shared access to a written field, handing out one `&mut` row at a time.
+pub struct RowWriter<'a, T> {
+    ptr: *mut T,
+    len: usize,
+    _field: PhantomData<&'a mut [T]>,
+}
+
+// SAFETY: rows handed to different threads are disjoint (see the module docs).
+unsafe impl<T: Send> Sync for RowWriter<'_, T> {}
+// SAFETY: as for `&mut [T]`.
+unsafe impl<T: Send> Send for RowWriter<'_, T> {}
+
+impl<'a, T: Element> RowWriter<'a, T> {
+    /// Wraps a written field's storage for the duration of one launch.
+    pub fn new(data: &'a mut [T]) -> Self {
+        RowWriter { ptr: data.as_mut_ptr(), len: data.len(), _field: PhantomData }
+    }
+}
+
+/// The written fields of a launch: a tuple of `&RowWriter` (up to 16), turned into a tuple of
+/// `&mut` rows.
+pub trait RowOutputs: Sync {
+    /// One `&mut [T]` per written field.
+    type Rows<'r>;
+    /// The rows at `base .. base + len` of every written field.
+    ///
+    /// # Safety
+    /// No two live results may overlap, and none may outlive `self`: only [`for_each_row`],
+    /// which hands out disjoint rows to a body that cannot keep them, calls this.
+    unsafe fn rows<'r>(&self, base: usize, len: usize) -> Self::Rows<'r>;
+    /// Number of written fields.
+    const COUNT: usize;
+    /// The largest element size of the written fields, in bytes.
+    fn elem_bytes(&self) -> usize;
+    /// Rows of `len` elements in the buffer at `scratch` (output `i` at `i * SCRATCH_BYTES`).
+    ///
+    /// # Safety
+    /// `scratch` holds `COUNT * SCRATCH_BYTES` bytes, 64-byte aligned, `len` elements fit in
+    /// `SCRATCH_BYTES`, and no other result for the same buffer is live.
+    unsafe fn scratch_rows<'r>(&self, scratch: *mut u8, len: usize) -> Self::Rows<'r>;
+    /// Copies the buffer's rows to `base .. base + len` of every written field with streaming
+    /// stores.
+    ///
+    /// # Safety
+    /// As [`RowOutputs::rows`] for the destination rows, and as `scratch_rows` for the buffer.
+    unsafe fn stream_rows(&self, scratch: *const u8, base: usize, len: usize, isa: Isa);
+}
+
+impl<T: Element> RowOutputs for &RowWriter<'_, T> {
+    type Rows<'r> = &'r mut [T];
+    #[inline(always)]
+    unsafe fn rows<'r>(&self, base: usize, len: usize) -> &'r mut [T] {
+        assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
+        // SAFETY: in bounds (checked above); disjoint from every other live row (caller).
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(base), len) }
+    }
+    const COUNT: usize = 1;
+    fn elem_bytes(&self) -> usize {
+        std::mem::size_of::<T>()
+    }
+    #[inline(always)]
+    unsafe fn scratch_rows<'r>(&self, scratch: *mut u8, len: usize) -> &'r mut [T] {
+        debug_assert!(len * std::mem::size_of::<T>() <= SCRATCH_BYTES);
+        // SAFETY: caller's contract; the buffer is aligned for any element type.
+        unsafe { std::slice::from_raw_parts_mut(scratch as *mut T, len) }
+    }
+    #[inline(always)]
+    unsafe fn stream_rows(&self, scratch: *const u8, base: usize, len: usize, isa: Isa) {
+        assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
+        let bytes = len * std::mem::size_of::<T>();
+        // SAFETY: in bounds (checked above), disjoint from other rows (caller), buffer distinct.
+        unsafe { stream_copy(self.ptr.add(base) as *mut u8, scratch, bytes, isa) }
+    }
+}
+
+macro_rules! tuple_outputs {
+    ($($name:ident),+) => {
+        impl<$($name: RowOutputs),+> RowOutputs for ($($name,)+) {
+            type Rows<'r> = ($($name::Rows<'r>,)+);
+            #[inline(always)]
+            #[allow(non_snake_case)]
+            unsafe fn rows<'r>(&self, base: usize, len: usize) -> Self::Rows<'r> {
+                let ($($name,)+) = self;
+                // SAFETY: forwarded contract; distinct fields never overlap.
+                unsafe { ($($name.rows(base, len),)+) }
+            }
+            const COUNT: usize = 0 $(+ $name::COUNT)+;
+            #[allow(non_snake_case)]
+            fn elem_bytes(&self) -> usize {
+                let ($($name,)+) = self;
+                0 $(.max($name.elem_bytes()))+
+            }
+            #[inline(always)]
+            #[allow(non_snake_case, unused_assignments)]
+            unsafe fn scratch_rows<'r>(&self, scratch: *mut u8, len: usize) -> Self::Rows<'r> {
+                let ($($name,)+) = self;
+                let mut at = scratch;
+                // SAFETY: each output gets its own `SCRATCH_BYTES` of the caller's buffer.
+                unsafe { ($({ let r = $name.scratch_rows(at, len); at = at.add($name::COUNT * SCRATCH_BYTES); r },)+) }
+            }
+            #[inline(always)]
+            #[allow(non_snake_case, unused_assignments)]
+            unsafe fn stream_rows(&self, scratch: *const u8, base: usize, len: usize, isa: Isa) {
+                let ($($name,)+) = self;
+                let mut at = scratch;
+                // SAFETY: forwarded contract, one buffer slot per output.
+                unsafe { $( $name.stream_rows(at, base, len, isa); at = at.add($name::COUNT * SCRATCH_BYTES); )+ }
+            }
+        }
+    };
+}
+tuple_outputs!(A);
+tuple_outputs!(A, B);
+tuple_outputs!(A, B, C);
+tuple_outputs!(A, B, C, E);
+tuple_outputs!(A, B, C, E, F);
+tuple_outputs!(A, B, C, E, F, G);
+tuple_outputs!(A, B, C, E, F, G, H);
+tuple_outputs!(A, B, C, E, F, G, H, I);
+tuple_outputs!(A, B, C, E, F, G, H, I, J);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P);
+tuple_outputs!(A, B, C, E, F, G, H, I, J, K, L, M, N, O, P, Q);
+
+/// Rows of one call of the generated body: `rows` runs of `len` points along the contiguous axis,
+/// the `r`-th starting at storage offset `base + r * stride`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RowBlock {
+    /// Storage offset of the first point of the first row.
+    pub base: usize,
+    /// Points per row.
+    pub len: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Storage distance between consecutive rows.
+    pub stride: usize,
+}
+
+impl RowBlock {
+    /// Storage offset of the first point of row `r`.
+    #[inline(always)]
+    pub fn row_base(&self, r: usize) -> usize {
+        self.base + r * self.stride
+    }
+}
+
+/// The written rows of one [`RowBlock`], handed out one at a time: the field's own rows, or,
+/// when outputs stream, a buffer in L1 that is copied out with streaming stores when the next
+/// row is asked for and when the block ends.
+pub struct BlockOutputs<'a, O: RowOutputs> {
+    outputs: &'a O,
+    block: RowBlock,
+    /// The streaming buffer (null: rows are the fields' own).
+    scratch: *mut u8,
+    /// The row whose values wait in the buffer.
+    pending: Option<usize>,
+    isa: Isa,
+}
+
+impl<O: RowOutputs> BlockOutputs<'_, O> {
+    /// The written rows of row `r` of the block (`r < rows`); with streaming, the previous row's
+    /// values go out first.
+    #[inline(always)]
+    pub fn row(&mut self, r: usize) -> O::Rows<'_> {
+        assert!(r < self.block.rows, "row {r} of a block of {}", self.block.rows);
+        let len = self.block.len;
+        if self.scratch.is_null() {
+            // SAFETY: rows of one block are disjoint, blocks handed to different tasks are
+            // disjoint (`for_each_row`), and `&mut self` keeps one result alive at a time.
+            unsafe { self.outputs.rows(self.block.row_base(r), len) }
+        } else {
+            self.flush();
+            self.pending = Some(r);
+            // SAFETY: the task's own buffer (`COUNT * SCRATCH_BYTES`, `len` fits), one result
+            // alive at a time (`&mut self`).
+            unsafe { self.outputs.scratch_rows(self.scratch, len) }
+        }
+    }
+
+    /// Copies the buffered row (if any) to the fields.
+    #[inline(always)]
+    fn flush(&mut self) {
+        if let Some(r) = self.pending.take() {
+            // SAFETY: the destination row is this block's row `r` (disjoint from other tasks'),
+            // the buffer holds its values, and no row result is alive (`&mut self`).
+            unsafe { self.outputs.stream_rows(self.scratch, self.block.row_base(r), self.block.len, self.isa) }
+        }
+    }
+}
+
+/// Calls `body(block, outputs)` for blocks of rows covering `range` (runs along the contiguous
+/// axis), in parallel as [`plan`] cuts it: tiles of a 3D range, each swept along the outer axis
+/// one plane (a block of rows) at a time; bands of consecutive rows in 2D; chunks of the row in
+/// 1D. `info` is the stencil's (its reach sizes the tiles); `write_only` says that no written
+/// field is read, which allows streaming stores.
+pub fn for_each_row<const D: usize, O: RowOutputs>(
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    info: &StencilInfo,
+    write_only: bool,
+    outputs: O,
+    body: impl Fn(RowBlock, &mut BlockOutputs<'_, O>) + Sync,
+) {
+    if range.points() == 0 {
+        return;
+    }
+    ensure_pool();
+    let threads = rayon::current_num_threads();
+    let plan = plan(range, shape, info, outputs.elem_bytes(), write_only, threads);
+    if verbose() {
+        eprintln!("stencil {}: {range:?} on {threads} threads, {:?}, {plan:?}", info.name, isa());
+    }
+    for_each_row_planned(range, shape, &plan, outputs, body)
+}
+
+/// Whether `STENCIL_CPU_VERBOSE=1` asks for every launch's plan on stderr.
+fn verbose() -> bool {
+    static VERBOSE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *VERBOSE.get_or_init(|| std::env::var("STENCIL_CPU_VERBOSE").is_ok_and(|v| v.trim() == "1"))
+}
+
+/// [`for_each_row`] under a given plan.
+pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    plan: &Plan,
+    outputs: O,
+    body: impl Fn(RowBlock, &mut BlockOutputs<'_, O>) + Sync,
+) {
+    if range.points() == 0 {
+        return;
+    }
+    let axes = shape.element_order().axes::<D>();
+    let strides = shape.strides();
+    let n = range.len_per_axis();
+    let origin = shape.offset(range.begin());
+    let isa = isa();
+    // Points per row piece when streaming (the buffer's size).
+    let piece = if plan.stream { (SCRATCH_BYTES / outputs.elem_bytes().max(1)).max(1) } else { usize::MAX };
+    // One task: the blocks `blocks` yields (disjoint from every other task's), rows cut into
+    // pieces that fit the buffer when streaming.
+    let task = |blocks: &mut dyn Iterator<Item = RowBlock>| {
+        let _mode = DenormalMode::flush(plan.flush_denormals);
+        let mut scratch = plan.stream.then(|| AlignedBuf::<u8>::zeroed(O::COUNT * SCRATCH_BYTES));
+        let scratch = scratch.as_mut().map_or(std::ptr::null_mut(), |b| b.as_mut_ptr());
+        for block in blocks {
+            for start in (0..block.len).step_by(piece.min(block.len.max(1))) {
+                let piece = RowBlock { base: block.base + start, len: piece.min(block.len - start), ..block };
+                let mut out = BlockOutputs { outputs: &outputs, block: piece, scratch, pending: None, isa };
+                body(piece, &mut out);
+                out.flush();
+            }
+        }
+        if plan.stream {
+            stream::store_fence();
+        }
+    };
+    let c = axes[0];
+    match D {
+        1 => {
+            let tasks = n[c].div_ceil(CHUNK_1D);
+            run_tasks(tasks, |chunk| {
+                let start = chunk * CHUNK_1D;
+                let len = CHUNK_1D.min(n[c] - start);
+                task(&mut std::iter::once(RowBlock { base: origin + start, len, rows: 1, stride: 0 }));
+            })
+        }
+        2 => {
+            let outer = axes[1];
+            let band = plan.block[1].max(1);
+            run_tasks(n[outer].div_ceil(band), |b| {
+                let rows = band.min(n[outer] - b * band);
+                let base = origin + b * band * strides[outer];
+                task(&mut std::iter::once(RowBlock { base, len: n[c], rows, stride: strides[outer] }));
+            });
+        }
+        _ => {
+            // 2.5D blocking: a task owns a tile of the contiguous and middle axes and sweeps a
+            // chunk of the outer axis, one plane of the tile per block, so the planes its reads
+            // reach (o - r ..= o + r) stay in cache for the next o, and each input is read from
+            // memory about once.
+            let (middle, outer) = (axes[1], axes[2]);
+            let [bc, bm, bo] = plan.block.map(|b| b.max(1));
+            let tiles = [n[c].div_ceil(bc), n[middle].div_ceil(bm), n[outer].div_ceil(bo)];
+            run_tasks(tiles.iter().product(), |t| {
+                let (tc, tm, to) = (t % tiles[0], (t / tiles[0]) % tiles[1], t / (tiles[0] * tiles[1]));
+                let c0 = tc * bc;
+                let m0 = tm * bm;
+                let (len, rows) = (bc.min(n[c] - c0), bm.min(n[middle] - m0));
+                let os = to * bo..n[outer].min((to + 1) * bo);
+                let corner = origin + m0 * strides[middle] + c0;
+                task(&mut os.map(|o| RowBlock {
+                    base: corner + o * strides[outer],
+                    len,
+                    rows,
+                    stride: strides[middle],
+                }));
+            });
+        }
+    }
+}
+
+/// Runs `work(t)` for every task `t < tasks`, each once, on the calling thread and up to
+/// `threads - 1` of rayon's workers, which take the next task from a shared counter (dynamic
+/// scheduling). The caller starts at once instead of waking a worker and sleeping until the
+/// pool is done, so a small launch costs no thread wake-up, and a thread slowed by other work
+/// takes fewer tasks.
+fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let drain = || loop {
+        let t = next.fetch_add(1, Ordering::Relaxed);
+        if t >= tasks {
+            break;
+        }
+        work(t);
+    };
+    let helpers = rayon::current_num_threads().min(tasks).saturating_sub(1);
+    if helpers == 0 {
+        return drain();
+    }
+    rayon::in_place_scope(|scope| {
+        for _ in 0..helpers {
+            scope.spawn(|_| drain());
+        }
+        drain();
+    });
+}

@@ -1,0 +1,134 @@
+//! Non-temporal copies (a written row goes from a small buffer in L1 to memory without reading
+//! the destination's cache lines first) and the denormal mode of a task.
+
+use super::isa::Isa;
+
+/// Copies `len` elements of `size` bytes from `src` to `dst` (not overlapping) with streaming
+/// stores for the whole aligned cache lines, ordinary stores for the ragged ends.
+///
+/// # Safety
+/// `src` and `dst` are valid for `len * size` bytes and do not overlap.
+pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let head = (dst as usize).next_multiple_of(64) - dst as usize;
+        if bytes >= head + 64 {
+            // SAFETY: caller's contract; the aligned middle and the ends stay inside `bytes`.
+            unsafe {
+                std::ptr::copy_nonoverlapping(src, dst, head);
+                let body = (bytes - head) / 64 * 64;
+                let (d, s) = (dst.add(head), src.add(head));
+                match isa {
+                    Isa::Avx512 => stream_avx512(d, s, body),
+                    Isa::Avx2 => stream_avx2(d, s, body),
+                    Isa::Baseline => stream_sse2(d, s, body),
+                }
+                std::ptr::copy_nonoverlapping(src.add(head + body), dst.add(head + body), bytes - head - body);
+            }
+            return;
+        }
+    }
+    let _ = isa;
+    // SAFETY: caller's contract.
+    unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+unsafe fn stream_avx512(dst: *mut u8, src: *const u8, bytes: usize) {
+    use std::arch::x86_64::*;
+    for i in (0..bytes).step_by(64) {
+        // SAFETY: `dst + i` is 64-byte aligned and inside the caller's range.
+        unsafe { _mm512_stream_si512(dst.add(i) as *mut _, _mm512_loadu_si512(src.add(i) as *const _)) };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn stream_avx2(dst: *mut u8, src: *const u8, bytes: usize) {
+    use std::arch::x86_64::*;
+    for i in (0..bytes).step_by(32) {
+        // SAFETY: as above (32-byte alignment follows from 64).
+        unsafe { _mm256_stream_si256(dst.add(i) as *mut _, _mm256_loadu_si256(src.add(i) as *const _)) };
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+unsafe fn stream_sse2(dst: *mut u8, src: *const u8, bytes: usize) {
+    use std::arch::x86_64::*;
+    for i in (0..bytes).step_by(16) {
+        // SAFETY: as above.
+        unsafe { _mm_stream_si128(dst.add(i) as *mut _, _mm_loadu_si128(src.add(i) as *const _)) };
+    }
+}
+
+/// Orders a task's streaming stores before whatever signals its end (they are weakly ordered).
+pub fn store_fence() {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64.
+    unsafe {
+        std::arch::x86_64::_mm_sfence()
+    }
+}
+
+/// Sets FTZ and DAZ for the current thread while alive (if `on`), restoring the previous mode.
+pub struct DenormalMode {
+    #[cfg(target_arch = "x86_64")]
+    saved: Option<u32>,
+}
+
+impl DenormalMode {
+    /// Flushes denormals on this thread until dropped, if `on`.
+    #[allow(deprecated)]
+    pub fn flush(on: bool) -> Self {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::x86_64::{_mm_getcsr, _mm_setcsr};
+            if !on {
+                return DenormalMode { saved: None };
+            }
+            // SAFETY: reading and writing MXCSR's flush bits changes only denormal handling.
+            let saved = unsafe { _mm_getcsr() };
+            unsafe { _mm_setcsr(saved | 0x8040) };
+            DenormalMode { saved: Some(saved) }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = on;
+            DenormalMode {}
+        }
+    }
+}
+
+impl Drop for DenormalMode {
+    #[allow(deprecated)]
+    fn drop(&mut self) {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(saved) = self.saved {
+            // SAFETY: restores the mode read in `flush`.
+            unsafe { std::arch::x86_64::_mm_setcsr(saved) }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stream_copy_every_offset_and_length() {
+        let src: Vec<u8> = (0..700u32).map(|v| (v * 7 + 3) as u8).collect();
+        for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
+            for off in [0usize, 1, 4, 31, 63] {
+                for len in [0usize, 1, 63, 64, 65, 200, 500] {
+                    let mut dst = vec![0xAAu8; 700];
+                    // SAFETY: both ranges are inside their vectors and distinct allocations.
+                    unsafe { stream_copy(dst.as_mut_ptr().add(off), src.as_ptr(), len, isa) };
+                    store_fence();
+                    assert_eq!(&dst[off..off + len], &src[..len], "{isa:?} off {off} len {len}");
+                    assert!(dst[..off].iter().chain(&dst[off + len..]).all(|&b| b == 0xAA));
+                }
+            }
+        }
+    }
+}
