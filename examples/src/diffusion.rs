@@ -227,13 +227,17 @@ impl Setup {
     }
 
     /// The initial field: the Gaussian in the interior, zero in the halo (the fixed boundary).
-    pub fn initial<T: Real>(&self) -> Field3<T> {
+    ///
+    /// Errors when the host memory for the field cannot be had
+    /// ([`FieldError::OutOfMemory`](stencil_runtime::FieldError::OutOfMemory),
+    /// which says how many bytes the field needs and how many are available).
+    pub fn initial<T: Real>(&self) -> Result<Field3<T>, LaunchError> {
         let gauss = self.gaussian();
         let n = self.n;
-        Field3::from_fn(self.shape(), |g| {
+        Ok(Field3::try_from_fn(self.shape(), |g| {
             let inside = (0..3).all(|a| g[a] >= 0 && (g[a] as usize) < n[a]);
             T::from_f64(if inside { gauss.at(self.position(g), 0.0) } else { 0.0 })
-        })
+        })?)
     }
 
     /// The largest value of the analytic solution on the ghost layer at time `t`: how much the
@@ -343,7 +347,7 @@ pub fn simulate<E: Executor, T: Real>(
     let range = Loop3D::interior(&setup.shape());
     let coefficients = setup.coefficients();
     let step = |e: &E, f: &E::Field<T, 3>, f_new: &mut E::Field<T, 3>| T::step(e, &range, &coefficients, f, f_new);
-    let host = setup.initial::<T>();
+    let host = setup.initial::<T>()?;
     {
         let [mut a, mut b] = [exec.upload(&host)?, exec.upload(&host)?];
         step(exec, &a, &mut b)?;
@@ -458,7 +462,7 @@ pub fn simulate_decomposed<E: Executor, T: Real>(
     }
     let coefficients = setup.coefficients();
     let ranges: Vec<Loop3D> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
-    let initial = setup.initial::<T>();
+    let initial = setup.initial::<T>()?;
     let mut exchange = HaloExchange::new(domains);
     exchange.append::<T>("f", HaloWidths(needed));
     let binder = CompCommBinder::new(domains, ranges, needed, setup.overlap)?

@@ -11,7 +11,7 @@ use stencil_runtime::Host;
 fn by_hand<T: Real>(setup: &Setup) -> Field3<T> {
     let range = Loop3D::interior(&setup.shape());
     let c = setup.coefficients();
-    let mut f = setup.initial::<T>();
+    let mut f = setup.initial::<T>().unwrap();
     let mut f_new = f.clone();
     for _ in 0..setup.steps {
         T::step(&Host, &range, &c, &f, &mut f_new).expect("step");

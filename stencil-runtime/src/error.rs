@@ -34,6 +34,7 @@
 //! | S0212 | `FieldError::ArrayShapeMismatch` | `Field::from_array` got an array of another shape than the interior | pass an array of the interior's shape |
 //! | S0213 | `FieldError::OutOfBounds` | `Field::set` got a coordinate outside the field | use a global coordinate in `-halo ..= n + halo - 1` |
 //! | S0214 | `FieldError::Range` | `read_range` got a range that does not fit the field | build the range for the field's extent with `i0 + i1 <= n` |
+//! | S0215 | `FieldError::OutOfMemory` | the memory for a host field could not be had | a smaller grid, f32, or subdomains on several processes |
 //! | S0301 | `CudaError::NoDriver` | `libcuda` is missing or not a working driver | install the NVIDIA driver and check `LD_LIBRARY_PATH` |
 //! | S0302 | `CudaError::DriverTooOld` | the driver supports an older CUDA than 13.0 | upgrade the NVIDIA driver to one for CUDA 13.0 or newer |
 //! | S0303 | `CudaError::DriverMismatch` | `libcuda` does not match the kernel driver | do not put `/usr/local/cuda/compat` first in `LD_LIBRARY_PATH` |
@@ -97,6 +98,7 @@ catalogue! {
     "S0212" "FieldError::ArrayShapeMismatch" "Field::from_array got an array of another shape than the interior" "pass an array of the interior's shape";
     "S0213" "FieldError::OutOfBounds" "Field::set got a coordinate outside the field" "use a global coordinate in -halo ..= n + halo - 1";
     "S0214" "FieldError::Range" "read_range got a range that does not fit the field" "build the range for the field's extent with i0 + i1 <= n";
+    "S0215" "FieldError::OutOfMemory" "the memory for a host field could not be had" "a smaller grid, f32, or subdomains on several processes";
     "S0301" "CudaError::NoDriver" "libcuda is missing or not a working driver" "install the NVIDIA driver and check LD_LIBRARY_PATH";
     "S0302" "CudaError::DriverTooOld" "the driver supports an older CUDA than 13.0" "upgrade the NVIDIA driver to one for CUDA 13.0 or newer";
     "S0303" "CudaError::DriverMismatch" "libcuda does not match the kernel driver" "do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH";

@@ -38,6 +38,12 @@ fn host_errors() -> Vec<LaunchError> {
         FieldError::ArrayShapeMismatch { array: vec![2], interior: vec![3] }.into(),
         FieldError::OutOfBounds { coordinate: vec![-5], shape: "s".into() }.into(),
         FieldError::Range("range Loop1D[..] does not fit".into()).into(),
+        FieldError::OutOfMemory {
+            shape: "2002 x 2002 x 2002 f32".into(),
+            bytes: 32_096_096_032,
+            available: Some(20 << 30),
+        }
+        .into(),
     ]
 }
 

@@ -130,3 +130,19 @@ fn box_reads_writes_and_copies_stay_inside_their_fields_or_say_why() {
     let e = Host.copy_box(&mut f, [0, 0, 5], None, [0, 0, 0], [1, 1, 2]).unwrap_err();
     assert!(e.to_string().contains("destination box") && e.to_string().contains("axis 2"), "{e}");
 }
+
+/// A host field larger than the memory is an error that says how many bytes it needs (and what
+/// is available), never an abort of the process.
+#[test]
+fn host_fields_too_large_for_memory_are_errors() {
+    use stencil_runtime::FieldError;
+    let huge = Shape3::new([1 << 14, 1 << 14, 1 << 14]); // 2^42 points: 32 TiB of f64
+    let e = Field3::<f64>::try_zeros(huge).unwrap_err();
+    assert!(matches!(e, FieldError::OutOfMemory { bytes, .. } if bytes >= 1 << 45), "{e:?}");
+    assert!(e.to_string().contains("needs 32768.") && e.to_string().contains("[S0215]"), "{e}");
+    let e = Host.alloc::<f64, 3>(huge).unwrap_err();
+    assert_eq!(e.code(), "S0215", "{e}");
+    // More elements than the address space holds bytes for.
+    let e = Field3::<f64>::try_zeros(Shape3::new([1 << 21, 1 << 21, 1 << 21])).unwrap_err();
+    assert!(matches!(e, FieldError::OutOfMemory { .. }), "{e:?}");
+}

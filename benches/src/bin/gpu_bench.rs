@@ -222,7 +222,7 @@ fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     let like = setup.shape();
     let ranges: Vec<_> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
     let coefficients = setup.coefficients();
-    let initial = setup.initial::<f32>();
+    let initial = setup.initial::<f32>()?;
     let mut state = (domains.scatter(&initial)?, domains.scatter(&initial)?);
     let mut ex = HaloExchange::new(&domains);
     ex.append::<f32>("f", stencil_runtime::HaloWidths(reach));

@@ -159,7 +159,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
 
     /// Copies the field back into a new host field; waits for queued work first.
     pub fn download(&self) -> Result<Field<T, D>, CudaError> {
-        let mut host = Field::zeros(self.shape);
+        let mut host = Field::try_zeros(self.shape).map_err(CudaError::Field)?;
         self.copy_to_host(&mut host)?;
         Ok(host)
     }

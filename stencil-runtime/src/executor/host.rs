@@ -23,15 +23,15 @@ impl Executor for Host {
     }
 
     fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<Field<T, D>, LaunchError> {
-        Ok(Field::zeros(shape))
+        Ok(Field::try_zeros(shape)?)
     }
 
     fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<Field<T, D>, LaunchError> {
-        Ok(host.clone())
+        Ok(host.try_clone()?)
     }
 
     fn download<T: Element, const D: usize>(&self, field: &Field<T, D>) -> Result<Field<T, D>, LaunchError> {
-        Ok(field.clone())
+        Ok(field.try_clone()?)
     }
 
     fn copy<T: Element, const D: usize>(&self, dst: &mut Field<T, D>, src: &Field<T, D>) -> Result<(), LaunchError> {

@@ -24,20 +24,35 @@ unsafe impl<T: Copy + Send> Send for AlignedBuf<T> {}
 // SAFETY: shared access hands out `&[T]` only.
 unsafe impl<T: Copy + Sync> Sync for AlignedBuf<T> {}
 
+/// An allocation that failed: the bytes asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AllocFailed {
+    /// Bytes asked for (`None`: more than the address space holds).
+    pub bytes: Option<usize>,
+}
+
 impl<T: Copy> AlignedBuf<T> {
-    fn layout(len: usize) -> Layout {
-        let bytes = (len * std::mem::size_of::<T>()).max(1);
+    fn layout(len: usize) -> Option<Layout> {
+        let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
         let align = if bytes >= HUGE_PAGE { HUGE_PAGE } else { BUFFER_ALIGN.max(std::mem::align_of::<T>()) };
-        Layout::from_size_align(bytes, align).expect("field too large for the address space")
+        Layout::from_size_align(bytes, align).ok()
     }
 
-    /// `len` zeroed elements. `T` must be a scalar for which all-zero bytes is a valid value
-    /// (the field element types all are).
+    /// `len` zeroed elements, aborting the process if memory runs out (as `Vec` does). `T` must
+    /// be a scalar for which all-zero bytes is a valid value (the field element types all are).
+    pub fn zeroed(len: usize) -> Self {
+        Self::try_zeroed(len).unwrap_or_else(|_| match Self::layout(len) {
+            Some(layout) => alloc::handle_alloc_error(layout),
+            None => panic!("a buffer of {len} elements exceeds the address space"),
+        })
+    }
+
+    /// `len` zeroed elements, or the bytes that could not be had.
     ///
     /// A large buffer is zeroed by rayon's threads in page-sized chunks (first touch), so its
     /// pages are placed with the threads that sweep fields, not all with the allocating thread.
-    pub fn zeroed(len: usize) -> Self {
-        let layout = Self::layout(len);
+    pub fn try_zeroed(len: usize) -> Result<Self, AllocFailed> {
+        let layout = Self::layout(len).ok_or(AllocFailed { bytes: None })?;
         let huge = layout.size() >= HUGE_PAGE;
         // SAFETY: the layout has non-zero size.
         let raw = unsafe {
@@ -47,10 +62,13 @@ impl<T: Copy> AlignedBuf<T> {
                 alloc::alloc_zeroed(layout)
             }
         };
-        let Some(ptr) = NonNull::new(raw as *mut T) else { alloc::handle_alloc_error(layout) };
+        let Some(ptr) = NonNull::new(raw as *mut T) else { return Err(AllocFailed { bytes: Some(layout.size()) }) };
         if huge {
             // SAFETY: advising the kernel about memory we own; failure is harmless.
-            unsafe { libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE) };
+            #[cfg(target_os = "linux")]
+            unsafe {
+                libc::madvise(raw as *mut libc::c_void, layout.size(), libc::MADV_HUGEPAGE)
+            };
             crate::cpu::pool::ensure_pool();
             let at = raw as usize;
             (0..layout.size().div_ceil(HUGE_PAGE)).into_par_iter().for_each(|page| {
@@ -60,14 +78,15 @@ impl<T: Copy> AlignedBuf<T> {
                 unsafe { std::ptr::write_bytes((at + start) as *mut u8, 0, n) };
             });
         }
-        AlignedBuf { ptr, len }
+        Ok(AlignedBuf { ptr, len })
     }
 }
 
 impl<T: Copy> Drop for AlignedBuf<T> {
     fn drop(&mut self) {
-        // SAFETY: allocated in `zeroed` with the same layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, Self::layout(self.len)) }
+        let layout = Self::layout(self.len).expect("the layout it was allocated with");
+        // SAFETY: allocated in `try_zeroed` with the same layout.
+        unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, layout) }
     }
 }
 

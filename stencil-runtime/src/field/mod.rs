@@ -93,9 +93,38 @@ pub type Field2<T> = Field<T, 2>;
 pub type Field3<T> = Field<T, 3>;
 
 impl<T: Element, const D: usize> Field<T, D> {
-    /// A field of the given shape with every point (halo and padding included) set to zero.
+    /// A field of the given shape with every point (halo and padding included) set to zero;
+    /// aborts the process when memory runs out, as `Vec` does (see [`Field::try_zeros`]).
     pub fn zeros(shape: Shape<D>) -> Self {
         Field { data: AlignedBuf::zeroed(shape.len()), shape }
+    }
+
+    /// [`Field::zeros`], or [`FieldError::OutOfMemory`] saying how many bytes the field needs
+    /// and how many the system has available.
+    pub fn try_zeros(shape: Shape<D>) -> Result<Self, FieldError> {
+        let data = AlignedBuf::try_zeroed(shape.len()).map_err(|e| FieldError::OutOfMemory {
+            shape: shape.describe(),
+            bytes: e.bytes.unwrap_or(usize::MAX),
+            available: available_memory(),
+        })?;
+        Ok(Field { data, shape })
+    }
+
+    /// [`Field::from_fn`] that returns [`FieldError::OutOfMemory`] instead of aborting.
+    pub fn try_from_fn(shape: Shape<D>, mut f: impl FnMut([isize; D]) -> T) -> Result<Self, FieldError> {
+        let mut field = Self::try_zeros(shape)?;
+        for s in shape.storage_points() {
+            let off = shape.offset(s);
+            field.data[off] = f(shape.to_global(s));
+        }
+        Ok(field)
+    }
+
+    /// A copy of this field, or [`FieldError::OutOfMemory`].
+    pub fn try_clone(&self) -> Result<Self, FieldError> {
+        let mut copy = Self::try_zeros(self.shape)?;
+        copy.data.copy_from_slice(&self.data);
+        Ok(copy)
     }
 
     /// A field with every point (halo included) set to `value`; padding stays zero.
@@ -261,6 +290,23 @@ pub enum FieldError {
     },
     /// `read_range` was given a range that does not fit the field (the message says how).
     Range(String),
+    /// The memory for a field could not be had.
+    OutOfMemory {
+        /// The field's shape, described.
+        shape: String,
+        /// Bytes the field needs.
+        bytes: usize,
+        /// Bytes the system reported available (Linux `MemAvailable`), when known.
+        available: Option<u64>,
+    },
+}
+
+/// Bytes of memory available for new allocations, as Linux reports them (`MemAvailable`).
+fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
 }
 
 impl FieldError {
@@ -271,6 +317,7 @@ impl FieldError {
             FieldError::ArrayShapeMismatch { .. } => "S0212",
             FieldError::OutOfBounds { .. } => "S0213",
             FieldError::Range(_) => "S0214",
+            FieldError::OutOfMemory { .. } => "S0215",
         }
     }
 
@@ -287,6 +334,11 @@ impl FieldError {
             FieldError::OutOfBounds { coordinate, shape } => {
                 format!("global coordinate {coordinate:?} is outside the field {shape}")
             }
+            FieldError::OutOfMemory { shape, bytes, available } => format!(
+                "a field of {shape} needs {} of memory, which could not be had ({})",
+                gib(*bytes as f64),
+                available.map_or("available memory unknown".to_string(), |a| format!("{} available", gib(a as f64)))
+            ),
         }
     }
 
@@ -305,8 +357,17 @@ impl FieldError {
             FieldError::OutOfBounds { .. } => {
                 "use a coordinate inside the field: halo cells run from -halo to n + halo - 1".to_string()
             }
+            FieldError::OutOfMemory { .. } => {
+                "use a smaller grid, f32 instead of f64, or split the grid over subdomains on several processes"
+                    .to_string()
+            }
         }
     }
+}
+
+/// Bytes as GiB, for messages.
+fn gib(bytes: f64) -> String {
+    format!("{:.2} GiB", bytes / (1u64 << 30) as f64)
 }
 
 impl fmt::Display for FieldError {
