@@ -98,10 +98,22 @@ fn hand_acoustic(shape: &Shape3, c: f32, u: &[f32], up: &[f32], v2: &[f32], out:
     });
 }
 
+/// The command line.
+#[derive(clap::Parser)]
+#[command(
+    about = "The generated CPU nest against a hand-written loop and a STREAM triad (7-point diffusion, 25-point acoustic update)"
+)]
+struct Args {
+    /// Points per axis of the cubic grid.
+    #[arg(default_value_t = 256)]
+    n: usize,
+    /// Timed sweeps per case (the median is reported).
+    #[arg(default_value_t = 7)]
+    runs: usize,
+}
+
 fn main() {
-    let mut args = std::env::args().skip(1);
-    let n: usize = args.next().map(|a| a.parse().expect("n")).unwrap_or(256);
-    let runs: usize = args.next().map(|a| a.parse().expect("runs")).unwrap_or(7);
+    let Args { n, runs } = <Args as clap::Parser>::parse();
     let points = (n * n * n) as f64;
     println!("CPU benchmark: {n}^3 f32, {} threads, median of {runs} sweeps", rayon::current_num_threads());
     let triad = triad_gbs(n * n * n * 2, runs);
