@@ -176,15 +176,14 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         if self.world.size() == 1 {
             // One process: each interior straight into the global field.
             for ((s, e), f) in self.subdomains().zip(&self.execs).zip(fields) {
-                let values = e.read_box(f, f.shape().halo_widths(), s.extent)?;
+                let values = interior_values(e, f, s.extent)?;
                 crate::executor::Executor::write_box(&host, &mut global, at(&s), s.extent, &values)?;
             }
             return Ok(Some(global));
         }
         let mut bytes = Vec::new();
         for ((s, e), f) in self.subdomains().zip(&self.execs).zip(fields) {
-            let halo = f.shape().halo_widths();
-            to_le_bytes(&e.read_box(f, halo, s.extent)?, &mut bytes);
+            to_le_bytes(&interior_values(e, f, s.extent)?, &mut bytes);
         }
         let Some(all) = self.world.gather_bytes(&bytes) else { return Ok(None) };
         let size = std::mem::size_of::<T>();
@@ -229,4 +228,17 @@ impl<E: Executor, const D: usize> Domains<E, D> {
             self.execs.len()
         )))
     }
+}
+
+/// The interior values of a field (layout order): the whole field downloaded in one contiguous
+/// copy and its interior taken on the host by rows. Reading the interior box straight from a GPU
+/// (a pitched 3D copy into pageable memory) made the snapshot gather of acoustic3d 256³ (two
+/// fields) take about 0.7 s.
+fn interior_values<E: Executor, T: Element, const D: usize>(
+    exec: &E,
+    field: &E::Field<T, D>,
+    extent: [usize; D],
+) -> Result<Vec<T>, LaunchError> {
+    let host = exec.download(field)?;
+    crate::executor::Host.read_box(&host, host.shape().halo_widths(), extent)
 }
