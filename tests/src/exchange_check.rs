@@ -116,6 +116,24 @@ pub struct Case<const D: usize> {
     pub seed: u64,
 }
 
+/// Boundary fills for the walled axes of 3D cases: one of each kind.
+pub const WALLS3: [HaloFill; 3] = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+
+impl Case<3> {
+    /// A 3D case with the [`WALLS3`] fills.
+    pub fn walled(
+        global: [usize; 3],
+        grid: [usize; 3],
+        periodic: [bool; 3],
+        halo: [usize; 3],
+        depth: [usize; 3],
+        order: Order,
+        seed: u64,
+    ) -> Self {
+        Case { global, grid, periodic, halo, depth, walls: WALLS3, order, seed }
+    }
+}
+
 impl<const D: usize> Case<D> {
     /// The decomposition.
     pub fn decomposition(&self) -> Result<Decomposition<D>, LaunchError> {

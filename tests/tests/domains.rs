@@ -44,17 +44,7 @@ fn every_face_edge_and_corner_arrives_for_random_process_grids() {
         checked += check_host(random_case::<1>(&mut rng, seed));
     }
     // Edge cases: one domain along a periodic axis (its halo from itself), 1×1×N and N×1×1.
-    let walls = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
-    let case = |global, grid, periodic, halo, depth, order, seed| Case {
-        global,
-        grid,
-        periodic,
-        halo,
-        depth,
-        walls,
-        order,
-        seed,
-    };
+    let case = Case::walled;
     checked += check_host(case([5, 4, 6], [1, 1, 3], [true, false, true], [2, 1, 2], [1, 1, 2], Order::Ijk, 1));
     checked += check_host(case([9, 3, 3], [4, 1, 1], [false, true, true], [2, 1, 1], [2, 0, 1], Order::Kij, 2));
     assert!(checked > 30_000, "only {checked} points checked");

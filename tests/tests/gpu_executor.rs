@@ -166,17 +166,7 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
     let gpus: Vec<Gpu> = (0..8).map(|i| Gpu::new(i % count).unwrap()).collect();
     let at = |i: usize| gpus[i % gpus.len()].clone();
     use stencil_tests::exchange_check::{check_domains, Case};
-    let walls = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
-    let case = |global, grid, periodic, halo: [usize; 3], depth, order, seed| Case {
-        global,
-        grid,
-        periodic,
-        halo,
-        depth,
-        walls,
-        order,
-        seed,
-    };
+    let case = Case::walled;
     let cases = [
         case([20, 9, 7], [2, 1, 1], [false, false, false], [1, 1, 1], [1, 0, 1], Order::Ijk, 0),
         case([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], [1, 1, 2], Order::Ijk, 1),

@@ -203,14 +203,6 @@ impl<const D: usize> CompCommBinder<D> {
         mut update: impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
     ) -> Result<(), LaunchError> {
         let execs = domains.execs();
-        // The slabs of subdomain `i` (its whole range when it is not split), and its inner region.
-        let slabs = |i: usize| -> Vec<Loop<D>> {
-            match &self.regions[i] {
-                Some(r) => r.boundary().map(|(_, r)| r).filter(|r| r.points() > 0).collect(),
-                None => vec![self.ranges[i]],
-            }
-        };
-        let inner = |i: usize| self.regions[i].as_ref().map(|r| r.inner).filter(|r| r.points() > 0);
         match self.mode {
             Overlap::None => {
                 exchange(state, Halos::Read)?;
@@ -219,37 +211,57 @@ impl<const D: usize> CompCommBinder<D> {
                 }
             }
             Overlap::OneDivided => {
-                with_side_handles(execs, &mut Vec::new(), &mut |sides| {
-                    for (i, side) in sides.iter().enumerate() {
-                        if let Some(inner) = inner(i) {
-                            update(side, i, &inner, state)?;
-                        }
-                    }
-                    exchange(state, Halos::Read)
-                })?;
-                for (i, exec) in execs.iter().enumerate() {
-                    for slab in slabs(i) {
-                        update(exec, i, &slab, state)?;
-                    }
-                }
+                self.inner_during_exchange(execs, state, &mut exchange, &mut update, Halos::Read)?;
+                self.slabs(execs, state, &mut update)?;
             }
             Overlap::TwoDivided => {
-                for (i, exec) in execs.iter().enumerate() {
-                    for slab in slabs(i) {
-                        update(exec, i, &slab, state)?;
-                    }
-                }
-                with_side_handles(execs, &mut Vec::new(), &mut |sides| {
-                    for (i, side) in sides.iter().enumerate() {
-                        if let Some(inner) = inner(i) {
-                            update(side, i, &inner, state)?;
-                        }
-                    }
-                    exchange(state, Halos::Written)
-                })?;
+                self.slabs(execs, state, &mut update)?;
+                self.inner_during_exchange(execs, state, &mut exchange, &mut update, Halos::Written)?;
             }
         }
         Ok(())
+    }
+}
+
+impl<const D: usize> CompCommBinder<D> {
+    /// Updates every subdomain's boundary slabs (its whole range when it is not split) on its
+    /// executor.
+    fn slabs<E: Executor, S>(
+        &self,
+        execs: &[E],
+        state: &mut S,
+        update: &mut impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
+    ) -> Result<(), LaunchError> {
+        for (i, exec) in execs.iter().enumerate() {
+            let slabs: Vec<Loop<D>> = match &self.regions[i] {
+                Some(r) => r.boundary().map(|(_, r)| r).filter(|r| r.points() > 0).collect(),
+                None => vec![self.ranges[i]],
+            };
+            for slab in slabs {
+                update(exec, i, &slab, state)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Updates every subdomain's inner region on a side handle of its executor while
+    /// `exchange(state, halos)` issues its work on the executors.
+    fn inner_during_exchange<E: Executor, S>(
+        &self,
+        execs: &[E],
+        state: &mut S,
+        exchange: &mut impl FnMut(&mut S, Halos) -> Result<(), LaunchError>,
+        update: &mut impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
+        halos: Halos,
+    ) -> Result<(), LaunchError> {
+        with_side_handles(execs, &mut Vec::new(), &mut |sides| {
+            for (i, side) in sides.iter().enumerate() {
+                if let Some(inner) = self.regions[i].as_ref().map(|r| r.inner).filter(|r| r.points() > 0) {
+                    update(side, i, &inner, state)?;
+                }
+            }
+            exchange(state, halos)
+        })
     }
 }
 
