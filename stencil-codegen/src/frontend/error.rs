@@ -125,10 +125,17 @@ pub enum ErrorKind {
         /// Its element type.
         elem: String,
     },
-    /// A field or the index used as a value.
+    /// A field used as a value.
     FieldAsValue {
-        /// The name.
+        /// The field.
         name: String,
+        /// The index parameter's name.
+        index: String,
+    },
+    /// The point index used as a value.
+    IndexAsValue {
+        /// The index parameter's name.
+        index: String,
     },
     /// A name that is neither a parameter nor a local nor a known constant.
     UnknownName {
@@ -307,7 +314,8 @@ impl fmt::Display for ErrorKind {
             RacyRead { field, offset } => write!(f, "field `{field}` is written by this stencil, so it may be read only at its own point (offset 0), not at {offset:?}: points update in any order, so a neighbour may already hold its new value. Read the neighbour from a separate input field (double-buffer: `{field}_old` as `&Field`, `{field}` as `&mut Field`)"),
             OffsetWrite { field, offset } => write!(f, "each point may write only its own cell: write `{field}[idx]`, not offset {offset:?} (writing a neighbour races with that neighbour's own update)"),
             ReadOnlyWrite { field, dim, elem } => write!(f, "field `{field}` is read-only: declare it `{field}: &mut Field{dim}<{elem}>` to write it"),
-            FieldAsValue { name } => write!(f, "`{name}` cannot be used as a value: index a field at a point, e.g. `{name}[idx]`"),
+            FieldAsValue { name, index } => write!(f, "`{name}` is a field and cannot be used as a value: index it at a point, e.g. `{name}[{index}]`"),
+            IndexAsValue { index } => write!(f, "`{index}` is the point index, not a value: use it to index a field at this point (`u[{index}]`) or a neighbour (`u[{index}.ix::<1, 0, 0>()]`); a stencil that needs its coordinates reads them from a field"),
             UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil); pass outside values as scalar parameters"),
             UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`), and `#[stencil_fn]` helpers called by their bare name (`flux(a, b)`, imported with `use`)", MATH_LIST),
             Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),

@@ -83,7 +83,7 @@ impl Lowerer {
             }
             syn::Expr::MethodCall(m) => {
                 if self.is_index_expr(&m.receiver) {
-                    return Err(Error::spanned(&m, ErrorKind::FieldAsValue { name: self.index_name.clone() }));
+                    return Err(Error::spanned(&m, ErrorKind::IndexAsValue { index: self.index_name.clone() }));
                 }
                 let func = MathFn::from_rust_name(&m.method.to_string()).ok_or_else(|| {
                     Error::spanned(&m.method, ErrorKind::UnsupportedCall { name: m.method.to_string() })
@@ -186,11 +186,13 @@ impl Lowerer {
                     ParamKind::Scalar(t) => {
                         Ok(Value::Scalar(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }))
                     }
-                    ParamKind::Field(_) => Err(Error::spanned(&p, ErrorKind::FieldAsValue { name })),
+                    ParamKind::Field(_) => {
+                        Err(Error::spanned(&p, ErrorKind::FieldAsValue { name, index: self.index_name.clone() }))
+                    }
                 };
             }
             if self.call_stack.is_empty() && name == self.index_name {
-                return Err(Error::spanned(&p, ErrorKind::FieldAsValue { name }));
+                return Err(Error::spanned(&p, ErrorKind::IndexAsValue { index: name }));
             }
             return Err(Error::spanned(&p, ErrorKind::UnknownName { name }));
         }
