@@ -282,8 +282,13 @@ impl LaunchError {
                 range.split('[').next().unwrap_or("Loop3D")
             ),
             LaunchError::ShapeMismatch { .. } => "allocate them from the same `Shape`".to_string(),
-            LaunchError::OutOfBounds { field, axis, offset, extent, .. } => {
+            LaunchError::OutOfBounds { field, axis, offset, range, halo, extent, .. } => {
                 let need = offset.unsigned_abs() as usize;
+                // Points of the range inside the halo on the side the read leaves by: the halo
+                // must hold the reach beyond them.
+                let beyond =
+                    if *offset < 0 { halo.saturating_sub(range.0) } else { range.1.saturating_sub(extent - halo) };
+                let halo_needed = need + beyond;
                 let fix_range = if *offset < 0 {
                     format!("start the range at {need} or later")
                 } else if need < *extent {
@@ -291,7 +296,15 @@ impl LaunchError {
                 } else {
                     format!("make the field longer than {need} along that axis")
                 };
-                format!("give `{field}` a halo of at least {need} along {} (`Shape::halo`) or {fix_range}", AXES[*axis])
+                let inside = if beyond > 0 {
+                    format!(" (the range runs {beyond} point{} into the halo)", if beyond == 1 { "" } else { "s" })
+                } else {
+                    String::new()
+                };
+                format!(
+                    "give `{field}` a halo of at least {halo_needed} along {}{inside} (`Shape::halo`) or {fix_range}",
+                    AXES[*axis]
+                )
             }
             LaunchError::WrongDevice { executor, .. } => format!(
                 "allocate or upload the field with {executor} (every field of a launch on the executor that runs it)"

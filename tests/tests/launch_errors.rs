@@ -194,6 +194,8 @@ struct Oob {
     offset: i32,
     range: (usize, usize),
     fix: &'static str,
+    /// The halo the help asks for: the reach, plus the points of the range inside the halo.
+    halo_needed: usize,
 }
 
 #[test]
@@ -203,12 +205,54 @@ fn out_of_bounds_on_each_side_of_each_axis() {
     assert_eq!(ext, [15, 12, 9]);
     let fit = (2, 2);
     let cases = [
-        Oob { margins: [(1, 1), fit, fit], axis: 0, offset: -2, range: (1, 14), fix: "start the range at 2 or later" },
-        Oob { margins: [(2, 1), fit, fit], axis: 0, offset: 2, range: (2, 14), fix: "end it at 13 or earlier" },
-        Oob { margins: [fit, (1, 2), fit], axis: 1, offset: -2, range: (1, 10), fix: "start the range at 2 or later" },
-        Oob { margins: [fit, (2, 1), fit], axis: 1, offset: 2, range: (2, 11), fix: "end it at 10 or earlier" },
-        Oob { margins: [fit, fit, (0, 3)], axis: 2, offset: -2, range: (0, 6), fix: "start the range at 2 or later" },
-        Oob { margins: [fit, fit, (3, 1)], axis: 2, offset: 2, range: (3, 8), fix: "end it at 7 or earlier" },
+        Oob {
+            margins: [(1, 1), fit, fit],
+            axis: 0,
+            offset: -2,
+            range: (1, 14),
+            fix: "start the range at 2 or later",
+            halo_needed: 2,
+        },
+        Oob {
+            margins: [(2, 1), fit, fit],
+            axis: 0,
+            offset: 2,
+            range: (2, 14),
+            fix: "end it at 13 or earlier",
+            halo_needed: 2,
+        },
+        Oob {
+            margins: [fit, (1, 2), fit],
+            axis: 1,
+            offset: -2,
+            range: (1, 10),
+            fix: "start the range at 2 or later",
+            halo_needed: 2,
+        },
+        Oob {
+            margins: [fit, (2, 1), fit],
+            axis: 1,
+            offset: 2,
+            range: (2, 11),
+            fix: "end it at 10 or earlier",
+            halo_needed: 2,
+        },
+        Oob {
+            margins: [fit, fit, (0, 3)],
+            axis: 2,
+            offset: -2,
+            range: (0, 6),
+            fix: "start the range at 2 or later",
+            halo_needed: 3,
+        },
+        Oob {
+            margins: [fit, fit, (3, 1)],
+            axis: 2,
+            offset: 2,
+            range: (3, 8),
+            fix: "end it at 7 or earlier",
+            halo_needed: 2,
+        },
     ];
     let axes = ["x (i)", "y (j)", "z (k)"];
     for c in cases {
@@ -234,7 +278,7 @@ fn out_of_bounds_on_each_side_of_each_axis() {
                 &along,
                 &format!("over the range {}..{}", c.range.0, c.range.1),
                 "has halo 1",
-                "give `f` a halo of at least 2",
+                &format!("give `f` a halo of at least {}", c.halo_needed),
                 "`Shape::halo`",
                 c.fix,
             ],
@@ -289,7 +333,13 @@ fn out_of_bounds_in_2d() {
             extent: 10
         }
     );
-    assert_mentions(&err.to_string(), &["give `f` a halo of at least 1 along x (i)", "start the range at 1 or later"]);
+    assert_mentions(
+        &err.to_string(),
+        &[
+            "give `f` a halo of at least 2 along x (i) (the range runs 1 point into the halo)",
+            "start the range at 1 or later",
+        ],
+    );
 }
 
 #[test]
