@@ -1052,11 +1052,15 @@ pub fn run_decomposed<E: Executor, T: Wave>(
         // The part of the step in `range` of subdomain `i`: each region's share of it, then the
         // source if it lies there.
         let update = |exec: &E, i: usize, range: &Loop3D, parts: &mut Vec<State<E::Field<T, 3>>>| {
-            for (kind, region, strategy) in &work[i].regions {
-                if let Some(r) = region.intersect(range) {
-                    T::region(exec, *strategy, *kind, &r, &c, &mut parts[i])?;
+            // The regions' parts are disjoint: one handle each, as in the one-domain step.
+            let pieces: Vec<_> =
+                work[i].regions.iter().filter_map(|(k, region, s)| Some((*k, region.intersect(range)?, *s))).collect();
+            exec.fork_join(pieces.len(), |handles| {
+                for ((kind, r, strategy), handle) in pieces.iter().zip(handles) {
+                    T::region(handle, *strategy, *kind, r, &c, &mut parts[i])?;
                 }
-            }
+                Ok(())
+            })?;
             match sources[i].and_then(|(point, amount)| Some((point.intersect(range)?, amount))) {
                 Some((point, amount)) => T::inject(exec, &point, amount, &mut parts[i]),
                 None => Ok(()),
