@@ -63,6 +63,49 @@ pub enum Halos {
 }
 
 /// The regions of every local subdomain's range and the overlap mode (see the module docs).
+///
+/// ```
+/// use stencil_runtime::prelude::*;
+/// use stencil_runtime::{CompCommBinder, Decomposition, Domains, ErasedField, HaloExchange, HaloWidths, Halos, Overlap};
+///
+/// #[stencil]
+/// fn smooth(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) {
+///     out[idx] = 0.25 * u[idx.ix::<-1>()] + 0.5 * u[idx] + 0.25 * u[idx.ix::<1>()];
+/// }
+///
+/// // A periodic line of 64 points over two subdomains, ten two-divided steps.
+/// let d = Decomposition::new([64], [2], [true], [1])?;
+/// let domains = Domains::new(d, vec![Host; 2])?;
+/// let like = Shape1::new([64]).halo(1);
+/// let start = Field1::from_fn(like, |[i]| (i * i % 7) as f64);
+/// type Pair = (Vec<Field1<f64>>, Vec<Field1<f64>>);
+/// let mut state: Pair = (domains.scatter(&start)?, domains.scatter(&start)?);
+/// let ranges = domains.subdomains().map(|s| Loop1D::interior(&s.shape(&like))).collect();
+/// let binder = CompCommBinder::new(&domains, ranges, [1], Overlap::TwoDivided)?;
+/// let mut ex = HaloExchange::new(&domains);
+/// ex.append::<f64>("u", HaloWidths([1]));
+/// let mut fill = |(u, out): &mut Pair, halos: Halos| {
+///     let fields = if halos == Halos::Read { u } else { out };
+///     ex.exchange(&mut fields.iter_mut().map(|f| vec![ErasedField::of(f)]).collect::<Vec<_>>())
+/// };
+/// let update = |exec: &Host, i: usize, r: &Loop1D, (u, out): &mut Pair| exec.run(r, Smooth, (&u[i], &mut out[i]));
+/// binder.prime(&mut state, &mut fill)?;
+/// for _ in 0..10 {
+///     binder.step(&domains, &mut state, &mut fill, update)?;
+///     std::mem::swap(&mut state.0, &mut state.1);
+/// }
+///
+/// // The same bits as ten steps of the whole line with periodic halo fills.
+/// let (mut whole, mut next) = (start.clone(), Field1::zeros(like));
+/// for _ in 0..10 {
+///     Host.fill_halos(&mut [(&mut whole, [Some(HaloFill::Periodic)])])?;
+///     Loop1D::interior(&like).run(Smooth, (&whole, &mut next))?;
+///     std::mem::swap(&mut whole, &mut next);
+/// }
+/// let got = domains.gather(&like, &state.0)?.expect("one process is rank 0");
+/// assert!((0..64).all(|i| got.get([i]).map(f64::to_bits) == whole.get([i]).map(f64::to_bits)));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Clone, Debug)]
 pub struct CompCommBinder<const D: usize> {
     mode: Overlap,

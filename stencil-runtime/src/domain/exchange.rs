@@ -65,6 +65,32 @@ struct Plan<B, const D: usize> {
 /// A set of fields whose halos are exchanged together between the subdomains of [`Domains`]
 /// (see the module docs). Every rank builds the same set, in the same order, and calls
 /// [`HaloExchange::exchange`] at the same points.
+///
+/// ```
+/// use stencil_runtime::prelude::*;
+/// use stencil_runtime::{Decomposition, Domains, ErasedField, HaloExchange, HaloWidths};
+///
+/// // 16 x 8 x 8 points, two subdomains along x, periodic along x.
+/// let d = Decomposition::new([16, 8, 8], [2, 1, 1], [true, false, false], [1, 1, 1])?;
+/// let domains = Domains::new(d, vec![Host; 2])?;
+/// let like = Shape3::new([16, 8, 8]).halo(1);
+/// let mut u = domains.scatter(&Field3::<f32>::from_fn(like, |[i, _, _]| i as f32))?;
+/// let mut rho = domains.scatter(&Field3::<f64>::from_fn(like, |[i, _, _]| -i as f64))?;
+///
+/// // Built once: an f32 field one layer deep, an f64 field one layer deep along x only.
+/// let mut ex = HaloExchange::new(&domains);
+/// ex.append::<f32>("u", HaloWidths([1, 1, 1])).append::<f64>("rho", HaloWidths([1, 0, 0]));
+/// let mut fields: Vec<Vec<ErasedField<'_, 3>>> =
+///     u.iter_mut().zip(&mut rho).map(|(u, r)| vec![ErasedField::of(u), ErasedField::of(r)]).collect();
+/// ex.exchange(&mut fields)?;
+/// drop(fields);
+///
+/// // Subdomain 0's low x halo holds the last interior layer of subdomain 1 (x = 15), and its
+/// // high x halo the first of subdomain 1 (x = 8), in both fields.
+/// assert_eq!((u[0].get([-1, 3, 3]), u[0].get([8, 3, 3])), (Some(15.0), Some(8.0)));
+/// assert_eq!(rho[0].get([-1, 0, 0]), Some(-15.0));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct HaloExchange<E: Executor, const D: usize> {
     domains: Domains<E, D>,
     slots: Vec<Slot<D>>,
