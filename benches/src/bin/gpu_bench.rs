@@ -264,7 +264,8 @@ fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     println!("| update only | {compute:.3} | | |");
     println!("| exchange only | {exchange:.3} | | |");
     // The breakdown per configuration: update, exposed exchange (ms per step).
-    let mut csv = format!("configuration,update_ms,exposed_ms\nupdate only,{compute:.5},0\nexchange only,0,{exchange:.5}\n");
+    let mut csv =
+        format!("configuration,update_ms,exposed_ms\nupdate only,{compute:.5},0\nexchange only,0,{exchange:.5}\n");
     for mode in Overlap::ALL {
         let t = time(mode, true, true)?;
         let exposed = t - compute;
