@@ -678,16 +678,20 @@ impl Model {
     }
 
     /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0`.
-    pub fn initial<T: Wave>(&self) -> State<Field3<T>> {
+    ///
+    /// Errors when the host memory for the five fields cannot be had
+    /// ([`FieldError::OutOfMemory`](stencil_runtime::FieldError::OutOfMemory): the bytes a field
+    /// needs and the memory available).
+    pub fn initial<T: Wave>(&self) -> Result<State<Field3<T>>, LaunchError> {
         let shape = self.shape();
         let dt2 = self.dt * self.dt;
-        State {
-            u: Field3::zeros(shape),
-            u_prev: Field3::zeros(shape),
-            vdt2: Field3::from_fn(shape, |g| T::from_f64(self.velocity(g).powi(2) * dt2)),
-            eta: Field3::from_fn(shape, |g| T::from_f64(self.eta(g))),
-            phi: Field3::zeros(shape),
-        }
+        Ok(State {
+            u: Field3::try_zeros(shape)?,
+            u_prev: Field3::try_zeros(shape)?,
+            vdt2: Field3::try_from_fn(shape, |g| T::from_f64(self.velocity(g).powi(2) * dt2))?,
+            eta: Field3::try_from_fn(shape, |g| T::from_f64(self.eta(g)))?,
+            phi: Field3::try_zeros(shape)?,
+        })
     }
 
     /// The discrete energy in the physical domain,
@@ -773,7 +777,7 @@ pub fn run<E: Executor, T: Wave>(
     model.check()?;
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
     let receivers = model.receiver_range()?;
-    let mut state = model.initial::<T>().upload(exec)?;
+    let mut state = model.initial::<T>()?.upload(exec)?;
     let mut traces = Vec::with_capacity(model.steps);
     let mut snap = None;
     let mut start = std::time::Instant::now();
@@ -1013,7 +1017,7 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect::<Result<_, _>>()?;
     let receivers = model.receiver_range()?.points();
 
-    let initial = model.initial::<T>();
+    let initial = model.initial::<T>()?;
     let all = State {
         u: domains.scatter(&initial.u)?,
         u_prev: domains.scatter(&initial.u_prev)?,

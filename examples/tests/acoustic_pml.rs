@@ -20,7 +20,7 @@ fn model(pml: usize) -> Model {
 /// Energy in the physical domain every 5 steps, and its peak.
 fn energies(m: &Model) -> (Vec<f64>, f64) {
     let (regions, c) = (m.regions(), Coefficients::new([m.h; 3]).to::<f64>());
-    let mut state = m.initial::<f64>();
+    let mut state = m.initial::<f64>().unwrap();
     let mut e = Vec::new();
     for step in 0..m.steps {
         f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, m.source_at(step).unwrap()).unwrap();

@@ -141,8 +141,16 @@ impl<E: Executor, const D: usize> Domains<E, D> {
 
     /// The local subdomains' fields cut from a global host field (see
     /// [`Decomposition::scatter`]), on their executors. Every rank passes the same global field.
+    /// Errors when memory for a part cannot be had (`FieldError::OutOfMemory`).
     pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Result<Vec<E::Field<T, D>>, LaunchError> {
-        self.subdomains().zip(&self.execs).map(|(s, e)| e.upload(&s.part_of(global))).collect()
+        let like = global.shape();
+        self.subdomains()
+            .zip(&self.execs)
+            .map(|(s, e)| {
+                let part = Field::try_from_fn(s.shape(like), |l| global.get(s.to_global(l)).unwrap_or_default())?;
+                e.upload(&part)
+            })
+            .collect()
     }
 
     /// The global host field of shape `like` (the global extent; its halo zero) assembled from

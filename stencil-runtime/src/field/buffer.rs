@@ -24,6 +24,15 @@ unsafe impl<T: Copy + Send> Send for AlignedBuf<T> {}
 // SAFETY: shared access hands out `&[T]` only.
 unsafe impl<T: Copy + Sync> Sync for AlignedBuf<T> {}
 
+/// Bytes of memory available for new allocations, as Linux reports them (`MemAvailable`);
+/// `None` elsewhere.
+pub(crate) fn available_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// An allocation that failed: the bytes asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AllocFailed {
@@ -54,6 +63,11 @@ impl<T: Copy> AlignedBuf<T> {
     pub fn try_zeroed(len: usize) -> Result<Self, AllocFailed> {
         let layout = Self::layout(len).ok_or(AllocFailed { bytes: None })?;
         let huge = layout.size() >= HUGE_PAGE;
+        // The kernel may grant more than it has (overcommit) and then end the process when the
+        // zeroing below touches the pages: refuse what is plainly not available.
+        if huge && available_memory().is_some_and(|a| layout.size() as u64 > a) {
+            return Err(AllocFailed { bytes: Some(layout.size()) });
+        }
         // SAFETY: the layout has non-zero size.
         let raw = unsafe {
             if huge {

@@ -10,6 +10,7 @@ mod buffer;
 mod halo;
 mod shape;
 
+use buffer::available_memory;
 pub use buffer::AlignedBuf;
 #[cfg(feature = "cuda")]
 pub(crate) use halo::check as check_halo;
@@ -299,14 +300,6 @@ pub enum FieldError {
         /// Bytes the system reported available (Linux `MemAvailable`), when known.
         available: Option<u64>,
     },
-}
-
-/// Bytes of memory available for new allocations, as Linux reports them (`MemAvailable`).
-fn available_memory() -> Option<u64> {
-    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
 }
 
 impl FieldError {
