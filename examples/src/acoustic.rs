@@ -46,7 +46,7 @@
 //! are exchanged ([`ExchangePlan`], from the stencils' recorded reach), then every global region
 //! is run on its part in each subdomain. Its results are those of [`run`], bit for bit.
 
-use stencil_runtime::domain::{DecompositionError, ReachError};
+use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
     CompCommBinder, Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Halos, Loop,
@@ -841,20 +841,7 @@ impl Model {
     /// thick as the fields' halo, which an exchange copies whole.
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
         let shape = self.shape();
-        let (global, halo) = (shape.interior(), shape.halo_widths());
-        let refused = |e: DecompositionError| LaunchError::Decomposition(e.to_string());
-        if domains == 0 {
-            return Err(LaunchError::Decomposition("0 subdomains: run on at least one".into()));
-        }
-        match grid {
-            Some(g) if g.iter().product::<usize>() != domains => Err(LaunchError::Decomposition(format!(
-                "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
-                 {domains}",
-                g.iter().product::<usize>()
-            ))),
-            Some(g) => Decomposition::new(global, g, [false; 3], halo).map_err(refused),
-            None => Decomposition::auto(global, domains, [false; 3], halo).map_err(refused),
-        }
+        Ok(Decomposition::with_grid(shape.interior(), domains, grid, [false; 3], shape.halo_widths())?)
     }
 }
 

@@ -394,19 +394,7 @@ impl Setup {
     /// the halo is [`halo`].
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
         let halo = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
-        let refused = |e: stencil_runtime::domain::DecompositionError| LaunchError::Decomposition(e.to_string());
-        if domains == 0 {
-            return Err(LaunchError::Decomposition("0 subdomains: run on at least one".into()));
-        }
-        match grid {
-            Some(g) if g.iter().product::<usize>() != domains => Err(LaunchError::Decomposition(format!(
-                "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
-                 {domains}",
-                g.iter().product::<usize>()
-            ))),
-            Some(g) => Decomposition::new(self.n, g, [false; 3], halo).map_err(refused),
-            None => Decomposition::auto(self.n, domains, [false; 3], halo).map_err(refused),
-        }
+        Ok(Decomposition::with_grid(self.n, domains, grid, [false; 3], halo)?)
     }
 }
 

@@ -809,23 +809,8 @@ impl Euler {
     /// the fields' ([`HALO`], checked to cover [`Euler::halo_needed`]): the exchange copies
     /// that many layers, so every subdomain must be at least that thick where it has a neighbour.
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
-        let halo = self.checked_halo()?;
-        if domains == 0 {
-            return Err("0 subdomains: run on at least one".into());
-        }
         let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
-        Ok(match grid {
-            Some(g) if g.iter().product::<usize>() != domains => {
-                return Err(format!(
-                    "process grid {g:?} has {} subdomains, not the {domains} asked for: give a grid whose product \
-                     is {domains}",
-                    g.iter().product::<usize>()
-                )
-                .into())
-            }
-            Some(g) => Decomposition::new(self.n, g, periodic, halo)?,
-            None => Decomposition::auto(self.n, domains, periodic, halo)?,
-        })
+        Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.checked_halo()?)?)
     }
 
     /// The fields' halo widths, refused where they do not cover [`Euler::halo_needed`].

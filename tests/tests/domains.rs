@@ -64,6 +64,14 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     assert!(e.to_string().contains("thinner than the halo of 4"), "{e}");
     let e = Decomposition::new([8, 2, 8], [1, 3, 1], [false; 3], [1; 3]).unwrap_err();
     assert!(e.to_string().contains("along axis 1"), "{e}");
+    // A given grid must have the number of domains asked for; no grid picks the least surface.
+    let e = Decomposition::with_grid([8; 3], 4, Some([2, 1, 1]), [false; 3], [1; 3]).unwrap_err();
+    assert!(e.to_string().contains("process grid [2, 1, 1] has 2 subdomains, not the 4 asked for"), "{e}");
+    let e = Decomposition::with_grid([8; 3], 0, None, [false; 3], [1; 3]).unwrap_err();
+    assert!(e.to_string().contains("0 subdomains: run on at least one"), "{e}");
+    let auto = Decomposition::with_grid([8, 8, 16], 2, None, [false; 3], [1; 3]).unwrap();
+    assert_eq!(auto, Decomposition::auto([8, 8, 16], 2, [false; 3], [1; 3]).unwrap());
+    assert_eq!(Decomposition::with_grid([8; 3], 2, Some([1, 2, 1]), [false; 3], [1; 3]).unwrap().grid(), [1, 2, 1]);
 
     let d = Decomposition::new([8, 8, 8], [2, 1, 1], [false; 3], [1; 3]).unwrap();
     let e = Domains::new(d, vec![Host]).unwrap_err();

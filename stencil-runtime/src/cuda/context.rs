@@ -37,7 +37,7 @@ pub(crate) struct GpuInner {
     pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
     /// Contexts (by `Gpu::home`) this one has peer access to (see `peer.rs`).
     pub(crate) peers: Mutex<std::collections::HashSet<usize>>,
-    /// The runtime's own kernels (halo fill, box copy, message packing) by entry point,
+    /// The runtime's own kernels (halo fill, message packing) by entry point,
     /// loaded on first use ([`Gpu::builtin_kernel`]).
     builtin: Mutex<HashMap<&'static str, Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.

@@ -184,25 +184,6 @@ impl Executor for Gpu {
         fill_halo_sides(self, jobs)
     }
 
-    fn read_box<T: Element, const D: usize>(
-        &self,
-        field: &DeviceField<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-    ) -> Result<Vec<T>, LaunchError> {
-        super::peer::read_box(field, at, len)
-    }
-
-    fn write_box<T: Element, const D: usize>(
-        &self,
-        field: &mut DeviceField<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-        values: &[T],
-    ) -> Result<(), LaunchError> {
-        super::peer::write_box(field, at, len, values)
-    }
-
     fn alloc_buffer(&self, bytes: usize) -> Result<GpuBuffer, LaunchError> {
         Ok(GpuBuffer::new(self, bytes)?)
     }
@@ -239,17 +220,6 @@ impl Executor for Gpu {
 
     fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
         Gpu::fork_join(self, n, work)
-    }
-
-    fn copy_box<T: Element, const D: usize>(
-        &self,
-        dst: &mut DeviceField<T, D>,
-        dst_at: [usize; D],
-        src: Option<(&Self, &DeviceField<T, D>)>,
-        src_at: [usize; D],
-        len: [usize; D],
-    ) -> Result<(), LaunchError> {
-        super::peer::copy_box(self, dst, dst_at, src, src_at, len)
     }
 
     fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<GpuGraph>, LaunchError> {

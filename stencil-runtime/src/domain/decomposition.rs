@@ -82,6 +82,13 @@ pub enum DecompositionError {
         /// The process grid.
         grid: Vec<usize>,
     },
+    /// A process grid given together with a number of domains it does not have.
+    GridCount {
+        /// The process grid given.
+        grid: Vec<usize>,
+        /// The domains asked for.
+        domains: usize,
+    },
     /// No process grid of `domains` domains fits the extent and halo.
     NoGrid {
         /// Domains asked for.
@@ -105,6 +112,13 @@ impl fmt::Display for DecompositionError {
                 "process grid {grid:?} leaves subdomains of {extent} points along axis {axis}, thinner than the halo \
                  of {halo} there: use fewer domains along that axis (a halo must come from the neighbour alone)"
             ),
+            DecompositionError::GridCount { grid, domains } => write!(
+                f,
+                "process grid {grid:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
+                 {domains}, or no grid (the one of least halo surface is chosen)",
+                grid.iter().product::<usize>()
+            ),
+            DecompositionError::NoGrid { domains: 0, .. } => write!(f, "0 subdomains: run on at least one"),
             DecompositionError::NoGrid { domains, global } => write!(
                 f,
                 "no process grid of {domains} domains fits the global extent {global:?} with the halo asked for; \
@@ -152,6 +166,26 @@ impl<const D: usize> Decomposition<D> {
             }
         }
         Ok(Decomposition { global, grid, periodic })
+    }
+
+    /// The decomposition over `domains` domains: over process grid `grid` when one is given (its
+    /// product must be `domains`; [`Decomposition::new`]), else the grid of least halo surface
+    /// ([`Decomposition::auto`]). What a `--domains N --grid PX,PY,PZ` option turns into.
+    pub fn with_grid(
+        global: [usize; D],
+        domains: usize,
+        grid: Option<[usize; D]>,
+        periodic: [bool; D],
+        halo: [usize; D],
+    ) -> Result<Self, DecompositionError> {
+        match grid {
+            _ if domains == 0 => Err(DecompositionError::NoGrid { domains, global: global.to_vec() }),
+            Some(g) if g.iter().product::<usize>() != domains => {
+                Err(DecompositionError::GridCount { grid: g.to_vec(), domains })
+            }
+            Some(g) => Self::new(global, g, periodic, halo),
+            None => Self::auto(global, domains, periodic, halo),
+        }
     }
 
     /// The decomposition over `domains` domains whose process grid has the least halo surface

@@ -177,7 +177,6 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 like.describe()
             )));
         }
-        let host = crate::executor::Host;
         let g_halo = like.halo_widths();
         let at = |s: &Subdomain<D>| std::array::from_fn(|a| g_halo[a] + s.offset[a]);
         let mut global = Field::zeros(*like);
@@ -185,7 +184,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
             // One process: each interior straight into the global field.
             for ((s, e), f) in self.subdomains().zip(&self.execs).zip(fields) {
                 let values = interior_values(e, f, s.extent)?;
-                crate::executor::Executor::write_box(&host, &mut global, at(&s), s.extent, &values)?;
+                global.write_box(at(&s), s.extent, &values)?;
             }
             return Ok(Some(global));
         }
@@ -205,7 +204,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 // `read_box` order is the layout order of the subdomain's field: the global
                 // field's order too (scatter keeps the order of `like`).
                 let values: Vec<T> = from_le_bytes(mine);
-                crate::executor::Executor::write_box(&host, &mut global, at(&s), s.extent, &values)?;
+                global.write_box(at(&s), s.extent, &values)?;
             }
         }
         Ok(Some(global))
@@ -248,5 +247,5 @@ fn interior_values<E: Executor, T: Element, const D: usize>(
     extent: [usize; D],
 ) -> Result<Vec<T>, LaunchError> {
     let host = exec.download(field)?;
-    crate::executor::Host.read_box(&host, host.shape().halo_widths(), extent)
+    Ok(host.read_box(host.shape().halo_widths(), extent)?)
 }

@@ -1,8 +1,6 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{
-    box_point, box_rows, check_box, check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, SideJob, Stencil,
-};
+use super::{check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, SideJob, Stencil};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -73,76 +71,6 @@ impl Executor for Host {
                     field.fill_halo_sides(axis, *lo, *hi)?;
                 }
             }
-        }
-        Ok(())
-    }
-
-    fn copy_box<T: Element, const D: usize>(
-        &self,
-        dst: &mut Field<T, D>,
-        dst_at: [usize; D],
-        src: Option<(&Self, &Field<T, D>)>,
-        src_at: [usize; D],
-        len: [usize; D],
-    ) -> Result<(), LaunchError> {
-        let dst_shape = *dst.shape();
-        let src_shape = src.map_or(dst_shape, |(_, f)| *f.shape());
-        check_box(&dst_shape, dst_at, &src_shape, src_at, len)?;
-        let points: usize = len.iter().product();
-        let copy_from = |data: &[T], out: &mut Vec<T>| {
-            for p in 0..points {
-                out.push(data[src_shape.offset(box_point(src_at, len, p))]);
-            }
-        };
-        let mut values = Vec::with_capacity(points);
-        match src {
-            Some((_, f)) => copy_from(f.as_slice(), &mut values),
-            None => copy_from(dst.as_slice(), &mut values),
-        }
-        let data = dst.as_mut_slice();
-        for (p, v) in values.into_iter().enumerate() {
-            data[dst_shape.offset(box_point(dst_at, len, p))] = v;
-        }
-        Ok(())
-    }
-
-    fn read_box<T: Element, const D: usize>(
-        &self,
-        field: &Field<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-    ) -> Result<Vec<T>, LaunchError> {
-        let shape = *field.shape();
-        check_box(&shape, at, &shape, at, len)?;
-        let data = field.as_slice();
-        let (row, starts) = box_rows(&shape, at, len);
-        let mut out = Vec::with_capacity(len.iter().product());
-        for start in starts {
-            out.extend_from_slice(&data[start..start + row]);
-        }
-        Ok(out)
-    }
-
-    fn write_box<T: Element, const D: usize>(
-        &self,
-        field: &mut Field<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-        values: &[T],
-    ) -> Result<(), LaunchError> {
-        let shape = *field.shape();
-        check_box(&shape, at, &shape, at, len)?;
-        let points: usize = len.iter().product();
-        if values.len() != points {
-            return Err(LaunchError::Decomposition(format!(
-                "write_box: {} values for a box of {points} points",
-                values.len()
-            )));
-        }
-        let data = field.as_mut_slice();
-        let (row, starts) = box_rows(&shape, at, len);
-        for (start, chunk) in starts.zip(values.chunks(row.max(1))) {
-            data[start..start + row].copy_from_slice(chunk);
         }
         Ok(())
     }

@@ -56,7 +56,13 @@ impl<'a, const D: usize> ErasedField<'a, D> {
     /// The box of `len` points at storage coordinate `at`, placed at byte `offset` of a message
     /// buffer. Errors if the box leaves the field.
     pub(crate) fn part(&self, at: [usize; D], len: [usize; D], offset: usize) -> Result<BoxPart<'_, D>, LaunchError> {
-        crate::executor::check_box(&self.shape, at, &self.shape, at, len)?;
+        let ext = self.shape.extent();
+        if let Some(a) = (0..D).find(|&a| at[a] + len[a] > ext[a]) {
+            return Err(LaunchError::Decomposition(format!(
+                "halo message: the box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
+                self.shape.describe()
+            )));
+        }
         Ok(BoxPart {
             shape: self.shape,
             address: self.address,
@@ -203,31 +209,7 @@ impl MessageBuffer for HostBuffer {
 /// Runs of one box in layout order: for each row along the contiguous axis, the element offset
 /// of its first point in the field's storage, in order (`len[contiguous]` points each).
 pub(crate) fn rows<'p, const D: usize>(part: &'p BoxPart<'_, D>) -> impl Iterator<Item = usize> + 'p {
-    box_rows(&part.shape, part.at, part.len).1
-}
-
-/// The rows of the box of `len` points at `at` of a field of `shape`, in layout order: the
-/// points per row (along the contiguous axis) and the storage offset of each row's first point.
-pub(crate) fn box_rows<const D: usize>(
-    shape: &Shape<D>,
-    at: [usize; D],
-    len: [usize; D],
-) -> (usize, impl Iterator<Item = usize> + 'static) {
-    let shape = *shape;
-    let axes = shape.element_order().axes::<D>();
-    let row_len = len[axes[0]];
-    let points: usize = len.iter().product();
-    let rows = points.checked_div(row_len).unwrap_or(0);
-    let iter = (0..rows).map(move |r| {
-        let mut p = at;
-        let mut rest = r;
-        for &a in &axes[1..] {
-            p[a] += rest % len[a];
-            rest /= len[a];
-        }
-        shape.offset(p)
-    });
-    (row_len, iter)
+    part.shape.box_rows(part.at, part.len).1
 }
 
 /// The values' little-endian bytes (what a message between ranks carries).

@@ -38,7 +38,7 @@ mod message;
 mod record;
 
 pub use host::Host;
-pub(crate) use message::{box_rows, check_parts, from_le_bytes, rows, to_le_bytes};
+pub(crate) use message::{check_parts, from_le_bytes, rows, to_le_bytes};
 pub use message::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use record::Recorded;
 
@@ -162,39 +162,6 @@ pub trait Executor: Clone + Send + Sync + 'static {
         jobs: &mut [SideJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError>;
 
-    /// Copies the box of `len` points at storage coordinate `src_at` of `src` (a field of
-    /// `src_exec`, or `None` for `dst` itself; boxes must not overlap) to `dst_at` of `dst`, in
-    /// order after the earlier work of both executors and before their later work. Between GPUs
-    /// a peer copy. What the halo exchange of [`crate::Domains`] is made of.
-    fn copy_box<T: Element, const D: usize>(
-        &self,
-        dst: &mut Self::Field<T, D>,
-        dst_at: [usize; D],
-        src: Option<(&Self, &Self::Field<T, D>)>,
-        src_at: [usize; D],
-        len: [usize; D],
-    ) -> Result<(), LaunchError>;
-
-    /// The values of the box of `len` points at storage coordinate `at` of `field`, the field's
-    /// contiguous axis fastest (the same order for every executor, so a box read on one and
-    /// written on another lands point for point); waits for earlier work. The host side of an
-    /// exchange between ranks.
-    fn read_box<T: Element, const D: usize>(
-        &self,
-        field: &Self::Field<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-    ) -> Result<Vec<T>, LaunchError>;
-
-    /// Writes `values` (in [`Executor::read_box`]'s order) into the box of `len` points at `at`.
-    fn write_box<T: Element, const D: usize>(
-        &self,
-        field: &mut Self::Field<T, D>,
-        at: [usize; D],
-        len: [usize; D],
-        values: &[T],
-    ) -> Result<(), LaunchError>;
-
     /// A message buffer of `bytes` bytes (contents unspecified until packed).
     fn alloc_buffer(&self, bytes: usize) -> Result<Self::Buffer, LaunchError>;
 
@@ -308,33 +275,4 @@ impl<const D: usize> StrategyLoop<D> {
     ) -> Result<(), LaunchError> {
         exec.run_with(&self.range, stencil, Some(self.strategy), args)
     }
-}
-
-/// Storage coordinate of point `p` (axis 0 fastest) of the box of `len` points at `at`.
-pub(crate) fn box_point<const D: usize>(at: [usize; D], len: [usize; D], mut p: usize) -> [usize; D] {
-    std::array::from_fn(|a| {
-        let c = p % len[a];
-        p /= len[a];
-        at[a] + c
-    })
-}
-
-/// Checks that a box copy stays inside both fields.
-pub(crate) fn check_box<const D: usize>(
-    dst: &Shape<D>,
-    dst_at: [usize; D],
-    src: &Shape<D>,
-    src_at: [usize; D],
-    len: [usize; D],
-) -> Result<(), LaunchError> {
-    for (what, shape, at) in [("destination", dst, dst_at), ("source", src, src_at)] {
-        let ext = shape.extent();
-        if let Some(a) = (0..D).find(|&a| at[a] + len[a] > ext[a]) {
-            return Err(LaunchError::Decomposition(format!(
-                "box copy: the {what} box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
-                shape.describe()
-            )));
-        }
-    }
-    Ok(())
 }

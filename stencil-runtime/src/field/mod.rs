@@ -157,6 +157,45 @@ impl<T: Element, const D: usize> Field<T, D> {
         Ok(field)
     }
 
+    /// The values of the box of `len` points at storage coordinate `at`, in the field's layout
+    /// order (contiguous axis fastest); an error when the box leaves the field.
+    pub fn read_box(&self, at: [usize; D], len: [usize; D]) -> Result<Vec<T>, FieldError> {
+        self.check_box(at, len, "read_box")?;
+        let (row, starts) = self.shape.box_rows(at, len);
+        let mut out = Vec::with_capacity(len.iter().product());
+        for start in starts {
+            out.extend_from_slice(&self.data[start..start + row]);
+        }
+        Ok(out)
+    }
+
+    /// Writes `values` (in [`Field::read_box`]'s order) into the box of `len` points at `at`;
+    /// an error when the box leaves the field or `values` is not one value per point.
+    pub fn write_box(&mut self, at: [usize; D], len: [usize; D], values: &[T]) -> Result<(), FieldError> {
+        self.check_box(at, len, "write_box")?;
+        let points: usize = len.iter().product();
+        if values.len() != points {
+            return Err(FieldError::LengthMismatch { expected: points, got: values.len() });
+        }
+        let (row, starts) = self.shape.box_rows(at, len);
+        for (start, chunk) in starts.zip(values.chunks(row.max(1))) {
+            self.data[start..start + row].copy_from_slice(chunk);
+        }
+        Ok(())
+    }
+
+    /// Refuses a box that leaves the field's storage.
+    fn check_box(&self, at: [usize; D], len: [usize; D], what: &str) -> Result<(), FieldError> {
+        let ext = self.shape.extent();
+        match (0..D).find(|&a| at[a] + len[a] > ext[a]) {
+            Some(a) => Err(FieldError::Range(format!(
+                "{what}: the box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
+                self.shape.describe()
+            ))),
+            None => Ok(()),
+        }
+    }
+
     /// Every point's value (halo included) in element order, fastest axis first, without padding.
     pub fn to_vec(&self) -> Vec<T> {
         self.shape.storage_points().map(|s| self.data[self.shape.offset(s)]).collect()

@@ -200,6 +200,26 @@ impl<const D: usize> Shape<D> {
         std::array::from_fn(|a| storage[a] as isize - self.halo[a] as isize)
     }
 
+    /// The rows of the box of `len` points at storage coordinate `at`, in layout order: the
+    /// points per row (along the contiguous axis) and the storage offset of each row's first
+    /// point.
+    pub fn box_rows(&self, at: [usize; D], len: [usize; D]) -> (usize, impl Iterator<Item = usize> + 'static) {
+        let shape = *self;
+        let axes = shape.order.axes::<D>();
+        let row_len = len[axes[0]];
+        let rows = len.iter().product::<usize>().checked_div(row_len).unwrap_or(0);
+        let iter = (0..rows).map(move |r| {
+            let mut p = at;
+            let mut rest = r;
+            for &a in &axes[1..] {
+                p[a] += rest % len[a];
+                rest /= len[a];
+            }
+            shape.offset(p)
+        });
+        (row_len, iter)
+    }
+
     /// Every storage coordinate (halo included) in element order, fastest axis first.
     pub fn storage_points(&self) -> impl Iterator<Item = [usize; D]> {
         let axes = self.order.axes::<D>();
