@@ -86,6 +86,7 @@ pub mod error;
 pub mod executor;
 pub mod field;
 mod index;
+pub mod io;
 pub mod launch;
 pub mod range;
 pub mod regions;

@@ -1,0 +1,1 @@
+//! NetCDF classic.
