@@ -1,6 +1,7 @@
 //! Example models written with `#[stencil]`, used by the binaries under `src/bin/` and by the tests.
 
 pub mod acoustic;
+pub mod checkpoint;
 pub mod diffusion;
 pub mod euler;
 pub mod output;

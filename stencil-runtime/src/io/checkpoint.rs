@@ -251,6 +251,13 @@ impl<'a> Checkpoint<'a> {
         })
     }
 
+    /// Checks that scalar `name` is `value`, bit for bit (a setting the run must share with the
+    /// checkpoint, e.g. the time step); the error names both values.
+    pub fn expect_scalar(&self, name: &str, value: f64) -> Result<(), IoError> {
+        let stored = self.get_scalar(name)?;
+        self.differs(name, &value.to_string(), &stored.to_string(), stored.to_bits() == value.to_bits())
+    }
+
     /// Field `name` as a field of shape `like` (its interior, halo, order and alignment must be
     /// the stored ones) and element type `T`; the error names the difference.
     pub fn field<T: IoElement, const D: usize>(&self, name: &str, like: &Shape<D>) -> Result<Field<T, D>, IoError> {
