@@ -22,7 +22,7 @@ use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Domains, Element};
 
-use crate::acoustic::{self, Coefficients, RegionStrategies, Wave, Wavefields};
+use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
 use crate::euler::{Conserved, Euler};
 use crate::swe;
@@ -157,7 +157,7 @@ fn check(
 }
 
 /// A checkpoint of `fields` (names and host fields) with `settings` as scalars.
-fn snapshot<'a, T: IoElement, const D: usize>(
+fn snapshot_of<'a, T: IoElement, const D: usize>(
     model: &str,
     step: usize,
     time: f64,
@@ -222,7 +222,7 @@ pub fn diffusion<E: Executor, T: Real + IoElement>(
         s = next;
         if plan.due(s, s == setup.steps) {
             let f = exec.download(&buffers[0])?;
-            plan.save(&snapshot(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", &f)])?, s)?;
+            plan.save(&snapshot_of(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", &f)])?, s)?;
         }
     }
     let [f, _] = buffers;
@@ -285,7 +285,7 @@ pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
                 .iter()
                 .zip(&host)
                 .map(|(sub, h)| {
-                    Ok(snapshot(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", h)])?
+                    Ok(snapshot_of(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", h)])?
                         .with_part(Part::of(d, sub.index)))
                 })
                 .collect::<Result<Vec<_>, IoError>>()?;
@@ -299,41 +299,49 @@ pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
 // ---------------------------------------------------------------------------------------------
 // acoustic3d
 
-/// The acoustic model's fields in checkpoints.
-const ACOUSTIC_FIELDS: [&str; 5] = acoustic::FIELDS;
+/// The acoustic model's fields in checkpoints: the state, and the receiver traces so far
+/// (`traces`, a 2D field indexed `[receiver, step]`), so that a restarted run writes the whole
+/// seismogram.
+const ACOUSTIC_FIELDS: [&str; 6] = ["u", "u_prev", "vdt2", "eta", "phi", "traces"];
 
-/// What [`acoustic`] returns: the last wavefields, the receiver traces of the steps it ran
-/// (`traces[s]` after step `start + s + 1`) and the first step run.
-pub struct AcousticRun<T: Element> {
-    /// The wavefields after the last step.
-    pub last: Wavefields<T>,
-    /// The receivers after each step run.
-    pub traces: Vec<Vec<T>>,
-    /// The first step run (0 without a restart).
-    pub start: usize,
+/// The traces `traces[s][r]` as a field indexed `[r, s]`.
+fn traces_field<T: Element>(traces: &[Vec<T>], receivers: usize) -> Field2<T> {
+    Field2::from_fn(Shape2::new([receivers, traces.len()]).align(1), |[r, s]| traces[s as usize][r as usize])
 }
 
-/// [`acoustic::run`] with checkpoints (the whole state: `u`, `u_prev`, `vdt2`, `eta`, `phi`),
-/// from the model's initial state or from `plan.restart`, to step `model.steps`.
+/// [`acoustic::run`] with checkpoints (the whole state: `u`, `u_prev`, `vdt2`, `eta`, `phi` and
+/// the receiver traces so far), from the model's initial state or from `plan.restart`, to step
+/// `model.steps`; the wavefields after step `snapshot` too, if that step is run. Returns the
+/// model's outcome (every step's traces, also after a restart; the time covers the steps run
+/// but the first, and the checkpoints) and the first step run.
 pub fn acoustic<E: Executor, T: Wave + IoElement>(
     exec: &E,
     strategies: &RegionStrategies,
     model: &acoustic::Model,
+    snapshot: Option<usize>,
     plan: &Plan,
     mut after_step: impl FnMut(usize),
-) -> Result<AcousticRun<T>, Error> {
+) -> Result<(acoustic::Outcome<T>, usize), Error> {
     model.check()?;
     let name = "acoustic3d".to_string();
     let plan = Plan { model: name.clone(), ..plan.clone() };
     let shape = model.shape();
     let global = shape.interior();
+    let receivers = model.receiver_range()?;
+    let count = receivers.points();
     let settings = [("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
+    let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
     let (host, start) = match plan.load(&global, &ACOUSTIC_FIELDS, &settings)? {
         Some(c) => {
             let f = |n: &str| c.field::<T, 3>(n, &shape);
             let state =
                 acoustic::State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
-            (state, c.step as usize)
+            let start = c.step as usize;
+            let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
+            traces.extend(
+                (0..start as isize).map(|s| (0..count as isize).map(|r| recorded.get([r, s]).expect("in")).collect()),
+            );
+            (state, start)
         }
         None => (model.initial::<T>()?, 0),
     };
@@ -341,23 +349,44 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
         return Err(format!("the checkpoint is of step {start}, past the run's last step {}", model.steps).into());
     }
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let receivers = model.receiver_range()?;
     let mut state = host.upload(exec)?;
     drop(host);
-    let mut traces = Vec::with_capacity(model.steps - start);
+    let mut snap = None;
+    let mut clock = std::time::Instant::now();
     for s in start..model.steps {
         T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s)?)?;
         traces.push(exec.read_range(&state.u, &receivers)?);
+        if snapshot == Some(s + 1) {
+            snap = Some(state.wavefields(exec)?);
+        }
         after_step(s + 1);
         if plan.due(s + 1, s + 1 == model.steps) {
             let d = |f: &E::Field<T, 3>| exec.download(f);
             let (u, u_prev, vdt2, eta, phi) =
                 (d(&state.u)?, d(&state.u_prev)?, d(&state.vdt2)?, d(&state.eta)?, d(&state.phi)?);
-            let fields = [("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)];
-            plan.save(&snapshot(&name, s + 1, (s + 1) as f64 * model.dt, &global, &settings, &fields)?, s + 1)?;
+            let recorded = traces_field(&traces, count);
+            let mut c = snapshot_of(
+                &name,
+                s + 1,
+                (s + 1) as f64 * model.dt,
+                &global,
+                &settings,
+                &[("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)],
+            )?;
+            c.push("traces", &recorded)?;
+            plan.save(&c, s + 1)?;
+        }
+        if s == start && model.steps > start + 1 {
+            // The first step prepares the kernels: not timed, as in the model's run.
+            exec.synchronize()?;
+            clock = std::time::Instant::now();
         }
     }
-    Ok(AcousticRun { last: state.wavefields(exec)?, traces, start })
+    exec.synchronize()?;
+    let seconds = clock.elapsed().as_secs_f64();
+    let timed_steps = (model.steps - start).saturating_sub(1).max(1);
+    let last = state.wavefields(exec)?;
+    Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -414,7 +443,7 @@ pub fn euler<E: Executor>(
         if plan.due(steps, t >= t_end) {
             let q = s.download(exec)?;
             let fields: Vec<(&str, &Field3<f64>)> = EULER_FIELDS.iter().copied().zip(q.iter()).collect();
-            let mut c = snapshot(&name, steps, t, &e.n, &settings, &fields)?;
+            let mut c = snapshot_of(&name, steps, t, &e.n, &settings, &fields)?;
             c.scalar("dt_cfl", dt_cfl);
             plan.save(&c, steps)?;
         }
@@ -461,7 +490,7 @@ pub fn swe<E: Executor>(
         if plan.due(solver.steps, last) {
             let q = solver.state()?;
             let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
-            plan.save(&snapshot(&name, solver.steps, solver.t, &model.n, &settings, &fields)?, solver.steps)?;
+            plan.save(&snapshot_of(&name, solver.steps, solver.t, &model.n, &settings, &fields)?, solver.steps)?;
         }
     }
     Ok((solver, start))

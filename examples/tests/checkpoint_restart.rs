@@ -107,8 +107,8 @@ fn decomposed_diffusion_restarts_bit_for_bit_from_its_parts() {
     // Another decomposition: the parts of 4 are not those of 2.
     let two = Domains::new(setup.decompose(2, None).unwrap(), vec![Host; 2]).unwrap();
     let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&two, &setup, &restart, |_| {}).unwrap_err());
-    assert_eq!(e.code(), "S0409", "{e}");
-    assert!(e.to_string().contains("written by a run of 4 subdomains"), "{e}");
+    assert_eq!(e.code(), "S0411", "{e}");
+    assert!(e.to_string().contains("parts of a run of [4] subdomains"), "{e}");
     // A single-domain restart from a decomposed checkpoint.
     let e = io_error(checkpoint::diffusion::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap_err());
     assert_eq!(e.code(), "S0408", "{e}");
@@ -116,7 +116,7 @@ fn decomposed_diffusion_restarts_bit_for_bit_from_its_parts() {
     // A part missing.
     std::fs::remove_file(part_path(plan.path(5), 2, 4)).unwrap();
     let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &restart, |_| {}).unwrap_err());
-    assert!(e.to_string().contains("parts [2] of 4"), "{e}");
+    assert!(e.to_string().contains("parts [2] of the 4"), "{e}");
     // A part of another run put in its place (its step differs).
     std::fs::copy(part_path(plan.path(10), 2, 4), part_path(plan.path(5), 2, 4)).unwrap();
     let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &restart, |_| {}).unwrap_err());
@@ -154,7 +154,7 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let mut model = acoustic::Model::layered(12, 2);
     model.pml = 2;
     let aplan = Plan::every("acoustic3d", 2, &dir);
-    checkpoint::acoustic::<Host, f32>(&Host, &RegionStrategies::default(), &model, &aplan, |_| {}).unwrap();
+    checkpoint::acoustic::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &aplan, |_| {}).unwrap();
     let e = refuse(&setup, false, &plan.clone().restart_from(&aplan.path(2)));
     assert_eq!(e.code(), "S0408", "{e}");
     assert!(e.to_string().contains("model is \"acoustic3d\", but this run's is \"diffusion3d\""), "{e}");
@@ -191,34 +191,25 @@ fn acoustic_restarts_bit_for_bit() {
     let strategies = RegionStrategies::default();
     let straight = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
     let plan = Plan::every("acoustic3d", n, &dir);
-    let whole = checkpoint::acoustic::<Host, f32>(&Host, &strategies, &model, &plan, |_| {}).unwrap();
+    let (whole, _) = checkpoint::acoustic::<Host, f32>(&Host, &strategies, &model, None, &plan, |_| {}).unwrap();
     assert_eq!(bits(&whole.last.u), bits(&straight.last.u));
     assert_eq!(whole.traces, straight.traces);
-    let resumed = checkpoint::acoustic::<Host, f32>(
-        &Host,
-        &strategies,
-        &model,
-        &plan.clone().restart_from(&plan.path(n)),
-        |_| {},
-    )
-    .unwrap();
-    assert_eq!(resumed.start, n);
+    let restart = plan.clone().restart_from(&plan.path(n));
+    let (resumed, start) =
+        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &model, Some(n + 2), &restart, |_| {}).unwrap();
+    assert_eq!(start, n);
     assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "u after a restart at step {n}");
     assert_eq!(bits(&resumed.last.u_prev), bits(&straight.last.u_prev));
-    assert_eq!(resumed.traces, straight.traces[n..], "the traces of the steps after the restart");
+    assert_eq!(resumed.traces, straight.traces, "every step's traces, those before the restart from the checkpoint");
     assert!(straight.last.u.as_slice().iter().any(|&v| v != 0.0), "the wave has started");
+    let shorter = acoustic::Model { steps: n + 2, ..model.clone() };
+    let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, |_| {}).unwrap();
+    assert_eq!(bits(&resumed.snapshot.unwrap().u), bits(&snap.last.u), "the snapshot after the restart");
     // Another time step is another run.
     let mut other = model.clone();
     other.dt *= 0.9;
-    let e = checkpoint::acoustic::<Host, f32>(
-        &Host,
-        &strategies,
-        &other,
-        &plan.clone().restart_from(&plan.path(n)),
-        |_| {},
-    )
-    .map(drop)
-    .unwrap_err();
+    let e =
+        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("dt is"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

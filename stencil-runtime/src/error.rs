@@ -67,6 +67,7 @@
 //! | S0408 | `IoError::Mismatch` | a checkpoint of another model, grid, field set, element type or decomposition | restart with the checkpoint's settings, or from a checkpoint of this run |
 //! | S0409 | `IoError::Missing` | a variable, field or checkpoint part that is not there | ask for one the file has, or write every part |
 //! | S0410 | `IoError::Unwritable` | values a format cannot hold (names, sizes beyond its counts) | shorten the names or split the data |
+//! | S0411 | `IoError::MissingParts` | parts of a decomposed checkpoint that are not there | restart with the decomposition it was written with, every part present |
 
 #[cfg(feature = "cuda")]
 use crate::cuda::CudaError;
@@ -141,6 +142,7 @@ catalogue! {
     "S0408" "IoError::Mismatch" "a checkpoint of another model, grid, field set, element type or decomposition" "restart with the checkpoint's settings, or from a checkpoint of this run";
     "S0409" "IoError::Missing" "a variable, field or checkpoint part that is not there" "ask for one the file has, or write every part";
     "S0410" "IoError::Unwritable" "values a format cannot hold (names, sizes beyond its counts)" "shorten the names or split the data";
+    "S0411" "IoError::MissingParts" "parts of a decomposed checkpoint that are not there" "restart with the decomposition it was written with, every part present";
 }
 
 /// The catalogue entry of `code` (e.g. `explain("S0104")`), or `None` for an unknown code.

@@ -10,8 +10,8 @@
 //! header: model (u32 length + UTF-8), u64 step, f64 time, u32 D, D x u64 global grid,
 //!         u8 has part [u64 index, u64 count, D x u64 process grid, D x u64 offset, D x u64 extent],
 //!         u32 scalars [name, f64 value]..., u32 fields [name, u8 type (1 f32, 2 f64, 3 i32, 4 u32),
-//!         D x u64 interior, D x u64 halo, u8 order (0 Ijk, 1 Kij), u64 alignment, u64 bytes,
-//!         u64 FNV-1a of the bytes]...
+//!         u32 axes A, A x u64 interior, A x u64 halo, u8 order (0 Ijk, 1 Kij), u64 alignment,
+//!         u64 bytes, u64 FNV-1a of the bytes]...
 //! ```
 //!
 //! A field's bytes are its whole storage ([`Field::as_slice`]: halo and padding included), so a
@@ -324,6 +324,7 @@ impl<'a> Checkpoint<'a> {
         for f in &self.fields {
             str(&mut h, &f.name);
             h.push(f.tag);
+            h.extend_from_slice(&(f.interior.len() as u32).to_le_bytes());
             u64s(&mut h, &f.interior);
             u64s(&mut h, &f.halo);
             h.push(if f.order == Order::Kij { 1 } else { 0 });
@@ -455,7 +456,11 @@ fn decode_header(h: &[u8]) -> Result<Checkpoint<'static>, String> {
     for _ in 0..u32v!() {
         let name = string!();
         let tag = take(1)?[0];
-        let (interior, halo) = (vecn!(d), vecn!(d));
+        let axes = u32v!() as usize;
+        if axes > 8 {
+            return Err(format!("field `{name}` has {axes} axes"));
+        }
+        let (interior, halo) = (vecn!(axes), vecn!(axes));
         let order = if take(1)?[0] == 1 { Order::Kij } else { Order::Ijk };
         let (align, len, checksum) = (u64v!() as usize, u64v!() as usize, u64v!());
         fields.push(Stored { name, tag, interior, halo, order, align, checksum, len, bytes: Cow::Owned(Vec::new()) });
@@ -499,15 +504,7 @@ pub fn read_parts<const D: usize>(
     let count = d.len();
     let missing: Vec<usize> = (0..count).filter(|&i| !part_path(path, i, count).is_file()).collect();
     if !missing.is_empty() {
-        let other = if part_path(path, 0, count).is_file() { String::new() } else { other_counts(path) };
-        return Err(IoError::Missing {
-            path: path.to_path_buf(),
-            name: format!(
-                "parts {missing:?} of {count} (`{}` ...){other}",
-                part_path(path, missing[0], count).display()
-            ),
-            available: (0..count).filter(|i| !missing.contains(i)).map(|i| format!("part {i}")).collect(),
-        });
+        return Err(IoError::MissingParts { path: path.to_path_buf(), count, missing, written_for: part_counts(path) });
     }
     let mut first: Option<Checkpoint<'static>> = None;
     let mut out = Vec::new();
@@ -531,24 +528,19 @@ pub fn read_parts<const D: usize>(
     Ok(out)
 }
 
-/// ` (there are parts of N)` for the part counts other than the one asked for that lie next to
-/// `path`, or nothing.
-fn other_counts(path: &Path) -> String {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return String::new() };
+/// The part counts `N` of the files `path.part-0-of-N` next to `path`.
+fn part_counts(path: &Path) -> Vec<usize> {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return Vec::new() };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let prefix = format!("{}.part-0-of-", name.to_string_lossy());
-    let mut counts: Vec<String> = std::fs::read_dir(dir)
+    let mut counts: Vec<usize> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
-        .filter_map(|e| e.file_name().to_string_lossy().strip_prefix(&prefix).map(str::to_string))
+        .filter_map(|e| e.file_name().to_string_lossy().strip_prefix(&prefix)?.parse().ok())
         .collect();
-    counts.sort();
-    if counts.is_empty() {
-        String::new()
-    } else {
-        format!("; the checkpoint was written by a run of {} subdomains", counts.join(" or "))
-    }
+    counts.sort_unstable();
+    counts
 }
 
 #[cfg(test)]
@@ -591,6 +583,27 @@ mod tests {
         assert_eq!(v2.as_slice(), v.as_slice());
         assert_eq!(m2.as_slice(), m.as_slice());
         assert_eq!(Checkpoint::read_header(&path).unwrap().field_names(), ["u", "v", "mask"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn fields_of_other_dimensions_than_the_grid_share_a_checkpoint() {
+        let dir = temp_dir("ckpt-dims");
+        let mut rng = Rng(8);
+        let u = random_field(Shape::new([6, 5, 4]).halo(1), &mut rng, |r| r.f64());
+        let series = random_field(Shape::new([3, 9]).align(1), &mut rng, |r| r.f64() as f32);
+        let ids = random_field(Shape::new([11]), &mut rng, |r| r.next() as i32);
+        let mut c = Checkpoint::new("m", 9, 0.5, &[6, 5, 4]);
+        c.push("u", &u).unwrap();
+        c.push("series", &series).unwrap();
+        c.push("ids", &ids).unwrap();
+        c.write(dir.join("c")).unwrap();
+        let back = Checkpoint::read(dir.join("c")).unwrap();
+        assert_eq!(back.field::<f64, 3>("u", u.shape()).unwrap().as_slice(), u.as_slice());
+        assert_eq!(back.field::<f32, 2>("series", series.shape()).unwrap().as_slice(), series.as_slice());
+        assert_eq!(back.field::<i32, 1>("ids", ids.shape()).unwrap().as_slice(), ids.as_slice());
+        assert_eq!(back.field::<f32, 3>("series", &Shape::new([3, 9, 1]).align(1)).unwrap_err().code(), "S0408");
+        assert!(c.push("u", &u).is_err(), "a name twice");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -706,12 +719,12 @@ mod tests {
         // A missing part.
         std::fs::remove_file(part_path(&path, 3, 4)).unwrap();
         let e = read_parts(&path, &d, 0..4).unwrap_err();
-        assert_eq!(e.code(), "S0409");
-        assert!(e.to_string().contains("parts [3] of 4"), "{e}");
+        assert_eq!(e.code(), "S0411");
+        assert!(e.to_string().contains("parts [3] of the 4"), "{e}");
         // Another decomposition: no part of that count, and the message says which there are.
         let d2 = Decomposition::new([8, 6], [1, 2], [false; 2], [1; 2]).unwrap();
         let e = read_parts(&path, &d2, 0..2).unwrap_err();
-        assert!(e.to_string().contains("written by a run of 4 subdomains"), "{e}");
+        assert!(e.to_string().contains("parts of a run of [4] subdomains"), "{e}");
         // A part renamed into another's place: its box differs.
         std::fs::copy(part_path(&path, 2, 4), part_path(&path, 3, 4)).unwrap();
         let e = read_parts(&path, &d, 0..4).unwrap_err();

@@ -257,6 +257,18 @@ pub enum IoError {
         /// The names the file has.
         available: Vec<String>,
     },
+    /// Parts of a decomposed checkpoint that are not there (another decomposition, or files
+    /// lost).
+    MissingParts {
+        /// The checkpoint (without the part suffix).
+        path: PathBuf,
+        /// The parts the decomposition has.
+        count: usize,
+        /// The indices of the parts not found.
+        missing: Vec<usize>,
+        /// The part counts of the files that are there, if any.
+        written_for: Vec<usize>,
+    },
     /// Values that a format cannot hold (e.g. a name too long, a size beyond the format's
     /// 32-bit counts); nothing was written.
     Unwritable {
@@ -283,6 +295,7 @@ impl IoError {
             IoError::Mismatch { .. } => "S0408",
             IoError::Missing { .. } => "S0409",
             IoError::Unwritable { .. } => "S0410",
+            IoError::MissingParts { .. } => "S0411",
             IoError::Field(e) => e.code(),
         }
     }
@@ -317,6 +330,18 @@ impl IoError {
                 format!("{}: no variable `{name}`; the file has {available:?}", path.display())
             }
             IoError::Unwritable { path, what } => format!("{}: cannot write {what}", path.display()),
+            IoError::MissingParts { path, count, missing, written_for } => {
+                let first = checkpoint::part_path(path, missing[0], *count);
+                let written = match written_for.as_slice() {
+                    [] => String::new(),
+                    w => format!("; the files there are parts of a run of {w:?} subdomains"),
+                };
+                format!(
+                    "{}: parts {missing:?} of the {count} of this run's decomposition are missing (no `{}`){written}",
+                    path.display(),
+                    first.display()
+                )
+            }
             IoError::Field(e) => e.message(),
         }
     }
@@ -343,6 +368,9 @@ impl IoError {
             ),
             IoError::Missing { available, .. } => format!("ask for one of {available:?}"),
             IoError::Unwritable { .. } => "shorten the names or split the data into smaller files".into(),
+            IoError::MissingParts { .. } => "restart with the decomposition the checkpoint was written with (the same \
+                                             --domains and --grid), with every part file next to the others"
+                .into(),
             IoError::Field(e) => e.help(),
         }
     }
