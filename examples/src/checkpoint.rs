@@ -336,6 +336,19 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
             let f = |n: &str| c.field::<T, 3>(n, &shape);
             let state =
                 acoustic::State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
+            // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
+            let dt2 = model.dt * model.dt;
+            let vdt2 = Field3::<T>::try_from_fn(shape, |g| T::from_f64(model.velocity(g).powi(2) * dt2))?;
+            let differ = vdt2.as_slice().iter().zip(state.vdt2.as_slice()).filter(|(a, b)| a != b).count();
+            if differ > 0 {
+                return Err(IoError::Mismatch {
+                    path: c.path().to_path_buf(),
+                    what: "velocity model (V² Δt² per point)".into(),
+                    expected: "this run's".into(),
+                    found: format!("another one, at {differ} of {} points", shape.points()),
+                }
+                .into());
+            }
             let start = c.step as usize;
             let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
             traces.extend(

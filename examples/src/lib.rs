@@ -7,3 +7,4 @@ pub mod euler;
 pub mod output;
 pub mod placement;
 pub mod swe;
+pub mod velocity;

@@ -211,6 +211,12 @@ fn acoustic_restarts_bit_for_bit() {
     let e =
         checkpoint::acoustic::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("dt is"), "{e}");
+    // Another velocity model (the same time step) is another run too.
+    let mut slower = model.clone();
+    slower.layers[1].v = 2400.0;
+    let e =
+        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
+    assert!(e.to_string().contains("velocity model (V² Δt² per point)"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -286,5 +292,44 @@ fn swe_restarts_bit_for_bit() {
         .map(drop)
         .unwrap_err();
     assert!(e.to_string().contains("Outflow"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A velocity model read from a file (`.npy` of f32 or f64, NetCDF) that holds the layered
+/// model's velocities gives the layered model's run, bit for bit.
+#[test]
+fn acoustic_velocity_from_files_matches_the_layers() {
+    use stencil_runtime::io::netcdf::{Axis, Writer};
+    use stencil_runtime::io::npy;
+    use stencil_runtime::{Field3, Shape3};
+    let dir = scratch("velocity");
+    let mut layered = acoustic::Model::layered(20, 8);
+    layered.pml = 4;
+    let straight = acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &layered, None, |_| {}).unwrap();
+    let n = layered.n;
+    let p = layered.pml as isize;
+    let v64 = Field3::from_fn(Shape3::new(n), |[i, j, k]| layered.velocity([i + p, j + p, k + p]));
+    let v32 = Field3::from_fn(Shape3::new(n), |g| v64.get(g).unwrap() as f32);
+    npy::write(dir.join("v64.npy"), &v64).unwrap();
+    npy::write(dir.join("v32.npy"), &v32).unwrap();
+    let mut nc = Writer::new(["x", "y", "z"].iter().zip(n).map(|(a, n)| Axis::regular(a, n, 0.0, 10.0, "m")).collect());
+    nc.field("vp", &v32, "m s-1", "P-wave velocity").unwrap();
+    nc.write(dir.join("v.nc")).unwrap();
+    for file in ["v64.npy", "v32.npy", "v.nc"] {
+        let grid = stencil_examples::velocity::read(&dir.join(file), None).unwrap();
+        let model = acoustic::Model {
+            velocity_grid: Some(acoustic::VelocityGrid(std::sync::Arc::new(grid))),
+            layers: vec![acoustic::Layer { top: 0.0, v: 1.0 }],
+            ..layered.clone()
+        };
+        assert_eq!((model.v_min(), model.v_max()), (1500.0, 2500.0));
+        let run = acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, |_| {}).unwrap();
+        assert_eq!(bits(&run.last.u), bits(&straight.last.u), "{file}");
+        assert_eq!(run.traces, straight.traces, "{file}");
+    }
+    // A grid of another size is refused.
+    let small = Field3::from_fn(Shape3::new([4, 4, 4]), |_| 1500.0);
+    let model = acoustic::Model { velocity_grid: Some(acoustic::VelocityGrid(std::sync::Arc::new(small))), ..layered };
+    assert!(model.check().unwrap_err().to_string().contains("one velocity per point"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -15,10 +15,11 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
+use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
 use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
+use stencil_examples::velocity;
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host, Overlap};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
@@ -48,6 +49,14 @@ struct Args {
     /// --steps, when the direct, reflected and transmitted waves are all in the domain).
     #[arg(long)]
     snapshot: Option<usize>,
+    /// Read the velocity model (m/s, one value per physical point) from this file instead of the
+    /// two layers: a .npy array v[i, j, k] (x, y, z; z down) or a NetCDF variable v(z, y, x);
+    /// the physical grid is the array's shape (--size is ignored), the spacing 10 m.
+    #[arg(long, value_name = "FILE")]
+    velocity: Option<PathBuf>,
+    /// The NetCDF variable of --velocity (default: the file's only 3D variable).
+    #[arg(long, value_name = "NAME")]
+    velocity_var: Option<String>,
     /// Skip the 3D wavefield (wavefield.vtk, the largest file).
     #[arg(long)]
     no_vtk: bool,
@@ -71,6 +80,22 @@ fn main() {
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let mut model = Model::layered(args.size, args.steps);
+    if let Some(path) = &args.velocity {
+        let grid = velocity::read(path, args.velocity_var.as_deref())?;
+        let n = grid.shape().interior();
+        // Source and receivers where the layered model puts them on a grid of this size.
+        (model.n, model.source, model.receiver_depth) = (n, [n[0] / 2, n[1] / 2, n[2] / 16], n[2] / 32);
+        model.velocity_grid = Some(VelocityGrid(std::sync::Arc::new(grid)));
+        println!(
+            "velocity model: {} ({}x{}x{} points, {:.0} to {:.0} m/s)",
+            path.display(),
+            n[0],
+            n[1],
+            n[2],
+            model.v_min(),
+            model.v_max()
+        );
+    }
     model.pml = args.pml;
     model.f0 = args.f0;
     model.dt = args.courant * model.h / model.v_max();
@@ -92,8 +117,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Target::Host | Target::Gpu(_) => None,
     };
     let total = model.shape().interior();
+    let [nx, ny, nz] = model.n;
+    let physical = if nx == ny && ny == nz { format!("{nx}^3") } else { format!("{nx}x{ny}x{nz}") };
     println!(
-        "acoustic3d: {n}^3 physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
+        "acoustic3d: {physical} physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
          (courant {}, limit {:.4}), t = {:.4} s, {} threads",
         total[0],
         total[1],
@@ -104,7 +131,6 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         courant_limit(),
         model.steps as f64 * model.dt,
         rayon::current_num_threads(),
-        n = args.size,
         pml = model.pml,
         h = model.h,
     );
