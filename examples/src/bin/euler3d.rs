@@ -149,11 +149,14 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     );
     // The clock starts after the first step, which prepares the kernels (compiles them on a
     // GPU); the next step's time-step download waits for it.
+    // (After a restart, the first step run is the restart's.)
     let clock = std::cell::Cell::new(Instant::now());
+    let first = std::cell::Cell::new(None);
     let progress = |step: usize, t: f64| {
         bar.set_position((1000.0 * t / args.t_end) as u64);
         bar.set_message(format!("{t:.4} (step {step})"));
-        if step == 1 {
+        if first.get().is_none() {
+            first.set(Some(step));
             clock.set(Instant::now());
         }
     };
@@ -164,10 +167,8 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
                  (decomposed checkpoints are written by diffusion3d)"
                 .into())
         }
-        (Target::Gpu(ordinal), _) if args.checkpoint.active() => {
-            checkpointed_on_gpu(&e, &q0, args, ordinal, &bar, progress)
-        }
-        _ if args.checkpoint.active() => checkpointed(&e, &Host, &q0, args, &bar, progress),
+        (Target::Gpu(ordinal), _) if args.checkpoint.active() => checkpointed_on_gpu(&e, &q0, args, ordinal, progress),
+        _ if args.checkpoint.active() => checkpointed(&e, &Host, &q0, args, progress),
         (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
         (Target::HostDomains(_), Some(d)) => processes
             .host_domains(d)
@@ -182,10 +183,12 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let Some(q) = q else { return Ok(()) };
     let seconds = clock.get().elapsed().as_secs_f64();
     let cells = (args.size as f64).powi(3);
-    let timed = steps.saturating_sub(1).max(1);
+    let first = first.get().unwrap_or(1);
+    let timed = steps.saturating_sub(first).max(1);
     println!(
-        "{steps} steps; steps 2..{steps} in {seconds:.2} s: {:.2} M cell-updates/s per RK stage ({} cells, 3 stages \
+        "{steps} steps; steps {}..{steps} in {seconds:.2} s: {:.2} M cell-updates/s per RK stage ({} cells, 3 stages \
          per step; the first step prepares the kernels and is not timed)",
+        first + 1,
         cells * timed as f64 * 3.0 / seconds / 1e6,
         cells,
     );
@@ -229,16 +232,15 @@ fn checkpointed<E: Executor>(
     exec: &E,
     q0: &Conserved<Field3<f64>>,
     args: &Args,
-    bar: &ProgressBar,
     progress: impl FnMut(usize, f64),
 ) -> Outcome {
     let plan = Plan::new("euler3d", &args.checkpoint);
     if let Some(n) = plan.every {
-        bar.println(format!("checkpoints every {n} steps into {}", plan.dir.display()));
+        println!("checkpoints every {n} steps into {}", plan.dir.display());
     }
     let (q, steps, start) = checkpoint::euler(e, exec, q0, args.t_end, args.dt_every, &plan, progress)?;
     if start > 0 {
-        bar.println(format!("restarted from step {start}"));
+        println!("restarted from step {start}");
     }
     Ok((Some(q), steps))
 }
@@ -249,10 +251,9 @@ fn checkpointed_on_gpu(
     q0: &Conserved<Field3<f64>>,
     args: &Args,
     ordinal: usize,
-    bar: &ProgressBar,
     progress: impl FnMut(usize, f64),
 ) -> Outcome {
-    checkpointed(e, &stencil_runtime::cuda::Gpu::new(ordinal)?, q0, args, bar, progress)
+    checkpointed(e, &stencil_runtime::cuda::Gpu::new(ordinal)?, q0, args, progress)
 }
 
 #[cfg(not(feature = "cuda"))]
@@ -261,7 +262,6 @@ fn checkpointed_on_gpu(
     _: &Conserved<Field3<f64>>,
     _: &Args,
     _: usize,
-    _: &ProgressBar,
     _: impl FnMut(usize, f64),
 ) -> Outcome {
     Err("this build has no GPU support: rebuild with \

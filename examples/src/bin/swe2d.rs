@@ -145,7 +145,7 @@ fn advance<E: Executor>(
     if plan.every.is_some() || plan.restart.is_some() {
         let (solver, start) = checkpoint::swe(exec, model, q0, t_end, plan, progress)?;
         if start > 0 {
-            bar.println(format!("restarted from step {start} (t = {:.6} s)", solver.t));
+            println!("restarted from step {start}");
         }
         return Ok((solver.steps, solver.state()?));
     }
