@@ -486,6 +486,30 @@ pub struct Layer {
     pub v: f64,
 }
 
+/// A velocity model given point by point (m/s) on the physical grid (a field of its interior,
+/// e.g. read from a `.npy` or NetCDF file), shared between clones of a [`Model`].
+#[derive(Clone)]
+pub struct VelocityGrid(pub std::sync::Arc<Field3<f64>>);
+
+impl PartialEq for VelocityGrid {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_array() == other.0.to_array()
+    }
+}
+
+impl std::fmt::Debug for VelocityGrid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VelocityGrid({:?})", self.0.shape().interior())
+    }
+}
+
+impl VelocityGrid {
+    /// The interior's values.
+    fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.0.interior_view().into_iter().copied()
+    }
+}
+
 /// A run of the model: grid, layers, source, receivers, time step and PML.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Model {
@@ -509,6 +533,8 @@ pub struct Model {
     pub steps: usize,
     /// Theoretical reflection coefficient of the PML at normal incidence (sets `η`'s peak).
     pub pml_reflection: f64,
+    /// A velocity per point of the physical domain; when given, it replaces the layers.
+    pub velocity_grid: Option<VelocityGrid>,
 }
 
 /// Why a model cannot run.
@@ -565,19 +591,26 @@ impl Model {
             dt: 0.0,
             steps,
             pml_reflection: 1e-4,
+            velocity_grid: None,
         };
         model.dt = 0.4 * h / model.v_max();
         model
     }
 
-    /// The fastest layer's velocity.
+    /// The fastest layer's velocity (of the velocity grid, when given).
     pub fn v_max(&self) -> f64 {
-        self.layers.iter().map(|l| l.v).fold(0.0, f64::max)
+        match &self.velocity_grid {
+            Some(g) => g.values().fold(0.0, f64::max),
+            None => self.layers.iter().map(|l| l.v).fold(0.0, f64::max),
+        }
     }
 
-    /// The slowest layer's velocity.
+    /// The slowest layer's velocity (of the velocity grid, when given).
     pub fn v_min(&self) -> f64 {
-        self.layers.iter().map(|l| l.v).fold(f64::INFINITY, f64::min)
+        match &self.velocity_grid {
+            Some(g) => g.values().fold(f64::INFINITY, f64::min),
+            None => self.layers.iter().map(|l| l.v).fold(f64::INFINITY, f64::min),
+        }
     }
 
     /// The largest stable time step.
@@ -594,6 +627,18 @@ impl Model {
         }
         if self.layers.is_empty() || self.layers.iter().any(|l| l.v.is_nan() || l.v <= 0.0 || !l.top.is_finite()) {
             return invalid(format!("the layers {:?} need at least one layer, each with a velocity > 0", self.layers));
+        }
+        if let Some(g) = &self.velocity_grid {
+            if g.0.shape().interior() != self.n {
+                return invalid(format!(
+                    "the velocity grid has {:?} points, but the physical grid is {:?}: give one velocity per point",
+                    g.0.shape().interior(),
+                    self.n
+                ));
+            }
+            if let Some(v) = g.values().find(|v| !(v.is_finite() && *v > 0.0)) {
+                return invalid(format!("the velocity grid holds {v}: every velocity must be a number > 0"));
+            }
         }
         if !(self.h > 0.0 && self.f0 > 0.0 && self.dt > 0.0) {
             return invalid(format!("h = {}, f0 = {}, dt = {} must all be > 0", self.h, self.f0, self.dt));
@@ -642,8 +687,13 @@ impl Model {
         Ok(Loop::from_bounds(self.shape().extent(), begin, end)?)
     }
 
-    /// Velocity at a global coordinate (outside the physical domain, the nearest layer's).
+    /// Velocity at a global coordinate (outside the physical domain, the nearest layer's, or the
+    /// velocity grid's at the nearest physical point).
     pub fn velocity(&self, global: [isize; 3]) -> f64 {
+        if let Some(g) = &self.velocity_grid {
+            let at = std::array::from_fn(|a| (global[a] - self.pml as isize).clamp(0, self.n[a] as isize - 1));
+            return g.0.get(at).expect("a point of the physical grid");
+        }
         let depth = (global[2] - self.pml as isize) as f64 * self.h;
         self.layers.iter().rev().find(|l| depth >= l.top).unwrap_or(&self.layers[0]).v
     }

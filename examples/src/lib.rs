@@ -1,9 +1,11 @@
 //! Example models written with `#[stencil]`, used by the binaries under `src/bin/` and by the tests.
 
 pub mod acoustic;
+pub mod checkpoint;
 pub mod diffusion;
 pub mod euler;
 pub mod logging;
 pub mod output;
 pub mod placement;
 pub mod swe;
+pub mod velocity;

@@ -16,7 +16,7 @@
 //! A code is `S` and four digits, `S` + group (two digits) + number (two digits), never reused
 //! for another meaning: `S01xx` launch checks ([`LaunchError`]), `S02xx` halo fills and field
 //! accessors ([`HaloError`], [`FieldError`]), `S03xx` the CUDA runtime
-//! (`cuda::CudaError`). [`explain`] looks a code up in [`CATALOGUE`].
+//! (`cuda::CudaError`), `S04xx` files ([`crate::io::IoError`]). [`explain`] looks a code up in [`CATALOGUE`].
 //!
 //! | code | error | meaning | fix |
 //! |---|---|---|---|
@@ -57,6 +57,17 @@
 //! | S0320 | `CudaError::SelfCheck` | `cuda::self_check` found wrong results | report it with the device and driver version |
 //! | S0321 | `CudaError::InvalidArgument` | a call with arguments that cannot work | change the argument the message names |
 //! | S0322 | `CudaError::Driver` | any other driver failure; the `CUresult` is kept | look the driver code up in the CUDA documentation |
+//! | S0401 | `IoError::Os` | the operating system refused to open, read or write a file | check the path, its permissions and the free disk space |
+//! | S0402 | `IoError::NotFormat` | the file is not of the format asked for (wrong magic bytes) | pass a file of that format |
+//! | S0403 | `IoError::Unsupported` | the file uses what the reader does not take (big-endian data, an element type, a version) | convert the file as the help line says |
+//! | S0404 | `IoError::Malformed` | the file is damaged: a header that does not parse, or fewer bytes than it announces | write the file again |
+//! | S0405 | `IoError::WrongType` | the file holds another element type than asked for | read it into a field of the file's type, or convert the file |
+//! | S0406 | `IoError::WrongShape` | the file's array has another shape than the field or the run | read it into a field of the file's shape |
+//! | S0407 | `IoError::Checksum` | stored bytes whose checksum differs from the one recorded with them | the file is corrupt: restart from another checkpoint |
+//! | S0408 | `IoError::Mismatch` | a checkpoint of another model, grid, field set, element type or decomposition | restart with the checkpoint's settings, or from a checkpoint of this run |
+//! | S0409 | `IoError::Missing` | a variable, field or checkpoint part that is not there | ask for one the file has, or write every part |
+//! | S0410 | `IoError::Unwritable` | values a format cannot hold (names, sizes beyond its counts) | shorten the names or split the data |
+//! | S0411 | `IoError::MissingParts` | parts of a decomposed checkpoint that are not there | restart with the decomposition it was written with, every part present |
 
 #[cfg(feature = "cuda")]
 use crate::cuda::CudaError;
@@ -121,6 +132,17 @@ catalogue! {
     "S0320" "CudaError::SelfCheck" "cuda::self_check found wrong results" "report it with the device and driver version";
     "S0321" "CudaError::InvalidArgument" "a call with arguments that cannot work" "change the argument the message names";
     "S0322" "CudaError::Driver" "any other driver failure; the CUresult is kept" "look the driver code up in the CUDA documentation";
+    "S0401" "IoError::Os" "the operating system refused to open, read or write a file" "check the path, its permissions and the free disk space";
+    "S0402" "IoError::NotFormat" "the file is not of the format asked for (wrong magic bytes)" "pass a file of that format";
+    "S0403" "IoError::Unsupported" "the file uses what the reader does not take (big-endian data, an element type, a version)" "convert the file as the help line says";
+    "S0404" "IoError::Malformed" "the file is damaged: a header that does not parse, or fewer bytes than it announces" "write the file again";
+    "S0405" "IoError::WrongType" "the file holds another element type than asked for" "read it into a field of the file's type, or convert the file";
+    "S0406" "IoError::WrongShape" "the file's array has another shape than the field or the run" "read it into a field of the file's shape";
+    "S0407" "IoError::Checksum" "stored bytes whose checksum differs from the one recorded with them" "the file is corrupt: restart from another checkpoint";
+    "S0408" "IoError::Mismatch" "a checkpoint of another model, grid, field set, element type or decomposition" "restart with the checkpoint's settings, or from a checkpoint of this run";
+    "S0409" "IoError::Missing" "a variable, field or checkpoint part that is not there" "ask for one the file has, or write every part";
+    "S0410" "IoError::Unwritable" "values a format cannot hold (names, sizes beyond its counts)" "shorten the names or split the data";
+    "S0411" "IoError::MissingParts" "parts of a decomposed checkpoint that are not there" "restart with the decomposition it was written with, every part present";
 }
 
 /// The catalogue entry of `code` (e.g. `explain("S0104")`), or `None` for an unknown code.

@@ -128,6 +128,7 @@ pub mod error;
 pub mod executor;
 pub mod field;
 mod index;
+pub mod io;
 pub mod launch;
 pub mod range;
 pub mod regions;

@@ -6,15 +6,20 @@
 //! `--domains N` splits the grid (PML included) over N host subdomains (halo exchange between
 //! them), `--gpus N` over N subdomains on GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives
 //! the process grid. The outputs are those of the single-domain run, bit for bit.
+//! `--checkpoint-every N` writes the whole state (and the traces so far) every N steps,
+//! `--restart FILE` resumes from such a checkpoint, with the same outputs as an uninterrupted run
+//! (single domain, host or GPU).
 //! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::acoustic::{self, courant_limit, Model, Outcome};
+use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
+use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
 use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
+use stencil_examples::velocity;
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host, Overlap};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
@@ -44,6 +49,14 @@ struct Args {
     /// --steps, when the direct, reflected and transmitted waves are all in the domain).
     #[arg(long)]
     snapshot: Option<usize>,
+    /// Read the velocity model (m/s, one value per physical point) from this file instead of the
+    /// two layers: a .npy array v[i, j, k] (x, y, z; z down) or a NetCDF variable v(z, y, x);
+    /// the physical grid is the array's shape (--size is ignored), the spacing 10 m.
+    #[arg(long, value_name = "FILE")]
+    velocity: Option<PathBuf>,
+    /// The NetCDF variable of --velocity (default: the file's only 3D variable).
+    #[arg(long, value_name = "NAME")]
+    velocity_var: Option<String>,
     /// Skip the 3D wavefield (wavefield.vtk, the largest file).
     #[arg(long)]
     no_vtk: bool,
@@ -52,6 +65,9 @@ struct Args {
     /// Where to run: --gpu, --domains, --gpus, --grid.
     #[command(flatten)]
     placement: PlacementArgs,
+    /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
 }
 
 fn main() {
@@ -64,6 +80,22 @@ fn main() {
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let mut model = Model::layered(args.size, args.steps);
+    if let Some(path) = &args.velocity {
+        let grid = velocity::read(path, args.velocity_var.as_deref())?;
+        let n = grid.shape().interior();
+        // Source and receivers where the layered model puts them on a grid of this size.
+        (model.n, model.source, model.receiver_depth) = (n, [n[0] / 2, n[1] / 2, n[2] / 16], n[2] / 32);
+        model.velocity_grid = Some(VelocityGrid(std::sync::Arc::new(grid)));
+        println!(
+            "velocity model: {} ({}x{}x{} points, {:.0} to {:.0} m/s)",
+            path.display(),
+            n[0],
+            n[1],
+            n[2],
+            model.v_min(),
+            model.v_max()
+        );
+    }
     model.pml = args.pml;
     model.f0 = args.f0;
     model.dt = args.courant * model.h / model.v_max();
@@ -85,8 +117,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Target::Host | Target::Gpu(_) => None,
     };
     let total = model.shape().interior();
+    let [nx, ny, nz] = model.n;
+    let physical = if nx == ny && ny == nz { format!("{nx}^3") } else { format!("{nx}x{ny}x{nz}") };
     println!(
-        "acoustic3d: {n}^3 physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
+        "acoustic3d: {physical} physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
          (courant {}, limit {:.4}), t = {:.4} s, {} threads",
         total[0],
         total[1],
@@ -97,7 +131,6 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         courant_limit(),
         model.steps as f64 * model.dt,
         rayon::current_num_threads(),
-        n = args.size,
         pml = model.pml,
         h = model.h,
     );
@@ -113,7 +146,17 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
+    args.checkpoint.check()?;
     let run = match (target, decomposition) {
+        _ if args.checkpoint.active() && decomposition.is_some() => {
+            return Err("--checkpoint-every and --restart run on one domain (host or --gpu): drop --domains/--gpus \
+                        (decomposed checkpoints are written by diffusion3d)"
+                .into())
+        }
+        (Target::Gpu(ordinal), _) if args.checkpoint.active() => {
+            Some(checkpointed_on_gpu(ordinal, &model, snapshot, &args.checkpoint)?)
+        }
+        _ if args.checkpoint.active() => Some(checkpointed(&Host, &model, snapshot, &args.checkpoint)?),
         (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &model, snapshot)?),
         (Target::HostDomains(_), Some(d)) => {
             run_domains_with_progress(&processes.host_domains(d)?, &model, snapshot, args.overlap.overlap)?
@@ -132,14 +175,19 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         run.seconds,
         (points * run.timed_steps) as f64 / run.seconds / 1e9,
     );
-    let snap = run.snapshot.as_ref().expect("the snapshot step is one of the steps");
-    let (snap_max, end_max) = (max_abs(&snap.u), max_abs(&run.last.u));
-    let (snap_energy, end_energy) =
-        (model.energy::<f32>(&snap.u, &snap.u_prev), model.energy::<f32>(&run.last.u, &run.last.u_prev));
-    println!(
-        "step {snapshot} (t = {:.4} s): max |u| = {snap_max:.4e}, energy {snap_energy:.4e}",
-        snapshot as f64 * model.dt
-    );
+    // A run restarted after the snapshot step has no snapshot.
+    let snap = run.snapshot.as_ref();
+    let end_max = max_abs(&run.last.u);
+    let end_energy = model.energy::<f32>(&run.last.u, &run.last.u_prev);
+    match snap {
+        Some(snap) => println!(
+            "step {snapshot} (t = {:.4} s): max |u| = {:.4e}, energy {:.4e}",
+            snapshot as f64 * model.dt,
+            max_abs(&snap.u),
+            model.energy::<f32>(&snap.u, &snap.u_prev)
+        ),
+        None => println!("step {snapshot}: before the restart, so no wavefield pictures (restart earlier for them)"),
+    }
     println!(
         "step {} (t = {:.4} s): max |u| = {end_max:.4e}, energy {end_energy:.4e} (physical domain; \
          energy = sum of (du/dt)^2 / V^2 + |grad u|^2, times h^3)",
@@ -147,7 +195,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         model.steps as f64 * model.dt
     );
 
-    let written = write_outputs(&args.out, &model, &run.traces, &snap.u, snapshot, !args.no_vtk)?;
+    let written = write_outputs(&args.out, &model, &run.traces, snap.map(|s| &s.u), snapshot, !args.no_vtk)?;
     println!("wrote:");
     for (path, what) in written {
         println!("  {:<32} {what}", path.display());
@@ -165,7 +213,7 @@ fn write_outputs(
     dir: &Path,
     model: &Model,
     traces: &[Vec<f32>],
-    wavefield: &Field3<f32>,
+    wavefield: Option<&Field3<f32>>,
     snapshot: usize,
     vtk: bool,
 ) -> Result<Vec<(PathBuf, String)>, Box<dyn std::error::Error>> {
@@ -181,6 +229,7 @@ fn write_outputs(
     write_traces_csv(&path, traces, model.dt)?;
     written.push((path, format!("time_s, then u at the {receivers} receivers; one row per step")));
 
+    let Some(wavefield) = wavefield else { return Ok(written) };
     let path = dir.join("wavefield_xz.png");
     let y = (model.pml + model.source[1]) as isize;
     write_png_slice(&path, wavefield, y, model.pml)?;
@@ -210,6 +259,52 @@ fn run_with_progress<E: Executor>(
     let run = acoustic::run::<E, f32>(exec, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
     bar.finish_and_clear();
     run
+}
+
+/// [`checkpoint::acoustic`] on `exec` (each stencil's default strategy) with a progress bar.
+fn checkpointed<E: Executor>(
+    exec: &E,
+    model: &Model,
+    snapshot: usize,
+    args: &CheckpointArgs,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    let plan = Plan::new("acoustic3d", args);
+    if let Some(n) = plan.every {
+        println!("checkpoints every {n} steps into {}", plan.dir.display());
+    }
+    let bar = progress_bar(model.steps);
+    bar.println(format!("running on {}", exec.describe()));
+    let run = checkpoint::acoustic::<E, f32>(exec, &Default::default(), model, Some(snapshot), &plan, |s| {
+        bar.set_position(s as u64)
+    });
+    bar.finish_and_clear();
+    let (outcome, start) = run?;
+    if start > 0 {
+        println!("restarted from step {start} (the traces before it come from the checkpoint)");
+    }
+    Ok(outcome)
+}
+
+#[cfg(feature = "cuda")]
+fn checkpointed_on_gpu(
+    ordinal: usize,
+    model: &Model,
+    snapshot: usize,
+    args: &CheckpointArgs,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    checkpointed(&stencil_runtime::cuda::Gpu::new(ordinal)?, model, snapshot, args)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn checkpointed_on_gpu(
+    _: usize,
+    _: &Model,
+    _: usize,
+    _: &CheckpointArgs,
+) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+    Err("this build has no GPU support: rebuild with \
+         `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
+        .into())
 }
 
 /// A progress bar of `steps` steps.

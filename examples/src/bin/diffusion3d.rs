@@ -1,10 +1,13 @@
 //! ASUCA's `Diffusion3d` on the CPU (or a GPU): a Gaussian diffusing in a box, checked against the
 //! analytic heat kernel. `cargo run --release -- --help` lists the options. `--domains N` splits
 //! the grid over N host subdomains (halo exchange between them), `--gpus N` over N subdomains on
-//! GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives the process grid.
+//! GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives the process grid. `--checkpoint-every N`
+//! writes a checkpoint every N steps (one part per subdomain when decomposed), `--restart FILE`
+//! resumes from one (`stencil_examples::checkpoint`).
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::diffusion::{self, Outcome, Setup};
 use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Host, Order};
@@ -42,6 +45,9 @@ struct Args {
     /// Where to run: --gpu, --domains, --gpus, --grid.
     #[command(flatten)]
     placement: PlacementArgs,
+    /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -104,13 +110,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if let Some(d) = &decomposition {
         print_decomposition(d);
     }
-    let outcome = match (target, decomposition) {
-        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &setup, args.precision)?),
-        (Target::HostDomains(_), Some(d)) => {
-            run_domains_with_progress(&processes.host_domains(d)?, &setup, args.precision)?
+    args.checkpoint.check()?;
+    let outcome = if args.checkpoint.active() {
+        let plan = Plan::new("diffusion3d", &args.checkpoint);
+        if let Some(n) = plan.every {
+            println!("checkpoints every {n} steps into {}", plan.dir.display());
         }
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &setup, args.precision)?,
-        _ => Some(run_with_progress(&Host, &setup, args.precision)?),
+        run_checkpointed(processes, target, decomposition, &setup, args.precision, &plan)?
+    } else {
+        run_plain(processes, target, decomposition, &setup, args.precision)?
     };
     // Ranks other than 0 hold no global result.
     let Some(outcome) = outcome else { return Ok(()) };
@@ -127,6 +135,133 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     );
     Ok(())
 }
+
+/// The run without checkpoints: the model's own run functions.
+fn run_plain(
+    processes: &Processes,
+    target: Target,
+    decomposition: Option<Decomposition<3>>,
+    setup: &Setup,
+    precision: Precision,
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
+    let outcome = match (target, decomposition) {
+        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, setup, precision)?),
+        (Target::HostDomains(_), Some(d)) => run_domains_with_progress(&processes.host_domains(d)?, setup, precision)?,
+        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, setup, precision)?,
+        _ => Some(run_with_progress(&Host, setup, precision)?),
+    };
+    Ok(outcome)
+}
+
+/// The run with checkpoints (`stencil_examples::checkpoint`), on the host, a GPU or subdomains;
+/// the outcome on rank 0. The time covers the steps run (from the restart on) and the
+/// checkpoints written.
+fn run_checkpointed(
+    processes: &Processes,
+    target: Target,
+    decomposition: Option<Decomposition<3>>,
+    setup: &Setup,
+    precision: Precision,
+    plan: &Plan,
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
+    match (target, decomposition) {
+        (Target::HostDomains(_), Some(d)) => checkpointed_domains(&processes.host_domains(d)?, setup, precision, plan),
+        (Target::GpuDomains(_), Some(d)) => checkpointed_gpus(processes, d, setup, precision, plan),
+        (Target::Gpu(ordinal), _) => checkpointed_gpu(ordinal, setup, precision, plan),
+        _ => checkpointed(&Host, setup, precision, plan),
+    }
+}
+
+/// The outcome of a checkpointed run that ended with `f` after running steps `start + 1..`.
+fn outcome_of<T: diffusion::Real>(
+    setup: &Setup,
+    f: &stencil_runtime::Field3<T>,
+    start: usize,
+    seconds: f64,
+) -> Outcome {
+    if start > 0 {
+        println!("restarted from step {start}");
+    }
+    let t = setup.end_time();
+    Outcome {
+        seconds,
+        gpts_per_s: (setup.shape().interior_points() * (setup.steps - start)) as f64 / seconds / 1e9,
+        error: setup.error(f, t),
+        wall_value: setup.wall_value(t),
+    }
+}
+
+/// [`checkpoint::diffusion`] on `exec` with a progress bar.
+fn checkpointed<E: Executor>(
+    exec: &E,
+    setup: &Setup,
+    precision: Precision,
+    plan: &Plan,
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
+    let bar = progress_bar(setup.steps);
+    bar.println(format!("running on {}", exec.describe()));
+    let clock = std::time::Instant::now();
+    let outcome = match precision {
+        Precision::F32 => checkpoint::diffusion::<E, f32>(exec, setup, plan, |s| bar.set_position(s as u64))
+            .map(|(f, start)| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())),
+        Precision::F64 => checkpoint::diffusion::<E, f64>(exec, setup, plan, |s| bar.set_position(s as u64))
+            .map(|(f, start)| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())),
+    };
+    bar.finish_and_clear();
+    Ok(Some(outcome?))
+}
+
+/// [`checkpoint::diffusion_decomposed`] over `domains` with a progress bar.
+fn checkpointed_domains<E: Executor>(
+    domains: &Domains<E, 3>,
+    setup: &Setup,
+    precision: Precision,
+    plan: &Plan,
+) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
+    let bar = progress_bar(setup.steps);
+    let clock = std::time::Instant::now();
+    let outcome = match precision {
+        Precision::F32 => {
+            checkpoint::diffusion_decomposed::<E, f32>(domains, setup, plan, |s| bar.set_position(s as u64))
+                .map(|(f, start)| f.map(|f| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())))
+        }
+        Precision::F64 => {
+            checkpoint::diffusion_decomposed::<E, f64>(domains, setup, plan, |s| bar.set_position(s as u64))
+                .map(|(f, start)| f.map(|f| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())))
+        }
+    };
+    bar.finish_and_clear();
+    outcome
+}
+
+#[cfg(feature = "cuda")]
+fn checkpointed_gpu(ordinal: usize, setup: &Setup, precision: Precision, plan: &Plan) -> CheckpointedOutcome {
+    checkpointed(&stencil_runtime::cuda::Gpu::new(ordinal)?, setup, precision, plan)
+}
+
+#[cfg(feature = "cuda")]
+fn checkpointed_gpus(
+    processes: &Processes,
+    d: Decomposition<3>,
+    setup: &Setup,
+    precision: Precision,
+    plan: &Plan,
+) -> CheckpointedOutcome {
+    checkpointed_domains(&processes.gpu_domains(d, "diffusion3d")?, setup, precision, plan)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn checkpointed_gpu(_: usize, _: &Setup, _: Precision, _: &Plan) -> CheckpointedOutcome {
+    Err("this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpu 0`".into())
+}
+
+#[cfg(not(feature = "cuda"))]
+fn checkpointed_gpus(_: &Processes, _: Decomposition<3>, _: &Setup, _: Precision, _: &Plan) -> CheckpointedOutcome {
+    Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpus 2`".into())
+}
+
+/// What a checkpointed run returns.
+type CheckpointedOutcome = Result<Option<Outcome>, Box<dyn std::error::Error>>;
 
 /// Runs `setup` on `exec` in `precision` with a progress bar.
 fn run_with_progress<E: Executor>(

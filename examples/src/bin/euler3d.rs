@@ -4,7 +4,8 @@
 //! writing a PNG of the density in the mid-height xy plane. `--domains N` splits the grid over N
 //! host subdomains (halo exchange between them), `--gpus N` over N subdomains on GPUs (with the
 //! `cuda` feature); `--grid PX,PY,PZ` gives the process grid. The result is the single-domain
-//! one, bit for bit.
+//! one, bit for bit. `--checkpoint-every N` writes the state every N steps, `--restart FILE`
+//! resumes from such a checkpoint (single domain, host or GPU), bit for bit.
 //! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
 
 use std::path::PathBuf;
@@ -12,6 +13,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
+use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
 use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
@@ -70,6 +72,9 @@ struct Args {
     /// field; the last step is reused meanwhile).
     #[arg(long, default_value_t = 1)]
     dt_every: usize,
+    /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
 }
 
 fn main() {
@@ -152,7 +157,17 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
             clock.set(Instant::now());
         }
     };
+    args.checkpoint.check()?;
     let run = match (target, decomposition) {
+        _ if args.checkpoint.active() && decomposition.is_some() => {
+            Err("--checkpoint-every and --restart run on one domain (host or --gpu): drop --domains/--gpus \
+                 (decomposed checkpoints are written by diffusion3d)"
+                .into())
+        }
+        (Target::Gpu(ordinal), _) if args.checkpoint.active() => {
+            checkpointed_on_gpu(&e, &q0, args, ordinal, &bar, progress)
+        }
+        _ if args.checkpoint.active() => checkpointed(&e, &Host, &q0, args, &bar, progress),
         (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
         (Target::HostDomains(_), Some(d)) => processes
             .host_domains(d)
@@ -206,6 +221,52 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
     let lo = slice.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = slice.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     (slice, lo, hi)
+}
+
+/// [`checkpoint::euler`] on `exec`.
+fn checkpointed<E: Executor>(
+    e: &Euler,
+    exec: &E,
+    q0: &Conserved<Field3<f64>>,
+    args: &Args,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    let plan = Plan::new("euler3d", &args.checkpoint);
+    if let Some(n) = plan.every {
+        bar.println(format!("checkpoints every {n} steps into {}", plan.dir.display()));
+    }
+    let (q, steps, start) = checkpoint::euler(e, exec, q0, args.t_end, args.dt_every, &plan, progress)?;
+    if start > 0 {
+        bar.println(format!("restarted from step {start}"));
+    }
+    Ok((Some(q), steps))
+}
+
+#[cfg(feature = "cuda")]
+fn checkpointed_on_gpu(
+    e: &Euler,
+    q0: &Conserved<Field3<f64>>,
+    args: &Args,
+    ordinal: usize,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    checkpointed(e, &stencil_runtime::cuda::Gpu::new(ordinal)?, q0, args, bar, progress)
+}
+
+#[cfg(not(feature = "cuda"))]
+fn checkpointed_on_gpu(
+    _: &Euler,
+    _: &Conserved<Field3<f64>>,
+    _: &Args,
+    _: usize,
+    _: &ProgressBar,
+    _: impl FnMut(usize, f64),
+) -> Outcome {
+    Err("this build has no GPU support: rebuild with \
+         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpu 0`"
+        .into())
 }
 
 /// The final state (on rank 0) and the step count.

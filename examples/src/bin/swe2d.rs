@@ -1,12 +1,15 @@
 //! Seed paper 000's shallow water model on the CPU (or a GPU): a circular dam break in a square
 //! basin with reflective walls (`examples/src/swe.rs`: MUSCL-minmod, HLL, SSP-RK3). Prints the
 //! total mass at the start and the end (conserved to round-off) and writes a PNG of the depth.
+//! `--checkpoint-every N` writes the state every N steps, `--restart FILE` resumes from such a
+//! checkpoint, bit for bit.
 //! `cargo run --release -p stencil-examples --bin swe2d -- --help` lists the options.
 
 use std::path::PathBuf;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
+use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::write_png_image;
 use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
 use stencil_runtime::{Executor, Field2, Host};
@@ -43,6 +46,9 @@ struct Args {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long)]
     gpu: Option<usize>,
+    /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
+    #[command(flatten)]
+    checkpoint: CheckpointArgs,
 }
 
 fn main() {
@@ -85,9 +91,14 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         ProgressStyle::with_template("{bar:40} {msg}, {elapsed_precise} elapsed, eta {eta}").expect("a valid template"),
     );
     let start = std::time::Instant::now();
+    args.checkpoint.check()?;
+    let plan = Plan::new("swe2d", &args.checkpoint);
+    if let Some(n) = plan.every {
+        println!("checkpoints every {n} steps into {}", plan.dir.display());
+    }
     let outcome = match args.gpu {
-        None => advance(Host, model, &q0, args.t_end, &bar),
-        Some(ordinal) => run_on_gpu(model, &q0, args.t_end, ordinal, &bar),
+        None => advance(Host, model, &q0, args.t_end, &plan, &bar),
+        Some(ordinal) => run_on_gpu(model, &q0, args.t_end, ordinal, &plan, &bar),
     };
     bar.finish_and_clear();
     let (steps, q) = outcome?;
@@ -118,26 +129,48 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
 /// The steps taken and the final host state, or what went wrong.
 type Outcome = Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>>;
 
-/// Runs `model` from `q0` to `t_end` on `exec` with the progress bar; returns the steps and the
-/// final host state.
-fn advance<E: Executor>(exec: E, model: Model, q0: &State<Field2<f64>>, t_end: f64, bar: &ProgressBar) -> Outcome {
-    let mut solver = Solver::new(exec, model, q0)?;
-    solver.run_until(t_end, |s| {
+/// Runs `model` from `q0` (or the checkpoint `plan.restart`) to `t_end` on `exec` with the
+/// progress bar, writing checkpoints as `plan` says; returns the steps and the final host state.
+fn advance<E: Executor>(
+    exec: E,
+    model: Model,
+    q0: &State<Field2<f64>>,
+    t_end: f64,
+    plan: &Plan,
+    bar: &ProgressBar,
+) -> Outcome {
+    let progress = |s: &Solver<E>| {
         bar.set_position((s.t / t_end * 1000.0).round() as u64);
         bar.set_message(format!("t = {:.3} s, step {}", s.t, s.steps));
-    })?;
+    };
+    if plan.every.is_some() || plan.restart.is_some() {
+        let (solver, start) = checkpoint::swe(exec, model, q0, t_end, plan, progress)?;
+        if start > 0 {
+            bar.println(format!("restarted from step {start} (t = {:.6} s)", solver.t));
+        }
+        return Ok((solver.steps, solver.state()?));
+    }
+    let mut solver = Solver::new(exec, model, q0)?;
+    solver.run_until(t_end, progress)?;
     Ok((solver.steps, solver.state()?))
 }
 
 #[cfg(feature = "cuda")]
-fn run_on_gpu(model: Model, q0: &State<Field2<f64>>, t_end: f64, ordinal: usize, bar: &ProgressBar) -> Outcome {
+fn run_on_gpu(
+    model: Model,
+    q0: &State<Field2<f64>>,
+    t_end: f64,
+    ordinal: usize,
+    plan: &Plan,
+    bar: &ProgressBar,
+) -> Outcome {
     let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
     bar.println(format!("running on GPU {ordinal}: {}", gpu.name()));
-    advance(gpu, model, q0, t_end, bar)
+    advance(gpu, model, q0, t_end, plan, bar)
 }
 
 #[cfg(not(feature = "cuda"))]
-fn run_on_gpu(_: Model, _: &State<Field2<f64>>, _: f64, _: usize, _: &ProgressBar) -> Outcome {
+fn run_on_gpu(_: Model, _: &State<Field2<f64>>, _: f64, _: usize, _: &Plan, _: &ProgressBar) -> Outcome {
     Err("this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin swe2d -- --gpu 0`"
         .into())

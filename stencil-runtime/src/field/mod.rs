@@ -250,6 +250,43 @@ impl<T: Element, const D: usize> Field<T, D> {
             .expect("D axes")
     }
 
+    /// A view of the interior indexed `[i, j, k]`, with the field's strides: no copy. Its memory
+    /// order follows the field's [`Order`] (`Ijk`: `i` fastest; `Kij`: `k` fastest), and rows
+    /// along the contiguous axis are padded (the strides skip the halo and padding).
+    pub fn interior_view(&self) -> ndarray::ArrayView<'_, T, ndarray::Dim<[usize; D]>>
+    where
+        ndarray::Dim<[usize; D]>: ndarray::Dimension,
+    {
+        use ndarray::ShapeBuilder;
+        let (n, start) = self.interior_start();
+        let strides = self.shape.strides();
+        ndarray::ArrayView::from_shape(ndarray::IxDyn(&n).strides(ndarray::IxDyn(&strides)), &self.data[start..])
+            .expect("the interior lies inside the storage")
+            .into_dimensionality()
+            .expect("D axes")
+    }
+
+    /// [`Field::interior_view`], mutable: writes through it change the field's interior.
+    pub fn interior_view_mut(&mut self) -> ndarray::ArrayViewMut<'_, T, ndarray::Dim<[usize; D]>>
+    where
+        ndarray::Dim<[usize; D]>: ndarray::Dimension,
+    {
+        use ndarray::ShapeBuilder;
+        let (n, start) = self.interior_start();
+        let strides = self.shape.strides();
+        ndarray::ArrayViewMut::from_shape(ndarray::IxDyn(&n).strides(ndarray::IxDyn(&strides)), &mut self.data[start..])
+            .expect("the interior lies inside the storage")
+            .into_dimensionality()
+            .expect("D axes")
+    }
+
+    /// The interior's size and the storage offset of its first point (0 when it is empty).
+    fn interior_start(&self) -> ([usize; D], usize) {
+        let n = self.shape.interior();
+        let start = if n.contains(&0) { 0 } else { self.shape.offset(self.shape.halo_widths()) };
+        (n, start)
+    }
+
     /// A field whose interior is copied from an `ndarray` view indexed `[i, j, k]`; halo cells are
     /// zero. An error names both shapes if the view's shape is not the interior's.
     pub fn from_array<S>(

@@ -101,6 +101,11 @@ impl<const D: usize> Shape<D> {
         self.halo
     }
 
+    /// The alignment of the contiguous axis, in elements (a power of two).
+    pub fn alignment(&self) -> usize {
+        self.align
+    }
+
     /// Element order.
     pub fn element_order(&self) -> Order {
         self.order
