@@ -4,6 +4,7 @@ pub mod acoustic;
 pub mod checkpoint;
 pub mod diffusion;
 pub mod euler;
+pub mod logging;
 pub mod output;
 pub mod placement;
 pub mod swe;

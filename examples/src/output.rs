@@ -10,7 +10,6 @@ use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
 use stencil_runtime::Field3;
-use vtkio::model::{Attribute, Attributes, ByteOrder, DataSet, Extent, ImageDataPiece, Version, Vtk};
 
 /// Pictures narrower than this many pixels are scaled up (nearest neighbour, by a whole factor).
 pub const MIN_WIDTH: usize = 512;
@@ -228,39 +227,38 @@ pub fn write_vtk(
             format!("array {name:?} is not {n:?} points like the first"),
         ));
     }
-    let dims = n.map(|v| u32::try_from(v).expect("a field's extent fits in u32"));
-    let point = arrays
-        .iter()
-        .map(|(name, field)| {
-            let mut values = Vec::with_capacity(n.iter().product());
-            for k in 0..n[2] as isize {
-                for j in 0..n[1] as isize {
-                    for i in 0..n[0] as isize {
-                        values.push(field.get([i, j, k]).expect("a point of the interior"));
-                    }
-                }
-            }
-            Attribute::scalars(*name, 1).with_data(values)
-        })
-        .collect();
-    let vtk = Vtk {
-        version: Version::new((3, 0)),
-        title: "stencil acoustic3d".to_string(),
-        byte_order: ByteOrder::BigEndian,
-        file_path: None,
-        data: DataSet::ImageData {
-            extent: Extent::Dims(dims),
-            origin: origin.map(|o| o as f32),
-            spacing: [spacing as f32; 3],
-            meta: None,
-            pieces: vec![vtkio::model::Piece::Inline(Box::new(ImageDataPiece {
-                extent: Extent::Dims(dims),
-                data: Attributes { point, cell: Vec::new() },
-            }))],
-        },
-    };
     let file = File::create(path).map_err(with_path(path))?;
     let mut out = BufWriter::new(file);
-    vtk.write_legacy(&mut out).map_err(|e| error_at(path, io::ErrorKind::Other, format!("writing VTK failed: {e}")))?;
+    let [ox, oy, oz] = origin.map(|o| o as f32);
+    let s = spacing as f32;
+    let header = format!(
+        "# vtk DataFile Version 3.0\nstencil acoustic3d\nBINARY\nDATASET STRUCTURED_POINTS\nDIMENSIONS {} {} {}\n\
+         ORIGIN {ox:?} {oy:?} {oz:?}\nSPACING {s:?} {s:?} {s:?}\nPOINT_DATA {}\n",
+        n[0],
+        n[1],
+        n[2],
+        n.iter().product::<usize>()
+    );
+    out.write_all(header.as_bytes()).map_err(with_path(path))?;
+    for (name, field) in arrays {
+        if name.is_empty() || name.contains(char::is_whitespace) {
+            return Err(error_at(
+                path,
+                io::ErrorKind::InvalidInput,
+                format!("array name {name:?} is empty or has spaces"),
+            ));
+        }
+        write!(out, "SCALARS {name} float 1\nLOOKUP_TABLE default\n").map_err(with_path(path))?;
+        // Binary legacy VTK is big-endian.
+        for k in 0..n[2] as isize {
+            for j in 0..n[1] as isize {
+                for i in 0..n[0] as isize {
+                    let v = field.get([i, j, k]).expect("a point of the interior");
+                    out.write_all(&v.to_be_bytes()).map_err(with_path(path))?;
+                }
+            }
+        }
+        writeln!(out).map_err(with_path(path))?;
+    }
     out.flush().map_err(with_path(path))
 }

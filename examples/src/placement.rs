@@ -15,8 +15,10 @@ pub struct Processes {
 }
 
 impl Processes {
-    /// Starts MPI where the build has it (one rank when not run under `mpiexec`).
+    /// Starts MPI where the build has it (one rank when not run under `mpiexec`), and the
+    /// tracing output when `STENCIL_LOG` asks for it ([`crate::logging`]).
     pub fn start() -> Result<Self, String> {
+        crate::logging::init();
         #[cfg(feature = "mpi")]
         {
             let universe = mpi::initialize().ok_or("MPI was already initialised")?;

@@ -3,6 +3,21 @@
 //! its CPU loop nest. Use them through `stencil_runtime::prelude`, which re-exports them.
 
 use proc_macro::TokenStream;
+use proc_macro_crate::{crate_name, FoundCrate};
+use quote::{format_ident, quote};
+
+/// The path the generated code names the runtime by: the name the calling crate's `Cargo.toml`
+/// gives the `stencil-runtime` dependency (renamed or not), else `::stencil_runtime` (also inside
+/// the runtime itself, which declares `extern crate self as stencil_runtime`).
+fn runtime() -> proc_macro2::TokenStream {
+    match crate_name("stencil-runtime") {
+        Ok(FoundCrate::Name(name)) => {
+            let name = format_ident!("{}", name);
+            quote!(::#name)
+        }
+        Ok(FoundCrate::Itself) | Err(_) => quote!(::stencil_runtime),
+    }
+}
 
 /// Turns a point-update function into a functor runnable over a `Loop1D/2D/3D` range.
 ///
@@ -13,7 +28,7 @@ use proc_macro::TokenStream;
 /// `#[stencil_fn]` helpers by their bare name.
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match stencil_codegen::expand(attr.into(), item.into()) {
+    match stencil_codegen::expand(attr.into(), item.into(), runtime()) {
         Ok(tokens) => tokens.into(),
         Err(e) => e.to_syn().to_compile_error().into(),
     }
@@ -26,9 +41,13 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// the stencil, for the CPU and for CUDA; the function also stays an ordinary Rust function.
 /// The helper must be in scope (`use`) where the stencil is, and it is usable only inside the
 /// crate that defines it. See `stencil_runtime`'s crate documentation for an example.
+///
+/// Both attributes name the runtime by the name the crate's `Cargo.toml` gives the
+/// `stencil-runtime` dependency, so a renamed dependency works. A crate that reaches the runtime
+/// only through another crate's re-export says where: `#[stencil(crate = other::stencil_runtime)]`.
 #[proc_macro_attribute]
 pub fn stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
-    stencil_codegen::expand_stencil_fn(attr.into(), item.into()).into()
+    stencil_codegen::expand_stencil_fn(attr.into(), item.into(), runtime()).into()
 }
 
 /// One step of collecting the helpers a stencil calls (the callback of every helper's

@@ -1,5 +1,44 @@
 //! Fields, ranges and executors for `#[stencil]` point-update functions.
 //!
+//! # Quickstart
+//!
+//! One point update, written once, run on the host and (with the `cuda` feature and a GPU) on
+//! a GPU, where it gives the same bits:
+//!
+//! ```
+//! use stencil_runtime::prelude::*;
+//!
+//! #[stencil]
+//! fn heat(idx: Idx3, k: f32, t: &Field3<f32>, t_new: &mut Field3<f32>) {
+//!     let near = t[idx.ix::<1, 0, 0>()] + t[idx.ix::<-1, 0, 0>()] + t[idx.ix::<0, 1, 0>()]
+//!         + t[idx.ix::<0, -1, 0>()] + t[idx.ix::<0, 0, 1>()] + t[idx.ix::<0, 0, -1>()];
+//!     t_new[idx] = t[idx] + k * (near - 6.0 * t[idx]);
+//! }
+//!
+//! /// `steps` steps of the heat equation wherever `exec` runs them (host or GPU).
+//! fn run<E: Executor>(exec: &E, t0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, LaunchError> {
+//!     let (mut t, mut t_new) = (exec.upload(t0)?, exec.upload(t0)?);
+//!     let range = Loop3D::interior(t0.shape());
+//!     for _ in 0..steps {
+//!         exec.run(&range, Heat, (0.1, &t, &mut t_new))?;
+//!         std::mem::swap(&mut t, &mut t_new);
+//!     }
+//!     exec.download(&t)
+//! }
+//!
+//! let shape = Shape3::new([64, 64, 64]).halo(1); // halo cells stay 0: a cold wall
+//! let t0 = Field3::from_fn(shape, |p| if p == [32, 32, 32] { 1.0 } else { 0.0 });
+//! let on_host = run(&Host, &t0, 10)?;
+//! assert!((on_host.to_vec().iter().sum::<f32>() - 1.0).abs() < 1e-4); // heat is conserved
+//! #[cfg(feature = "cuda")]
+//! if let Ok(gpu) = Gpu::new(0) {
+//!     assert_eq!(run(&gpu, &t0, 10)?.to_vec(), on_host.to_vec());
+//! }
+//! # Ok::<(), LaunchError>(())
+//! ```
+//!
+//! In a 1D stencil, neighbours are `u[idx.ix::<-1>()]`; ranges need not be the interior:
+//!
 //! ```
 //! use stencil_runtime::prelude::*;
 //!
@@ -76,6 +115,9 @@
 // Per-axis loops index several arrays by axis; iterator zips would obscure that.
 #![allow(clippy::needless_range_loop)]
 
+// The macro names this crate `::stencil_runtime` when it expands inside it (its tests and docs).
+extern crate self as stencil_runtime;
+
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -115,6 +157,8 @@ pub use stencil_macros::{stencil, stencil_fn};
 
 /// Everything a stencil author needs: `use stencil_runtime::prelude::*;`.
 pub mod prelude {
+    #[cfg(feature = "cuda")]
+    pub use crate::Gpu;
     pub use crate::{
         stencil, stencil_fn, BoundaryWidths, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1, Idx2, Idx3,
         LaunchError, Loop1D, Loop2D, Loop3D, Order, Recorded, Shape, Shape1, Shape2, Shape3, Stencil,

@@ -33,3 +33,16 @@ fn float_literal_out_of_f32_range_is_rejected() {
     let e = r.expect_err("1e40 does not fit an f32");
     assert!(e.contains("1e40"), "{e}");
 }
+
+#[test]
+fn the_unit_value_is_an_error_not_a_stack_overflow() {
+    // Found by the fuzz test: `x + ()` sent the lowering back and forth between scalar and value
+    // forms until the stack overflowed (in the macro: a compiler crash).
+    for body in
+        ["out[idx] = f[idx] + ();", "let u = (); out[idx] = f[idx];", "out[idx] = if f[idx] > () { 1.0 } else { 0.0 };"]
+    {
+        let e =
+            lower(&format!("fn s(idx: Idx1, f: &Field1<f32>, out: &mut Field1<f32>) {{ {body} }}")).expect_err(body);
+        assert!(e.contains("`()`"), "{body}: {e}");
+    }
+}

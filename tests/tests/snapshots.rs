@@ -114,7 +114,9 @@ fn ir_of_branchy() {
 #[test]
 fn expansion_of_diffusion() {
     let item: proc_macro2::TokenStream = DIFFUSION.parse().expect("tokens");
-    let tokens = stencil_codegen::expand(proc_macro2::TokenStream::new(), item).expect("expands");
+    let tokens =
+        stencil_codegen::expand(proc_macro2::TokenStream::new(), item, "::stencil_runtime".parse().expect("a path"))
+            .expect("expands");
     let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
     insta::assert_snapshot!("expansion_diffusion", prettyplease::unparse(&file));
 }

@@ -29,21 +29,42 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::Loop;
 
 /// Options.
+#[derive(clap::Parser)]
+#[command(about = "Our side of the CPU side-by-side benchmark (S1 diffusion, S2 acoustic), JSON lines")]
 struct Opts {
+    /// Problems to run (s1, s2).
+    #[arg(long = "case", value_delimiter = ',', default_value = "s1,s2")]
     cases: Vec<String>,
+    /// Precisions (f32, f64).
+    #[arg(long = "prec", value_delimiter = ',', default_value = "f32")]
     precs: Vec<String>,
+    /// Dimensions (3, 2).
+    #[arg(long, value_delimiter = ',', default_value = "3")]
     dims: Vec<usize>,
+    /// Points per axis in 3D.
+    #[arg(long, default_value_t = 256)]
     n: usize,
+    /// Points per axis in 2D.
+    #[arg(long, default_value_t = 4096)]
     n2: usize,
+    /// Time steps per timed run.
+    #[arg(long, default_value_t = 50)]
     steps: usize,
+    /// Timed runs (the best counts).
+    #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Write the final fields into this directory (for checking against the peers).
+    #[arg(long)]
     dump: Option<String>,
+    /// Print the STREAM triad bandwidth only.
+    #[arg(long)]
+    triad: bool,
+    /// The thread-scaling table for these thread counts instead (e.g. 1,2,4,8,16).
+    #[arg(long, value_delimiter = ',')]
+    scaling: Option<Vec<usize>>,
     /// No JSON lines (the scaling table prints instead).
+    #[arg(skip)]
     quiet: bool,
-}
-
-fn list(v: &str) -> Vec<String> {
-    v.split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect()
 }
 
 /// The initial value at interior point `p` of an `n`-point-per-axis grid.
@@ -208,46 +229,15 @@ fn triad() -> f64 {
 }
 
 fn main() {
-    let mut o = Opts {
-        cases: list("s1,s2"),
-        precs: list("f32"),
-        dims: vec![3],
-        n: 256,
-        n2: 4096,
-        steps: 50,
-        runs: 5,
-        dump: None,
-        quiet: false,
-    };
-    let mut scaling: Option<Vec<usize>> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let mut val = || args.next().unwrap_or_else(|| panic!("{a} needs a value"));
-        match a.as_str() {
-            "--case" => o.cases = list(&val()),
-            "--prec" => o.precs = list(&val()),
-            "--dims" => o.dims = list(&val()).iter().map(|d| d.parse().expect("dims")).collect(),
-            "--n" => o.n = val().parse().expect("n"),
-            "--n2" => o.n2 = val().parse().expect("n2"),
-            "--steps" => o.steps = val().parse().expect("steps"),
-            "--runs" => o.runs = val().parse().expect("runs"),
-            "--dump" => o.dump = Some(val()),
-            "--triad" => {
-                println!(
-                    "{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}",
-                    rayon::current_num_threads(),
-                    triad()
-                );
-                return;
-            }
-            "--scaling" => scaling = Some(list(&val()).iter().map(|t| t.parse().expect("threads")).collect()),
-            other => panic!("unknown option {other} (see the module docs)"),
-        }
+    let mut o = <Opts as clap::Parser>::parse();
+    if o.triad {
+        println!("{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}", rayon::current_num_threads(), triad());
+        return;
     }
-    if let Some(threads) = scaling {
+    if let Some(threads) = o.scaling.clone() {
         println!("| threads | triad GB/s | S1 GPts/s | S1 % of triad (8 B/pt) | S2 GPts/s | S2 % of triad (16 B/pt) |");
         println!("|---:|---:|---:|---:|---:|---:|");
-        o.cases = list("s1,s2");
+        o.cases = vec!["s1".into(), "s2".into()];
         o.quiet = true;
         for t in threads {
             let pool = rayon::ThreadPoolBuilder::new().num_threads(t).build().expect("pool");

@@ -45,8 +45,17 @@ fn time(gpu: &Gpu, mut work: impl FnMut() -> Result<(), Error>) -> Result<f64, E
     Ok(median(samples))
 }
 
+/// Command line.
+#[derive(clap::Parser)]
+#[command(about = "The Euler stages (fused and split HLLC) on the GPU, Gcell/s and % of copy bandwidth")]
+struct Args {
+    /// Cells per axis.
+    #[arg(default_value_t = 256)]
+    n: usize,
+}
+
 fn main() -> Result<(), Error> {
-    let n: usize = std::env::args().nth(1).map(|a| a.parse()).transpose()?.unwrap_or(256);
+    let n = <Args as clap::Parser>::parse().n;
     let gpu = Gpu::new(0)?;
     let cells = n * n * n;
     let copy = gpu.copy_bandwidth_gbs(cells * 8, 20)?;

@@ -90,8 +90,17 @@ fn predict(st: &Stencil, global: [usize; 3], p: usize, overlap: bool) -> Option<
     d.subdomains().map(|s| step_ms(st, &d, &s, overlap)).reduce(f64::max)
 }
 
+/// Command line.
+#[derive(clap::Parser)]
+#[command(about = "Predicted weak and strong scaling on 1-4096 GPUs, with and without overlap")]
+struct Args {
+    /// Also write the predictions as CSV to this file (for scripts/plot-scaling).
+    #[arg(long)]
+    csv: Option<String>,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let csv_path = std::env::args().skip_while(|a| a != "--csv").nth(1);
+    let csv_path = <Args as clap::Parser>::parse().csv;
     let stencils = [
         Stencil { name: "diffusion 7-point f32", rate: 0.831 * COPY_GBS * 1e9 / 8.0, halo: 1, bytes: 4 },
         Stencil { name: "acoustic 25-point f32", rate: 0.784 * COPY_GBS * 1e9 / 16.0, halo: 4, bytes: 4 },

@@ -76,16 +76,27 @@ fn checksum(f: &Field3<f32>) -> u64 {
         .reduce(|| 0, u64::wrapping_add)
 }
 
+/// Command line.
+#[derive(clap::Parser)]
+#[command(about = "Seed paper 002's Table II (the full seismic model) per CUDA strategy on this GPU")]
+struct Args {
+    /// Grid points per axis including the PML (default: the largest that fits, at most 1000).
+    n: Option<usize>,
+    /// Timed steps (the time is scaled to 1000 steps).
+    #[arg(default_value_t = 100)]
+    steps: usize,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let arg = |i: usize| std::env::args().nth(i).map(|a| a.parse::<usize>()).transpose();
+    let args = <Args as clap::Parser>::parse();
     let gpu = Gpu::new(0)?;
     let (free, total) = gpu.memory_info()?;
     let fits = |n: usize| FIELDS * Shape3::new([n; 3]).halo(HALO).len() * 4 < free * 9 / 10;
-    let n = match arg(1)? {
+    let n = match args.n {
         Some(n) => n,
         None => (2 * PML + 8..=1000).rev().step_by(8).find(|&n| fits(n)).ok_or("not even a small grid fits")?,
     };
-    let steps = arg(2)?.unwrap_or(100);
+    let steps = args.steps;
     let copy = gpu.copy_bandwidth_gbs(1 << 30, 20)?;
     println!(
         "device: {} ({} of {} GiB free); device-to-device copy of 1 GiB: {copy:.0} GB/s (read + written)",

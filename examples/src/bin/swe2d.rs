@@ -53,6 +53,7 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
+    stencil_examples::logging::init();
     if let Err(e) = run(&args) {
         eprintln!("swe2d: error: {e}");
         std::process::exit(1);

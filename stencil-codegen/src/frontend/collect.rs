@@ -7,7 +7,7 @@
 //! call of the first name's macro:
 //!
 //! ```text
-//! flux! { @collect stencil { <stencil tokens> } }
+//! flux! { @collect stencil (::stencil_runtime) { <stencil tokens> } }
 //! ```
 //!
 //! which appends the helper's tokens and calls back `stencil_runtime::__private::stencil_collect!`
@@ -27,11 +27,14 @@ use proc_macro2::{Ident, TokenStream};
 use quote::quote;
 use syn::parse::{ParseStream, Parser};
 
-/// One step of the walk: the input of `stencil_collect!` (`mode { target } { helper }*`).
+/// One step of the walk: the input of `stencil_collect!` (`mode (runtime) { target } { helper }*`).
 pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
     let syntax = |e: syn::Error| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() });
-    let parser = |input: ParseStream| -> syn::Result<(Ident, TokenStream, Vec<TokenStream>)> {
+    let parser = |input: ParseStream| -> syn::Result<(Ident, TokenStream, TokenStream, Vec<TokenStream>)> {
         let mode: Ident = input.parse()?;
+        let runtime;
+        syn::parenthesized!(runtime in input);
+        let runtime: TokenStream = runtime.parse()?;
         let content;
         syn::braced!(content in input);
         let target: TokenStream = content.parse()?;
@@ -41,9 +44,9 @@ pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
             syn::braced!(content in input);
             helpers.push(content.parse()?);
         }
-        Ok((mode, target, helpers))
+        Ok((mode, runtime, target, helpers))
     };
-    let (mode, target_tokens, helper_tokens) = parser.parse2(input).map_err(syntax)?;
+    let (mode, runtime, target_tokens, helper_tokens) = parser.parse2(input).map_err(syntax)?;
     let target = if mode == "stencil" { Target::Stencil } else { Target::Helper };
     let item: syn::ItemFn = syn::parse2(target_tokens.clone()).map_err(syntax)?;
     let helpers = helper_tokens
@@ -58,10 +61,10 @@ pub fn step(input: TokenStream) -> Result<TokenStream, Error> {
     let missing =
         std::iter::once(&item).chain(&helpers).flat_map(called_names).find(|name| !known.contains(&name.to_string()));
     if let Some(next) = missing {
-        return Ok(invocation(target, &target_tokens, &helper_tokens, &next));
+        return Ok(invocation(target, &runtime, &target_tokens, &helper_tokens, &next));
     }
     match target {
-        Target::Stencil => expand_stencil(&item, &helpers),
+        Target::Stencil => expand_stencil(&item, &helpers, &runtime),
         Target::Helper => {
             let mut reachable = helpers;
             reachable.push(item.clone());

@@ -286,6 +286,18 @@ pub enum ErrorKind {
         /// The calls, `a -> b -> a`.
         chain: String,
     },
+    /// A helper the stencil reaches failed its own check (reported where the helper is).
+    BrokenHelper {
+        /// The stencil.
+        stencil: String,
+        /// The helper with errors.
+        helper: String,
+    },
+    /// An argument to `#[stencil]` or `#[stencil_fn]` other than `crate = path`.
+    AttributeArgument {
+        /// `stencil` or `stencil_fn`.
+        attribute: &'static str,
+    },
     /// Any other syntax the DSL does not support.
     Unsupported {
         /// What was found.
@@ -342,6 +354,8 @@ impl fmt::Display for ErrorKind {
             ShapeMismatch { expected, found } => write!(f, "mismatched shapes: {expected} and {found}"),
             HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
             FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
+            BrokenHelper { stencil, helper } => write!(f, "`{stencil}` calls the helper `{helper}`, which has errors (reported where `{helper}` is defined): fix those first"),
+            AttributeArgument { attribute } => write!(f, "#[{attribute}] takes no argument but `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[{attribute}(crate = my_models::stencil_runtime)]`)"),
             HelperNoReturn => write!(f, "a #[stencil_fn] helper computes a value: declare its return type (`-> f64`, `-> [f64; 5]`, `-> (f64, f64)`) and end the body with it"),
             HelperReturn => write!(f, "`return` is not supported in a #[stencil_fn] helper: end the body with the value (use `if`/`else` as an expression for early results)"),
             Recursion { chain } => write!(f, "helpers cannot be recursive ({chain}): every call is inlined, so the call depth must be fixed; rewrite it as a constant `for` loop"),

@@ -33,35 +33,63 @@ impl Target {
     }
 }
 
-/// The call of the next helper's macro: `next! { @collect mode { target } { helper }* }`. `next`
-/// keeps the span of the call in the user's code, so a name that is no helper is reported there.
-pub fn invocation(target: Target, item: &TokenStream, collected: &[TokenStream], next: &Ident) -> TokenStream {
+/// The call of the next helper's macro: `next! { @collect mode (runtime) { target } { helper }* }`.
+/// `next` keeps the span of the call in the user's code, so a name that is no helper is reported
+/// there; `runtime` is the path the generated code names the runtime by ([`runtime_path`]).
+pub fn invocation(
+    target: Target,
+    runtime: &TokenStream,
+    item: &TokenStream,
+    collected: &[TokenStream],
+    next: &Ident,
+) -> TokenStream {
     let mode = Ident::new(target.keyword(), proc_macro2::Span::call_site());
-    quote! { #next ! { @collect #mode { #item } #({ #collected })* } }
+    quote! { #next ! { @collect #mode (#runtime) { #item } #({ #collected })* } }
+}
+
+/// The path generated code names the runtime crate by: `crate = path` of the attribute
+/// (`#[stencil(crate = my_lib::stencil_runtime)]`, for a crate that reaches the runtime through
+/// another crate's re-export), else `found`: what the macro crate found in the user's
+/// `Cargo.toml` (`::stencils` for `stencils = { package = "stencil-runtime", .. }`).
+pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Result<TokenStream, Error> {
+    if attr.is_empty() {
+        return Ok(found);
+    }
+    let unsupported = || Error::new(attr.span(), ErrorKind::AttributeArgument { attribute: target.keyword() });
+    let parser = |input: syn::parse::ParseStream| -> syn::Result<syn::Path> {
+        input.parse::<syn::Token![crate]>()?;
+        input.parse::<syn::Token![=]>()?;
+        if input.peek(syn::LitStr) {
+            input.parse::<syn::LitStr>()?.parse()
+        } else {
+            input.parse()
+        }
+    };
+    let path = syn::parse::Parser::parse2(parser, attr.clone()).map_err(|_| unsupported())?;
+    Ok(quote!(#path))
 }
 
 /// Expands `#[stencil]` on `item`: the functor, or, if the body calls helpers, the first step
-/// of collecting their bodies ([`super::collect`]). Errors carry the span of the offending tokens.
-pub fn expand(attr: TokenStream, item: TokenStream) -> Result<TokenStream, Error> {
-    if !attr.is_empty() {
-        return Err(Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil]".into() }));
-    }
+/// of collecting their bodies ([`super::collect`]). `runtime` names the runtime crate
+/// ([`runtime_path`]). Errors carry the span of the offending tokens.
+pub fn expand(attr: TokenStream, item: TokenStream, runtime: TokenStream) -> Result<TokenStream, Error> {
+    let runtime = runtime_path(Target::Stencil, attr, runtime)?;
     let func: syn::ItemFn =
         syn::parse2(item).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
     match called_names(&func).first() {
-        Some(next) => Ok(invocation(Target::Stencil, &quote!(#func), &[], next)),
-        None => expand_stencil(&func, &[]),
+        Some(next) => Ok(invocation(Target::Stencil, &runtime, &quote!(#func), &[], next)),
+        None => expand_stencil(&func, &[], &runtime),
     }
 }
 
 /// Expands `#[stencil_fn]` on `item`: the function itself (`#[inline(always)]`, callable from
 /// ordinary Rust), its `macro_rules!` twin carrying its tokens to the stencils that call it, and
 /// its check as a helper (errors only), at once or after collecting the helpers it calls.
-pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
-    if !attr.is_empty() {
-        let e = Error::new(attr.span(), ErrorKind::Unsupported { what: "an argument to #[stencil_fn]".into() });
-        return e.to_syn().to_compile_error();
-    }
+pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStream) -> TokenStream {
+    let rt = match runtime_path(Target::Helper, attr, runtime) {
+        Ok(rt) => rt,
+        Err(e) => return e.to_syn().to_compile_error(),
+    };
     let func: syn::ItemFn = match syn::parse2(item) {
         Ok(f) => f,
         Err(e) => return e.to_compile_error(),
@@ -71,7 +99,7 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     let carried = syn::ItemFn { attrs: Vec::new(), vis: syn::Visibility::Inherited, ..func.clone() };
     let own = name.to_string();
     let check = match called_names(&func).into_iter().find(|n| *n != own) {
-        Some(next) => invocation(Target::Helper, &quote!(#carried), &[], &next),
+        Some(next) => invocation(Target::Helper, &rt, &quote!(#carried), &[], &next),
         None => match check_helper(&carried, std::slice::from_ref(&carried)) {
             Ok(()) => quote!(),
             Err(e) => e.to_syn().to_compile_error(),
@@ -87,7 +115,7 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
             #[allow(unused_macros)]
             macro_rules! #name {
                 (@collect $($state:tt)*) => {
-                    ::stencil_runtime::__private::stencil_collect! { $($state)* { #carried } }
+                    #rt::__private::stencil_collect! { $($state)* { #carried } }
                 };
             }
             #[allow(unused_imports)]
@@ -101,10 +129,17 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream) -> TokenStream {
     }
 }
 
-/// Expands a `#[stencil]` function whose helpers (every one its calls reach) are `helpers`.
-pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<TokenStream, Error> {
+/// Expands a `#[stencil]` function whose helpers (every one its calls reach) are `helpers`;
+/// the generated code names the runtime crate `rt`.
+/// A helper that fails its own check makes the stencil say only that (the helper's expansion
+/// reports the error itself, once).
+pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStream) -> Result<TokenStream, Error> {
+    if let Some(broken) = helpers.iter().find(|h| check_helper(h, helpers).is_err()) {
+        let kind =
+            ErrorKind::BrokenHelper { stencil: func.sig.ident.to_string(), helper: broken.sig.ident.to_string() };
+        return Err(Error::spanned(&func.sig.ident, kind));
+    }
     let ir = lower_with_helpers(func, helpers)?;
-    let rt = quote!(::stencil_runtime);
     let vis = &func.vis;
     let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
@@ -114,7 +149,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
     let exec = quote!(#exec);
     let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
     let analysis = Analysis::of(&ir);
-    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, &rt, &lt, &exec));
+    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, rt, &lt, &exec));
     let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
         ParamKind::Scalar(_) => quote!(#rt::__private::ScalarArg::scalar_arg::<#dim>(#n)),
@@ -134,7 +169,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
         "stencil-macros {VERSION} writes stencil IR format {IR_FORMAT}, which this stencil-runtime does not read: \
          depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
     );
-    let run_host = print_run_host(&ir, &analysis, &rt);
+    let run_host = print_run_host(&ir, &analysis, rt);
     let doc = format!(
         "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",
         ir.functor_name()

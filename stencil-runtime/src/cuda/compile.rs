@@ -102,7 +102,9 @@ impl Gpu {
             e => self.fail("looking up a kernel", e),
         })?;
         let kernel = Kernel::new(function, entry);
-        Ok((kernel, CompileStats { origin, elapsed: start.elapsed(), key, log }))
+        let elapsed = start.elapsed();
+        tracing::debug!(target: "stencil::compile", entry, ?origin, ms = elapsed.as_secs_f64() * 1e3, key = %format_args!("{key:032x}"), "kernel ready");
+        Ok((kernel, CompileStats { origin, elapsed, key, log }))
     }
 
     /// Forgets the modules loaded by this handle (kernels already handed out stay valid), so

@@ -148,6 +148,7 @@ impl Executor for Gpu {
         let max_elem = max_elem_bytes(ir);
         let key = LaunchKey { stencil: S::IR.as_ptr() as usize, strategy, geometry: geometry(&shape, range, max_elem) };
         let prepared = self.prepared::<S, D>(key)?;
+        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
         let len = layout_lengths(&shape, range);
         let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
         args.extend(values.iter().map(|v| match *v {

@@ -144,6 +144,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
     /// Errors when memory for a part cannot be had (`FieldError::OutOfMemory`).
     pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Result<Vec<E::Field<T, D>>, LaunchError> {
         let like = global.shape();
+        let _span = tracing::debug_span!(target: "stencil::io", "scatter", field = like.describe(), subdomains = self.execs.len()).entered();
         self.subdomains()
             .zip(&self.execs)
             .map(|(s, e)| {
@@ -162,6 +163,9 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         fields: &[F],
     ) -> Result<Option<Field<T, D>>, LaunchError> {
         self.check_count(fields.len(), "gather")?;
+        let _span =
+            tracing::debug_span!(target: "stencil::io", "gather", field = like.describe(), rank = self.world.rank())
+                .entered();
         if like.interior() != self.decomposition.global() {
             return Err(LaunchError::Decomposition(format!(
                 "gather: the global shape {} must have the global extent {:?}",
@@ -172,7 +176,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         let fields: Vec<&E::Field<T, D>> = fields.iter().map(Borrow::borrow).collect();
         if let Some(f) = fields.iter().find(|f| f.shape().element_order() != like.element_order()) {
             return Err(LaunchError::Decomposition(format!(
-                "gather: a field of {} has another element order than the global shape {}: gather into a shape of                  the fields' order",
+                "gather: a field of {} has another element order than the global shape {}: gather into a shape of the fields' order",
                 f.shape().describe(),
                 like.describe()
             )));

@@ -134,6 +134,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
     pub fn exchange(&mut self, fields: &mut [Vec<ErasedField<'_, D>>]) -> Result<(), LaunchError> {
         self.check(fields)?;
         self.build()?;
+        let _span = tracing::debug_span!(target: "stencil::exchange", "exchange", fields = self.slots.len(), subdomains = fields.len(), bytes_sent = self.plan.as_ref().map_or(0, |p| p.links.iter().map(|l| l.bytes).sum::<usize>())).entered();
         let plan = self.plan.as_mut().expect("built above");
         let domains = &self.domains;
         for axis in 0..D {

@@ -58,6 +58,7 @@ impl Executor for Host {
         _strategy: Option<Strategy>,
         args: S::Args<'_, Host>,
     ) -> Result<(), LaunchError> {
+        let _span = tracing::trace_span!(target: "stencil::launch", "run", stencil = S::INFO.name, on = "host", points = range.points()).entered();
         S::run_host(range, args)
     }
 

@@ -190,6 +190,9 @@ impl Lowerer {
             syn::Expr::Tuple(t) if !t.elems.is_empty() => {
                 Ok(Value::Tuple(t.elems.iter().map(|x| self.lower_value(x, out)).collect::<Result<_, _>>()?))
             }
+            // Not through `lower_expr`, which sends tuples here (found by the fuzz test: `x + ()`
+            // recursed until the compiler's stack overflowed).
+            syn::Expr::Tuple(t) => Err(unsupported(t, "the unit value `()`")),
             syn::Expr::Call(c) if helper_name(c).is_some() => self.call_helper(c, out),
             syn::Expr::Block(b) => {
                 let (stmts, tail) =

@@ -1,0 +1,56 @@
+//! Writes the random stencils of the differential fuzz test (`tests/tests/fuzz.rs`) into
+//! `$OUT_DIR/fuzz_stencils.rs`: `STENCIL_FUZZ_STENCILS` of them (default 48), each with a
+//! launcher that takes its inputs by kind. The generator is `src/fuzz/gen.rs`, shared with the
+//! test, which rebuilds each stencil from its seed.
+
+#[path = "src/fuzz/gen.rs"]
+mod gen;
+
+use std::fmt::Write;
+
+fn main() {
+    println!("cargo:rerun-if-changed=src/fuzz/gen.rs");
+    println!("cargo:rerun-if-env-changed=STENCIL_FUZZ_STENCILS");
+    let count: u64 = std::env::var("STENCIL_FUZZ_STENCILS").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
+    let mut out = format!(
+        "/// The number of compiled fuzz stencils (seeds `0..STENCILS`).\npub const STENCILS: u64 = {count};\n\n"
+    );
+    for seed in 0..count {
+        let g = gen::Generated::new(seed);
+        let _ = writeln!(out, "#[stencil]\n{}", g.source());
+        let (mut f64s, mut f32s) = (0, 0);
+        let args: Vec<String> = g
+            .params()
+            .iter()
+            .map(|(name, ty)| match (name.as_bytes()[0], ty.contains("f32")) {
+                (b's', _) => format!("scalars[{}]", &name[1..]),
+                (b'a', true) => {
+                    f32s += 1;
+                    format!("&in32[{}]", f32s - 1)
+                }
+                (b'a', false) => {
+                    f64s += 1;
+                    format!("&in64[{}]", f64s - 1)
+                }
+                _ => name.clone(),
+            })
+            .collect();
+        let outs: Vec<String> = (0..g.outputs).map(|o| format!("o{o}")).collect();
+        let _ = writeln!(
+            out,
+            "fn launch_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<(), LaunchError> {{\n    \
+             let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n    range.run({functor}, ({args},))\n}}\n",
+            outs = outs.join(", "),
+            n = g.outputs,
+            functor = g.functor(),
+            args = args.join(", "),
+        );
+    }
+    out += "/// Runs compiled fuzz stencil `seed`.\npub fn launch(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<(), LaunchError> {\n    match seed {\n";
+    for seed in 0..count {
+        let _ = writeln!(out, "        {seed} => launch_{seed}(range, in64, in32, scalars, outs),");
+    }
+    out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
+    let path = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("fuzz_stencils.rs");
+    std::fs::write(path, out).expect("writes the fuzz stencils");
+}

@@ -1,0 +1,331 @@
+//! Random valid stencils for the differential fuzz tests: offsets up to 2 on every axis, several
+//! input fields (`f64`, and `f32` read through `as f64`), scalars, locals, `if`/`else` both as a
+//! statement and as a value, and math calls. Each [`Generated`] stencil prints its Rust source
+//! ([`Generated::source`]) and evaluates itself directly ([`Generated::eval`]), independently of
+//! the macro's lowering, IR and printers.
+//!
+//! The file stands alone (no imports from the crate): the build script of `stencil-tests`
+//! includes it to write the stencils that the fuzz test compiles through `#[stencil]`.
+
+#![allow(dead_code, clippy::large_enum_variant)]
+
+/// SplitMix64, self-contained so that the build script can use it.
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator started from `seed`.
+    pub fn new(seed: u64) -> Self {
+        Rng(seed ^ 0x5851_f42d_4c95_7f2d)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// A number in `lo..=hi`.
+    pub fn between(&mut self, lo: i64, hi: i64) -> i64 {
+        lo + self.below((hi - lo + 1) as usize) as i64
+    }
+}
+
+/// Comparison operators of conditions.
+pub const COMPARISONS: [&str; 4] = ["<", "<=", ">", ">="];
+
+/// Math calls the generator uses, as method names with their arity (the receiver counted).
+pub const CALLS: [(&str, usize); 13] = [
+    ("abs", 1),
+    ("sqrt_abs", 1),
+    ("sin", 1),
+    ("cos", 1),
+    ("tanh", 1),
+    ("floor", 1),
+    ("exp", 1),
+    ("min", 2),
+    ("max", 2),
+    ("hypot", 2),
+    ("atan2", 2),
+    ("powi", 1),
+    ("mul_add", 3),
+];
+
+/// An expression of a generated stencil; every value is `f64`.
+#[derive(Clone, Debug)]
+pub enum GExpr {
+    /// A constant `k / 8`: exact in `f32` and `f64`.
+    Lit(f64),
+    /// Input field `field` at a constant offset.
+    Load { field: usize, offset: [i32; 3] },
+    /// Scalar parameter `s{n}`.
+    Scalar(usize),
+    /// Local `t{n}`.
+    Local(usize),
+    /// `-x`
+    Neg(Box<GExpr>),
+    /// `a op b` for `+ - * /`.
+    Bin(char, Box<GExpr>, Box<GExpr>),
+    /// A math call from [`CALLS`] (`powi` takes a literal exponent, kept in `exponent`).
+    Call { name: &'static str, args: Vec<GExpr>, exponent: i32 },
+    /// `if a cmp b { x } else { y }`.
+    Select { cmp: &'static str, a: Box<GExpr>, b: Box<GExpr>, then: Box<GExpr>, other: Box<GExpr> },
+}
+
+/// A statement of a generated stencil.
+#[derive(Clone, Debug)]
+pub enum GStmt {
+    /// `let t{local} = value;`
+    Let { local: usize, value: GExpr },
+    /// `let mut t{local} = init; if a cmp b { t = then; } else { t = other; }`
+    Branch { local: usize, init: GExpr, cmp: &'static str, a: GExpr, b: GExpr, then: GExpr, other: GExpr },
+    /// `o{out}[idx] = value;`
+    Store { out: usize, value: GExpr },
+}
+
+/// A generated stencil: `fn name(idx: Idx3, s0: f64, .., a0: &Field3<f64 or f32>, .., o0: &mut
+/// Field3<f64>, ..)`.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    /// The function's name (`fuzz_{seed}`).
+    pub name: String,
+    /// Per input field: whether it holds `f32` (read as `a[..] as f64`).
+    pub inputs_f32: Vec<bool>,
+    /// The number of `f64` scalar parameters.
+    pub scalars: usize,
+    /// The number of written `f64` fields.
+    pub outputs: usize,
+    /// The body.
+    pub body: Vec<GStmt>,
+}
+
+struct Builder<'a> {
+    rng: &'a mut Rng,
+    inputs: usize,
+    scalars: usize,
+    locals: usize,
+}
+
+impl Builder<'_> {
+    fn expr(&mut self, depth: u32) -> GExpr {
+        let leaf = depth == 0 || self.rng.below(4) == 0;
+        if leaf {
+            return match self.rng.below(6) {
+                0 => GExpr::Lit(self.rng.between(-24, 24) as f64 / 8.0),
+                1 if self.scalars > 0 => GExpr::Scalar(self.rng.below(self.scalars)),
+                2 if self.locals > 0 => GExpr::Local(self.rng.below(self.locals)),
+                _ => GExpr::Load {
+                    field: self.rng.below(self.inputs),
+                    offset: [0; 3].map(|_| self.rng.between(-2, 2) as i32),
+                },
+            };
+        }
+        let sub = |b: &mut Self| Box::new(b.expr(depth - 1));
+        match self.rng.below(10) {
+            0 => GExpr::Neg(sub(self)),
+            1..=4 => {
+                let op = ['+', '-', '*', '/'][self.rng.below(4)];
+                GExpr::Bin(op, sub(self), sub(self))
+            }
+            5..=7 => {
+                let (name, arity) = CALLS[self.rng.below(CALLS.len())];
+                let args = (0..arity).map(|_| *sub(self)).collect();
+                GExpr::Call { name, args, exponent: self.rng.between(-2, 3) as i32 }
+            }
+            _ => {
+                let cmp = COMPARISONS[self.rng.below(COMPARISONS.len())];
+                GExpr::Select { cmp, a: sub(self), b: sub(self), then: sub(self), other: sub(self) }
+            }
+        }
+    }
+}
+
+impl Generated {
+    /// The stencil of `seed`: the same for every call.
+    pub fn new(seed: u64) -> Self {
+        let mut rng = Rng::new(seed);
+        let inputs_f32: Vec<bool> = (0..1 + rng.below(3)).map(|_| rng.below(3) == 0).collect();
+        let scalars = rng.below(3);
+        let outputs = 1 + rng.below(2);
+        let mut b = Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0 };
+        let mut body = Vec::new();
+        for _ in 0..b.rng.below(4) {
+            let local = b.locals;
+            let stmt = if b.rng.below(3) == 0 {
+                let cmp = COMPARISONS[b.rng.below(COMPARISONS.len())];
+                let (init, a, bb) = (b.expr(2), b.expr(2), b.expr(2));
+                let (then, other) = (b.expr(3), b.expr(3));
+                GStmt::Branch { local, init, cmp, a, b: bb, then, other }
+            } else {
+                GStmt::Let { local, value: b.expr(3) }
+            };
+            body.push(stmt);
+            b.locals += 1;
+        }
+        for out in 0..outputs {
+            body.push(GStmt::Store { out, value: b.expr(4) });
+        }
+        Generated { name: format!("fuzz_{seed}"), inputs_f32, scalars, outputs, body }
+    }
+
+    /// The functor type `#[stencil]` makes of it (`Fuzz17`).
+    pub fn functor(&self) -> String {
+        self.name.replacen("fuzz_", "Fuzz", 1)
+    }
+
+    /// The parameters after the index, in order: `("s0", "f64")`, `("a1", "&Field3<f32>")`, ...
+    pub fn params(&self) -> Vec<(String, String)> {
+        let scalars = (0..self.scalars).map(|s| (format!("s{s}"), "f64".to_string()));
+        let inputs = self
+            .inputs_f32
+            .iter()
+            .enumerate()
+            .map(|(i, &f32)| (format!("a{i}"), format!("&Field3<{}>", if f32 { "f32" } else { "f64" })));
+        let outputs = (0..self.outputs).map(|o| (format!("o{o}"), "&mut Field3<f64>".to_string()));
+        scalars.chain(inputs).chain(outputs).collect()
+    }
+
+    /// The Rust source of the stencil function (without the attribute).
+    pub fn source(&self) -> String {
+        let params: Vec<String> = self.params().iter().map(|(n, t)| format!("{n}: {t}")).collect();
+        let mut s = format!("fn {}(idx: Idx3, {}) {{\n", self.name, params.join(", "));
+        for stmt in &self.body {
+            match stmt {
+                GStmt::Let { local, value } => s += &format!("    let t{local} = {};\n", self.print(value)),
+                GStmt::Branch { local, init, cmp, a, b, then, other } => {
+                    s += &format!("    let mut t{local} = {};\n", self.print(init));
+                    s += &format!(
+                        "    if {} {cmp} {} {{\n        t{local} = {};\n    }} else {{\n        t{local} = {};\n    }}\n",
+                        self.print(a),
+                        self.print(b),
+                        self.print(then),
+                        self.print(other)
+                    );
+                }
+                GStmt::Store { out, value } => s += &format!("    o{out}[idx] = {};\n", self.print(value)),
+            }
+        }
+        s + "}\n"
+    }
+
+    fn print(&self, e: &GExpr) -> String {
+        match e {
+            GExpr::Lit(v) => format!("({v:?})"),
+            GExpr::Load { field, offset: [i, j, k] } => {
+                let at = if [*i, *j, *k] == [0; 3] { "idx".to_string() } else { format!("idx.ix::<{i}, {j}, {k}>()") };
+                if self.inputs_f32[*field] {
+                    format!("(a{field}[{at}] as f64)")
+                } else {
+                    format!("a{field}[{at}]")
+                }
+            }
+            GExpr::Scalar(s) => format!("s{s}"),
+            GExpr::Local(l) => format!("t{l}"),
+            GExpr::Neg(a) => format!("(-{})", self.print(a)),
+            GExpr::Bin(op, a, b) => format!("({} {op} {})", self.print(a), self.print(b)),
+            GExpr::Call { name, args, exponent } => {
+                let recv = self.print(&args[0]);
+                let rest: Vec<String> = args[1..].iter().map(|a| self.print(a)).collect();
+                match *name {
+                    "sqrt_abs" => format!("{recv}.abs().sqrt()"),
+                    "powi" => format!("{recv}.powi({exponent})"),
+                    _ => format!("{recv}.{name}({})", rest.join(", ")),
+                }
+            }
+            GExpr::Select { cmp, a, b, then, other } => format!(
+                "(if {} {cmp} {} {{ {} }} else {{ {} }})",
+                self.print(a),
+                self.print(b),
+                self.print(then),
+                self.print(other)
+            ),
+        }
+    }
+
+    /// The values the stencil stores, per output, at a point whose input `f` at `offset` is
+    /// `load(f, offset)` (an `f32` field's value already widened), with scalars `scalars`:
+    /// plain Rust evaluation of the generated tree.
+    pub fn eval(&self, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64]) -> Vec<f64> {
+        let mut locals = Vec::new();
+        let mut out = vec![f64::NAN; self.outputs];
+        for stmt in &self.body {
+            match stmt {
+                GStmt::Let { value, .. } => {
+                    let v = eval(value, load, scalars, &locals);
+                    locals.push(v);
+                }
+                GStmt::Branch { init, cmp, a, b, then, other, .. } => {
+                    let _ = eval(init, load, scalars, &locals);
+                    let taken = compare(cmp, eval(a, load, scalars, &locals), eval(b, load, scalars, &locals));
+                    let v =
+                        if taken { eval(then, load, scalars, &locals) } else { eval(other, load, scalars, &locals) };
+                    locals.push(v);
+                }
+                GStmt::Store { out: o, value } => out[*o] = eval(value, load, scalars, &locals),
+            }
+        }
+        out
+    }
+}
+
+fn compare(cmp: &str, a: f64, b: f64) -> bool {
+    match cmp {
+        "<" => a < b,
+        "<=" => a <= b,
+        ">" => a > b,
+        _ => a >= b,
+    }
+}
+
+fn eval(e: &GExpr, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64], locals: &[f64]) -> f64 {
+    let ev = |e: &GExpr| eval(e, load, scalars, locals);
+    match e {
+        GExpr::Lit(v) => *v,
+        GExpr::Load { field, offset } => load(*field, *offset),
+        GExpr::Scalar(s) => scalars[*s],
+        GExpr::Local(l) => locals[*l],
+        GExpr::Neg(a) => -ev(a),
+        GExpr::Bin(op, a, b) => {
+            let (a, b) = (ev(a), ev(b));
+            match op {
+                '+' => a + b,
+                '-' => a - b,
+                '*' => a * b,
+                _ => a / b,
+            }
+        }
+        GExpr::Call { name, args, exponent } => {
+            let v: Vec<f64> = args.iter().map(ev).collect();
+            match *name {
+                "abs" => v[0].abs(),
+                "sqrt_abs" => v[0].abs().sqrt(),
+                "sin" => v[0].sin(),
+                "cos" => v[0].cos(),
+                "tanh" => v[0].tanh(),
+                "floor" => v[0].floor(),
+                "exp" => v[0].exp(),
+                "min" => v[0].min(v[1]),
+                "max" => v[0].max(v[1]),
+                "hypot" => v[0].hypot(v[1]),
+                "atan2" => v[0].atan2(v[1]),
+                "powi" => v[0].powi(*exponent),
+                _ => v[0].mul_add(v[1], v[2]),
+            }
+        }
+        GExpr::Select { cmp, a, b, then, other } => {
+            if compare(cmp, ev(a), ev(b)) {
+                ev(then)
+            } else {
+                ev(other)
+            }
+        }
+    }
+}

@@ -1,0 +1,293 @@
+//! Differential fuzzing (see `stencil_tests::fuzz`).
+//!
+//! - `compiled_nests_match_the_ir_interpreter`: the build script's random stencils, compiled by
+//!   `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned); every point
+//!   inside the range equals the IR interpreter bit for bit (NaN as NaN), every point outside
+//!   keeps the poison. Cases: `STENCIL_FUZZ_STENCILS` (build time, default 48) ×
+//!   `STENCIL_FUZZ_RUNS` (default 21).
+//! - `lowering_matches_the_generator`: `STENCIL_FUZZ_CASES` (default 1000) further random
+//!   stencils lowered from text; the IR interpreter equals the generator's own evaluation, the IR
+//!   survives its encoding, and CUDA prints for two strategies.
+//! - `broken_sources_are_errors_not_panics`: `STENCIL_FUZZ_CASES` random mutations of valid
+//!   stencils (tokens deleted, inserted, swapped, offsets made huge or non-literal); lowering gives
+//!   `Ok` or `Err`, never a panic, and whatever lowers also prints.
+//!
+//! A nightly-sized run: `STENCIL_FUZZ_STENCILS=500 STENCIL_FUZZ_RUNS=200 STENCIL_FUZZ_CASES=100000
+//! cargo test --release -p stencil-tests --test fuzz` (`.ci/nightly`).
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use stencil_codegen::ir::{ParamKind, ScalarType};
+use stencil_codegen::printer::cuda::{print_kernel, Geometry, Strategy};
+use stencil_codegen::StencilIr;
+use stencil_runtime::prelude::*;
+use stencil_tests::fuzz::gen::{Generated, Rng};
+use stencil_tests::fuzz::interp::{run_point, Point, Value};
+use stencil_tests::SplitMix64;
+
+mod compiled {
+    #![allow(unused_parens, unused_variables, clippy::all)]
+    use stencil_runtime::prelude::*;
+    include!(concat!(env!("OUT_DIR"), "/fuzz_stencils.rs"));
+}
+
+/// Seeds of the stencils generated at run time only (the build script uses `0..STENCILS`).
+const RUNTIME_SEEDS: u64 = 1 << 32;
+/// What outputs hold before a launch: no stencil computes it by chance.
+const POISON: f64 = -7.25e300;
+
+fn env_count(name: &str, default: u64) -> u64 {
+    std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
+}
+
+/// A random input value: mostly moderate, sometimes zero, negative zero or huge.
+fn value(rng: &mut SplitMix64) -> f64 {
+    match rng.int(0, 19) {
+        0 => 0.0,
+        1 => -0.0,
+        2 => 3.0e200,
+        _ => rng.uniform(-2.0, 2.0),
+    }
+}
+
+fn same(a: f64, b: f64) -> bool {
+    a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
+}
+
+#[test]
+fn compiled_nests_match_the_ir_interpreter() {
+    let runs = env_count("STENCIL_FUZZ_RUNS", 21);
+    let mut cases = 0;
+    for seed in 0..compiled::STENCILS {
+        let g = Generated::new(seed);
+        let ir = StencilIr::from_source(&g.source()).unwrap_or_else(|e| panic!("{}\n{}", g.source(), e.kind));
+        for run in 0..runs {
+            let mut rng = SplitMix64::new(seed * 7919 + run);
+            let n: [usize; 3] = std::array::from_fn(|_| rng.int(1, 11) as usize);
+            let order = if rng.int(0, 1) == 0 { Order::Ijk } else { Order::Kij };
+            let shape = Shape3::new(n).halo(2).order(order);
+            let mut fill = |_: [isize; 3]| value(&mut rng);
+            let (mut in64, mut in32) = (Vec::new(), Vec::new());
+            for &f32 in &g.inputs_f32 {
+                if f32 {
+                    in32.push(Field3::from_fn(shape, |p| fill(p) as f32));
+                } else {
+                    in64.push(Field3::from_fn(shape, &mut fill));
+                }
+            }
+            let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
+            let begin: [usize; 3] = std::array::from_fn(|a| 2 + rng.int(0, n[a] as i64 / 2) as usize);
+            let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
+            let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
+            let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
+            compiled::launch(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
+
+            // The interpreter reads the same fields through their parameter order.
+            let mut by_param: Vec<(bool, usize)> = Vec::new();
+            let (mut i64n, mut i32n) = (0, 0);
+            for p in &ir.params {
+                if let ParamKind::Field(f) = p.kind {
+                    if !f.writable {
+                        by_param.push(match f.elem {
+                            ScalarType::F32 => (true, post_inc(&mut i32n)),
+                            _ => (false, post_inc(&mut i64n)),
+                        });
+                        continue;
+                    }
+                }
+                by_param.push((false, usize::MAX));
+            }
+            let outputs: Vec<usize> = (0..ir.params.len())
+                .filter(|&p| matches!(ir.params[p].kind, ParamKind::Field(f) if f.writable))
+                .collect();
+            for storage in shape.storage_points() {
+                let global = shape.to_global(storage);
+                let inside = (0..3).all(|a| begin[a] <= storage[a] && storage[a] < end[a]);
+                let mut expected = vec![POISON; g.outputs];
+                if inside {
+                    let load = |p: usize, off: [i32; 3]| {
+                        let at = std::array::from_fn(|a| global[a] + off[a] as isize);
+                        match by_param[p] {
+                            (true, i) => Value::F32(in32[i].get(at).expect("inside the halo")),
+                            (false, i) => Value::F64(in64[i].get(at).expect("inside the halo")),
+                        }
+                    };
+                    let scalar = |p: usize| Value::F64(scalars[p]);
+                    for (field, v) in run_point(&ir, &Point { load: &load, scalar: &scalar }) {
+                        let o = outputs.iter().position(|&q| q == field).expect("an output");
+                        expected[o] = v.to_f64();
+                    }
+                }
+                for (o, want) in expected.iter().enumerate() {
+                    let got = outs[o].get(global).expect("a point of the field");
+                    assert!(
+                        same(got, *want),
+                        "stencil {seed}, run {run}: o{o} at {global:?} (inside the range: {inside}) is {got:e}, the \
+                         interpreter says {want:e}; shape {}, range {begin:?}..{end:?}\n{}",
+                        shape.describe(),
+                        g.source()
+                    );
+                }
+            }
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, compiled::STENCILS * runs);
+    eprintln!("{cases} compiled cases ({} stencils × {runs} runs) match the interpreter", compiled::STENCILS);
+}
+
+fn post_inc(n: &mut usize) -> usize {
+    *n += 1;
+    *n - 1
+}
+
+/// A geometry for printing CUDA: a 3D field of 16³ with halo 2, `ijk`.
+fn geometry() -> Geometry {
+    let shape = Shape3::new([16; 3]).halo(2);
+    stencil_runtime::cuda_source::geometry(&shape, &Loop3D::interior(&shape), 8)
+}
+
+#[test]
+fn lowering_matches_the_generator() {
+    let cases = env_count("STENCIL_FUZZ_CASES", 1000);
+    let geometry = geometry();
+    for case in 0..cases {
+        let seed = RUNTIME_SEEDS + case;
+        let g = Generated::new(seed);
+        let source = g.source();
+        let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+        assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
+        for strategy in [Strategy::default_for(&ir), Strategy::PointPerThread { block: [32, 4, 1] }] {
+            print_kernel(&ir, strategy, &geometry).unwrap_or_else(|e| panic!("{source}\n{strategy:?}: {e}"));
+        }
+        // Inputs as a function of field and offset; the parameters are scalars, inputs, outputs.
+        let mut rng = SplitMix64::new(seed);
+        let salt = rng.next_u64();
+        let input = |f: usize, off: [i32; 3]| {
+            let mut r =
+                SplitMix64::new(salt ^ (f as u64) << 40 ^ ((off[0] + 2) * 25 + (off[1] + 2) * 5 + off[2] + 2) as u64);
+            value(&mut r)
+        };
+        let widened = |f: usize, off: [i32; 3]| {
+            let v = input(f, off);
+            if g.inputs_f32[f] {
+                v as f32 as f64
+            } else {
+                v
+            }
+        };
+        let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
+        let want = g.eval(&widened, &scalars);
+        let load = |p: usize, off: [i32; 3]| {
+            let f = p - g.scalars;
+            if g.inputs_f32[f] {
+                Value::F32(input(f, off) as f32)
+            } else {
+                Value::F64(input(f, off))
+            }
+        };
+        let scalar = |p: usize| Value::F64(scalars[p]);
+        let stores = run_point(&ir, &Point { load: &load, scalar: &scalar });
+        let first_output = g.scalars + g.inputs_f32.len();
+        let mut got = vec![f64::NAN; g.outputs];
+        for (field, v) in stores {
+            got[field - first_output] = v.to_f64();
+        }
+        for o in 0..g.outputs {
+            assert!(
+                same(got[o], want[o]),
+                "case {case}: o{o} is {:e} in the IR, {:e} in the source\n{source}",
+                got[o],
+                want[o]
+            );
+        }
+    }
+}
+
+/// Fragments a mutation may insert.
+const INSERTS: [&str; 24] = [
+    ";",
+    "idx",
+    "&mut ",
+    "::<",
+    ">()",
+    "[idx]",
+    "o0[idx] = 1.0;",
+    "let ",
+    "for i in 0..3 {",
+    "}",
+    "{",
+    "1.0",
+    "a0",
+    ".sqrt()",
+    " as i32",
+    "loop {}",
+    "unsafe ",
+    "return ",
+    "2usize",
+    "idx.ix::<99999999999, 0, 0>()",
+    "idx.ix::<n, 0, 0>()",
+    "(",
+    "a0[idx.ix::<3, 0, 0>()]",
+    "o0[idx.ix::<1, 0, 0>()] = 2.0;",
+];
+
+/// `source` with one random change.
+fn mutate(source: &str, rng: &mut Rng) -> String {
+    let chars: Vec<char> = source.chars().collect();
+    let at = rng.below(chars.len());
+    let mut out: Vec<char> = chars.clone();
+    match rng.below(4) {
+        0 => {
+            let len = 1 + rng.below(6);
+            out.drain(at..(at + len).min(chars.len()));
+        }
+        1 => {
+            let fragment = INSERTS[rng.below(INSERTS.len())];
+            out.splice(at..at, fragment.chars());
+        }
+        2 => {
+            let other = rng.below(chars.len());
+            out.swap(at, other);
+        }
+        _ => {
+            // An offset made huge or negative beyond the halo.
+            let text: String = chars.iter().collect();
+            return text.replacen("idx.ix::<", &format!("idx.ix::<{}", ["-", "9", "1000000"][rng.below(3)]), 1);
+        }
+    }
+    out.into_iter().collect()
+}
+
+#[test]
+fn broken_sources_are_errors_not_panics() {
+    let cases = env_count("STENCIL_FUZZ_CASES", 1000);
+    let geometry = geometry();
+    let mut rng = Rng::new(0xf022);
+    let (mut rejected, mut accepted) = (0, 0);
+    for case in 0..cases {
+        let mut source = Generated::new(2 * RUNTIME_SEEDS + case).source();
+        for _ in 0..1 + rng.below(3) {
+            source = mutate(&source, &mut rng);
+        }
+        if std::env::var("FUZZ_DEBUG").is_ok() {
+            eprintln!("case {case}:\n{source}");
+        }
+        let lowered = catch_unwind(AssertUnwindSafe(|| StencilIr::from_source(&source)))
+            .unwrap_or_else(|_| panic!("case {case}: lowering panicked on\n{source}"));
+        match lowered {
+            Err(e) => {
+                assert!(!e.kind.to_string().is_empty(), "case {case}: an empty error for\n{source}");
+                rejected += 1;
+            }
+            Ok(ir) => {
+                let printed =
+                    catch_unwind(AssertUnwindSafe(|| print_kernel(&ir, Strategy::default_for(&ir), &geometry)));
+                assert!(printed.is_ok(), "case {case}: printing CUDA panicked on\n{source}");
+                accepted += 1;
+            }
+        }
+    }
+    // Most mutations break the stencil; some (a swapped space, a doubled `;`) do not.
+    assert!(rejected > cases / 3, "only {rejected} of {cases} mutations were rejected");
+    eprintln!("{cases} mutated stencils: {rejected} rejected with an error, {accepted} still valid");
+}
