@@ -183,6 +183,9 @@ impl<'a> Checkpoint<'a> {
     /// Writes the checkpoint to `path` (under a temporary name, renamed when complete).
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), IoError> {
         let path = path.as_ref();
+        let _span =
+            tracing::debug_span!(target: "stencil::io", "checkpoint_write", path = %path.display(), step = self.step)
+                .entered();
         let header = self.encode_header();
         let mut out = Output::create(path)?;
         out.put(MAGIC)?;
@@ -335,6 +338,8 @@ impl<'a> Checkpoint<'a> {
     }
 
     fn read_impl(path: &Path, with_data: bool) -> Result<Checkpoint<'static>, IoError> {
+        let _span =
+            tracing::debug_span!(target: "stencil::io", "checkpoint_read", path = %path.display(), with_data).entered();
         let mut input = Input::open(path)?;
         let mut start = [0u8; 20];
         input.exact(&mut start, "the file's start").map_err(|e| match e {

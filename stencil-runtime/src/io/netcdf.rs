@@ -319,6 +319,9 @@ impl<'a> Writer<'a> {
     /// Writes the file (under a temporary name, renamed when complete).
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), IoError> {
         let path = path.as_ref();
+        let _span =
+            tracing::debug_span!(target: "stencil::io", "netcdf_write", path = %path.display(), fields = self.fields.len())
+                .entered();
         let unwritable = |what: String| IoError::Unwritable { path: path.to_path_buf(), what };
         // The coordinate variables, then the fields.
         let coordinates: Vec<Description> = self
@@ -694,6 +697,9 @@ impl Dataset {
     /// Reads the variable's values into `field`'s interior (of the right extent).
     fn fill<T: IoElement, const D: usize>(&self, name: &str, field: &mut Field<T, D>) -> Result<(), IoError> {
         let v = self.variable(name)?;
+        let _span =
+            tracing::debug_span!(target: "stencil::io", "netcdf_read", path = %self.path.display(), variable = name)
+                .entered();
         let axes: [usize; D] = std::array::from_fn(|a| a);
         let what = format!("variable `{name}`");
         if self.is_record(v) {

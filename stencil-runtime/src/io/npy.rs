@@ -52,6 +52,8 @@ pub fn header(path: impl AsRef<Path>) -> Result<Header, IoError> {
 /// The file is written under a temporary name and renamed when complete.
 pub fn write<T: IoElement, const D: usize>(path: impl AsRef<Path>, field: &Field<T, D>) -> Result<(), IoError> {
     let path = path.as_ref();
+    let _span = tracing::debug_span!(target: "stencil::io", "npy_write", path = %path.display(), field = field.shape().describe())
+        .entered();
     let axes = field.shape().element_order().axes::<D>();
     let fortran_order = D > 1 && axes == std::array::from_fn(|r| r);
     let header =
@@ -76,6 +78,7 @@ pub fn read<T: IoElement, const D: usize>(path: impl AsRef<Path>, halo: usize) -
 /// the memory for the field cannot be had.
 pub fn read_like<T: IoElement, const D: usize>(path: impl AsRef<Path>, like: Shape<D>) -> Result<Field<T, D>, IoError> {
     let path = path.as_ref();
+    let _span = tracing::debug_span!(target: "stencil::io", "npy_read", path = %path.display()).entered();
     let mut input = Input::open(path)?;
     let header = read_header(&mut input)?;
     check_type::<T>(path, &header)?;
@@ -98,6 +101,7 @@ pub fn read_like<T: IoElement, const D: usize>(path: impl AsRef<Path>, like: Sha
 /// the header fits; a file cut short leaves the interior partly read (and returns the error).
 pub fn read_into<T: IoElement, const D: usize>(path: impl AsRef<Path>, field: &mut Field<T, D>) -> Result<(), IoError> {
     let path = path.as_ref();
+    let _span = tracing::debug_span!(target: "stencil::io", "npy_read", path = %path.display()).entered();
     let mut input = Input::open(path)?;
     let header = read_header(&mut input)?;
     check_type::<T>(path, &header)?;
