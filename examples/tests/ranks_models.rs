@@ -2,8 +2,10 @@
 //! `-n 2` and `-n 4`): diffusion and the 25-point acoustic update with PML (f32, every overlap
 //! mode; for the acoustic model the fields, snapshot and every receiver trace) and Euler (f64,
 //! periodic, reflective and outflow axes), each with one and two subdomains per rank, equal bit
-//! for bit on rank 0 to the single-domain run on the host. A difference panics, which makes
-//! `mpiexec` end every rank with the message.
+//! for bit on rank 0 to the single-domain run on the host; and a decomposed diffusion run that
+//! checkpoints (each rank writing its subdomains' parts) and restarts from the parts, equal to
+//! the single-domain run too. A difference panics, which makes `mpiexec` end every rank with the
+//! message.
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
@@ -41,6 +43,38 @@ fn diffusion<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -
             let what = format!("diffusion over grid {:?}, {mode:?}", d.grid());
             assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "{what}");
         }
+    }
+}
+
+/// Checkpoints over ranks: every rank writes the parts of its subdomains, then every rank
+/// restarts from them (reading its own parts, and the headers of all); both runs end with the
+/// single-domain run's field.
+fn diffusion_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::{self, Plan};
+    let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 8) };
+    let d = setup.decompose(world.size() * per_rank, None).unwrap();
+    let (single, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    let dir = std::env::temp_dir().join(format!("stencil-ranks-checkpoint-{}-{per_rank}", world.size()));
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    world.sum(0.0); // every rank waits for the clean-up
+    let plan = Plan::every("diffusion3d", 3, &dir);
+    let doms = domains(world, d, exec);
+    let (whole, _) = checkpoint::diffusion_decomposed::<E, f64>(&doms, &setup, &plan, |_| {}).unwrap();
+    world.sum(0.0); // every part is written
+    let restart = plan.clone().restart_from(&plan.path(6));
+    let (resumed, start) = checkpoint::diffusion_decomposed::<E, f64>(&doms, &setup, &restart, |_| {}).unwrap();
+    assert_eq!(start, 6);
+    if let (Some(whole), Some(resumed)) = (whole, resumed) {
+        let what = format!("diffusion checkpoints over grid {:?}", d.grid());
+        let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
+        assert_eq!(differing(&interior(&whole), &interior(&single)), 0, "{what}");
+        assert_eq!(differing(&interior(&resumed), &interior(&single)), 0, "{what}: restarted at step 6");
+    }
+    world.sum(0.0);
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }
 
@@ -106,6 +140,7 @@ fn main() {
     world.abort_on_panic();
     for per_rank in [1, 2] {
         diffusion(&world, per_rank, &|_| Host);
+        diffusion_checkpoint(&world, per_rank, &|_| Host);
         acoustic(&world, per_rank, &|_| Host);
         euler(&world, per_rank, &|_| Host);
     }
@@ -125,7 +160,8 @@ fn main() {
     }
     if world.rank() == 0 {
         println!(
-            "ranks_models: {} rank(s), {on}: diffusion, acoustic and euler equal the single domain bit for bit",
+            "ranks_models: {} rank(s), {on}: diffusion (with checkpoints and a restart), acoustic and euler equal \
+             the single domain bit for bit",
             world.size()
         );
     }
