@@ -506,6 +506,8 @@ pub struct Dataset {
     numrecs: usize,
     /// Bytes of one record (every record variable's slab).
     record_size: u64,
+    /// Bytes of the file.
+    file_len: u64,
 }
 
 impl Dataset {
@@ -586,7 +588,17 @@ impl Dataset {
             }
             sizes => sizes.iter().sum(),
         };
-        Ok(Dataset { path: path.to_path_buf(), version, dimensions, attributes, variables, numrecs, record_size })
+        let file_len = std::fs::metadata(path).map_err(|e| IoError::os(path, "read", e))?.len();
+        Ok(Dataset {
+            path: path.to_path_buf(),
+            version,
+            dimensions,
+            attributes,
+            variables,
+            numrecs,
+            record_size,
+            file_len,
+        })
     }
 
     /// A global text attribute's value.
@@ -646,6 +658,7 @@ impl Dataset {
     /// variable's shape, reversed).
     pub fn read_like<T: IoElement, const D: usize>(&self, name: &str, like: Shape<D>) -> Result<Field<T, D>, IoError> {
         let n = self.field_extent::<T, D>(name)?;
+        self.check_extent(self.variable(name)?)?;
         let mut field = Field::try_zeros(like.with_interior(n))?;
         self.fill(name, &mut field)?;
         Ok(field)
@@ -665,7 +678,33 @@ impl Dataset {
                 found: self.shape(name)?,
             });
         }
+        self.check_extent(self.variable(name)?)?;
         self.fill(name, field)
+    }
+
+    /// Refuses a variable whose data would lie (partly) beyond the end of the file.
+    fn check_extent(&self, v: &Variable) -> Result<(), IoError> {
+        let size = type_size(v.nc_type) as u64;
+        let product = |dims: &[usize]| dims.iter().try_fold(size, |n, &d| n.checked_mul(self.dimensions[d].len as u64));
+        let end = if self.is_record(v) {
+            let last = (self.numrecs as u64).checked_sub(1);
+            match last {
+                None => Some(v.begin),
+                Some(last) => last
+                    .checked_mul(self.record_size)
+                    .and_then(|o| o.checked_add(v.begin))
+                    .and_then(|o| Some(o.checked_add(product(&v.dims[1..])?)?)),
+            }
+        } else {
+            product(&v.dims).and_then(|n| n.checked_add(v.begin))
+        };
+        match end {
+            Some(end) if end <= self.file_len => Ok(()),
+            _ => Err(IoError::malformed(
+                &self.path,
+                format!("variable `{}` lies beyond the end of the file ({} bytes)", v.name, self.file_len),
+            )),
+        }
     }
 
     /// The interior a field of variable `name` has, after checking its type and rank.
@@ -724,6 +763,7 @@ impl Dataset {
 
     /// The variable's values as big-endian bytes, records one after the other.
     fn data(&self, v: &Variable) -> Result<Vec<u8>, IoError> {
+        self.check_extent(v)?;
         let what = format!("variable `{}`", v.name);
         let size = type_size(v.nc_type) as u64;
         if !self.is_record(v) {
@@ -925,6 +965,48 @@ mod tests {
         assert!(e.to_string().contains("NetCDF-4") && e.help().contains("nccopy"), "{e}");
         std::fs::write(&path, b"GRIB").unwrap();
         assert_eq!(Dataset::open(&path).unwrap_err().code(), "S0402");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod damaged {
+    use super::*;
+    use crate::io::test_util::{random_field, temp_dir, Rng};
+
+    /// Damaged files (bytes flipped, cut short) give errors, never panics.
+    #[test]
+    fn damaged_files_are_errors_not_panics() {
+        let dir = temp_dir("nc-damaged");
+        let mut rng = Rng(77);
+        let f = random_field(Shape::new([5, 4, 3]), &mut rng, |r| r.f64() as f32);
+        let mut w = Writer::new(
+            ["x", "y", "z"].iter().zip([5, 4, 3]).map(|(a, n)| Axis::regular(a, n, 0.0, 1.0, "m").axis("X")).collect(),
+        );
+        w.attribute("title", "damaged");
+        w.field("f", &f, "1", "f").unwrap();
+        let good_path = dir.join("good.nc");
+        w.write(&good_path).unwrap();
+        let good = std::fs::read(&good_path).unwrap();
+        let path = dir.join("bad.nc");
+        for i in 0..600 {
+            let mut b = good.clone();
+            if i % 3 == 0 {
+                b.truncate(rng.below(good.len()));
+            } else {
+                for _ in 0..1 + rng.below(4) {
+                    let at = rng.below(good.len().min(400));
+                    b[at] = rng.next() as u8;
+                }
+            }
+            std::fs::write(&path, &b).unwrap();
+            if let Ok(ds) = Dataset::open(&path) {
+                for v in ds.variables.clone() {
+                    let _ = ds.read::<f32, 3>(&v.name, 1);
+                    let _ = ds.coordinate(&v.name);
+                }
+            }
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -91,6 +91,7 @@ pub fn read_like<T: IoElement, const D: usize>(path: impl AsRef<Path>, like: Sha
         ),
         help: format!("read it into a field of {} dimensions, or reshape it in numpy", header.shape.len()),
     })?;
+    check_length::<T, _>(&mut input, &header)?;
     let mut field = Field::try_zeros(like.with_interior(n))?;
     read_interior(&mut input, &mut field, header.file_axes::<D>(), false, "the array's data")?;
     Ok(field)
@@ -114,7 +115,28 @@ pub fn read_into<T: IoElement, const D: usize>(path: impl AsRef<Path>, field: &m
             found: header.shape,
         });
     }
+    check_length::<T, _>(&mut input, &header)?;
     read_interior(&mut input, field, header.file_axes::<D>(), false, "the array's data")
+}
+
+/// Refuses a file shorter than its header announces (before a field is allocated for it).
+fn check_length<T: IoElement, R: std::io::Read>(input: &mut Input<R>, header: &Header) -> Result<(), IoError> {
+    let file_len = std::fs::metadata(&input.path).map_err(|e| IoError::os(&input.path, "read", e))?.len();
+    let need = header
+        .shape
+        .iter()
+        .try_fold(std::mem::size_of::<T>() as u64, |n, &d| n.checked_mul(d as u64))
+        .and_then(|n| n.checked_add(input.at));
+    match need {
+        Some(need) if need <= file_len => Ok(()),
+        _ => Err(IoError::malformed(
+            &input.path,
+            format!(
+                "the header announces an array of shape {:?}, more than the file's {file_len} bytes hold",
+                header.shape
+            ),
+        )),
+    }
 }
 
 /// Refuses an element type other than `T`'s, and what this reader does not take.
@@ -474,6 +496,38 @@ mod file_tests {
         let e = read::<f64, 1>(p("missing.npy"), 0).unwrap_err();
         assert_eq!(e.code(), "S0401");
         assert!(e.to_string().contains("missing.npy"), "{e}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[cfg(test)]
+mod damaged {
+    use super::*;
+    use crate::io::test_util::{random_field, temp_dir, Rng};
+
+    /// Damaged files (header bytes changed, cut short) give errors, never panics.
+    #[test]
+    fn damaged_files_are_errors_not_panics() {
+        let dir = temp_dir("npy-damaged");
+        let mut rng = Rng(78);
+        let f = random_field(Shape::new([6, 5, 4]), &mut rng, |r| r.f64());
+        let good_path = dir.join("good.npy");
+        write(&good_path, &f).unwrap();
+        let good = std::fs::read(&good_path).unwrap();
+        let path = dir.join("bad.npy");
+        for i in 0..600 {
+            let mut b = good.clone();
+            if i % 3 == 0 {
+                b.truncate(rng.below(good.len()));
+            } else {
+                for _ in 0..1 + rng.below(3) {
+                    let at = rng.below(128);
+                    b[at] = if rng.below(2) == 0 { rng.next() as u8 } else { b"0123456789(),' FT<>"[rng.below(19)] };
+                }
+            }
+            std::fs::write(&path, &b).unwrap();
+            let _ = read::<f64, 3>(&path, 1);
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
