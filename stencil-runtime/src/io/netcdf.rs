@@ -693,7 +693,7 @@ impl Dataset {
                 Some(last) => last
                     .checked_mul(self.record_size)
                     .and_then(|o| o.checked_add(v.begin))
-                    .and_then(|o| Some(o.checked_add(product(&v.dims[1..])?)?)),
+                    .and_then(|o| o.checked_add(product(&v.dims[1..])?)),
             }
         } else {
             product(&v.dims).and_then(|n| n.checked_add(v.begin))
