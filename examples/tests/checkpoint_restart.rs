@@ -333,3 +333,43 @@ fn acoustic_velocity_from_files_matches_the_layers() {
     assert!(model.check().unwrap_err().to_string().contains("one velocity per point"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// On a GPU (a build with the `cuda` feature and a device): a restart equals the GPU's
+/// uninterrupted run, bit for bit, for diffusion (single domain and two GPU subdomains) and the
+/// acoustic model. Without a device it says so and checks nothing.
+#[cfg(feature = "cuda")]
+#[test]
+fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
+    use stencil_runtime::cuda::Gpu;
+    let Ok(gpu) = Gpu::new(0) else {
+        eprintln!("no GPU: the GPU restart test checks nothing here");
+        return;
+    };
+    let dir = scratch("gpu");
+    let setup = small_setup(10, Order::Kij);
+    let (straight, _) = diffusion::simulate::<Gpu, f32>(&gpu, &setup, |_| {}).unwrap();
+    let plan = Plan::every("diffusion3d", 4, &dir);
+    checkpoint::diffusion::<Gpu, f32>(&gpu, &setup, &plan, |_| {}).unwrap();
+    let (resumed, _) =
+        checkpoint::diffusion::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
+    assert_eq!(bits(&resumed), bits(&straight), "diffusion on a GPU, restarted at step 4");
+
+    let domains = Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
+    let parts = Plan::every("diffusion3d-parts", 4, &dir);
+    checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &parts, |_| {}).unwrap();
+    let restart = parts.clone().restart_from(&parts.path(8));
+    let (resumed, _) = checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &restart, |_| {}).unwrap();
+    assert_eq!(interior_bits(&resumed.unwrap()), interior_bits(&straight), "two GPU subdomains, restarted at step 8");
+
+    let mut model = acoustic::Model::layered(24, 12);
+    model.pml = 5;
+    let strategies = RegionStrategies::default();
+    let straight = acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, |_| {}).unwrap();
+    let plan = Plan::every("acoustic3d", 6, &dir);
+    checkpoint::acoustic::<Gpu, f32>(&gpu, &strategies, &model, None, &plan, |_| {}).unwrap();
+    let restart = plan.clone().restart_from(&plan.path(6));
+    let (resumed, _) = checkpoint::acoustic::<Gpu, f32>(&gpu, &strategies, &model, None, &restart, |_| {}).unwrap();
+    assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "acoustic on a GPU, restarted at step 6");
+    assert_eq!(resumed.traces, straight.traces);
+    std::fs::remove_dir_all(&dir).unwrap();
+}
