@@ -326,9 +326,14 @@ impl IoError {
             IoError::Mismatch { path, what, expected, found } => {
                 format!("{}: the checkpoint's {what} is {found}, but this run's is {expected}", path.display())
             }
+            IoError::Missing { path, name, available } if path.as_os_str().is_empty() => {
+                format!("no variable `{name}`; there are {available:?}")
+            }
             IoError::Missing { path, name, available } => {
                 format!("{}: no variable `{name}`; the file has {available:?}", path.display())
             }
+            // Refused before a file was named (`Writer::field`, `Checkpoint::push`).
+            IoError::Unwritable { path, what } if path.as_os_str().is_empty() => format!("cannot write {what}"),
             IoError::Unwritable { path, what } => format!("{}: cannot write {what}", path.display()),
             IoError::MissingParts { path, count, missing, written_for } => {
                 let first = checkpoint::part_path(path, missing[0], *count);
