@@ -122,6 +122,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<Tok
             let t = format_ident!("{}", f.elem.rust_name());
             quote!(#rt::__private::field_arg::<#t, #dim, _>(&*#n))
         }
+        ParamKind::Reduction(_) => quote!(#rt::__private::reduction_arg::<#dim>(#n)),
     });
     let name = &ir.name;
     let fields = analysis.fields.iter().map(|fa| {
