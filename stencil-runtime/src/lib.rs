@@ -96,7 +96,7 @@ mod stencil;
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 #[cfg(feature = "cuda")]
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
+pub use cuda_source::{cuda_kernel, cuda_reduce_kernel, CudaKernel, ReduceKernel, Strategy};
 pub use device_args::ArgValue;
 pub use domain::{
     CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, Subdomain, World,

@@ -116,6 +116,15 @@ pub enum ErrorKind {
         /// The reduction.
         name: String,
     },
+    /// A value of another type than the reduction's folded into it.
+    FoldType {
+        /// The reduction.
+        name: String,
+        /// Its element type.
+        elem: String,
+        /// The value's type.
+        found: String,
+    },
     /// `fold` with other than one argument.
     FoldArity {
         /// The reduction.
@@ -356,6 +365,7 @@ impl fmt::Display for ErrorKind {
             FoldTarget { name, in_helper: true } => write!(f, "`{name}.fold(..)` inside a #[stencil_fn] helper: helpers compute values and cannot fold; return the value and fold it in the stencil (`m.fold(helper(..));`)"),
             FoldTarget { name, in_helper: false } => write!(f, "`{name}` is not a reduction parameter: `.fold(value)` folds into a parameter declared `{name}: &mut Sum<f64>` (or `Min`, `Max`; `f32` or `f64`)"),
             FoldAsValue { name } => write!(f, "`{name}.fold(..)` is a statement and has no value: write `{name}.fold(x);` on its own"),
+            FoldType { name, elem, found } => write!(f, "reduction `{name}` folds `{elem}` values, this one is `{found}`: convert it, `{name}.fold(x as {elem});`"),
             FoldArity { name, got } => write!(f, "`{name}.fold` takes one value, {got} given: `{name}.fold(x);`"),
             TooManyOutputs { got } => write!(f, "this stencil writes {got} fields; at most {MAX_OUTPUTS} are supported: split it into several stencils"),
             OffsetNotLiteral => write!(f, "stencil offsets must be integer literals known at compile time, e.g. `idx.ix::<1, 0, -1>()`"),

@@ -287,7 +287,12 @@ impl Lowerer {
         let value = self.lower_expr(&m.args[0], out)?;
         let ParamKind::Reduction(r) = self.params[reduction].kind else { unreachable!("reduction_receiver checks") };
         let elem = self.types.known(r.elem);
-        self.types.unify(elem, value.ty, m.args[0].span())?;
+        self.types.unify(elem, value.ty, m.args[0].span()).map_err(|e| match e.kind {
+            ErrorKind::TypeMismatch { found, .. } => {
+                Error::spanned(&m.args[0], ErrorKind::FoldType { name: name.clone(), elem: r.elem.to_string(), found })
+            }
+            _ => e,
+        })?;
         out.push(Stmt::Fold { reduction, value });
         Ok(())
     }

@@ -119,7 +119,7 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
                 .map(String::from),
         )
         .collect();
-    let body = print_body(ir, &Global { ir, geo }, 20);
+    let body = print_body(ir, &Global { ir, geo }, 24);
     let stride = |l: usize| if geo.layout[l] < 3 { geo.strides[geo.layout[l]] } else { 0 };
     let inits: String = reductions
         .iter()
