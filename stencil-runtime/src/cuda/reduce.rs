@@ -6,7 +6,7 @@
 //! no allocation cost per launch after the first, no synchronisation), freed after the read.
 //!
 //! The grid is fixed by the range and the device (`bx`: the smallest power of two from 32 to
-//! 256 covering a row; blocks: chunks of a row along x, row groups along y, at most eight blocks
+//! 256 whose chunk of `bx · unroll` points covers a row; blocks: chunks of a row along x, row groups along y, at most eight blocks
 //! per multiprocessor), so every launch of one range on one device model adds in the same order.
 
 use super::compile::KERNEL_OPTIONS;
@@ -25,15 +25,16 @@ use cudarc::driver::result;
 use cudarc::driver::sys::CUdevice_attribute;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS, REDUCE_UNROLL};
+use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS};
 
 /// Blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200 multiprocessor).
 const BLOCKS_PER_SM: usize = 8;
 
-/// The two loaded kernels of a reducing stencil.
+/// The two loaded kernels of a reducing stencil, and pass 1's points per thread per chunk.
 struct Prepared {
     pass1: Kernel,
     pass2: Kernel,
+    unroll: usize,
 }
 
 /// Per device: the prepared kernels by (stencil, geometry).
@@ -97,8 +98,9 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
     }
     // The grid: bx threads per row, chunks of bx * unroll points, at most 8 blocks per SM.
     let threads = REDUCE_THREADS as usize;
-    let bx = len[0].next_power_of_two().clamp(32, threads);
-    let chunks = len[0].div_ceil(bx * REDUCE_UNROLL as usize);
+    let unroll = prepared.unroll;
+    let bx = len[0].div_ceil(unroll).next_power_of_two().clamp(32, threads);
+    let chunks = len[0].div_ceil(bx * unroll);
     let groups = (len[1] * len[2]).div_ceil(threads / bx);
     let sms = gpu
         .inner
@@ -168,7 +170,7 @@ fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<A
     let printed = print_reduce_kernel(S::ir(), &geo);
     let (pass1, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.kernel.entry, KERNEL_OPTIONS)?;
     let (pass2, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.final_entry, KERNEL_OPTIONS)?;
-    let prepared = Arc::new(Prepared { pass1, pass2 });
+    let prepared = Arc::new(Prepared { pass1, pass2, unroll: printed.unroll as usize });
     table.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
     Ok(prepared)
 }

@@ -5,10 +5,11 @@
 //! Pass 1 (`<name>_reduce`, [`REDUCE_THREADS`] threads): the range's rows (runs along the
 //! contiguous axis) are cut into chunks of `bx · REDUCE_UNROLL` points; a block's threads form
 //! `REDUCE_THREADS / bx` rows of `bx` threads (`bx` a power of two from 32 to the block size, a
-//! launch argument), and the grid strides over row groups (`blockIdx.y`) and chunks
-//! (`blockIdx.x`). A thread folds its points of each chunk (`tx`, `tx + bx`, ...: coalesced, the
-//! unrolled loads in flight together) into a register per reduction; the point update is the
-//! same C every strategy prints, so a stencil may also write fields. Then a shuffle tree per
+//! launch argument: the smallest whose chunk covers a row), and the grid strides over row groups (`blockIdx.y`) and chunks
+//! (`blockIdx.x`). A thread first loads every value its points of the chunk read (`tx`,
+//! `tx + bx`, ...: coalesced) into registers, all loads in flight together, then runs the point
+//! updates on them in order, folding into a register per reduction; the point update is the same
+//! C every strategy prints, so a stencil may also write fields. Then a shuffle tree per
 //! warp, the warps in order through shared memory, and the block's result into
 //! `partials[block]` (a reduction parameter is a pointer to its partials in the kernel).
 //!
@@ -19,14 +20,18 @@
 use super::c_body::{c_type, literal, param_name, print_body, Access};
 use super::kernel::{plus, HELPERS};
 use super::{CudaKernel, Geometry};
+use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{Literal, ParamKind, ReduceOp, ReduceParam, StencilIr};
 use crate::naming;
 use std::fmt::Write;
 
 /// Threads per block of both passes.
 pub const REDUCE_THREADS: u32 = 256;
-/// Points of a row each thread takes per chunk (loads in flight per thread).
-pub const REDUCE_UNROLL: u32 = 4;
+/// The most points of a row each thread takes per chunk; fewer when the stencil reads many
+/// values per point, so the staged loads stay within [`STAGED_VALUES`] registers.
+pub const REDUCE_UNROLL: u32 = 8;
+/// The most values a thread stages per chunk (loads in flight per thread).
+pub const STAGED_VALUES: usize = 64;
 
 /// The two kernels of a reducing stencil, in one source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -38,6 +43,8 @@ pub struct ReduceKernel {
     /// Pass 2's entry: parameters the partials of each reduction, a `double*` of one result per
     /// reduction, and the number of partials; one block of [`REDUCE_THREADS`].
     pub final_entry: String,
+    /// Points of a row each thread takes per chunk (a chunk is `bx · unroll` points).
+    pub unroll: u32,
 }
 
 /// The C accumulator of reduction parameter `p` and the device function that folds into it.
@@ -69,19 +76,26 @@ template <typename T> __device__ __forceinline__ T stencil_min(T a, T b) { retur
 template <typename T> __device__ __forceinline__ T stencil_max(T a, T b) { return (b > a || isnan(b)) ? b : a; }
 "#;
 
-struct Global<'a> {
+/// Reads of read-only fields from the staged registers (`__ld_<field>_<offset index>[__u]`), of
+/// written fields from memory.
+struct Staged<'a> {
     ir: &'a StencilIr,
+    facts: &'a Analysis,
     geo: &'a Geometry,
 }
 
-impl Access for Global<'_> {
+fn staged_name(fa: &FieldAccess, i: usize) -> String {
+    format!("__ld_{}_{i}", fa.name)
+}
+
+impl Access for Staged<'_> {
     fn load(&self, field: usize, offset: [i32; 3]) -> String {
-        let name = param_name(self.ir, field);
-        let at = plus(self.geo.linear(offset));
-        match self.ir.field(field) {
-            Some(f) if f.writable => format!("{name}[idx{at}]"),
-            _ => format!("__ldg(&{name}[idx{at}])"),
+        let fa = self.facts.field(field);
+        if fa.writable {
+            return format!("{}[idx{}]", param_name(self.ir, field), plus(self.geo.linear(offset)));
         }
+        let i = fa.offsets.iter().position(|o| *o == offset).expect("offset analysed");
+        format!("{}[__u]", staged_name(fa, i))
     }
     fn store(&self, field: usize, value: &str) -> String {
         format!("{}[idx] = {value};", param_name(self.ir, field))
@@ -91,7 +105,7 @@ impl Access for Global<'_> {
 /// Prints the two kernels of a stencil with reductions over fields laid out as `geo` says.
 pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
     let reductions: Vec<(usize, ReduceParam)> = ir.reductions().collect();
-    let (t, u) = (REDUCE_THREADS, REDUCE_UNROLL);
+    let t = REDUCE_THREADS;
     let entry = format!("{}_reduce", ir.name);
     let final_entry = format!("{}_reduce_final", ir.name);
     let mut s = format!(
@@ -119,12 +133,32 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
                 .map(String::from),
         )
         .collect();
-    let body = print_body(ir, &Global { ir, geo }, 24);
+    let facts = Analysis::of(ir);
+    let staged: Vec<(&FieldAccess, usize)> =
+        facts.inputs().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (fa, i))).collect();
+    let u = (1..=REDUCE_UNROLL)
+        .rev()
+        .find(|u| u.is_power_of_two() && staged.len() * *u as usize <= STAGED_VALUES)
+        .unwrap_or(1);
+    let body = |pad| print_body(ir, &Staged { ir, facts: &facts, geo }, pad);
+    let loads = |pad: usize| -> String {
+        let pad = " ".repeat(pad);
+        staged
+            .iter()
+            .map(|&(fa, i)| {
+                let at = plus(geo.linear(fa.offsets[i]));
+                format!("{pad}{}[__u] = __ldg(&{}[idx{at}]);\n", staged_name(fa, i), param_name(ir, fa.param))
+            })
+            .collect()
+    };
+    let decls: String =
+        staged.iter().map(|&(fa, i)| format!("    {} {}[{u}];\n", c_type(fa.elem), staged_name(fa, i))).collect();
     let stride = |l: usize| if geo.layout[l] < 3 { geo.strides[geo.layout[l]] } else { 0 };
     let inits: String = reductions
         .iter()
         .map(|&(p, r)| format!("    {} {} = {};\n", c_type(r.elem), naming::acc(&ir.params[p].name), identity(r)))
         .collect();
+    let point = "const long long idx = base + c0 + __u * bx;";
     write!(
         s,
         "
@@ -132,7 +166,7 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
     {params})
 {{
     const long long S_M = {sm}LL, S_O = {so}LL;
-{inits}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {u};
+{inits}{decls}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {u};
     const int chunks = (n_c + span - 1) / span;
     const unsigned int rows = (unsigned int)n_m * (unsigned int)n_o;
     const unsigned int groups = (rows + ry - 1) / ry;
@@ -142,12 +176,29 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
             const long long base = origin + (long long)(row % (unsigned int)n_m) * S_M + (long long)(row / (unsigned int)n_m) * S_O;
             for (int ch = blockIdx.x; ch < chunks; ch += gridDim.x) {{
                 const int c0 = ch * span + tx;
-                const bool full = c0 + {last} * bx < n_c;
+                if (c0 + {last} * bx < n_c) {{
+                    // A whole chunk: every load first, then the points in order.
 #pragma unroll
-                for (int u = 0; u < {u}; ++u) {{
-                    if (full || c0 + u * bx < n_c) {{
-                        const long long idx = base + c0 + u * bx;
-{body}                    }}
+                    for (int __u = 0; __u < {u}; ++__u) {{
+                        {point}
+{loads_full}                    }}
+#pragma unroll
+                    for (int __u = 0; __u < {u}; ++__u) {{
+                        {point}
+{body_full}                    }}
+                }} else {{
+#pragma unroll
+                    for (int __u = 0; __u < {u}; ++__u) {{
+                        if (c0 + __u * bx < n_c) {{
+                            {point}
+{loads_part}                        }}
+                    }}
+#pragma unroll
+                    for (int __u = 0; __u < {u}; ++__u) {{
+                        if (c0 + __u * bx < n_c) {{
+                            {point}
+{body_part}                        }}
+                    }}
                 }}
             }}
         }}
@@ -158,6 +209,10 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
         sm = stride(1),
         so = stride(2),
         last = u - 1,
+        loads_full = loads(24),
+        body_full = body(24),
+        loads_part = loads(28),
+        body_part = body(28),
         combine = block_combine(ir, &reductions, |p, r| format!("{}[blockIdx.x + blockIdx.y * gridDim.x] = {r};", param_name(ir, p))),
     )
     .expect("write");
@@ -191,7 +246,7 @@ extern \"C\" __global__ void __launch_bounds__({t}) {final_entry}(
     )
     .expect("write");
     let kernel = CudaKernel { source: s, entry, block: [t, 1, 1], points_per_block: [t * u, 1, 1], shared_bytes: 0 };
-    ReduceKernel { kernel, final_entry }
+    ReduceKernel { kernel, final_entry, unroll: u }
 }
 
 /// Every thread's accumulators combined: a shuffle tree per warp, then thread 0 folds the warps
