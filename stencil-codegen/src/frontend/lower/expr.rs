@@ -85,6 +85,19 @@ impl Lowerer {
                 if self.is_index_expr(&m.receiver) {
                     return Err(Error::spanned(&m, ErrorKind::IndexAsValue { index: self.index_name.clone() }));
                 }
+                if let Some(r) = self.reduction_receiver(&m.receiver) {
+                    let name = self.params[r].name.clone();
+                    let kind = if m.method == "fold" {
+                        ErrorKind::FoldAsValue { name }
+                    } else {
+                        ErrorKind::ReductionAsValue { name }
+                    };
+                    return Err(Error::spanned(&m, kind));
+                }
+                if m.method == "fold" {
+                    let (name, in_helper) = (tokens(&m.receiver), !self.call_stack.is_empty());
+                    return Err(Error::spanned(&m.receiver, ErrorKind::FoldTarget { name, in_helper }));
+                }
                 let func = MathFn::from_rust_name(&m.method.to_string()).ok_or_else(|| {
                     Error::spanned(&m.method, ErrorKind::UnsupportedCall { name: m.method.to_string() })
                 })?;
@@ -189,6 +202,7 @@ impl Lowerer {
                     ParamKind::Field(_) => {
                         Err(Error::spanned(&p, ErrorKind::FieldAsValue { name, index: self.index_name.clone() }))
                     }
+                    ParamKind::Reduction(_) => Err(Error::spanned(&p, ErrorKind::ReductionAsValue { name })),
                 };
             }
             if self.call_stack.is_empty() && name == self.index_name {

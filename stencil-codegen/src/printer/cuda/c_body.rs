@@ -62,6 +62,10 @@ impl CPrinter<'_> {
                 Stmt::Store { field, value } => {
                     writeln!(out, "{pad}{}", self.access.store(*field, &self.expr(value))).expect("write");
                 }
+                Stmt::Fold { reduction, value } => {
+                    let (acc, op) = super::reduce::accumulator(self.ir, *reduction);
+                    writeln!(out, "{pad}{acc} = {op}({acc}, {});", self.expr(value)).expect("write");
+                }
                 Stmt::If { cond, then_body, else_body } => {
                     writeln!(out, "{pad}if ({}) {{", self.expr(cond)).expect("write");
                     self.stmts(then_body, indent + 4, out);

@@ -8,7 +8,7 @@ use crate::ir::{ParamKind, ScalarType, StencilIr};
 use std::fmt::Write;
 
 /// Device helpers some bodies call (`powi` with Rust's repeated-squaring semantics).
-const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T stencil_powi(T x, int n) {
+pub(super) const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T stencil_powi(T x, int n) {
     // Repeated squaring, as Rust's `powi`.
     bool inv = n < 0;
     unsigned int e = inv ? -(unsigned int)n : (unsigned int)n;
@@ -79,6 +79,7 @@ impl<'a> KernelParts<'a> {
                 ParamKind::Scalar(t) => format!("const {} {name}", c_type(t)),
                 ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
+                ParamKind::Reduction(_) => unreachable!("a reducing stencil runs the reduction kernel (reduce.rs)"),
             });
         }
         params.extend(["const long long origin", "const int n_c", "const int n_m", "const int n_o"].map(String::from));

@@ -12,12 +12,14 @@ mod c_body;
 mod kernel;
 mod point_per_thread;
 mod queue;
+mod reduce;
 mod shared_tile3d;
 mod staging;
 mod stream25d;
 mod zmarch;
 
 pub use c_body::{c_type, Access};
+pub use reduce::{print_reduce_kernel, ReduceKernel, REDUCE_THREADS, REDUCE_UNROLL};
 
 use crate::analysis::Analysis;
 use crate::ir::StencilIr;
@@ -156,12 +158,23 @@ pub enum StrategyError {
         /// What is wrong and what to use.
         reason: String,
     },
+    /// The stencil reduces: it runs as its reduction kernel ([`print_reduce_kernel`]), whatever
+    /// the strategy.
+    Reduces {
+        /// The stencil.
+        stencil: String,
+    },
 }
 
 impl fmt::Display for StrategyError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             StrategyError::BadBlock { strategy, reason } => write!(f, "strategy {strategy}: {reason}"),
+            StrategyError::Reduces { stencil } => write!(
+                f,
+                "stencil `{stencil}` folds into a reduction, so it runs as its one-pass reduction kernel \
+                 (print_reduce_kernel), not under a blocking strategy"
+            ),
         }
     }
 }
@@ -182,6 +195,9 @@ pub fn print_kernel_with(
     strategy: Strategy,
     geometry: &Geometry,
 ) -> Result<CudaKernel, StrategyError> {
+    if ir.reduces() {
+        return Err(StrategyError::Reduces { stencil: ir.name.clone() });
+    }
     let threads: u32 = match strategy {
         Strategy::PointPerThread { block } => block.iter().product(),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
