@@ -140,7 +140,9 @@ fn ir_and_expansion_of_a_reduction() {
     assert_eq!(StencilIr::decode(&ir.encode()), Ok(ir.clone()), "the encoded form reads back");
     insta::assert_snapshot!("ir_reduce", ir.encode());
     let item: proc_macro2::TokenStream = REDUCE.parse().expect("tokens");
-    let tokens = stencil_codegen::expand(proc_macro2::TokenStream::new(), item).expect("expands");
+    let tokens =
+        stencil_codegen::expand(proc_macro2::TokenStream::new(), item, "::stencil_runtime".parse().expect("a path"))
+            .expect("expands");
     let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
     insta::assert_snapshot!("expansion_reduce", prettyplease::unparse(&file));
 }
