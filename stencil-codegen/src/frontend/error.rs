@@ -380,7 +380,7 @@ impl fmt::Display for ErrorKind {
             FoldType { name, elem, found } => write!(f, "reduction `{name}` folds `{elem}` values, this one is `{found}`: convert it, `{name}.fold(x as {elem});`"),
             FoldArity { name, got } => write!(f, "`{name}.fold` takes one value, {got} given: `{name}.fold(x);`"),
             TooManyOutputs { got } => write!(f, "this stencil writes {got} fields; at most {MAX_OUTPUTS} are supported: split it into several stencils"),
-            OffsetNotLiteral => write!(f, "stencil offsets must be integer literals known at compile time, e.g. `idx.ix::<1, 0, -1>()`"),
+            OffsetNotLiteral => write!(f, "stencil offsets must be integers known at compile time: literals (`idx.ix::<1, 0, -1>()`), a `const`, or the variable of a constant `for` loop (`for r in 1..=4 {{ u[idx.ix(r, 0, 0)] }}`), with `+ - *`"),
             OffsetCount { got, dim } => write!(f, "`ix` in a {dim}D stencil takes {dim} offsets, not {got}: e.g. `idx.ix::<{}>()`", vec!["0"; *dim].join(", ")),
             BadIndex { field, index } => write!(f, "index field `{field}` with the point index: `{field}[{index}]` for the centre or `{field}[{index}.ix::<..>()]` for a neighbour"),
             RacyRead { field, offset } => write!(f, "field `{field}` is written by this stencil, so it may be read only at its own point (offset 0), not at {offset:?}: points update in any order, so a neighbour may already hold its new value. Read the neighbour from a separate input field (double-buffer: `{field}_old` as `&Field`, `{field}` as `&mut Field`)"),
