@@ -11,7 +11,9 @@
 //! and both in one pass, each launch timed whole (both passes and the read of the result), as %
 //! of the copy bandwidth measured in the same process.
 //!
-//! `gpu_bench [n] [--launch-only | --reduce]` (default 512).
+//! `gpu_bench [n] [--launch-only | --reduce] [--only LABEL]` (default 512; `--only` keeps the
+//! strategies whose label contains LABEL and skips the compile and launch-path parts: one kernel
+//! to profile).
 
 use std::time::Instant;
 use stencil_bench::{median, Acoustic25, Diffusion7};
@@ -54,6 +56,9 @@ fn strategies() -> Vec<Strategy> {
         Strategy::ZMarch { block_x: 32, block_y: 16, points_per_thread: 16 },
         Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 },
         Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 64 },
+        Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 32 },
+        Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 32 },
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
         Strategy::Stream25D { tile_x: 32, tile_y: 8 },
         Strategy::Stream25D { tile_x: 64, tile_y: 4 },
         Strategy::SharedTile3D { tile: [32, 4, 4] },
@@ -374,6 +379,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let points = (n * n * n) as f64;
     let mut rows = Vec::new();
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let strategies =
+        || strategies().into_iter().filter(|s| only.as_ref().is_none_or(|o| s.label().contains(o.as_str())));
 
     let s1 = Shape3::new([n, n, n]).halo(1);
     let r1 = Loop3D::interior(&s1);
@@ -410,6 +418,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let best = rows.iter().filter(|r| r.0 == name).min_by(|a, b| a.2.total_cmp(&b.2)).expect("rows");
         let gbs = points / (best.2 * 1e-3) / 1e9 * best.3;
         println!("best {name}: {} at {:.1}% of copy bandwidth", best.1, 100.0 * gbs / copy);
+    }
+    if only.is_some() {
+        return Ok(());
     }
 
     // Compile costs: a cold NVRTC compile, a load from the disk cache, a memory-cache hit.

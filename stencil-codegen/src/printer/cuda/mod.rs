@@ -36,6 +36,7 @@ pub enum Strategy {
     /// A 2D block over (c, m); each thread walks `points_per_thread` points along `o`, keeping the
     /// `o`-neighbours of every field in a register queue, and (where the range is aligned) handles
     /// 16 bytes of consecutive points with vector loads and stores (ASUCA's (64, 2, n/16) launch).
+    /// Blocks of 256 threads or more load one plane ahead where the queues fit the registers.
     ZMarch {
         /// Threads along c (each handles 16 bytes of points when vectorised).
         block_x: u32,
