@@ -52,11 +52,6 @@ impl<'a> KernelParts<'a> {
         param_name(self.ir, p)
     }
 
-    /// C element type of field `param`.
-    pub fn elem(&self, param: usize) -> &'static str {
-        c_type(self.field(param).elem)
-    }
-
     /// Read-only fields that some statement reads.
     pub fn inputs(&self) -> impl Iterator<Item = &'a FieldAccess> {
         self.facts.inputs()
@@ -127,4 +122,13 @@ pub(super) fn plus(v: i64) -> String {
         std::cmp::Ordering::Greater => format!(" + {v}LL"),
         std::cmp::Ordering::Less => format!(" - {}LL", -v),
     }
+}
+
+/// The stencil offset (i, j, k) that is `d` along the layout's o axis.
+pub(super) fn layout_offset(k: &KernelParts, d: i32) -> [i32; 3] {
+    let mut off = [0; 3];
+    if k.geo.layout[2] < 3 {
+        off[k.geo.layout[2]] = d;
+    }
+    off
 }

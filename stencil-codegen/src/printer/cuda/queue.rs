@@ -22,6 +22,9 @@ pub(super) struct Queue {
     pub max: i32,
     /// Extra slots above `max` (0 or 1): planes loaded this many steps before they are read.
     pub ahead: i32,
+    /// Served from the block's shared plane tile instead of global memory (an in-plane value read
+    /// at o offset 0 only; see `plane_tile`).
+    pub tiled: bool,
 }
 
 impl Queue {
@@ -74,7 +77,7 @@ pub(super) fn queues(
         }
         for ((group, dm), (min, max)) in ranges {
             let var = format!("q_{}_{}_{}", fa.name, signed_name(group), signed_name(dm));
-            out.push(Queue { field: fa.param, var, group, dm, min, max, ahead: 0 });
+            out.push(Queue { field: fa.param, var, group, dm, min, max, ahead: 0, tiled: false });
         }
     }
     out
