@@ -32,21 +32,30 @@ fn main() {
                     f64s += 1;
                     format!("&in64[{}]", f64s - 1)
                 }
+                (b'r', _) => format!("&mut {name}"),
                 _ => name.clone(),
             })
             .collect();
         let outs: Vec<String> = (0..g.outputs).map(|o| format!("o{o}")).collect();
+        let reds: String = g
+            .reductions
+            .iter()
+            .enumerate()
+            .map(|(r, ty)| format!("    let mut r{r} = {ty}::<f64>::new();\n"))
+            .collect();
+        let got: Vec<String> = (0..g.reductions.len()).map(|r| format!("r{r}.get()")).collect();
         let _ = writeln!(
             out,
-            "fn launch_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<(), LaunchError> {{\n    \
-             let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n    range.run({functor}, ({args},))\n}}\n",
+            "fn launch_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    \
+             let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n{reds}    range.run({functor}, ({args},))?;\n    Ok(vec![{got}])\n}}\n",
             outs = outs.join(", "),
+            got = got.join(", "),
             n = g.outputs,
             functor = g.functor(),
             args = args.join(", "),
         );
     }
-    out += "/// Runs compiled fuzz stencil `seed`.\npub fn launch(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<(), LaunchError> {\n    match seed {\n";
+    out += "/// Runs compiled fuzz stencil `seed`.\npub fn launch(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {\n    match seed {\n";
     for seed in 0..count {
         let _ = writeln!(out, "        {seed} => launch_{seed}(range, in64, in32, scalars, outs),");
     }

@@ -797,7 +797,7 @@ pub struct Outcome<T: Element> {
     pub snapshot: Option<Wavefields<T>>,
     /// The receiver traces: `traces[s][r]` is receiver `r` after step `s + 1`.
     pub traces: Vec<Vec<T>>,
-    /// Seconds spent in the time loop (set-up and the final download excluded).
+    /// Seconds spent in the time loop (set-up, the snapshot and the final download excluded).
     pub seconds: f64,
     /// Steps [`Outcome::seconds`] covers: all but the first (which prepares the kernels), or the
     /// one step of a one-step run.
@@ -815,8 +815,9 @@ impl<T: Element> Outcome<T> {
 /// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
 /// them), recording the receivers after every step (one small read each) and the wavefields
 /// after step `snapshot` (1-based, if given); `after_step(s)` is called after step `s`, e.g. for
-/// a progress bar. The time covers the steps, the receiver reads and the snapshot, not the
-/// set-up or the final download.
+/// a progress bar. The time covers the steps and the receiver reads; not the snapshot (the
+/// steps before it are finished first, then its download is left out of the time), the set-up
+/// or the final download.
 pub fn run<E: Executor, T: Wave>(
     exec: &E,
     strategies: &RegionStrategies,
@@ -835,7 +836,10 @@ pub fn run<E: Executor, T: Wave>(
         T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s)?)?;
         traces.push(exec.read_range(&state.u, &receivers)?);
         if snapshot == Some(s + 1) {
+            exec.synchronize()?;
+            let pause = std::time::Instant::now();
             snap = Some(state.wavefields(exec)?);
+            start += pause.elapsed();
         }
         after_step(s + 1);
         if s == 0 && model.steps > 1 {
@@ -1117,7 +1121,11 @@ pub fn run_decomposed<E: Executor, T: Wave>(
             }
         }
         if snapshot == Some(s + 1) {
+            // Left out of the time, as in the one-domain run.
+            domains.synchronize()?;
+            let pause = std::time::Instant::now();
             snap = gather_wavefields(domains, &like, &mut parts)?;
+            start += pause.elapsed();
         }
         after_step(s + 1);
         if s == 0 && model.steps > 1 {

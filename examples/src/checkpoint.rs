@@ -443,7 +443,7 @@ pub fn euler<E: Executor>(
     let mut steps = start;
     while t < t_end {
         if steps % dt_every.max(1) == 0 {
-            dt_cfl = e.dt(exec, &mut s)?;
+            dt_cfl = e.dt(exec, &s)?;
         }
         let dt = dt_cfl.min(t_end - t);
         if !(dt.is_finite() && dt > 0.0) {

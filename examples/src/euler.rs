@@ -33,9 +33,9 @@
 //!
 //! **Time.** SSP-RK3 (Shu-Osher) as three stages of one form,
 //! `q_out = a q_n + b (q + Δt L(q))` with `(a, b) = (0, 1), (3/4, 1/4), (1/3, 2/3)`; `Δt` from the
-//! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`: the rate of every cell by
-//! the stencil [`EulerRate`] where the state lives, its maximum on the host (one field copied
-//! back from a GPU).
+//! CFL condition `Δt = C / max_cells Σ_axes (|u_axis| + c) / h_axis`: the rate of every cell
+//! folded into a maximum by the reducing stencil [`EulerRate`] where the state lives (on a GPU
+//! one pass over the state and one number read back; nothing else leaves the device).
 //!
 //! **Where it runs.** Everything below [`Euler::run`] is written once against
 //! [`stencil_runtime::Executor`]: the fields of a [`State`] are the executor's, and the same
@@ -436,8 +436,8 @@ pub fn euler_update(
     e_out[idx] = a * e_n[idx] + b * r[4];
 }
 
-/// The CFL rate of a cell, `Σ_axes (|u_axis| + c) / h_axis` (the time step is the Courant
-/// number over its largest value, taken on the host).
+/// The largest CFL rate of the cells, `max Σ_axes (|u_axis| + c) / h_axis` (NaN once a rate is
+/// NaN): the time step is the Courant number over it.
 #[stencil]
 pub fn euler_rate(
     idx: Idx3,
@@ -450,11 +450,11 @@ pub fn euler_rate(
     my: &Field3<f64>,
     mz: &Field3<f64>,
     e: &Field3<f64>,
-    rate: &mut Field3<f64>,
+    rate: &mut Max<f64>,
 ) {
     let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
     let c = (gamma * w[4] / w[0]).sqrt();
-    rate[idx] = (w[1].abs() + c) / hx + (w[2].abs() + c) / hy + (w[3].abs() + c) / hz;
+    rate.fold((w[1].abs() + c) / hx + (w[2].abs() + c) / hy + (w[3].abs() + c) / hz);
 }
 
 /// The approximate Riemann solver of the face fluxes.
@@ -554,8 +554,8 @@ pub struct Euler {
     pub strategy: Option<Strategy>,
 }
 
-/// The fields a time step works on, on executor `E`: the state, two stage buffers, (split
-/// variant) the face fluxes per axis and the CFL rate per cell.
+/// The fields a time step works on, on executor `E`: the state, two stage buffers and (split
+/// variant) the face fluxes per axis.
 pub struct State<E: Executor> {
     /// The conserved state at the current time.
     pub q: Conserved<E::Field<f64, 3>>,
@@ -565,8 +565,6 @@ pub struct State<E: Executor> {
     pub q2: Conserved<E::Field<f64, 3>>,
     /// Face fluxes per axis (split variant; the face `i+1/2` at cell `i`).
     pub flux: [Conserved<E::Field<f64, 3>>; 3],
-    /// [`EulerRate`] of `q` at the cells (halo and padding stay zero).
-    pub rate: E::Field<f64, 3>,
 }
 
 /// Five results as one: the first error, or the five values.
@@ -584,7 +582,6 @@ impl<E: Executor> State<E> {
             q1: zeros()?,
             q2: zeros()?,
             flux: [zeros()?, zeros()?, zeros()?],
-            rate: exec.alloc(shape)?,
         })
     }
 
@@ -663,21 +660,21 @@ impl Euler {
         sum.map(|s| s * volume)
     }
 
-    /// The CFL time step of `s.q`: [`EulerRate`] on the executor into `s.rate`, then the
-    /// Courant number over its largest value, taken on the host (one field downloaded; NaN
-    /// if a rate is NaN).
-    pub fn dt<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<f64, Error> {
-        self.rate(exec, s)?;
-        Ok(self.cfl / max_rate(0.0, &exec.download(&s.rate)?))
+    /// The CFL time step of `s.q`: the Courant number over the largest rate of its cells, by
+    /// [`EulerRate`] on the executor (NaN if a rate is NaN).
+    pub fn dt<E: Executor>(&self, exec: &E, s: &State<E>) -> Result<f64, Error> {
+        Ok(self.cfl / self.max_rate(exec, s)?)
     }
 
-    /// [`EulerRate`] of `s.q` into `s.rate` over the cells of `s` (issued, not waited for).
-    fn rate<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<(), Error> {
-        let State { q: [r, mx, my, mz, e], rate, .. } = s;
+    /// The largest rate of the cells of `s.q`: [`EulerRate`] folded on the executor (on a GPU
+    /// the launch returns once the number is on the host).
+    fn max_rate<E: Executor>(&self, exec: &E, s: &State<E>) -> Result<f64, Error> {
+        let [r, mx, my, mz, e] = &s.q;
         let cells = Loop3D::interior(exec.shape_of(r));
         let [hx, hy, hz] = self.h;
-        exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, &*r, &*mx, &*my, &*mz, &*e, rate))?;
-        Ok(())
+        let mut rate = Max::new();
+        exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, r, mx, my, mz, e, &mut rate))?;
+        Ok(rate.get())
     }
 
     /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
@@ -771,7 +768,7 @@ impl Euler {
         let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
             if steps % dt_every.max(1) == 0 {
-                dt_cfl = self.dt(exec, &mut s)?;
+                dt_cfl = self.dt(exec, &s)?;
             }
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
@@ -839,8 +836,8 @@ impl Euler {
     /// and outflow axes ([`Domains::fill_boundary`], all five fields of a subdomain in one
     /// call): together what [`Euler::fill_halos`] gives the whole grid. Then every subdomain
     /// runs the stage over its cells ([`Euler::stage`]; the split scheme's face ranges are the
-    /// subdomain's). The CFL step is a global reduction: [`EulerRate`] on every subdomain, each
-    /// rate field downloaded, the largest over all (NaN once one is NaN), as in [`Euler::dt`].
+    /// subdomain's). The CFL step is a global reduction: the largest rate of every subdomain
+    /// ([`EulerRate`]), then the largest over all (NaN once one is NaN), as in [`Euler::dt`].
     /// At the end the subdomains' states are downloaded and gathered.
     ///
     /// Errors: a decomposition of another grid than `self.n`, or whose periodic axes are not
@@ -896,7 +893,7 @@ impl Euler {
         let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
             if steps % dt_every.max(1) == 0 {
-                dt_cfl = self.dt_decomposed(domains, &mut states)?;
+                dt_cfl = self.dt_decomposed(domains, &states)?;
             }
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
@@ -925,17 +922,11 @@ impl Euler {
         ))
     }
 
-    /// The CFL time step of the subdomain states: [`EulerRate`] issued on every subdomain, then
-    /// each rate field downloaded and the largest rate over all of them taken.
-    fn dt_decomposed<E: Executor>(&self, domains: &Domains<E, 3>, states: &mut [State<E>]) -> Result<f64, Error> {
-        for (i, s) in states.iter_mut().enumerate() {
-            self.rate(domains.exec(i), s)?;
-        }
-        let mut local = Vec::with_capacity(states.len());
-        for (i, s) in states.iter().enumerate() {
-            local.push(max_rate(0.0, &domains.exec(i).download(&s.rate)?));
-        }
-        Ok(self.cfl / domains.max(local))
+    /// The CFL time step of the subdomain states: the largest rate of each subdomain
+    /// ([`EulerRate`] on its executor), then the largest over all subdomains of all ranks.
+    fn dt_decomposed<E: Executor>(&self, domains: &Domains<E, 3>, states: &[State<E>]) -> Result<f64, Error> {
+        let local = states.iter().enumerate().map(|(i, s)| self.max_rate(domains.exec(i), s));
+        Ok(self.cfl / domains.max(local.collect::<Result<Vec<_>, _>>()?))
     }
 
     /// Fills the halos of stage `k`'s input (`q`, `q1`, `q2` for `k` = 0, 1, 2) of every
@@ -959,17 +950,17 @@ impl Euler {
         let mut rest = Vec::with_capacity(states.len());
         for mut s in states.drain(..) {
             front(&mut s);
-            let State { q, q1, q2, flux, rate } = s;
+            let State { q, q1, q2, flux } = s;
             for (column, field) in columns.iter_mut().zip(q) {
                 column.push(field);
             }
-            rest.push((q1, q2, flux, rate));
+            rest.push((q1, q2, flux));
         }
         let filled = self.fill_columns(domains, exchange, &mut columns);
         let mut columns = columns.map(|c| c.into_iter());
-        for (q1, q2, flux, rate) in rest {
+        for (q1, q2, flux) in rest {
             let q = columns.each_mut().map(|c| c.next().expect("one field per subdomain"));
-            let mut s = State { q, q1, q2, flux, rate };
+            let mut s = State { q, q1, q2, flux };
             front(&mut s);
             states.push(s);
         }
@@ -1053,12 +1044,6 @@ fn face_range_of(shape: &Shape3, axis: usize) -> Loop3D {
     begin[axis] -= 1;
     // Up to the interior's high end: `halo` points above it.
     Loop::from_parts(shape.extent(), begin, halo)
-}
-
-/// The largest of `max` and the rates of a host rate field (NaN once one is NaN): the fold of
-/// the CFL step, over one field or, continued, over the fields of all subdomains.
-fn max_rate(max: f64, rates: &Field3<f64>) -> f64 {
-    rates.as_slice().iter().fold(max, |m, &r| if r > m || r.is_nan() { r } else { m })
 }
 
 /// Refuses a time step that is not a positive number (a state that lost positivity).

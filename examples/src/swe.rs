@@ -21,8 +21,8 @@
 //! **Time.** Third-order SSP Runge-Kutta (Shu-Osher), each stage one launch of the fused
 //! stencil [`SweStage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
 //! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the speed
-//! of every cell at the start of the step computed by the stencil [`SweSpeed`] where the state
-//! lives (one field copied back from a GPU) and its maximum taken on the host.
+//! of every cell at the start of the step folded into a maximum by the reducing stencil
+//! [`SweSpeed`] where the state lives (on a GPU one number comes back, not the state).
 //!
 //! **Boundaries** ([`Edge`], per axis): a reflective wall mirrors the state into the halo and
 //! negates the momentum normal to it (`HaloFill::MirrorNegated` for `hu` on x, `hv` on y,
@@ -155,13 +155,13 @@ pub fn swe_stage(
     hv_out[idx] = a * hv_n[idx] + b * hv_new;
 }
 
-/// The fastest signal speed at a cell, `max(|u|, |v|) + √(g h)`: the time step's input (the
-/// maximum over the cells is taken on the host).
+/// The fastest signal speed of the cells, `max(max(|u|, |v|) + √(g h))` (NaN once a speed is
+/// NaN): the time step's input.
 #[stencil]
-pub fn swe_speed(idx: Idx2, g: f64, h: &Field2<f64>, hu: &Field2<f64>, hv: &Field2<f64>, speed: &mut Field2<f64>) {
+pub fn swe_speed(idx: Idx2, g: f64, h: &Field2<f64>, hu: &Field2<f64>, hv: &Field2<f64>, fastest: &mut Max<f64>) {
     let u = hu[idx] / h[idx];
     let v = hv[idx] / h[idx];
-    speed[idx] = u.abs().max(v.abs()) + (g * h[idx]).sqrt();
+    fastest.fold(u.abs().max(v.abs()) + (g * h[idx]).sqrt());
 }
 
 /// What lies beyond the two ends of an axis.
@@ -258,11 +258,6 @@ pub fn interior_sum(f: &Field2<f64>) -> f64 {
     (0..ny as isize).flat_map(|j| (0..nx as isize).map(move |i| [i, j])).map(|p| f.get(p).expect("interior")).sum()
 }
 
-/// The largest of `values`, NaN if one is NaN (a blown-up state must not pass as a time step).
-fn max_value(values: &[f64]) -> f64 {
-    values.iter().fold(f64::NEG_INFINITY, |m, &v| if v.is_nan() || m.is_nan() { f64::NAN } else { m.max(v) })
-}
-
 /// The conserved fields on executor `E`.
 pub type Fields<E> = State<<E as Executor>::Field<f64, 2>>;
 
@@ -280,7 +275,6 @@ pub struct Solver<E: Executor> {
     pub q: Fields<E>,
     stage1: Fields<E>,
     stage2: Fields<E>,
-    speed: E::Field<f64, 2>,
     range: Loop<2>,
     /// The simulated time, s.
     pub t: f64,
@@ -290,14 +284,13 @@ pub struct Solver<E: Executor> {
 
 impl<E: Executor> Solver<E> {
     /// A solver on `exec` starting from the host state `q` (copied there), with zeroed stage
-    /// buffers and speed field (whose halo and padding stay zero: the maximum takes them in),
-    /// and each stencil's default strategy.
+    /// buffers, and each stencil's default strategy.
     pub fn new(exec: E, model: Model, q: &State<Field2<f64>>) -> Result<Self, LaunchError> {
         let shape = model.shape();
         let (stage1, stage2) = (q.try_map(|_| exec.alloc(shape))?, q.try_map(|_| exec.alloc(shape))?);
-        let (q, speed) = (q.try_map(|f| exec.upload(f))?, exec.alloc(shape)?);
+        let q = q.try_map(|f| exec.upload(f))?;
         let range = Loop2D::interior(&shape);
-        Ok(Solver { exec, model, strategy: None, q, stage1, stage2, speed, range, t: 0.0, steps: 0 })
+        Ok(Solver { exec, model, strategy: None, q, stage1, stage2, range, t: 0.0, steps: 0 })
     }
 
     /// Refills every halo of `q` for the model's boundaries: the three fields along both axes in
@@ -334,13 +327,14 @@ impl<E: Executor> Solver<E> {
         self.q.try_map(|f| self.exec.download(f))
     }
 
-    /// One step with the CFL time step of the current state ([`SweSpeed`] on the executor, its
-    /// maximum on the host: one field copied from a GPU),
-    /// cut to end exactly at `t_end` if given; returns the step taken.
+    /// One step with the CFL time step of the current state (the fastest speed by [`SweSpeed`]
+    /// on the executor: on a GPU one number comes back), cut to end exactly at `t_end` if given;
+    /// returns the step taken.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Box<dyn std::error::Error>> {
         let q = &self.q;
-        self.exec.run_with(&self.range, SweSpeed, self.strategy, (G, &q.h, &q.hu, &q.hv, &mut self.speed))?;
-        let mut dt = self.model.dt(max_value(self.exec.download(&self.speed)?.as_slice()));
+        let mut fastest = Max::new();
+        self.exec.run_with(&self.range, SweSpeed, self.strategy, (G, &q.h, &q.hu, &q.hv, &mut fastest))?;
+        let mut dt = self.model.dt(fastest.get());
         if !dt.is_finite() || dt <= 0.0 {
             return Err(format!("time step {dt} at t = {}: the state is no longer wet and finite", self.t).into());
         }

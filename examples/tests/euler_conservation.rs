@@ -18,7 +18,7 @@ fn periodic_totals_are_conserved_and_fused_equals_split() {
         ]
     });
     let start = base.totals(&q0);
-    let dt = base.dt(&Host, &mut State::new(&Host, &q0).expect("a state")).expect("a time step");
+    let dt = base.dt(&Host, &State::new(&Host, &q0).expect("a state")).expect("a time step");
     for riemann in [Riemann::Hllc, Riemann::Rusanov] {
         let mut ends = Vec::new();
         for scheme in [Scheme::Fused, Scheme::Split] {

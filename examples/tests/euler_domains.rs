@@ -60,7 +60,7 @@ fn differing(e: &Euler, a: &Conserved<Field3<f64>>, b: &Conserved<Field3<f64>>) 
 /// The end time of about `steps` CFL steps of the initial state (not a multiple of the step:
 /// the last one is shortened).
 fn t_end(e: &Euler, q0: &Conserved<Field3<f64>>, steps: f64) -> f64 {
-    steps * e.dt(&Host, &mut State::new(&Host, q0).unwrap()).unwrap()
+    steps * e.dt(&Host, &State::new(&Host, q0).unwrap()).unwrap()
 }
 
 /// The single-domain run on the host: final state, steps, and `(step, t)` of every step.

@@ -70,7 +70,7 @@ fn gpu_equals_cpu_fused_and_split_under_strategies() {
     let Some(gpu) = gpu() else { return };
     let base = model();
     let q0 = initial(&base);
-    let dt = base.dt(&Host, &mut State::new(&Host, &q0).unwrap()).unwrap();
+    let dt = base.dt(&Host, &State::new(&Host, &q0).unwrap()).unwrap();
     let strategies = [
         None,
         Some(Strategy::PointPerThread { block: [32, 4, 2] }),
@@ -95,8 +95,8 @@ fn gpu_cfl_time_step_equals_the_host_one() {
     let Some(gpu) = gpu() else { return };
     let e = model();
     let q0 = initial(&e);
-    let host = e.dt(&Host, &mut State::new(&Host, &q0).unwrap()).unwrap();
-    let dev = e.dt(&gpu, &mut State::new(&gpu, &q0).unwrap()).unwrap();
+    let host = e.dt(&Host, &State::new(&Host, &q0).unwrap()).unwrap();
+    let dev = e.dt(&gpu, &State::new(&gpu, &q0).unwrap()).unwrap();
     eprintln!("CFL time step: host {host:e}, GPU {dev:e}");
     assert_eq!(host.to_bits(), dev.to_bits());
 }

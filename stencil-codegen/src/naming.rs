@@ -57,6 +57,19 @@ pub fn row(field: &str, i: usize) -> String {
     format!("__row_{field}_{i}")
 }
 
+/// The per-row accumulator of reduction `name` in the nest (and in a kernel, its per-thread one).
+pub fn acc(name: &str) -> String {
+    format!("__acc_{name}")
+}
+
+/// The partial results of reduction `name` (one per row of the range) in the nest.
+pub fn partials(name: &str) -> String {
+    format!("__partials_{name}")
+}
+
+/// The map from a row of the range to its slot among the partial results.
+pub const SLOTS: &str = "__slots";
+
 /// The module holding a `#[stencil_fn]` helper's `macro_rules!` twin.
 pub fn helper_module(helper: &str) -> String {
     format!("__stencil_fn_{helper}")

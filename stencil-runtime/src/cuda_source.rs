@@ -4,7 +4,7 @@
 use crate::executor::Stencil;
 use crate::field::Shape;
 use crate::range::Loop;
-pub use stencil_codegen::printer::cuda::{CudaKernel, Geometry, Strategy, StrategyError};
+pub use stencil_codegen::printer::cuda::{CudaKernel, Geometry, ReduceKernel, Strategy, StrategyError};
 
 /// The layout facts a kernel for fields of `shape` is specialised for. `lanes` (points per thread
 /// along the contiguous axis with one 16-byte access per field) is the largest of 4, 2 for which
@@ -35,6 +35,14 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
     let ir = S::ir();
     let max_elem = stencil_codegen::analysis::field_accesses(ir).iter().map(|f| f.elem.size_bytes()).max().unwrap_or(4);
     stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem))
+}
+
+/// The kernels a GPU launch of the reducing stencil `S` over fields of `shape` runs (pass 1 and
+/// the final pass, in one source); `None` if `S` does not reduce. Print `kernel.source` to read it.
+pub fn cuda_reduce_kernel<S: Stencil<D>, const D: usize>(shape: &Shape<D>, range: &Loop<D>) -> Option<ReduceKernel> {
+    let ir = S::ir();
+    let max_elem = stencil_codegen::analysis::field_accesses(ir).iter().map(|f| f.elem.size_bytes()).max().unwrap_or(4);
+    ir.reduces().then(|| stencil_codegen::printer::cuda::print_reduce_kernel(ir, &geometry(shape, range, max_elem)))
 }
 
 /// Range lengths along the layout axes (contiguous first), 1 for a phantom axis.

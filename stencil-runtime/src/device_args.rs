@@ -2,6 +2,7 @@
 //! tuple into.
 
 use crate::field::{Element, Field, Shape};
+use crate::reduce::Reducer;
 
 /// What a field of an executor tells the launcher: its shape and the address of its storage.
 pub trait FieldStorage<T: Element, const D: usize> {
@@ -27,7 +28,7 @@ impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
 }
 
 /// One argument of a launch.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Debug)]
 pub enum ArgValue<'a, const D: usize> {
     /// An `f32` scalar.
     F32(f32),
@@ -48,6 +49,8 @@ pub enum ArgValue<'a, const D: usize> {
         /// Where the storage is ([`FieldStorage::home`]).
         home: usize,
     },
+    /// A reduction parameter: the launch folds its result into it.
+    Reduction(&'a mut dyn Reducer),
 }
 
 /// A scalar that can be passed in the position of a stencil's scalar parameter.
@@ -74,4 +77,9 @@ scalar_arg!(bool, Bool);
 /// The erased argument of a field of any executor.
 pub fn field_arg<T: Element, const D: usize, F: FieldStorage<T, D>>(field: &F) -> ArgValue<'_, D> {
     ArgValue::Field { shape: field.shape(), ptr: field.address(), home: field.home() }
+}
+
+/// The erased argument of a reduction parameter.
+pub fn reduction_arg<const D: usize>(reduction: &mut dyn Reducer) -> ArgValue<'_, D> {
+    ArgValue::Reduction(reduction)
 }

@@ -131,6 +131,7 @@ mod index;
 pub mod io;
 pub mod launch;
 pub mod range;
+pub mod reduce;
 pub mod regions;
 mod stencil;
 
@@ -138,7 +139,7 @@ mod stencil;
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 #[cfg(feature = "cuda")]
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use cuda_source::{cuda_kernel, CudaKernel, Strategy};
+pub use cuda_source::{cuda_kernel, cuda_reduce_kernel, CudaKernel, ReduceKernel, Strategy};
 pub use device_args::ArgValue;
 pub use domain::{
     CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, Subdomain, World,
@@ -150,6 +151,7 @@ pub use field::{
 };
 pub use index::{Idx1, Idx2, Idx3};
 pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
+pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use stencil::{FieldInfo, StencilInfo};
 pub use stencil_codegen as codegen;
@@ -161,15 +163,18 @@ pub mod prelude {
     pub use crate::Gpu;
     pub use crate::{
         stencil, stencil_fn, BoundaryWidths, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1, Idx2, Idx3,
-        LaunchError, Loop1D, Loop2D, Loop3D, Order, Recorded, Shape, Shape1, Shape2, Shape3, Stencil,
+        LaunchError, Loop1D, Loop2D, Loop3D, Max, Min, Order, Recorded, Shape, Shape1, Shape2, Shape3, Stencil, Sum,
     };
 }
 
 /// Items the generated code calls; not a stable API.
 #[doc(hidden)]
 pub mod __private {
-    pub use crate::cpu::{for_each_row, isa, linear_offset, row, BlockOutputs, Isa, RowBlock, RowWriter};
-    pub use crate::device_args::{field_arg, ScalarArg};
+    pub use crate::cpu::{
+        for_each_row, for_each_row_reducing, isa, linear_offset, row, BlockOutputs, Isa, Partials, RowBlock, RowSlots,
+        RowWriter,
+    };
+    pub use crate::device_args::{field_arg, reduction_arg, ScalarArg};
     pub use crate::launch::validate;
     pub use crate::stencil::decode_ir;
     pub use stencil_codegen::ir::IR_FORMAT;

@@ -8,7 +8,29 @@ mod common;
 
 use common::*;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{cuda_kernel, CudaKernel, Strategy};
+use stencil_runtime::{cuda_kernel, cuda_reduce_kernel, CudaKernel, Strategy};
+
+/// The CFL-type reduction: a max of a wave speed, the f64 sum of an f32 field under a branch, a
+/// written field, a neighbour read.
+#[stencil]
+fn speed_stats(
+    idx: Idx3,
+    g: f32,
+    h: &Field3<f32>,
+    u: &Field3<f32>,
+    c: &mut Field3<f32>,
+    fastest: &mut Max<f32>,
+    mass: &mut Sum<f64>,
+    dip: &mut Min<f32>,
+) {
+    let s = u[idx].abs() + (g * h[idx]).sqrt();
+    c[idx] = s;
+    fastest.fold(s);
+    if h[idx] > 0.0 {
+        mass.fold(h[idx] as f64);
+    }
+    dip.fold(h[idx] - h[idx.ix::<0, 0, -1>()]);
+}
 
 /// One configuration of each strategy, plus the scalar (unaligned) form of z-marching.
 fn snapshot_strategies() -> Vec<(&'static str, Strategy)> {
@@ -44,6 +66,9 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("leapfrog7_in_place_zmarch".into(), cuda_kernel::<Leapfrog7, 3>(zmarch, &s1, &whole).unwrap()));
     let point = Strategy::PointPerThread { block: [32, 4, 2] };
     out.push(("leapfrog7_in_place_point".into(), cuda_kernel::<Leapfrog7, 3>(point, &s1, &whole).unwrap()));
+    let reduce = |s: &Shape3| cuda_reduce_kernel::<SpeedStats, 3>(s, &Loop3D::interior(s)).expect("reduces").kernel;
+    out.push(("reduce_speed_stats".into(), reduce(&s1)));
+    out.push(("reduce_speed_stats_kij".into(), reduce(&kij)));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out
@@ -70,6 +95,18 @@ fn vector_width_follows_alignment() {
     assert!(!shifted.source.contains("float4") && shifted.points_per_block[0] == 64);
     let f64k = cuda_kernel::<DiffusionF64, 3>(zmarch, &s1, &Loop3D::interior(&s1)).unwrap();
     assert!(f64k.source.contains("double2"));
+}
+
+#[test]
+fn a_reducing_stencil_has_no_strategy_kernel() {
+    let s = Shape3::new([8, 8, 8]).halo(1);
+    let r = Loop3D::interior(&s);
+    let e = cuda_kernel::<SpeedStats, 3>(Strategy::PointPerThread { block: [32, 4, 2] }, &s, &r).unwrap_err();
+    assert!(e.to_string().contains("reduction kernel"), "{e}");
+    assert!(cuda_reduce_kernel::<Diffusion, 3>(&s, &r).is_none());
+    let k = cuda_reduce_kernel::<SpeedStats, 3>(&s, &r).unwrap();
+    assert!(k.kernel.source.contains(&format!("void __launch_bounds__(256) {}(", k.final_entry)));
+    assert!(!k.kernel.source.contains("atomic"), "no atomics: the result is deterministic");
 }
 
 #[test]

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::error::Error as _;
 use stencil_runtime::error::{explain, CATALOGUE};
+use stencil_runtime::io::IoError;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{FieldError, HaloError};
 
@@ -104,10 +105,36 @@ fn all_errors() -> Vec<LaunchError> {
     all
 }
 
+/// One value of every I/O error variant (its own type: files are not launches).
+fn io_errors() -> Vec<IoError> {
+    let path = std::path::PathBuf::from("run/state.ckpt");
+    vec![
+        IoError::Os { path: path.clone(), op: "open", message: "No such file or directory".into() },
+        IoError::NotFormat { path: path.clone(), format: ".npy", found: "PK".into() },
+        IoError::Unsupported { path: path.clone(), what: "big-endian data".into(), help: "write little-endian".into() },
+        IoError::Malformed { path: path.clone(), what: "the header ends early".into() },
+        IoError::WrongType { path: path.clone(), name: "u".into(), expected: "f32".into(), found: "f64".into() },
+        IoError::WrongShape { path: path.clone(), name: "u".into(), expected: vec![4, 5], found: vec![5, 4] },
+        IoError::Checksum { path: path.clone(), what: "field u".into(), recorded: 1, computed: 2 },
+        IoError::Mismatch { path: path.clone(), what: "model".into(), expected: "euler".into(), found: "swe".into() },
+        IoError::Missing { path: path.clone(), name: "v".into(), available: vec!["u".into()] },
+        IoError::Unwritable { path: path.clone(), what: "a name of 300 bytes".into() },
+        IoError::MissingParts { path, count: 4, missing: vec![3], written_for: vec![4] },
+    ]
+}
+
 #[test]
 fn every_variant_has_a_unique_documented_code_and_a_help_in_its_message() {
     let all = all_errors();
     let mut codes = HashSet::new();
+    for e in &io_errors() {
+        let (code, help, text) = (e.code(), e.help(), e.to_string());
+        assert!(codes.insert(code), "code {code} of {e:?} is used twice");
+        let entry = explain(code).unwrap_or_else(|| panic!("{code} of {e:?} is not in the catalogue"));
+        assert!(!help.trim().is_empty() && !entry.fix.is_empty() && !entry.meaning.is_empty(), "{e:?}");
+        assert!(text.contains("run/state.ckpt") && text.contains(&format!("[{code}]")), "{text}");
+        assert!(text.contains(&format!("help: {help}")), "{text}");
+    }
     for e in &all {
         let (code, help, text) = (e.code(), e.help(), e.to_string());
         assert!(codes.insert(code), "code {code} of {e:?} is used twice");

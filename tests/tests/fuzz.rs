@@ -1,7 +1,8 @@
 //! Differential fuzzing (see `stencil_tests::fuzz`).
 //!
 //! - `compiled_nests_match_the_ir_interpreter`: the build script's random stencils, compiled by
-//!   `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned); every point
+//!   `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned; a third of them
+//!   also fold a value into a `Max` or `Min`, checked against the interpreter's fold); every point
 //!   inside the range equals the IR interpreter bit for bit (NaN as NaN), every point outside
 //!   keeps the poison. Cases: `STENCIL_FUZZ_STENCILS` (build time, default 48) ×
 //!   `STENCIL_FUZZ_RUNS` (default 21).
@@ -17,9 +18,11 @@
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use stencil_codegen::ir::{ParamKind, ScalarType};
-use stencil_codegen::printer::cuda::{print_kernel, Geometry, Strategy};
+use stencil_codegen::printer::cuda::{print_kernel, print_reduce_kernel, Geometry, Strategy};
 use stencil_codegen::StencilIr;
 use stencil_runtime::prelude::*;
+use stencil_runtime::reduce::combine;
+use stencil_runtime::ReduceOp;
 use stencil_tests::fuzz::gen::{Generated, Rng};
 use stencil_tests::fuzz::interp::{run_point, Point, Value};
 use stencil_tests::SplitMix64;
@@ -79,7 +82,10 @@ fn compiled_nests_match_the_ir_interpreter() {
             let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
             let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
             let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
-            compiled::launch(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
+            let reduced = compiled::launch(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
+            // Min and Max do not depend on the order of the points (NaN wins wherever it is).
+            let mut folded: Vec<f64> =
+                g.reductions.iter().map(|ty| if *ty == "Max" { f64::NEG_INFINITY } else { f64::INFINITY }).collect();
 
             // The interpreter reads the same fields through their parameter order.
             let mut by_param: Vec<(bool, usize)> = Vec::new();
@@ -99,6 +105,8 @@ fn compiled_nests_match_the_ir_interpreter() {
             let outputs: Vec<usize> = (0..ir.params.len())
                 .filter(|&p| matches!(ir.params[p].kind, ParamKind::Field(f) if f.writable))
                 .collect();
+            let reductions: Vec<usize> =
+                (0..ir.params.len()).filter(|&p| matches!(ir.params[p].kind, ParamKind::Reduction(_))).collect();
             for storage in shape.storage_points() {
                 let global = shape.to_global(storage);
                 let inside = (0..3).all(|a| begin[a] <= storage[a] && storage[a] < end[a]);
@@ -112,8 +120,13 @@ fn compiled_nests_match_the_ir_interpreter() {
                         }
                     };
                     let scalar = |p: usize| Value::F64(scalars[p]);
-                    for (field, v) in run_point(&ir, &Point { load: &load, scalar: &scalar }) {
-                        let o = outputs.iter().position(|&q| q == field).expect("an output");
+                    for (param, v) in run_point(&ir, &Point { load: &load, scalar: &scalar }) {
+                        if let Some(r) = reductions.iter().position(|&q| q == param) {
+                            let op = if g.reductions[r] == "Max" { ReduceOp::Max } else { ReduceOp::Min };
+                            folded[r] = combine(op, folded[r], v.to_f64());
+                            continue;
+                        }
+                        let o = outputs.iter().position(|&q| q == param).expect("an output");
                         expected[o] = v.to_f64();
                     }
                 }
@@ -127,6 +140,15 @@ fn compiled_nests_match_the_ir_interpreter() {
                         g.source()
                     );
                 }
+            }
+            for (r, (got, want)) in reduced.iter().zip(&folded).enumerate() {
+                // The sign of a zero result may differ with the order (`max(0.0, -0.0)`).
+                assert!(
+                    same(*got, *want) || (*got == 0.0 && *want == 0.0),
+                    "stencil {seed}, run {run}: r{r} ({}) is {got:e}, the interpreter says {want:e}\n{}",
+                    g.reductions[r],
+                    g.source()
+                );
             }
             cases += 1;
         }
@@ -146,6 +168,19 @@ fn geometry() -> Geometry {
     stencil_runtime::cuda_source::geometry(&shape, &Loop3D::interior(&shape), 8)
 }
 
+/// Prints the CUDA of `ir`: the reduction kernels of a reducing stencil, else the kernels of two
+/// strategies.
+fn print_cuda(ir: &StencilIr, geometry: &Geometry) -> Result<(), String> {
+    if ir.reduces() {
+        print_reduce_kernel(ir, geometry);
+        return Ok(());
+    }
+    for strategy in [Strategy::default_for(ir), Strategy::PointPerThread { block: [32, 4, 1] }] {
+        print_kernel(ir, strategy, geometry).map_err(|e| format!("{strategy:?}: {e}"))?;
+    }
+    Ok(())
+}
+
 #[test]
 fn lowering_matches_the_generator() {
     let cases = env_count("STENCIL_FUZZ_CASES", 1000);
@@ -156,9 +191,7 @@ fn lowering_matches_the_generator() {
         let source = g.source();
         let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
         assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
-        for strategy in [Strategy::default_for(&ir), Strategy::PointPerThread { block: [32, 4, 1] }] {
-            print_kernel(&ir, strategy, &geometry).unwrap_or_else(|e| panic!("{source}\n{strategy:?}: {e}"));
-        }
+        print_cuda(&ir, &geometry).unwrap_or_else(|e| panic!("{source}\n{e}"));
         // Inputs as a function of field and offset; the parameters are scalars, inputs, outputs.
         let mut rng = SplitMix64::new(seed);
         let salt = rng.next_u64();
@@ -188,14 +221,14 @@ fn lowering_matches_the_generator() {
         let scalar = |p: usize| Value::F64(scalars[p]);
         let stores = run_point(&ir, &Point { load: &load, scalar: &scalar });
         let first_output = g.scalars + g.inputs_f32.len();
-        let mut got = vec![f64::NAN; g.outputs];
+        let mut got = vec![f64::NAN; g.outputs + g.reductions.len()];
         for (field, v) in stores {
             got[field - first_output] = v.to_f64();
         }
-        for o in 0..g.outputs {
+        for o in 0..g.outputs + g.reductions.len() {
             assert!(
                 same(got[o], want[o]),
-                "case {case}: o{o} is {:e} in the IR, {:e} in the source\n{source}",
+                "case {case}: value {o} (outputs, then folds) is {:e} in the IR, {:e} in the source\n{source}",
                 got[o],
                 want[o]
             );
@@ -280,8 +313,7 @@ fn broken_sources_are_errors_not_panics() {
                 rejected += 1;
             }
             Ok(ir) => {
-                let printed =
-                    catch_unwind(AssertUnwindSafe(|| print_kernel(&ir, Strategy::default_for(&ir), &geometry)));
+                let printed = catch_unwind(AssertUnwindSafe(|| print_cuda(&ir, &geometry)));
                 assert!(printed.is_ok(), "case {case}: printing CUDA panicked on\n{source}");
                 accepted += 1;
             }

@@ -77,6 +77,19 @@ fn star25(idx: Idx3, c: f32, u: &Field3<f32>, u_prev: &Field3<f32>, v2: &Field3<
 }
 "#;
 
+/// A CFL-type reduction next to a written field: a max and an f64 sum of an f32 field, one fold
+/// under a branch.
+const REDUCE: &str = r#"
+fn speed_stats(idx: Idx2, g: f32, h: &Field2<f32>, u: &Field2<f32>, c: &mut Field2<f32>, fastest: &mut Max<f32>, mass: &mut Sum<f64>) {
+    let s = u[idx].abs() + (g * h[idx]).sqrt();
+    c[idx] = s;
+    fastest.fold(s);
+    if h[idx] > 0.0 {
+        mass.fold(h[idx] as f64);
+    }
+}
+"#;
+
 fn lower(src: &str) -> StencilIr {
     StencilIr::from_source(src).unwrap_or_else(|e| panic!("lowering failed: {e}"))
 }
@@ -119,6 +132,19 @@ fn expansion_of_diffusion() {
             .expect("expands");
     let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
     insta::assert_snapshot!("expansion_diffusion", prettyplease::unparse(&file));
+}
+
+#[test]
+fn ir_and_expansion_of_a_reduction() {
+    let ir = lower(REDUCE);
+    assert_eq!(StencilIr::decode(&ir.encode()), Ok(ir.clone()), "the encoded form reads back");
+    insta::assert_snapshot!("ir_reduce", ir.encode());
+    let item: proc_macro2::TokenStream = REDUCE.parse().expect("tokens");
+    let tokens =
+        stencil_codegen::expand(proc_macro2::TokenStream::new(), item, "::stencil_runtime".parse().expect("a path"))
+            .expect("expands");
+    let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
+    insta::assert_snapshot!("expansion_reduce", prettyplease::unparse(&file));
 }
 
 #[test]

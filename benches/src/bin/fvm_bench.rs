@@ -73,7 +73,7 @@ fn main() -> Result<(), Error> {
         [1.0 + 0.1 * (7.0 * x).sin(), 0.2, -0.1, 0.1 * (5.0 * y).cos(), if r2 < 0.01 { 10.0 } else { 1.0 }]
     });
     let mut state = State::new(&gpu, &q0)?;
-    let dt = base.dt(&gpu, &mut state)?;
+    let dt = base.dt(&gpu, &state)?;
     // The timed stage reads `q1`: start it as the state, halos filled (not zeros: 0/0 densities).
     for (q1, q) in state.q1.iter_mut().zip(&state.q) {
         gpu.copy(q1, q)?;

@@ -7,7 +7,13 @@
 //! kernel's own time from events), and a recorded step (two halo fills and two stencils) replayed
 //! as a CUDA graph 10⁴ times against the same step issued launch by launch.
 //!
-//! `gpu_bench [n] [--launch-only]` (default 512).
+//! `gpu_bench --reduce`: reductions at bandwidth, the sum and the max of 2³⁰ f32 (a 1024³ field)
+//! and both in one pass, each launch timed whole (both passes and the read of the result), as %
+//! of the copy bandwidth measured in the same process.
+//!
+//! `gpu_bench [n] [--launch-only | --reduce] [--only LABEL]` (default 512; `--only` keeps the
+//! strategies whose label contains LABEL and skips the compile and launch-path parts: one kernel
+//! to profile).
 
 use std::time::Instant;
 use stencil_bench::{median, Acoustic25, Diffusion7};
@@ -15,6 +21,25 @@ use stencil_runtime::cuda::{DiskCache, Gpu};
 use stencil_runtime::prelude::*;
 use stencil_runtime::DeviceField3;
 use stencil_runtime::{cuda_kernel, Executor, HaloFill, Recorded, Strategy};
+
+/// The sum of a field, for the reduction rows.
+#[stencil]
+fn sum_f32(idx: Idx3, u: &Field3<f32>, total: &mut Sum<f32>) {
+    total.fold(u[idx]);
+}
+
+/// The maximum of a field.
+#[stencil]
+fn max_f32(idx: Idx3, u: &Field3<f32>, peak: &mut Max<f32>) {
+    peak.fold(u[idx]);
+}
+
+/// Both in one pass.
+#[stencil]
+fn sum_max_f32(idx: Idx3, u: &Field3<f32>, total: &mut Sum<f32>, peak: &mut Max<f32>) {
+    total.fold(u[idx]);
+    peak.fold(u[idx]);
+}
 
 const WARMUP: usize = 3;
 const REPS: usize = 15;
@@ -31,6 +56,9 @@ fn strategies() -> Vec<Strategy> {
         Strategy::ZMarch { block_x: 32, block_y: 16, points_per_thread: 16 },
         Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 },
         Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 64 },
+        Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 32 },
+        Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 32 },
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
         Strategy::Stream25D { tile_x: 32, tile_y: 8 },
         Strategy::Stream25D { tile_x: 64, tile_y: 4 },
         Strategy::SharedTile3D { tile: [32, 4, 4] },
@@ -279,6 +307,50 @@ fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Reductions over 2³⁰ f32 (1024³, no halo): each launch timed from before its first kernel to
+/// after its result is on the host, against the copy bandwidth measured here on the same bytes.
+fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
+    let n = 1024;
+    let bytes = n * n * n * 4;
+    let copy = gpu.copy_bandwidth_gbs(bytes, 20)?;
+    println!(
+        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        bytes >> 20
+    );
+    let shape = Shape3::new([n, n, n]);
+    let host = Field3::from_fn(shape, |[i, j, k]| ((i * 7 + j * 13 + k * 3) % 1001) as f32 * 1e-3);
+    let exact: f64 = host.as_slice().iter().map(|&v| v as f64).sum();
+    let u = gpu.upload(&host)?;
+    drop(host);
+    let range = Loop3D::interior(&shape);
+    let (mut total, mut peak) = (Sum::new(), Max::new());
+    let sum_ms = time_launches(gpu, || {
+        total = Sum::new();
+        gpu.run(&range, SumF32, (&u, &mut total))
+    })?;
+    let max_ms = time_launches(gpu, || {
+        peak = Max::new();
+        gpu.run(&range, MaxF32, (&u, &mut peak))
+    })?;
+    let (mut t2, mut p2) = (Sum::new(), Max::new());
+    let both_ms = time_launches(gpu, || {
+        (t2, p2) = (Sum::new(), Max::new());
+        gpu.run(&range, SumMaxF32, (&u, &mut t2, &mut p2))
+    })?;
+    println!("\nreductions over 2^30 f32 ({n}³): sum {} (f64 sum on the host {exact:.6e}, relative difference {:.1e}), max {}", total.get(), (total.get() as f64 - exact).abs() / exact, peak.get());
+    assert_eq!((t2.get().to_bits(), p2.get()), (total.get().to_bits(), peak.get()), "one pass = two passes");
+    println!("\n| reduction (2^30 f32, one launch: both passes + result read) | ms | GB/s read | % of copy ({copy:.0} GB/s) |");
+    println!("|---|---:|---:|---:|");
+    for (what, ms) in [("sum", sum_ms), ("max", max_ms), ("sum and max in one pass", both_ms)] {
+        let gbs = bytes as f64 / (ms * 1e-3) / 1e9;
+        println!("| {what} | {ms:.3} | {gbs:.0} | {:.1}% |", 100.0 * gbs / copy);
+    }
+    Ok(())
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let n: usize =
         std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
@@ -288,6 +360,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if std::env::args().any(|a| a == "--overlap") {
         return overlap(n);
+    }
+    if std::env::args().any(|a| a == "--reduce") {
+        return reductions(&gpu);
     }
     if std::env::args().any(|a| a == "--launch-only") {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
@@ -304,6 +379,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let points = (n * n * n) as f64;
     let mut rows = Vec::new();
+    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let strategies =
+        || strategies().into_iter().filter(|s| only.as_ref().is_none_or(|o| s.label().contains(o.as_str())));
 
     let s1 = Shape3::new([n, n, n]).halo(1);
     let r1 = Loop3D::interior(&s1);
@@ -340,6 +418,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let best = rows.iter().filter(|r| r.0 == name).min_by(|a, b| a.2.total_cmp(&b.2)).expect("rows");
         let gbs = points / (best.2 * 1e-3) / 1e9 * best.3;
         println!("best {name}: {} at {:.1}% of copy bandwidth", best.1, 100.0 * gbs / copy);
+    }
+    if only.is_some() {
+        return Ok(());
     }
 
     // Compile costs: a cold NVRTC compile, a load from the disk cache, a memory-cache hit.

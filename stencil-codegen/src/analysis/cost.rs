@@ -4,7 +4,8 @@ use super::access::{field_accesses, FieldAccess};
 use crate::ir::{BinOp, Expr, ExprKind, StencilIr, Stmt};
 
 /// Floating-point operations per point: float `+ - * /`, negations excluded, math calls by
-/// [`crate::ir::MathFn::flops`]. Of two branches the larger counts (the work of the worse path).
+/// [`crate::ir::MathFn::flops`], a float fold as one. Of two branches the larger counts (the work of
+/// the worse path).
 pub fn flops_per_point(ir: &StencilIr) -> usize {
     stmts_flops(&ir.body)
 }
@@ -25,6 +26,7 @@ fn stmts_flops(body: &[Stmt]) -> usize {
         .map(|s| match s {
             Stmt::Let { init, .. } => init.as_ref().map_or(0, expr_flops),
             Stmt::Assign { value, .. } | Stmt::Store { value, .. } => expr_flops(value),
+            Stmt::Fold { value, .. } => 1 + expr_flops(value),
             Stmt::If { cond, then_body, else_body } => {
                 expr_flops(cond) + stmts_flops(then_body).max(stmts_flops(else_body))
             }

@@ -79,8 +79,59 @@ pub enum ErrorKind {
         /// The stencil's.
         stencil_dim: usize,
     },
-    /// No `&mut` field: the stencil would compute nothing.
+    /// No `&mut` field and no reduction: the stencil would compute nothing.
     NoOutput,
+    /// No field parameter at all: nothing fixes the shape a range runs over.
+    NoField,
+    /// A reduction parameter passed by shared reference.
+    ReductionNotMut {
+        /// The parameter.
+        name: String,
+        /// Its type as written (`Max < f64 >`).
+        ty: String,
+    },
+    /// A reduction of an element type other than `f32` or `f64`.
+    ReductionType {
+        /// The parameter.
+        name: String,
+        /// `Sum`, `Min` or `Max`.
+        op: &'static str,
+        /// Its type as written.
+        ty: String,
+    },
+    /// A reduction parameter used as a value (read, assigned, indexed, a method called on it).
+    ReductionAsValue {
+        /// The parameter.
+        name: String,
+    },
+    /// `.fold(..)` on something that is not a reduction parameter of the stencil.
+    FoldTarget {
+        /// The receiver as written.
+        name: String,
+        /// Whether the call is inside a `#[stencil_fn]` helper.
+        in_helper: bool,
+    },
+    /// `r.fold(x)` used as a value.
+    FoldAsValue {
+        /// The reduction.
+        name: String,
+    },
+    /// A value of another type than the reduction's folded into it.
+    FoldType {
+        /// The reduction.
+        name: String,
+        /// Its element type.
+        elem: String,
+        /// The value's type.
+        found: String,
+    },
+    /// `fold` with other than one argument.
+    FoldArity {
+        /// The reduction.
+        name: String,
+        /// Arguments given.
+        got: usize,
+    },
     /// More written fields than the CPU executor takes.
     TooManyOutputs {
         /// Written fields declared.
@@ -318,9 +369,18 @@ impl fmt::Display for ErrorKind {
             ParamPattern => write!(f, "stencil parameters must be plain names, e.g. `dt: f64`"),
             UnsupportedParamType { ty } => write!(f, "unsupported parameter type `{ty}`: use a scalar (f32, f64, i32, u32, bool) or a field (`&Field3<f32>` to read, `&mut Field3<f32>` to write)"),
             FieldDimension { field, field_dim, stencil_dim } => write!(f, "field `{field}` is {field_dim}D but the stencil is {stencil_dim}D: use `Field{stencil_dim}` or change the index to `Idx{field_dim}`"),
-            NoOutput => write!(f, "this stencil writes no field: add a `&mut FieldN<T>` parameter and assign it, e.g. `out[idx] = ...;`"),
+            NoOutput => write!(f, "this stencil writes no field and folds no reduction: add a `&mut FieldN<T>` parameter and assign it (`out[idx] = ...;`), or a reduction parameter (`total: &mut Sum<f64>`) and fold into it (`total.fold(u[idx]);`)"),
+            NoField => write!(f, "this stencil has no field parameter: a launch runs over the points of its fields, so add the field the values come from (`u: &FieldN<T>`)"),
+            ReductionNotMut { name, ty } => write!(f, "reduction `{name}` must be passed as `&mut {}`: the launch writes its result there", ty.replace(' ', "")),
+            ReductionType { name, op, ty } => write!(f, "reduction `{name}: {}` is not supported: a reduction folds `f32` or `f64` values, e.g. `&mut {op}<f64>` (fold integers as `x as f64`)", ty.replace(' ', "")),
+            ReductionAsValue { name } => write!(f, "`{name}` is a reduction: inside the stencil the only thing to do with it is `{name}.fold(value);` (the launch combines the values of every point); read its result after the launch, `{name}.get()`"),
+            FoldTarget { name, in_helper: true } => write!(f, "`{name}.fold(..)` inside a #[stencil_fn] helper: helpers compute values and cannot fold; return the value and fold it in the stencil (`m.fold(helper(..));`)"),
+            FoldTarget { name, in_helper: false } => write!(f, "`{name}` is not a reduction parameter: `.fold(value)` folds into a parameter declared `{name}: &mut Sum<f64>` (or `Min`, `Max`; `f32` or `f64`)"),
+            FoldAsValue { name } => write!(f, "`{name}.fold(..)` is a statement and has no value: write `{name}.fold(x);` on its own"),
+            FoldType { name, elem, found } => write!(f, "reduction `{name}` folds `{elem}` values, this one is `{found}`: convert it, `{name}.fold(x as {elem});`"),
+            FoldArity { name, got } => write!(f, "`{name}.fold` takes one value, {got} given: `{name}.fold(x);`"),
             TooManyOutputs { got } => write!(f, "this stencil writes {got} fields; at most {MAX_OUTPUTS} are supported: split it into several stencils"),
-            OffsetNotLiteral => write!(f, "stencil offsets must be integer literals known at compile time, e.g. `idx.ix::<1, 0, -1>()`"),
+            OffsetNotLiteral => write!(f, "stencil offsets must be integers known at compile time: literals (`idx.ix::<1, 0, -1>()`), a `const`, or the variable of a constant `for` loop (`for r in 1..=4 {{ u[idx.ix(r, 0, 0)] }}`), with `+ - *`"),
             OffsetCount { got, dim } => write!(f, "`ix` in a {dim}D stencil takes {dim} offsets, not {got}: e.g. `idx.ix::<{}>()`", vec!["0"; *dim].join(", ")),
             BadIndex { field, index } => write!(f, "index field `{field}` with the point index: `{field}[{index}]` for the centre or `{field}[{index}.ix::<..>()]` for a neighbour"),
             RacyRead { field, offset } => write!(f, "field `{field}` is written by this stencil, so it may be read only at its own point (offset 0), not at {offset:?}: points update in any order, so a neighbour may already hold its new value. Read the neighbour from a separate input field (double-buffer: `{field}_old` as `&Field`, `{field}` as `&mut Field`)"),

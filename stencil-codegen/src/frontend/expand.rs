@@ -157,6 +157,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             let t = format_ident!("{}", f.elem.rust_name());
             quote!(#rt::__private::field_arg::<#t, #dim, _>(&*#n))
         }
+        ParamKind::Reduction(_) => quote!(#rt::__private::reduction_arg::<#dim>(#n)),
     });
     let name = &ir.name;
     let fields = analysis.fields.iter().map(|fa| {

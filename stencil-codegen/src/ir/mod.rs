@@ -79,6 +79,55 @@ pub struct FieldParam {
     pub writable: bool,
 }
 
+/// How a reduction combines the values folded into it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ReduceOp {
+    /// `Sum<T>`: the sum (identity 0).
+    Sum,
+    /// `Min<T>`: the minimum (identity +infinity; NaN operands are ignored, as `f64::min` does).
+    Min,
+    /// `Max<T>`: the maximum (identity -infinity; NaN operands are ignored, as `f64::max` does).
+    Max,
+}
+
+impl ReduceOp {
+    /// Every operator.
+    pub const ALL: [ReduceOp; 3] = [ReduceOp::Sum, ReduceOp::Min, ReduceOp::Max];
+
+    /// The name of the parameter type (`Sum`, `Min`, `Max`).
+    pub fn type_name(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "Sum",
+            ReduceOp::Min => "Min",
+            ReduceOp::Max => "Max",
+        }
+    }
+
+    /// Looks an operator up by its parameter type's name.
+    pub fn from_type_name(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|op| op.type_name() == name)
+    }
+
+    /// The lower-case word of the serialised IR (`sum`, `min`, `max`).
+    pub fn word(self) -> &'static str {
+        match self {
+            ReduceOp::Sum => "sum",
+            ReduceOp::Min => "min",
+            ReduceOp::Max => "max",
+        }
+    }
+}
+
+/// A reduction parameter (`cfl: &mut Max<f64>`): values are folded into it at every point, and
+/// the launch combines them over the range.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReduceParam {
+    /// The operator.
+    pub op: ReduceOp,
+    /// The value and accumulator type (`f32` or `f64`).
+    pub elem: ScalarType,
+}
+
 /// What a parameter is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ParamKind {
@@ -86,6 +135,8 @@ pub enum ParamKind {
     Scalar(ScalarType),
     /// A field of the stencil's dimensionality.
     Field(FieldParam),
+    /// A reduction over the range (`&mut Sum<f64>`, `&mut Min<f32>`, `&mut Max<f64>`).
+    Reduction(ReduceParam),
 }
 
 /// A parameter after the point index.
@@ -135,6 +186,13 @@ pub enum Stmt<T = ScalarType> {
         /// The field parameter.
         field: ParamId,
         /// The value written.
+        value: Expr<T>,
+    },
+    /// Folds a value into a reduction parameter (`cfl.fold(x)`).
+    Fold {
+        /// The reduction parameter.
+        reduction: ParamId,
+        /// The value folded.
         value: Expr<T>,
     },
     /// A two-way branch.
@@ -421,8 +479,21 @@ impl StencilIr {
     pub fn field(&self, id: ParamId) -> Option<FieldParam> {
         match self.params.get(id)?.kind {
             ParamKind::Field(f) => Some(f),
-            ParamKind::Scalar(_) => None,
+            ParamKind::Scalar(_) | ParamKind::Reduction(_) => None,
         }
+    }
+
+    /// The reduction parameters, in order: their indices and kinds.
+    pub fn reductions(&self) -> impl Iterator<Item = (ParamId, ReduceParam)> + '_ {
+        self.params.iter().enumerate().filter_map(|(i, p)| match p.kind {
+            ParamKind::Reduction(r) => Some((i, r)),
+            _ => None,
+        })
+    }
+
+    /// Whether the stencil has a reduction parameter.
+    pub fn reduces(&self) -> bool {
+        self.reductions().next().is_some()
     }
 }
 
@@ -478,6 +549,7 @@ impl<T> Stmt<T> {
             Stmt::Let { local, init } => Stmt::Let { local, init: init.map(|e| e.map_types(f)).transpose()? },
             Stmt::Assign { local, value } => Stmt::Assign { local, value: value.map_types(f)? },
             Stmt::Store { field, value } => Stmt::Store { field, value: value.map_types(f)? },
+            Stmt::Fold { reduction, value } => Stmt::Fold { reduction, value: value.map_types(f)? },
             Stmt::If { cond, then_body, else_body } => {
                 Stmt::If { cond: cond.map_types(f)?, then_body: list(then_body, f)?, else_body: list(else_body, f)? }
             }
@@ -494,7 +566,7 @@ pub fn visit_exprs<T>(body: &[Stmt<T>], f: &mut impl FnMut(&Expr<T>)) {
                     e.visit(f)
                 }
             }
-            Stmt::Assign { value, .. } | Stmt::Store { value, .. } => value.visit(f),
+            Stmt::Assign { value, .. } | Stmt::Store { value, .. } | Stmt::Fold { value, .. } => value.visit(f),
             Stmt::If { cond, then_body, else_body } => {
                 cond.visit(f);
                 visit_exprs(then_body, f);

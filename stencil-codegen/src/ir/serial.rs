@@ -7,8 +7,10 @@
 //! stencil-ir 1
 //! (name diffusion3d) (dim 3) (index idx)
 //! (param ce scalar f32) (param f field f32 read) (param f_new field f32 write)
+//! (param cfl reduce max f64)
 //! (local t f32)
 //! (store 8 (f32 bin add (f32 scalar 6) (f32 load 7 1 0 0)))
+//! (fold 9 (f64 cast (f32 local 0)))
 //! ```
 //!
 //! Floating-point literals are stored as the bit patterns of their `f64` and `f32` values, so a
@@ -17,12 +19,13 @@
 //! the macro and runtime crates into a compile error.
 
 use super::{
-    BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamKind, ScalarType, StencilIr, Stmt, UnOp,
+    BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamKind, ReduceOp, ReduceParam, ScalarType,
+    StencilIr, Stmt, UnOp,
 };
 use std::fmt::{self, Write};
 
 /// Version of the serialised form, written in its first line.
-pub const IR_FORMAT: u32 = 1;
+pub const IR_FORMAT: u32 = 2;
 
 /// Why a serialised IR could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +85,7 @@ impl StencilIr {
                 ParamKind::Field(f) => {
                     writeln!(out, "(param {} field {} {})", p.name, f.elem, if f.writable { "write" } else { "read" })
                 }
+                ParamKind::Reduction(r) => writeln!(out, "(param {} reduce {} {})", p.name, r.op.word(), r.elem),
             }
             .expect("writing to a String");
         }
@@ -127,7 +131,15 @@ impl StencilIr {
                         };
                         ParamKind::Field(FieldParam { elem, writable })
                     }
-                    other => return Err(r.error(format!("`{other}` is not `scalar` or `field`"))),
+                    "reduce" => {
+                        let word = r.ident()?;
+                        let op = ReduceOp::ALL
+                            .into_iter()
+                            .find(|op| op.word() == word)
+                            .ok_or_else(|| r.error(format!("`{word}` is not `sum`, `min` or `max`")))?;
+                        ParamKind::Reduction(ReduceParam { op, elem: r.scalar_type()? })
+                    }
+                    other => return Err(r.error(format!("`{other}` is not `scalar`, `field` or `reduce`"))),
                 };
                 Ok(Param { name, kind })
             })?;
@@ -162,6 +174,11 @@ fn encode_stmt(s: &Stmt, out: &mut String) {
         }
         Stmt::Store { field, value } => {
             write!(out, "(store {field} ").expect("writing to a String");
+            encode_expr(value, out);
+            out.push(')');
+        }
+        Stmt::Fold { reduction, value } => {
+            write!(out, "(fold {reduction} ").expect("writing to a String");
             encode_expr(value, out);
             out.push(')');
         }
@@ -334,6 +351,7 @@ impl<'a> Reader<'a> {
             }
             "set" => Stmt::Assign { local: self.index(ir.locals.len(), "local")?, value: self.expr(ir)? },
             "store" => Stmt::Store { field: self.index(ir.params.len(), "parameter")?, value: self.expr(ir)? },
+            "fold" => Stmt::Fold { reduction: self.index(ir.params.len(), "parameter")?, value: self.expr(ir)? },
             "if" => {
                 let cond = self.expr(ir)?;
                 let mut bodies = [Vec::new(), Vec::new()];
@@ -429,6 +447,10 @@ mod tests {
                     name: "v".into(),
                     kind: ParamKind::Field(FieldParam { elem: ScalarType::F32, writable: true }),
                 },
+                Param {
+                    name: "m".into(),
+                    kind: ParamKind::Reduction(ReduceParam { op: ReduceOp::Max, elem: ScalarType::F32 }),
+                },
             ],
             locals: vec![Local { name: "t".into(), ty: ScalarType::F32 }],
             body: vec![
@@ -445,6 +467,7 @@ mod tests {
                     else_body: vec![Stmt::Assign { local: 0, value: f32e(third) }],
                 },
                 Stmt::Store { field: 2, value: f32e(ExprKind::Local(0)) },
+                Stmt::Fold { reduction: 3, value: f32e(ExprKind::Local(0)) },
             ],
         }
     }

@@ -5,9 +5,13 @@
 //! function, compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
 //! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
 //! floating-point contraction, so all three compute the same bits.
+//!
+//! A stencil that reduces has its row function return one partial result per reduction (the row
+//! folded in order from its first point); the block function stores it in the row's slot, and
+//! after the sweep the slots are combined in a fixed tree (`stencil_runtime::cpu::Partials`).
 
 use crate::analysis::{Analysis, FieldAccess};
-use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ScalarType, StencilIr, Stmt, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ReduceOp, ScalarType, StencilIr, Stmt, UnOp};
 use crate::naming;
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::quote;
@@ -58,9 +62,18 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         .iter()
         .filter_map(|p| match p.kind {
             ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
-            ParamKind::Field(_) => None,
+            ParamKind::Field(_) | ParamKind::Reduction(_) => None,
         })
         .collect();
+    // Reductions: (user name, accumulator, partial results, element type, operator).
+    let reductions: Vec<(Ident, Ident, Ident, Ident, ReduceOp)> = ir
+        .reductions()
+        .map(|(p, r)| {
+            let name = &ir.params[p].name;
+            (ident(name), ident(&naming::acc(name)), ident(&naming::partials(name)), ident(r.elem.rust_name()), r.op)
+        })
+        .collect();
+    let slots = ident(naming::SLOTS);
     let elem = |fa: &FieldAccess| ident(fa.elem.rust_name());
     // The row function: the loop over one row, its parameters the length, the scalars, every
     // read row and the written rows.
@@ -80,6 +93,16 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         quote!(#len, #(#s,)* #(#r,)* #(#w,)*)
     };
     // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
+    let accs: Vec<&Ident> = reductions.iter().map(|r| &r.1).collect();
+    let acc_types: Vec<&Ident> = reductions.iter().map(|r| &r.3).collect();
+    let acc_init = reductions.iter().map(|(_, acc, _, t, op)| {
+        let init = match op {
+            ReduceOp::Sum => quote!(0.0),
+            ReduceOp::Min => quote!(#t::INFINITY),
+            ReduceOp::Max => quote!(#t::NEG_INFINITY),
+        };
+        quote!(let mut #acc: #t = #init;)
+    });
     let reslice = read_rows
         .iter()
         .map(|(n, _)| quote!(let #n = &#n[..#len];))
@@ -94,6 +117,13 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         });
         quote!(#rt::__private::BlockOutputs<'_, (#(#w,)*)>)
     };
+    let partials: Vec<&Ident> = reductions.iter().map(|r| &r.2).collect();
+    let reduce_params = if reductions.is_empty() {
+        quote!()
+    } else {
+        let p = reductions.iter().map(|(_, _, p, t, _)| quote!(#p: &#rt::__private::Partials<#t>));
+        quote!(#slots: &#rt::__private::RowSlots, #(#p,)*)
+    };
     let block_params = {
         let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
         let d = readers.iter().map(|fa| {
@@ -101,7 +131,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
             quote!(#n: &[#t], #(#offs: isize,)*)
         });
-        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #out: &mut #outputs_ty)
+        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #reduce_params #out: &mut #outputs_ty)
     };
     let block_args = {
         let s = scalars.iter().map(|(n, _)| n);
@@ -110,23 +140,64 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
             quote!(#n, #(#offs,)*)
         });
-        quote!(#block, #(#s,)* #(#d)* #out)
+        let p = if reductions.is_empty() { quote!() } else { quote!(#slots, #(#partials,)*) };
+        quote!(#block, #(#s,)* #(#d)* #p #out)
     };
     let [row_fn, block_fn, block_avx2, block_avx512, isa] =
         [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
     let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone() };
     let body = printer.stmts(&ir.body);
+    let outputs_tuple = quote!((#(&#writer_data,)*));
+    let closure = quote! {
+        |#block, #out| {
+            match #isa {
+                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
+                _ => #block_fn(#block_args),
+            }
+        }
+    };
+    // Without reductions the nest is exactly what it was before they existed.
+    let (row_ret, row_call, reduce_setup, reduce_finish, sweep) = if reductions.is_empty() {
+        (
+            quote!(),
+            quote!(#row_fn(#row_args);),
+            quote!(),
+            quote!(),
+            quote!(#rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, #outputs_tuple, #closure)),
+        )
+    } else {
+        let setup = reductions.iter().map(|(_, _, p, t, op)| {
+            let op = ident(op.type_name());
+            quote!(let #p = &#rt::__private::Partials::<#t>::new(#rt::ReduceOp::#op, #slots.count());)
+        });
+        let finish = reductions.iter().map(|(n, _, p, _, _)| quote!(#n.fold(#p.total());));
+        let store = reductions.iter().map(|(_, acc, p, _, _)| quote!(#p.put(#slots.slot(#base), #acc);));
+        (
+            quote!(-> (#(#acc_types,)*)),
+            quote!(let (#(#accs,)*) = #row_fn(#row_args); #(#store)*),
+            quote!(let #slots = &#rt::__private::RowSlots::new(#range, &#shape); #(#setup)*),
+            quote!(#(#finish)*),
+            quote!(#rt::__private::for_each_row_reducing(#range, &#shape, &Self::INFO, #outputs_tuple, #closure)),
+        )
+    };
+    let row_tail = if reductions.is_empty() { quote!() } else { quote!((#(#accs,)*)) };
     quote! {
         let (#(#names,)*) = #args;
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*
         #[inline(always)]
-        fn #row_fn(#row_params) {
+        fn #row_fn(#row_params) #row_ret {
             #(#reslice)*
+            #(#acc_init)*
             for #x in 0..#len {
                 #body
             }
+            #row_tail
         }
         #[inline(always)]
         fn #block_fn(#block_params) {
@@ -135,7 +206,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
                 let #base = #block.row_base(#r);
                 #(#row_slices)*
                 let (#(#writer_rows,)*) = #out.row(#r);
-                #row_fn(#row_args);
+                #row_call
             }
         }
         #[cfg(target_arch = "x86_64")]
@@ -149,16 +220,9 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             #block_fn(#block_args)
         }
         let #isa = #rt::__private::isa();
-        #rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, (#(&#writer_data,)*), |#block, #out| {
-            match #isa {
-                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
-                _ => #block_fn(#block_args),
-            }
-        });
+        #reduce_setup
+        #sweep;
+        #reduce_finish
         ::core::result::Result::Ok(())
     }
 }
@@ -241,6 +305,18 @@ impl NestPrinter<'_> {
                 let (row, x) = (row_name(self.access(*field), 0), &self.x);
                 let v = self.expr(value);
                 quote! { #row[#x] = #v; }
+            }
+            Stmt::Fold { reduction, value } => {
+                let acc = ident(&naming::acc(&self.ir.params[*reduction].name));
+                let v = self.expr(value);
+                match self.ir.params[*reduction].kind {
+                    ParamKind::Reduction(r) if r.op == ReduceOp::Sum => quote! { #acc += #v; },
+                    ParamKind::Reduction(r) => {
+                        let cmp = if r.op == ReduceOp::Min { quote!(<) } else { quote!(>) };
+                        quote! { { let __v = #v; if __v #cmp #acc || __v.is_nan() { #acc = __v; } } }
+                    }
+                    _ => unreachable!("a fold's target is a reduction parameter"),
+                }
             }
             Stmt::If { cond, then_body, else_body } => {
                 let c = self.expr(cond);
@@ -373,6 +449,10 @@ pub fn param_type(
             } else {
                 quote!(&#lifetime #field)
             }
+        }
+        ParamKind::Reduction(r) => {
+            let (op, t) = (ident(r.op.type_name()), ident(r.elem.rust_name()));
+            quote!(&#lifetime mut #rt::#op<#t>)
         }
     }
 }

@@ -12,11 +12,13 @@
 mod isa;
 mod plan;
 pub(crate) mod pool;
+mod reduce;
 mod stream;
 
 pub use isa::{isa, set_isa, Isa};
 pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
 pub use pool::ensure_pool;
+pub use reduce::{for_each_row_reducing, Partials, RowSlots};
 pub use stream::{stream_copy, DenormalMode};
 
 use crate::field::{AlignedBuf, Element, Shape};
@@ -153,6 +155,21 @@ macro_rules! tuple_outputs {
         }
     };
 }
+/// No written field (a stencil that only reduces).
+impl RowOutputs for () {
+    type Rows<'r> = ();
+    #[inline(always)]
+    unsafe fn rows<'r>(&self, _base: usize, _len: usize) -> Self::Rows<'r> {}
+    const COUNT: usize = 0;
+    fn elem_bytes(&self) -> usize {
+        0
+    }
+    #[inline(always)]
+    unsafe fn scratch_rows<'r>(&self, _scratch: *mut u8, _len: usize) -> Self::Rows<'r> {}
+    #[inline(always)]
+    unsafe fn stream_rows(&self, _scratch: *const u8, _base: usize, _len: usize, _isa: Isa) {}
+}
+
 tuple_outputs!(A);
 tuple_outputs!(A, B);
 tuple_outputs!(A, B, C);

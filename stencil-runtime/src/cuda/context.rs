@@ -42,6 +42,8 @@ pub(crate) struct GpuInner {
     builtin: Mutex<HashMap<&'static str, Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
+    /// The kernels of reducing stencils and their scratch memory (see `reduce.rs`).
+    pub(crate) reductions: super::reduce::ReduceState,
 }
 
 impl Gpu {
@@ -74,6 +76,7 @@ impl Gpu {
                 builtin: Mutex::new(HashMap::new()),
                 peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
+                reductions: Default::default(),
             }),
         })
     }

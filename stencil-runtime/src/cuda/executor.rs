@@ -144,6 +144,9 @@ impl Executor for Gpu {
             return Ok(());
         }
         let ir = S::ir();
+        if ir.reduces() {
+            return super::reduce::run::<S, D>(self, range, &shape, values);
+        }
         let strategy = strategy.unwrap_or_else(|| Strategy::default_for(ir));
         let max_elem = max_elem_bytes(ir);
         let key = LaunchKey { stencil: S::IR.as_ptr() as usize, strategy, geometry: geometry(&shape, range, max_elem) };
@@ -151,14 +154,7 @@ impl Executor for Gpu {
         tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
         let len = layout_lengths(&shape, range);
         let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
-        args.extend(values.iter().map(|v| match *v {
-            ArgValue::F32(x) => KernelArg::F32(x),
-            ArgValue::F64(x) => KernelArg::F64(x),
-            ArgValue::I32(x) => KernelArg::I32(x),
-            ArgValue::U32(x) => KernelArg::U32(x),
-            ArgValue::Bool(x) => KernelArg::I32(x as i32),
-            ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
-        }));
+        args.extend(values.iter().map(|v| scalar_or_field(v).expect("reductions take the reduction path")));
         args.push(KernelArg::I64(shape.offset(range.begin()) as i64));
         for n in len {
             let n = i32::try_from(n).map_err(|_| CudaError::TooLarge {
@@ -244,7 +240,21 @@ impl Executor for Gpu {
     }
 }
 
+/// The kernel argument of a scalar or a field (`None` for a reduction, whose pointer is the
+/// launch's own scratch memory).
+pub(super) fn scalar_or_field<const D: usize>(v: &ArgValue<'_, D>) -> Option<KernelArg<'static>> {
+    Some(match *v {
+        ArgValue::F32(x) => KernelArg::F32(x),
+        ArgValue::F64(x) => KernelArg::F64(x),
+        ArgValue::I32(x) => KernelArg::I32(x),
+        ArgValue::U32(x) => KernelArg::U32(x),
+        ArgValue::Bool(x) => KernelArg::I32(x as i32),
+        ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
+        ArgValue::Reduction(_) => return None,
+    })
+}
+
 /// The largest element size among a stencil's fields.
-fn max_elem_bytes(ir: &stencil_codegen::StencilIr) -> usize {
+pub(super) fn max_elem_bytes(ir: &stencil_codegen::StencilIr) -> usize {
     ir.field_ids().filter_map(|id| ir.field(id)).map(|f| f.elem.size_bytes()).max().unwrap_or(4)
 }

@@ -30,8 +30,8 @@
 //! # Ok(()) }
 //! ```
 
-// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo, peer <- message
-// <- executor.
+// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo, peer <- message,
+// reduce <- executor.
 mod cache;
 mod compile;
 mod context;
@@ -43,6 +43,7 @@ mod launch;
 mod memory;
 mod message;
 mod peer;
+mod reduce;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
 pub use cudarc::driver::{sys::CUresult, DriverError};

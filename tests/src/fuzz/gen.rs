@@ -89,6 +89,8 @@ pub enum GStmt {
     Branch { local: usize, init: GExpr, cmp: &'static str, a: GExpr, b: GExpr, then: GExpr, other: GExpr },
     /// `o{out}[idx] = value;`
     Store { out: usize, value: GExpr },
+    /// `r{reduction}.fold(value);`
+    Fold { reduction: usize, value: GExpr },
 }
 
 /// A generated stencil: `fn name(idx: Idx3, s0: f64, .., a0: &Field3<f64 or f32>, .., o0: &mut
@@ -103,6 +105,8 @@ pub struct Generated {
     pub scalars: usize,
     /// The number of written `f64` fields.
     pub outputs: usize,
+    /// Per reduction parameter (`&mut Max<f64>` or `&mut Min<f64>`): its type's name.
+    pub reductions: Vec<&'static str>,
     /// The body.
     pub body: Vec<GStmt>,
 }
@@ -173,7 +177,11 @@ impl Generated {
         for out in 0..outputs {
             body.push(GStmt::Store { out, value: b.expr(4) });
         }
-        Generated { name: format!("fuzz_{seed}"), inputs_f32, scalars, outputs, body }
+        let reductions: Vec<&'static str> = (0..b.rng.below(3) / 2).map(|_| ["Max", "Min"][b.rng.below(2)]).collect();
+        for reduction in 0..reductions.len() {
+            body.push(GStmt::Fold { reduction, value: b.expr(3) });
+        }
+        Generated { name: format!("fuzz_{seed}"), inputs_f32, scalars, outputs, reductions, body }
     }
 
     /// The functor type `#[stencil]` makes of it (`Fuzz17`).
@@ -190,7 +198,8 @@ impl Generated {
             .enumerate()
             .map(|(i, &f32)| (format!("a{i}"), format!("&Field3<{}>", if f32 { "f32" } else { "f64" })));
         let outputs = (0..self.outputs).map(|o| (format!("o{o}"), "&mut Field3<f64>".to_string()));
-        scalars.chain(inputs).chain(outputs).collect()
+        let reductions = self.reductions.iter().enumerate().map(|(r, ty)| (format!("r{r}"), format!("&mut {ty}<f64>")));
+        scalars.chain(inputs).chain(outputs).chain(reductions).collect()
     }
 
     /// The Rust source of the stencil function (without the attribute).
@@ -211,6 +220,7 @@ impl Generated {
                     );
                 }
                 GStmt::Store { out, value } => s += &format!("    o{out}[idx] = {};\n", self.print(value)),
+                GStmt::Fold { reduction, value } => s += &format!("    r{reduction}.fold({});\n", self.print(value)),
             }
         }
         s + "}\n"
@@ -250,12 +260,12 @@ impl Generated {
         }
     }
 
-    /// The values the stencil stores, per output, at a point whose input `f` at `offset` is
-    /// `load(f, offset)` (an `f32` field's value already widened), with scalars `scalars`:
-    /// plain Rust evaluation of the generated tree.
+    /// The values the stencil stores, per output, then the values it folds, per reduction, at a
+    /// point whose input `f` at `offset` is `load(f, offset)` (an `f32` field's value already
+    /// widened), with scalars `scalars`: plain Rust evaluation of the generated tree.
     pub fn eval(&self, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64]) -> Vec<f64> {
         let mut locals = Vec::new();
-        let mut out = vec![f64::NAN; self.outputs];
+        let mut out = vec![f64::NAN; self.outputs + self.reductions.len()];
         for stmt in &self.body {
             match stmt {
                 GStmt::Let { value, .. } => {
@@ -270,6 +280,7 @@ impl Generated {
                     locals.push(v);
                 }
                 GStmt::Store { out: o, value } => out[*o] = eval(value, load, scalars, &locals),
+                GStmt::Fold { reduction, value } => out[self.outputs + reduction] = eval(value, load, scalars, &locals),
             }
         }
         out

@@ -78,7 +78,8 @@ pub struct Point<'a> {
     pub scalar: &'a dyn Fn(ParamId) -> Value,
 }
 
-/// Runs the point update of `ir` at one point: the stores, in order, as (field parameter, value).
+/// Runs the point update of `ir` at one point: the stores and folds, in order, as (field or
+/// reduction parameter, value).
 pub fn run_point(ir: &StencilIr, at: &Point<'_>) -> Vec<(ParamId, Value)> {
     let mut locals: Vec<Option<Value>> = vec![None; ir.locals.len()];
     let mut stores = Vec::new();
@@ -91,9 +92,9 @@ fn exec(body: &[Stmt], at: &Point<'_>, locals: &mut Vec<Option<Value>>, stores: 
         match stmt {
             Stmt::Let { local, init } => locals[*local] = init.as_ref().map(|e| eval(e, at, locals)),
             Stmt::Assign { local, value } => locals[*local] = Some(eval(value, at, locals)),
-            Stmt::Store { field, value } => {
+            Stmt::Store { field: param, value } | Stmt::Fold { reduction: param, value } => {
                 let v = eval(value, at, locals);
-                stores.push((*field, v));
+                stores.push((*param, v));
             }
             Stmt::If { cond, then_body, else_body } => {
                 let taken = eval(cond, at, locals).bool();
@@ -312,5 +313,6 @@ pub fn field_type(ir: &StencilIr, p: ParamId) -> ScalarType {
     match ir.params[p].kind {
         ParamKind::Field(f) => f.elem,
         ParamKind::Scalar(t) => t,
+        ParamKind::Reduction(r) => r.elem,
     }
 }

@@ -21,6 +21,8 @@ pub fn strategies() -> Vec<Strategy> {
         Strategy::PointPerThread { block: [128, 1, 1] },
         Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
         Strategy::ZMarch { block_x: 16, block_y: 3, points_per_thread: 5 },
+        // One point per thread, with lookahead (256 threads): no guarded lookahead load runs.
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 1 },
         Strategy::Stream25D { tile_x: 32, tile_y: 8 },
         Strategy::Stream25D { tile_x: 16, tile_y: 5 },
         Strategy::SharedTile3D { tile: [32, 4, 4] },

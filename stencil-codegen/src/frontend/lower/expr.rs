@@ -3,7 +3,7 @@
 use super::syntax::helper_name;
 use super::types::{Require, TExpr, Var};
 use super::values::Value;
-use super::{int_literal, path_name, tokens, unsupported, Lowerer};
+use super::{path_name, tokens, unsupported, Lowerer};
 use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, ScalarType, Stmt, UnOp};
 use proc_macro2::Span;
@@ -84,6 +84,19 @@ impl Lowerer {
             syn::Expr::MethodCall(m) => {
                 if self.is_index_expr(&m.receiver) {
                     return Err(Error::spanned(&m, ErrorKind::IndexAsValue { index: self.index_name.clone() }));
+                }
+                if let Some(r) = self.reduction_receiver(&m.receiver) {
+                    let name = self.params[r].name.clone();
+                    let kind = if m.method == "fold" {
+                        ErrorKind::FoldAsValue { name }
+                    } else {
+                        ErrorKind::ReductionAsValue { name }
+                    };
+                    return Err(Error::spanned(&m, kind));
+                }
+                if m.method == "fold" {
+                    let (name, in_helper) = (tokens(&m.receiver), !self.call_stack.is_empty());
+                    return Err(Error::spanned(&m.receiver, ErrorKind::FoldTarget { name, in_helper }));
                 }
                 let func = MathFn::from_rust_name(&m.method.to_string()).ok_or_else(|| {
                     Error::spanned(&m.method, ErrorKind::UnsupportedCall { name: m.method.to_string() })
@@ -189,6 +202,7 @@ impl Lowerer {
                     ParamKind::Field(_) => {
                         Err(Error::spanned(&p, ErrorKind::FieldAsValue { name, index: self.index_name.clone() }))
                     }
+                    ParamKind::Reduction(_) => Err(Error::spanned(&p, ErrorKind::ReductionAsValue { name })),
                 };
             }
             if self.call_stack.is_empty() && name == self.index_name {
@@ -237,7 +251,9 @@ impl Lowerer {
         Ok(Expr { ty, kind: ExprKind::Load { field, offset } })
     }
 
-    /// Resolves `f[idx]` / `f[idx.ix::<a, b, c>()]` to a field and an offset.
+    /// Resolves `f[idx]`, `f[idx.ix::<a, b, c>()]` or `f[idx.ix(a, b, c)]` to a field and an
+    /// offset. Each offset is a compile-time integer: a literal, a `const`, the variable of a
+    /// constant `for` loop (`for r in 1..=4 { u[idx.ix(r, 0, 0)] }`), or `+ - *` of those.
     pub(super) fn field_access(&self, ix: &syn::ExprIndex) -> Result<(ParamId, [i32; 3]), Error> {
         let name = match &*ix.expr {
             syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().expect("ident").to_string(),
@@ -254,31 +270,45 @@ impl Lowerer {
         let mut offset = [0i32; 3];
         match &*ix.index {
             e if self.is_index_expr(e) => {}
-            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" && m.args.is_empty() => {
-                if let Some(turbofish) = &m.turbofish {
-                    if turbofish.args.len() != self.dim {
-                        return Err(Error::spanned(
-                            &turbofish,
-                            ErrorKind::OffsetCount { got: turbofish.args.len(), dim: self.dim },
-                        ));
-                    }
-                    for (a, arg) in turbofish.args.iter().enumerate() {
-                        let value = match arg {
-                            syn::GenericArgument::Const(e) => int_literal(e),
-                            _ => None,
-                        };
-                        let value = value.ok_or_else(|| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
-                        offset[a] =
-                            i32::try_from(value).map_err(|_| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
-                    }
+            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" => {
+                // `ix::<a, b, c>()` or `ix(a, b, c)`, not both.
+                let (args, spanned): (Vec<Option<i64>>, Vec<&dyn quote::ToTokens>) =
+                    match (&m.turbofish, m.args.is_empty()) {
+                        (Some(t), true) => t
+                            .args
+                            .iter()
+                            .map(|arg| {
+                                let v = match arg {
+                                    syn::GenericArgument::Const(e) => self.const_int(e),
+                                    // A bare name parses as a type argument.
+                                    syn::GenericArgument::Type(syn::Type::Path(p)) if p.qself.is_none() => self
+                                        .const_int(&syn::Expr::Path(syn::ExprPath {
+                                            attrs: Vec::new(),
+                                            qself: None,
+                                            path: p.path.clone(),
+                                        })),
+                                    _ => None,
+                                };
+                                (v, arg as &dyn quote::ToTokens)
+                            })
+                            .unzip(),
+                        (None, false) => m.args.iter().map(|e| (self.const_int(e), e as &dyn quote::ToTokens)).unzip(),
+                        (None, true) => (Vec::new(), Vec::new()),
+                        (Some(_), false) => return Err(Error::spanned(&m.args, ErrorKind::OffsetNotLiteral)),
+                    };
+                if !args.is_empty() && args.len() != self.dim {
+                    let at: &dyn quote::ToTokens = match &m.turbofish {
+                        Some(t) => t,
+                        None => &m.args,
+                    };
+                    return Err(Error::spanned(&at, ErrorKind::OffsetCount { got: args.len(), dim: self.dim }));
+                }
+                for (a, (value, arg)) in args.into_iter().zip(spanned).enumerate() {
+                    let value = value.ok_or_else(|| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
+                    offset[a] = i32::try_from(value).map_err(|_| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
                 }
             }
-            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => {
-                if m.method == "ix" {
-                    return Err(Error::spanned(&m.args, ErrorKind::OffsetNotLiteral));
-                }
-                return Err(bad_index());
-            }
+            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => return Err(bad_index()),
             _ => return Err(bad_index()),
         }
         Ok((field, offset))

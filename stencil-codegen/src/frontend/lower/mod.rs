@@ -39,8 +39,12 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
     for (i, stmt) in stmts.iter().enumerate() {
         cx.lower_stmt(stmt, i + 1 == stmts.len(), &mut body)?;
     }
-    if !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)) {
+    let writes = cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(f) if f.writable));
+    if !writes && !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Reduction(_))) {
         return Err(Error::spanned(&item.sig.ident, ErrorKind::NoOutput));
+    }
+    if !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(_))) {
+        return Err(Error::spanned(&item.sig.ident, ErrorKind::NoField));
     }
     let resolved = cx.types.finish()?;
     let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
@@ -258,12 +262,55 @@ impl Lowerer {
                 let value = self.binary(op, current, rhs, b.op.span())?;
                 self.assign(&b.left, Value::Scalar(value), out)
             }
+            syn::Expr::MethodCall(m) if m.method == "fold" => self.lower_fold(m, out),
             syn::Expr::If(i) => self.lower_if_stmt(i, out),
             syn::Expr::Block(b) => self.lower_block(&b.block, out),
             syn::Expr::ForLoop(f) => self.lower_for(f, out),
             syn::Expr::Paren(p) => self.lower_expr_stmt(&p.expr, out),
             // Any other expression is evaluated for its errors and dropped: it has no effect.
             other => self.lower_value(other, out).map(|_| ()),
+        }
+    }
+
+    /// `r.fold(value);` with `r` a reduction parameter of the stencil.
+    fn lower_fold(&mut self, m: &syn::ExprMethodCall, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
+        let name = tokens(&m.receiver);
+        let Some(reduction) = self.reduction_receiver(&m.receiver) else {
+            return Err(Error::spanned(
+                &m.receiver,
+                ErrorKind::FoldTarget { name, in_helper: !self.call_stack.is_empty() },
+            ));
+        };
+        if m.args.len() != 1 || m.turbofish.is_some() {
+            return Err(Error::spanned(&m, ErrorKind::FoldArity { name, got: m.args.len() }));
+        }
+        let value = self.lower_expr(&m.args[0], out)?;
+        let ParamKind::Reduction(r) = self.params[reduction].kind else { unreachable!("reduction_receiver checks") };
+        let elem = self.types.known(r.elem);
+        self.types.unify(elem, value.ty, m.args[0].span()).map_err(|e| match e.kind {
+            ErrorKind::TypeMismatch { found, .. } => {
+                Error::spanned(&m.args[0], ErrorKind::FoldType { name: name.clone(), elem: r.elem.to_string(), found })
+            }
+            _ => e,
+        })?;
+        out.push(Stmt::Fold { reduction, value });
+        Ok(())
+    }
+
+    /// The reduction parameter `name` of the stencil (none inside a helper, or if a local hides it).
+    fn reduction(&self, name: &str) -> Option<usize> {
+        if self.lookup(name).is_some() {
+            return None;
+        }
+        self.param(name).filter(|(_, p)| matches!(p.kind, ParamKind::Reduction(_))).map(|(id, _)| id)
+    }
+
+    /// The reduction parameter that `e` names, if it names one.
+    fn reduction_receiver(&self, e: &syn::Expr) -> Option<usize> {
+        match e {
+            syn::Expr::Path(p) => self.reduction(&p.path.get_ident()?.to_string()),
+            syn::Expr::Paren(p) => self.reduction_receiver(&p.expr),
+            _ => None,
         }
     }
 
@@ -314,6 +361,9 @@ impl Lowerer {
                 match self.lookup(&name) {
                     Some(binding @ (Binding::Local(..) | Binding::Array(..) | Binding::Tuple(_))) => {
                         self.assign_binding(&binding, &name, value, target, out)
+                    }
+                    None if self.reduction(&name).is_some() => {
+                        Err(Error::spanned(&target, ErrorKind::ReductionAsValue { name }))
                     }
                     _ => Err(Error::spanned(&target, ErrorKind::BadAssignTarget)),
                 }

@@ -2,7 +2,7 @@
 
 use super::tokens;
 use crate::frontend::error::{Error, ErrorKind};
-use crate::ir::{FieldParam, Param, ParamKind, ScalarType};
+use crate::ir::{FieldParam, Param, ParamKind, ReduceOp, ReduceParam, ScalarType};
 use syn::spanned::Spanned;
 
 pub struct Signature {
@@ -51,6 +51,19 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
         let name = ident_of(&pt.pat)?;
         let unsupported = || Error::spanned(&pt.ty, ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) });
         let kind = match &*pt.ty {
+            syn::Type::Reference(r) if reduction_type(&r.elem).is_some() => {
+                let (op, elem) = reduction_type(&r.elem).expect("checked");
+                let ty = tokens(&r.elem);
+                if r.mutability.is_none() {
+                    return Err(Error::spanned(&pt.ty, ErrorKind::ReductionNotMut { name, ty }));
+                }
+                match elem {
+                    Some(elem) if elem.is_float() => ParamKind::Reduction(ReduceParam { op, elem }),
+                    _ => {
+                        return Err(Error::spanned(&r.elem, ErrorKind::ReductionType { name, op: op.type_name(), ty }))
+                    }
+                }
+            }
             syn::Type::Reference(r) => {
                 let (field_dim, elem) = field_type(&r.elem).ok_or_else(unsupported)?;
                 if field_dim != dim {
@@ -96,6 +109,17 @@ pub fn scalar_type(ty: &syn::Type) -> Option<ScalarType> {
         syn::Type::Path(p) if p.qself.is_none() => ScalarType::from_name(&p.path.get_ident()?.to_string()),
         syn::Type::Paren(p) => scalar_type(&p.elem),
         syn::Type::Group(g) => scalar_type(&g.elem),
+        _ => None,
+    }
+}
+
+/// `Sum<T>`, `Min<T>` or `Max<T>`: the operator, and `T` if it is a scalar type.
+pub fn reduction_type(ty: &syn::Type) -> Option<(ReduceOp, Option<ScalarType>)> {
+    let seg = last_segment(ty)?;
+    let op = ReduceOp::from_type_name(&seg.ident.to_string())?;
+    let syn::PathArguments::AngleBracketed(args) = &seg.arguments else { return None };
+    match args.args.iter().collect::<Vec<_>>().as_slice() {
+        [syn::GenericArgument::Type(elem)] => Some((op, scalar_type(elem))),
         _ => None,
     }
 }

@@ -230,6 +230,10 @@ impl Lowerer {
             syn::Expr::Group(g) => self.const_int(&g.expr),
             syn::Expr::Cast(c) => self.const_int(&c.expr),
             syn::Expr::Unary(syn::ExprUnary { op: syn::UnOp::Neg(_), expr, .. }) => self.const_int(expr).map(|v| -v),
+            syn::Expr::Block(b) if b.block.stmts.len() == 1 => match &b.block.stmts[0] {
+                syn::Stmt::Expr(e, None) => self.const_int(e),
+                _ => None,
+            },
             other => int_literal(other),
         }
     }

@@ -62,6 +62,10 @@ impl CPrinter<'_> {
                 Stmt::Store { field, value } => {
                     writeln!(out, "{pad}{}", self.access.store(*field, &self.expr(value))).expect("write");
                 }
+                Stmt::Fold { reduction, value } => {
+                    let (acc, op) = super::reduce::accumulator(self.ir, *reduction);
+                    writeln!(out, "{pad}{acc} = {op}({acc}, {});", self.expr(value)).expect("write");
+                }
                 Stmt::If { cond, then_body, else_body } => {
                     writeln!(out, "{pad}if ({}) {{", self.expr(cond)).expect("write");
                     self.stmts(then_body, indent + 4, out);
@@ -185,5 +189,21 @@ fn math_call(f: MathFn, ty: ScalarType, a: &[String]) -> String {
         Hypot => c("hypot"),
         Signum => format!("(isnan({0}) ? {0} : copysign{s}({one}, {0}))", a[0]),
         Recip => format!("({one} / {})", a[0]),
+    }
+}
+
+/// The CUDA vector type of `lanes` elements of `t` (the scalar type for one lane).
+pub(super) fn vector_type(t: ScalarType, lanes: u32) -> String {
+    let base = match t {
+        ScalarType::F32 => "float",
+        ScalarType::F64 => "double",
+        ScalarType::I32 => "int",
+        ScalarType::U32 => "uint",
+        ScalarType::Bool => unreachable!("no bool fields"),
+    };
+    if lanes == 1 {
+        c_type(t).to_string()
+    } else {
+        format!("{base}{lanes}")
     }
 }

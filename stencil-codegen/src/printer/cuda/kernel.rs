@@ -8,7 +8,7 @@ use crate::ir::{ParamKind, ScalarType, StencilIr};
 use std::fmt::Write;
 
 /// Device helpers some bodies call (`powi` with Rust's repeated-squaring semantics).
-const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T stencil_powi(T x, int n) {
+pub(super) const HELPERS: &str = r#"template <typename T> __device__ __forceinline__ T stencil_powi(T x, int n) {
     // Repeated squaring, as Rust's `powi`.
     bool inv = n < 0;
     unsigned int e = inv ? -(unsigned int)n : (unsigned int)n;
@@ -52,11 +52,6 @@ impl<'a> KernelParts<'a> {
         param_name(self.ir, p)
     }
 
-    /// C element type of field `param`.
-    pub fn elem(&self, param: usize) -> &'static str {
-        c_type(self.field(param).elem)
-    }
-
     /// Read-only fields that some statement reads.
     pub fn inputs(&self) -> impl Iterator<Item = &'a FieldAccess> {
         self.facts.inputs()
@@ -79,6 +74,7 @@ impl<'a> KernelParts<'a> {
                 ParamKind::Scalar(t) => format!("const {} {name}", c_type(t)),
                 ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
+                ParamKind::Reduction(_) => unreachable!("a reducing stencil runs the reduction kernel (reduce.rs)"),
             });
         }
         params.extend(["const long long origin", "const int n_c", "const int n_m", "const int n_o"].map(String::from));
@@ -126,4 +122,13 @@ pub(super) fn plus(v: i64) -> String {
         std::cmp::Ordering::Greater => format!(" + {v}LL"),
         std::cmp::Ordering::Less => format!(" - {}LL", -v),
     }
+}
+
+/// The stencil offset (i, j, k) that is `d` along the layout's o axis.
+pub(super) fn layout_offset(k: &KernelParts, d: i32) -> [i32; 3] {
+    let mut off = [0; 3];
+    if k.geo.layout[2] < 3 {
+        off[k.geo.layout[2]] = d;
+    }
+    off
 }

@@ -1,6 +1,7 @@
 //! Register queues along the marching axis `o`: for each input and each group of points that
 //! share a (c, m) position, the values from the lowest to the highest `o` offset read, shifted by
-//! fixed register moves after every step (the `st_reg_fixed` scheme of seed 002).
+//! fixed register moves after every step (the `st_reg_fixed` scheme of seed 002). A queue may look
+//! `ahead` planes further than it reads, so that a step's loads are issued a step before use.
 
 use super::kernel::KernelParts;
 use std::collections::BTreeMap;
@@ -19,12 +20,27 @@ pub(super) struct Queue {
     pub min: i32,
     /// Highest o offset read.
     pub max: i32,
+    /// Extra slots above `max` (0 or 1): planes loaded this many steps before they are read.
+    pub ahead: i32,
+    /// Served from the block's shared plane tile instead of global memory (an in-plane value read
+    /// at o offset 0 only; see `plane_tile`).
+    pub tiled: bool,
 }
 
 impl Queue {
-    /// Slots (registers, or vectors of lanes).
+    /// Slots (registers, or vectors of lanes), the lookahead ones included.
     pub fn depth(&self) -> i32 {
-        self.max - self.min + 1
+        self.top() - self.min + 1
+    }
+
+    /// The highest o offset held: the slot each step loads.
+    pub fn top(&self) -> i32 {
+        self.max + self.ahead
+    }
+
+    /// Whether the queue spans several o offsets (a column, as opposed to one in-plane value).
+    pub fn is_column(&self) -> bool {
+        self.max > self.min
     }
 
     /// The slot variable holding o offset `d`.
@@ -61,7 +77,7 @@ pub(super) fn queues(
         }
         for ((group, dm), (min, max)) in ranges {
             let var = format!("q_{}_{}_{}", fa.name, signed_name(group), signed_name(dm));
-            out.push(Queue { field: fa.param, var, group, dm, min, max });
+            out.push(Queue { field: fa.param, var, group, dm, min, max, ahead: 0, tiled: false });
         }
     }
     out

@@ -1,0 +1,176 @@
+//! Launches of stencils that reduce: pass 1 over the range with one partial result per block,
+//! pass 2 in one block, and the results read back (a launch waits for them), folded into the
+//! reduction parameters. The kernels are printed by `stencil_codegen::printer::cuda::reduce`.
+//!
+//! The partial results live in stream-ordered memory (`cuMemAllocAsync`, from the device's pool:
+//! no allocation cost per launch after the first, no synchronisation), freed after the read.
+//!
+//! The grid is fixed by the range and the device (`bx`: the smallest power of two from 32 to
+//! 256 whose chunk of `bx · unroll` points covers a row; blocks: chunks of a row along x, row groups along y, at most eight blocks
+//! per multiprocessor), so every launch of one range on one device model adds in the same order.
+
+use super::compile::KERNEL_OPTIONS;
+use super::context::Gpu;
+use super::error::CudaError;
+use super::executor::{max_elem_bytes, scalar_or_field};
+use super::kernel::Kernel;
+use super::launch::{KernelArg, LaunchDims};
+use crate::cuda_source::{geometry, layout_lengths};
+use crate::device_args::ArgValue;
+use crate::error::LaunchError;
+use crate::executor::Stencil;
+use crate::field::Shape;
+use crate::range::Loop;
+use cudarc::driver::result;
+use cudarc::driver::sys::CUdevice_attribute;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS};
+
+/// Blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200 multiprocessor).
+const BLOCKS_PER_SM: usize = 8;
+
+/// The two loaded kernels of a reducing stencil, and pass 1's points per thread per chunk.
+struct Prepared {
+    pass1: Kernel,
+    pass2: Kernel,
+    unroll: usize,
+}
+
+/// Per device: the prepared kernels by (stencil, geometry).
+#[derive(Default)]
+pub(crate) struct ReduceState {
+    kernels: Mutex<HashMap<(usize, Geometry), Arc<Prepared>>>,
+}
+
+/// Stream-ordered device memory, freed (in stream order) on drop.
+struct Scratch<'g> {
+    gpu: &'g Gpu,
+    ptr: u64,
+}
+
+impl<'g> Scratch<'g> {
+    fn new(gpu: &'g Gpu, bytes: usize) -> Result<Self, CudaError> {
+        gpu.bind()?;
+        // SAFETY: plain stream-ordered allocation; pass 1 writes every byte pass 2 reads.
+        let ptr = unsafe { result::malloc_async(gpu.cu_stream(), bytes) }
+            .map_err(|e| gpu.fail("allocating the partial results of a reduction", e))?;
+        Ok(Scratch { gpu, ptr })
+    }
+}
+
+impl Drop for Scratch<'_> {
+    fn drop(&mut self) {
+        // SAFETY: allocated on this stream by `malloc_async`; freed once, after the work queued
+        // before it (the kernels and the copy that use it). An error is kept by the context.
+        let freed = unsafe { result::free_async(self.ptr, self.gpu.cu_stream()) };
+        self.gpu.inner.ctx.record_err(freed);
+    }
+}
+
+/// Runs the reducing stencil `S` over `range` (validated, not empty) with the erased `values`
+/// and folds each reduction's result into its parameter; returns once the results are read.
+pub(super) fn run<S: Stencil<D>, const D: usize>(
+    gpu: &Gpu,
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    mut values: Vec<ArgValue<'_, D>>,
+) -> Result<(), LaunchError> {
+    let name = S::INFO.name;
+    gpu.refuse_while_recording(&format!(
+        "stencil `{name}` folds into a reduction, whose result a launch reads back to the host; a launch of it"
+    ))?;
+    let ir = S::ir();
+    let geo = geometry(shape, range, max_elem_bytes(ir));
+    let prepared = prepared::<S, D>(gpu, geo)?;
+    let len = layout_lengths(shape, range);
+    let too_large = |n: usize| CudaError::TooLarge {
+        what: format!("stencil `{name}`: the range's points along one axis"),
+        value: n,
+    };
+    let n: Vec<i32> = len.iter().map(|&n| i32::try_from(n).map_err(|_| too_large(n))).collect::<Result<_, _>>()?;
+    if len[1] * len[2] > u32::MAX as usize {
+        return Err(CudaError::TooLarge {
+            what: format!("stencil `{name}`: the range's rows"),
+            value: len[1] * len[2],
+        }
+        .into());
+    }
+    // The grid: bx threads per row, chunks of bx * unroll points, at most 8 blocks per SM.
+    let threads = REDUCE_THREADS as usize;
+    let unroll = prepared.unroll;
+    let bx = len[0].div_ceil(unroll).next_power_of_two().clamp(32, threads);
+    let chunks = len[0].div_ceil(bx * unroll);
+    let groups = (len[1] * len[2]).div_ceil(threads / bx);
+    let sms = gpu
+        .inner
+        .ctx
+        .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
+        .map_err(|e| gpu.fail("reading the multiprocessor count", e))?;
+    let target = (sms.max(1) as usize) * BLOCKS_PER_SM;
+    let gx = chunks.min(target).max(1);
+    let gy = groups.min((target / gx).max(1)).clamp(1, 65535);
+    let blocks = gx * gy;
+    let count = ir.reductions().count();
+    // Scratch: each reduction's partials (8 bytes a block), then one double per result.
+    let result_at = count * blocks * 8;
+    let bytes = result_at + count * 8;
+    let scratch = Scratch::new(gpu, bytes)?;
+    let base = scratch.ptr;
+    let partial = |r: usize| base + (r * blocks * 8) as u64;
+    let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 5);
+    let mut r = 0;
+    for v in &values {
+        args.push(scalar_or_field(v).unwrap_or_else(|| {
+            r += 1;
+            KernelArg::Ptr(partial(r - 1))
+        }));
+    }
+    args.push(KernelArg::I64(shape.offset(range.begin()) as i64));
+    args.extend(n.iter().map(|&n| KernelArg::I32(n)));
+    args.push(KernelArg::I32(bx as i32));
+    let dims = LaunchDims { grid: [gx as u32, gy as u32, 1], block: [REDUCE_THREADS, 1, 1], shared_bytes: 0 };
+    // SAFETY: pass 1 was printed for this stencil and geometry: its parameters are the stencil's
+    // (a reduction as a pointer to `blocks` partials of at most 8 bytes, inside the scratch
+    // memory, which is held until the results are read) then origin, the lengths and bx, as
+    // `args` holds; `validate` checked that the range plus the stencil's reach lies inside every
+    // field, all of which live on this device.
+    unsafe { gpu.launch(&prepared.pass1, dims, &args) }?;
+    let mut final_args: Vec<KernelArg> = (0..count).map(|r| KernelArg::Ptr(partial(r))).collect();
+    final_args.push(KernelArg::Ptr(base + result_at as u64));
+    final_args.push(KernelArg::I32(blocks as i32));
+    let one = LaunchDims { grid: [1, 1, 1], block: [REDUCE_THREADS, 1, 1], shared_bytes: 0 };
+    // SAFETY: pass 2 takes each reduction's partials (`blocks` of them, written by pass 1), the
+    // result slots (one double each) and `blocks`, all inside the scratch memory.
+    unsafe { gpu.launch(&prepared.pass2, one, &final_args) }?;
+    let mut results = vec![0f64; count];
+    gpu.bind()?;
+    // SAFETY: `count` doubles at `result_at` inside the scratch memory; the copy is ordered after
+    // pass 2 on the stream, and the stream is synchronised before `results` is read.
+    unsafe { result::memcpy_dtoh_async(&mut results, base + result_at as u64, gpu.cu_stream()) }
+        .map_err(|e| gpu.fail("copying reduction results to the host", e))?;
+    gpu.synchronize()?;
+    drop(scratch);
+    let mut results = results.into_iter();
+    for v in &mut values {
+        if let ArgValue::Reduction(reducer) = v {
+            reducer.fold_f64(results.next().expect("one result per reduction"));
+        }
+    }
+    Ok(())
+}
+
+/// The loaded kernels of `S` for `geo`, printed and compiled on first use.
+fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<Arc<Prepared>, LaunchError> {
+    let key = (S::IR.as_ptr() as usize, geo);
+    let table = &gpu.inner.reductions.kernels;
+    if let Some(p) = table.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
+        return Ok(p.clone());
+    }
+    let printed = print_reduce_kernel(S::ir(), &geo);
+    let (pass1, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.kernel.entry, KERNEL_OPTIONS)?;
+    let (pass2, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.final_entry, KERNEL_OPTIONS)?;
+    let prepared = Arc::new(Prepared { pass1, pass2, unroll: printed.unroll as usize });
+    table.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
+    Ok(prepared)
+}
