@@ -17,7 +17,7 @@
 
 use std::path::{Path, PathBuf};
 
-use stencil_runtime::io::checkpoint::{read_parts, write_parts, Checkpoint, Part};
+use stencil_runtime::io::checkpoint::{part_counts, read_parts, write_parts, Checkpoint, Part};
 use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Domains, Element};
@@ -120,7 +120,7 @@ impl Plan {
         settings: &[(&str, f64)],
     ) -> Result<Option<Checkpoint<'static>>, Error> {
         let Some(path) = &self.restart else { return Ok(None) };
-        if !path.exists() && has_parts(path) {
+        if !path.exists() && !part_counts(path).is_empty() {
             return Err(IoError::Mismatch {
                 path: path.clone(),
                 what: "decomposition".into(),
@@ -134,14 +134,6 @@ impl Plan {
         c.expect_part(None)?;
         Ok(Some(c))
     }
-}
-
-/// Whether parts of a decomposed checkpoint `path` lie next to it.
-fn has_parts(path: &Path) -> bool {
-    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return false };
-    let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
-    let prefix = format!("{}.part-", name.to_string_lossy());
-    std::fs::read_dir(dir).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().starts_with(&prefix))
 }
 
 /// Checks a checkpoint against a run: model, grid, fields and settings.

@@ -533,8 +533,10 @@ pub fn read_parts<const D: usize>(
     Ok(out)
 }
 
-/// The part counts `N` of the files `path.part-0-of-N` next to `path`.
-fn part_counts(path: &Path) -> Vec<usize> {
+/// The part counts `N` of the decomposed checkpoints `path` next to it (files
+/// `path.part-0-of-N`), smallest first; empty when there is none.
+pub fn part_counts(path: impl AsRef<Path>) -> Vec<usize> {
+    let path = path.as_ref();
     let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else { return Vec::new() };
     let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
     let prefix = format!("{}.part-0-of-", name.to_string_lossy());
