@@ -6,8 +6,8 @@
 //! no allocation cost per launch after the first, no synchronisation), freed after the read.
 //!
 //! The grid is fixed by the range and the device (`bx`: the smallest power of two from 32 to
-//! 256 whose chunk of `bx · unroll` points covers a row; blocks: chunks of a row along x, row groups along y, at most eight blocks
-//! per multiprocessor), so every launch of one range on one device model adds in the same order.
+//! 256 whose chunk of `bx · points_per_thread` points covers a row; blocks: chunks of a row along
+//! x, row groups along y, as many as the multiprocessors hold at once, at most eight each), so every launch of one range on one device model adds in the same order.
 
 use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
@@ -27,14 +27,17 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS};
 
-/// Blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200 multiprocessor).
+/// The most blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200
+/// multiprocessor); fewer where its registers allow fewer at once, so the grid is one wave.
 const BLOCKS_PER_SM: usize = 8;
 
-/// The two loaded kernels of a reducing stencil, and pass 1's points per thread per chunk.
+/// The two loaded kernels of a reducing stencil, pass 1's points per thread per chunk and how
+/// many of its blocks a multiprocessor holds at once.
 struct Prepared {
     pass1: Kernel,
     pass2: Kernel,
-    unroll: usize,
+    points_per_thread: usize,
+    blocks_per_sm: usize,
 }
 
 /// Per device: the prepared kernels by (stencil, geometry).
@@ -96,18 +99,18 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
         }
         .into());
     }
-    // The grid: bx threads per row, chunks of bx * unroll points, at most 8 blocks per SM.
+    // The grid: bx threads per row, chunks of bx * per points, one wave of blocks.
     let threads = REDUCE_THREADS as usize;
-    let unroll = prepared.unroll;
-    let bx = len[0].div_ceil(unroll).next_power_of_two().clamp(32, threads);
-    let chunks = len[0].div_ceil(bx * unroll);
+    let per = prepared.points_per_thread;
+    let bx = len[0].div_ceil(per).next_power_of_two().clamp(32, threads);
+    let chunks = len[0].div_ceil(bx * per);
     let groups = (len[1] * len[2]).div_ceil(threads / bx);
     let sms = gpu
         .inner
         .ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(|e| gpu.fail("reading the multiprocessor count", e))?;
-    let target = (sms.max(1) as usize) * BLOCKS_PER_SM;
+    let target = (sms.max(1) as usize) * prepared.blocks_per_sm;
     let gx = chunks.min(target).max(1);
     let gy = groups.min((target / gx).max(1)).clamp(1, 65535);
     let blocks = gx * gy;
@@ -170,7 +173,17 @@ fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<A
     let printed = print_reduce_kernel(S::ir(), &geo);
     let (pass1, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.kernel.entry, KERNEL_OPTIONS)?;
     let (pass2, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.final_entry, KERNEL_OPTIONS)?;
-    let prepared = Arc::new(Prepared { pass1, pass2, unroll: printed.unroll as usize });
+    // As many blocks as the multiprocessors hold at once (one wave), at most 8 per multiprocessor.
+    let resident = pass1
+        .function()
+        .occupancy_max_active_blocks_per_multiprocessor(REDUCE_THREADS, 0, None)
+        .map_err(|e| gpu.fail("reading the occupancy of a reduction kernel", e))?;
+    let prepared = Arc::new(Prepared {
+        pass1,
+        pass2,
+        points_per_thread: printed.points_per_thread as usize,
+        blocks_per_sm: (resident as usize).clamp(1, BLOCKS_PER_SM),
+    });
     table.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
     Ok(prepared)
 }
