@@ -12,10 +12,9 @@
 use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
 use super::error::CudaError;
-use super::executor::{max_elem_bytes, scalar_or_field};
-use super::kernel::Kernel;
-use super::launch::{KernelArg, LaunchDims};
-use crate::cuda_source::{geometry, layout_lengths};
+use super::kernel::ReducePrepared;
+use super::launch::{scalar_or_field, KernelArg, LaunchDims};
+use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
 use crate::executor::Stencil;
@@ -23,28 +22,12 @@ use crate::field::Shape;
 use crate::range::Loop;
 use cudarc::driver::result;
 use cudarc::driver::sys::CUdevice_attribute;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS};
 
 /// The most blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200
 /// multiprocessor); fewer where its registers allow fewer at once, so the grid is one wave.
 const BLOCKS_PER_SM: usize = 8;
-
-/// The two loaded kernels of a reducing stencil, pass 1's points per thread per chunk and how
-/// many of its blocks a multiprocessor holds at once.
-struct Prepared {
-    pass1: Kernel,
-    pass2: Kernel,
-    points_per_thread: usize,
-    blocks_per_sm: usize,
-}
-
-/// Per device: the prepared kernels by (stencil, geometry).
-#[derive(Default)]
-pub(crate) struct ReduceState {
-    kernels: Mutex<HashMap<(usize, Geometry), Arc<Prepared>>>,
-}
 
 /// Stream-ordered device memory, freed (in stream order) on drop.
 struct Scratch<'g> {
@@ -164,9 +147,9 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
 }
 
 /// The loaded kernels of `S` for `geo`, printed and compiled on first use.
-fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<Arc<Prepared>, LaunchError> {
+fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<Arc<ReducePrepared>, LaunchError> {
     let key = (S::IR.as_ptr() as usize, geo);
-    let table = &gpu.inner.reductions.kernels;
+    let table = &gpu.inner.reductions;
     if let Some(p) = table.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(p.clone());
     }
@@ -178,7 +161,7 @@ fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<A
         .function()
         .occupancy_max_active_blocks_per_multiprocessor(REDUCE_THREADS, 0, None)
         .map_err(|e| gpu.fail("reading the occupancy of a reduction kernel", e))?;
-    let prepared = Arc::new(Prepared {
+    let prepared = Arc::new(ReducePrepared {
         pass1,
         pass2,
         points_per_thread: printed.points_per_thread as usize,

@@ -19,7 +19,7 @@
 //! order, the same warp and block combination, and thread 0 writes each reduction's result as a
 //! `double` to `result[r]`.
 
-use super::c_body::{c_type, literal, param_name, print_body, Access};
+use super::c_body::{c_type, combine_fn, literal, param_name, print_body, Access};
 use super::kernel::{plus, HELPERS};
 use super::{CudaKernel, Geometry};
 use crate::analysis::{Analysis, FieldAccess};
@@ -48,20 +48,6 @@ pub struct ReduceKernel {
     /// Points of a row each thread takes per chunk (a chunk is `bx · points_per_thread` points):
     /// `lanes` consecutive points per load, times the loads per staged value.
     pub points_per_thread: u32,
-}
-
-/// The C accumulator of reduction parameter `p` and the device function that folds into it.
-pub(super) fn accumulator(ir: &StencilIr, p: usize) -> (String, &'static str) {
-    let ParamKind::Reduction(r) = ir.params[p].kind else { unreachable!("a fold's target is a reduction parameter") };
-    (naming::acc(&ir.params[p].name), combine_fn(r.op))
-}
-
-fn combine_fn(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "stencil_sum",
-        ReduceOp::Min => "stencil_min",
-        ReduceOp::Max => "stencil_max",
-    }
 }
 
 fn identity(r: ReduceParam) -> String {
