@@ -24,7 +24,9 @@ fn runtime() -> proc_macro2::TokenStream {
 /// The first parameter is the point index (`idx: Idx3`), then scalars (`f32`, `f64`, `i32`,
 /// `u32`, `bool`) and fields (`&Field3<T>` read, `&mut Field3<T>` written). Neighbours are read as
 /// `f[idx.ix::<1, 0, -1>()]` or `f[idx.ix(r, 0, 0)]` with compile-time integer offsets (literals,
-/// constants, the variable of a constant `for` loop); written fields only at `f[idx]`.
+/// constants, the variable of a constant `for` loop); written fields only at `f[idx]`. A
+/// reduction parameter (`m: &mut Max<f64>`, `Sum`, `Min`; `f32` or `f64`) is folded with
+/// `m.fold(x);` and combined over the range by the launch.
 /// The body may hold small arrays (`[f64; 5]`, indexed by compile-time integers) and call
 /// `#[stencil_fn]` helpers by their bare name.
 #[proc_macro_attribute]

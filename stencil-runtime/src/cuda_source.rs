@@ -33,16 +33,20 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
     range: &Loop<D>,
 ) -> Result<CudaKernel, StrategyError> {
     let ir = S::ir();
-    let max_elem = stencil_codegen::analysis::field_accesses(ir).iter().map(|f| f.elem.size_bytes()).max().unwrap_or(4);
-    stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem))
+    stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem_bytes(ir)))
 }
 
 /// The kernels a GPU launch of the reducing stencil `S` over fields of `shape` runs (pass 1 and
 /// the final pass, in one source); `None` if `S` does not reduce. Print `kernel.source` to read it.
 pub fn cuda_reduce_kernel<S: Stencil<D>, const D: usize>(shape: &Shape<D>, range: &Loop<D>) -> Option<ReduceKernel> {
     let ir = S::ir();
-    let max_elem = stencil_codegen::analysis::field_accesses(ir).iter().map(|f| f.elem.size_bytes()).max().unwrap_or(4);
-    ir.reduces().then(|| stencil_codegen::printer::cuda::print_reduce_kernel(ir, &geometry(shape, range, max_elem)))
+    ir.reduces()
+        .then(|| stencil_codegen::printer::cuda::print_reduce_kernel(ir, &geometry(shape, range, max_elem_bytes(ir))))
+}
+
+/// The largest element size among a stencil's fields (4 if it has none).
+pub(crate) fn max_elem_bytes(ir: &stencil_codegen::StencilIr) -> usize {
+    ir.field_ids().filter_map(|id| ir.field(id)).map(|f| f.elem.size_bytes()).max().unwrap_or(4)
 }
 
 /// Range lengths along the layout axes (contiguous first), 1 for a phantom axis.

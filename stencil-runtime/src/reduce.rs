@@ -30,10 +30,11 @@
 //!   16384 points) from its first point to its last, then the row results pairwise (a balanced
 //!   binary tree over the rows in storage order). Neither depends on the thread count or tiling.
 //! - a GPU gives each thread a fixed set of points (rows of the range dealt to the blocks in a
-//!   grid-stride loop; along a row the threads of a block take every `bx`-th point), each thread
-//!   sums its points in order, a warp combines its 32 sums by a shuffle tree, a block its warps
-//!   in order, and a second, one-block kernel combines the block results the same way. The grid
-//!   is sized by the device's multiprocessor count, so the bits are those of the device model.
+//!   grid-stride loop; along a row each thread takes runs of 1, 2 or 4 consecutive points, `bx`
+//!   runs apart), each thread folds its points in increasing order, a warp combines its 32
+//!   values by a shuffle tree, a block its warps in order, and a second, one-block kernel
+//!   combines the block results the same way. The grid is sized by the range, the kernel's
+//!   occupancy and the device's multiprocessor count, so the bits are those of the device model.
 //!
 //! The two orders differ, so a sum on the host and on a GPU agree to rounding (about
 //! `n · ε · Σ|x|` at worst for `n` values, far less in practice), not bit for bit; `Min` and `Max`

@@ -106,7 +106,7 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let cells = args.size * args.size;
     println!(
         "{steps} steps in {seconds:.2} s: {:.1} Mcell-steps/s (3 stages each; the time includes the per-step \
-         CFL reduction on the host)",
+         CFL reduction, one number read back from the executor)",
         (cells * steps) as f64 / seconds / 1e6
     );
     let m1 = model.mass(&q);

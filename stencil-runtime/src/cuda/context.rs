@@ -4,12 +4,13 @@
 
 use super::cache::DiskCache;
 use super::error::{driver, is_kernel_fault, CudaError};
-use super::kernel::{Kernel, LaunchKey, Prepared};
+use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
+use stencil_codegen::printer::cuda::Geometry;
 /// The oldest driver this build can use (`cuda-13000` in cudarc's features).
 const MIN_DRIVER_VERSION: i32 = 13000;
 
@@ -42,8 +43,8 @@ pub(crate) struct GpuInner {
     builtin: Mutex<HashMap<&'static str, Kernel>>,
     /// Entry point of the last kernel launched, to name it when a later call reports its fault.
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
-    /// The kernels of reducing stencils and their scratch memory (see `reduce.rs`).
-    pub(crate) reductions: super::reduce::ReduceState,
+    /// Kernels prepared for reducing stencils, by (stencil, geometry) (see `reduce.rs`).
+    pub(crate) reductions: Mutex<HashMap<(usize, Geometry), Arc<ReducePrepared>>>,
 }
 
 impl Gpu {
@@ -76,7 +77,7 @@ impl Gpu {
                 builtin: Mutex::new(HashMap::new()),
                 peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
-                reductions: Default::default(),
+                reductions: Mutex::new(HashMap::new()),
             }),
         })
     }

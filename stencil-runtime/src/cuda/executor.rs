@@ -11,10 +11,10 @@ use super::context::Gpu;
 use super::error::CudaError;
 use super::halo::fill_halo_sides;
 use super::kernel::{LaunchKey, Prepared};
-use super::launch::{KernelArg, LaunchDims};
+use super::launch::{scalar_or_field, KernelArg, LaunchDims};
 use super::memory::DeviceField;
 use super::message::{self, GpuBuffer};
-use crate::cuda_source::{geometry, layout_lengths};
+use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
 use crate::executor::{BoxPart, Executor, SideJob, Stencil};
@@ -238,23 +238,4 @@ impl Executor for Gpu {
     fn replay(&self, recording: &GpuGraph) -> Result<(), LaunchError> {
         recording.graph.launch().map_err(|e| LaunchError::Cuda(self.fail("replaying a recorded step", e)))
     }
-}
-
-/// The kernel argument of a scalar or a field (`None` for a reduction, whose pointer is the
-/// launch's own scratch memory).
-pub(super) fn scalar_or_field<const D: usize>(v: &ArgValue<'_, D>) -> Option<KernelArg<'static>> {
-    Some(match *v {
-        ArgValue::F32(x) => KernelArg::F32(x),
-        ArgValue::F64(x) => KernelArg::F64(x),
-        ArgValue::I32(x) => KernelArg::I32(x),
-        ArgValue::U32(x) => KernelArg::U32(x),
-        ArgValue::Bool(x) => KernelArg::I32(x as i32),
-        ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
-        ArgValue::Reduction(_) => return None,
-    })
-}
-
-/// The largest element size among a stencil's fields.
-pub(super) fn max_elem_bytes(ir: &stencil_codegen::StencilIr) -> usize {
-    ir.field_ids().filter_map(|id| ir.field(id)).map(|f| f.elem.size_bytes()).max().unwrap_or(4)
 }

@@ -68,3 +68,12 @@ pub(crate) struct Prepared {
     pub(crate) points_per_block: [u32; 3],
     pub(crate) shared_bytes: u32,
 }
+
+/// The two loaded kernels of a reducing stencil (see `reduce.rs`), pass 1's points per thread
+/// per chunk and how many of its blocks a multiprocessor holds at once.
+pub(crate) struct ReducePrepared {
+    pub(crate) pass1: Kernel,
+    pub(crate) pass2: Kernel,
+    pub(crate) points_per_thread: usize,
+    pub(crate) blocks_per_sm: usize,
+}

@@ -4,6 +4,7 @@
 use super::context::Gpu;
 use super::error::{is_kernel_fault, CudaError};
 use super::kernel::Kernel;
+use crate::device_args::ArgValue;
 use cudarc::driver::result;
 use cudarc::driver::sys::CUfunction_attribute;
 use std::ffi::c_void;
@@ -122,4 +123,18 @@ impl Gpu {
         *self.inner.last_kernel.lock().unwrap_or_else(|p| p.into_inner()) = Some(kernel.entry_arc());
         Ok(())
     }
+}
+
+/// The kernel argument of a stencil's scalar or field argument (`None` for a reduction, whose
+/// pointer is the launch's own scratch memory).
+pub(crate) fn scalar_or_field<const D: usize>(v: &ArgValue<'_, D>) -> Option<KernelArg<'static>> {
+    Some(match *v {
+        ArgValue::F32(x) => KernelArg::F32(x),
+        ArgValue::F64(x) => KernelArg::F64(x),
+        ArgValue::I32(x) => KernelArg::I32(x),
+        ArgValue::U32(x) => KernelArg::U32(x),
+        ArgValue::Bool(x) => KernelArg::I32(x as i32),
+        ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
+        ArgValue::Reduction(_) => return None,
+    })
 }

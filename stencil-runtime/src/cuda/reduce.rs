@@ -6,16 +6,15 @@
 //! no allocation cost per launch after the first, no synchronisation), freed after the read.
 //!
 //! The grid is fixed by the range and the device (`bx`: the smallest power of two from 32 to
-//! 256 whose chunk of `bx · unroll` points covers a row; blocks: chunks of a row along x, row groups along y, at most eight blocks
-//! per multiprocessor), so every launch of one range on one device model adds in the same order.
+//! 256 whose chunk of `bx · points_per_thread` points covers a row; blocks: chunks of a row along
+//! x, row groups along y, as many as the multiprocessors hold at once, at most eight each), so every launch of one range on one device model adds in the same order.
 
 use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
 use super::error::CudaError;
-use super::executor::{max_elem_bytes, scalar_or_field};
-use super::kernel::Kernel;
-use super::launch::{KernelArg, LaunchDims};
-use crate::cuda_source::{geometry, layout_lengths};
+use super::kernel::ReducePrepared;
+use super::launch::{scalar_or_field, KernelArg, LaunchDims};
+use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
 use crate::executor::Stencil;
@@ -23,25 +22,12 @@ use crate::field::Shape;
 use crate::range::Loop;
 use cudarc::driver::result;
 use cudarc::driver::sys::CUdevice_attribute;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, PoisonError};
 use stencil_codegen::printer::cuda::{print_reduce_kernel, Geometry, REDUCE_THREADS};
 
-/// Blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200 multiprocessor).
+/// The most blocks per multiprocessor of pass 1 (2048 threads: a full H100/H200
+/// multiprocessor); fewer where its registers allow fewer at once, so the grid is one wave.
 const BLOCKS_PER_SM: usize = 8;
-
-/// The two loaded kernels of a reducing stencil, and pass 1's points per thread per chunk.
-struct Prepared {
-    pass1: Kernel,
-    pass2: Kernel,
-    unroll: usize,
-}
-
-/// Per device: the prepared kernels by (stencil, geometry).
-#[derive(Default)]
-pub(crate) struct ReduceState {
-    kernels: Mutex<HashMap<(usize, Geometry), Arc<Prepared>>>,
-}
 
 /// Stream-ordered device memory, freed (in stream order) on drop.
 struct Scratch<'g> {
@@ -96,18 +82,18 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
         }
         .into());
     }
-    // The grid: bx threads per row, chunks of bx * unroll points, at most 8 blocks per SM.
+    // The grid: bx threads per row, chunks of bx * per points, one wave of blocks.
     let threads = REDUCE_THREADS as usize;
-    let unroll = prepared.unroll;
-    let bx = len[0].div_ceil(unroll).next_power_of_two().clamp(32, threads);
-    let chunks = len[0].div_ceil(bx * unroll);
+    let per = prepared.points_per_thread;
+    let bx = len[0].div_ceil(per).next_power_of_two().clamp(32, threads);
+    let chunks = len[0].div_ceil(bx * per);
     let groups = (len[1] * len[2]).div_ceil(threads / bx);
     let sms = gpu
         .inner
         .ctx
         .attribute(CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
         .map_err(|e| gpu.fail("reading the multiprocessor count", e))?;
-    let target = (sms.max(1) as usize) * BLOCKS_PER_SM;
+    let target = (sms.max(1) as usize) * prepared.blocks_per_sm;
     let gx = chunks.min(target).max(1);
     let gy = groups.min((target / gx).max(1)).clamp(1, 65535);
     let blocks = gx * gy;
@@ -161,16 +147,26 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
 }
 
 /// The loaded kernels of `S` for `geo`, printed and compiled on first use.
-fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<Arc<Prepared>, LaunchError> {
+fn prepared<S: Stencil<D>, const D: usize>(gpu: &Gpu, geo: Geometry) -> Result<Arc<ReducePrepared>, LaunchError> {
     let key = (S::IR.as_ptr() as usize, geo);
-    let table = &gpu.inner.reductions.kernels;
+    let table = &gpu.inner.reductions;
     if let Some(p) = table.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
         return Ok(p.clone());
     }
     let printed = print_reduce_kernel(S::ir(), &geo);
     let (pass1, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.kernel.entry, KERNEL_OPTIONS)?;
     let (pass2, _) = gpu.kernel_with_stats(&printed.kernel.source, &printed.final_entry, KERNEL_OPTIONS)?;
-    let prepared = Arc::new(Prepared { pass1, pass2, unroll: printed.unroll as usize });
+    // As many blocks as the multiprocessors hold at once (one wave), at most 8 per multiprocessor.
+    let resident = pass1
+        .function()
+        .occupancy_max_active_blocks_per_multiprocessor(REDUCE_THREADS, 0, None)
+        .map_err(|e| gpu.fail("reading the occupancy of a reduction kernel", e))?;
+    let prepared = Arc::new(ReducePrepared {
+        pass1,
+        pass2,
+        points_per_thread: printed.points_per_thread as usize,
+        blocks_per_sm: (resident as usize).clamp(1, BLOCKS_PER_SM),
+    });
     table.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
     Ok(prepared)
 }

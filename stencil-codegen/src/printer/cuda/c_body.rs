@@ -2,7 +2,7 @@
 //! the strategy (a register, shared memory or a global load), so every strategy prints the same
 //! arithmetic as the CPU nest.
 
-use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ScalarType, StencilIr, Stmt, UnOp};
+use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamKind, ReduceOp, ScalarType, StencilIr, Stmt, UnOp};
 use std::fmt::Write;
 
 /// How a strategy serves the field accesses of one point.
@@ -21,6 +21,16 @@ pub fn c_type(t: ScalarType) -> &'static str {
         ScalarType::I32 => "int",
         ScalarType::U32 => "unsigned int",
         ScalarType::Bool => "bool",
+    }
+}
+
+/// The device function that folds a value into an accumulator of `op` (defined by the reduction
+/// kernels' source).
+pub fn combine_fn(op: ReduceOp) -> &'static str {
+    match op {
+        ReduceOp::Sum => "stencil_sum",
+        ReduceOp::Min => "stencil_min",
+        ReduceOp::Max => "stencil_max",
     }
 }
 
@@ -63,7 +73,10 @@ impl CPrinter<'_> {
                     writeln!(out, "{pad}{}", self.access.store(*field, &self.expr(value))).expect("write");
                 }
                 Stmt::Fold { reduction, value } => {
-                    let (acc, op) = super::reduce::accumulator(self.ir, *reduction);
+                    let ParamKind::Reduction(r) = self.ir.params[*reduction].kind else {
+                        unreachable!("a fold's target is a reduction parameter")
+                    };
+                    let (acc, op) = (crate::naming::acc(&self.ir.params[*reduction].name), combine_fn(r.op));
                     writeln!(out, "{pad}{acc} = {op}({acc}, {});", self.expr(value)).expect("write");
                 }
                 Stmt::If { cond, then_body, else_body } => {

@@ -3,12 +3,14 @@
 //! run of the same launch.
 //!
 //! Pass 1 (`<name>_reduce`, [`REDUCE_THREADS`] threads): the range's rows (runs along the
-//! contiguous axis) are cut into chunks of `bx · REDUCE_UNROLL` points; a block's threads form
-//! `REDUCE_THREADS / bx` rows of `bx` threads (`bx` a power of two from 32 to the block size, a
-//! launch argument: the smallest whose chunk covers a row), and the grid strides over row groups (`blockIdx.y`) and chunks
-//! (`blockIdx.x`). A thread first loads every value its points of the chunk read (`tx`,
-//! `tx + bx`, ...: coalesced) into registers, all loads in flight together, then runs the point
-//! updates on them in order, folding into a register per reduction; the point update is the same
+//! contiguous axis) are cut into chunks of `bx · points_per_thread` points; a block's threads
+//! form `REDUCE_THREADS / bx` rows of `bx` threads (`bx` a power of two from 32 to the block
+//! size, a launch argument: the smallest whose chunk covers a row), and the grid strides over
+//! row groups (`blockIdx.y`) and chunks (`blockIdx.x`). A thread takes `lanes` consecutive
+//! points (16-byte vector loads where the range is aligned: `Geometry::lanes`) at `tx`,
+//! `tx + bx`, ... (coalesced), first loads every value these points read into registers, all
+//! loads in flight together, then runs the point updates on them in order (points in increasing
+//! `c`), folding into a register per reduction; the point update is the same
 //! C every strategy prints, so a stencil may also write fields. Then a shuffle tree per
 //! warp, the warps in order through shared memory, and the block's result into
 //! `partials[block]` (a reduction parameter is a pointer to its partials in the kernel).
@@ -17,7 +19,7 @@
 //! order, the same warp and block combination, and thread 0 writes each reduction's result as a
 //! `double` to `result[r]`.
 
-use super::c_body::{c_type, literal, param_name, print_body, Access};
+use super::c_body::{c_type, combine_fn, literal, param_name, print_body, Access};
 use super::kernel::{plus, HELPERS};
 use super::{CudaKernel, Geometry};
 use crate::analysis::{Analysis, FieldAccess};
@@ -27,11 +29,11 @@ use std::fmt::Write;
 
 /// Threads per block of both passes.
 pub const REDUCE_THREADS: u32 = 256;
-/// The most points of a row each thread takes per chunk; fewer when the stencil reads many
-/// values per point, so the staged loads stay within [`STAGED_VALUES`] registers.
+/// The most loads per staged value each thread issues per chunk; fewer when the stencil reads
+/// many values per point, so the staged values stay within [`STAGED_BYTES`].
 pub const REDUCE_UNROLL: u32 = 8;
-/// The most values a thread stages per chunk (loads in flight per thread).
-pub const STAGED_VALUES: usize = 64;
+/// The most bytes a thread stages per chunk (what it has in flight): 32 `f32` values.
+pub const STAGED_BYTES: u32 = 128;
 
 /// The two kernels of a reducing stencil, in one source.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,22 +45,9 @@ pub struct ReduceKernel {
     /// Pass 2's entry: parameters the partials of each reduction, a `double*` of one result per
     /// reduction, and the number of partials; one block of [`REDUCE_THREADS`].
     pub final_entry: String,
-    /// Points of a row each thread takes per chunk (a chunk is `bx · unroll` points).
-    pub unroll: u32,
-}
-
-/// The C accumulator of reduction parameter `p` and the device function that folds into it.
-pub(super) fn accumulator(ir: &StencilIr, p: usize) -> (String, &'static str) {
-    let ParamKind::Reduction(r) = ir.params[p].kind else { unreachable!("a fold's target is a reduction parameter") };
-    (naming::acc(&ir.params[p].name), combine_fn(r.op))
-}
-
-fn combine_fn(op: ReduceOp) -> &'static str {
-    match op {
-        ReduceOp::Sum => "stencil_sum",
-        ReduceOp::Min => "stencil_min",
-        ReduceOp::Max => "stencil_max",
-    }
+    /// Points of a row each thread takes per chunk (a chunk is `bx · points_per_thread` points):
+    /// `lanes` consecutive points per load, times the loads per staged value.
+    pub points_per_thread: u32,
 }
 
 fn identity(r: ReduceParam) -> String {
@@ -76,12 +65,24 @@ template <typename T> __device__ __forceinline__ T stencil_min(T a, T b) { retur
 template <typename T> __device__ __forceinline__ T stencil_max(T a, T b) { return (b > a || isnan(b)) ? b : a; }
 "#;
 
-/// Reads of read-only fields from the staged registers (`__ld_<field>_<offset index>[__u]`), of
-/// written fields from memory.
+/// Reads of read-only fields from the staged registers
+/// (`__ld_<field>_<offset index>[__u * lanes + __l]`), of written fields from memory.
 struct Staged<'a> {
     ir: &'a StencilIr,
     facts: &'a Analysis,
     geo: &'a Geometry,
+    lanes: u32,
+}
+
+/// The CUDA vector type of `lanes` values of `elem` (`float4`, `double2`).
+fn vector_type(elem: crate::ir::ScalarType, lanes: u32) -> String {
+    let base = match elem {
+        crate::ir::ScalarType::F32 => "float",
+        crate::ir::ScalarType::F64 => "double",
+        crate::ir::ScalarType::U32 => "uint",
+        _ => "int",
+    };
+    format!("{base}{lanes}")
 }
 
 fn staged_name(fa: &FieldAccess, i: usize) -> String {
@@ -95,7 +96,7 @@ impl Access for Staged<'_> {
             return format!("{}[idx{}]", param_name(self.ir, field), plus(self.geo.linear(offset)));
         }
         let i = fa.offsets.iter().position(|o| *o == offset).expect("offset analysed");
-        format!("{}[__u]", staged_name(fa, i))
+        format!("{}[__u * {} + __l]", staged_name(fa, i), self.lanes)
     }
     fn store(&self, field: usize, value: &str) -> String {
         format!("{}[idx] = {value};", param_name(self.ir, field))
@@ -136,29 +137,60 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
     let facts = Analysis::of(ir);
     let staged: Vec<(&FieldAccess, usize)> =
         facts.inputs().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (fa, i))).collect();
-    let u = (1..=REDUCE_UNROLL)
-        .rev()
-        .find(|u| u.is_power_of_two() && staged.len() * *u as usize <= STAGED_VALUES)
-        .unwrap_or(1);
-    let body = |pad| print_body(ir, &Staged { ir, facts: &facts, geo }, pad);
-    let loads = |pad: usize| -> String {
+    // `lanes` consecutive points per load where the range is aligned (16-byte vectors), `u` such
+    // loads per staged value and chunk, as many as fit in STAGED_BYTES per thread.
+    let lanes = geo.lanes.max(1);
+    let bytes: u32 = staged.iter().map(|(fa, _)| fa.elem.size_bytes() as u32).sum::<u32>() * lanes;
+    let u = (1..=REDUCE_UNROLL).rev().find(|u| u.is_power_of_two() && bytes * u <= STAGED_BYTES).unwrap_or(1);
+    let per = u * lanes;
+    let body = |pad| print_body(ir, &Staged { ir, facts: &facts, geo, lanes }, pad);
+    // Whole chunk: vector loads of every offset that keeps the alignment (its contiguous-axis
+    // offset a multiple of `lanes`), the others lane by lane.
+    let vector_loads = |pad: usize| -> String {
+        let pad = " ".repeat(pad);
+        let mut out = String::new();
+        for &(fa, i) in &staged {
+            let (name, at) = (staged_name(fa, i), plus(geo.linear(fa.offsets[i])));
+            let field = param_name(ir, fa.param);
+            let aligned = geo.layout_offset_of(fa.offsets[i])[0].rem_euclid(lanes as i32) == 0;
+            if lanes > 1 && aligned {
+                let v = vector_type(fa.elem, lanes);
+                let parts: String = ["x", "y", "z", "w"][..lanes as usize]
+                    .iter()
+                    .enumerate()
+                    .map(|(l, c)| format!(" {name}[__u * {lanes} + {l}] = v.{c};"))
+                    .collect();
+                writeln!(out, "{pad}{{ const {v} v = __ldg((const {v}*)&{field}[idx{at}]);{parts} }}").expect("write");
+            } else {
+                for l in 0..lanes {
+                    let at = plus(geo.linear(fa.offsets[i]) + l as i64);
+                    writeln!(out, "{pad}{name}[__u * {lanes} + {l}] = __ldg(&{field}[idx{at}]);").expect("write");
+                }
+            }
+        }
+        out
+    };
+    let lane_loads = |pad: usize| -> String {
         let pad = " ".repeat(pad);
         staged
             .iter()
             .map(|&(fa, i)| {
                 let at = plus(geo.linear(fa.offsets[i]));
-                format!("{pad}{}[__u] = __ldg(&{}[idx{at}]);\n", staged_name(fa, i), param_name(ir, fa.param))
+                let field = param_name(ir, fa.param);
+                format!("{pad}{}[__u * {lanes} + __l] = __ldg(&{field}[idx{at}]);\n", staged_name(fa, i))
             })
             .collect()
     };
     let decls: String =
-        staged.iter().map(|&(fa, i)| format!("    {} {}[{u}];\n", c_type(fa.elem), staged_name(fa, i))).collect();
+        staged.iter().map(|&(fa, i)| format!("    {} {}[{per}];\n", c_type(fa.elem), staged_name(fa, i))).collect();
     let stride = |l: usize| if geo.layout[l] < 3 { geo.strides[geo.layout[l]] } else { 0 };
     let inits: String = reductions
         .iter()
         .map(|&(p, r)| format!("    {} {} = {};\n", c_type(r.elem), naming::acc(&ir.params[p].name), identity(r)))
         .collect();
-    let point = "const long long idx = base + c0 + __u * bx;";
+    let first = format!("const long long idx = base + c0 + __u * bx * {lanes};");
+    let point = format!("const long long idx = base + c0 + __u * bx * {lanes} + __l;");
+    let guard = format!("if (c0 + __u * bx * {lanes} + __l < n_c)");
     write!(
         s,
         "
@@ -166,7 +198,7 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
     {params})
 {{
     const long long S_M = {sm}LL, S_O = {so}LL;
-{inits}{decls}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {u};
+{inits}{decls}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {per};
     const int chunks = (n_c + span - 1) / span;
     const unsigned int rows = (unsigned int)n_m * (unsigned int)n_o;
     const unsigned int groups = (rows + ry - 1) / ry;
@@ -175,29 +207,38 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
         if (row < rows) {{
             const long long base = origin + (long long)(row % (unsigned int)n_m) * S_M + (long long)(row / (unsigned int)n_m) * S_O;
             for (int ch = blockIdx.x; ch < chunks; ch += gridDim.x) {{
-                const int c0 = ch * span + tx;
-                if (c0 + {last} * bx < n_c) {{
+                const int c0 = ch * span + tx * {lanes};
+                if (c0 + {last} * bx * {lanes} + {lanes} <= n_c) {{
                     // A whole chunk: every load first, then the points in order.
 #pragma unroll
                     for (int __u = 0; __u < {u}; ++__u) {{
-                        {point}
+                        {first}
 {loads_full}                    }}
 #pragma unroll
                     for (int __u = 0; __u < {u}; ++__u) {{
-                        {point}
-{body_full}                    }}
+#pragma unroll
+                        for (int __l = 0; __l < {lanes}; ++__l) {{
+                            {point}
+{body_full}                        }}
+                    }}
                 }} else {{
 #pragma unroll
                     for (int __u = 0; __u < {u}; ++__u) {{
-                        if (c0 + __u * bx < n_c) {{
-                            {point}
-{loads_part}                        }}
+#pragma unroll
+                        for (int __l = 0; __l < {lanes}; ++__l) {{
+                            {guard} {{
+                                {point}
+{loads_part}                            }}
+                        }}
                     }}
 #pragma unroll
                     for (int __u = 0; __u < {u}; ++__u) {{
-                        if (c0 + __u * bx < n_c) {{
-                            {point}
-{body_part}                        }}
+#pragma unroll
+                        for (int __l = 0; __l < {lanes}; ++__l) {{
+                            {guard} {{
+                                {point}
+{body_part}                            }}
+                        }}
                     }}
                 }}
             }}
@@ -209,11 +250,13 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
         sm = stride(1),
         so = stride(2),
         last = u - 1,
-        loads_full = loads(24),
-        body_full = body(24),
-        loads_part = loads(28),
-        body_part = body(28),
-        combine = block_combine(ir, &reductions, |p, r| format!("{}[blockIdx.x + blockIdx.y * gridDim.x] = {r};", param_name(ir, p))),
+        loads_full = vector_loads(24),
+        body_full = body(28),
+        loads_part = lane_loads(32),
+        body_part = body(32),
+        combine = block_combine(ir, &reductions, |p, r| {
+            format!("{}[blockIdx.x + blockIdx.y * gridDim.x] = {r};", param_name(ir, p))
+        }),
     )
     .expect("write");
     let final_params: Vec<String> = reductions
@@ -245,8 +288,8 @@ extern \"C\" __global__ void __launch_bounds__({t}) {final_entry}(
         }),
     )
     .expect("write");
-    let kernel = CudaKernel { source: s, entry, block: [t, 1, 1], points_per_block: [t * u, 1, 1], shared_bytes: 0 };
-    ReduceKernel { kernel, final_entry, unroll: u }
+    let kernel = CudaKernel { source: s, entry, block: [t, 1, 1], points_per_block: [t * per, 1, 1], shared_bytes: 0 };
+    ReduceKernel { kernel, final_entry, points_per_thread: per }
 }
 
 /// Every thread's accumulators combined: a shuffle tree per warp, then thread 0 folds the warps
