@@ -30,7 +30,7 @@ use std::fmt::Write;
 /// Threads per block of both passes.
 pub const REDUCE_THREADS: u32 = 256;
 /// The most loads per staged value each thread issues per chunk; fewer when the stencil reads
-/// many values per point, so the staged values stay within [`STAGED_BYTES`].
+/// many values per point, so the staged values stay within `STAGED_BYTES`.
 pub const REDUCE_UNROLL: u32 = 8;
 /// The most bytes a thread stages per chunk (what it has in flight): 32 `f32` values.
 pub const STAGED_BYTES: u32 = 128;
