@@ -238,7 +238,7 @@ fn exchange_bandwidth(n: usize) -> Result<(), Box<dyn std::error::Error>> {
 /// per configuration after a warm-up, wall clock with every GPU synchronised: the update alone
 /// (no exchange), the exchange alone, then each mode. The exposed communication of a mode is its
 /// step time less the update's; the hidden share is 1 − exposed / exchange.
-fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
+fn overlap(n: usize, csv_path: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
     use stencil_examples::diffusion::{halo, Real, Setup};
     use stencil_runtime::{CompCommBinder, Decomposition, Domains, ErasedField, HaloExchange, Halos, Overlap};
     let count = Gpu::count()?;
@@ -300,8 +300,8 @@ fn overlap(n: usize) -> Result<(), Box<dyn std::error::Error>> {
         println!("| {mode:?} | {t:.3} | {exposed:.3} | {:.0}% |", 100.0 * (1.0 - exposed / exchange));
         csv.push_str(&format!("{mode:?},{compute:.5},{:.5}\n", exposed.max(0.0)));
     }
-    if let Some(path) = std::env::args().skip_while(|a| a != "--csv").nth(1) {
-        std::fs::write(&path, csv)?;
+    if let Some(path) = csv_path {
+        std::fs::write(path, csv)?;
         println!("wrote {path} (scripts/plot-overlap draws it)");
     }
     Ok(())
@@ -359,20 +359,47 @@ fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// Command line (the module docs say what each part measures).
+#[derive(clap::Parser)]
+#[command(about = "GPU strategies against the copy bandwidth; launch path, exchange, overlap and reduction parts")]
+struct Args {
+    /// Points per axis of the cube.
+    #[arg(default_value_t = 512)]
+    n: usize,
+    /// The halo exchange between two subdomains on this GPU instead.
+    #[arg(long, conflicts_with_all = ["overlap", "reduce", "launch_only"])]
+    exchange: bool,
+    /// The overlap modes' per-step breakdown instead.
+    #[arg(long, conflicts_with_all = ["reduce", "launch_only"])]
+    overlap: bool,
+    /// With --overlap: also write the breakdown as CSV (scripts/plot-overlap draws it).
+    #[arg(long, requires = "overlap")]
+    csv: Option<String>,
+    /// Reductions over 2^30 f32 instead.
+    #[arg(long, conflicts_with = "launch_only")]
+    reduce: bool,
+    /// Only the launch path.
+    #[arg(long)]
+    launch_only: bool,
+    /// Only the strategies whose label contains this (skips the compile and launch-path parts).
+    #[arg(long)]
+    only: Option<String>,
+}
+
 fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let n: usize =
-        std::env::args().nth(1).filter(|a| !a.starts_with("--")).map(|a| a.parse()).transpose()?.unwrap_or(512);
+    let args = <Args as clap::Parser>::parse();
+    let n = args.n;
     let gpu = Gpu::new(0)?;
-    if std::env::args().any(|a| a == "--exchange") {
+    if args.exchange {
         return exchange_bandwidth(n);
     }
-    if std::env::args().any(|a| a == "--overlap") {
-        return overlap(n);
+    if args.overlap {
+        return overlap(n, args.csv.as_deref());
     }
-    if std::env::args().any(|a| a == "--reduce") {
+    if args.reduce {
         return reductions(&gpu);
     }
-    if std::env::args().any(|a| a == "--launch-only") {
+    if args.launch_only {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
         return launch_overhead(&gpu);
     }
@@ -387,7 +414,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let points = (n * n * n) as f64;
     let mut rows = Vec::new();
-    let only = std::env::args().skip_while(|a| a != "--only").nth(1);
+    let only = args.only;
     let strategies =
         || strategies().into_iter().filter(|s| only.as_ref().is_none_or(|o| s.label().contains(o.as_str())));
 
