@@ -355,7 +355,8 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
     assert_eq!(bits(&resumed), bits(&straight), "diffusion on a GPU, restarted at step 4");
 
     let domains = Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
-    let parts = Plan::every("diffusion3d-parts", 4, &dir);
+    // The files are named after the model: the parts go to a directory of their own.
+    let parts = Plan::every("diffusion3d", 4, &dir.join("parts"));
     checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &parts, |_| {}).unwrap();
     let restart = parts.clone().restart_from(&parts.path(8));
     let (resumed, _) = checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &restart, |_| {}).unwrap();
