@@ -350,7 +350,7 @@ pub trait Wave: Element + Into<f64> {
         regions: &Regions<3>,
         c: &Coefficients<Self>,
         state: &mut State<E::Field<Self, 3>>,
-        source: Option<(Loop3D, Self)>,
+        source: &[(Loop3D, Self)],
     ) -> Result<(), LaunchError> {
         let regions: Vec<_> =
             RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).map(|((k, r), s)| (k, r, s)).collect();
@@ -367,14 +367,14 @@ pub trait Wave: Element + Into<f64> {
 }
 
 /// One step on `exec` over the given regions (each with its stencil and strategy; disjoint, so
-/// they go to [`Executor::fork_join`]'s handles), then the source (if any), then the swap of `u`
+/// they go to [`Executor::fork_join`]'s handles), then the source terms, then the swap of `u`
 /// and `u_prev`: [`Wave::step`] for any list of regions (a subdomain's parts of the global ones).
 pub fn step_regions<E: Executor, T: Wave>(
     exec: &E,
     regions: &[(RegionKind, Loop3D, Option<Strategy>)],
     c: &Coefficients<T>,
     state: &mut State<E::Field<T, 3>>,
-    source: Option<(Loop3D, T)>,
+    source: &[(Loop3D, T)],
 ) -> Result<(), LaunchError> {
     exec.fork_join(regions.len(), |handles| {
         for ((kind, range, strategy), handle) in regions.iter().zip(handles) {
@@ -382,8 +382,8 @@ pub fn step_regions<E: Executor, T: Wave>(
         }
         Ok(())
     })?;
-    if let Some((point, amount)) = source {
-        T::inject(exec, &point, amount, state)?;
+    for (point, amount) in source {
+        T::inject(exec, point, *amount, state)?;
     }
     std::mem::swap(&mut state.u, &mut state.u_prev);
     Ok(())
@@ -527,6 +527,12 @@ pub struct Model {
     pub source: [usize; 3],
     /// Depth index of the receiver line (along x, at the source's y).
     pub receiver_depth: usize,
+    /// The source at any point of the physical domain (x, y, z in metres from its first point;
+    /// replaces `source`): injected into the nodes of its cell with trilinear weights.
+    pub source_position: Option<[f64; 3]>,
+    /// Receivers at any points of the physical domain (metres; replace the line at
+    /// `receiver_depth`): each samples `u` by trilinear interpolation of its cell's nodes.
+    pub receiver_positions: Option<Vec<[f64; 3]>>,
     /// Time step, seconds.
     pub dt: f64,
     /// Time steps.
@@ -592,6 +598,8 @@ impl Model {
             steps,
             pml_reflection: 1e-4,
             velocity_grid: None,
+            source_position: None,
+            receiver_positions: None,
         };
         model.dt = 0.4 * h / model.v_max();
         model
@@ -649,6 +657,19 @@ impl Model {
                 self.source, self.receiver_depth, self.n
             ));
         }
+        let extent = self.n.map(|n| (n - 1) as f64 * self.h);
+        let outside = |p: &[f64; 3]| (0..3).any(|a| !(p[a] >= 0.0 && p[a] <= extent[a]));
+        if let Some(p) = self.source_position.iter().find(|p| outside(p)) {
+            return invalid(format!(
+                "the source position {p:?} m lies outside the physical domain [0, {extent:?}] m: give x, y, z in metres from its first point"
+            ));
+        }
+        if let Some((r, p)) = self.receiver_positions.iter().flatten().enumerate().find(|(_, p)| outside(p)) {
+            return invalid(format!("receiver {r} at {p:?} m lies outside the physical domain [0, {extent:?}] m"));
+        }
+        if self.receiver_positions.as_ref().is_some_and(Vec::is_empty) {
+            return invalid("the receiver list is empty: give at least one receiver".into());
+        }
         if self.dt > self.dt_limit() {
             return Err(ModelError::Unstable { dt: self.dt, limit: self.dt_limit(), v_max: self.v_max(), h: self.h });
         }
@@ -673,18 +694,100 @@ impl Model {
         physical.map(|p| p + self.pml + HALO)
     }
 
-    /// The one-point range of the source.
-    pub fn source_range(&self) -> Result<Loop3D, LaunchError> {
-        let s = self.storage_of(self.source);
-        Ok(Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))?)
+    /// The one-point ranges of the source's nodes with their weights: the grid point `source`
+    /// with weight 1, or the nodes of `source_position`'s cell ([`Model::interpolation`]).
+    pub fn source_nodes(&self) -> Result<Vec<(Loop3D, f64)>, LaunchError> {
+        let nodes = match self.source_position {
+            Some(p) => self.interpolation(p),
+            None => vec![(self.source, 1.0)],
+        };
+        nodes
+            .into_iter()
+            .map(|(node, w)| {
+                let s = self.storage_of(node);
+                Ok((Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))?, w))
+            })
+            .collect()
     }
 
-    /// The range of the receivers: the line along x through the physical domain at the
-    /// source's y and the receiver depth.
+    /// The points read after every step: the receiver line along x through the physical domain
+    /// at the source's y and the receiver depth, or, with `receiver_positions`, the box of the
+    /// nodes the receivers interpolate from ([`Model::receiver_traces`] turns its values into
+    /// the receivers' values).
     pub fn receiver_range(&self) -> Result<Loop3D, LaunchError> {
-        let begin = self.storage_of([0, self.source[1], self.receiver_depth]);
-        let end = [begin[0] + self.n[0], begin[1] + 1, begin[2] + 1];
+        let (begin, end) = match &self.receiver_positions {
+            None => {
+                let begin = self.storage_of([0, self.source[1], self.receiver_depth]);
+                (begin, [begin[0] + self.n[0], begin[1] + 1, begin[2] + 1])
+            }
+            Some(positions) => {
+                let (mut lo, mut hi) = ([usize::MAX; 3], [0; 3]);
+                for (node, _) in positions.iter().flat_map(|p| self.interpolation(*p)) {
+                    for a in 0..3 {
+                        (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
+                    }
+                }
+                (self.storage_of(lo), self.storage_of(hi))
+            }
+        };
         Ok(Loop::from_bounds(self.shape().extent(), begin, end)?)
+    }
+
+    /// The nodes (physical indices) of the cell holding `position` (metres from the first
+    /// physical point) and their trilinear weights, the zero weights left out: one node of
+    /// weight 1 when the position is a node. The nodes come in a fixed order (x fastest).
+    pub fn interpolation(&self, position: [f64; 3]) -> Vec<([usize; 3], f64)> {
+        let per_axis: [Vec<(usize, f64)>; 3] = std::array::from_fn(|a| {
+            let g = position[a] / self.h;
+            let i0 = (g.floor().max(0.0) as usize).min(self.n[a] - 1);
+            let frac = g - i0 as f64;
+            if frac <= 0.0 || i0 + 1 >= self.n[a] {
+                vec![(i0, 1.0)]
+            } else {
+                vec![(i0, 1.0 - frac), (i0 + 1, frac)]
+            }
+        });
+        let mut nodes = Vec::with_capacity(8);
+        for &(k, wz) in &per_axis[2] {
+            for &(j, wy) in &per_axis[1] {
+                for &(i, wx) in &per_axis[0] {
+                    nodes.push(([i, j, k], wx * wy * wz));
+                }
+            }
+        }
+        nodes
+    }
+
+    /// The receivers' traces from the values of [`Model::receiver_range`] after every step
+    /// (`raw[s]`, axis 0 fastest): unchanged for the receiver line; with `receiver_positions`,
+    /// each receiver's trilinear interpolation (in the order of [`Model::interpolation`]; a
+    /// receiver on a node reads that node's value exactly).
+    pub fn receiver_traces<T: Wave>(&self, raw: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, LaunchError> {
+        let Some(positions) = &self.receiver_positions else { return Ok(raw) };
+        let range = self.receiver_range()?;
+        let (begin, len) = (range.begin(), range.len_per_axis());
+        let weights: Vec<Vec<(usize, f64)>> = positions
+            .iter()
+            .map(|p| {
+                let at = |node: [usize; 3]| {
+                    let s = self.storage_of(node);
+                    (s[0] - begin[0]) + len[0] * ((s[1] - begin[1]) + len[1] * (s[2] - begin[2]))
+                };
+                self.interpolation(*p).into_iter().map(|(node, w)| (at(node), w)).collect()
+            })
+            .collect();
+        Ok(raw
+            .into_iter()
+            .map(|row| {
+                weights
+                    .iter()
+                    .map(|nodes| match nodes.as_slice() {
+                        [(at, _)] => row[*at],
+                        _ => T::from_f64(nodes.iter().map(|&(at, w)| w * row[at].into()).sum()),
+                    })
+                    .collect()
+            })
+            .collect())
     }
 
     /// Velocity at a global coordinate (outside the physical domain, the nearest layer's, or the
@@ -771,12 +874,16 @@ impl Model {
         total * self.h.powi(3)
     }
 
-    /// The source term of step `step` as the stencil takes it (None when it is negligible,
-    /// after the wavelet has died out, so no launch is spent on it).
-    pub fn source_at<T: Wave>(&self, step: usize) -> Result<Option<(Loop3D, T)>, LaunchError> {
+    /// The source terms of step `step` as the injection stencil takes them: per node of the
+    /// source, its one-point range and the amount times the node's weight (none once the wavelet
+    /// has died out, so no launch is spent on it).
+    pub fn source_at<T: Wave>(&self, step: usize) -> Result<Vec<(Loop3D, T)>, LaunchError> {
         let amount = self.source_amount(step);
-        let live = step as f64 * self.dt < 3.0 / self.f0;
-        Ok(if live { Some((self.source_range()?, T::from_f64(amount))) } else { None })
+        if step as f64 * self.dt >= 3.0 / self.f0 {
+            return Ok(Vec::new());
+        }
+        let weighted = |w: f64| if w == 1.0 { amount } else { amount * w };
+        Ok(self.source_nodes()?.into_iter().map(|(range, w)| (range, T::from_f64(weighted(w)))).collect())
     }
 }
 
@@ -833,7 +940,7 @@ pub fn run<E: Executor, T: Wave>(
     let mut snap = None;
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
-        T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s)?)?;
+        T::step(exec, strategies, &regions, &c, &mut state, &model.source_at(s)?)?;
         traces.push(exec.read_range(&state.u, &receivers)?);
         if snapshot == Some(s + 1) {
             exec.synchronize()?;
@@ -851,6 +958,7 @@ pub fn run<E: Executor, T: Wave>(
     exec.synchronize()?;
     let seconds = start.elapsed().as_secs_f64();
     let timed_steps = model.steps.saturating_sub(1).max(1);
+    let traces = model.receiver_traces(traces)?;
     Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces, seconds, timed_steps })
 }
 
@@ -1090,12 +1198,14 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let mut start = std::time::Instant::now();
     for s in 0..model.steps {
         let source = model.source_at::<T>(s)?;
-        let sources: Vec<_> = subdomains
+        let sources: Vec<Vec<(Loop3D, T)>> = subdomains
             .iter()
-            .map(|sub| source.and_then(|(range, amount)| Some((local_range(&range, sub, &like)?, amount))))
+            .map(|sub| {
+                source.iter().filter_map(|(range, amount)| Some((local_range(range, sub, &like)?, *amount))).collect()
+            })
             .collect();
         // The part of the step in `range` of subdomain `i`: each region's share of it, then the
-        // source if it lies there.
+        // source terms that lie there.
         let update = |exec: &E, i: usize, range: &Loop3D, parts: &mut Vec<State<E::Field<T, 3>>>| {
             // The regions' parts are disjoint: one handle each, as in the one-domain step.
             let pieces: Vec<_> =
@@ -1106,10 +1216,10 @@ pub fn run_decomposed<E: Executor, T: Wave>(
                 }
                 Ok(())
             })?;
-            match sources[i].and_then(|(point, amount)| Some((point.intersect(range)?, amount))) {
-                Some((point, amount)) => T::inject(exec, &point, amount, &mut parts[i]),
-                None => Ok(()),
+            for (point, amount) in sources[i].iter().filter_map(|(p, a)| Some((p.intersect(range)?, *a))) {
+                T::inject(exec, &point, amount, &mut parts[i])?;
             }
+            Ok(())
         };
         binder.step(domains, &mut parts, &mut fill, update)?;
         for state in &mut parts {
@@ -1139,6 +1249,7 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let timed_steps = model.steps.saturating_sub(1).max(1);
     let last = gather_wavefields(domains, &like, &mut parts)?;
     let traces = gather_traces(domains, &owned, &local_traces, model.steps, receivers)?;
+    let traces = traces.map(|raw| model.receiver_traces(raw)).transpose()?;
     Ok(last.zip(traces).map(|(last, traces)| Outcome { last, snapshot: snap, traces, seconds, timed_steps }))
 }
 

@@ -321,7 +321,29 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     let global = shape.interior();
     let receivers = model.receiver_range()?;
     let count = receivers.points();
-    let settings = [("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
+    // The source (metres) and the receivers (a hash of their positions or of the line) too: a
+    // restart with other ones would splice traces of two set-ups.
+    let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
+    for v in model.receiver_positions.iter().flatten().flatten().chain(if model.receiver_positions.is_none() {
+        &line[..]
+    } else {
+        &[]
+    }) {
+        hash = (hash ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
+    }
+    let settings = [
+        ("dt", model.dt),
+        ("h", model.h),
+        ("f0", model.f0),
+        ("pml", model.pml as f64),
+        ("source_x", source[0]),
+        ("source_y", source[1]),
+        ("source_z", source[2]),
+        // 52 bits of the hash: exact in an f64.
+        ("receivers", (hash >> 12) as f64),
+    ];
     let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
     let (host, start) = match plan.load(&global, &ACOUSTIC_FIELDS, &settings)? {
         Some(c) => {
@@ -359,7 +381,7 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     let mut snap = None;
     let mut clock = std::time::Instant::now();
     for s in start..model.steps {
-        T::step(exec, strategies, &regions, &c, &mut state, model.source_at(s)?)?;
+        T::step(exec, strategies, &regions, &c, &mut state, &model.source_at(s)?)?;
         traces.push(exec.read_range(&state.u, &receivers)?);
         if snapshot == Some(s + 1) {
             snap = Some(state.wavefields(exec)?);
@@ -391,6 +413,7 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     let seconds = clock.elapsed().as_secs_f64();
     let timed_steps = (model.steps - start).saturating_sub(1).max(1);
     let last = state.wavefields(exec)?;
+    let traces = model.receiver_traces(traces)?;
     Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))
 }
 

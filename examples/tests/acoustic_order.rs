@@ -32,7 +32,7 @@ fn error(n: usize, dt: f64, steps: usize) -> f64 {
     let c = Coefficients::new([h; 3]);
     for _ in 0..steps {
         fill_periodic(&mut state.u);
-        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, None).unwrap();
+        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, &[]).unwrap();
     }
     let t = steps as f64 * dt;
     let mut max = 0.0f64;

@@ -23,7 +23,7 @@ fn energies(m: &Model) -> (Vec<f64>, f64) {
     let mut state = m.initial::<f64>().unwrap();
     let mut e = Vec::new();
     for step in 0..m.steps {
-        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, m.source_at(step).unwrap()).unwrap();
+        f64::step(&Host, &RegionStrategies::default(), &regions, &c, &mut state, &m.source_at(step).unwrap()).unwrap();
         if step % 5 == 4 {
             e.push(m.energy::<f64>(&state.u, &state.u_prev));
         }

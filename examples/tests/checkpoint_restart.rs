@@ -217,6 +217,18 @@ fn acoustic_restarts_bit_for_bit() {
     let e =
         checkpoint::acoustic::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("velocity model (V² Δt² per point)"), "{e}");
+    // Another source position or other receivers would splice the traces of two set-ups.
+    let mut moved = model.clone();
+    moved.source_position = Some([1.5 * model.h, 2.0 * model.h, 3.0 * model.h]);
+    let e =
+        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &moved, None, &restart, |_| {}).map(drop).unwrap_err();
+    assert!(e.to_string().contains("source_x"), "{e}");
+    let mut listening = model.clone();
+    listening.receiver_positions = Some(vec![[0.0, 0.0, 0.0]]);
+    let e = checkpoint::acoustic::<Host, f32>(&Host, &strategies, &listening, None, &restart, |_| {})
+        .map(drop)
+        .unwrap_err();
+    assert!(e.to_string().contains("receivers"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

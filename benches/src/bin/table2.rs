@@ -137,7 +137,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         for f in [&mut state.u, &mut state.u_prev, &mut state.phi] {
             *f = gpu.alloc(shape)?;
         }
-        let mut step = |s: usize| f32::step(&gpu, plan, &regions, &c, state, model.source_at(s)?);
+        let mut step = |s: usize| f32::step(&gpu, plan, &regions, &c, state, &model.source_at(s)?);
         // Two untimed steps compile (or load) the kernels.
         if let Err(e) = step(0).and_then(|_| step(1)) {
             println!("| {name} | {analogue} | — | — | — | — | {e} |");

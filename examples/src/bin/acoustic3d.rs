@@ -57,6 +57,16 @@ struct Args {
     /// The NetCDF variable of --velocity (default: the file's only 3D variable).
     #[arg(long, value_name = "NAME")]
     velocity_var: Option<String>,
+    /// The source at any point: x,y,z in metres from the first physical point (z down),
+    /// injected into its cell's eight nodes with trilinear weights (default: a grid node near
+    /// the surface, mid x and y).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_xyz)]
+    source_at: Option<[f64; 3]>,
+    /// Receivers at any points: a text file of lines `x,y,z` in metres (`#` starts a comment),
+    /// each sampling u by trilinear interpolation (default: a line of receivers along x on the
+    /// grid nodes just below the source).
+    #[arg(long, value_name = "FILE")]
+    receivers: Option<PathBuf>,
     /// Skip the 3D wavefield (wavefield.vtk, the largest file).
     #[arg(long)]
     no_vtk: bool,
@@ -76,6 +86,31 @@ fn main() {
         eprintln!("acoustic3d: error: {e}");
         std::process::exit(1);
     }
+}
+
+/// A point `x,y,z` (metres).
+fn parse_xyz(text: &str) -> Result<[f64; 3], String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| v.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("`{text}` is not x,y,z in metres ({e})"))?;
+    <[f64; 3]>::try_from(values).map_err(|v| format!("`{text}` has {} values; give x,y,z in metres", v.len()))
+}
+
+/// Receiver positions from a text file: one `x,y,z` (metres) per line; blank lines and `#`
+/// comments are skipped. A line that is not three numbers is an error naming the file and line.
+fn read_positions(path: &std::path::Path) -> Result<Vec<[f64; 3]>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--receivers {}: {e}", path.display()))?;
+    let mut positions = Vec::new();
+    for (line, content) in text.lines().enumerate() {
+        let content = content.split('#').next().unwrap_or("").trim();
+        if !content.is_empty() {
+            positions
+                .push(parse_xyz(content).map_err(|e| format!("--receivers {}:{}: {e}", path.display(), line + 1))?);
+        }
+    }
+    Ok(positions)
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
@@ -98,6 +133,14 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     model.pml = args.pml;
     model.f0 = args.f0;
+    if let Some(p) = args.source_at {
+        model.source_position = Some(p);
+        // The sections go through the source's nearest node.
+        model.source = std::array::from_fn(|a| ((p[a] / model.h).round().max(0.0) as usize).min(model.n[a] - 1));
+    }
+    if let Some(path) = &args.receivers {
+        model.receiver_positions = Some(read_positions(path)?);
+    }
     model.dt = args.courant * model.h / model.v_max();
     model.check()?;
     if model.steps == 0 {
