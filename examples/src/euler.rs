@@ -69,7 +69,8 @@
 use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    Decomposition, Domains, ErasedField, Executor, HaloExchange, HaloFill, HaloWidths, Loop, Stencil, Strategy,
+    CompCommBinder, Decomposition, Domains, ErasedField, Executor, HaloExchange, HaloFill, HaloWidths, Halos,
+    LaunchError, Loop, Overlap, Stencil, Strategy,
 };
 
 /// Ratio of specific heats of the ideal gas.
@@ -552,6 +553,10 @@ pub struct Euler {
     /// The CUDA kernel strategy of every stencil launch (`None`: each stencil's default; the
     /// host ignores it).
     pub strategy: Option<Strategy>,
+    /// How a decomposed run lays each stage's halo exchange against the stage
+    /// ([`CompCommBinder`]); the fused scheme only: the split scheme's face fluxes are shared
+    /// between the inner region and the slabs, so it exchanges first, whatever this says.
+    pub overlap: Overlap,
 }
 
 /// The fields a time step works on, on executor `E`: the state, two stage buffers and (split
@@ -606,6 +611,7 @@ impl Euler {
             scheme: Scheme::Fused,
             boundaries: [Boundary::Periodic; 3],
             strategy: None,
+            overlap: Overlap::TwoDivided,
         }
     }
 
@@ -690,6 +696,20 @@ impl Euler {
     /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`. It runs over the cells of `s` (the
     /// interior of its fields: the whole grid, or a subdomain's part of it).
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
+        let range = Loop3D::interior(exec.shape_of(&s.q[0]));
+        self.stage_over(exec, s, k, dt, &range)
+    }
+
+    /// [`Euler::stage`] of the cells of `range` only (the fused scheme; the split scheme runs
+    /// every cell whatever `range` is: its face fluxes span the subdomain).
+    pub fn stage_over<E: Executor>(
+        &self,
+        exec: &E,
+        s: &mut State<E>,
+        k: usize,
+        dt: f64,
+        range: &Loop3D,
+    ) -> Result<(), Error> {
         let (a, b) = *RK3.get(k).ok_or_else(|| format!("SSP-RK3 has stages 0, 1 and 2, not {k}"))?;
         let State { q: qn, q1, q2, flux, .. } = s;
         let (q, out) = match k {
@@ -712,8 +732,8 @@ impl Euler {
                     g, kappa, beta, a, b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, o0, o1, o2, o3, o4,
                 );
                 match self.riemann {
-                    Riemann::Hllc => exec.run_with(&interior, EulerFusedHllc, st, args)?,
-                    Riemann::Rusanov => exec.run_with(&interior, EulerFusedRusanov, st, args)?,
+                    Riemann::Hllc => exec.run_with(range, EulerFusedHllc, st, args)?,
+                    Riemann::Rusanov => exec.run_with(range, EulerFusedRusanov, st, args)?,
                 }
             }
             Scheme::Split => {
@@ -890,6 +910,16 @@ impl Euler {
         for name in ["rho", "mx", "my", "mz", "e"] {
             exchange.append::<f64>(name, HaloWidths(halo));
         }
+        // Each stage on the binder: its input's halos exchanged against the stage (fused scheme).
+        let mode = if self.scheme == Scheme::Fused { self.overlap } else { Overlap::None };
+        let ranges: Vec<Loop3D> =
+            states.iter().zip(domains.execs()).map(|(s, e)| Loop3D::interior(e.shape_of(&s.q[0]))).collect();
+        let binder = CompCommBinder::new(domains, ranges, self.halo_needed()?.0, mode)?.filling_boundary();
+        // The halos of stage `k`'s input (`k` = 3: the next step's, which stage 2 writes into q1).
+        let mut fill = |states: &mut Vec<State<E>>, k: usize| -> Result<(), LaunchError> {
+            self.fill_decomposed(domains, &mut exchange, states, if k == 3 { 1 } else { k })
+        };
+        binder.prime(&mut states, |states, _| fill(states, 0))?;
         let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
             if steps % dt_every.max(1) == 0 {
@@ -898,10 +928,23 @@ impl Euler {
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
             for k in 0..3 {
-                self.fill_decomposed(domains, &mut exchange, &mut states, k)?;
-                for (i, s) in states.iter_mut().enumerate() {
-                    self.stage(domains.exec(i), s, k, dt)?;
+                let mut failed = None;
+                let stepped = binder.step(
+                    domains,
+                    &mut states,
+                    |states, halos| fill(states, if halos == Halos::Written { k + 1 } else { k }),
+                    |exec, i, range, states| {
+                        // A stage's only errors besides launch errors are of its arguments.
+                        self.stage_over(exec, &mut states[i], k, dt, range).map_err(|e| {
+                            failed = Some(e.to_string());
+                            LaunchError::Decomposition(format!("the Euler stage {k} failed"))
+                        })
+                    },
+                );
+                if let Some(e) = failed {
+                    return Err(e.into());
                 }
+                stepped?;
             }
             for s in &mut states {
                 std::mem::swap(&mut s.q, &mut s.q1);
@@ -938,7 +981,7 @@ impl Euler {
         exchange: &mut HaloExchange<E, 3>,
         states: &mut Vec<State<E>>,
         k: usize,
-    ) -> Result<(), Error> {
+    ) -> Result<(), LaunchError> {
         // The exchange takes one field per subdomain as a slice: move the input fields out of
         // the states (the input brought to `q` first), one column per variable, and back after.
         let front = |s: &mut State<E>| match k {
@@ -973,7 +1016,7 @@ impl Euler {
         domains: &Domains<E, 3>,
         exchange: &mut HaloExchange<E, 3>,
         columns: &mut [Vec<E::Field<f64, 3>>; 5],
-    ) -> Result<(), Error> {
+    ) -> Result<(), LaunchError> {
         {
             let [r, mx, my, mz, e] = columns.each_mut().map(|c| c.iter_mut());
             let mut fields: Vec<Vec<ErasedField<'_, 3>>> = r
@@ -1001,13 +1044,13 @@ impl Euler {
             })
         };
         let [r, mx, my, mz, e] = columns;
-        Ok(domains.fill_boundary(&mut [
+        domains.fill_boundary(&mut [
             (&mut r[..], fills(0)),
             (&mut mx[..], fills(1)),
             (&mut my[..], fills(2)),
             (&mut mz[..], fills(3)),
             (&mut e[..], fills(4)),
-        ])?)
+        ])
     }
 }
 

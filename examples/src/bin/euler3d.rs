@@ -16,7 +16,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{print_decomposition, PlacementArgs, Processes, Target};
+use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
 use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -68,6 +68,9 @@ struct Args {
     /// Where to run: --gpu, --domains, --gpus, --grid.
     #[command(flatten)]
     placement: PlacementArgs,
+    /// How a decomposed run overlaps each stage's halo exchange (the fused scheme).
+    #[command(flatten)]
+    overlap: OverlapArgs,
     /// Compute the CFL time step every this many steps (on a GPU each costs a download of one
     /// field; the last step is reused meanwhile).
     #[arg(long, default_value_t = 1)]
@@ -100,6 +103,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     let mut e = Euler::cube(args.size, 1.0);
     e.cfl = args.cfl;
+    e.overlap = args.overlap.overlap;
     e.boundaries = [Boundary::Reflective; 3];
     e.scheme = match args.scheme {
         SchemeArg::Fused => Scheme::Fused,
