@@ -611,7 +611,7 @@ impl Euler {
             scheme: Scheme::Fused,
             boundaries: [Boundary::Periodic; 3],
             strategy: None,
-            overlap: Overlap::TwoDivided,
+            overlap: Overlap::None,
         }
     }
 

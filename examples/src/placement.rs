@@ -116,9 +116,16 @@ pub struct PlacementArgs {
 pub struct OverlapArgs {
     /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
     /// travel, then the boundary slabs) or two (the slabs first, then the inner region while
-    /// their halos travel; the default: the fastest measured over MPI, and equal in one process).
-    #[arg(long, value_parser = stencil_runtime::Overlap::parse, default_value = "two")]
-    pub overlap: stencil_runtime::Overlap,
+    /// their halos travel). Default: the model's fastest measured mode ([`OverlapArgs::or`]).
+    #[arg(long, value_parser = stencil_runtime::Overlap::parse)]
+    pub overlap: Option<stencil_runtime::Overlap>,
+}
+
+impl OverlapArgs {
+    /// The mode asked for, else the model's `default`.
+    pub fn or(self, default: stencil_runtime::Overlap) -> stencil_runtime::Overlap {
+        self.overlap.unwrap_or(default)
+    }
 }
 
 /// Where a run goes: one executor, or subdomains.

@@ -10,7 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::diffusion::{self, Outcome, Setup};
 use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
-use stencil_runtime::{Decomposition, Domains, Executor, Host, Order};
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
 #[derive(Parser, Debug)]
@@ -84,7 +84,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Layout::Ijk => Order::Ijk,
         Layout::Kij => Order::Kij,
     };
-    let setup = Setup { n, order, overlap: args.overlap.overlap, ..Setup::cube(n[0], args.steps) };
+    let setup = Setup { n, order, overlap: args.overlap.or(Overlap::TwoDivided), ..Setup::cube(n[0], args.steps) };
     let target = args.placement.target("diffusion3d")?;
     processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
