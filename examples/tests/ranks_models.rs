@@ -107,30 +107,35 @@ fn acoustic<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) ->
 }
 
 fn euler<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    let mut e = Euler::cube(8, 1.0);
-    e.n = [10, 9, 8];
-    e.h = e.n.map(|n| 1.0 / n as f64);
-    e.boundaries = [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow];
-    e.scheme = Scheme::Split;
-    e.riemann = Riemann::Hllc;
-    let q0 = e.from_primitive(|[x, y, z]| {
-        let r2 = (x - 0.4).powi(2) + (y - 0.55).powi(2) + (z - 0.5).powi(2);
-        let p = if r2 < 0.06 { 5.0 } else { 0.5 };
-        [1.0 + 0.2 * (6.0 * x).sin() * (5.0 * z).cos() + 0.1 * y, 0.4 - 0.3 * y, -0.2 + 0.3 * x, 0.3 * z - 0.1, p]
-    });
-    let d = e.decompose(world.size() * per_rank, None).unwrap();
-    let t_end = 0.02;
-    let (single, steps) = e.run(&Host, &q0, t_end, 1, |_, _| {}).unwrap();
-    let (split, steps_d) = e.run_decomposed(&domains(world, d, exec), &q0, t_end, 1, |_, _| {}).unwrap();
-    assert_eq!(steps, steps_d, "euler over grid {:?}: step count", d.grid());
-    if let Some(split) = split {
-        // The cells (the gathered state's halo is zero; the single run's holds boundary values).
-        let cells = |q| {
-            let mut out = Vec::new();
-            e.for_each_cell(q, |_, c| out.extend(c));
-            out
-        };
-        assert_eq!(differing(&cells(&split), &cells(&single)), 0, "euler over grid {:?}", d.grid());
+    // The split scheme (which exchanges first in every mode), then the fused one in every mode.
+    let runs = [(Scheme::Split, Overlap::None)].into_iter().chain(Overlap::ALL.map(|o| (Scheme::Fused, o)));
+    for (scheme, overlap) in runs {
+        let mut e = Euler::cube(8, 1.0);
+        e.n = [10, 9, 8];
+        e.h = e.n.map(|n| 1.0 / n as f64);
+        e.boundaries = [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow];
+        (e.scheme, e.overlap) = (scheme, overlap);
+        e.riemann = Riemann::Hllc;
+        let q0 = e.from_primitive(|[x, y, z]| {
+            let r2 = (x - 0.4).powi(2) + (y - 0.55).powi(2) + (z - 0.5).powi(2);
+            let p = if r2 < 0.06 { 5.0 } else { 0.5 };
+            [1.0 + 0.2 * (6.0 * x).sin() * (5.0 * z).cos() + 0.1 * y, 0.4 - 0.3 * y, -0.2 + 0.3 * x, 0.3 * z - 0.1, p]
+        });
+        let d = e.decompose(world.size() * per_rank, None).unwrap();
+        let t_end = 0.02;
+        let (single, steps) = e.run(&Host, &q0, t_end, 1, |_, _| {}).unwrap();
+        let (split, steps_d) = e.run_decomposed(&domains(world, d, exec), &q0, t_end, 1, |_, _| {}).unwrap();
+        let what = format!("euler {scheme:?} {overlap:?} over grid {:?}", d.grid());
+        assert_eq!(steps, steps_d, "{what}: step count");
+        if let Some(split) = split {
+            // The cells (the gathered state's halo is zero; the single run's holds boundary values).
+            let cells = |q| {
+                let mut out = Vec::new();
+                e.for_each_cell(q, |_, c| out.extend(c));
+                out
+            };
+            assert_eq!(differing(&cells(&split), &cells(&single)), 0, "{what}");
+        }
     }
 }
 
