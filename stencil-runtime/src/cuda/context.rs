@@ -18,7 +18,9 @@ const MIN_DRIVER_VERSION: i32 = 13000;
 /// handle is issued on (so they run in issue order), and the kernel caches. Cheap to clone; all
 /// clones share the stream and caches. Usable from any thread (the context is bound per call).
 /// [`Gpu::fork_join`] lends handles on further streams of the same device, for work that may
-/// overlap (e.g. one kernel per region of a decomposed range).
+/// overlap (e.g. one kernel per region of a decomposed range). The handle's own stream has the
+/// device's highest priority and the lent streams its lowest, so work issued on the handle while
+/// a lent stream computes (a halo exchange, boundary slabs) is scheduled first.
 #[derive(Clone)]
 pub struct Gpu {
     pub(crate) inner: Arc<GpuInner>,
@@ -29,6 +31,8 @@ pub(crate) struct GpuInner {
     pub(crate) ctx: Arc<CudaContext>,
     /// Streams lent by [`Gpu::fork_join`], created on first use and reused.
     side_streams: Mutex<Vec<Arc<CudaStream>>>,
+    /// The priority of the side streams: the device's lowest (the main stream has its highest).
+    side_priority: i32,
     name: String,
     capability: (u32, u32),
     /// Loaded modules by cache key (see `compile.rs`).
@@ -61,7 +65,13 @@ impl Gpu {
             return Err(CudaError::NoDevice { ordinal, count });
         }
         let ctx = CudaContext::new(ordinal).map_err(|e| driver("creating the CUDA context", e))?;
-        let stream = ctx.new_stream().map_err(|e| driver("creating a stream", e))?;
+        ctx.bind_to_thread().map_err(|e| driver("binding the CUDA context", e))?;
+        // The main stream gets the device's highest priority and the side streams its lowest:
+        // the halo exchange (pack, copy, unpack) and the binder's boundary slabs, issued on the
+        // main stream, then start ahead of the inner region's blocks queued on a side stream.
+        let (lowest, highest) = cudarc::driver::result::stream::get_priority_range()
+            .map_err(|e| driver("reading the stream priority range", e))?;
+        let stream = ctx.new_stream_with_priority(highest).map_err(|e| driver("creating a stream", e))?;
         let name = ctx.name().map_err(|e| driver("reading the device name", e))?;
         let (major, minor) = ctx.compute_capability().map_err(|e| driver("reading the compute capability", e))?;
         Ok(Gpu {
@@ -69,6 +79,7 @@ impl Gpu {
             inner: Arc::new(GpuInner {
                 ctx,
                 side_streams: Mutex::new(Vec::new()),
+                side_priority: lowest,
                 name,
                 capability: (major as u32, minor as u32),
                 modules: Mutex::new(HashMap::new()),
@@ -240,7 +251,8 @@ impl Gpu {
     fn side_streams(&self, n: usize) -> Result<Vec<Arc<CudaStream>>, CudaError> {
         let mut pool = self.inner.side_streams.lock().unwrap_or_else(|p| p.into_inner());
         while pool.len() < n {
-            pool.push(self.inner.ctx.new_stream().map_err(|e| driver("creating a stream", e))?);
+            let stream = self.inner.ctx.new_stream_with_priority(self.inner.side_priority);
+            pool.push(stream.map_err(|e| driver("creating a stream", e))?);
         }
         Ok(pool[..n].to_vec())
     }
