@@ -103,9 +103,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     let mut e = Euler::cube(args.size, 1.0);
     e.cfl = args.cfl;
-    // No overlap by default: on one H200, two subdomains of 64³ ran 400 M cell-updates/s per
-    // stage without it and 134 M with it (three times the launches, each too small to hide
-    // anything); ask for `--overlap two` where the exchange crosses links.
+    // No overlap by default: on one H200, two subdomains ran 307 (64³) and 1166 (128³) M
+    // cell-updates/s per stage without it, 120-126 and 648-650 with it (the fused stage on
+    // two-cell slabs runs far below its whole-subdomain rate); measure it where the exchange
+    // crosses links.
     e.overlap = args.overlap.or(Overlap::None);
     e.boundaries = [Boundary::Reflective; 3];
     e.scheme = match args.scheme {
