@@ -11,6 +11,7 @@
 pub mod canonical;
 pub mod exchange_check;
 pub mod fuzz;
+pub mod reducing;
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 use stencil_runtime::{Element, Field, Loop, Shape};

@@ -8,33 +8,11 @@
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, Loop};
+use stencil_tests::reducing::{ScaleAndNorm, Stats3dF32, Stats3dF64};
 use stencil_tests::{poisoned, random, Real, SplitMix64};
 
 fn gpu() -> Gpu {
     Gpu::new(0).expect("the GPU suite needs a CUDA device")
-}
-
-macro_rules! stats3d {
-    ($name:ident, $t:ident) => {
-        #[stencil]
-        fn $name(idx: Idx3, u: &Field3<$t>, total: &mut Sum<$t>, lo: &mut Min<$t>, jump: &mut Max<$t>) {
-            total.fold(u[idx]);
-            lo.fold(u[idx]);
-            jump.fold((u[idx] - u[idx.ix::<-1, 0, 0>()]).abs());
-        }
-    };
-}
-stats3d!(stats3d_f32, f32);
-stats3d!(stats3d_f64, f64);
-
-#[stencil]
-fn scale_and_norm(idx: Idx2, c: f32, u: &Field2<f32>, out: &mut Field2<f32>, sq: &mut Sum<f64>, pos: &mut Max<f32>) {
-    let v = c * u[idx];
-    out[idx] = v;
-    sq.fold((v as f64) * (v as f64));
-    if v > 0.0 {
-        pos.fold(v);
-    }
 }
 
 #[stencil]

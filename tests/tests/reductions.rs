@@ -6,32 +6,8 @@
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, Loop};
+use stencil_tests::reducing::{ScaleAndNorm, Stats3dF32, Stats3dF64};
 use stencil_tests::{assert_bits_eq, for_each_in_range, nb, poisoned, random, Real, SplitMix64};
-
-macro_rules! stats3d {
-    ($name:ident, $t:ident) => {
-        /// Sum of `u`, min of `u`, max of the backward difference along i.
-        #[stencil]
-        fn $name(idx: Idx3, u: &Field3<$t>, total: &mut Sum<$t>, lo: &mut Min<$t>, jump: &mut Max<$t>) {
-            total.fold(u[idx]);
-            lo.fold(u[idx]);
-            jump.fold((u[idx] - u[idx.ix::<-1, 0, 0>()]).abs());
-        }
-    };
-}
-stats3d!(stats3d_f32, f32);
-stats3d!(stats3d_f64, f64);
-
-/// Writes a field and reduces: a conditional fold, an f32 field summed in f64.
-#[stencil]
-fn scale_and_norm(idx: Idx2, c: f32, u: &Field2<f32>, out: &mut Field2<f32>, sq: &mut Sum<f64>, pos: &mut Max<f32>) {
-    let v = c * u[idx];
-    out[idx] = v;
-    sq.fold((v as f64) * (v as f64));
-    if v > 0.0 {
-        pos.fold(v);
-    }
-}
 
 #[stencil]
 fn total1d(idx: Idx1, u: &Field1<f64>, total: &mut Sum<f64>) {
