@@ -696,21 +696,24 @@ impl Euler {
     /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`. It runs over the cells of `s` (the
     /// interior of its fields: the whole grid, or a subdomain's part of it).
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
+        if k >= RK3.len() {
+            return Err(format!("SSP-RK3 has stages 0, 1 and 2, not {k}").into());
+        }
         let range = Loop3D::interior(exec.shape_of(&s.q[0]));
-        self.stage_over(exec, s, k, dt, &range)
+        Ok(self.stage_over(exec, s, k, dt, &range)?)
     }
 
-    /// [`Euler::stage`] of the cells of `range` only (the fused scheme; the split scheme runs
-    /// every cell whatever `range` is: its face fluxes span the subdomain).
-    pub fn stage_over<E: Executor>(
+    /// [`Euler::stage`] (`k` < 3) of the cells of `range` only (the fused scheme; the split
+    /// scheme runs every cell whatever `range` is: its face fluxes span the subdomain).
+    fn stage_over<E: Executor>(
         &self,
         exec: &E,
         s: &mut State<E>,
         k: usize,
         dt: f64,
         range: &Loop3D,
-    ) -> Result<(), Error> {
-        let (a, b) = *RK3.get(k).ok_or_else(|| format!("SSP-RK3 has stages 0, 1 and 2, not {k}"))?;
+    ) -> Result<(), LaunchError> {
+        let (a, b) = RK3[k];
         let State { q: qn, q1, q2, flux, .. } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
@@ -928,23 +931,12 @@ impl Euler {
             let dt = dt_cfl.min(t_end - t);
             check_dt(dt, t)?;
             for k in 0..3 {
-                let mut failed = None;
-                let stepped = binder.step(
+                binder.step(
                     domains,
                     &mut states,
                     |states, halos| fill(states, if halos == Halos::Written { k + 1 } else { k }),
-                    |exec, i, range, states| {
-                        // A stage's only errors besides launch errors are of its arguments.
-                        self.stage_over(exec, &mut states[i], k, dt, range).map_err(|e| {
-                            failed = Some(e.to_string());
-                            LaunchError::Decomposition(format!("the Euler stage {k} failed"))
-                        })
-                    },
-                );
-                if let Some(e) = failed {
-                    return Err(e.into());
-                }
-                stepped?;
+                    |exec, i, range, states| self.stage_over(exec, &mut states[i], k, dt, range),
+                )?;
             }
             for s in &mut states {
                 std::mem::swap(&mut s.q, &mut s.q1);

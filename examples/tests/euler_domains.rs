@@ -233,3 +233,11 @@ mod gpu {
         }
     }
 }
+
+#[test]
+fn a_stage_past_the_third_is_refused() {
+    let e = model(BOUNDARIES[0], Scheme::Fused, Riemann::Hllc);
+    let mut s = State::new(&Host, &initial(&e)).unwrap();
+    let m = e.stage(&Host, &mut s, 3, 1e-3).unwrap_err().to_string();
+    assert!(m.contains("stages 0, 1 and 2, not 3"), "{m}");
+}
