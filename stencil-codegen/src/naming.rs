@@ -7,6 +7,10 @@
 //! [`is_reserved`] (see [`local_name`]); user *parameters* keep their names in Rust (the
 //! generated names never clash with a name not starting with `__`) and are prefixed in C.
 
+/// The attribute `#[stencil(sweep = ..)]` leaves on the function for the lowering
+/// (`#[__stencil_sweep(forward)]`); the functor does not keep it.
+pub const SWEEP_ATTR: &str = "__stencil_sweep";
+
 // ---- The Rust loop nest (`run_host`) ----
 
 /// The launch range argument of `run_host` (prefixed: a user parameter may be called `range`).
@@ -61,6 +65,28 @@ pub fn row(field: &str, i: usize) -> String {
 pub fn acc(name: &str) -> String {
     format!("__acc_{name}")
 }
+
+/// The `i`-th row of written field `field` at a level a column sweep has passed.
+pub fn passed_row(field: &str, i: usize) -> String {
+    format!("__passed_{field}_{i}")
+}
+
+/// A carried local's values in the row of a column sweep (one per column of the row).
+pub fn carry_row(local: &str) -> String {
+    format!("__carry_{local}")
+}
+
+/// A carried local's values in a tile of a column sweep (one per column of the tile).
+pub fn carry_tile(local: &str) -> String {
+    format!("__carried_{local}")
+}
+
+/// The level's place in a column sweep (`idx.level()`).
+pub const LEVEL: &str = "__level";
+/// The number of levels a column sweep walks (`idx.levels()`).
+pub const LEVELS: &str = "__levels";
+/// A column sweep's per-tile state (the carried locals' values).
+pub const SWEEP_STATE: &str = "__state";
 
 /// The partial results of reduction `name` (one per row of the range) in the nest.
 pub fn partials(name: &str) -> String {

@@ -29,6 +29,13 @@ fn runtime() -> proc_macro2::TokenStream {
 /// `m.fold(x);` and combined over the range by the launch.
 /// The body may hold small arrays (`[f64; 5]`, indexed by compile-time integers) and call
 /// `#[stencil_fn]` helpers by their bare name.
+///
+/// `#[stencil(sweep = forward)]` (or `backward`) makes a column sweep: each column (the points
+/// that share every coordinate but the last) is updated level by level, in order, so a written
+/// field may also be read at levels already passed (`x[idx.ix(0, 0, -1)]` going forward);
+/// `idx.level()` is the level's place in the sweep (0 first) and `idx.levels()` their number;
+/// `#[carry] let mut s = 0.0;` at the top of the body declares a local set once per column and
+/// kept from one level to the next. Sweeps run on the host (the CPU executor) in this release.
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
     match stencil_codegen::expand(attr.into(), item.into(), runtime()) {

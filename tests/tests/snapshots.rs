@@ -90,6 +90,18 @@ fn speed_stats(idx: Idx2, g: f32, h: &Field2<f32>, u: &Field2<f32>, c: &mut Fiel
 }
 "#;
 
+/// A column sweep: a carried local, the level, and a written field read one level below.
+const SWEEP: &str = r#"
+fn settle(idx: Idx3, w: f64, q: &Field3<f64>, flux: &mut Field3<f64>, out: &mut Field3<f64>) {
+    #[carry]
+    let mut falling = 0.0;
+    let below = if idx.level() == 0 { 0.0 } else { flux[idx.ix(0, 0, -1)] };
+    falling = 0.5 * falling + w * q[idx];
+    flux[idx] = falling;
+    out[idx] = q[idx] + below - falling;
+}
+"#;
+
 fn lower(src: &str) -> StencilIr {
     StencilIr::from_source(src).unwrap_or_else(|e| panic!("lowering failed: {e}"))
 }
@@ -145,6 +157,20 @@ fn ir_and_expansion_of_a_reduction() {
             .expect("expands");
     let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
     insta::assert_snapshot!("expansion_reduce", prettyplease::unparse(&file));
+}
+
+#[test]
+fn ir_and_expansion_of_a_sweep() {
+    let attr: proc_macro2::TokenStream = "sweep = forward".parse().expect("tokens");
+    let item: proc_macro2::TokenStream = SWEEP.parse().expect("tokens");
+    let tokens = stencil_codegen::expand(attr, item, "::stencil_runtime".parse().expect("a path")).expect("expands");
+    let file: syn::File = syn::parse2(tokens).expect("the expansion parses as a file");
+    let expansion = prettyplease::unparse(&file);
+    let encoded = expansion.split("const IR: &'static str = \"").nth(1).and_then(|s| s.split('"').next());
+    let ir = StencilIr::decode(&encoded.expect("the IR constant").replace("\\n", "\n")).expect("the IR decodes");
+    assert!(ir.sweep.is_some() && ir.reads_written_at([0, 0, -1]) && !ir.reads_written_at([0, 0, 1]));
+    insta::assert_snapshot!("ir_sweep", ir.encode());
+    insta::assert_snapshot!("expansion_sweep", expansion);
 }
 
 #[test]

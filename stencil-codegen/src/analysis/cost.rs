@@ -36,7 +36,12 @@ fn stmts_flops(body: &[Stmt]) -> usize {
 
 fn expr_flops(e: &Expr) -> usize {
     match &e.kind {
-        ExprKind::Lit(_) | ExprKind::Local(_) | ExprKind::Scalar(_) | ExprKind::Load { .. } => 0,
+        ExprKind::Lit(_)
+        | ExprKind::Local(_)
+        | ExprKind::Scalar(_)
+        | ExprKind::Load { .. }
+        | ExprKind::Level
+        | ExprKind::Levels => 0,
         ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr_flops(a),
         ExprKind::Binary(op, a, b) => {
             let own = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) && e.ty.is_float();

@@ -217,6 +217,38 @@ pub enum ErrorKind {
         /// The trip count.
         trips: i64,
     },
+    /// `sweep = ...` with a word other than `forward` or `backward`.
+    SweepOrder {
+        /// The word as written.
+        found: String,
+    },
+    /// A column-sweep construct (`idx.level()`, `idx.levels()`, `#[carry]`) in a stencil that
+    /// is no sweep.
+    NotASweep {
+        /// The construct as written.
+        what: String,
+    },
+    /// A `#[carry]` local declared after another statement.
+    CarryPlacement,
+    /// A `#[carry]` local whose initial value reads a field or the level.
+    CarryInit {
+        /// The local.
+        name: String,
+    },
+    /// A reduction parameter in a column sweep.
+    SweepReduces {
+        /// The parameter.
+        name: String,
+    },
+    /// A written field read at an offset a column sweep has not passed.
+    SweepRacyRead {
+        /// The field.
+        field: String,
+        /// The offset read.
+        offset: Vec<i32>,
+        /// A read the sweep allows (`f[idx.ix(0, 0, -1)]`).
+        allowed: String,
+    },
     /// A closure.
     Closure,
     /// An `unsafe` block.
@@ -393,6 +425,12 @@ impl fmt::Display for ErrorKind {
             Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),
             RuntimeLoop { which } => write!(f, "`{which}` loops are not allowed in a stencil: a point update must have a fixed amount of work. Only `for i in A..B` with integer-literal bounds is accepted (it is unrolled)"),
             UnrollTooLong { trips } => write!(f, "this loop runs {trips} times; loops are unrolled, so at most {MAX_UNROLL} iterations are accepted"),
+            SweepOrder { found } => write!(f, "`sweep = {found}`: a column sweep goes `forward` (from the range's first level up: `#[stencil(sweep = forward)]`) or `backward` (from its last level down)"),
+            NotASweep { what } => write!(f, "`{what}` exists only in a column sweep: declare the stencil `#[stencil(sweep = forward)]` (or `backward`) to update each column level by level"),
+            CarryPlacement => write!(f, "`#[carry]` locals open the body of a sweep, before any other statement: they are set once per column, before its first level, and keep their values from one level to the next"),
+            CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
+            SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
+            SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
             Closure => write!(f, "closures are not supported in stencils: write the expression inline"),
             Unsafe => write!(f, "`unsafe` is not allowed in a stencil: field accesses are checked once per launch, no unsafe code is needed"),
             Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
@@ -415,6 +453,7 @@ impl fmt::Display for ErrorKind {
             HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
             FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
             BrokenHelper { stencil, helper } => write!(f, "`{stencil}` calls the helper `{helper}`, which has errors (reported where `{helper}` is defined): fix those first"),
+            AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
             AttributeArgument { attribute } => write!(f, "#[{attribute}] takes no argument but `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[{attribute}(crate = my_models::stencil_runtime)]`)"),
             HelperNoReturn => write!(f, "a #[stencil_fn] helper computes a value: declare its return type (`-> f64`, `-> [f64; 5]`, `-> (f64, f64)`) and end the body with it"),
             HelperReturn => write!(f, "`return` is not supported in a #[stencil_fn] helper: end the body with the value (use `if`/`else` as an expression for early results)"),

@@ -8,12 +8,11 @@ use super::error::{Error, ErrorKind};
 use super::lower::helpers::{called_names, check_helper};
 use super::lower::lower_with_helpers;
 use crate::analysis::Analysis;
-use crate::ir::{ParamKind, IR_FORMAT};
+use crate::ir::{ParamKind, SweepOrder, IR_FORMAT};
 use crate::printer::rust_nest::{param_type, print_run_host};
 use crate::{naming, VERSION};
 use proc_macro2::{Ident, Literal, TokenStream};
 use quote::{format_ident, quote};
-use syn::spanned::Spanned;
 
 /// What the collected helpers are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -52,30 +51,76 @@ pub fn invocation(
 /// another crate's re-export), else `found`: what the macro crate found in the user's
 /// `Cargo.toml` (`::stencils` for `stencils = { package = "stencil-runtime", .. }`).
 pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Result<TokenStream, Error> {
-    if attr.is_empty() {
-        return Ok(found);
-    }
-    let unsupported = || Error::new(attr.span(), ErrorKind::AttributeArgument { attribute: target.keyword() });
-    let parser = |input: syn::parse::ParseStream| -> syn::Result<syn::Path> {
-        input.parse::<syn::Token![crate]>()?;
-        input.parse::<syn::Token![=]>()?;
-        if input.peek(syn::LitStr) {
-            input.parse::<syn::LitStr>()?.parse()
-        } else {
-            input.parse()
+    Ok(Attribute::parse(target, attr)?.runtime.unwrap_or(found))
+}
+
+/// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
+/// `crate = path` (both) and `sweep = forward | backward` (`#[stencil]` only).
+struct Attribute {
+    runtime: Option<TokenStream>,
+    sweep: Option<SweepOrder>,
+}
+
+impl Attribute {
+    fn parse(target: Target, attr: TokenStream) -> Result<Attribute, Error> {
+        let mut parsed = Attribute { runtime: None, sweep: None };
+        if attr.is_empty() {
+            return Ok(parsed);
         }
-    };
-    let path = syn::parse::Parser::parse2(parser, attr.clone()).map_err(|_| unsupported())?;
-    Ok(quote!(#path))
+        let unsupported =
+            |span: proc_macro2::Span| Error::new(span, ErrorKind::AttributeArgument { attribute: target.keyword() });
+        let mut sweep_word: Option<Ident> = None;
+        let parser = |input: syn::parse::ParseStream| -> syn::Result<()> {
+            loop {
+                if input.peek(syn::Token![crate]) {
+                    input.parse::<syn::Token![crate]>()?;
+                    input.parse::<syn::Token![=]>()?;
+                    let path: syn::Path =
+                        if input.peek(syn::LitStr) { input.parse::<syn::LitStr>()?.parse()? } else { input.parse()? };
+                    parsed.runtime = Some(quote!(#path));
+                } else {
+                    let key: Ident = input.parse()?;
+                    if key != "sweep" || target != Target::Stencil {
+                        return Err(syn::Error::new(key.span(), "argument"));
+                    }
+                    input.parse::<syn::Token![=]>()?;
+                    sweep_word = Some(input.parse()?);
+                }
+                if input.is_empty() {
+                    return Ok(());
+                }
+                input.parse::<syn::Token![,]>()?;
+                if input.is_empty() {
+                    return Ok(());
+                }
+            }
+        };
+        syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
+        if let Some(word) = sweep_word {
+            parsed.sweep = Some(
+                SweepOrder::from_word(&word.to_string())
+                    .ok_or_else(|| Error::spanned(&word, ErrorKind::SweepOrder { found: word.to_string() }))?,
+            );
+        }
+        Ok(parsed)
+    }
 }
 
 /// Expands `#[stencil]` on `item`: the functor, or, if the body calls helpers, the first step
 /// of collecting their bodies ([`super::collect`]). `runtime` names the runtime crate
 /// ([`runtime_path`]). Errors carry the span of the offending tokens.
 pub fn expand(attr: TokenStream, item: TokenStream, runtime: TokenStream) -> Result<TokenStream, Error> {
-    let runtime = runtime_path(Target::Stencil, attr, runtime)?;
-    let func: syn::ItemFn =
+    let attr = Attribute::parse(Target::Stencil, attr)?;
+    let runtime = attr.runtime.unwrap_or(runtime);
+    let mut func: syn::ItemFn =
         syn::parse2(item).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+    if let Some(order) = attr.sweep {
+        // Carried to the lowering (also through the collection of helpers) as an attribute of
+        // the item, which the functor does not keep.
+        let marker = format_ident!("{}", naming::SWEEP_ATTR);
+        let word = format_ident!("{}", order.word());
+        func.attrs.push(syn::parse_quote!(#[#marker(#word)]));
+    }
     match called_names(&func).first() {
         Some(next) => Ok(invocation(Target::Stencil, &runtime, &quote!(#func), &[], next)),
         None => expand_stencil(&func, &[], &runtime),

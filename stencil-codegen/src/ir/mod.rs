@@ -254,6 +254,11 @@ pub enum ExprKind<T = ScalarType> {
     Call(MathFn, Vec<Expr<T>>),
     /// `if c { a } else { b }` with side-effect-free branches.
     Select(Box<Expr<T>>, Box<Expr<T>>, Box<Expr<T>>),
+    /// `idx.level()` in a column sweep: the current level's place in the sweep (`i32`, 0 at the
+    /// first level swept: the bottom of the range going forward, its top going backward).
+    Level,
+    /// `idx.levels()` in a column sweep: the number of levels the launch sweeps (`i32`).
+    Levels,
 }
 
 /// Unary operators.
@@ -440,6 +445,58 @@ impl MathFn {
     }
 }
 
+/// The order in which a column sweep visits the levels (the last axis) of each column.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum SweepOrder {
+    /// From the range's first level up (`#[stencil(sweep = forward)]`).
+    Forward,
+    /// From the range's last level down (`#[stencil(sweep = backward)]`).
+    Backward,
+}
+
+impl SweepOrder {
+    /// The attribute's word (`forward`, `backward`), also the serialised form's.
+    pub fn word(self) -> &'static str {
+        match self {
+            SweepOrder::Forward => "forward",
+            SweepOrder::Backward => "backward",
+        }
+    }
+
+    /// Looks an order up by its word.
+    pub fn from_word(word: &str) -> Option<Self> {
+        [SweepOrder::Forward, SweepOrder::Backward].into_iter().find(|o| o.word() == word)
+    }
+
+    /// The sign of the step from one level to the next along the column axis (+1 forward).
+    pub fn step(self) -> i32 {
+        match self {
+            SweepOrder::Forward => 1,
+            SweepOrder::Backward => -1,
+        }
+    }
+
+    /// Whether `offset` of a `dim`-dimensional stencil points at a level of the same column
+    /// that this sweep has already passed (the column axis is the last).
+    pub fn has_passed(self, dim: usize, offset: [i32; 3]) -> bool {
+        let axis = dim - 1;
+        (0..3).all(|a| a == axis || offset[a] == 0) && offset[axis] * self.step() < 0
+    }
+}
+
+/// A column sweep: every column (the points that share all coordinates but the last) is
+/// updated one level at a time, in `order`, so a level may read what the levels before it
+/// wrote; columns are independent of each other.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Sweep {
+    /// Which way the levels are visited.
+    pub order: SweepOrder,
+    /// The carried locals' declarations (`#[carry] let mut q = 0.0;`): `Stmt::Let`s run once
+    /// per column before its first level, their locals keeping their values from one level to
+    /// the next. Their initial values read no field.
+    pub carried: Vec<Stmt>,
+}
+
 /// A stencil: its signature and its loop-free body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StencilIr {
@@ -455,6 +512,9 @@ pub struct StencilIr {
     pub locals: Vec<Local>,
     /// The statements of one point update.
     pub body: Vec<Stmt>,
+    /// `Some` for a column sweep (`#[stencil(sweep = ...)]`): the body runs at every level of
+    /// each column in order; `None` for a point-parallel stencil.
+    pub sweep: Option<Sweep>,
 }
 
 impl StencilIr {
@@ -495,6 +555,17 @@ impl StencilIr {
     pub fn reduces(&self) -> bool {
         self.reductions().next().is_some()
     }
+
+    /// The axis a column sweep walks along (the last one).
+    pub fn column_axis(&self) -> usize {
+        self.dim - 1
+    }
+
+    /// Whether a writable field may be read at `offset`: at the point itself, or,
+    /// in a column sweep, at a level the sweep has already passed in the same column.
+    pub fn reads_written_at(&self, offset: [i32; 3]) -> bool {
+        offset == [0; 3] || self.sweep.as_ref().is_some_and(|s| s.order.has_passed(self.dim, offset))
+    }
 }
 
 impl<T> Expr<T> {
@@ -515,6 +586,8 @@ impl<T> Expr<T> {
                 ExprKind::Call(m, args.into_iter().map(|a| a.map_types(f)).collect::<Result<_, _>>()?)
             }
             ExprKind::Select(c, a, b) => ExprKind::Select(boxed(c, f)?, boxed(a, f)?, boxed(b, f)?),
+            ExprKind::Level => ExprKind::Level,
+            ExprKind::Levels => ExprKind::Levels,
         };
         Ok(Expr { ty: f(self.ty)?, kind })
     }
@@ -523,7 +596,12 @@ impl<T> Expr<T> {
     pub fn visit(&self, f: &mut impl FnMut(&Expr<T>)) {
         f(self);
         match &self.kind {
-            ExprKind::Lit(_) | ExprKind::Local(_) | ExprKind::Scalar(_) | ExprKind::Load { .. } => {}
+            ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Load { .. }
+            | ExprKind::Level
+            | ExprKind::Levels => {}
             ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.visit(f),
             ExprKind::Binary(_, a, b) => {
                 a.visit(f);
@@ -578,3 +656,34 @@ pub fn visit_exprs<T>(body: &[Stmt<T>], f: &mut impl FnMut(&Expr<T>)) {
 
 mod serial;
 pub use serial::{DecodeError, IR_FORMAT};
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn column(dim: usize, order: SweepOrder) -> StencilIr {
+        StencilIr {
+            name: "c".into(),
+            dim,
+            index_name: "idx".into(),
+            params: Vec::new(),
+            locals: Vec::new(),
+            body: Vec::new(),
+            sweep: Some(Sweep { order, carried: Vec::new() }),
+        }
+    }
+
+    #[test]
+    fn a_sweep_reads_written_fields_only_at_levels_it_has_passed() {
+        let forward = column(3, SweepOrder::Forward);
+        assert!(forward.reads_written_at([0, 0, 0]));
+        assert!(forward.reads_written_at([0, 0, -1]) && forward.reads_written_at([0, 0, -3]));
+        assert!(!forward.reads_written_at([0, 0, 1]) && !forward.reads_written_at([1, 0, -1]));
+        let backward = column(3, SweepOrder::Backward);
+        assert!(backward.reads_written_at([0, 0, 2]) && !backward.reads_written_at([0, 0, -1]));
+        let plane = column(2, SweepOrder::Forward);
+        assert!(plane.reads_written_at([0, -1, 0]) && !plane.reads_written_at([0, 0, -1]));
+        let point = StencilIr { sweep: None, ..forward };
+        assert!(point.reads_written_at([0; 3]) && !point.reads_written_at([0, 0, -1]));
+    }
+}

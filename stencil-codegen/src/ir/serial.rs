@@ -9,6 +9,7 @@
 //! (param ce scalar f32) (param f field f32 read) (param f_new field f32 write)
 //! (param cfl reduce max f64)
 //! (local t f32)
+//! (sweep forward (let 0 (f32 float 0000000000000000 00000000)))
 //! (store 8 (f32 bin add (f32 scalar 6) (f32 load 7 1 0 0)))
 //! (fold 9 (f64 cast (f32 local 0)))
 //! ```
@@ -20,12 +21,12 @@
 
 use super::{
     BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamKind, ReduceOp, ReduceParam, ScalarType,
-    StencilIr, Stmt, UnOp,
+    StencilIr, Stmt, Sweep, SweepOrder, UnOp,
 };
 use std::fmt::{self, Write};
 
 /// Version of the serialised form, written in its first line.
-pub const IR_FORMAT: u32 = 2;
+pub const IR_FORMAT: u32 = 3;
 
 /// Why a serialised IR could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -92,6 +93,14 @@ impl StencilIr {
         for l in &self.locals {
             writeln!(out, "(local {} {})", l.name, l.ty).expect("writing to a String");
         }
+        if let Some(sweep) = &self.sweep {
+            write!(out, "(sweep {}", sweep.order.word()).expect("writing to a String");
+            for s in &sweep.carried {
+                out.push(' ');
+                encode_stmt(s, &mut out);
+            }
+            out.push_str(")\n");
+        }
         for s in &self.body {
             encode_stmt(s, &mut out);
             out.push('\n');
@@ -116,7 +125,8 @@ impl StencilIr {
             return Err(r.error(format!("dimension {dim} is not 1, 2 or 3")));
         }
         let index_name = r.keyed("index", |r| r.ident())?;
-        let mut ir = StencilIr { name, dim, index_name, params: Vec::new(), locals: Vec::new(), body: Vec::new() };
+        let mut ir =
+            StencilIr { name, dim, index_name, params: Vec::new(), locals: Vec::new(), body: Vec::new(), sweep: None };
         while r.peek_item("param") {
             let p = r.keyed("param", |r| {
                 let name = r.ident()?;
@@ -148,6 +158,19 @@ impl StencilIr {
         while r.peek_item("local") {
             let l = r.keyed("local", |r| Ok(Local { name: r.ident()?, ty: r.scalar_type()? }))?;
             ir.locals.push(l);
+        }
+        if r.peek_item("sweep") {
+            let sweep = r.keyed("sweep", |r| {
+                let word = r.ident()?;
+                let order = SweepOrder::from_word(&word)
+                    .ok_or_else(|| r.error(format!("`{word}` is not `forward` or `backward`")))?;
+                let mut carried = Vec::new();
+                while r.tokens.get(r.pos) != Some(&")") {
+                    carried.push(r.stmt(&ir)?);
+                }
+                Ok(Sweep { order, carried })
+            })?;
+            ir.sweep = Some(sweep);
         }
         while !r.at_end() {
             let s = r.stmt(&ir)?;
@@ -238,6 +261,8 @@ fn encode_expr(e: &Expr, out: &mut String) {
             sub(a, out);
             sub(b, out);
         }
+        ExprKind::Level => out.push_str("level"),
+        ExprKind::Levels => out.push_str("levels"),
     }
     out.push(')');
 }
@@ -407,6 +432,8 @@ impl<'a> Reader<'a> {
                 ExprKind::Call(f, args)
             }
             "select" => ExprKind::Select(boxed(self)?, boxed(self)?, boxed(self)?),
+            "level" => ExprKind::Level,
+            "levels" => ExprKind::Levels,
             t => match UN_OPS.iter().find(|(_, n)| *n == t) {
                 Some((op, _)) => ExprKind::Unary(*op, boxed(self)?),
                 None => return Err(self.error(format!("`{t}` is not an expression"))),
@@ -469,6 +496,7 @@ mod tests {
                 Stmt::Store { field: 2, value: f32e(ExprKind::Local(0)) },
                 Stmt::Fold { reduction: 3, value: f32e(ExprKind::Local(0)) },
             ],
+            sweep: None,
         }
     }
 
@@ -477,6 +505,29 @@ mod tests {
         let ir = sample();
         let text = ir.encode();
         assert!(text.starts_with(&format!("stencil-ir {IR_FORMAT}\n")), "{text}");
+        assert_eq!(StencilIr::decode(&text), Ok(ir));
+    }
+
+    #[test]
+    fn a_sweep_round_trips() {
+        let mut ir = sample();
+        ir.params.pop();
+        ir.body.pop();
+        let level = Expr { ty: ScalarType::I32, kind: ExprKind::Level };
+        let first = Expr {
+            ty: ScalarType::Bool,
+            kind: ExprKind::Binary(
+                BinOp::Eq,
+                Box::new(level),
+                Box::new(Expr { ty: ScalarType::I32, kind: ExprKind::Levels }),
+            ),
+        };
+        ir.locals.push(Local { name: "q".into(), ty: ScalarType::F32 });
+        ir.body.push(Stmt::If { cond: first, then_body: Vec::new(), else_body: Vec::new() });
+        let zero = f32e(ExprKind::Lit(Literal::Float(0.0, 0.0)));
+        ir.sweep = Some(Sweep { order: SweepOrder::Backward, carried: vec![Stmt::Let { local: 1, init: Some(zero) }] });
+        let text = ir.encode();
+        assert!(text.contains("(sweep backward (let 1"), "{text}");
         assert_eq!(StencilIr::decode(&text), Ok(ir));
     }
 

@@ -9,9 +9,17 @@
 //! A stencil that reduces has its row function return one partial result per reduction (the row
 //! folded in order from its first point); the block function stores it in the row's slot, and
 //! after the sweep the slots are combined in a fixed tree (`stencil_runtime::cpu::Partials`).
+//!
+//! A column sweep keeps the row and block functions and hands them one level of a tile of
+//! columns at a time, in the sweep's order (`stencil_runtime::cpu::for_each_column`): the block
+//! function also takes the level, the rows of written fields at levels already passed, and the
+//! tile's carried locals (one value per column, loaded into a plain local at the top of the row
+//! loop and stored back at its end).
 
 use crate::analysis::{Analysis, FieldAccess};
-use crate::ir::{BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ReduceOp, ScalarType, StencilIr, Stmt, UnOp};
+use crate::ir::{
+    BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ReduceOp, ScalarType, StencilIr, Stmt, SweepOrder, UnOp,
+};
 use crate::naming;
 use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::quote;
@@ -49,6 +57,35 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
     let writer_data = writers.iter().map(|f| data_name(f));
     let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
     let readers: Vec<&FieldAccess> = accesses.iter().filter(|f| !f.writable).collect();
+    // A column sweep also reads written fields at levels it has passed (every written field's
+    // non-zero offsets), carries locals from level to level, and sees the level.
+    let sweep = ir.sweep.as_ref();
+    let [level, levels] = [naming::LEVEL, naming::LEVELS].map(ident);
+    let passed: Vec<(&FieldAccess, usize)> = writers
+        .iter()
+        .flat_map(|fa| fa.offsets.iter().enumerate().filter(|(_, o)| **o != [0; 3]).map(move |(i, _)| (*fa, i)))
+        .collect();
+    let passed_setup = passed.iter().map(|(fa, i)| {
+        let off = offset_name(fa, *i);
+        let [a, b, c] = fa.offsets[*i];
+        quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
+    });
+    // Carried locals: (tile buffer, row slice, local, type).
+    let carried: Vec<(Ident, Ident, Ident, Ident)> = sweep
+        .map(|sw| {
+            sw.carried
+                .iter()
+                .filter_map(|s| match s {
+                    Stmt::Let { local, .. } => Some(&ir.locals[*local]),
+                    _ => None,
+                })
+                .map(|l| {
+                    let (tile, row) = (ident(&naming::carry_tile(&l.name)), ident(&naming::carry_row(&l.name)));
+                    (tile, row, ident(&l.name), ident(l.ty.rust_name()))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
     let row_slices = readers.iter().flat_map(|fa| {
         let (data, base, len) = (data_name(fa), &base, &len);
         (0..fa.offsets.len()).map(move |i| {
@@ -80,17 +117,28 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
     let read_rows: Vec<(Ident, Ident)> =
         readers.iter().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (row_name(fa, i), elem(fa)))).collect();
     let write_rows: Vec<(Ident, Ident)> = writers.iter().map(|fa| (row_name(fa, 0), elem(fa))).collect();
+    let passed_rows: Vec<(Ident, Ident)> = passed.iter().map(|(fa, i)| (passed_row_name(fa, *i), elem(fa))).collect();
+    let (sweep_row_params, sweep_row_args) = match sweep {
+        None => (quote!(), quote!()),
+        Some(_) => {
+            let p = passed_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+            let c = carried.iter().map(|(_, row, _, t)| quote!(#row: &mut [#t]));
+            let pa = passed_rows.iter().map(|(n, _)| n);
+            let ca = carried.iter().map(|(_, row, _, _)| row);
+            (quote!(#level: i32, #levels: i32, #(#p,)* #(#c,)*), quote!(#level, #levels, #(#pa,)* #(#ca,)*))
+        }
+    };
     let row_params = {
         let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
         let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
         let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
-        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)*)
+        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #sweep_row_params)
     };
     let row_args = {
         let s = scalars.iter().map(|(n, _)| n);
         let r = read_rows.iter().map(|(n, _)| n);
         let w = write_rows.iter().map(|(n, _)| n);
-        quote!(#len, #(#s,)* #(#r,)* #(#w,)*)
+        quote!(#len, #(#s,)* #(#r,)* #(#w,)* #sweep_row_args)
     };
     // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
     let accs: Vec<&Ident> = reductions.iter().map(|r| &r.1).collect();
@@ -105,8 +153,14 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
     });
     let reslice = read_rows
         .iter()
+        .chain(&passed_rows)
         .map(|(n, _)| quote!(let #n = &#n[..#len];))
-        .chain(write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)));
+        .chain(write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)))
+        .chain(carried.iter().map(|(_, n, _, _)| quote!(let #n = &mut #n[..#len];)));
+    // A carried local is a plain local inside the row loop, its value kept per column between
+    // levels.
+    let carry_in = carried.iter().map(|(_, row, l, t)| quote!(let mut #l: #t = #row[#x];));
+    let carry_out = carried.iter().map(|(_, row, l, _)| quote!(#row[#x] = #l;));
     // The block function: the loop over the rows of a block, its parameters the block, the
     // scalars, every read field's data and offsets, and the block's outputs.
     let [block, out, r] = [naming::BLOCK, naming::OUT, naming::ROW_INDEX].map(ident);
@@ -124,6 +178,29 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         let p = reductions.iter().map(|(_, _, p, t, _)| quote!(#p: &#rt::__private::Partials<#t>));
         quote!(#slots: &#rt::__private::RowSlots, #(#p,)*)
     };
+    // A sweep's block function also takes the level, the written fields read at passed levels
+    // (with those offsets) and the tile's carried values.
+    let passed_fields: Vec<&FieldAccess> =
+        writers.iter().copied().filter(|fa| fa.offsets.iter().any(|o| *o != [0; 3])).collect();
+    let passed_offsets = |fa: &FieldAccess| -> Vec<Ident> {
+        (0..fa.offsets.len()).filter(|i| fa.offsets[*i] != [0; 3]).map(|i| offset_name(fa, i)).collect()
+    };
+    let (sweep_block_params, sweep_block_args) = match sweep {
+        None => (quote!(), quote!()),
+        Some(_) => {
+            let d = passed_fields.iter().map(|fa| {
+                let (n, t, offs) = (data_name(fa), elem(fa), passed_offsets(fa));
+                quote!(#n: &#rt::__private::RowWriter<'_, #t>, #(#offs: isize,)*)
+            });
+            let c = carried.iter().map(|(tile, _, _, t)| quote!(#tile: &mut [#t]));
+            let da = passed_fields.iter().map(|fa| {
+                let (n, offs) = (data_name(fa), passed_offsets(fa));
+                quote!(&#n, #(#offs,)*)
+            });
+            let ca = carried.iter().map(|(tile, _, _, _)| tile);
+            (quote!(#level: i32, #levels: i32, #(#d)* #(#c,)*), quote!(#level, #levels, #(#da)* #(#ca,)*))
+        }
+    };
     let block_params = {
         let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
         let d = readers.iter().map(|fa| {
@@ -131,7 +208,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
             quote!(#n: &[#t], #(#offs: isize,)*)
         });
-        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #reduce_params #out: &mut #outputs_ty)
+        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #sweep_block_params #reduce_params #out: &mut #outputs_ty)
     };
     let block_args = {
         let s = scalars.iter().map(|(n, _)| n);
@@ -141,11 +218,22 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             quote!(#n, #(#offs,)*)
         });
         let p = if reductions.is_empty() { quote!() } else { quote!(#slots, #(#partials,)*) };
-        quote!(#block, #(#s,)* #(#d)* #p #out)
+        quote!(#block, #(#s,)* #(#d)* #sweep_block_args #p #out)
     };
+    // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
+    // levels) and the row's slice of each carried local.
+    let sweep_rows = passed.iter().map(|(fa, i)| {
+        let (row, data, off) = (passed_row_name(fa, *i), data_name(fa), offset_name(fa, *i));
+        quote! {
+            // SAFETY: the row of a level this sweep has passed in the same columns, which this
+            // task finished in an earlier block; the rows written now are at another level.
+            let #row = unsafe { #data.passed_row(#base, #off, #len) };
+        }
+    });
+    let carry_rows = carried.iter().map(|(tile, row, _, _)| quote!(let #row = &mut #tile[#r * #len..(#r + 1) * #len];));
     let [row_fn, block_fn, block_avx2, block_avx512, isa] =
         [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
-    let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone() };
+    let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone(), level, levels };
     let body = printer.stmts(&ir.body);
     let outputs_tuple = quote!((#(&#writer_data,)*));
     let closure = quote! {
@@ -161,7 +249,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         }
     };
     // Without reductions the nest is exactly what it was before they existed.
-    let (row_ret, row_call, reduce_setup, reduce_finish, sweep) = if reductions.is_empty() {
+    let (row_ret, row_call, reduce_setup, reduce_finish, runner) = if reductions.is_empty() {
         (
             quote!(),
             quote!(#row_fn(#row_args);),
@@ -185,17 +273,47 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         )
     };
     let row_tail = if reductions.is_empty() { quote!() } else { quote!((#(#accs,)*)) };
+    let runner = match sweep {
+        None => runner,
+        Some(sw) => {
+            let order = ident(match sw.order {
+                SweepOrder::Forward => "Forward",
+                SweepOrder::Backward => "Backward",
+            });
+            let start = printer.stmts(&sw.carried);
+            let state = ident(naming::SWEEP_STATE);
+            let tiles = carried.iter().map(|(tile, _, _, _)| tile);
+            let initial = carried.iter().map(|(_, _, l, _)| quote!(::std::vec![#l; #block.rows * #block.len]));
+            let [level, levels] = [&printer.level, &printer.levels];
+            quote! {
+                #rt::__private::for_each_column(
+                    #range,
+                    &#shape,
+                    #rt::__private::SweepOrder::#order,
+                    #outputs_tuple,
+                    |#block| { #start (#(#initial,)*) },
+                    |#state, #block, #level, #levels, #out| {
+                        let (#(#tiles,)*) = #state;
+                        (#closure)(#block, #out)
+                    },
+                )
+            }
+        }
+    };
     quote! {
         let (#(#names,)*) = #args;
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*
+        #(#passed_setup)*
         #[inline(always)]
         fn #row_fn(#row_params) #row_ret {
             #(#reslice)*
             #(#acc_init)*
             for #x in 0..#len {
+                #(#carry_in)*
                 #body
+                #(#carry_out)*
             }
             #row_tail
         }
@@ -205,6 +323,8 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
             for #r in 0..#block.rows {
                 let #base = #block.row_base(#r);
                 #(#row_slices)*
+                #(#sweep_rows)*
+                #(#carry_rows)*
                 let (#(#writer_rows,)*) = #out.row(#r);
                 #row_call
             }
@@ -221,7 +341,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         }
         let #isa = #rt::__private::isa();
         #reduce_setup
-        #sweep;
+        #runner;
         #reduce_finish
         ::core::result::Result::Ok(())
     }
@@ -241,6 +361,10 @@ fn offset_name(fa: &FieldAccess, i: usize) -> Ident {
 
 fn row_name(fa: &FieldAccess, i: usize) -> Ident {
     ident(&naming::row(&fa.name, i))
+}
+
+fn passed_row_name(fa: &FieldAccess, i: usize) -> Ident {
+    ident(&naming::passed_row(&fa.name, i))
 }
 
 /// Locals that are assigned after their declaration (printed `let mut`).
@@ -270,6 +394,9 @@ struct NestPrinter<'a> {
     assigned: HashSet<LocalId>,
     /// The position in the row.
     x: Ident,
+    /// A column sweep's level (`idx.level()`) and level count (`idx.levels()`).
+    level: Ident,
+    levels: Ident,
 }
 
 impl NestPrinter<'_> {
@@ -344,9 +471,14 @@ impl NestPrinter<'_> {
             }
             ExprKind::Load { field, offset } => {
                 let fa = self.access(*field);
-                let i =
-                    if fa.writable { 0 } else { fa.offsets.iter().position(|o| o == offset).expect("offset analysed") };
-                let (row, x) = (row_name(fa, i), &self.x);
+                let i = fa.offsets.iter().position(|o| o == offset);
+                let row = match (fa.writable, i) {
+                    (true, _) if *offset == [0; 3] => row_name(fa, 0),
+                    (true, Some(i)) => passed_row_name(fa, i),
+                    (false, Some(i)) => row_name(fa, i),
+                    (_, None) => unreachable!("every offset read is analysed"),
+                };
+                let x = &self.x;
                 quote!(#row[#x])
             }
             ExprKind::Unary(op, a) => {
@@ -375,6 +507,14 @@ impl NestPrinter<'_> {
             ExprKind::Select(c, a, b) => {
                 let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));
                 quote!((if #c { #a } else { #b }))
+            }
+            ExprKind::Level => {
+                let l = &self.level;
+                quote!(#l)
+            }
+            ExprKind::Levels => {
+                let l = &self.levels;
+                quote!(#l)
             }
         }
     }

@@ -9,12 +9,14 @@
 //! only when no written field is read (the macro says so), since the body then never reads what
 //! it wrote.
 
+mod column;
 mod isa;
 mod plan;
 pub(crate) mod pool;
 mod reduce;
 mod stream;
 
+pub use column::{for_each_column, SweepOrder};
 pub use isa::{isa, set_isa, Isa};
 pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
 pub use pool::ensure_pool;
@@ -60,6 +62,24 @@ impl<'a, T: Element> RowWriter<'a, T> {
     /// Wraps a written field's storage for the duration of one launch.
     pub fn new(data: &'a mut [T]) -> Self {
         RowWriter { ptr: data.as_mut_ptr(), len: data.len(), _field: PhantomData }
+    }
+
+    /// The `len` values `offset` elements from `base`: a row of a level a column sweep has
+    /// passed (read back by the sweep's next levels).
+    ///
+    /// # Safety
+    /// No `&mut` row that overlaps it may be alive while the result is: only the body of
+    /// [`for_each_column`] calls this, for rows of its own columns at levels it has finished.
+    #[inline(always)]
+    pub unsafe fn passed_row(&self, base: usize, offset: isize, len: usize) -> &[T] {
+        let start = base.wrapping_add_signed(offset);
+        assert!(
+            start <= self.len && len <= self.len - start,
+            "row {start}+{len} outside a field of {} elements",
+            self.len
+        );
+        // SAFETY: in bounds (checked above); no overlapping `&mut` row is alive (caller).
+        unsafe { std::slice::from_raw_parts(self.ptr.add(start), len) }
     }
 }
 

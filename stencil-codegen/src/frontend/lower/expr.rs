@@ -82,6 +82,9 @@ impl Lowerer {
                 Ok(Expr { ty, kind: ExprKind::Cast(Box::new(arg)) })
             }
             syn::Expr::MethodCall(m) => {
+                if self.is_index_expr(&m.receiver) && (m.method == "level" || m.method == "levels") {
+                    return self.level(m);
+                }
                 if self.is_index_expr(&m.receiver) {
                     return Err(Error::spanned(&m, ErrorKind::IndexAsValue { index: self.index_name.clone() }));
                 }
@@ -223,6 +226,19 @@ impl Lowerer {
         Ok(Value::Scalar(Expr { ty: self.types.known(ty), kind: ExprKind::Lit(value) }))
     }
 
+    /// `idx.level()` / `idx.levels()`: the level's place in a column sweep, the levels swept.
+    fn level(&mut self, m: &syn::ExprMethodCall) -> Result<TExpr, Error> {
+        let what = format!("{}.{}()", self.index_name, m.method);
+        if self.sweep.is_none() {
+            return Err(Error::spanned(m, ErrorKind::NotASweep { what }));
+        }
+        if !m.args.is_empty() || m.turbofish.is_some() {
+            return Err(Error::spanned(m, ErrorKind::Arity { name: what, expected: 1, got: m.args.len() + 1 }));
+        }
+        let kind = if m.method == "level" { ExprKind::Level } else { ExprKind::Levels };
+        Ok(Expr { ty: self.types.known(ScalarType::I32), kind })
+    }
+
     /// Whether `e` is the point index (never inside a helper, which cannot see it).
     fn is_index_expr(&self, e: &syn::Expr) -> bool {
         self.call_stack.is_empty() && matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
@@ -242,10 +258,21 @@ impl Lowerer {
         let (field, offset) = self.field_access(ix)?;
         let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
         if fp.writable && offset != [0; 3] {
-            return Err(Error::spanned(
-                &ix.index,
-                ErrorKind::RacyRead { field: self.params[field].name.clone(), offset: offset[..self.dim].to_vec() },
-            ));
+            let (name, shown) = (self.params[field].name.clone(), offset[..self.dim].to_vec());
+            let kind = match self.sweep {
+                Some(order) if order.has_passed(self.dim, offset) => None,
+                Some(order) => {
+                    let mut behind = vec![0; self.dim];
+                    behind[self.dim - 1] = -order.step();
+                    let list = behind.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ");
+                    let allowed = format!("{name}[{}.ix({list})]", self.index_name);
+                    Some(ErrorKind::SweepRacyRead { field: name, offset: shown, allowed })
+                }
+                None => Some(ErrorKind::RacyRead { field: name, offset: shown }),
+            };
+            if let Some(kind) = kind {
+                return Err(Error::spanned(&ix.index, kind));
+            }
         }
         let ty = self.types.known(fp.elem);
         Ok(Expr { ty, kind: ExprKind::Load { field, offset } })

@@ -11,7 +11,7 @@ mod types;
 mod values;
 
 use crate::frontend::error::{Error, ErrorKind};
-use crate::ir::{Local, LocalId, Param, ParamKind, StencilIr, Stmt};
+use crate::ir::{ExprKind, Local, LocalId, Param, ParamKind, StencilIr, Stmt, Sweep, SweepOrder};
 use std::collections::{HashMap, HashSet};
 use syn::spanned::Spanned;
 use types::{Types, Var};
@@ -30,14 +30,28 @@ pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
 pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<StencilIr, Error> {
     let sig = signature::lower_signature(item)?;
     let mut cx = Lowerer::new(sig.dim, sig.index_name.clone(), sig.params, helpers);
+    cx.sweep = sig.sweep;
     for p in &cx.params {
         cx.used_names.insert(p.name.clone());
     }
     cx.used_names.insert(sig.index_name.clone());
     let mut body = Vec::new();
+    let mut carried = Vec::new();
     let stmts = &item.block.stmts;
     for (i, stmt) in stmts.iter().enumerate() {
-        cx.lower_stmt(stmt, i + 1 == stmts.len(), &mut body)?;
+        match carry_attribute(stmt) {
+            Some(attr) if sig.sweep.is_none() => {
+                return Err(Error::spanned(attr, ErrorKind::NotASweep { what: "#[carry]".into() }))
+            }
+            Some(attr) if !body.is_empty() => return Err(Error::spanned(attr, ErrorKind::CarryPlacement)),
+            Some(_) => {
+                let syn::Stmt::Local(local) = stmt else { unreachable!("carry_attribute finds `let`s") };
+                let from = carried.len();
+                cx.lower_let(local, &mut carried)?;
+                check_carried(&local.pat, &carried[from..])?;
+            }
+            None => cx.lower_stmt(stmt, i + 1 == stmts.len(), &mut body)?,
+        }
     }
     let writes = cx.params.iter().any(|p| matches!(p.kind, ParamKind::Field(f) if f.writable));
     if !writes && !cx.params.iter().any(|p| matches!(p.kind, ParamKind::Reduction(_))) {
@@ -50,6 +64,13 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
     let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
     let body = body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
     let locals = cx.locals.into_iter().map(|(name, v, _)| Local { name, ty: resolved.get(v) }).collect();
+    let sweep = match sig.sweep {
+        Some(order) => {
+            let carried = carried.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
+            Some(Sweep { order, carried })
+        }
+        None => None,
+    };
     Ok(StencilIr {
         name: item.sig.ident.to_string(),
         dim: sig.dim,
@@ -57,7 +78,34 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         params: cx.params,
         locals,
         body,
+        sweep,
     })
+}
+
+/// The `#[carry]` attribute of a `let` statement, if it has one.
+fn carry_attribute(stmt: &syn::Stmt) -> Option<&syn::Attribute> {
+    match stmt {
+        syn::Stmt::Local(local) => local.attrs.iter().find(|a| a.path().is_ident("carry")),
+        _ => None,
+    }
+}
+
+/// Refuses a carried local whose initial value reads a field or the level: it is computed once
+/// per column, before the first level.
+fn check_carried(pat: &syn::Pat, stmts: &[Stmt<Var>]) -> Result<(), Error> {
+    let mut per_point = false;
+    crate::ir::visit_exprs(stmts, &mut |e| {
+        per_point |= matches!(e.kind, ExprKind::Load { .. } | ExprKind::Level | ExprKind::Levels)
+    });
+    if per_point {
+        let name = match pat {
+            syn::Pat::Ident(p) => p.ident.to_string(),
+            syn::Pat::Type(t) => tokens(&t.pat).replace("mut ", ""),
+            other => tokens(other),
+        };
+        return Err(Error::spanned(pat, ErrorKind::CarryInit { name }));
+    }
+    Ok(())
 }
 
 /// What a name in scope stands for.
@@ -88,6 +136,8 @@ struct Lowerer {
     /// Helpers being inlined, outermost first: inside one, the stencil's parameters and index
     /// are out of scope, and a call of a helper already on the stack is recursion.
     call_stack: Vec<String>,
+    /// `Some` in a column sweep.
+    sweep: Option<SweepOrder>,
 }
 
 impl Lowerer {
@@ -102,6 +152,7 @@ impl Lowerer {
             types: Types::default(),
             helpers: helpers.iter().map(|h| (h.sig.ident.to_string(), h.clone())).collect(),
             call_stack: Vec::new(),
+            sweep: None,
         }
     }
 
@@ -170,6 +221,15 @@ impl Lowerer {
 
     fn lower_stmt(&mut self, stmt: &syn::Stmt, is_last: bool, out: &mut Vec<Stmt<Var>>) -> Result<(), Error> {
         match stmt {
+            // `#[carry]` is taken off the `let`s that open a sweep's body before they get here.
+            syn::Stmt::Local(_) if carry_attribute(stmt).is_some() => {
+                let attr = carry_attribute(stmt).expect("checked");
+                let kind = match self.sweep {
+                    Some(_) => ErrorKind::CarryPlacement,
+                    None => ErrorKind::NotASweep { what: "#[carry]".into() },
+                };
+                Err(Error::spanned(attr, kind))
+            }
             syn::Stmt::Local(local) => self.lower_let(local, out),
             syn::Stmt::Item(syn::Item::Const(c)) if is_usize(&c.ty) => {
                 self.not_the_index(&c.ident)?;

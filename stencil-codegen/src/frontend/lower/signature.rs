@@ -2,13 +2,24 @@
 
 use super::tokens;
 use crate::frontend::error::{Error, ErrorKind};
-use crate::ir::{FieldParam, Param, ParamKind, ReduceOp, ReduceParam, ScalarType};
+use crate::ir::{FieldParam, Param, ParamKind, ReduceOp, ReduceParam, ScalarType, SweepOrder};
 use syn::spanned::Spanned;
 
 pub struct Signature {
     pub dim: usize,
     pub index_name: String,
     pub params: Vec<Param>,
+    /// `Some` for a column sweep (`#[stencil(sweep = ..)]`).
+    pub sweep: Option<SweepOrder>,
+}
+
+/// The order of a column sweep, from the attribute `#[stencil(sweep = ..)]` leaves on the item
+/// ([`crate::naming::SWEEP_ATTR`]).
+fn sweep_of(item: &syn::ItemFn) -> Option<SweepOrder> {
+    item.attrs.iter().find(|a| a.path().is_ident(crate::naming::SWEEP_ATTR)).and_then(|a| {
+        let word: syn::Ident = a.parse_args().ok()?;
+        SweepOrder::from_word(&word.to_string())
+    })
 }
 
 /// Rejects generics and `async`/`const`/`unsafe`/`extern` (stencils and helpers alike).
@@ -45,6 +56,7 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
         }
         _ => return Err(missing()),
     };
+    let sweep = sweep_of(item);
     let mut params = Vec::new();
     for input in inputs {
         let syn::FnArg::Typed(pt) = input else { return Err(Error::spanned(&input, ErrorKind::ParamPattern)) };
@@ -56,6 +68,9 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
                 let ty = tokens(&r.elem);
                 if r.mutability.is_none() {
                     return Err(Error::spanned(&pt.ty, ErrorKind::ReductionNotMut { name, ty }));
+                }
+                if sweep.is_some() {
+                    return Err(Error::spanned(&pt.ty, ErrorKind::SweepReduces { name }));
                 }
                 match elem {
                     Some(elem) if elem.is_float() => ParamKind::Reduction(ReduceParam { op, elem }),
@@ -82,7 +97,7 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     if outputs > crate::limits::MAX_OUTPUTS {
         return Err(Error::spanned(&sig.inputs, ErrorKind::TooManyOutputs { got: outputs }));
     }
-    Ok(Signature { dim, index_name, params })
+    Ok(Signature { dim, index_name, params, sweep })
 }
 
 fn ident_of(pat: &syn::Pat) -> Result<String, Error> {

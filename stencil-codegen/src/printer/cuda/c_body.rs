@@ -121,6 +121,9 @@ impl CPrinter<'_> {
                 math_call(*f, e.ty, &args)
             }
             ExprKind::Select(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
+            ExprKind::Level | ExprKind::Levels => {
+                unreachable!("a column sweep is refused before its kernel is printed (StrategyError::Sweep)")
+            }
         }
     }
 }

@@ -167,6 +167,11 @@ pub enum StrategyError {
         /// The stencil.
         stencil: String,
     },
+    /// The stencil is a column sweep, which has no GPU strategy yet: it runs on the host.
+    Sweep {
+        /// The stencil.
+        stencil: String,
+    },
 }
 
 impl fmt::Display for StrategyError {
@@ -177,6 +182,11 @@ impl fmt::Display for StrategyError {
                 f,
                 "stencil `{stencil}` folds into a reduction, so it runs as its one-pass reduction kernel \
                  (print_reduce_kernel), not under a blocking strategy"
+            ),
+            StrategyError::Sweep { stencil } => write!(
+                f,
+                "stencil `{stencil}` is a column sweep, and column sweeps run on the host only in this release \
+                 (no CUDA strategy walks a column yet): launch it with the host executor"
             ),
         }
     }
@@ -202,6 +212,9 @@ pub fn print_kernel_with(
     strategy: Strategy,
     geometry: &Geometry,
 ) -> Result<CudaKernel, StrategyError> {
+    if ir.sweep.is_some() {
+        return Err(StrategyError::Sweep { stencil: ir.name.clone() });
+    }
     if ir.reduces() {
         return Err(StrategyError::Reduces { stencil: ir.name.clone() });
     }

@@ -1,0 +1,77 @@
+//! Column sweeps on the CPU: every column (the points that share all coordinates but the last)
+//! is updated one level at a time, in the sweep's order, by one task; the columns of a task are
+//! the rows of a tile of the plane across the columns, so each level is handed to the generated
+//! body as one block of rows (runs along the contiguous axis, vectorised across columns). Where
+//! the column axis itself is the contiguous one (`Order::Kij`), a row is one point.
+//!
+//! Soundness of the parallel writes rests on the facts `for_each_row` relies on, plus one: a
+//! written field is read at another offset only at a level of the same column that the sweep
+//! has passed (the IR allows no other), which the same task wrote in an earlier block.
+
+use super::{isa, run_tasks, tuning, BlockOutputs, DenormalMode, RowBlock, RowOutputs};
+use crate::field::Shape;
+use crate::range::Loop;
+pub use stencil_codegen::ir::SweepOrder;
+
+/// Points of a row handed to one task at most (columns side by side along the contiguous axis).
+const ROW_POINTS: usize = 1024;
+/// Rows of a task's tile at most (along the next axis across the columns).
+const TILE_ROWS: usize = 4;
+
+/// Calls `body(state, block, level, levels, outputs)` for every level of every column of
+/// `range`, in parallel over tiles of columns: one task per tile walks the tile's levels in
+/// `order` (`level` counts from 0 at the first level swept; `levels` is their number), with
+/// `state = start(first block)` made once per tile (the carried locals of its columns).
+pub fn for_each_column<const D: usize, O: RowOutputs, S>(
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    order: SweepOrder,
+    outputs: O,
+    start: impl Fn(RowBlock) -> S + Sync,
+    body: impl Fn(&mut S, RowBlock, i32, i32, &mut BlockOutputs<'_, O>) + Sync,
+) {
+    if range.points() == 0 {
+        return;
+    }
+    super::ensure_pool();
+    let column = D - 1;
+    let axes = shape.element_order().axes::<D>();
+    let strides = shape.strides();
+    let n = range.len_per_axis();
+    let origin = shape.offset(range.begin());
+    // The row axis runs across columns along the contiguous axis (none when that axis is the
+    // column's); the axes left across columns index the rows of a tile and the tiles.
+    let row_axis = (axes[0] != column).then_some(axes[0]);
+    let mut across = axes.iter().copied().filter(|&a| a != column && Some(a) != row_axis);
+    let (rows_axis, tile_axis) = (across.next(), across.next());
+    let extent = |a: Option<usize>| a.map_or(1, |a| n[a]);
+    let stride = |a: Option<usize>| a.map_or(0, |a| strides[a]);
+    let (row_len, row_count, tile_count) = (extent(row_axis), extent(rows_axis), extent(tile_axis));
+    let (bc, bm) = (row_len.min(ROW_POINTS), row_count.min(TILE_ROWS));
+    let tiles = [row_len.div_ceil(bc), row_count.div_ceil(bm), tile_count];
+    let levels = n[column];
+    let level_count = i32::try_from(levels).expect("a range's levels fit an i32 (checked by the launch)");
+    let (isa, flush) = (isa(), tuning().flush_denormals);
+    run_tasks(tiles.iter().product(), |t| {
+        let _mode = DenormalMode::flush(flush);
+        let (tc, tm, to) = (t % tiles[0], (t / tiles[0]) % tiles[1], t / (tiles[0] * tiles[1]));
+        let (c0, m0) = (tc * bc, tm * bm);
+        let corner = origin + c0 * stride(row_axis) + m0 * stride(rows_axis) + to * stride(tile_axis);
+        let tile = RowBlock {
+            base: corner,
+            len: bc.min(row_len - c0),
+            rows: bm.min(row_count - m0),
+            stride: stride(rows_axis),
+        };
+        let mut state = start(tile);
+        for level in 0..levels {
+            let at = match order {
+                SweepOrder::Forward => level,
+                SweepOrder::Backward => levels - 1 - level,
+            };
+            let block = RowBlock { base: corner + at * strides[column], ..tile };
+            let mut out = BlockOutputs { outputs: &outputs, block, scratch: std::ptr::null_mut(), pending: None, isa };
+            body(&mut state, block, level as i32, level_count, &mut out);
+        }
+    });
+}
