@@ -2,6 +2,7 @@
 
 pub mod acoustic;
 pub mod checkpoint;
+pub mod column;
 pub mod diffusion;
 pub mod euler;
 pub mod logging;
