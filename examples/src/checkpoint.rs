@@ -13,7 +13,9 @@
 //!
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
-//! from a decomposed checkpoint with the name without the `.part-...` suffix.
+//! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
+//! drivers ([`diffusion_decomposed`], [`acoustic_decomposed`], [`euler_decomposed`]) write and read
+//! their parts through one helper, [`Parts`], generic over the executor and the dimension.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
