@@ -572,7 +572,7 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
 /// `u_prev`, `vdt2`, `eta`, `phi`, and the values of the receivers in it so far as `traces`,
 /// indexed `[receiver, step]`) written as one part per subdomain by the process that holds it,
 /// after every `plan.every` steps and after the last; or the run resumed from the parts of
-/// `plan.restart` (every part of this decomposition there, each checked as [`acoustic`] checks
+/// `plan.restart` (every part of this decomposition there, each checked as [`acoustic()`] checks
 /// a single-domain checkpoint, the velocity model included). Returns the outcome on rank 0
 /// (`None` elsewhere; every step's traces, also after a restart) and the first step run.
 pub fn acoustic_decomposed<E: Executor, T: Wave + IoElement>(
@@ -746,7 +746,7 @@ pub type EulerDecomposed = (Option<Conserved<Field3<f64>>>, usize, usize);
 /// [`Euler::run_decomposed`] with checkpoints: every subdomain's conserved fields, the time,
 /// the step count and the CFL step in use, written as one part per subdomain by the process
 /// that holds it after every `plan.every` steps and after the last; or the run resumed from the
-/// parts of `plan.restart` (every part of this decomposition there, each checked as [`euler`]
+/// parts of `plan.restart` (every part of this decomposition there, each checked as [`euler()`]
 /// checks a single-domain checkpoint). Returns the final state on rank 0 (`None` elsewhere),
 /// the step count and the first step run.
 pub fn euler_decomposed<E: Executor>(
