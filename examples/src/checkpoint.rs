@@ -20,7 +20,7 @@
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use stencil_runtime::io::checkpoint::{part_counts, part_path, read_parts, write_parts, Checkpoint, Part};
+use stencil_runtime::io::checkpoint::{part_counts, read_parts, write_parts, Checkpoint, Part};
 use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, Element, Overlap, Shape, Subdomain};
@@ -232,7 +232,7 @@ impl<const D: usize> Parts<D> {
     pub fn read(&self) -> Result<Option<Vec<Checkpoint<'static>>>, Error> {
         let Some(path) = &self.plan.restart else { return Ok(None) };
         let count = self.decomposition.len();
-        if path.is_file() && !part_path(path, 0, count).is_file() {
+        if path.is_file() && part_counts(path).is_empty() {
             return Err(IoError::Mismatch {
                 path: path.clone(),
                 what: "decomposition".into(),
