@@ -1129,7 +1129,46 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     overlap: Overlap,
     model: &Model,
     snapshot: Option<usize>,
+    after_step: impl FnMut(usize),
+) -> Result<Option<Outcome<T>>, Box<dyn std::error::Error>> {
+    run_decomposed_from(domains, strategies, overlap, model, snapshot, None, after_step, |_, _, _| Ok(()))
+}
+
+/// Where a decomposed run resumes ([`run_decomposed_from`]; `crate::checkpoint` reads it from a
+/// checkpoint's parts): the steps already taken, and per local subdomain (in order) its state on
+/// the host and its receivers' values of those steps (step after step, each step's values in
+/// the order of [`receivers_in`]'s range).
+pub struct Resume<T: Element> {
+    /// Steps already taken.
+    pub step: usize,
+    /// Each local subdomain's state.
+    pub states: Vec<State<Field3<T>>>,
+    /// Each local subdomain's receiver values so far.
+    pub traces: Vec<Vec<T>>,
+}
+
+/// How many receiver points lie in subdomain `s` of a decomposition of `model`'s grid.
+pub fn receivers_in(model: &Model, s: &Subdomain<3>) -> Result<usize, LaunchError> {
+    Ok(local_range(&model.receiver_range()?, s, &model.shape()).map_or(0, |r| r.points()))
+}
+
+/// [`run_decomposed`] from `resume` (`None`: the model's initial state, step 0) to step
+/// `model.steps`, calling `save(step, states, traces)` after every step with the local
+/// subdomains' states and receiver values so far (as [`Resume`] holds them): a checkpoint
+/// writer. The steps are those of [`run_decomposed`], so a run resumed from what `save` saw
+/// after step `s` ends as the run that went on, bit for bit. The traces of the outcome cover
+/// every step, those before `resume.step` included; the time covers the steps run but the
+/// first.
+#[allow(clippy::too_many_arguments)]
+pub fn run_decomposed_from<E: Executor, T: Wave>(
+    domains: &Domains<E, 3>,
+    strategies: &RegionStrategies,
+    overlap: Overlap,
+    model: &Model,
+    snapshot: Option<usize>,
+    resume: Option<Resume<T>>,
     mut after_step: impl FnMut(usize),
+    mut save: impl FnMut(usize, &[State<E::Field<T, 3>>], &[Vec<T>]) -> Result<(), Box<dyn std::error::Error>>,
 ) -> Result<Option<Outcome<T>>, Box<dyn std::error::Error>> {
     model.check()?;
     let like = model.shape();
@@ -1166,16 +1205,46 @@ pub fn run_decomposed<E: Executor, T: Wave>(
     let work: Vec<Part> = subdomains.iter().map(|s| Part::new(model, strategies, s)).collect::<Result<_, _>>()?;
     let receivers = model.receiver_range()?.points();
 
-    let initial = model.initial::<T>()?;
-    let all = State {
-        u: domains.scatter(&initial.u)?,
-        u_prev: domains.scatter(&initial.u_prev)?,
-        vdt2: domains.scatter(&initial.vdt2)?,
-        eta: domains.scatter(&initial.eta)?,
-        phi: domains.scatter(&initial.phi)?,
+    let (mut parts, start, mut local_traces) = match resume {
+        None => {
+            let initial = model.initial::<T>()?;
+            let all = State {
+                u: domains.scatter(&initial.u)?,
+                u_prev: domains.scatter(&initial.u_prev)?,
+                vdt2: domains.scatter(&initial.vdt2)?,
+                eta: domains.scatter(&initial.eta)?,
+                phi: domains.scatter(&initial.phi)?,
+            };
+            (all.into_parts(), 0, vec![Vec::new(); subdomains.len()])
+        }
+        Some(Resume { step, states, traces }) => {
+            if states.len() != subdomains.len() || traces.len() != subdomains.len() {
+                return Err(LaunchError::Decomposition(format!(
+                    "a resumed run needs the states and traces of this process's {} subdomains, not {} and {}",
+                    subdomains.len(),
+                    states.len(),
+                    traces.len()
+                ))
+                .into());
+            }
+            let parts = states.iter().zip(domains.execs()).map(|(s, e)| s.upload(e)).collect::<Result<_, _>>()?;
+            (parts, step, traces)
+        }
     };
-    drop(initial);
-    let mut parts = all.into_parts();
+    if start > model.steps {
+        return Err(format!("the run resumes after step {start}, past its last step {}", model.steps).into());
+    }
+    for (i, (values, part)) in local_traces.iter().zip(&work).enumerate() {
+        let n = part.receivers.as_ref().map_or(0, |(_, at)| at.len());
+        if values.len() != n * start {
+            return Err(format!(
+                "local subdomain {i} resumes with {} receiver values, but its {n} receivers over {start} steps are {}",
+                values.len(),
+                n * start
+            )
+            .into());
+        }
+    }
     exchange_fields(&mut exchange_of::<E, T>(domains, &plan.once, plan.halo), &mut parts, &plan.once)?;
     let mut every_step = exchange_of::<E, T>(domains, &plan.every_step, plan.halo);
     // The fields a step changes that are read around a point, as the step leaves them (`u` is
@@ -1190,13 +1259,15 @@ pub fn run_decomposed<E: Executor, T: Wave>(
         CompCommBinder::new(domains, ranges, plan.halo, overlap)?.contiguous_axis(like.element_order().axes::<3>()[0]);
     binder.prime(&mut parts, &mut fill)?;
 
-    // Receiver values of this process, per step, in the order of `owned` (global receiver indices).
+    // The global receiver index of each of this process's receivers (subdomain after subdomain).
     let owned: Vec<usize> =
         work.iter().filter_map(|p| p.receivers.as_ref()).flat_map(|(_, at)| at.iter().copied()).collect();
-    let mut local_traces: Vec<T> = Vec::with_capacity(model.steps * owned.len());
+    for (values, part) in local_traces.iter_mut().zip(&work) {
+        values.reserve(model.steps.saturating_sub(start) * part.receivers.as_ref().map_or(0, |(_, at)| at.len()));
+    }
     let mut snap = None;
-    let mut start = std::time::Instant::now();
-    for s in 0..model.steps {
+    let mut clock = std::time::Instant::now();
+    for s in start..model.steps {
         let source = model.source_at::<T>(s)?;
         let sources: Vec<Vec<(Loop3D, T)>> = subdomains
             .iter()
@@ -1227,7 +1298,7 @@ pub fn run_decomposed<E: Executor, T: Wave>(
         }
         for (i, (part, state)) in work.iter().zip(&parts).enumerate() {
             if let Some((range, _)) = &part.receivers {
-                local_traces.extend(domains.exec(i).read_range(&state.u, range)?);
+                local_traces[i].extend(domains.exec(i).read_range(&state.u, range)?);
             }
         }
         if snapshot == Some(s + 1) {
@@ -1235,20 +1306,29 @@ pub fn run_decomposed<E: Executor, T: Wave>(
             domains.synchronize()?;
             let pause = std::time::Instant::now();
             snap = gather_wavefields(domains, &like, &mut parts)?;
-            start += pause.elapsed();
+            clock += pause.elapsed();
         }
         after_step(s + 1);
-        if s == 0 && model.steps > 1 {
+        save(s + 1, &parts, &local_traces)?;
+        if s == start && model.steps > start + 1 {
             // The first step prepares the kernels (compiles them on a GPU): not timed.
             domains.synchronize()?;
-            start = std::time::Instant::now();
+            clock = std::time::Instant::now();
         }
     }
     domains.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let timed_steps = model.steps.saturating_sub(1).max(1);
+    let seconds = clock.elapsed().as_secs_f64();
+    let timed_steps = (model.steps - start).saturating_sub(1).max(1);
     let last = gather_wavefields(domains, &like, &mut parts)?;
-    let traces = gather_traces(domains, &owned, &local_traces, model.steps, receivers)?;
+    // Every step's values of this process, step after step, in the order of `owned`.
+    let counts: Vec<usize> = work.iter().map(|p| p.receivers.as_ref().map_or(0, |(_, at)| at.len())).collect();
+    let mut values = Vec::with_capacity(model.steps * owned.len());
+    for s in 0..model.steps {
+        for (v, &n) in local_traces.iter().zip(&counts) {
+            values.extend_from_slice(&v[s * n..(s + 1) * n]);
+        }
+    }
+    let traces = gather_traces(domains, &owned, &values, model.steps, receivers)?;
     let traces = traces.map(|raw| model.receiver_traces(raw)).transpose()?;
     Ok(last.zip(traces).map(|(last, traces)| Outcome { last, snapshot: snap, traces, seconds, timed_steps }))
 }

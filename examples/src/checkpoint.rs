@@ -13,18 +13,21 @@
 //!
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
-//! from a decomposed checkpoint with the name without the `.part-...` suffix.
+//! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
+//! drivers ([`diffusion_decomposed`], [`acoustic_decomposed`], [`euler_decomposed`]) write and read
+//! their parts through one helper, [`Parts`], generic over the executor and the dimension.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 use stencil_runtime::io::checkpoint::{part_counts, read_parts, write_parts, Checkpoint, Part};
 use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Domains, Element};
+use stencil_runtime::{Decomposition, Domains, Element, Overlap, Shape, Subdomain};
 
 use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
-use crate::euler::{Conserved, Euler};
+use crate::euler::{self, Conserved, Euler};
 use crate::swe;
 
 /// A boxed error, as the models return them.
@@ -166,6 +169,153 @@ fn snapshot_of<'a, T: IoElement, const D: usize>(
 }
 
 // ---------------------------------------------------------------------------------------------
+// Decomposed runs
+
+/// The checkpoints of a decomposed run, for every model: each process writes one part per
+/// subdomain it holds (`DIR/MODEL-STEP.ckpt.part-I-of-N`, [`write_parts`]) and, on a restart,
+/// reads its own parts after checking that every part of this decomposition is there and
+/// agrees with the others ([`read_parts`]); every part it reads is checked against the run
+/// (model, grid, field set, settings), as a single-domain restart is. The fields of a part are
+/// its subdomain's, halo included ([`Subdomain::shape`] of the global shape).
+pub struct Parts<const D: usize> {
+    /// The plan, its model being the name in file names.
+    plan: Plan,
+    /// The model's name in the checkpoints (may include its numerics).
+    model: String,
+    global: [usize; D],
+    fields: Vec<&'static str>,
+    settings: Vec<(&'static str, f64)>,
+    decomposition: Decomposition<D>,
+    /// This process's subdomains, in order.
+    subdomains: Vec<Subdomain<D>>,
+    local: Range<usize>,
+}
+
+impl<const D: usize> Parts<D> {
+    /// The checkpoints of `plan` (files named after `file`) of a run of `model` over `domains` on
+    /// a `global` grid, with the fields `fields` and the settings `settings`.
+    pub fn new<E: Executor>(
+        plan: &Plan,
+        file: &str,
+        model: &str,
+        domains: &Domains<E, D>,
+        global: [usize; D],
+        fields: &[&'static str],
+        settings: &[(&'static str, f64)],
+    ) -> Self {
+        Parts {
+            plan: Plan { model: file.into(), ..plan.clone() },
+            model: model.into(),
+            global,
+            fields: fields.to_vec(),
+            settings: settings.to_vec(),
+            decomposition: *domains.decomposition(),
+            subdomains: domains.subdomains().collect(),
+            local: domains.local_range(),
+        }
+    }
+
+    /// Whether a checkpoint is due after step `step` (`last`: the run's last step).
+    pub fn due(&self, step: usize, last: bool) -> bool {
+        self.plan.due(step, last)
+    }
+
+    /// The checkpoint of step `step` (without a part suffix).
+    pub fn path(&self, step: usize) -> PathBuf {
+        self.plan.path(step)
+    }
+
+    /// The parts this process holds of the restart checkpoint (`None` without a restart), one
+    /// per local subdomain in order, each checked against the run; all agree on the step and
+    /// time ([`read_parts`]). A single-domain checkpoint, a missing part or a part of another
+    /// decomposition is an [`IoError`] that says so.
+    pub fn read(&self) -> Result<Option<Vec<Checkpoint<'static>>>, Error> {
+        let Some(path) = &self.plan.restart else { return Ok(None) };
+        let count = self.decomposition.len();
+        if path.is_file() && part_counts(path).is_empty() {
+            return Err(IoError::Mismatch {
+                path: path.clone(),
+                what: "decomposition".into(),
+                expected: format!("{count} parts (`.part-I-of-{count}`)"),
+                found: "a single-domain checkpoint".into(),
+            }
+            .into());
+        }
+        let parts = read_parts(path, &self.decomposition, self.local.clone())?;
+        for c in &parts {
+            check(c, &self.model, &self.global, &self.fields, &self.settings)?;
+        }
+        Ok(Some(parts))
+    }
+
+    /// Field `name` of every local part, on the host, each of its subdomain's shape of `like`.
+    pub fn fields<T: IoElement>(
+        &self,
+        parts: &[Checkpoint<'_>],
+        name: &str,
+        like: &Shape<D>,
+    ) -> Result<Vec<Field<T, D>>, IoError> {
+        parts.iter().zip(&self.subdomains).map(|(c, s)| c.field::<T, D>(name, &s.shape(like))).collect()
+    }
+
+    /// This process's subdomains, in order.
+    pub fn subdomains(&self) -> &[Subdomain<D>] {
+        &self.subdomains
+    }
+
+    /// One empty checkpoint per local subdomain after step `step` at time `time`: the run's
+    /// settings, the scalars `scalars` and the subdomain's [`Part`]; push the fields, then
+    /// [`Parts::write`].
+    pub fn empty<'a>(&self, step: usize, time: f64, scalars: &[(&str, f64)]) -> Vec<Checkpoint<'a>> {
+        self.subdomains
+            .iter()
+            .map(|sub| {
+                let mut c = Checkpoint::new(&self.model, step as u64, time, &self.global);
+                self.settings.iter().chain(scalars).for_each(|(n, v)| c.scalar(n, *v));
+                c.with_part(Part::of(&self.decomposition, sub.index))
+            })
+            .collect()
+    }
+
+    /// Writes this process's parts of the checkpoint of step `step` (from [`Parts::empty`]).
+    pub fn write(&self, step: usize, parts: &[Checkpoint<'_>]) -> Result<(), Error> {
+        let dir = &self.plan.dir;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        write_parts(self.path(step), parts)?;
+        Ok(())
+    }
+
+    /// Writes the checkpoint of step `step` at time `time` with the scalars `scalars` and the
+    /// fields `fields` (name, then one field per local subdomain on its executor), downloaded
+    /// from the executors of `domains`.
+    pub fn save<E: Executor, T: IoElement>(
+        &self,
+        domains: &Domains<E, D>,
+        step: usize,
+        time: f64,
+        scalars: &[(&str, f64)],
+        fields: &[(&str, Vec<&E::Field<T, D>>)],
+    ) -> Result<(), Error> {
+        let host = fields.iter().map(|(_, fs)| download(domains, fs)).collect::<Result<Vec<_>, _>>()?;
+        let mut parts = self.empty(step, time, scalars);
+        for ((name, _), host) in fields.iter().zip(&host) {
+            for (c, f) in parts.iter_mut().zip(host) {
+                c.push(name, f)?;
+            }
+        }
+        self.write(step, &parts)
+    }
+}
+
+/// Host copies of one field per local subdomain of `domains` (each on its executor).
+pub fn download<E: Executor, T: Element, const D: usize>(
+    domains: &Domains<E, D>,
+    fields: &[&E::Field<T, D>],
+) -> Result<Vec<Field<T, D>>, LaunchError> {
+    fields.iter().zip(domains.execs()).map(|(f, e)| e.download(f)).collect()
+}
+
+// ---------------------------------------------------------------------------------------------
 // diffusion3d
 
 /// The diffusion run's settings a checkpoint must match.
@@ -237,18 +387,12 @@ pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
     if d.global() != setup.n || d.periodic().contains(&true) || like.halo_widths() != diffusion::halo()?.0 {
         return Err("the decomposition must split the setup's grid with no periodic axis (`Setup::decompose`)".into());
     }
-    let model = DIFFUSION.to_string();
-    let settings = diffusion_settings(setup);
-    let subdomains: Vec<_> = domains.subdomains().collect();
-    let (mut f, start) = match &plan.restart {
-        Some(path) => {
-            let parts = read_parts(path, d, domains.local_range())?;
-            let mut fields = Vec::new();
-            for (c, (s, e)) in parts.iter().zip(subdomains.iter().zip(domains.execs())) {
-                check(c, &model, &setup.n, &["f"], &settings)?;
-                fields.push(e.upload(&c.field::<T, 3>("f", &s.shape(&like))?)?);
-            }
-            (fields, parts.first().map_or(0, |c| c.step as usize))
+    let parts = Parts::new(plan, DIFFUSION, DIFFUSION, domains, setup.n, &["f"], &diffusion_settings(setup));
+    let (mut f, start) = match parts.read()? {
+        Some(read) => {
+            let host = parts.fields::<T>(&read, "f", &like)?;
+            let fields = host.iter().zip(domains.execs()).map(|(h, e)| e.upload(h)).collect::<Result<_, _>>()?;
+            (fields, read.first().map_or(0, |c| c.step as usize))
         }
         None => (domains.scatter(&setup.initial::<T>()?)?, 0),
     };
@@ -262,7 +406,7 @@ pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
         .map(|(x, e)| e.download(x).and_then(|h| e.upload(&h)))
         .collect::<Result<_, _>>()?;
     let c = setup.coefficients();
-    let ranges: Vec<Loop3D> = subdomains.iter().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    let ranges: Vec<Loop3D> = parts.subdomains().iter().map(|s| Loop3D::interior(&s.shape(&like))).collect();
     for s in start + 1..=setup.steps {
         domains.exchange(&mut f)?;
         for (i, e) in domains.execs().iter().enumerate() {
@@ -270,19 +414,8 @@ pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
         }
         std::mem::swap(&mut f, &mut g);
         after_step(s);
-        if plan.due(s, s == setup.steps) {
-            let host: Vec<Field3<T>> =
-                f.iter().zip(domains.execs()).map(|(x, e)| e.download(x)).collect::<Result<_, _>>()?;
-            let parts = subdomains
-                .iter()
-                .zip(&host)
-                .map(|(sub, h)| {
-                    Ok(snapshot_of(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", h)])?
-                        .with_part(Part::of(d, sub.index)))
-                })
-                .collect::<Result<Vec<_>, IoError>>()?;
-            std::fs::create_dir_all(&plan.dir).map_err(|e| format!("{}: {e}", plan.dir.display()))?;
-            write_parts(Plan { model: model.clone(), ..plan.clone() }.path(s), &parts)?;
+        if parts.due(s, s == setup.steps) {
+            parts.save(domains, s, s as f64 * setup.dt(), &[], &[("f", f.iter().collect())])?;
         }
     }
     Ok((domains.gather(&like, &f)?, start))
@@ -301,6 +434,57 @@ fn traces_field<T: Element>(traces: &[Vec<T>], receivers: usize) -> Field2<T> {
     Field2::from_fn(Shape2::new([receivers, traces.len()]).align(1), |[r, s]| traces[s as usize][r as usize])
 }
 
+/// The acoustic model's name in checkpoints.
+const ACOUSTIC: &str = "acoustic3d";
+
+/// The acoustic run's settings a checkpoint must match.
+fn acoustic_settings(model: &acoustic::Model) -> [(&'static str, f64); 8] {
+    // The source (metres) and the receivers (a hash of their positions or of the line) too: a
+    // restart with other ones would splice traces of two set-ups.
+    let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
+    let mut hash = 0xcbf2_9ce4_8422_2325u64;
+    let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
+    for v in model.receiver_positions.iter().flatten().flatten().chain(if model.receiver_positions.is_none() {
+        &line[..]
+    } else {
+        &[]
+    }) {
+        hash = (hash ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
+    }
+    [
+        ("dt", model.dt),
+        ("h", model.h),
+        ("f0", model.f0),
+        ("pml", model.pml as f64),
+        ("source_x", source[0]),
+        ("source_y", source[1]),
+        ("source_z", source[2]),
+        // 52 bits of the hash: exact in an f64.
+        ("receivers", (hash >> 12) as f64),
+    ]
+}
+
+/// Checks the `vdt2` of a checkpoint `c` (V²Δt² per point) against this run's (`expected`):
+/// another velocity model is another run.
+fn check_velocity<T: Element>(c: &Checkpoint<'_>, expected: &Field3<T>, vdt2: &Field3<T>) -> Result<(), IoError> {
+    let differ = expected.as_slice().iter().zip(vdt2.as_slice()).filter(|(a, b)| a != b).count();
+    if differ > 0 {
+        return Err(IoError::Mismatch {
+            path: c.path().to_path_buf(),
+            what: "velocity model (V² Δt² per point)".into(),
+            expected: "this run's".into(),
+            found: format!("another one, at {differ} of {} points", vdt2.shape().points()),
+        });
+    }
+    Ok(())
+}
+
+/// This run's V²Δt² per point of the global grid, as the model computes it.
+fn velocity_of<T: Wave>(model: &acoustic::Model) -> Result<Field3<T>, Error> {
+    let dt2 = model.dt * model.dt;
+    Ok(Field3::<T>::try_from_fn(model.shape(), |g| T::from_f64(model.velocity(g).powi(2) * dt2))?)
+}
+
 /// [`acoustic::run`] with checkpoints (the whole state: `u`, `u_prev`, `vdt2`, `eta`, `phi` and
 /// the receiver traces so far), from the model's initial state or from `plan.restart`, to step
 /// `model.steps`; the wavefields after step `snapshot` too, if that step is run. Returns the
@@ -315,35 +499,13 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     mut after_step: impl FnMut(usize),
 ) -> Result<(acoustic::Outcome<T>, usize), Error> {
     model.check()?;
-    let name = "acoustic3d".to_string();
+    let name = ACOUSTIC.to_string();
     let plan = Plan { model: name.clone(), ..plan.clone() };
     let shape = model.shape();
     let global = shape.interior();
     let receivers = model.receiver_range()?;
     let count = receivers.points();
-    // The source (metres) and the receivers (a hash of their positions or of the line) too: a
-    // restart with other ones would splice traces of two set-ups.
-    let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
-    for v in model.receiver_positions.iter().flatten().flatten().chain(if model.receiver_positions.is_none() {
-        &line[..]
-    } else {
-        &[]
-    }) {
-        hash = (hash ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
-    }
-    let settings = [
-        ("dt", model.dt),
-        ("h", model.h),
-        ("f0", model.f0),
-        ("pml", model.pml as f64),
-        ("source_x", source[0]),
-        ("source_y", source[1]),
-        ("source_z", source[2]),
-        // 52 bits of the hash: exact in an f64.
-        ("receivers", (hash >> 12) as f64),
-    ];
+    let settings = acoustic_settings(model);
     let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
     let (host, start) = match plan.load(&global, &ACOUSTIC_FIELDS, &settings)? {
         Some(c) => {
@@ -351,18 +513,7 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
             let state =
                 acoustic::State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
             // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
-            let dt2 = model.dt * model.dt;
-            let vdt2 = Field3::<T>::try_from_fn(shape, |g| T::from_f64(model.velocity(g).powi(2) * dt2))?;
-            let differ = vdt2.as_slice().iter().zip(state.vdt2.as_slice()).filter(|(a, b)| a != b).count();
-            if differ > 0 {
-                return Err(IoError::Mismatch {
-                    path: c.path().to_path_buf(),
-                    what: "velocity model (V² Δt² per point)".into(),
-                    expected: "this run's".into(),
-                    found: format!("another one, at {differ} of {} points", shape.points()),
-                }
-                .into());
-            }
+            check_velocity(&c, &velocity_of::<T>(model)?, &state.vdt2)?;
             let start = c.step as usize;
             let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
             traces.extend(
@@ -417,11 +568,121 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))
 }
 
+/// [`acoustic::run_decomposed`] with checkpoints: the whole state of every subdomain (`u`,
+/// `u_prev`, `vdt2`, `eta`, `phi`, and the values of the receivers in it so far as `traces`,
+/// indexed `[receiver, step]`) written as one part per subdomain by the process that holds it,
+/// after every `plan.every` steps and after the last; or the run resumed from the parts of
+/// `plan.restart` (every part of this decomposition there, each checked as [`acoustic()`] checks
+/// a single-domain checkpoint, the velocity model included). Returns the outcome on rank 0
+/// (`None` elsewhere; every step's traces, also after a restart) and the first step run.
+pub fn acoustic_decomposed<E: Executor, T: Wave + IoElement>(
+    domains: &Domains<E, 3>,
+    strategies: &RegionStrategies,
+    overlap: Overlap,
+    model: &acoustic::Model,
+    snapshot: Option<usize>,
+    plan: &Plan,
+    after_step: impl FnMut(usize),
+) -> Result<(Option<acoustic::Outcome<T>>, usize), Error> {
+    model.check()?;
+    let shape = model.shape();
+    let settings = acoustic_settings(model);
+    let parts = Parts::new(plan, ACOUSTIC, ACOUSTIC, domains, shape.interior(), &ACOUSTIC_FIELDS, &settings);
+    // Each local subdomain's receivers.
+    let counts: Vec<usize> =
+        parts.subdomains().iter().map(|s| acoustic::receivers_in(model, s)).collect::<Result<_, _>>()?;
+    let resume = match parts.read()? {
+        None => None,
+        Some(read) => {
+            let start = read.first().map_or(0, |c| c.step as usize);
+            if start > model.steps {
+                return Err(
+                    format!("the checkpoint is of step {start}, past the run's last step {}", model.steps).into()
+                );
+            }
+            let f = |name: &str| parts.fields::<T>(&read, name, &shape);
+            let (u, u_prev, vdt2, eta, phi) = (f("u")?, f("u_prev")?, f("vdt2")?, f("eta")?, f("phi")?);
+            let velocity = velocity_of::<T>(model)?;
+            for ((c, sub), v) in read.iter().zip(parts.subdomains()).zip(&vdt2) {
+                check_velocity(c, &sub.part_of(&velocity), v)?;
+            }
+            drop(velocity);
+            let mut traces = Vec::with_capacity(read.len());
+            for (c, &n) in read.iter().zip(&counts) {
+                let recorded = c.field::<T, 2>("traces", &Shape2::new([n, start]).align(1))?;
+                // Step after step, as the run keeps them.
+                let values = (0..start as isize)
+                    .flat_map(|s| (0..n as isize).map(move |r| [r, s]))
+                    .map(|at| recorded.get(at).expect("in the field"))
+                    .collect();
+                traces.push(values);
+            }
+            let states = u
+                .into_iter()
+                .zip(u_prev)
+                .zip(vdt2)
+                .zip(eta)
+                .zip(phi)
+                .map(|((((u, u_prev), vdt2), eta), phi)| acoustic::State { u, u_prev, vdt2, eta, phi })
+                .collect();
+            Some(acoustic::Resume { step: start, states, traces })
+        }
+    };
+    let start = resume.as_ref().map_or(0, |r| r.step);
+    let save = |step: usize, states: &[acoustic::State<E::Field<T, 3>>], traces: &[Vec<T>]| -> Result<(), Error> {
+        if !parts.due(step, step == model.steps) {
+            return Ok(());
+        }
+        let column = |name: &str| -> Result<Vec<Field3<T>>, LaunchError> {
+            let fields: Vec<&E::Field<T, 3>> = states
+                .iter()
+                .map(|s| match name {
+                    "u" => &s.u,
+                    "u_prev" => &s.u_prev,
+                    "vdt2" => &s.vdt2,
+                    "eta" => &s.eta,
+                    _ => &s.phi,
+                })
+                .collect();
+            download(domains, &fields)
+        };
+        let host: Vec<(&str, Vec<Field3<T>>)> =
+            acoustic::FIELDS.iter().map(|&n| Ok((n, column(n)?))).collect::<Result<_, LaunchError>>()?;
+        let recorded: Vec<Field2<T>> = traces
+            .iter()
+            .zip(&counts)
+            .map(|(v, &n)| Field2::from_fn(Shape2::new([n, step]).align(1), |[r, s]| v[s as usize * n + r as usize]))
+            .collect();
+        let mut out = parts.empty(step, step as f64 * model.dt, &[]);
+        for (i, c) in out.iter_mut().enumerate() {
+            for (name, fields) in &host {
+                c.push(name, &fields[i])?;
+            }
+            c.push("traces", &recorded[i])?;
+        }
+        parts.write(step, &out)
+    };
+    let outcome =
+        acoustic::run_decomposed_from(domains, strategies, overlap, model, snapshot, resume, after_step, save)?;
+    Ok((outcome, start))
+}
+
 // ---------------------------------------------------------------------------------------------
 // euler3d
 
 /// The names of the conserved fields in checkpoints.
 const EULER_FIELDS: [&str; 5] = ["rho", "rho_u", "rho_v", "rho_w", "energy"];
+
+/// The Euler model's name in checkpoints: with its scheme, Riemann solver, limiter and
+/// boundaries.
+fn euler_name(e: &Euler) -> String {
+    format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries)
+}
+
+/// The Euler run's settings a checkpoint must match.
+fn euler_settings(e: &Euler, dt_every: usize) -> [(&'static str, f64); 4] {
+    [("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)]
+}
 
 /// [`Euler::run`] with checkpoints: from `q` or from `plan.restart` (its state, time, step
 /// count and the CFL step in use) to time `t_end`; returns the final state, the step count and
@@ -436,9 +697,8 @@ pub fn euler<E: Executor>(
     plan: &Plan,
     mut after_step: impl FnMut(usize, f64),
 ) -> Result<(Conserved<Field3<f64>>, usize, usize), Error> {
-    let name = format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries);
+    let (name, settings) = (euler_name(e), euler_settings(e, dt_every));
     let plan = Plan { model: "euler3d".into(), ..plan.clone() };
-    let settings = [("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)];
     let shape = e.shape();
     let loaded = match plan.restart.as_ref() {
         Some(_) => {
@@ -477,6 +737,52 @@ pub fn euler<E: Executor>(
         }
     }
     Ok((s.download(exec)?, steps, start))
+}
+
+/// What [`euler_decomposed`] returns: the final state on rank 0 (`None` elsewhere), the step
+/// count and the first step run.
+pub type EulerDecomposed = (Option<Conserved<Field3<f64>>>, usize, usize);
+
+/// [`Euler::run_decomposed`] with checkpoints: every subdomain's conserved fields, the time,
+/// the step count and the CFL step in use, written as one part per subdomain by the process
+/// that holds it after every `plan.every` steps and after the last; or the run resumed from the
+/// parts of `plan.restart` (every part of this decomposition there, each checked as [`euler()`]
+/// checks a single-domain checkpoint). Returns the final state on rank 0 (`None` elsewhere),
+/// the step count and the first step run.
+pub fn euler_decomposed<E: Executor>(
+    e: &Euler,
+    domains: &Domains<E, 3>,
+    q: &Conserved<Field3<f64>>,
+    t_end: f64,
+    dt_every: usize,
+    plan: &Plan,
+    after_step: impl FnMut(usize, f64),
+) -> Result<EulerDecomposed, Error> {
+    let shape = e.shape();
+    let parts = Parts::new(plan, "euler3d", &euler_name(e), domains, e.n, &EULER_FIELDS, &euler_settings(e, dt_every));
+    let resume = match parts.read()? {
+        None => None,
+        Some(read) => {
+            let [a, b, c, d, f] = EULER_FIELDS.map(|name| parts.fields::<f64>(&read, name, &shape));
+            let q = a?.into_iter().zip(b?).zip(c?).zip(d?).zip(f?).map(|((((a, b), c), d), f)| [a, b, c, d, f]);
+            let (t, steps, dt_cfl) = match read.first() {
+                Some(c) => (c.time, c.step as usize, c.get_scalar("dt_cfl")?),
+                None => return Err("this process holds no subdomain to restart".into()),
+            };
+            Some(euler::Resume { q: q.collect(), t, steps, dt_cfl })
+        }
+    };
+    let start = resume.as_ref().map_or(0, |r| r.steps);
+    let save = |steps: usize, t: f64, dt_cfl: f64, states: &[euler::State<E>]| -> Result<(), Error> {
+        if !parts.due(steps, t >= t_end) {
+            return Ok(());
+        }
+        let fields: Vec<(&str, Vec<&E::Field<f64, 3>>)> =
+            EULER_FIELDS.iter().enumerate().map(|(v, &n)| (n, states.iter().map(|s| &s.q[v]).collect())).collect();
+        parts.save(domains, steps, t, &[("dt_cfl", dt_cfl)], &fields)
+    };
+    let (q, steps) = e.run_decomposed_from(domains, q, resume, t_end, dt_every, after_step, save)?;
+    Ok((q, steps, start))
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -529,6 +529,20 @@ pub const RK3: [(f64, f64); 3] = [(0.0, 1.0), (0.75, 0.25), (1.0 / 3.0, 2.0 / 3.
 /// other ranks) and the number of steps.
 pub type Decomposed = (Option<Conserved<Field3<f64>>>, usize);
 
+/// Where a decomposed run resumes ([`Euler::run_decomposed_from`]; `crate::checkpoint` reads it
+/// from a checkpoint's parts): each local subdomain's conserved fields on the host (in order),
+/// the time, the steps taken and the CFL step in use.
+pub struct Resume {
+    /// Each local subdomain's state (its shape: the subdomain's of [`Euler::shape`]).
+    pub q: Vec<Conserved<Field3<f64>>>,
+    /// The simulated time.
+    pub t: f64,
+    /// Steps taken.
+    pub steps: usize,
+    /// The CFL step of the last computation (reused until the next one).
+    pub dt_cfl: f64,
+}
+
 /// A run's settings: grid, physics and numerics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Euler {
@@ -872,7 +886,25 @@ impl Euler {
         q: &Conserved<Field3<f64>>,
         t_end: f64,
         dt_every: usize,
+        after_step: impl FnMut(usize, f64),
+    ) -> Result<Decomposed, Error> {
+        self.run_decomposed_from(domains, q, None, t_end, dt_every, after_step, |_, _, _, _| Ok(()))
+    }
+
+    /// [`Euler::run_decomposed`] from `resume` (`None`: from `q` at time 0, step 0), calling
+    /// `save(steps, t, dt_cfl, states)` after every step with the step count, the time, the CFL
+    /// step in use and the local subdomains' states (a checkpoint writer: a run resumed from
+    /// what it saw goes on as the run that saw it, bit for bit).
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_decomposed_from<E: Executor>(
+        &self,
+        domains: &Domains<E, 3>,
+        q: &Conserved<Field3<f64>>,
+        resume: Option<Resume>,
+        t_end: f64,
+        dt_every: usize,
         mut after_step: impl FnMut(usize, f64),
+        mut save: impl FnMut(usize, f64, f64, &[State<E>]) -> Result<(), Error>,
     ) -> Result<Decomposed, Error> {
         let d = domains.decomposition();
         let halo = self.checked_halo()?;
@@ -904,11 +936,32 @@ impl Euler {
             )
             .into());
         }
-        let mut states = domains
-            .subdomains()
-            .zip(domains.execs())
-            .map(|(s, exec)| State::new(exec, &q.each_ref().map(|f| s.part_of(f))))
-            .collect::<Result<Vec<_>, _>>()?;
+        let (mut states, mut t, mut steps, mut dt_cfl) = match resume {
+            None => {
+                let states = domains
+                    .subdomains()
+                    .zip(domains.execs())
+                    .map(|(s, exec)| State::new(exec, &q.each_ref().map(|f| s.part_of(f))))
+                    .collect::<Result<Vec<_>, _>>()?;
+                (states, 0.0, 0, 0.0)
+            }
+            Some(r) => {
+                let count = domains.execs().len();
+                if r.q.len() != count {
+                    return Err(format!(
+                        "a resumed run needs the states of this process's {count} subdomains, not {}",
+                        r.q.len()
+                    )
+                    .into());
+                }
+                let states =
+                    r.q.iter()
+                        .zip(domains.execs())
+                        .map(|(q, exec)| State::new(exec, q))
+                        .collect::<Result<Vec<_>, _>>()?;
+                (states, r.t, r.steps, r.dt_cfl)
+            }
+        };
         let mut exchange = HaloExchange::new(domains);
         for name in ["rho", "mx", "my", "mz", "e"] {
             exchange.append::<f64>(name, HaloWidths(halo));
@@ -923,7 +976,6 @@ impl Euler {
             self.fill_decomposed(domains, &mut exchange, states, if k == 3 { 1 } else { k })
         };
         binder.prime(&mut states, |states, _| fill(states, 0))?;
-        let (mut t, mut steps, mut dt_cfl) = (0.0, 0, 0.0);
         while t < t_end {
             if steps % dt_every.max(1) == 0 {
                 dt_cfl = self.dt_decomposed(domains, &states)?;
@@ -944,6 +996,7 @@ impl Euler {
             t = if t_end - t <= dt { t_end } else { t + dt };
             steps += 1;
             after_step(steps, t);
+            save(steps, t, dt_cfl, &states)?;
         }
         let mut gathered = Vec::with_capacity(5);
         for v in 0..5 {

@@ -1,6 +1,7 @@
 //! Checkpoint and restart of every model: `N` steps, a checkpoint, a restart and `N` more steps
 //! give the fields of `2N` steps run straight through the model's own run function, bit for
-//! bit (single domain for each model; decomposed for diffusion), and a checkpoint that does not
+//! bit (single domain for each model; decomposed for diffusion, and for the acoustic and Euler
+//! models in `checkpoint_decomposed.rs`), and a checkpoint that does not
 //! fit the run (model, grid, precision, layout, settings, decomposition) or is damaged is an
 //! error that says so.
 

@@ -2,10 +2,10 @@
 //! `-n 2` and `-n 4`): diffusion and the 25-point acoustic update with PML (f32, every overlap
 //! mode; for the acoustic model the fields, snapshot and every receiver trace) and Euler (f64,
 //! periodic, reflective and outflow axes), each with one and two subdomains per rank, equal bit
-//! for bit on rank 0 to the single-domain run on the host; and a decomposed diffusion run that
-//! checkpoints (each rank writing its subdomains' parts) and restarts from the parts, equal to
-//! the single-domain run too. A difference panics, which makes `mpiexec` end every rank with the
-//! message.
+//! for bit on rank 0 to the single-domain run on the host; and decomposed diffusion, acoustic and
+//! Euler runs on host subdomains that checkpoint (each rank writing its subdomains' parts) and
+//! restart from the parts, equal to the single-domain run too. A difference panics, which makes
+//! `mpiexec` end every rank with the message.
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
@@ -71,6 +71,97 @@ fn diffusion_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn 
         let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
         assert_eq!(differing(&interior(&whole), &interior(&single)), 0, "{what}");
         assert_eq!(differing(&interior(&resumed), &interior(&single)), 0, "{what}: restarted at step 6");
+    }
+    world.sum(0.0);
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// A fresh checkpoint folder for `name` shared by every rank (rank 0 clears it, the others
+/// wait).
+fn checkpoint_dir(world: &World, name: &str, per_rank: usize) -> std::path::PathBuf {
+    let dir = std::env::temp_dir().join(format!("stencil-ranks-{name}-{}-{per_rank}", world.size()));
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    world.sum(0.0); // every rank waits for the clean-up
+    dir
+}
+
+/// The decomposed acoustic run with checkpoints over ranks: every rank writes its subdomains'
+/// parts, then every rank restarts from them; both end with the single-domain run's fields and
+/// traces.
+fn acoustic_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::{self, Plan};
+    let mut m = Model::layered(17, 12);
+    m.n = [17, 15, 16];
+    m.pml = 4;
+    m.f0 = 25.0;
+    m.source = [8, 7, 4];
+    m.receiver_depth = 2;
+    let d = m.decompose(world.size() * per_rank, None).unwrap();
+    let s = RegionStrategies::default();
+    let reference = acoustic::run::<Host, f32>(&Host, &s, &m, None, |_| {}).unwrap();
+    let dir = checkpoint_dir(world, "acoustic", per_rank);
+    let plan = Plan::every("acoustic3d", 6, &dir);
+    let doms = domains(world, d, exec);
+    let (whole, _) =
+        checkpoint::acoustic_decomposed::<E, f32>(&doms, &s, Overlap::None, &m, None, &plan, |_| {}).unwrap();
+    world.sum(0.0); // every part is written
+    let restart = plan.clone().restart_from(&plan.path(6));
+    let (resumed, start) =
+        checkpoint::acoustic_decomposed::<E, f32>(&doms, &s, Overlap::None, &m, None, &restart, |_| {}).unwrap();
+    assert_eq!(start, 6);
+    if let (Some(whole), Some(resumed)) = (whole, resumed) {
+        let what = format!("acoustic checkpoints over grid {:?}", d.grid());
+        for (out, when) in [(&whole, "straight"), (&resumed, "restarted at step 6")] {
+            assert_eq!(differing(out.last.u.as_slice(), reference.last.u.as_slice()), 0, "{what}, {when}: u");
+            assert_eq!(differing(out.last.u_prev.as_slice(), reference.last.u_prev.as_slice()), 0, "{what}, {when}");
+            let (a, b): (Vec<f32>, Vec<f32>) = (out.traces.concat(), reference.traces.concat());
+            assert_eq!(differing(&a, &b), 0, "{what}, {when}: traces");
+        }
+    }
+    world.sum(0.0);
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// The decomposed Euler run with checkpoints over ranks (periodic, reflective and outflow axes,
+/// the CFL step computed every other step), restarted from the parts.
+fn euler_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::{self, Plan};
+    let mut e = Euler::cube(8, 1.0);
+    e.n = [10, 9, 8];
+    e.h = e.n.map(|n| 1.0 / n as f64);
+    e.boundaries = [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow];
+    let q0 = e.from_primitive(|[x, y, z]| {
+        let r2 = (x - 0.4).powi(2) + (y - 0.55).powi(2) + (z - 0.5).powi(2);
+        [1.0 + 0.1 * y, 0.4 - 0.3 * y, 0.3 * x - 0.2, 0.3 * z - 0.1, if r2 < 0.06 { 5.0 } else { 0.5 }]
+    });
+    let d = e.decompose(world.size() * per_rank, None).unwrap();
+    let t_end = 0.02;
+    let (single, steps) = e.run(&Host, &q0, t_end, 2, |_, _| {}).unwrap();
+    assert!(steps > 3, "{steps} steps");
+    let dir = checkpoint_dir(world, "euler", per_rank);
+    let plan = Plan::every("euler3d", 3, &dir);
+    let doms = domains(world, d, exec);
+    let (whole, whole_steps, _) = checkpoint::euler_decomposed(&e, &doms, &q0, t_end, 2, &plan, |_, _| {}).unwrap();
+    world.sum(0.0); // every part is written
+    let restart = plan.clone().restart_from(&plan.path(3));
+    let (resumed, resumed_steps, start) =
+        checkpoint::euler_decomposed(&e, &doms, &q0, t_end, 2, &restart, |_, _| {}).unwrap();
+    let what = format!("euler checkpoints over grid {:?}", d.grid());
+    assert_eq!((whole_steps, resumed_steps, start), (steps, steps, 3), "{what}");
+    if let (Some(whole), Some(resumed)) = (whole, resumed) {
+        let cells = |q| {
+            let mut out = Vec::new();
+            e.for_each_cell(q, |_, c| out.extend(c));
+            out
+        };
+        assert_eq!(differing(&cells(&whole), &cells(&single)), 0, "{what}");
+        assert_eq!(differing(&cells(&resumed), &cells(&single)), 0, "{what}: restarted at step 3");
     }
     world.sum(0.0);
     if world.rank() == 0 {
@@ -147,7 +238,9 @@ fn main() {
         diffusion(&world, per_rank, &|_| Host);
         diffusion_checkpoint(&world, per_rank, &|_| Host);
         acoustic(&world, per_rank, &|_| Host);
+        acoustic_checkpoint(&world, per_rank, &|_| Host);
         euler(&world, per_rank, &|_| Host);
+        euler_checkpoint(&world, per_rank, &|_| Host);
     }
     #[allow(unused_mut)]
     let mut on = "host subdomains".to_string();
@@ -165,8 +258,8 @@ fn main() {
     }
     if world.rank() == 0 {
         println!(
-            "ranks_models: {} rank(s), {on}: diffusion (with checkpoints and a restart), acoustic and euler equal \
-             the single domain bit for bit",
+            "ranks_models: {} rank(s), {on}: diffusion, acoustic and euler (each on host subdomains with \
+             checkpoints and a restart too) equal the single domain bit for bit",
             world.size()
         );
     }

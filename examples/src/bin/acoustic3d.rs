@@ -8,7 +8,8 @@
 //! the process grid. The outputs are those of the single-domain run, bit for bit.
 //! `--checkpoint-every N` writes the whole state (and the traces so far) every N steps,
 //! `--restart FILE` resumes from such a checkpoint, with the same outputs as an uninterrupted run
-//! (single domain, host or GPU).
+//! (single domain, host or GPU; or host subdomains, `--domains`, over MPI ranks too: one part per
+//! subdomain, restarted with the same decomposition; not `--gpus`).
 //! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
 
 use std::path::{Path, PathBuf};
@@ -194,10 +195,13 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
 
     args.checkpoint.check()?;
     let run = match (target, decomposition) {
-        _ if args.checkpoint.active() && decomposition.is_some() => {
-            return Err("--checkpoint-every and --restart run on one domain (host or --gpu): drop --domains/--gpus \
-                        (decomposed checkpoints are written by diffusion3d)"
+        (Target::GpuDomains(_), _) if args.checkpoint.active() => {
+            return Err("--checkpoint-every and --restart do not run on GPU subdomains (--gpus) in acoustic3d: run \
+                        on host subdomains (--domains, over MPI ranks too) or on one GPU (--gpu)"
                 .into())
+        }
+        (Target::HostDomains(_), Some(d)) if args.checkpoint.active() => {
+            checkpointed_domains(&processes.host_domains(d)?, &model, snapshot, overlap, &args.checkpoint)?
         }
         (Target::Gpu(ordinal), _) if args.checkpoint.active() => {
             Some(checkpointed_on_gpu(ordinal, &model, snapshot, &args.checkpoint)?)
@@ -351,6 +355,40 @@ fn checkpointed_on_gpu(
     Err("this build has no GPU support: rebuild with \
          `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
         .into())
+}
+
+/// [`checkpoint::acoustic_decomposed`] over `domains` (each stencil's default strategy) with a
+/// progress bar: each process writes the parts of its subdomains.
+fn checkpointed_domains<E: Executor>(
+    domains: &Domains<E, 3>,
+    model: &Model,
+    snapshot: usize,
+    overlap: Overlap,
+    args: &CheckpointArgs,
+) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
+    let plan = Plan::new("acoustic3d", args);
+    if let Some(n) = plan.every {
+        println!("checkpoints every {n} steps into {} (one part per subdomain)", plan.dir.display());
+    }
+    let bar = progress_bar(model.steps);
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
+    }
+    let run = checkpoint::acoustic_decomposed::<E, f32>(
+        domains,
+        &Default::default(),
+        overlap,
+        model,
+        Some(snapshot),
+        &plan,
+        |s| bar.set_position(s as u64),
+    );
+    bar.finish_and_clear();
+    let (outcome, start) = run?;
+    if start > 0 && outcome.is_some() {
+        println!("restarted from step {start} (the traces before it come from the checkpoint's parts)");
+    }
+    Ok(outcome)
 }
 
 /// A progress bar of `steps` steps.

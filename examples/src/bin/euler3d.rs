@@ -5,7 +5,8 @@
 //! host subdomains (halo exchange between them), `--gpus N` over N subdomains on GPUs (with the
 //! `cuda` feature); `--grid PX,PY,PZ` gives the process grid. The result is the single-domain
 //! one, bit for bit. `--checkpoint-every N` writes the state every N steps, `--restart FILE`
-//! resumes from such a checkpoint (single domain, host or GPU), bit for bit.
+//! resumes from such a checkpoint (single domain, host or GPU; or host subdomains, `--domains`,
+//! over MPI ranks too: one part per subdomain; not `--gpus`), bit for bit.
 //! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
 
 use std::path::PathBuf;
@@ -170,11 +171,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     };
     args.checkpoint.check()?;
     let run = match (target, decomposition) {
-        _ if args.checkpoint.active() && decomposition.is_some() => {
-            Err("--checkpoint-every and --restart run on one domain (host or --gpu): drop --domains/--gpus \
-                 (decomposed checkpoints are written by diffusion3d)"
+        (Target::GpuDomains(_), _) if args.checkpoint.active() => {
+            Err("--checkpoint-every and --restart do not run on GPU subdomains (--gpus) in euler3d: run on host \
+                 subdomains (--domains, over MPI ranks too) or on one GPU (--gpu)"
                 .into())
         }
+        (Target::HostDomains(_), Some(d)) if args.checkpoint.active() => processes
+            .host_domains(d)
+            .map_err(Into::into)
+            .and_then(|domains| checkpointed_domains(&e, &q0, args, &domains, &bar, progress)),
         (Target::Gpu(ordinal), _) if args.checkpoint.active() => checkpointed_on_gpu(&e, &q0, args, ordinal, progress),
         _ if args.checkpoint.active() => checkpointed(&e, &Host, &q0, args, progress),
         (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
@@ -279,6 +284,30 @@ fn checkpointed_on_gpu(
 
 /// The final state (on rank 0) and the step count.
 type Outcome = Result<(Option<Conserved<Field3<f64>>>, usize), Box<dyn std::error::Error>>;
+
+/// [`checkpoint::euler_decomposed`] over `domains`, naming each subdomain's executor first:
+/// each process writes the parts of its subdomains.
+fn checkpointed_domains<E: Executor>(
+    e: &Euler,
+    q0: &Conserved<Field3<f64>>,
+    args: &Args,
+    domains: &Domains<E, 3>,
+    bar: &ProgressBar,
+    progress: impl FnMut(usize, f64),
+) -> Outcome {
+    let plan = Plan::new("euler3d", &args.checkpoint);
+    if let Some(n) = plan.every {
+        bar.println(format!("checkpoints every {n} steps into {} (one part per subdomain)", plan.dir.display()));
+    }
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
+    }
+    let (q, steps, start) = checkpoint::euler_decomposed(e, domains, q0, args.t_end, args.dt_every, &plan, progress)?;
+    if start > 0 && q.is_some() {
+        println!("restarted from step {start}");
+    }
+    Ok((q, steps))
+}
 
 /// [`Euler::run_decomposed`] over `domains`, naming each subdomain's executor first.
 fn run_domains<E: Executor>(

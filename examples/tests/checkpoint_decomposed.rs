@@ -1,0 +1,306 @@
+//! Checkpoint and restart of decomposed runs on host subdomains, for the acoustic and Euler
+//! models (diffusion's are in `checkpoint_restart.rs`): over several process grids, uneven
+//! splits included, `N` steps, a checkpoint (one part per subdomain), a restart and `N` more
+//! steps give the run of `2N` steps straight through, bit for bit, and the single-domain run's
+//! fields; a restart from parts that do not fit the run (another decomposition, a missing or
+//! damaged part, a single-domain checkpoint, other settings) is an error that says what differs.
+
+use std::path::{Path, PathBuf};
+
+use stencil_examples::acoustic::{self, RegionStrategies};
+use stencil_examples::checkpoint::{self, Plan};
+use stencil_examples::euler::{Boundary, Euler, Scheme};
+use stencil_runtime::io::checkpoint::part_path;
+use stencil_runtime::io::IoError;
+use stencil_runtime::{Domains, Element, Field, Host, Overlap};
+
+/// A fresh scratch folder for one test.
+fn scratch(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("stencil-ckpt-parts-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Every stored value's bits (halo and padding included).
+fn bits<T: Element + Into<f64>, const D: usize>(f: &Field<T, D>) -> Vec<u64> {
+    f.as_slice().iter().map(|&v| Into::<f64>::into(v).to_bits()).collect()
+}
+
+/// The interior values' bits, in element order (halo and padding aside).
+fn interior_bits<T: Element + Into<f64>, const D: usize>(f: &Field<T, D>) -> Vec<u64> {
+    let shape = f.shape();
+    let n = shape.interior();
+    shape
+        .storage_points()
+        .map(|s| shape.to_global(s))
+        .filter(|g| (0..D).all(|a| g[a] >= 0 && (g[a] as usize) < n[a]))
+        .map(|g| Into::<f64>::into(f.get(g).expect("interior")).to_bits())
+        .collect()
+}
+
+/// The bits of every trace value.
+fn trace_bits(traces: &[Vec<f32>]) -> Vec<u32> {
+    traces.iter().flatten().map(|v| v.to_bits()).collect()
+}
+
+/// The `IoError` inside a model's boxed error.
+fn io_error(e: Box<dyn std::error::Error>) -> IoError {
+    match e.downcast::<IoError>() {
+        Ok(e) => *e,
+        Err(e) => panic!("not an I/O error: {e}"),
+    }
+}
+
+/// A small pseudo-random generator (xorshift), for set-ups that vary from case to case.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 % n as u64) as usize
+    }
+}
+
+/// Host subdomains of a decomposition.
+fn host_domains(d: stencil_runtime::Decomposition<3>) -> Domains<Host, 3> {
+    Domains::new(d, vec![Host; d.len()]).unwrap()
+}
+
+/// Every part of the checkpoint `path` of `count` parts is there.
+fn assert_parts(path: &Path, count: usize) {
+    for i in 0..count {
+        assert!(part_path(path, i, count).is_file(), "part {i} of {count} of {}", path.display());
+    }
+}
+
+/// A small acoustic model with the source and receiver line moved by `rng`.
+fn acoustic_model(rng: &mut Rng, steps: usize) -> acoustic::Model {
+    let mut m = acoustic::Model::layered(17, steps);
+    m.n = [17, 15 + rng.below(3), 16];
+    m.pml = 4;
+    m.f0 = 25.0;
+    m.source = [6 + rng.below(5), 5 + rng.below(5), 3 + rng.below(3)];
+    m.receiver_depth = 2;
+    m
+}
+
+#[test]
+fn decomposed_acoustic_restarts_bit_for_bit() {
+    let dir = scratch("acoustic");
+    let n = 5;
+    let mut rng = Rng(0x5eed_a11c);
+    let strategies = RegionStrategies::default();
+    // Process grids of 2, 3 and 4 subdomains; the model's grid (17 + 8 points per axis and so on)
+    // splits unevenly over most of them.
+    let grids = [[2, 1, 1], [1, 3, 1], [1, 1, 2], [2, 2, 1], [1, 2, 2]];
+    for (case, grid) in grids.into_iter().enumerate() {
+        let model = acoustic_model(&mut rng, 2 * n);
+        let overlap = Overlap::ALL[rng.below(Overlap::ALL.len())];
+        let single = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
+        let count = grid.iter().product();
+        let domains = host_domains(model.decompose(count, Some(grid)).unwrap());
+        let plan = Plan::every("acoustic3d", n, &dir.join(format!("case-{case}")));
+        let what = format!("acoustic over grid {grid:?}, {overlap:?}, source {:?}", model.source);
+        let (whole, start) =
+            checkpoint::acoustic_decomposed::<Host, f32>(&domains, &strategies, overlap, &model, None, &plan, |_| {})
+                .unwrap();
+        assert_eq!(start, 0);
+        let whole = whole.unwrap();
+        assert_eq!(bits(&whole.last.u), bits(&single.last.u), "{what}: a run writing checkpoints");
+        assert_eq!(trace_bits(&whole.traces), trace_bits(&single.traces), "{what}: traces");
+        assert_parts(&plan.path(n), count);
+        assert_parts(&plan.path(2 * n), count);
+
+        let restart = plan.clone().restart_from(&plan.path(n));
+        let mut seen = Vec::new();
+        let (resumed, start) = checkpoint::acoustic_decomposed::<Host, f32>(
+            &domains,
+            &strategies,
+            overlap,
+            &model,
+            Some(n + 2),
+            &restart,
+            |s| seen.push(s),
+        )
+        .unwrap();
+        assert_eq!((start, seen), (n, (n + 1..=2 * n).collect::<Vec<_>>()), "{what}");
+        let resumed = resumed.unwrap();
+        assert_eq!(bits(&resumed.last.u), bits(&single.last.u), "{what}: u after a restart at step {n}");
+        assert_eq!(bits(&resumed.last.u_prev), bits(&single.last.u_prev), "{what}: u_prev after the restart");
+        assert_eq!(trace_bits(&resumed.traces), trace_bits(&single.traces), "{what}: every step's traces");
+        assert!(single.traces.iter().flatten().any(|v| *v != 0.0), "{what}: the wave reached no receiver");
+        let shorter = acoustic::Model { steps: n + 2, ..model.clone() };
+        let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, |_| {}).unwrap();
+        assert_eq!(bits(&resumed.snapshot.unwrap().u), bits(&snap.last.u), "{what}: the snapshot after the restart");
+        // A restart from the last checkpoint runs no step and gives the same outcome.
+        let at_end = plan.clone().restart_from(&plan.path(2 * n));
+        let (end, start) =
+            checkpoint::acoustic_decomposed::<Host, f32>(&domains, &strategies, overlap, &model, None, &at_end, |_| {})
+                .unwrap();
+        assert_eq!(start, 2 * n);
+        let end = end.unwrap();
+        assert_eq!(bits(&end.last.u), bits(&single.last.u), "{what}: restarted at the last step");
+        assert_eq!(trace_bits(&end.traces), trace_bits(&single.traces), "{what}: traces from the checkpoint only");
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// The blast wave of `euler3d` on a small uneven grid, with the boundaries given.
+fn blast(boundaries: [Boundary; 3], scheme: Scheme) -> (Euler, [Field<f64, 3>; 5]) {
+    let mut e = Euler::cube(12, 1.0);
+    e.n = [13, 11, 12];
+    e.h = e.n.map(|n| 1.0 / n as f64);
+    e.boundaries = boundaries;
+    e.scheme = scheme;
+    let q0 = e.from_primitive(|[x, y, z]| {
+        let r2 = (x - 0.45).powi(2) + (y - 0.55).powi(2) + (z - 0.5).powi(2);
+        [1.0 + 0.1 * y, 0.2 - 0.3 * z, 0.1 * x, -0.1, if r2 < 0.04 { 10.0 } else { 0.1 }]
+    });
+    (e, q0)
+}
+
+#[test]
+fn decomposed_euler_restarts_bit_for_bit() {
+    let dir = scratch("euler");
+    let t_end = 0.03;
+    let cases = [
+        ([Boundary::Reflective; 3], Scheme::Fused, [2, 1, 1], 1, Overlap::None),
+        ([Boundary::Periodic, Boundary::Reflective, Boundary::Outflow], Scheme::Fused, [1, 3, 1], 2, Overlap::ALL[1]),
+        ([Boundary::Outflow, Boundary::Periodic, Boundary::Reflective], Scheme::Split, [2, 1, 2], 1, Overlap::None),
+        (
+            [Boundary::Reflective, Boundary::Outflow, Boundary::Periodic],
+            Scheme::Fused,
+            [3, 2, 1],
+            3,
+            *Overlap::ALL.last().unwrap(),
+        ),
+    ];
+    for (case, (boundaries, scheme, grid, dt_every, overlap)) in cases.into_iter().enumerate() {
+        let (mut e, q0) = blast(boundaries, scheme);
+        e.overlap = overlap;
+        let (single, steps) = e.run(&Host, &q0, t_end, dt_every, |_, _| {}).unwrap();
+        assert!(steps > 6, "{steps} steps");
+        let count = grid.iter().product();
+        let domains = host_domains(e.decompose(count, Some(grid)).unwrap());
+        let plan = Plan::every("euler3d", 3, &dir.join(format!("case-{case}")));
+        let what = format!("euler {boundaries:?} {scheme:?} {overlap:?} over grid {grid:?}, dt every {dt_every}");
+        let (whole, whole_steps, start) =
+            checkpoint::euler_decomposed(&e, &domains, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        assert_eq!((whole_steps, start), (steps, 0), "{what}");
+        let whole = whole.unwrap();
+        for at in [3, 6] {
+            assert_parts(&plan.path(at), count);
+            let restart = plan.clone().restart_from(&plan.path(at));
+            let (resumed, resumed_steps, start) =
+                checkpoint::euler_decomposed(&e, &domains, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap();
+            assert_eq!((start, resumed_steps), (at, steps), "{what}");
+            let resumed = resumed.unwrap();
+            for v in 0..5 {
+                assert_eq!(interior_bits(&whole[v]), interior_bits(&single[v]), "{what}: variable {v}");
+                assert_eq!(
+                    interior_bits(&resumed[v]),
+                    interior_bits(&single[v]),
+                    "{what}: variable {v}, restart at {at}"
+                );
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
+    let dir = scratch("refused");
+    // Euler: 4 subdomains over [2, 2, 1].
+    let (e, q0) = blast([Boundary::Reflective; 3], Scheme::Fused);
+    let t_end = 0.02;
+    let domains = host_domains(e.decompose(4, Some([2, 2, 1])).unwrap());
+    let plan = Plan::every("euler3d", 2, &dir);
+    checkpoint::euler_decomposed(&e, &domains, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
+    let path = plan.path(2);
+    let restart = plan.clone().restart_from(&path);
+    let refuse = |domains: &Domains<Host, 3>, e: &Euler, dt_every: usize, plan: &Plan| {
+        checkpoint::euler_decomposed(e, domains, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
+    };
+    // Another process grid of as many subdomains: part 0's box differs.
+    let e1 = io_error(refuse(&host_domains(e.decompose(4, Some([4, 1, 1])).unwrap()), &e, 1, &restart));
+    assert_eq!(e1.code(), "S0408", "{e1}");
+    assert!(e1.to_string().contains("decomposition") && e1.to_string().contains("process grid [2, 2, 1]"), "{e1}");
+    // Another number of subdomains: its parts are not there.
+    let e2 = io_error(refuse(&host_domains(e.decompose(2, None).unwrap()), &e, 1, &restart));
+    assert_eq!(e2.code(), "S0411", "{e2}");
+    assert!(e2.to_string().contains("parts of a run of [4] subdomains"), "{e2}");
+    // Another setting, other numerics.
+    let e3 = io_error(refuse(&domains, &e, 2, &restart));
+    assert!(e3.to_string().contains("dt_every"), "{e3}");
+    let other = Euler { limiter: stencil_examples::euler::Limiter::Minmod, ..e };
+    let e4 = io_error(refuse(&domains, &other, 1, &restart));
+    assert!(e4.to_string().contains("Minmod") && e4.to_string().contains("Koren"), "{e4}");
+    // A single-domain restart from the parts, and a decomposed one from a single-domain file.
+    let e5 = io_error(checkpoint::euler(&e, &Host, &q0, t_end, 1, &restart, |_, _| {}).map(drop).unwrap_err());
+    assert!(e5.to_string().contains(".part-I-of-N"), "{e5}");
+    let single = Plan::every("euler3d", 2, &dir.join("single"));
+    checkpoint::euler(&e, &Host, &q0, t_end, 1, &single, |_, _| {}).unwrap();
+    let e6 = io_error(refuse(&domains, &e, 1, &single.clone().restart_from(&single.path(2))));
+    assert_eq!(e6.code(), "S0408", "{e6}");
+    assert!(e6.to_string().contains("4 parts") && e6.to_string().contains("a single-domain checkpoint"), "{e6}");
+    // A damaged part: a flipped bit in a field.
+    let part = part_path(&path, 3, 4);
+    let good = std::fs::read(&part).unwrap();
+    let mut flipped = good.clone();
+    let at = good.len() - 100;
+    flipped[at] ^= 0x01;
+    std::fs::write(&part, &flipped).unwrap();
+    let e7 = io_error(refuse(&domains, &e, 1, &restart));
+    assert_eq!(e7.code(), "S0407", "{e7}");
+    assert!(e7.to_string().contains("part-3-of-4"), "{e7}");
+    // A missing part.
+    std::fs::remove_file(&part).unwrap();
+    let e8 = io_error(refuse(&domains, &e, 1, &restart));
+    assert_eq!(e8.code(), "S0411", "{e8}");
+    assert!(e8.to_string().contains("parts [3] of the 4"), "{e8}");
+    // A part of another step in its place.
+    std::fs::copy(part_path(plan.path(4), 3, 4), &part).unwrap();
+    let e9 = io_error(refuse(&domains, &e, 1, &restart));
+    assert!(e9.to_string().contains("step (against part 0)"), "{e9}");
+
+    // Acoustic: another velocity model or time step over the same decomposition.
+    let mut rng = Rng(7);
+    let model = acoustic_model(&mut rng, 4);
+    let strategies = RegionStrategies::default();
+    let domains = host_domains(model.decompose(3, Some([1, 3, 1])).unwrap());
+    let aplan = Plan::every("acoustic3d", 2, &dir.join("acoustic"));
+    let run = |m: &acoustic::Model, p: &Plan| {
+        checkpoint::acoustic_decomposed::<Host, f32>(&domains, &strategies, Overlap::None, m, None, p, |_| {}).map(drop)
+    };
+    run(&model, &aplan).unwrap();
+    let arestart = aplan.clone().restart_from(&aplan.path(2));
+    let mut slower = model.clone();
+    slower.layers[1].v = 2400.0;
+    let e10 = io_error(run(&slower, &arestart).unwrap_err());
+    assert!(e10.to_string().contains("velocity model (V² Δt² per point)"), "{e10}");
+    let mut other = model.clone();
+    other.dt *= 0.9;
+    let e11 = io_error(run(&other, &arestart).unwrap_err());
+    assert!(e11.to_string().contains("dt is"), "{e11}");
+    // Another model's parts (of another grid: their boxes differ first).
+    let e12 = io_error(
+        checkpoint::euler_decomposed(
+            &e,
+            &host_domains(e.decompose(3, Some([1, 3, 1])).unwrap()),
+            &q0,
+            t_end,
+            1,
+            &Plan::every("euler3d", 2, &dir).restart_from(&aplan.path(2)),
+            |_, _| {},
+        )
+        .map(drop)
+        .unwrap_err(),
+    );
+    assert_eq!(e12.code(), "S0408", "{e12}");
+    assert!(e12.to_string().contains("decomposition") && e12.to_string().contains("extent [25, 8, 24]"), "{e12}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
