@@ -64,6 +64,15 @@ fn thomas_backward(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, x: &mut Field3
     }
 }
 
+/// Back substitution with the level above's solution carried (the README's form).
+#[stencil(sweep = backward)]
+fn substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, x: &mut Field3<f64>) {
+    #[carry]
+    let mut above = 0.0;
+    above = dp[idx] - cp[idx] * above;
+    x[idx] = above;
+}
+
 /// Running sums up each column (carried), and down each column (read back at the level above).
 #[stencil(sweep = forward)]
 fn running_up(idx: Idx3, q: &Field3<f32>, total: &mut Field3<f32>) {
@@ -186,6 +195,11 @@ fn thomas_sweeps_solve_every_column_like_a_dense_solver() {
         range.run(ThomasForwardCarried, (&a, &b, &c, &d, &mut cp2, &mut dp2)).unwrap();
         assert_bits_eq(&cp2, &cp, "carried cp");
         assert_bits_eq(&dp2, &dp, "carried dp");
+        // The same for the solution above in back substitution (the carried value starts at 0,
+        // so the top level gets `dp - cp * 0 = dp`, as `thomas_backward` writes there).
+        let mut x2 = poisoned(shape);
+        range.run(Substitute, (&cp, &dp, &mut x2)).unwrap();
+        assert_bits_eq(&x2, &x, "carried back substitution");
     }
 }
 
