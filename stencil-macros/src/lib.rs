@@ -30,6 +30,10 @@ fn runtime() -> proc_macro2::TokenStream {
 /// The body may hold small arrays (`[f64; 5]`, indexed by compile-time integers) and call
 /// `#[stencil_fn]` helpers by their bare name.
 ///
+/// A stencil may have one type parameter, its element type (`fn heat<T>(idx: Idx3, c: T,
+/// f: &Field3<T>, out: &mut Field3<T>)`): it is compiled for `f32` and `f64` into one functor
+/// type `Heat<T>`, run as `Heat::<f64>::new()`.
+///
 /// `#[stencil(sweep = forward)]` (or `backward`) makes a column sweep: each column (the points
 /// that share every coordinate but the last) is updated level by level, in order, so a written
 /// field may also be read at levels already passed (`x[idx.ix(0, 0, -1)]` going forward);

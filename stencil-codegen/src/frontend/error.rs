@@ -54,8 +54,19 @@ pub enum ErrorKind {
     ReturnType,
     /// The function ends in a value or uses `return`.
     ReturnValue,
-    /// The function is generic.
+    /// A stencil with generics other than one type parameter (its element type).
     Generics,
+    /// A generic `#[stencil_fn]` helper.
+    HelperGenerics,
+    /// An error in one instantiation of a stencil generic over its element type.
+    Instantiation {
+        /// The type parameter.
+        param: String,
+        /// The element type it stood for.
+        elem: &'static str,
+        /// The error.
+        error: Box<ErrorKind>,
+    },
     /// `async`, `const`, `extern` or `unsafe` on the function.
     Qualifier {
         /// The qualifier.
@@ -395,7 +406,9 @@ impl fmt::Display for ErrorKind {
             Syntax { message } => write!(f, "#[stencil] expects a function: {message}"),
             ReturnType => write!(f, "a stencil returns nothing: remove the return type and write results into a `&mut` field parameter"),
             ReturnValue => write!(f, "a stencil returns nothing: write the value into a `&mut` field, e.g. `out[idx] = value;`"),
-            Generics => write!(f, "a stencil cannot be generic: write one stencil per element type (f32, f64)"),
+            Generics => write!(f, "a stencil may have one type parameter, its element type, which it is compiled for as f32 and as f64 (`fn heat<T>(idx: Idx3, c: T, f: &Field3<T>, out: &mut Field3<T>)`, run as `Heat::<f64>::new()`): lifetimes, const parameters, where-clauses and more type parameters are not supported"),
+            Instantiation { param, elem, error } => write!(f, "{error} (in the instantiation `{param} = {elem}` of this generic stencil)"),
+            HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
             MissingIndex => write!(f, "the first parameter of a stencil must be the point index: `idx: Idx1`, `idx: Idx2` or `idx: Idx3`"),
             ParamPattern => write!(f, "stencil parameters must be plain names, e.g. `dt: f64`"),

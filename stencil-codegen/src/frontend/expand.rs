@@ -5,6 +5,7 @@
 //! [`super::collect`]).
 
 use super::error::{Error, ErrorKind};
+use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
 use super::lower::lower_with_helpers;
 use crate::analysis::Analysis;
@@ -177,23 +178,88 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
 /// Expands a `#[stencil]` function whose helpers (every one its calls reach) are `helpers`;
 /// the generated code names the runtime crate `rt`.
 /// A helper that fails its own check makes the stencil say only that (the helper's expansion
-/// reports the error itself, once).
+/// reports the error itself, once). A stencil generic over its element type (`fn heat<T>`) is
+/// lowered for `f32` and for `f64`: one functor type `Heat<T>`, one `Stencil` impl each.
 pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStream) -> Result<TokenStream, Error> {
     if let Some(broken) = helpers.iter().find(|h| check_helper(h, helpers).is_err()) {
         let kind =
             ErrorKind::BrokenHelper { stencil: func.sig.ident.to_string(), helper: broken.sig.ident.to_string() };
         return Err(Error::spanned(&func.sig.ident, kind));
     }
-    let ir = lower_with_helpers(func, helpers)?;
     let vis = &func.vis;
-    let attrs = func.attrs.iter().filter(|a| a.path().is_ident("doc"));
-    let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
+    let attrs: Vec<_> = func.attrs.iter().filter(|a| a.path().is_ident("doc")).collect();
+    let format = Literal::u32_unsuffixed(IR_FORMAT);
+    let mismatch = format!(
+        "stencil-macros {VERSION} writes stencil IR format {IR_FORMAT}, which this stencil-runtime does not read: \
+         depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
+    );
+    let check = quote! { const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch); };
+    let Some(param) = element_parameter(func)? else {
+        let ir = lower_with_helpers(func, helpers)?;
+        let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
+        let doc = format!(
+            "Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.",
+            ir.name
+        );
+        let stencil_impl = stencil_impl(&ir, &quote!(#functor), rt);
+        return Ok(quote! {
+            #(#attrs)*
+            #[doc = #doc]
+            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+            #vis struct #functor;
+
+            #check
+            #stencil_impl
+        });
+    };
+    let mut impls = Vec::new();
+    let mut name = String::new();
+    for elem in ELEMENT_TYPES {
+        let ir = lower_with_helpers(&instantiate(func, &param, elem), helpers).map_err(|e| Error {
+            kind: ErrorKind::Instantiation {
+                param: param.to_string(),
+                elem: elem.rust_name(),
+                error: Box::new(e.kind),
+            },
+            ..e
+        })?;
+        let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
+        let t = format_ident!("{}", elem.rust_name());
+        impls.push(stencil_impl(&ir, &quote!(#functor<#t>), rt));
+        name = ir.functor_name();
+    }
+    let functor = format_ident!("{}", name, span = func.sig.ident.span());
+    let doc = format!(
+        "Functor of the `#[stencil]` function `{}`, generic over its element type `{param}` (`f32` or `f64`): \
+         run it with `range.run({functor}::<f64>::new(), (args...))`.",
+        func.sig.ident
+    );
+    Ok(quote! {
+        #(#attrs)*
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #vis struct #functor<#param>(::core::marker::PhantomData<fn() -> #param>);
+
+        impl<#param> #functor<#param> {
+            /// The functor (for the element type named by `::<f32>` or `::<f64>`).
+            #vis const fn new() -> Self {
+                #functor(::core::marker::PhantomData)
+            }
+        }
+
+        #check
+        #(#impls)*
+    })
+}
+
+/// The `Stencil` impl of one lowered stencil for the functor type `functor`.
+fn stencil_impl(ir: &crate::ir::StencilIr, functor: &TokenStream, rt: &TokenStream) -> TokenStream {
     let dim = Literal::usize_unsuffixed(ir.dim);
     let lt = quote!('a);
     let exec = format_ident!("{}", naming::EXEC);
     let exec = quote!(#exec);
     let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
-    let analysis = Analysis::of(&ir);
+    let analysis = Analysis::of(ir);
     let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, rt, &lt, &exec));
     let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
@@ -210,24 +276,8 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
     let encoded = ir.encode();
-    let format = Literal::u32_unsuffixed(IR_FORMAT);
-    let mismatch = format!(
-        "stencil-macros {VERSION} writes stencil IR format {IR_FORMAT}, which this stencil-runtime does not read: \
-         depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
-    );
-    let run_host = print_run_host(&ir, &analysis, rt);
-    let doc = format!(
-        "Functor of the `#[stencil]` function `{name}`: run it with `range.run({}, (args...))`.",
-        ir.functor_name()
-    );
-    Ok(quote! {
-        #(#attrs)*
-        #[doc = #doc]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-        #vis struct #functor;
-
-        const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch);
-
+    let run_host = print_run_host(ir, &analysis, rt);
+    quote! {
         impl #rt::Stencil<#dim> for #functor {
             type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);
             const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
@@ -248,5 +298,5 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
                 #run_host
             }
         }
-    })
+    }
 }

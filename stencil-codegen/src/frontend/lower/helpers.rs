@@ -34,7 +34,7 @@ struct HelperSig {
 /// names, parameter and return types that are scalars, arrays of literal length or tuples.
 fn helper_signature(item: &syn::ItemFn) -> Result<HelperSig, Error> {
     let sig = &item.sig;
-    super::signature::plain_signature(sig)?;
+    super::signature::plain_signature(sig, ErrorKind::HelperGenerics)?;
     let mut params = Vec::new();
     for input in &sig.inputs {
         let syn::FnArg::Typed(pt) = input else { return Err(Error::spanned(input, ErrorKind::ParamPattern)) };

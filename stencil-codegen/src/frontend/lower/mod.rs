@@ -4,6 +4,7 @@
 //! rejects everything that could race or could not run on a GPU.
 
 mod expr;
+pub mod generic;
 pub mod helpers;
 mod signature;
 mod syntax;

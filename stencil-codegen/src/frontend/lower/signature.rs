@@ -22,10 +22,11 @@ fn sweep_of(item: &syn::ItemFn) -> Option<SweepOrder> {
     })
 }
 
-/// Rejects generics and `async`/`const`/`unsafe`/`extern` (stencils and helpers alike).
-pub fn plain_signature(sig: &syn::Signature) -> Result<(), Error> {
+/// Rejects generics (a generic stencil arrives here instantiated, [`super::generic`]) and
+/// `async`/`const`/`unsafe`/`extern` (stencils and helpers alike).
+pub fn plain_signature(sig: &syn::Signature, generics: ErrorKind) -> Result<(), Error> {
     if !sig.generics.params.is_empty() || sig.generics.where_clause.is_some() {
-        return Err(Error::spanned(&sig.generics, ErrorKind::Generics));
+        return Err(Error::spanned(&sig.generics, generics));
     }
     let qualifiers = [
         (sig.asyncness.map(|t| t.span()), "async"),
@@ -44,7 +45,7 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     if let syn::ReturnType::Type(_, ty) = &sig.output {
         return Err(Error::spanned(&ty, ErrorKind::ReturnType));
     }
-    plain_signature(sig)?;
+    plain_signature(sig, ErrorKind::Generics)?;
     let mut inputs = sig.inputs.iter();
     let missing =
         || Error::new(sig.inputs.first().map(|i| i.span()).unwrap_or(sig.ident.span()), ErrorKind::MissingIndex);
