@@ -30,6 +30,9 @@ fn runtime() -> proc_macro2::TokenStream {
 /// The body may hold small arrays (`[f64; 5]`, indexed by compile-time integers) and call
 /// `#[stencil_fn]` helpers by their bare name.
 ///
+/// A parameter may be an array of scalars (`w: [f64; 9]`) or of fields (`q: [&Field3<f64>; 5]`,
+/// `qn: [&mut Field3<f64>; 5]`), indexed by compile-time integers (`w[r]`, `q[v][idx]`).
+///
 /// A stencil may have one type parameter, its element type (`fn heat<T>(idx: Idx3, c: T,
 /// f: &Field3<T>, out: &mut Field3<T>)`): it is compiled for `f32` and `f64` into one functor
 /// type `Heat<T>`, run as `Heat::<f64>::new()`.

@@ -106,3 +106,18 @@ fn a_generic_sweep_runs_for_both_types() {
     sums::<f32>(&mut rng, |q, t| Loop3D::interior(q.shape()).run(Running::<f32>::new(), (q, t)).unwrap());
     sums::<f64>(&mut rng, |q, t| Loop3D::interior(q.shape()).run(Running::<f64>::new(), (q, t)).unwrap());
 }
+
+/// On a GPU an instantiation is the stencil written for its type: the same kernel source.
+#[test]
+fn an_instantiation_prints_the_cuda_of_the_stencil_written_for_its_type() {
+    use stencil_runtime::{cuda_kernel, Strategy};
+    let shape = Shape3::new([64, 16, 16]).halo(1);
+    let range = Loop3D::interior(&shape);
+    let strategy = Strategy::default_for(<HeatF64 as Stencil<3>>::ir());
+    let generic = cuda_kernel::<Heat<f64>, 3>(strategy, &shape, &range).unwrap();
+    let written = cuda_kernel::<HeatF64, 3>(strategy, &shape, &range).unwrap();
+    assert_eq!(generic.source, written.source.replace("heat_f64", "heat"));
+    let generic = cuda_kernel::<Heat<f32>, 3>(strategy, &shape, &range).unwrap();
+    let written = cuda_kernel::<HeatF32, 3>(strategy, &shape, &range).unwrap();
+    assert_eq!(generic.source, written.source.replace("heat_f32", "heat"));
+}

@@ -58,6 +58,22 @@ pub enum ErrorKind {
     Generics,
     /// A generic `#[stencil_fn]` helper.
     HelperGenerics,
+    /// An array parameter whose length is not an integer literal from 1 to the array limit.
+    ParamArrayLength,
+    /// A group of fields used whole, as a value.
+    FieldGroupAsValue {
+        /// The group.
+        name: String,
+        /// Its members.
+        len: usize,
+        /// The point index's name.
+        index: String,
+    },
+    /// Two parameters with one name (an array parameter `q` also takes `q_0`, `q_1`, ...).
+    ParamNameClash {
+        /// The name.
+        name: String,
+    },
     /// An error in one instantiation of a stencil generic over its element type.
     Instantiation {
         /// The type parameter.
@@ -408,6 +424,9 @@ impl fmt::Display for ErrorKind {
             ReturnValue => write!(f, "a stencil returns nothing: write the value into a `&mut` field, e.g. `out[idx] = value;`"),
             Generics => write!(f, "a stencil may have one type parameter, its element type, which it is compiled for as f32 and as f64 (`fn heat<T>(idx: Idx3, c: T, f: &Field3<T>, out: &mut Field3<T>)`, run as `Heat::<f64>::new()`): lifetimes, const parameters, where-clauses and more type parameters are not supported"),
             Instantiation { param, elem, error } => write!(f, "{error} (in the instantiation `{param} = {elem}` of this generic stencil)"),
+            FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
+            ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
+            ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),
             HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
             MissingIndex => write!(f, "the first parameter of a stencil must be the point index: `idx: Idx1`, `idx: Idx2` or `idx: Idx3`"),

@@ -7,7 +7,7 @@
 use super::error::{Error, ErrorKind};
 use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
-use super::lower::lower_with_helpers;
+use super::lower::{declared_params, lower_with_helpers, UserParam};
 use crate::analysis::Analysis;
 use crate::ir::{ParamKind, SweepOrder, IR_FORMAT};
 use crate::printer::rust_nest::{param_type, print_run_host};
@@ -196,12 +196,13 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     let check = quote! { const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch); };
     let Some(param) = element_parameter(func)? else {
         let ir = lower_with_helpers(func, helpers)?;
+        let declared = declared_params(func)?;
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let doc = format!(
             "Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.",
             ir.name
         );
-        let stencil_impl = stencil_impl(&ir, &quote!(#functor), rt);
+        let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
         return Ok(quote! {
             #(#attrs)*
             #[doc = #doc]
@@ -215,7 +216,8 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     let mut impls = Vec::new();
     let mut name = String::new();
     for elem in ELEMENT_TYPES {
-        let ir = lower_with_helpers(&instantiate(func, &param, elem), helpers).map_err(|e| Error {
+        let instance = instantiate(func, &param, elem);
+        let ir = lower_with_helpers(&instance, helpers).map_err(|e| Error {
             kind: ErrorKind::Instantiation {
                 param: param.to_string(),
                 elem: elem.rust_name(),
@@ -223,9 +225,10 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             },
             ..e
         })?;
+        let declared = declared_params(&instance)?;
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let t = format_ident!("{}", elem.rust_name());
-        impls.push(stencil_impl(&ir, &quote!(#functor<#t>), rt));
+        impls.push(stencil_impl(&ir, &declared, &quote!(#functor<#t>), rt));
         name = ir.functor_name();
     }
     let functor = format_ident!("{}", name, span = func.sig.ident.span());
@@ -252,16 +255,40 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     })
 }
 
-/// The `Stencil` impl of one lowered stencil for the functor type `functor`.
-fn stencil_impl(ir: &crate::ir::StencilIr, functor: &TokenStream, rt: &TokenStream) -> TokenStream {
+/// The `Stencil` impl of one lowered stencil for the functor type `functor`; `declared` are its
+/// parameters as the function declares them (an array parameter is one argument of the
+/// functor, one IR parameter per element).
+fn stencil_impl(
+    ir: &crate::ir::StencilIr,
+    declared: &[UserParam],
+    functor: &TokenStream,
+    rt: &TokenStream,
+) -> TokenStream {
     let dim = Literal::usize_unsuffixed(ir.dim);
     let lt = quote!('a);
     let exec = format_ident!("{}", naming::EXEC);
     let exec = quote!(#exec);
     let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
     let analysis = Analysis::of(ir);
-    let arg_types = ir.params.iter().map(|p| param_type(p.kind, ir.dim, rt, &lt, &exec));
+    let arg_types = declared.iter().map(|u| {
+        let t = param_type(ir.params[u.params.start].kind, ir.dim, rt, &lt, &exec);
+        if u.array {
+            let n = Literal::usize_unsuffixed(u.params.len());
+            quote!([#t; #n])
+        } else {
+            t
+        }
+    });
     let arg_names: Vec<_> = ir.params.iter().map(|p| format_ident!("{}", p.name)).collect();
+    let unpack = |source: &Ident| {
+        let names = declared.iter().map(|u| format_ident!("{}", u.name));
+        let arrays = declared.iter().filter(|u| u.array).map(|u| {
+            let name = format_ident!("{}", u.name);
+            let elems = u.params.clone().map(|i| &arg_names[i]);
+            quote! { let [#(#elems),*] = #name; }
+        });
+        quote! { let (#(#names,)*) = #source; #(#arrays)* }
+    };
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
         ParamKind::Scalar(_) => quote!(#rt::__private::ScalarArg::scalar_arg::<#dim>(#n)),
         ParamKind::Field(f) => {
@@ -270,13 +297,14 @@ fn stencil_impl(ir: &crate::ir::StencilIr, functor: &TokenStream, rt: &TokenStre
         }
         ParamKind::Reduction(_) => quote!(#rt::__private::reduction_arg::<#dim>(#n)),
     });
+    let unpack_erased = unpack(&format_ident!("args"));
     let name = &ir.name;
     let fields = analysis.fields.iter().map(|fa| {
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
     let encoded = ir.encode();
-    let run_host = print_run_host(ir, &analysis, rt);
+    let run_host = print_run_host(ir, &analysis, &unpack(&args), rt);
     quote! {
         impl #rt::Stencil<#dim> for #functor {
             type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);
@@ -289,7 +317,7 @@ fn stencil_impl(ir: &crate::ir::StencilIr, functor: &TokenStream, rt: &TokenStre
             }
 
             fn erase_args<#exec: #rt::Executor>(args: Self::Args<'_, #exec>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {
-                let (#(#arg_names,)*) = args;
+                #unpack_erased
                 ::std::vec![#(#erased),*]
             }
 

@@ -25,13 +25,14 @@ use proc_macro2::{Ident, Literal as Lit, Span, TokenStream};
 use quote::quote;
 use std::collections::HashSet;
 
-/// The body of the functor's `run_host`: destructures [`naming::ARGS`], validates the launch
-/// against [`naming::RANGE`] (prefixed: user parameters may be called `range`), and runs the row
-/// loop in parallel. `analysis` is `ir`'s; `rt` is the path of the runtime crate.
-pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> TokenStream {
+/// The body of the functor's `run_host`: destructures [`naming::ARGS`] with `unpack` (which
+/// binds every parameter of the IR by its name), validates the launch against
+/// [`naming::RANGE`] (prefixed: user parameters may be called `range`), and runs the row loop in
+/// parallel. `analysis` is `ir`'s; `rt` is the path of the runtime crate.
+pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream, rt: &TokenStream) -> TokenStream {
     let accesses = &analysis.fields;
-    let [args, range, shape, strides, base, len, x] =
-        [naming::ARGS, naming::RANGE, naming::SHAPE, naming::STRIDES, naming::BASE, naming::LEN, naming::X].map(ident);
+    let [range, shape, strides, base, len, x] =
+        [naming::RANGE, naming::SHAPE, naming::STRIDES, naming::BASE, naming::LEN, naming::X].map(ident);
     let names: Vec<Ident> = ir.params.iter().map(|p| ident(&p.name)).collect();
     let field_shapes = accesses.iter().map(|fa| {
         let n = &names[fa.param];
@@ -301,7 +302,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, rt: &TokenStream) -> 
         }
     };
     quote! {
-        let (#(#names,)*) = #args;
+        #unpack
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*

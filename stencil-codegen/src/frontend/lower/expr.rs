@@ -197,6 +197,21 @@ impl Lowerer {
             if let Some(binding) = self.lookup(&name) {
                 return Ok(self.binding_value(&binding, p.span()));
             }
+            if let Some(elems) = self.param_array(&name) {
+                let elems = elems.to_vec();
+                return match self.params[elems[0]].kind {
+                    ParamKind::Scalar(t) => Ok(Value::Array(
+                        elems
+                            .into_iter()
+                            .map(|id| Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) })
+                            .collect(),
+                    )),
+                    _ => {
+                        let (len, index) = (elems.len(), self.index_name.clone());
+                        Err(Error::spanned(&p, ErrorKind::FieldGroupAsValue { name, len, index }))
+                    }
+                };
+            }
             if let Some((id, param)) = self.param(&name) {
                 return match param.kind {
                     ParamKind::Scalar(t) => {
@@ -244,13 +259,25 @@ impl Lowerer {
         self.call_stack.is_empty() && matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
     }
 
-    /// Whether `e` names a field parameter of the stencil.
+    /// Whether `e` names a field parameter of the stencil, or an element of an array of them
+    /// (`q[2]` of `q: [&Field3<f64>; 5]`).
     pub(super) fn is_field(&self, e: &syn::Expr) -> bool {
-        let syn::Expr::Path(p) = e else { return false };
-        p.path.get_ident().is_some_and(|i| {
-            self.lookup(&i.to_string()).is_none()
-                && matches!(self.param(&i.to_string()), Some((_, p)) if matches!(p.kind, ParamKind::Field(_)))
-        })
+        match e {
+            syn::Expr::Path(p) => p.path.get_ident().is_some_and(|i| {
+                self.lookup(&i.to_string()).is_none()
+                    && matches!(self.param(&i.to_string()), Some((_, p)) if matches!(p.kind, ParamKind::Field(_)))
+            }),
+            syn::Expr::Index(ix) => self.field_array(&ix.expr).is_some(),
+            _ => false,
+        }
+    }
+
+    /// The name and elements of `e` if it names an array of fields.
+    fn field_array(&self, e: &syn::Expr) -> Option<(String, Vec<usize>)> {
+        let syn::Expr::Path(p) = e else { return None };
+        let name = p.path.get_ident()?.to_string();
+        let elems = self.param_array(&name)?;
+        matches!(self.params[elems[0]].kind, ParamKind::Field(_)).then(|| (name, elems.to_vec()))
     }
 
     /// `f[idx]` / `f[idx.ix::<..>()]` read as a value (`f` a field parameter).
@@ -282,15 +309,26 @@ impl Lowerer {
     /// offset. Each offset is a compile-time integer: a literal, a `const`, the variable of a
     /// constant `for` loop (`for r in 1..=4 { u[idx.ix(r, 0, 0)] }`), or `+ - *` of those.
     pub(super) fn field_access(&self, ix: &syn::ExprIndex) -> Result<(ParamId, [i32; 3]), Error> {
-        let name = match &*ix.expr {
-            syn::Expr::Path(p) if p.path.get_ident().is_some() => p.path.get_ident().expect("ident").to_string(),
-            other => return Err(unsupported(other, "indexing this expression (only field parameters can be indexed)")),
-        };
-        let field = match self.param(&name) {
-            Some((id, p)) if matches!(p.kind, ParamKind::Field(_)) => id,
-            _ => {
-                return Err(unsupported(&ix.expr, &format!("indexing `{name}` (only field parameters can be indexed)")))
+        let (name, field) = match &*ix.expr {
+            syn::Expr::Path(p) if p.path.get_ident().is_some() => {
+                let name = p.path.get_ident().expect("ident").to_string();
+                match self.param(&name) {
+                    Some((id, p)) if matches!(p.kind, ParamKind::Field(_)) => (name, id),
+                    _ => {
+                        return Err(unsupported(
+                            &ix.expr,
+                            &format!("indexing `{name}` (only field parameters can be indexed)"),
+                        ))
+                    }
+                }
             }
+            // `q[v][idx]`: element `v` (a compile-time integer) of an array of fields.
+            syn::Expr::Index(inner) if self.field_array(&inner.expr).is_some() => {
+                let (_, elems) = self.field_array(&inner.expr).expect("checked");
+                let id = elems[self.element_index(inner, elems.len())?];
+                (self.params[id].name.clone(), id)
+            }
+            other => return Err(unsupported(other, "indexing this expression (only field parameters can be indexed)")),
         };
         let bad_index =
             || Error::spanned(&ix.index, ErrorKind::BadIndex { field: name.clone(), index: self.index_name.clone() });

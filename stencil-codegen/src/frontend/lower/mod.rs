@@ -21,6 +21,14 @@ use values::Value;
 pub use crate::limits::MAX_ARRAY_LEN;
 use crate::limits::MAX_UNROLL;
 
+pub use signature::UserParam;
+
+/// The parameters of a `#[stencil]` function as it declares them, each with the IR parameters
+/// it stands for (an array parameter stands for one per element).
+pub fn declared_params(item: &syn::ItemFn) -> Result<Vec<UserParam>, Error> {
+    Ok(signature::lower_signature(item)?.groups)
+}
+
 /// Lowers a `#[stencil]` function that calls no helper to the IR.
 pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
     lower_with_helpers(item, &[])
@@ -34,6 +42,10 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
     cx.sweep = sig.sweep;
     for p in &cx.params {
         cx.used_names.insert(p.name.clone());
+    }
+    for g in sig.groups.iter().filter(|g| g.array) {
+        cx.used_names.insert(g.name.clone());
+        cx.param_arrays.insert(g.name.clone(), g.params.clone().collect());
     }
     cx.used_names.insert(sig.index_name.clone());
     let mut body = Vec::new();
@@ -139,6 +151,9 @@ struct Lowerer {
     call_stack: Vec<String>,
     /// `Some` in a column sweep.
     sweep: Option<SweepOrder>,
+    /// The array parameters (`w: [f64; 9]`, `q: [&Field3<f64>; 5]`): their elements' IR
+    /// parameters.
+    param_arrays: HashMap<String, Vec<usize>>,
 }
 
 impl Lowerer {
@@ -154,6 +169,7 @@ impl Lowerer {
             helpers: helpers.iter().map(|h| (h.sig.ident.to_string(), h.clone())).collect(),
             call_stack: Vec::new(),
             sweep: None,
+            param_arrays: HashMap::new(),
         }
     }
 
@@ -167,6 +183,15 @@ impl Lowerer {
             return None;
         }
         self.params.iter().enumerate().find(|(_, p)| p.name == name)
+    }
+
+    /// The elements of the array parameter `name` (none inside a helper or where a local of
+    /// that name hides it).
+    fn param_array(&self, name: &str) -> Option<&[usize]> {
+        if !self.call_stack.is_empty() || self.lookup(name).is_some() {
+            return None;
+        }
+        self.param_arrays.get(name).map(Vec::as_slice)
     }
 
     /// Refuses a local of the stencil body named like the point index (helpers do not see the

@@ -9,8 +9,23 @@ pub struct Signature {
     pub dim: usize,
     pub index_name: String,
     pub params: Vec<Param>,
+    /// The parameters as the function declares them (an array parameter is several of
+    /// `params`).
+    pub groups: Vec<UserParam>,
     /// `Some` for a column sweep (`#[stencil(sweep = ..)]`).
     pub sweep: Option<SweepOrder>,
+}
+
+/// A parameter as the function declares it: one IR parameter, or, for an array of scalars or
+/// of fields (`w: [f64; 9]`, `q: [&Field3<f64>; 5]`), one per element.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UserParam {
+    /// Its name.
+    pub name: String,
+    /// The IR parameters it stands for (`name_0 ..` for an array).
+    pub params: std::ops::Range<usize>,
+    /// Whether it is an array.
+    pub array: bool,
 }
 
 /// The order of a column sweep, from the attribute `#[stencil(sweep = ..)]` leaves on the item
@@ -59,46 +74,94 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
     };
     let sweep = sweep_of(item);
     let mut params = Vec::new();
+    let mut groups = Vec::new();
     for input in inputs {
         let syn::FnArg::Typed(pt) = input else { return Err(Error::spanned(&input, ErrorKind::ParamPattern)) };
         let name = ident_of(&pt.pat)?;
-        let unsupported = || Error::spanned(&pt.ty, ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) });
-        let kind = match &*pt.ty {
-            syn::Type::Reference(r) if reduction_type(&r.elem).is_some() => {
-                let (op, elem) = reduction_type(&r.elem).expect("checked");
-                let ty = tokens(&r.elem);
-                if r.mutability.is_none() {
-                    return Err(Error::spanned(&pt.ty, ErrorKind::ReductionNotMut { name, ty }));
+        // `[T; N]` of scalars or `[&FieldD<T>; N]` / `[&mut FieldD<T>; N]`: N parameters
+        // `name_0 .. name_{N-1}` of the IR, one argument of the functor.
+        let (ty, len) = match &*pt.ty {
+            syn::Type::Array(a) => {
+                let len = match &a.len {
+                    syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Int(n), .. }) => n.base10_parse::<usize>().ok(),
+                    _ => None,
                 }
-                if sweep.is_some() {
-                    return Err(Error::spanned(&pt.ty, ErrorKind::SweepReduces { name }));
-                }
-                match elem {
-                    Some(elem) if elem.is_float() => ParamKind::Reduction(ReduceParam { op, elem }),
-                    _ => {
-                        return Err(Error::spanned(&r.elem, ErrorKind::ReductionType { name, op: op.type_name(), ty }))
-                    }
-                }
+                .filter(|n| (1..=crate::limits::MAX_ARRAY_LEN).contains(n))
+                .ok_or_else(|| Error::spanned(&a.len, ErrorKind::ParamArrayLength))?;
+                (&*a.elem, Some(len))
             }
-            syn::Type::Reference(r) => {
-                let (field_dim, elem) = field_type(&r.elem).ok_or_else(unsupported)?;
-                if field_dim != dim {
-                    return Err(Error::spanned(
-                        &r.elem,
-                        ErrorKind::FieldDimension { field: name, field_dim, stencil_dim: dim },
-                    ));
-                }
-                ParamKind::Field(FieldParam { elem, writable: r.mutability.is_some() })
-            }
-            ty => ParamKind::Scalar(scalar_type(ty).ok_or_else(unsupported)?),
+            ty => (ty, None),
         };
-        params.push(Param { name, kind });
+        let kind = param_kind(&name, ty, dim, sweep.is_some())?;
+        if len.is_some() && matches!(kind, ParamKind::Reduction(_)) {
+            return Err(Error::spanned(&pt.ty, ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) }));
+        }
+        let first = params.len();
+        match len {
+            None => params.push(Param { name: name.clone(), kind }),
+            Some(n) => params.extend((0..n).map(|k| Param { name: format!("{name}_{k}"), kind })),
+        }
+        groups.push(UserParam { name, params: first..params.len(), array: len.is_some() });
+    }
+    if let Some(clash) = params
+        .iter()
+        .enumerate()
+        .find_map(|(i, p)| params[..i].iter().any(|q| q.name == p.name).then(|| p.name.clone()))
+    {
+        // Point at the parameter declared with that very name.
+        let at = sig
+            .inputs
+            .iter()
+            .find(|i| matches!(i, syn::FnArg::Typed(pt) if ident_of(&pt.pat).is_ok_and(|n| n == clash)));
+        let kind = ErrorKind::ParamNameClash { name: clash };
+        return Err(match at {
+            Some(input) => Error::spanned(input, kind),
+            None => Error::spanned(&sig.inputs, kind),
+        });
     }
     let outputs = params.iter().filter(|p| matches!(p.kind, ParamKind::Field(f) if f.writable)).count();
     if outputs > crate::limits::MAX_OUTPUTS {
         return Err(Error::spanned(&sig.inputs, ErrorKind::TooManyOutputs { got: outputs }));
     }
-    Ok(Signature { dim, index_name, params, sweep })
+    Ok(Signature { dim, index_name, params, groups, sweep })
+}
+
+/// What one parameter of type `ty` (an array's element type for an array parameter) is.
+fn param_kind(name: &str, ty: &syn::Type, dim: usize, sweep: bool) -> Result<ParamKind, Error> {
+    let unsupported = || Error::spanned(ty, ErrorKind::UnsupportedParamType { ty: tokens(ty) });
+    let name = name.to_string();
+    Ok(match ty {
+        syn::Type::Reference(r) if reduction_type(&r.elem).is_some() => {
+            let (op, elem) = reduction_type(&r.elem).expect("checked");
+            let ty_text = tokens(&r.elem);
+            if r.mutability.is_none() {
+                return Err(Error::spanned(ty, ErrorKind::ReductionNotMut { name, ty: ty_text }));
+            }
+            if sweep {
+                return Err(Error::spanned(ty, ErrorKind::SweepReduces { name }));
+            }
+            match elem {
+                Some(elem) if elem.is_float() => ParamKind::Reduction(ReduceParam { op, elem }),
+                _ => {
+                    return Err(Error::spanned(
+                        &r.elem,
+                        ErrorKind::ReductionType { name, op: op.type_name(), ty: ty_text },
+                    ))
+                }
+            }
+        }
+        syn::Type::Reference(r) => {
+            let (field_dim, elem) = field_type(&r.elem).ok_or_else(unsupported)?;
+            if field_dim != dim {
+                return Err(Error::spanned(
+                    &r.elem,
+                    ErrorKind::FieldDimension { field: name, field_dim, stencil_dim: dim },
+                ));
+            }
+            ParamKind::Field(FieldParam { elem, writable: r.mutability.is_some() })
+        }
+        ty => ParamKind::Scalar(scalar_type(ty).ok_or_else(unsupported)?),
+    })
 }
 
 fn ident_of(pat: &syn::Pat) -> Result<String, Error> {

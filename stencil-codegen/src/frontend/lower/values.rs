@@ -239,7 +239,7 @@ impl Lowerer {
     }
 
     /// The constant element index of `ix` into an array of `len`.
-    fn element_index(&self, ix: &syn::ExprIndex, len: usize) -> Result<usize, Error> {
+    pub(super) fn element_index(&self, ix: &syn::ExprIndex, len: usize) -> Result<usize, Error> {
         let array = tokens(&ix.expr);
         let k = self
             .const_int(&ix.index)
