@@ -11,13 +11,20 @@ use std::fmt::Write;
 fn main() {
     println!("cargo:rerun-if-changed=src/fuzz/gen.rs");
     println!("cargo:rerun-if-env-changed=STENCIL_FUZZ_STENCILS");
+    println!("cargo:rerun-if-env-changed=STENCIL_FUZZ_SWEEPS");
     let count: u64 = std::env::var("STENCIL_FUZZ_STENCILS").ok().and_then(|v| v.parse().ok()).unwrap_or(48);
     let mut out = format!(
         "/// The number of compiled fuzz stencils (seeds `0..STENCILS`).\npub const STENCILS: u64 = {count};\n\n"
     );
-    for seed in 0..count {
-        let g = gen::Generated::new(seed);
-        let _ = writeln!(out, "#[stencil]\n{}", g.source());
+    let sweeps: u64 = std::env::var("STENCIL_FUZZ_SWEEPS").ok().and_then(|v| v.parse().ok()).unwrap_or(24);
+    let _ = writeln!(
+        out,
+        "/// The number of compiled fuzz column sweeps (seeds `0..SWEEPS`).\npub const SWEEPS: u64 = {sweeps};\n"
+    );
+    let stencils = (0..count).map(|seed| (seed, gen::Generated::new(seed), "launch"));
+    let columns = (0..sweeps).map(|seed| (seed, gen::Generated::sweep(seed), "launch_sweep"));
+    for (seed, g, launcher) in stencils.chain(columns) {
+        let _ = writeln!(out, "{}\n{}", g.attribute(), g.source());
         let (mut f64s, mut f32s) = (0, 0);
         let args: Vec<String> = g
             .params()
@@ -46,7 +53,7 @@ fn main() {
         let got: Vec<String> = (0..g.reductions.len()).map(|r| format!("r{r}.get()")).collect();
         let _ = writeln!(
             out,
-            "fn launch_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    \
+            "fn {launcher}_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    \
              let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n{reds}    range.run({functor}, ({args},))?;\n    Ok(vec![{got}])\n}}\n",
             outs = outs.join(", "),
             got = got.join(", "),
@@ -55,11 +62,13 @@ fn main() {
             args = args.join(", "),
         );
     }
-    out += "/// Runs compiled fuzz stencil `seed`.\npub fn launch(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {\n    match seed {\n";
-    for seed in 0..count {
-        let _ = writeln!(out, "        {seed} => launch_{seed}(range, in64, in32, scalars, outs),");
+    for (launcher, n) in [("launch", count), ("launch_sweep", sweeps)] {
+        let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` ({launcher}).\npub fn {launcher}(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
+        for seed in 0..n {
+            let _ = writeln!(out, "        {seed} => {launcher}_{seed}(range, in64, in32, scalars, outs),");
+        }
+        out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
     }
-    out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
     let path = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("fuzz_stencils.rs");
     std::fs::write(path, out).expect("writes the fuzz stencils");
 }

@@ -43,8 +43,8 @@ pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
 #[cfg(feature = "frontend")]
 impl StencilIr {
-    /// Lowers a `#[stencil]` function given as source text (what the macro embeds so that the
-    /// runtime can print CUDA for any strategy): the stencil's `fn` first, then the
+    /// Lowers a `#[stencil]` function given as source text: the stencil's `fn` first (with its
+    /// `#[stencil(..)]` attribute, if it has arguments such as `sweep = forward`), then the
     /// `#[stencil_fn]` helpers it calls, directly or through other helpers.
     pub fn from_source(source: &str) -> Result<StencilIr, Error> {
         let file: syn::File =
@@ -53,9 +53,17 @@ impl StencilIr {
             syn::Item::Fn(f) => Ok(f),
             other => Err(Error::spanned(&other, ErrorKind::Syntax { message: "expected a function".into() })),
         });
-        let stencil = fns.next().unwrap_or_else(|| {
+        let mut stencil = fns.next().unwrap_or_else(|| {
             Err(Error::new(proc_macro2::Span::call_site(), ErrorKind::Syntax { message: "expected a function".into() }))
         })?;
+        if let Some(at) = stencil.attrs.iter().position(|a| a.path().is_ident("stencil")) {
+            let attr = stencil.attrs.remove(at);
+            let args = match attr.meta {
+                syn::Meta::List(list) => list.tokens,
+                _ => proc_macro2::TokenStream::new(),
+            };
+            frontend::expand::apply_attribute(args, &mut stencil)?;
+        }
         let helpers = fns.collect::<Result<Vec<_>, _>>()?;
         frontend::lower::lower_with_helpers(&stencil, &helpers)
     }

@@ -6,6 +6,9 @@
 //!   inside the range equals the IR interpreter bit for bit (NaN as NaN), every point outside
 //!   keeps the poison. Cases: `STENCIL_FUZZ_STENCILS` (build time, default 48) ×
 //!   `STENCIL_FUZZ_RUNS` (default 21).
+//! - `compiled_sweeps_match_the_ir_interpreter`: `STENCIL_FUZZ_SWEEPS` (build time, default 24)
+//!   random column sweeps (forward or backward; carried locals, the level, reads of outputs one
+//!   or two levels back) × `STENCIL_FUZZ_RUNS`, against the interpreter walking each column.
 //! - `lowering_matches_the_generator`: `STENCIL_FUZZ_CASES` (default 1000) further random
 //!   stencils lowered from text; the IR interpreter equals the generator's own evaluation, the IR
 //!   survives its encoding, and CUDA prints for two strategies.
@@ -13,7 +16,7 @@
 //!   stencils (tokens deleted, inserted, swapped, offsets made huge or non-literal); lowering gives
 //!   `Ok` or `Err`, never a panic, and whatever lowers also prints.
 //!
-//! A nightly-sized run: `STENCIL_FUZZ_STENCILS=500 STENCIL_FUZZ_RUNS=200 STENCIL_FUZZ_CASES=100000
+//! A nightly-sized run: `STENCIL_FUZZ_STENCILS=500 STENCIL_FUZZ_SWEEPS=200 STENCIL_FUZZ_RUNS=200 STENCIL_FUZZ_CASES=100000
 //! cargo test --release -p stencil-tests --test fuzz` (`.ci/nightly`).
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -24,7 +27,7 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::reduce::combine;
 use stencil_runtime::ReduceOp;
 use stencil_tests::fuzz::gen::{Generated, Rng};
-use stencil_tests::fuzz::interp::{run_point, Point, Value};
+use stencil_tests::fuzz::interp::{run_column, run_point, Point, Value};
 use stencil_tests::SplitMix64;
 
 mod compiled {
@@ -120,7 +123,7 @@ fn compiled_nests_match_the_ir_interpreter() {
                         }
                     };
                     let scalar = |p: usize| Value::F64(scalars[p]);
-                    for (param, v) in run_point(&ir, &Point { load: &load, scalar: &scalar }) {
+                    for (param, v) in run_point(&ir, &Point { load: &load, scalar: &scalar, level: None }) {
                         if let Some(r) = reductions.iter().position(|&q| q == param) {
                             let op = if g.reductions[r] == "Max" { ReduceOp::Max } else { ReduceOp::Min };
                             folded[r] = combine(op, folded[r], v.to_f64());
@@ -155,6 +158,103 @@ fn compiled_nests_match_the_ir_interpreter() {
     }
     assert_eq!(cases, compiled::STENCILS * runs);
     eprintln!("{cases} compiled cases ({} stencils × {runs} runs) match the interpreter", compiled::STENCILS);
+}
+
+/// The build script's random column sweeps, compiled by `#[stencil(sweep = ..)]`, over random
+/// sub-ranges of random fields in both element orders (outputs poisoned, halo 2: the first
+/// levels read outputs below the range, which hold the poison): every point equals the IR
+/// interpreter walking each column in the sweep's order, the interpreter's stores visible to the
+/// levels after them; every point outside the range keeps the poison.
+#[test]
+fn compiled_sweeps_match_the_ir_interpreter() {
+    let runs = env_count("STENCIL_FUZZ_RUNS", 21);
+    let mut cases = 0;
+    for seed in 0..compiled::SWEEPS {
+        let g = Generated::sweep(seed);
+        let source = format!("{}\n{}", g.attribute(), g.source());
+        let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+        assert!(ir.sweep.is_some(), "{source}");
+        assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
+        let backward = g.sweep == Some("backward");
+        for run in 0..runs {
+            let mut rng = SplitMix64::new(seed * 104_729 + run);
+            let n: [usize; 3] = std::array::from_fn(|_| rng.int(1, 9) as usize);
+            let order = if rng.int(0, 1) == 0 { Order::Ijk } else { Order::Kij };
+            let shape = Shape3::new(n).halo(2).order(order);
+            let mut fill = |_: [isize; 3]| value(&mut rng);
+            let (mut in64, mut in32) = (Vec::new(), Vec::new());
+            for &f32 in &g.inputs_f32 {
+                if f32 {
+                    in32.push(Field3::from_fn(shape, |p| fill(p) as f32));
+                } else {
+                    in64.push(Field3::from_fn(shape, &mut fill));
+                }
+            }
+            let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
+            let begin: [usize; 3] = std::array::from_fn(|a| 2 + rng.int(0, n[a] as i64 / 2) as usize);
+            let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
+            let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
+            let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
+            compiled::launch_sweep(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
+
+            // The reference: the interpreter over each column, on its own copy of the outputs.
+            let mut want: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
+            let (mut i64n, mut i32n) = (0, 0);
+            let mut by_param: Vec<(char, usize)> = Vec::new();
+            let mut out_index = 0;
+            for p in &ir.params {
+                by_param.push(match p.kind {
+                    ParamKind::Field(f) if f.writable => ('o', post_inc(&mut out_index)),
+                    ParamKind::Field(f) if f.elem == ScalarType::F32 => ('h', post_inc(&mut i32n)),
+                    ParamKind::Field(_) => ('d', post_inc(&mut i64n)),
+                    _ => ('s', usize::MAX),
+                });
+            }
+            let halo = 2isize;
+            let levels = end[2] - begin[2];
+            for i in begin[0]..end[0] {
+                for j in begin[1]..end[1] {
+                    let k_of = |level: usize| {
+                        let l = if backward { levels - 1 - level } else { level };
+                        (begin[2] + l) as isize - halo
+                    };
+                    let (gi, gj) = (i as isize - halo, j as isize - halo);
+                    let current = std::cell::RefCell::new(std::mem::take(&mut want));
+                    let load = |level: usize, p: usize, off: [i32; 3]| {
+                        let at = [gi + off[0] as isize, gj + off[1] as isize, k_of(level) + off[2] as isize];
+                        match by_param[p] {
+                            ('h', f) => Value::F32(in32[f].get(at).expect("inside the halo")),
+                            ('d', f) => Value::F64(in64[f].get(at).expect("inside the halo")),
+                            ('o', f) => Value::F64(current.borrow()[f].get(at).expect("inside the halo")),
+                            _ => unreachable!("loads read fields"),
+                        }
+                    };
+                    let scalar = |p: usize| Value::F64(scalars[p]);
+                    let mut store = |level: usize, p: usize, v: Value| {
+                        let ('o', f) = by_param[p] else { unreachable!("stores write outputs") };
+                        current.borrow_mut()[f].set([gi, gj, k_of(level)], v.to_f64()).expect("inside");
+                    };
+                    run_column(&ir, levels, &load, &scalar, &mut store);
+                    want = current.into_inner();
+                }
+            }
+            for (o, (got, want)) in outs.iter().zip(&want).enumerate() {
+                for storage in shape.storage_points() {
+                    let global = shape.to_global(storage);
+                    let (a, b) = (got.get(global).unwrap(), want.get(global).unwrap());
+                    assert!(
+                        same(a, b),
+                        "sweep {seed}, run {run}: o{o} at {global:?} is {a:e}, the interpreter says {b:e}; shape {}, \
+                         range {begin:?}..{end:?}\n{source}",
+                        shape.describe()
+                    );
+                }
+            }
+            cases += 1;
+        }
+    }
+    assert_eq!(cases, compiled::SWEEPS * runs);
+    eprintln!("{cases} compiled sweep cases ({} sweeps × {runs} runs) match the interpreter", compiled::SWEEPS);
 }
 
 fn post_inc(n: &mut usize) -> usize {
@@ -219,7 +319,7 @@ fn lowering_matches_the_generator() {
             }
         };
         let scalar = |p: usize| Value::F64(scalars[p]);
-        let stores = run_point(&ir, &Point { load: &load, scalar: &scalar });
+        let stores = run_point(&ir, &Point { load: &load, scalar: &scalar, level: None });
         let first_output = g.scalars + g.inputs_f32.len();
         let mut got = vec![f64::NAN; g.outputs + g.reductions.len()];
         for (field, v) in stores {

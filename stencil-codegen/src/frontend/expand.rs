@@ -111,21 +111,26 @@ impl Attribute {
 /// of collecting their bodies ([`super::collect`]). `runtime` names the runtime crate
 /// ([`runtime_path`]). Errors carry the span of the offending tokens.
 pub fn expand(attr: TokenStream, item: TokenStream, runtime: TokenStream) -> Result<TokenStream, Error> {
-    let attr = Attribute::parse(Target::Stencil, attr)?;
-    let runtime = attr.runtime.unwrap_or(runtime);
     let mut func: syn::ItemFn =
         syn::parse2(item).map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
-    if let Some(order) = attr.sweep {
-        // Carried to the lowering (also through the collection of helpers) as an attribute of
-        // the item, which the functor does not keep.
-        let marker = format_ident!("{}", naming::SWEEP_ATTR);
-        let word = format_ident!("{}", order.word());
-        func.attrs.push(syn::parse_quote!(#[#marker(#word)]));
-    }
+    let runtime = apply_attribute(attr, &mut func)?.unwrap_or(runtime);
     match called_names(&func).first() {
         Some(next) => Ok(invocation(Target::Stencil, &runtime, &quote!(#func), &[], next)),
         None => expand_stencil(&func, &[], &runtime),
     }
+}
+
+/// Applies the arguments of `#[stencil(..)]` to `func`: a sweep order is left on it as an
+/// attribute the lowering reads (also through the collection of helpers; the functor does not
+/// keep it). Returns the runtime path `crate = ..` names, if any.
+pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Option<TokenStream>, Error> {
+    let attr = Attribute::parse(Target::Stencil, attr)?;
+    if let Some(order) = attr.sweep {
+        let marker = format_ident!("{}", naming::SWEEP_ATTR);
+        let word = format_ident!("{}", order.word());
+        func.attrs.push(syn::parse_quote!(#[#marker(#word)]));
+    }
+    Ok(attr.runtime)
 }
 
 /// Expands `#[stencil_fn]` on `item`: the function itself (`#[inline(always)]`, callable from

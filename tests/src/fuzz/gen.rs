@@ -78,6 +78,12 @@ pub enum GExpr {
     Call { name: &'static str, args: Vec<GExpr>, exponent: i32 },
     /// `if a cmp b { x } else { y }`.
     Select { cmp: &'static str, a: Box<GExpr>, b: Box<GExpr>, then: Box<GExpr>, other: Box<GExpr> },
+    /// A column sweep's carried local `c{n}`.
+    Carried(usize),
+    /// A column sweep's level, `(idx.level() as f64)`.
+    Level,
+    /// A column sweep's output `o{out}` at a level `distance` levels before this one.
+    Passed { out: usize, distance: i32 },
 }
 
 /// A statement of a generated stencil.
@@ -91,6 +97,8 @@ pub enum GStmt {
     Store { out: usize, value: GExpr },
     /// `r{reduction}.fold(value);`
     Fold { reduction: usize, value: GExpr },
+    /// `c{carried} = value;` in a column sweep.
+    Carry { carried: usize, value: GExpr },
 }
 
 /// A generated stencil: `fn name(idx: Idx3, s0: f64, .., a0: &Field3<f64 or f32>, .., o0: &mut
@@ -109,6 +117,10 @@ pub struct Generated {
     pub reductions: Vec<&'static str>,
     /// The body.
     pub body: Vec<GStmt>,
+    /// A column sweep's order (`forward` or `backward`), `None` for a point stencil.
+    pub sweep: Option<&'static str>,
+    /// A column sweep's carried locals' initial values (literals and scalars).
+    pub carried: Vec<GExpr>,
 }
 
 struct Builder<'a> {
@@ -116,11 +128,22 @@ struct Builder<'a> {
     inputs: usize,
     scalars: usize,
     locals: usize,
+    /// In a column sweep: carried locals, and outputs readable at passed levels.
+    carried: usize,
+    outputs: usize,
+    sweep: bool,
 }
 
 impl Builder<'_> {
     fn expr(&mut self, depth: u32) -> GExpr {
         let leaf = depth == 0 || self.rng.below(4) == 0;
+        if leaf && self.sweep && self.rng.below(3) == 0 {
+            return match self.rng.below(3) {
+                0 if self.carried > 0 => GExpr::Carried(self.rng.below(self.carried)),
+                1 => GExpr::Level,
+                _ => GExpr::Passed { out: self.rng.below(self.outputs), distance: 1 + self.rng.below(2) as i32 },
+            };
+        }
         if leaf {
             return match self.rng.below(6) {
                 0 => GExpr::Lit(self.rng.between(-24, 24) as f64 / 8.0),
@@ -159,7 +182,8 @@ impl Generated {
         let inputs_f32: Vec<bool> = (0..1 + rng.below(3)).map(|_| rng.below(3) == 0).collect();
         let scalars = rng.below(3);
         let outputs = 1 + rng.below(2);
-        let mut b = Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0 };
+        let mut b =
+            Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0, carried: 0, outputs, sweep: false };
         let mut body = Vec::new();
         for _ in 0..b.rng.below(4) {
             let local = b.locals;
@@ -181,12 +205,73 @@ impl Generated {
         for reduction in 0..reductions.len() {
             body.push(GStmt::Fold { reduction, value: b.expr(3) });
         }
-        Generated { name: format!("fuzz_{seed}"), inputs_f32, scalars, outputs, reductions, body }
+        Generated {
+            name: format!("fuzz_{seed}"),
+            inputs_f32,
+            scalars,
+            outputs,
+            reductions,
+            body,
+            sweep: None,
+            carried: Vec::new(),
+        }
     }
 
-    /// The functor type `#[stencil]` makes of it (`Fuzz17`).
+    /// The column sweep of `seed` (`sweep_fuzz_{seed}`): carried locals set from literals and
+    /// scalars, reads of the outputs at the one or two levels before, the level, stores and
+    /// carried updates in random order; forward or backward. No reduction (sweeps do not fold).
+    pub fn sweep(seed: u64) -> Self {
+        let mut rng = Rng::new(seed ^ 0x5eeb);
+        let inputs_f32: Vec<bool> = (0..1 + rng.below(2)).map(|_| rng.below(3) == 0).collect();
+        let scalars = rng.below(2);
+        let outputs = 1 + rng.below(2);
+        let order = ["forward", "backward"][rng.below(2)];
+        let carried_count = rng.below(3);
+        let mut b =
+            Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0, carried: 0, outputs, sweep: false };
+        let carried: Vec<GExpr> = (0..carried_count)
+            .map(|_| match b.rng.below(2) {
+                0 if b.scalars > 0 => GExpr::Scalar(b.rng.below(b.scalars)),
+                _ => GExpr::Lit(b.rng.between(-16, 16) as f64 / 8.0),
+            })
+            .collect();
+        b.carried = carried.len();
+        b.sweep = true;
+        let mut body = Vec::new();
+        for _ in 0..b.rng.below(3) {
+            let local = b.locals;
+            body.push(GStmt::Let { local, value: b.expr(3) });
+            b.locals += 1;
+        }
+        let mut tail: Vec<GStmt> = (0..outputs).map(|out| GStmt::Store { out, value: b.expr(3) }).collect();
+        tail.extend((0..b.carried).map(|carried| GStmt::Carry { carried, value: b.expr(3) }));
+        for i in (1..tail.len()).rev() {
+            tail.swap(i, b.rng.below(i + 1));
+        }
+        body.extend(tail);
+        Generated {
+            name: format!("sweep_fuzz_{seed}"),
+            inputs_f32,
+            scalars,
+            outputs,
+            reductions: Vec::new(),
+            body,
+            sweep: Some(order),
+            carried,
+        }
+    }
+
+    /// The functor type `#[stencil]` makes of it (`Fuzz17`, `SweepFuzz3`).
     pub fn functor(&self) -> String {
-        self.name.replacen("fuzz_", "Fuzz", 1)
+        self.name.replacen("sweep_fuzz_", "SweepFuzz", 1).replacen("fuzz_", "Fuzz", 1)
+    }
+
+    /// The attribute to compile it with: `#[stencil]` or `#[stencil(sweep = ..)]`.
+    pub fn attribute(&self) -> String {
+        match self.sweep {
+            Some(order) => format!("#[stencil(sweep = {order})]"),
+            None => "#[stencil]".to_string(),
+        }
     }
 
     /// The parameters after the index, in order: `("s0", "f64")`, `("a1", "&Field3<f32>")`, ...
@@ -206,6 +291,9 @@ impl Generated {
     pub fn source(&self) -> String {
         let params: Vec<String> = self.params().iter().map(|(n, t)| format!("{n}: {t}")).collect();
         let mut s = format!("fn {}(idx: Idx3, {}) {{\n", self.name, params.join(", "));
+        for (n, init) in self.carried.iter().enumerate() {
+            s += &format!("    #[carry]\n    let mut c{n} = {};\n", self.print(init));
+        }
         for stmt in &self.body {
             match stmt {
                 GStmt::Let { local, value } => s += &format!("    let t{local} = {};\n", self.print(value)),
@@ -221,6 +309,7 @@ impl Generated {
                 }
                 GStmt::Store { out, value } => s += &format!("    o{out}[idx] = {};\n", self.print(value)),
                 GStmt::Fold { reduction, value } => s += &format!("    r{reduction}.fold({});\n", self.print(value)),
+                GStmt::Carry { carried, value } => s += &format!("    c{carried} = {};\n", self.print(value)),
             }
         }
         s + "}\n"
@@ -257,6 +346,12 @@ impl Generated {
                 self.print(then),
                 self.print(other)
             ),
+            GExpr::Carried(n) => format!("c{n}"),
+            GExpr::Level => "(idx.level() as f64)".to_string(),
+            GExpr::Passed { out, distance } => {
+                let k = if self.sweep == Some("backward") { *distance } else { -distance };
+                format!("o{out}[idx.ix(0, 0, {k})]")
+            }
         }
     }
 
@@ -281,6 +376,7 @@ impl Generated {
                 }
                 GStmt::Store { out: o, value } => out[*o] = eval(value, load, scalars, &locals),
                 GStmt::Fold { reduction, value } => out[self.outputs + reduction] = eval(value, load, scalars, &locals),
+                GStmt::Carry { .. } => panic!("column sweeps are checked against the IR interpreter"),
             }
         }
         out
@@ -337,6 +433,9 @@ fn eval(e: &GExpr, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64], local
             } else {
                 ev(other)
             }
+        }
+        GExpr::Carried(_) | GExpr::Level | GExpr::Passed { .. } => {
+            panic!("column sweeps are checked against the IR interpreter")
         }
     }
 }

@@ -76,6 +76,8 @@ pub struct Point<'a> {
     pub load: &'a dyn Fn(ParamId, [i32; 3]) -> Value,
     /// The value of scalar parameter `p`.
     pub scalar: &'a dyn Fn(ParamId) -> Value,
+    /// In a column sweep: the point's level (its place in the sweep) and the number of levels.
+    pub level: Option<(i32, i32)>,
 }
 
 /// Runs the point update of `ir` at one point: the stores and folds, in order, as (field or
@@ -85,6 +87,33 @@ pub fn run_point(ir: &StencilIr, at: &Point<'_>) -> Vec<(ParamId, Value)> {
     let mut stores = Vec::new();
     exec(&ir.body, at, &mut locals, &mut stores);
     stores
+}
+
+/// Runs a column sweep over one column of `levels` levels: its carried declarations once, then
+/// its body at each level in sweep order, the carried locals keeping their values. `load(level,
+/// p, offset)` reads field parameter `p` (the caller shows the stores of earlier levels, which
+/// `store(level, p, value)` receives at the end of each level's update).
+pub fn run_column(
+    ir: &StencilIr,
+    levels: usize,
+    load: &dyn Fn(usize, ParamId, [i32; 3]) -> Value,
+    scalar: &dyn Fn(ParamId) -> Value,
+    store: &mut dyn FnMut(usize, ParamId, Value),
+) {
+    let sweep = ir.sweep.as_ref().expect("a column sweep");
+    let mut locals: Vec<Option<Value>> = vec![None; ir.locals.len()];
+    let no_load = |_: ParamId, _: [i32; 3]| -> Value { panic!("a carried local's initial value reads a field") };
+    let start = Point { load: &no_load, scalar, level: None };
+    exec(&sweep.carried, &start, &mut locals, &mut Vec::new());
+    for level in 0..levels {
+        let at_level = |p: ParamId, offset: [i32; 3]| load(level, p, offset);
+        let at = Point { load: &at_level, scalar, level: Some((level as i32, levels as i32)) };
+        let mut stores = Vec::new();
+        exec(&ir.body, &at, &mut locals, &mut stores);
+        for (p, v) in stores {
+            store(level, p, v);
+        }
+    }
 }
 
 fn exec(body: &[Stmt], at: &Point<'_>, locals: &mut Vec<Option<Value>>, stores: &mut Vec<(ParamId, Value)>) {
@@ -142,7 +171,8 @@ fn eval(e: &Expr, at: &Point<'_>, locals: &[Option<Value>]) -> Value {
                 ev(b)
             }
         }
-        ExprKind::Level | ExprKind::Levels => panic!("the fuzz generator makes no column sweeps"),
+        ExprKind::Level => Value::I32(at.level.expect("the level of a column sweep").0),
+        ExprKind::Levels => Value::I32(at.level.expect("the levels of a column sweep").1),
     }
 }
 
