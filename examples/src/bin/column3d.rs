@@ -3,13 +3,15 @@
 //! three sweeps over every column: the implicit vertical diffusion (Thomas algorithm, up then
 //! down) and warm rain (saturation adjustment, autoconversion, accretion, sedimentation from
 //! the top down). Prints the rain that reached the ground and the water budget, which closes to
-//! round-off. Column sweeps run on the host.
+//! round-off. Column sweeps run on the host; `--domains N` splits the columns over N host
+//! subdomains (`--grid PX,PY,1`), which exchange nothing.
 //! `cargo run --release -p stencil-examples --bin column3d -- --help` lists the options.
 
 use clap::Parser;
 use std::time::Instant;
-use stencil_examples::column::{column_water, moist_bubble, Column};
-use stencil_runtime::{Executor, Host, Loop3D};
+use stencil_examples::column::{column_water, decomposed, moist_bubble};
+use stencil_examples::placement::parse_grid;
+use stencil_runtime::{Decomposition, Domains, Executor, Host, Loop3D};
 
 /// A moist bubble raining out: implicit vertical diffusion and warm rain in every column.
 #[derive(Parser, Debug)]
@@ -33,6 +35,13 @@ struct Args {
     /// Vertical eddy diffusivity, m²/s.
     #[arg(long, default_value_t = 20.0)]
     diffusivity: f64,
+    /// Split the columns over this many host subdomains.
+    #[arg(long, default_value_t = 1)]
+    domains: usize,
+    /// The process grid of --domains, `PX,PY,1` (default: the grid of least halo surface that
+    /// keeps columns whole).
+    #[arg(long, value_name = "PX,PY,1", value_parser = parse_grid)]
+    grid: Option<[usize; 3]>,
 }
 
 fn main() {
@@ -50,21 +59,41 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let n = [args.size, args.size, args.levels];
     let initial = moist_bubble(n, args.dz);
-    let mut model = Column::new(&Host, &initial, args.diffusivity, args.dz)?;
-    // The bottom level (storage k = 1, above the halo level): the rain flux into the ground.
-    let ground = Loop3D::from_bounds(Host.shape_of(&model.rain_out).extent(), [0, 0, 1], [n[0], n[1], 2])?;
+    // Whole columns by default: the split of x and y with the least boundary.
+    let grid = args.grid.or_else(|| {
+        let d = Decomposition::auto([n[0], n[1]], args.domains, [false; 2], [1; 2]).ok()?;
+        let [x, y] = d.grid();
+        Some([x, y, 1])
+    });
+    let d = Decomposition::with_grid(n, args.domains, grid, [false; 3], [0, 0, 1])?;
+    let domains = Domains::new(d, vec![Host; args.domains])?;
+    let mut parts = decomposed(&domains, &initial, args.diffusivity, args.dz)?;
     let mut rained = 0.0;
     let start = Instant::now();
     for _ in 0..args.steps {
-        model.step(&Host, args.dt)?;
-        let surface = Host.read_range(&model.rain_out, &ground)?;
-        rained += args.dt * surface.iter().sum::<f64>();
+        for (part, exec) in parts.iter_mut().zip(domains.execs()) {
+            part.step(exec, args.dt)?;
+            // The bottom level (storage k = 1, above the halo level): the rain into the ground.
+            let extent = exec.shape_of(&part.rain_out).extent();
+            let ground = Loop3D::from_bounds(extent, [0, 0, 1], [extent[0], extent[1], 2])?;
+            rained += args.dt * exec.read_range(&part.rain_out, &ground)?.iter().sum::<f64>();
+        }
     }
     let seconds = start.elapsed().as_secs_f64();
     let total = |w: Vec<Vec<f64>>| w.into_iter().flatten().sum::<f64>();
-    let (before, after) = (total(column_water(&initial, args.dz)), total(column_water(&model.state, args.dz)));
+    let before = total(column_water(&initial, args.dz));
+    let after: f64 = parts.iter().map(|p| total(column_water(&p.state, args.dz))).sum();
     let points = (n[0] * n[1] * n[2] * args.steps) as f64;
-    println!("{} x {} columns of {} levels, {} steps of {} s", n[0], n[1], n[2], args.steps, args.dt);
+    println!(
+        "{} x {} columns of {} levels, {} steps of {} s, over {} subdomain(s) {:?}",
+        n[0],
+        n[1],
+        n[2],
+        args.steps,
+        args.dt,
+        args.domains,
+        domains.decomposition().grid()
+    );
     println!("water in the air: {before:.6e} kg/m² summed over columns at the start, {after:.6e} at the end");
     println!("rain at the ground: {rained:.6e} kg/m² summed over columns");
     println!("budget: (end + rain - start) / start = {:.1e}", (after + rained - before) / before);
