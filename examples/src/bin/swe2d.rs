@@ -93,7 +93,13 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         (None, Some(domains)) => Target::HostDomains(domains),
         (None, None) => Target::Host,
     };
-    processes.check(target)?;
+    let ranks = processes.world().size();
+    if ranks > 1 && target.domains().is_none() {
+        return Err(format!(
+            "{ranks} ranks, but the run is not decomposed: give --domains N (a multiple of the rank count)"
+        )
+        .into());
+    }
     if args.size < 4 || args.length <= 0.0 || args.t_end <= 0.0 || !(args.cfl > 0.0 && args.cfl <= 0.5) {
         return Err("need --size >= 4, --length > 0, --t-end > 0 and 0 < --cfl <= 0.5".into());
     }
