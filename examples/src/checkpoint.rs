@@ -14,8 +14,9 @@
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
 //! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
-//! drivers ([`diffusion_decomposed`], [`acoustic_decomposed`], [`euler_decomposed`]) write and read
-//! their parts through one helper, [`Parts`], generic over the executor and the dimension.
+//! drivers ([`diffusion_decomposed`], [`acoustic_decomposed`], [`euler_decomposed`],
+//! [`swe_decomposed`]) write and read their parts through one helper, [`Parts`], generic over the
+//! executor and the dimension.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -791,6 +792,17 @@ pub fn euler_decomposed<E: Executor>(
 /// The names of the shallow-water fields in checkpoints.
 const SWE_FIELDS: [&str; 3] = ["h", "hu", "hv"];
 
+/// The shallow-water model's name in checkpoints: with its edges, so a restart with other
+/// boundaries is refused.
+fn swe_name(model: &swe::Model) -> String {
+    format!("swe2d {:?}", model.edges)
+}
+
+/// The shallow-water run's settings a checkpoint must match.
+fn swe_settings(model: &swe::Model) -> [(&'static str, f64); 3] {
+    [("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])]
+}
+
 /// [`swe::Solver::run_until`] with checkpoints: a solver from `q0`, or from `plan.restart` (its
 /// state, time and step count), run to `t_end`; `after_step` as there. Returns the solver and
 /// the first step run.
@@ -802,9 +814,9 @@ pub fn swe<E: Executor>(
     plan: &Plan,
     mut after_step: impl FnMut(&swe::Solver<E>),
 ) -> Result<(swe::Solver<E>, usize), Error> {
-    let name = format!("swe2d {:?}", model.edges);
+    let name = swe_name(&model);
     let plan = Plan { model: "swe2d".into(), ..plan.clone() };
-    let settings = [("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])];
+    let settings = swe_settings(&model);
     let shape = model.shape();
     let mut solver = match (Plan { model: name.clone(), ..plan.clone() }).load(&model.n, &SWE_FIELDS, &settings)? {
         Some(c) => {
@@ -817,14 +829,57 @@ pub fn swe<E: Executor>(
         None => swe::Solver::new(exec, model, q0)?,
     };
     let start = solver.steps;
-    while solver.t < t_end * (1.0 - 1e-14) {
+    while swe::running(solver.t, t_end) {
         solver.cfl_step(Some(t_end))?;
         after_step(&solver);
-        let last = solver.t >= t_end * (1.0 - 1e-14);
-        if plan.due(solver.steps, last) {
+        if plan.due(solver.steps, !swe::running(solver.t, t_end)) {
             let q = solver.state()?;
             let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
             plan.save(&snapshot_of(&name, solver.steps, solver.t, &model.n, &settings, &fields)?, solver.steps)?;
+        }
+    }
+    Ok((solver, start))
+}
+
+/// [`swe::DomainSolver::run_until`] with checkpoints: every subdomain's `h`, `hu`, `hv` (halo
+/// included), the time and the step count, written as one part per subdomain by the process
+/// that holds it after every `plan.every` steps and after the last; or the run resumed from the
+/// parts of `plan.restart` (every part of this decomposition there, each checked as [`swe()`]
+/// checks a single-domain checkpoint: model, edges, grid, fields, CFL number and cell size).
+/// `after_step` as there. Returns the solver (its [`swe::DomainSolver::gather`] gives the global
+/// state on rank 0) and the first step run.
+pub fn swe_decomposed<E: Executor>(
+    domains: &Domains<E, 2>,
+    model: swe::Model,
+    q0: &swe::State<Field2<f64>>,
+    t_end: f64,
+    plan: &Plan,
+    mut after_step: impl FnMut(&swe::DomainSolver<E>),
+) -> Result<(swe::DomainSolver<E>, usize), Error> {
+    let shape = model.shape();
+    let parts = Parts::new(plan, "swe2d", &swe_name(&model), domains, model.n, &SWE_FIELDS, &swe_settings(&model));
+    let mut solver = match parts.read()? {
+        None => swe::DomainSolver::new(domains, model, q0)?,
+        Some(read) => {
+            let f = |name: &str| parts.fields::<f64>(&read, name, &shape);
+            let (h, hu, hv) = (f("h")?, f("hu")?, f("hv")?);
+            let q = h.into_iter().zip(hu).zip(hv).map(|((h, hu), hv)| swe::State { h, hu, hv }).collect();
+            let (t, steps) = match read.first() {
+                Some(c) => (c.time, c.step as usize),
+                None => return Err("this process holds no subdomain to restart".into()),
+            };
+            swe::DomainSolver::resume(domains, model, swe::Resume { q, t, steps })?
+        }
+    };
+    let start = solver.steps;
+    while swe::running(solver.t, t_end) {
+        solver.cfl_step(Some(t_end))?;
+        after_step(&solver);
+        if parts.due(solver.steps, !swe::running(solver.t, t_end)) {
+            let q = &solver.q;
+            let fields: Vec<(&str, Vec<&E::Field<f64, 2>>)> =
+                vec![("h", q.h.iter().collect()), ("hu", q.hu.iter().collect()), ("hv", q.hv.iter().collect())];
+            parts.save(domains, solver.steps, solver.t, &[], &fields)?;
         }
     }
     Ok((solver, start))

@@ -56,8 +56,8 @@ impl Processes {
         Ok(())
     }
 
-    /// This rank's host subdomains of `d`.
-    pub fn host_domains(&self, d: Decomposition<3>) -> Result<Domains<Host, 3>, LaunchError> {
+    /// This rank's host subdomains of `d` (any dimension: swe2d's are 2D).
+    pub fn host_domains<const D: usize>(&self, d: Decomposition<D>) -> Result<Domains<Host, D>, LaunchError> {
         let per_rank = d.len() / self.world.size();
         Domains::over_ranks(self.world.clone(), d, vec![Host; per_rank.max(1)])
     }
@@ -177,14 +177,20 @@ impl PlacementArgs {
     }
 }
 
-/// Parses `PX,PY,PZ`: three positive counts.
+/// Parses `PX,PY,PZ`: three positive counts (`x` may separate them too, `2x2x1`).
 pub fn parse_grid(s: &str) -> Result<[usize; 3], String> {
-    let parts: Vec<&str> = s.split(',').map(str::trim).collect();
-    let bad = || format!("`{s}` is not a process grid: give three positive counts, e.g. 2,2,1");
-    if parts.len() != 3 {
+    parse_grid_of::<3>(s)
+}
+
+/// Parses a process grid of `N` positive counts separated by `,` or `x` (`2,3` or `2x3`).
+pub fn parse_grid_of<const N: usize>(s: &str) -> Result<[usize; N], String> {
+    let parts: Vec<&str> = s.split([',', 'x']).map(str::trim).collect();
+    let example = ["2", "2", "1"][3 - N.min(3)..].join(",");
+    let bad = || format!("`{s}` is not a process grid: give {N} positive counts, e.g. {example}");
+    if parts.len() != N {
         return Err(bad());
     }
-    let mut grid = [0; 3];
+    let mut grid = [0; N];
     for (g, p) in grid.iter_mut().zip(parts) {
         *g = p.parse().ok().filter(|&v: &usize| v > 0).ok_or_else(bad)?;
     }
@@ -192,15 +198,17 @@ pub fn parse_grid(s: &str) -> Result<[usize; 3], String> {
 }
 
 /// Prints the process grid and every subdomain's place and extent.
-pub fn print_decomposition(d: &Decomposition<3>) {
-    let g = d.grid();
+pub fn print_decomposition<const D: usize>(d: &Decomposition<D>) {
+    let join = |v: [usize; D], sep: &str| v.map(|c| c.to_string()).join(sep);
     let plural = if d.len() == 1 { "" } else { "s" };
-    println!("process grid {}x{}x{} ({} subdomain{plural}):", g[0], g[1], g[2], d.len());
+    println!("process grid {} ({} subdomain{plural}):", join(d.grid(), "x"), d.len());
     for s in d.subdomains() {
-        let (c, o, e) = (s.coords, s.offset, s.extent);
         println!(
-            "  subdomain {} at ({}, {}, {}): offset ({}, {}, {}), extent {}x{}x{}",
-            s.index, c[0], c[1], c[2], o[0], o[1], o[2], e[0], e[1], e[2]
+            "  subdomain {} at ({}): offset ({}), extent {}",
+            s.index,
+            join(s.coords, ", "),
+            join(s.offset, ", "),
+            join(s.extent, "x")
         );
     }
 }
@@ -220,5 +228,8 @@ mod tests {
         assert!(p(None, None, None, Some([1, 1, 1])).target("x").unwrap_err().contains("give one of them"));
         assert_eq!(parse_grid(" 2, 1,3"), Ok([2, 1, 3]));
         assert!(parse_grid("2,0,1").is_err() && parse_grid("2,2").is_err() && parse_grid("a,b,c").is_err());
+        assert_eq!((parse_grid_of::<2>("3x2"), parse_grid_of::<2>("1, 4")), (Ok([3, 2]), Ok([1, 4])));
+        let e = parse_grid_of::<2>("2,2,1").unwrap_err();
+        assert!(e.contains("2 positive counts, e.g. 2,1"), "{e}");
     }
 }

@@ -1,5 +1,5 @@
-//! Checkpoint and restart of decomposed runs on host subdomains, for the acoustic and Euler
-//! models (diffusion's are in `checkpoint_restart.rs`): over several process grids, uneven
+//! Checkpoint and restart of decomposed runs on host subdomains, for the acoustic, Euler and
+//! shallow water models (diffusion's are in `checkpoint_restart.rs`): over several process grids, uneven
 //! splits included, `N` steps, a checkpoint (one part per subdomain), a restart and `N` more
 //! steps give the run of `2N` steps straight through, bit for bit, and the single-domain run's
 //! fields; a restart from parts that do not fit the run (another decomposition, a missing or
@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use stencil_examples::acoustic::{self, RegionStrategies};
 use stencil_examples::checkpoint::{self, Plan};
 use stencil_examples::euler::{Boundary, Euler, Scheme};
+use stencil_examples::swe::{self, Edge};
 use stencil_runtime::io::checkpoint::part_path;
 use stencil_runtime::io::IoError;
 use stencil_runtime::{Domains, Element, Field, Host, Overlap};
@@ -302,5 +303,112 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     );
     assert_eq!(e12.code(), "S0408", "{e12}");
     assert!(e12.to_string().contains("decomposition") && e12.to_string().contains("extent [25, 8, 24]"), "{e12}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A perturbed dam break off the centre of a small uneven basin, with the edges given and a
+/// flow that crosses them.
+fn dam_break(edges: [Edge; 2]) -> (swe::Model, swe::State<Field<f64, 2>>) {
+    let model = swe::Model { n: [13, 11], dx: [0.3, 0.25], edges, cfl: 0.45 };
+    let q0 = model.initial(|[x, y]| {
+        let dam = if (x - 0.4).powi(2) + (y + 0.3).powi(2) < 1.2 { 2.0 } else { 1.0 };
+        let h = dam + 0.05 * (2.0 * x).sin() * (3.0 * y).cos() + 0.02 * (7.0 * x * y).sin();
+        [h, h * (0.3 - 0.2 * y), h * (0.15 * x - 0.25)]
+    });
+    (model, q0)
+}
+
+/// The interior bits of `h`, `hu` and `hv`.
+fn swe_bits(q: &swe::State<Field<f64, 2>>) -> Vec<u64> {
+    [&q.h, &q.hu, &q.hv].into_iter().flat_map(interior_bits).collect()
+}
+
+#[test]
+fn decomposed_swe_restarts_bit_for_bit() {
+    let dir = scratch("swe");
+    let t_end = 0.25;
+    let cases = [
+        ([Edge::Wall, Edge::Wall], [2, 1]),
+        ([Edge::Periodic, Edge::Wall], [1, 3]),
+        ([Edge::Outflow, Edge::Periodic], [3, 2]),
+        ([Edge::Periodic, Edge::Periodic], [2, 2]),
+        ([Edge::Wall, Edge::Outflow], [1, 4]),
+    ];
+    for (case, (edges, grid)) in cases.into_iter().enumerate() {
+        let (model, q0) = dam_break(edges);
+        let mut single = swe::Solver::new(Host, model, &q0).unwrap();
+        single.run_until(t_end, |_| {}).unwrap();
+        assert!(single.steps > 6, "{} steps", single.steps);
+        let single_bits = swe_bits(&single.state().unwrap());
+        let count = grid.iter().product();
+        let domains = Domains::new(model.decompose(count, Some(grid)).unwrap(), vec![Host; count]).unwrap();
+        let plan = Plan::every("swe2d", 3, &dir.join(format!("case-{case}")));
+        let what = format!("swe {edges:?} over grid {grid:?}");
+        let (whole, start) = checkpoint::swe_decomposed(&domains, model, &q0, t_end, &plan, |_| {}).unwrap();
+        assert_eq!((whole.steps, whole.t.to_bits(), start), (single.steps, single.t.to_bits(), 0), "{what}");
+        assert_eq!(swe_bits(&whole.gather().unwrap().unwrap()), single_bits, "{what}");
+        for at in [3, 6] {
+            assert_parts(&plan.path(at), count);
+            let restart = plan.clone().restart_from(&plan.path(at));
+            let mut times = Vec::new();
+            let (resumed, start) =
+                checkpoint::swe_decomposed(&domains, model, &q0, t_end, &restart, |s| times.push(s.steps)).unwrap();
+            assert_eq!(start, at, "{what}");
+            assert_eq!(times.first(), Some(&(at + 1)), "{what}: the first step after the restart");
+            assert_eq!((resumed.steps, resumed.t.to_bits()), (single.steps, single.t.to_bits()), "{what}");
+            assert_eq!(swe_bits(&resumed.gather().unwrap().unwrap()), single_bits, "{what}: restart at {at}");
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn decomposed_swe_restarts_that_do_not_fit_are_refused_with_what_differs() {
+    let dir = scratch("swe-refused");
+    let (model, q0) = dam_break([Edge::Wall, Edge::Wall]);
+    let t_end = 0.15;
+    let on = |count: usize, grid: Option<[usize; 2]>| {
+        Domains::new(model.decompose(count, grid).unwrap(), vec![Host; count]).unwrap()
+    };
+    let domains = on(4, Some([2, 2]));
+    let plan = Plan::every("swe2d", 2, &dir);
+    checkpoint::swe_decomposed(&domains, model, &q0, t_end, &plan, |_| {}).unwrap();
+    let path = plan.path(2);
+    let restart = plan.clone().restart_from(&path);
+    let refuse = |domains: &Domains<Host, 2>, model: swe::Model, plan: &Plan| {
+        io_error(checkpoint::swe_decomposed(domains, model, &q0, t_end, plan, |_| {}).map(drop).unwrap_err())
+    };
+    // Another process grid of as many subdomains, another number of subdomains.
+    let e1 = refuse(&on(4, Some([4, 1])), model, &restart);
+    assert_eq!(e1.code(), "S0408", "{e1}");
+    assert!(e1.to_string().contains("process grid [2, 2]"), "{e1}");
+    let e2 = refuse(&on(2, None), model, &restart);
+    assert_eq!(e2.code(), "S0411", "{e2}");
+    assert!(e2.to_string().contains("parts of a run of [4] subdomains"), "{e2}");
+    // Other edges (as periodic as these: the same decomposition), another CFL number.
+    let e3 = refuse(&domains, swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model }, &restart);
+    assert!(e3.to_string().contains("Outflow"), "{e3}");
+    let e4 = refuse(&domains, swe::Model { cfl: 0.4, ..model }, &restart);
+    assert!(e4.to_string().contains("cfl"), "{e4}");
+    // A single-domain restart from the parts, and a decomposed one from a single-domain file.
+    let e5 = io_error(checkpoint::swe(Host, model, &q0, t_end, &restart, |_| {}).map(drop).unwrap_err());
+    assert!(e5.to_string().contains(".part-I-of-N"), "{e5}");
+    let single = Plan::every("swe2d", 2, &dir.join("single"));
+    checkpoint::swe(Host, model, &q0, t_end, &single, |_| {}).unwrap();
+    let e6 = refuse(&domains, model, &single.clone().restart_from(&single.path(2)));
+    assert!(e6.to_string().contains("4 parts") && e6.to_string().contains("a single-domain checkpoint"), "{e6}");
+    // A damaged part, then a missing one.
+    let part = part_path(&path, 1, 4);
+    let mut flipped = std::fs::read(&part).unwrap();
+    let at = flipped.len() - 50;
+    flipped[at] ^= 0x01;
+    std::fs::write(&part, &flipped).unwrap();
+    let e7 = refuse(&domains, model, &restart);
+    assert_eq!(e7.code(), "S0407", "{e7}");
+    assert!(e7.to_string().contains("part-1-of-4"), "{e7}");
+    std::fs::remove_file(&part).unwrap();
+    let e8 = refuse(&domains, model, &restart);
+    assert_eq!(e8.code(), "S0411", "{e8}");
+    assert!(e8.to_string().contains("parts [1] of the 4"), "{e8}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

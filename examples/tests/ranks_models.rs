@@ -1,15 +1,17 @@
-//! The three decomposed models over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`,
+//! The four decomposed models over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`,
 //! `-n 2` and `-n 4`): diffusion and the 25-point acoustic update with PML (f32, every overlap
-//! mode; for the acoustic model the fields, snapshot and every receiver trace) and Euler (f64,
-//! periodic, reflective and outflow axes), each with one and two subdomains per rank, equal bit
-//! for bit on rank 0 to the single-domain run on the host; and decomposed diffusion, acoustic and
-//! Euler runs on host subdomains that checkpoint (each rank writing its subdomains' parts) and
-//! restart from the parts, equal to the single-domain run too. A difference panics, which makes
-//! `mpiexec` end every rank with the message.
+//! mode; for the acoustic model the fields, snapshot and every receiver trace), Euler (f64,
+//! periodic, reflective and outflow axes) and the 2D shallow water model (walls, outflow and
+//! periodic edges; every time step too), each with one and two subdomains per rank, equal bit
+//! for bit on rank 0 to the single-domain run on the host; and decomposed diffusion, acoustic,
+//! Euler and shallow water runs on host subdomains that checkpoint (each rank writing its
+//! subdomains' parts) and restart from the parts, equal to the single-domain run too. A
+//! difference panics, which makes `mpiexec` end every rank with the message.
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
+use stencil_examples::swe::{self, DomainSolver, Edge, Solver};
 use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap, World};
 
 /// Bits of a field's storage, widened to f64 (exact for f32, signed zeros included).
@@ -24,7 +26,11 @@ fn differing<T: Copy + Into<f64>>(a: &[T], b: &[T]) -> usize {
 }
 
 /// This rank's subdomains of a decomposition, each on an executor `exec(global index)`.
-fn domains<E: Executor>(world: &World, d: Decomposition<3>, exec: &dyn Fn(usize) -> E) -> Domains<E, 3> {
+fn domains<E: Executor, const D: usize>(
+    world: &World,
+    d: Decomposition<D>,
+    exec: &dyn Fn(usize) -> E,
+) -> Domains<E, D> {
     let per_rank = d.len() / world.size();
     let first = world.rank() * per_rank;
     Domains::over_ranks(world.clone(), d, (first..first + per_rank).map(exec).collect())
@@ -230,6 +236,83 @@ fn euler<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E)
     }
 }
 
+/// A perturbed dam break off the centre of a small uneven basin with the edges given and a
+/// flow that crosses them.
+fn dam_break(edges: [Edge; 2]) -> (swe::Model, swe::State<stencil_runtime::Field2<f64>>) {
+    let model = swe::Model { n: [15, 13], dx: [0.3, 0.25], edges, cfl: 0.45 };
+    let q0 = model.initial(|[x, y]| {
+        let dam = if (x - 0.4).powi(2) + (y + 0.3).powi(2) < 1.5 { 2.0 } else { 1.0 };
+        let h = dam + 0.05 * (2.0 * x).sin() * (3.0 * y).cos() + 0.02 * (7.0 * x * y).sin();
+        [h, h * (0.3 - 0.2 * y), h * (0.15 * x - 0.25)]
+    });
+    (model, q0)
+}
+
+/// The interior values of `h`, `hu` and `hv`.
+fn swe_cells(q: &swe::State<stencil_runtime::Field2<f64>>) -> Vec<f64> {
+    [&q.h, &q.hu, &q.hv].into_iter().flat_map(|f| f.interior_view().iter().copied().collect::<Vec<_>>()).collect()
+}
+
+/// The shallow water model over the ranks (walls and periodic, outflow and periodic edges):
+/// every time step on every rank and the cells on rank 0 equal the single-domain run's.
+fn swe<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    for edges in [[Edge::Wall, Edge::Periodic], [Edge::Periodic, Edge::Outflow]] {
+        let (model, q0) = dam_break(edges);
+        let t_end = 0.3;
+        let mut single = Solver::new(Host, model, &q0).unwrap();
+        let mut dts = Vec::new();
+        while swe::running(single.t, t_end) {
+            dts.push(single.cfl_step(Some(t_end)).unwrap().to_bits());
+        }
+        let d = model.decompose(world.size() * per_rank, None).unwrap();
+        let what = format!("swe {edges:?} over grid {:?}", d.grid());
+        let mut split = DomainSolver::new(&domains(world, d, exec), model, &q0).unwrap();
+        let mut dts_d = Vec::new();
+        while swe::running(split.t, t_end) {
+            dts_d.push(split.cfl_step(Some(t_end)).unwrap().to_bits());
+        }
+        assert!(dts.len() > 3, "{what}: {} steps", dts.len());
+        assert_eq!(dts_d, dts, "{what}: time steps");
+        if let Some(q) = split.gather().unwrap() {
+            assert_eq!(differing(&swe_cells(&q), &swe_cells(&single.state().unwrap())), 0, "{what}");
+        }
+    }
+}
+
+/// The decomposed shallow water run with checkpoints over ranks, restarted from the parts.
+fn swe_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::{self, Plan};
+    let (model, q0) = dam_break([Edge::Periodic, Edge::Wall]);
+    let t_end = 0.3;
+    let mut single = Solver::new(Host, model, &q0).unwrap();
+    single.run_until(t_end, |_| {}).unwrap();
+    assert!(single.steps > 3, "{} steps", single.steps);
+    let d = model.decompose(world.size() * per_rank, None).unwrap();
+    let dir = checkpoint_dir(world, "swe", per_rank);
+    let plan = Plan::every("swe2d", 3, &dir);
+    let doms = domains(world, d, exec);
+    let (whole, _) = checkpoint::swe_decomposed(&doms, model, &q0, t_end, &plan, |_| {}).unwrap();
+    world.sum(0.0); // every part is written
+    let restart = plan.clone().restart_from(&plan.path(3));
+    let (resumed, start) = checkpoint::swe_decomposed(&doms, model, &q0, t_end, &restart, |_| {}).unwrap();
+    let what = format!("swe checkpoints over grid {:?}", d.grid());
+    assert_eq!(
+        (whole.steps, resumed.steps, start, whole.t.to_bits(), resumed.t.to_bits()),
+        (single.steps, single.steps, 3, single.t.to_bits(), single.t.to_bits()),
+        "{what}"
+    );
+    let (whole, resumed) = (whole.gather().unwrap(), resumed.gather().unwrap());
+    if let (Some(whole), Some(resumed)) = (whole, resumed) {
+        let reference = swe_cells(&single.state().unwrap());
+        assert_eq!(differing(&swe_cells(&whole), &reference), 0, "{what}");
+        assert_eq!(differing(&swe_cells(&resumed), &reference), 0, "{what}: restarted at step 3");
+    }
+    world.sum(0.0);
+    if world.rank() == 0 {
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().expect("MPI_Init failed");
     let world = World::mpi(universe.world());
@@ -241,6 +324,8 @@ fn main() {
         acoustic_checkpoint(&world, per_rank, &|_| Host);
         euler(&world, per_rank, &|_| Host);
         euler_checkpoint(&world, per_rank, &|_| Host);
+        swe(&world, per_rank, &|_| Host);
+        swe_checkpoint(&world, per_rank, &|_| Host);
     }
     #[allow(unused_mut)]
     let mut on = "host subdomains".to_string();
@@ -258,7 +343,7 @@ fn main() {
     }
     if world.rank() == 0 {
         println!(
-            "ranks_models: {} rank(s), {on}: diffusion, acoustic and euler (each on host subdomains with \
+            "ranks_models: {} rank(s), {on}: diffusion, acoustic, euler and swe (each on host subdomains with \
              checkpoints and a restart too) equal the single domain bit for bit",
             world.size()
         );

@@ -1,8 +1,12 @@
 //! Seed paper 000's shallow water model on the CPU (or a GPU): a circular dam break in a square
 //! basin with reflective walls (`examples/src/swe.rs`: MUSCL-minmod, HLL, SSP-RK3). Prints the
 //! total mass at the start and the end (conserved to round-off) and writes a PNG of the depth.
-//! `--checkpoint-every N` writes the state every N steps, `--restart FILE` resumes from such a
-//! checkpoint, bit for bit.
+//! `--domains N` splits the grid over N host subdomains (halo exchange between them; over MPI
+//! ranks with the `mpi` feature, `mpiexec -n R` with N a multiple of R), `--grid PX,PY` gives
+//! the process grid; the result is the single-domain one, bit for bit. `--gpus N` (GPU
+//! subdomains) is not available for swe2d: `--gpu N` runs on one GPU. `--checkpoint-every N`
+//! writes the state every N steps (one part per subdomain with `--domains`), `--restart FILE`
+//! resumes from such a checkpoint, bit for bit.
 //! `cargo run --release -p stencil-examples --bin swe2d -- --help` lists the options.
 
 use std::path::PathBuf;
@@ -11,8 +15,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::write_png_image;
-use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
-use stencil_runtime::{Executor, Field2, Host};
+use stencil_examples::placement::{parse_grid_of, print_decomposition, Processes, Target};
+use stencil_examples::swe::{circular_dam, DomainSolver, Edge, Model, Solver, State};
+use stencil_runtime::{Domains, Executor, Field2, Host};
 
 /// Circular dam break: depth --h-in within --radius of the centre of a walled square basin,
 /// --h-out outside, water at rest; shallow water equations until --t-end.
@@ -46,6 +51,18 @@ struct Args {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long)]
     gpu: Option<usize>,
+    /// Split the grid over N host subdomains (halo exchange between them; over the MPI ranks of
+    /// `mpiexec -n R` with the `mpi` feature, N a multiple of R).
+    #[arg(long, value_name = "N")]
+    domains: Option<usize>,
+    /// GPU subdomains: not available for swe2d in this build (use --gpu for one GPU, --domains
+    /// for host subdomains).
+    #[arg(long, value_name = "N")]
+    gpus: Option<usize>,
+    /// Process grid of the subdomains, e.g. 2,3 or 2x3 (with --domains; its product must be N).
+    /// Chosen for the least halo surface when not given.
+    #[arg(long, value_name = "PX,PY", value_parser = parse_grid_of::<2>)]
+    grid: Option<[usize; 2]>,
     /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
     #[command(flatten)]
     checkpoint: CheckpointArgs,
@@ -53,14 +70,36 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    stencil_examples::logging::init();
-    if let Err(e) = run(&args) {
+    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
         eprintln!("swe2d: error: {e}");
         std::process::exit(1);
     }
 }
 
-fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
+    if args.gpus.is_some() {
+        return Err("--gpus: GPU subdomains are not available for swe2d in this build: run on one GPU with --gpu N \
+                    (a build with `--features cuda`), or over host subdomains with --domains N (over MPI ranks too)"
+            .into());
+    }
+    let target = match (args.gpu, args.domains) {
+        (Some(_), Some(_)) => {
+            return Err("--gpu N runs on one GPU and --domains N over host subdomains: give one of them".into())
+        }
+        (None, None) if args.grid.is_some() => {
+            return Err("--grid gives the process grid of --domains N: give --domains too".into())
+        }
+        (Some(ordinal), None) => Target::Gpu(ordinal),
+        (None, Some(domains)) => Target::HostDomains(domains),
+        (None, None) => Target::Host,
+    };
+    let ranks = processes.world().size();
+    if ranks > 1 && target.domains().is_none() {
+        return Err(format!(
+            "{ranks} ranks, but the run is not decomposed: give --domains N (a multiple of the rank count)"
+        )
+        .into());
+    }
     if args.size < 4 || args.length <= 0.0 || args.t_end <= 0.0 || !(args.cfl > 0.0 && args.cfl <= 0.5) {
         return Err("need --size >= 4, --length > 0, --t-end > 0 and 0 < --cfl <= 0.5".into());
     }
@@ -69,6 +108,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     }
     let dx = args.length / args.size as f64;
     let model = Model { n: [args.size; 2], dx: [dx; 2], edges: [Edge::Wall; 2], cfl: args.cfl };
+    // Decompose before anything runs, so that a grid that does not fit is reported at once.
+    let decomposition = match target {
+        Target::HostDomains(domains) => Some(model.decompose(domains, args.grid)?),
+        _ => None,
+    };
     let q0 = model.initial(circular_dam(args.radius, args.h_in, args.h_out));
     println!(
         "swe2d: {n}x{n} cells of {dx:.4} m ({len} m basin, walls), dam r = {r} m, h = {hi} m inside, {ho} m \
@@ -82,26 +126,41 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
         cfl = args.cfl,
         threads = rayon::current_num_threads(),
     );
+    if let Some(d) = &decomposition {
+        print_decomposition(d);
+    }
     let m0 = model.mass(&q0);
     println!("mass at t = 0: {m0:.15e} m^3");
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    if processes.world().rank() == 0 {
+        std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    }
 
     let bar = ProgressBar::new(1000);
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {msg}, {elapsed_precise} elapsed, eta {eta}").expect("a valid template"),
     );
+    if processes.world().rank() != 0 {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
     let start = std::time::Instant::now();
     args.checkpoint.check()?;
     let plan = Plan::new("swe2d", &args.checkpoint);
     if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
+        let parts = if decomposition.is_some() { " (one part per subdomain)" } else { "" };
+        println!("checkpoints every {n} steps into {}{parts}", plan.dir.display());
     }
-    let outcome = match args.gpu {
-        None => advance(Host, model, &q0, args.t_end, &plan, &bar),
-        Some(ordinal) => run_on_gpu(model, &q0, args.t_end, ordinal, &plan, &bar),
+    let outcome = match (target, decomposition) {
+        (Target::HostDomains(_), Some(d)) => processes
+            .host_domains(d)
+            .map_err(Into::into)
+            .and_then(|domains| advance_domains(&domains, model, &q0, args.t_end, &plan, &bar)),
+        (Target::Gpu(ordinal), _) => run_on_gpu(model, &q0, args.t_end, ordinal, &plan, &bar),
+        _ => advance(Host, model, &q0, args.t_end, &plan, &bar),
     };
     bar.finish_and_clear();
     let (steps, q) = outcome?;
+    // Ranks other than 0 hold no global result.
+    let Some(q) = q else { return Ok(()) };
     let seconds = start.elapsed().as_secs_f64();
     let cells = args.size * args.size;
     println!(
@@ -126,8 +185,9 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The steps taken and the final host state, or what went wrong.
-type Outcome = Result<(usize, State<Field2<f64>>), Box<dyn std::error::Error>>;
+/// The steps taken and the final host state (on rank 0; `None` on the other ranks of a
+/// decomposed run), or what went wrong.
+type Outcome = Result<(usize, Option<State<Field2<f64>>>), Box<dyn std::error::Error>>;
 
 /// Runs `model` from `q0` (or the checkpoint `plan.restart`) to `t_end` on `exec` with the
 /// progress bar, writing checkpoints as `plan` says; returns the steps and the final host state.
@@ -148,11 +208,40 @@ fn advance<E: Executor>(
         if start > 0 {
             println!("restarted from step {start}");
         }
-        return Ok((solver.steps, solver.state()?));
+        return Ok((solver.steps, Some(solver.state()?)));
     }
     let mut solver = Solver::new(exec, model, q0)?;
     solver.run_until(t_end, progress)?;
-    Ok((solver.steps, solver.state()?))
+    Ok((solver.steps, Some(solver.state()?)))
+}
+
+/// [`advance`] over the subdomains of `domains` ([`DomainSolver`]; with checkpoints, one part
+/// per subdomain, [`checkpoint::swe_decomposed`]); the final state is gathered on rank 0.
+fn advance_domains<E: Executor>(
+    domains: &Domains<E, 2>,
+    model: Model,
+    q0: &State<Field2<f64>>,
+    t_end: f64,
+    plan: &Plan,
+    bar: &ProgressBar,
+) -> Outcome {
+    for (s, exec) in domains.subdomains().zip(domains.execs()) {
+        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
+    }
+    let progress = |s: &DomainSolver<E>| {
+        bar.set_position((s.t / t_end * 1000.0).round() as u64);
+        bar.set_message(format!("t = {:.3} s, step {}", s.t, s.steps));
+    };
+    if plan.every.is_some() || plan.restart.is_some() {
+        let (solver, start) = checkpoint::swe_decomposed(domains, model, q0, t_end, plan, progress)?;
+        if start > 0 {
+            println!("restarted from step {start}");
+        }
+        return Ok((solver.steps, solver.gather()?));
+    }
+    let mut solver = DomainSolver::new(domains, model, q0)?;
+    solver.run_until(t_end, progress)?;
+    Ok((solver.steps, solver.gather()?))
 }
 
 #[cfg(feature = "cuda")]
