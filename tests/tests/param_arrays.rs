@@ -147,3 +147,34 @@ fn a_group_prints_the_cuda_of_its_members() {
         assert_eq!(grouped.source, flat.source.replace("advance_flat", "advance"), "{strategy}");
     }
 }
+
+/// `advance` with the group read and written whole at a point: `q[idx]` is the array of the
+/// members' values there, `qn[idx] = [..]` writes every member.
+#[stencil]
+fn advance_whole(idx: Idx2, c: f64, q: [&Field2<f64>; 3], qn: [&mut Field2<f64>; 3], speed: &mut Field2<f64>) {
+    let here = q[idx];
+    let west = q[idx.ix(-1, 0)];
+    let mut next = [0.0; 3];
+    for v in 0..3 {
+        next[v] = here[v] - c * (here[v] - west[v]);
+    }
+    qn[idx] = next;
+    speed[idx] = norm(q[idx]);
+}
+
+#[test]
+fn a_group_at_a_point_is_the_array_of_its_members() {
+    let mut rng = SplitMix64::new(94);
+    let shape = Shape2::new([29, 13]).halo(1);
+    let q: [Field2<f64>; 3] = std::array::from_fn(|_| random(shape, &mut rng, 0.5, 2.0));
+    let range = Loop2D::interior(&shape);
+    let mut by_member: [Field2<f64>; 4] = std::array::from_fn(|_| poisoned(shape));
+    let mut whole: [Field2<f64>; 4] = std::array::from_fn(|_| poisoned(shape));
+    let [a, b, c, s] = &mut by_member;
+    range.run(Advance, (0.3, [&q[0], &q[1], &q[2]], [a, b, c], s)).unwrap();
+    let [a, b, c, s] = &mut whole;
+    range.run(AdvanceWhole, (0.3, [&q[0], &q[1], &q[2]], [a, b, c], s)).unwrap();
+    for (k, (got, want)) in whole.iter().zip(&by_member).enumerate() {
+        assert_bits_eq(got, want, &format!("field {k}"));
+    }
+}

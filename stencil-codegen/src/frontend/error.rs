@@ -58,6 +58,13 @@ pub enum ErrorKind {
     Generics,
     /// A generic `#[stencil_fn]` helper.
     HelperGenerics,
+    /// An attribute argument given twice.
+    AttributeTwice {
+        /// `stencil` or `stencil_fn`.
+        attribute: &'static str,
+        /// The argument (`sweep`, `crate`).
+        key: &'static str,
+    },
     /// An array parameter whose length is not an integer literal from 1 to the array limit.
     ParamArrayLength,
     /// A group of fields used whole, as a value.
@@ -427,6 +434,7 @@ impl fmt::Display for ErrorKind {
             FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
             ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
             ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),
+            AttributeTwice { attribute, key } => write!(f, "`{key} = ..` is given twice to #[{attribute}]: keep one"),
             HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
             MissingIndex => write!(f, "the first parameter of a stencil must be the point index: `idx: Idx1`, `idx: Idx2` or `idx: Idx3`"),
@@ -460,7 +468,7 @@ impl fmt::Display for ErrorKind {
             SweepOrder { found } => write!(f, "`sweep = {found}`: a column sweep goes `forward` (from the range's first level up: `#[stencil(sweep = forward)]`) or `backward` (from its last level down)"),
             NotASweep { what } => write!(f, "`{what}` exists only in a column sweep: declare the stencil `#[stencil(sweep = forward)]` (or `backward`) to update each column level by level"),
             CarryPlacement => write!(f, "`#[carry]` locals open the body of a sweep, before any other statement: they are set once per column, before its first level, and keep their values from one level to the next"),
-            CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
+            CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level, and may write nothing: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
             Closure => write!(f, "closures are not supported in stencils: write the expression inline"),

@@ -70,22 +70,24 @@ impl Attribute {
         }
         let unsupported =
             |span: proc_macro2::Span| Error::new(span, ErrorKind::AttributeArgument { attribute: target.keyword() });
-        let mut sweep_word: Option<Ident> = None;
+        // (key, its span, the value's tokens), in order.
+        let mut args: Vec<(&'static str, proc_macro2::Span, TokenStream)> = Vec::new();
         let parser = |input: syn::parse::ParseStream| -> syn::Result<()> {
             loop {
                 if input.peek(syn::Token![crate]) {
-                    input.parse::<syn::Token![crate]>()?;
+                    let key = input.parse::<syn::Token![crate]>()?;
                     input.parse::<syn::Token![=]>()?;
                     let path: syn::Path =
                         if input.peek(syn::LitStr) { input.parse::<syn::LitStr>()?.parse()? } else { input.parse()? };
-                    parsed.runtime = Some(quote!(#path));
+                    args.push(("crate", key.span, quote!(#path)));
                 } else {
                     let key: Ident = input.parse()?;
                     if key != "sweep" || target != Target::Stencil {
                         return Err(syn::Error::new(key.span(), "argument"));
                     }
                     input.parse::<syn::Token![=]>()?;
-                    sweep_word = Some(input.parse()?);
+                    let word: Ident = input.parse()?;
+                    args.push(("sweep", key.span(), quote!(#word)));
                 }
                 if input.is_empty() {
                     return Ok(());
@@ -97,11 +99,20 @@ impl Attribute {
             }
         };
         syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
-        if let Some(word) = sweep_word {
-            parsed.sweep = Some(
-                SweepOrder::from_word(&word.to_string())
-                    .ok_or_else(|| Error::spanned(&word, ErrorKind::SweepOrder { found: word.to_string() }))?,
-            );
+        for (key, span, value) in args {
+            let twice = Error::new(span, ErrorKind::AttributeTwice { attribute: target.keyword(), key });
+            if key == "crate" {
+                if parsed.runtime.replace(value).is_some() {
+                    return Err(twice);
+                }
+                continue;
+            }
+            let word = value.to_string();
+            let order = SweepOrder::from_word(&word)
+                .ok_or_else(|| Error::spanned(&value, ErrorKind::SweepOrder { found: word.clone() }))?;
+            if parsed.sweep.replace(order).is_some() {
+                return Err(twice);
+            }
         }
         Ok(parsed)
     }
@@ -237,6 +248,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         name = ir.functor_name();
     }
     let functor = format_ident!("{}", name, span = func.sig.ident.span());
+    let functor_name = name.clone();
     let doc = format!(
         "Functor of the `#[stencil]` function `{}`, generic over its element type `{param}` (`f32` or `f64`): \
          run it with `range.run({functor}::<f64>::new(), (args...))`.",
@@ -245,14 +257,39 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     Ok(quote! {
         #(#attrs)*
         #[doc = #doc]
-        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
         #vis struct #functor<#param>(::core::marker::PhantomData<fn() -> #param>);
 
+        // By hand: derives would ask the element type for each trait (`f32: Eq`).
         impl<#param> #functor<#param> {
             /// The functor (for the element type named by `::<f32>` or `::<f64>`).
             #vis const fn new() -> Self {
                 #functor(::core::marker::PhantomData)
             }
+        }
+        impl<#param> ::core::clone::Clone for #functor<#param> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<#param> ::core::marker::Copy for #functor<#param> {}
+        impl<#param> ::core::default::Default for #functor<#param> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+        impl<#param> ::core::fmt::Debug for #functor<#param> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#functor_name)
+            }
+        }
+        impl<#param> ::core::cmp::PartialEq for #functor<#param> {
+            fn eq(&self, _: &Self) -> bool {
+                true
+            }
+        }
+        impl<#param> ::core::cmp::Eq for #functor<#param> {}
+        impl<#param> ::core::hash::Hash for #functor<#param> {
+            fn hash<H: ::core::hash::Hasher>(&self, _: &mut H) {}
         }
 
         #check

@@ -66,18 +66,30 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
         .iter()
         .flat_map(|fa| fa.offsets.iter().enumerate().filter(|(_, o)| **o != [0; 3]).map(move |(i, _)| (*fa, i)))
         .collect();
+    for (fa, i) in &passed {
+        // The frontend allows no other read of a written field; the `unsafe` reads below rely on it.
+        assert!(
+            ir.reads_written_at(fa.offsets[*i]),
+            "stencil `{}` reads written field `{}` at {:?}, which is not a level its sweep has passed",
+            ir.name,
+            fa.name,
+            fa.offsets[*i]
+        );
+    }
     let passed_setup = passed.iter().map(|(fa, i)| {
         let off = offset_name(fa, *i);
         let [a, b, c] = fa.offsets[*i];
         quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
     });
-    // Carried locals: (tile buffer, row slice, local, type).
+    // Carried locals the body uses (temporaries of their initial values stay in the set-up):
+    // (tile buffer, row slice, local, type).
+    let used = used_locals(&ir.body);
     let carried: Vec<(Ident, Ident, Ident, Ident)> = sweep
         .map(|sw| {
             sw.carried
                 .iter()
                 .filter_map(|s| match s {
-                    Stmt::Let { local, .. } => Some(&ir.locals[*local]),
+                    Stmt::Let { local, .. } if used.contains(local) => Some(&ir.locals[*local]),
                     _ => None,
                 })
                 .map(|l| {
@@ -286,7 +298,16 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             let tiles = carried.iter().map(|(tile, _, _, _)| tile);
             let initial = carried.iter().map(|(_, _, l, _)| quote!(::std::vec![#l; #block.rows * #block.len]));
             let [level, levels] = [&printer.level, &printer.levels];
+            let axis = Lit::usize_unsuffixed(ir.column_axis());
+            let too_many = format!(
+                "column sweep `{}`: the range has more than {} levels along its last axis: split the launch",
+                ir.name,
+                i32::MAX
+            );
             quote! {
+                if #range.len_per_axis()[#axis] > i32::MAX as usize {
+                    return ::core::result::Result::Err(#rt::LaunchError::Range(#too_many.to_string()));
+                }
                 #rt::__private::for_each_column(
                     #range,
                     &#shape,
@@ -366,6 +387,17 @@ fn row_name(fa: &FieldAccess, i: usize) -> Ident {
 
 fn passed_row_name(fa: &FieldAccess, i: usize) -> Ident {
     ident(&naming::passed_row(&fa.name, i))
+}
+
+/// Locals that `body` reads or assigns.
+fn used_locals(body: &[Stmt]) -> HashSet<LocalId> {
+    let mut set = assigned_locals(body);
+    crate::ir::visit_exprs(body, &mut |e| {
+        if let ExprKind::Local(l) = e.kind {
+            set.insert(l);
+        }
+    });
+    set
 }
 
 /// Locals that are assigned after their declaration (printed `let mut`).

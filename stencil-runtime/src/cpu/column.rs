@@ -50,7 +50,7 @@ pub fn for_each_column<const D: usize, O: RowOutputs, S>(
     let (bc, bm) = (row_len.min(ROW_POINTS), row_count.min(TILE_ROWS));
     let tiles = [row_len.div_ceil(bc), row_count.div_ceil(bm), tile_count];
     let levels = n[column];
-    let level_count = i32::try_from(levels).expect("a range's levels fit an i32 (checked by the launch)");
+    let level_count = i32::try_from(levels).expect("a range's levels fit an i32 (the generated launch checks)");
     let (isa, flush) = (isa(), tuning().flush_denormals);
     run_tasks(tiles.iter().product(), |t| {
         let _mode = DenormalMode::flush(flush);

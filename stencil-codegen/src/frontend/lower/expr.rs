@@ -267,7 +267,8 @@ impl Lowerer {
                 self.lookup(&i.to_string()).is_none()
                     && matches!(self.param(&i.to_string()), Some((_, p)) if matches!(p.kind, ParamKind::Field(_)))
             }),
-            syn::Expr::Index(ix) => self.field_array(&ix.expr).is_some(),
+            // `q[2]` (a member), not `q[idx]` (the members' values at a point).
+            syn::Expr::Index(ix) => self.field_array(&ix.expr).is_some() && self.group_at(ix).is_none(),
             _ => false,
         }
     }
@@ -283,9 +284,38 @@ impl Lowerer {
     /// `f[idx]` / `f[idx.ix::<..>()]` read as a value (`f` a field parameter).
     pub(super) fn field_load(&mut self, ix: &syn::ExprIndex) -> Result<TExpr, Error> {
         let (field, offset) = self.field_access(ix)?;
-        let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
+        self.load_at(field, offset, &ix.index)
+    }
+
+    /// `q[idx]` / `q[idx.ix(..)]` of a group of fields `q`: the array of its members' values at
+    /// that point.
+    pub(super) fn group_load(&mut self, ix: &syn::ExprIndex) -> Result<Vec<TExpr>, Error> {
+        let (name, members) = self.group_at(ix).expect("a group indexed at a point");
+        let offset = self.point_offset(&ix.index, &name)?;
+        members.into_iter().map(|field| self.load_at(field, offset, &ix.index)).collect()
+    }
+
+    /// `ix` if it is a group of fields indexed at a point (`q[idx]`, `q[idx.ix(..)]`): the group's
+    /// name and members.
+    pub(super) fn group_at(&self, ix: &syn::ExprIndex) -> Option<(String, Vec<usize>)> {
+        let is_point = match &*ix.index {
+            e if self.is_index_expr(e) => true,
+            syn::Expr::MethodCall(m) => self.is_index_expr(&m.receiver) && m.method == "ix",
+            _ => false,
+        };
+        if is_point {
+            self.field_array(&ix.expr)
+        } else {
+            None
+        }
+    }
+
+    /// Field `field` read at `offset` (`at`: the index expression, for errors): refused for a
+    /// written field anywhere but the point itself (or, in a sweep, a level it has passed).
+    fn load_at(&mut self, field: ParamId, offset: [i32; 3], at: &syn::Expr) -> Result<TExpr, Error> {
+        let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("a field parameter") };
         if fp.writable && offset != [0; 3] {
-            let (name, shown) = (self.params[field].name.clone(), offset[..self.dim].to_vec());
+            let (name, shown) = (self.param_display(field), offset[..self.dim].to_vec());
             let kind = match self.sweep {
                 Some(order) if order.has_passed(self.dim, offset) => None,
                 Some(order) => {
@@ -298,7 +328,7 @@ impl Lowerer {
                 None => Some(ErrorKind::RacyRead { field: name, offset: shown }),
             };
             if let Some(kind) = kind {
-                return Err(Error::spanned(&ix.index, kind));
+                return Err(Error::spanned(at, kind));
             }
         }
         let ty = self.types.known(fp.elem);
@@ -326,14 +356,20 @@ impl Lowerer {
             syn::Expr::Index(inner) if self.field_array(&inner.expr).is_some() => {
                 let (_, elems) = self.field_array(&inner.expr).expect("checked");
                 let id = elems[self.element_index(inner, elems.len())?];
-                (self.params[id].name.clone(), id)
+                (self.param_display(id), id)
             }
             other => return Err(unsupported(other, "indexing this expression (only field parameters can be indexed)")),
         };
+        Ok((field, self.point_offset(&ix.index, &name)?))
+    }
+
+    /// The offset of a point expression indexing field `name`: `idx` (0), `idx.ix::<a, b, c>()`
+    /// or `idx.ix(a, b, c)`.
+    pub(super) fn point_offset(&self, index: &syn::Expr, name: &str) -> Result<[i32; 3], Error> {
         let bad_index =
-            || Error::spanned(&ix.index, ErrorKind::BadIndex { field: name.clone(), index: self.index_name.clone() });
+            || Error::spanned(index, ErrorKind::BadIndex { field: name.to_string(), index: self.index_name.clone() });
         let mut offset = [0i32; 3];
-        match &*ix.index {
+        match index {
             e if self.is_index_expr(e) => {}
             syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" => {
                 // `ix::<a, b, c>()` or `ix(a, b, c)`, not both.
@@ -376,7 +412,7 @@ impl Lowerer {
             syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => return Err(bad_index()),
             _ => return Err(bad_index()),
         }
-        Ok((field, offset))
+        Ok(offset)
     }
 
     pub(super) fn binary(&mut self, op: BinOp, l: TExpr, r: TExpr, span: Span) -> Result<TExpr, Error> {

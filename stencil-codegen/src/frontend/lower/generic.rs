@@ -27,15 +27,15 @@ pub fn element_parameter(item: &syn::ItemFn) -> Result<Option<syn::Ident>, Error
     }
 }
 
-/// `item` with its generics removed and every path that is `param` (or starts with it, as in
-/// `T::sqrt`) naming `elem` instead.
+/// `item` with its generics removed and `param` replaced by `elem` in every type and every path
+/// expression through it (`T::sqrt`, `T::MAX`).
 pub fn instantiate(item: &syn::ItemFn, param: &syn::Ident, elem: ScalarType) -> syn::ItemFn {
     struct Substitute<'a> {
         param: &'a syn::Ident,
         elem: syn::Ident,
     }
-    impl VisitMut for Substitute<'_> {
-        fn visit_path_mut(&mut self, path: &mut syn::Path) {
+    impl Substitute<'_> {
+        fn rename(&self, path: &mut syn::Path) {
             if path.leading_colon.is_none() {
                 if let Some(first) = path.segments.first_mut() {
                     if first.ident == *self.param && first.arguments.is_empty() {
@@ -43,7 +43,23 @@ pub fn instantiate(item: &syn::ItemFn, param: &syn::Ident, elem: ScalarType) -> 
                     }
                 }
             }
-            syn::visit_mut::visit_path_mut(self, path);
+        }
+    }
+    impl VisitMut for Substitute<'_> {
+        // Types (`&Field3<T>`, `let x: T`, `as T`) name the element type wherever `T` stands.
+        fn visit_type_path_mut(&mut self, ty: &mut syn::TypePath) {
+            if ty.qself.is_none() {
+                self.rename(&mut ty.path);
+            }
+            syn::visit_mut::visit_type_path_mut(self, ty);
+        }
+        // In expressions only paths through the type do (`T::sqrt(x)`, `T::MAX`): a bare `T` is
+        // a value, which the element type is not.
+        fn visit_expr_path_mut(&mut self, e: &mut syn::ExprPath) {
+            if e.qself.is_none() && e.path.segments.len() > 1 {
+                self.rename(&mut e.path);
+            }
+            syn::visit_mut::visit_expr_path_mut(self, e);
         }
     }
     let mut item = item.clone();

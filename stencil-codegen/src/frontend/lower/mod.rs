@@ -106,7 +106,14 @@ fn carry_attribute(stmt: &syn::Stmt) -> Option<&syn::Attribute> {
 /// Refuses a carried local whose initial value reads a field or the level: it is computed once
 /// per column, before the first level.
 fn check_carried(pat: &syn::Pat, stmts: &[Stmt<Var>]) -> Result<(), Error> {
-    let mut per_point = false;
+    fn writes(stmts: &[Stmt<Var>]) -> bool {
+        stmts.iter().any(|s| match s {
+            Stmt::Store { .. } | Stmt::Fold { .. } => true,
+            Stmt::If { then_body, else_body, .. } => writes(then_body) || writes(else_body),
+            Stmt::Let { .. } | Stmt::Assign { .. } => false,
+        })
+    }
+    let mut per_point = writes(stmts);
     crate::ir::visit_exprs(stmts, &mut |e| {
         per_point |= matches!(e.kind, ExprKind::Load { .. } | ExprKind::Level | ExprKind::Levels)
     });
@@ -182,7 +189,18 @@ impl Lowerer {
         if !self.call_stack.is_empty() {
             return None;
         }
-        self.params.iter().enumerate().find(|(_, p)| p.name == name)
+        // An array parameter's elements are reached through it (`w[1]`), not by the names the IR
+        // gives them (`w_1`).
+        let in_array = |id: &usize| self.param_arrays.values().any(|ids| ids.contains(id));
+        self.params.iter().enumerate().find(|(id, p)| p.name == name && !in_array(id))
+    }
+
+    /// How errors name parameter `id`: `q[2]` for an element of an array parameter, else its name.
+    pub(super) fn param_display(&self, id: usize) -> String {
+        self.param_arrays
+            .iter()
+            .find_map(|(name, ids)| ids.iter().position(|&i| i == id).map(|k| format!("{name}[{k}]")))
+            .unwrap_or_else(|| self.params[id].name.clone())
     }
 
     /// The elements of the array parameter `name` (none inside a helper or where a local of
@@ -454,38 +472,63 @@ impl Lowerer {
                     _ => Err(Error::spanned(&target, ErrorKind::BadAssignTarget)),
                 }
             }
+            // `q[idx] = [..]`: every member of a group of fields at the point.
+            syn::Expr::Index(ix) if self.group_at(ix).is_some() => {
+                let (name, members) = self.group_at(ix).expect("checked");
+                let values = match value {
+                    Value::Array(v) if v.len() == members.len() => v,
+                    other => {
+                        let expected = format!("`{name}[..]`: an array of {} values", members.len());
+                        return Err(Error::spanned(
+                            target,
+                            ErrorKind::ShapeMismatch { expected, found: other.shape().to_string() },
+                        ));
+                    }
+                };
+                for (field, value) in members.into_iter().zip(values) {
+                    self.store_at(field, ix, value, out)?;
+                }
+                Ok(())
+            }
             syn::Expr::Index(ix) if !self.is_field(&ix.expr) => self.assign_element(ix, value, out),
             syn::Expr::Index(ix) => {
                 let value = value.scalar(target)?;
-                let (field, offset) = self.field_access(ix)?;
-                let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("field_access checks") };
-                if !fp.writable {
-                    return Err(Error::spanned(
-                        &ix.expr,
-                        ErrorKind::ReadOnlyWrite {
-                            field: self.params[field].name.clone(),
-                            dim: self.dim,
-                            elem: fp.elem.to_string(),
-                        },
-                    ));
-                }
-                if offset != [0; 3] {
-                    return Err(Error::spanned(
-                        &ix.index,
-                        ErrorKind::OffsetWrite {
-                            field: self.params[field].name.clone(),
-                            offset: offset[..self.dim].to_vec(),
-                        },
-                    ));
-                }
-                let elem = self.types.known(fp.elem);
-                self.types.unify(elem, value.ty, target.span())?;
-                out.push(Stmt::Store { field, value });
-                Ok(())
+                let (field, _) = self.field_access(ix)?;
+                self.store_at(field, ix, value, out)
             }
             syn::Expr::Paren(p) => self.assign(&p.expr, value, out),
             other => Err(Error::spanned(&other, ErrorKind::BadAssignTarget)),
         }
+    }
+}
+
+impl Lowerer {
+    /// Stores `value` into field `field` at the point `ix` indexes (refused for a read-only field
+    /// or another point than the current one).
+    fn store_at(
+        &mut self,
+        field: usize,
+        ix: &syn::ExprIndex,
+        value: crate::ir::Expr<Var>,
+        out: &mut Vec<Stmt<Var>>,
+    ) -> Result<(), Error> {
+        let name = self.param_display(field);
+        let offset = self.point_offset(&ix.index, &name)?;
+        let ParamKind::Field(fp) = self.params[field].kind else { unreachable!("a field parameter") };
+        if !fp.writable {
+            let kind = ErrorKind::ReadOnlyWrite { field: name, dim: self.dim, elem: fp.elem.to_string() };
+            return Err(Error::spanned(&ix.expr, kind));
+        }
+        if offset != [0; 3] {
+            return Err(Error::spanned(
+                &ix.index,
+                ErrorKind::OffsetWrite { field: name, offset: offset[..self.dim].to_vec() },
+            ));
+        }
+        let elem = self.types.known(fp.elem);
+        self.types.unify(elem, value.ty, ix.span())?;
+        out.push(Stmt::Store { field, value });
+        Ok(())
     }
 }
 

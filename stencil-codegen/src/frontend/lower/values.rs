@@ -36,7 +36,7 @@ pub(super) enum DeclType {
 
 /// The structure of a value or a type, without element types (for error messages and checks).
 #[derive(Clone, Debug, PartialEq)]
-enum Shape {
+pub(super) enum Shape {
     Scalar,
     Array(usize),
     Tuple(Vec<Shape>),
@@ -53,7 +53,7 @@ impl fmt::Display for Shape {
 }
 
 impl Value {
-    fn shape(&self) -> Shape {
+    pub(super) fn shape(&self) -> Shape {
         match self {
             Value::Scalar(_) => Shape::Scalar,
             Value::Array(v) => Shape::Array(v.len()),
@@ -143,6 +143,7 @@ impl Lowerer {
             syn::Expr::Paren(p) => self.lower_value(&p.expr, out),
             syn::Expr::Group(g) => self.lower_value(&g.expr, out),
             syn::Expr::Path(p) => self.path_value(p),
+            syn::Expr::Index(ix) if self.group_at(ix).is_some() => Ok(Value::Array(self.group_load(ix)?)),
             syn::Expr::Index(ix) if self.is_field(&ix.expr) => Ok(Value::Scalar(self.field_load(ix)?)),
             syn::Expr::Index(ix) => {
                 let array = self.lower_value(&ix.expr, out)?;
