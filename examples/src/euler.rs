@@ -251,35 +251,13 @@ macro_rules! face_flux_stencil {
     ($name:ident, $face:ident, $swap:ident, $doc:literal, [$($m1:tt)*], [$($p1:tt)*], [$($p2:tt)*]) => {
         #[doc = concat!("The split variant's ", $doc, ".")]
         #[stencil]
-        pub fn $name(
-            idx: Idx3,
-            gamma: f64,
-            kappa: f64,
-            beta: f64,
-            rho: &Field3<f64>,
-            mx: &Field3<f64>,
-            my: &Field3<f64>,
-            mz: &Field3<f64>,
-            e: &Field3<f64>,
-            f_rho: &mut Field3<f64>,
-            f_mx: &mut Field3<f64>,
-            f_my: &mut Field3<f64>,
-            f_mz: &mut Field3<f64>,
-            f_e: &mut Field3<f64>,
-        ) {
-            let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
-            #[rustfmt::skip]
-            let m1 = primitive([rho[idx.ix::<$($m1)*>()], mx[idx.ix::<$($m1)*>()], my[idx.ix::<$($m1)*>()], mz[idx.ix::<$($m1)*>()], e[idx.ix::<$($m1)*>()]], gamma);
-            #[rustfmt::skip]
-            let p1 = primitive([rho[idx.ix::<$($p1)*>()], mx[idx.ix::<$($p1)*>()], my[idx.ix::<$($p1)*>()], mz[idx.ix::<$($p1)*>()], e[idx.ix::<$($p1)*>()]], gamma);
-            #[rustfmt::skip]
-            let p2 = primitive([rho[idx.ix::<$($p2)*>()], mx[idx.ix::<$($p2)*>()], my[idx.ix::<$($p2)*>()], mz[idx.ix::<$($p2)*>()], e[idx.ix::<$($p2)*>()]], gamma);
-            let f = $swap($face($swap(m1), $swap(w), $swap(p1), $swap(p2), kappa, beta, gamma));
-            f_rho[idx] = f[0];
-            f_mx[idx] = f[1];
-            f_my[idx] = f[2];
-            f_mz[idx] = f[3];
-            f_e[idx] = f[4];
+        pub fn $name(idx: Idx3, gamma: f64, kappa: f64, beta: f64, q: [&Field3<f64>; 5], f: [&mut Field3<f64>; 5]) {
+            let w = primitive(q[idx], gamma);
+            let m1 = primitive(q[idx.ix::<$($m1)*>()], gamma);
+            let p1 = primitive(q[idx.ix::<$($p1)*>()], gamma);
+            let p2 = primitive(q[idx.ix::<$($p2)*>()], gamma);
+            let flux = $swap($face($swap(m1), $swap(w), $swap(p1), $swap(p2), kappa, beta, gamma));
+            f[idx] = flux;
         }
     };
 }
@@ -288,62 +266,28 @@ macro_rules! face_flux_stencil {
 /// three face-flux stencils of the split variant.
 macro_rules! euler_stencils {
     ($face:ident, $fused:ident, $flux_x:ident, $flux_y:ident, $flux_z:ident) => {
-        /// The fused SSP-RK3 stage: `out = a q_n + b (q + Δt L(q))` with the six faces of the
+/// The fused SSP-RK3 stage: `out = a q_n + b (q + Δt L(q))` with the six faces of the
         /// cell reconstructed and solved here (`cx = Δt/h_x` etc., `gdt = g Δt`).
         #[stencil]
+        #[rustfmt::skip]
         pub fn $fused(
-            idx: Idx3,
-            gamma: f64,
-            kappa: f64,
-            beta: f64,
-            a: f64,
-            b: f64,
-            cx: f64,
-            cy: f64,
-            cz: f64,
-            gdt: f64,
-            rho: &Field3<f64>,
-            mx: &Field3<f64>,
-            my: &Field3<f64>,
-            mz: &Field3<f64>,
-            e: &Field3<f64>,
-            rho_n: &Field3<f64>,
-            mx_n: &Field3<f64>,
-            my_n: &Field3<f64>,
-            mz_n: &Field3<f64>,
-            e_n: &Field3<f64>,
-            rho_out: &mut Field3<f64>,
-            mx_out: &mut Field3<f64>,
-            my_out: &mut Field3<f64>,
-            mz_out: &mut Field3<f64>,
-            e_out: &mut Field3<f64>,
+            idx: Idx3, gamma: f64, kappa: f64, beta: f64, a: f64, b: f64, cx: f64, cy: f64, cz: f64, gdt: f64,
+            q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
         ) {
-            let q = [rho[idx], mx[idx], my[idx], mz[idx], e[idx]];
-            let w = primitive(q, gamma);
-            #[rustfmt::skip]
-            let xm2 = primitive([rho[idx.ix::<-2, 0, 0>()], mx[idx.ix::<-2, 0, 0>()], my[idx.ix::<-2, 0, 0>()], mz[idx.ix::<-2, 0, 0>()], e[idx.ix::<-2, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let xm1 = primitive([rho[idx.ix::<-1, 0, 0>()], mx[idx.ix::<-1, 0, 0>()], my[idx.ix::<-1, 0, 0>()], mz[idx.ix::<-1, 0, 0>()], e[idx.ix::<-1, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let xp1 = primitive([rho[idx.ix::<1, 0, 0>()], mx[idx.ix::<1, 0, 0>()], my[idx.ix::<1, 0, 0>()], mz[idx.ix::<1, 0, 0>()], e[idx.ix::<1, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let xp2 = primitive([rho[idx.ix::<2, 0, 0>()], mx[idx.ix::<2, 0, 0>()], my[idx.ix::<2, 0, 0>()], mz[idx.ix::<2, 0, 0>()], e[idx.ix::<2, 0, 0>()]], gamma);
-            #[rustfmt::skip]
-            let ym2 = primitive([rho[idx.ix::<0, -2, 0>()], mx[idx.ix::<0, -2, 0>()], my[idx.ix::<0, -2, 0>()], mz[idx.ix::<0, -2, 0>()], e[idx.ix::<0, -2, 0>()]], gamma);
-            #[rustfmt::skip]
-            let ym1 = primitive([rho[idx.ix::<0, -1, 0>()], mx[idx.ix::<0, -1, 0>()], my[idx.ix::<0, -1, 0>()], mz[idx.ix::<0, -1, 0>()], e[idx.ix::<0, -1, 0>()]], gamma);
-            #[rustfmt::skip]
-            let yp1 = primitive([rho[idx.ix::<0, 1, 0>()], mx[idx.ix::<0, 1, 0>()], my[idx.ix::<0, 1, 0>()], mz[idx.ix::<0, 1, 0>()], e[idx.ix::<0, 1, 0>()]], gamma);
-            #[rustfmt::skip]
-            let yp2 = primitive([rho[idx.ix::<0, 2, 0>()], mx[idx.ix::<0, 2, 0>()], my[idx.ix::<0, 2, 0>()], mz[idx.ix::<0, 2, 0>()], e[idx.ix::<0, 2, 0>()]], gamma);
-            #[rustfmt::skip]
-            let zm2 = primitive([rho[idx.ix::<0, 0, -2>()], mx[idx.ix::<0, 0, -2>()], my[idx.ix::<0, 0, -2>()], mz[idx.ix::<0, 0, -2>()], e[idx.ix::<0, 0, -2>()]], gamma);
-            #[rustfmt::skip]
-            let zm1 = primitive([rho[idx.ix::<0, 0, -1>()], mx[idx.ix::<0, 0, -1>()], my[idx.ix::<0, 0, -1>()], mz[idx.ix::<0, 0, -1>()], e[idx.ix::<0, 0, -1>()]], gamma);
-            #[rustfmt::skip]
-            let zp1 = primitive([rho[idx.ix::<0, 0, 1>()], mx[idx.ix::<0, 0, 1>()], my[idx.ix::<0, 0, 1>()], mz[idx.ix::<0, 0, 1>()], e[idx.ix::<0, 0, 1>()]], gamma);
-            #[rustfmt::skip]
-            let zp2 = primitive([rho[idx.ix::<0, 0, 2>()], mx[idx.ix::<0, 0, 2>()], my[idx.ix::<0, 0, 2>()], mz[idx.ix::<0, 0, 2>()], e[idx.ix::<0, 0, 2>()]], gamma);
+            let s = q[idx];
+            let w = primitive(s, gamma);
+            let xm2 = primitive(q[idx.ix::<-2, 0, 0>()], gamma);
+            let xm1 = primitive(q[idx.ix::<-1, 0, 0>()], gamma);
+            let xp1 = primitive(q[idx.ix::<1, 0, 0>()], gamma);
+            let xp2 = primitive(q[idx.ix::<2, 0, 0>()], gamma);
+            let ym2 = primitive(q[idx.ix::<0, -2, 0>()], gamma);
+            let ym1 = primitive(q[idx.ix::<0, -1, 0>()], gamma);
+            let yp1 = primitive(q[idx.ix::<0, 1, 0>()], gamma);
+            let yp2 = primitive(q[idx.ix::<0, 2, 0>()], gamma);
+            let zm2 = primitive(q[idx.ix::<0, 0, -2>()], gamma);
+            let zm1 = primitive(q[idx.ix::<0, 0, -1>()], gamma);
+            let zp1 = primitive(q[idx.ix::<0, 0, 1>()], gamma);
+            let zp2 = primitive(q[idx.ix::<0, 0, 2>()], gamma);
             let fxm = $face(xm2, xm1, w, xp1, kappa, beta, gamma);
             let fxp = $face(xm1, w, xp1, xp2, kappa, beta, gamma);
             let fym = swap_y($face(swap_y(ym2), swap_y(ym1), swap_y(w), swap_y(yp1), kappa, beta, gamma));
@@ -352,20 +296,42 @@ macro_rules! euler_stencils {
             let fzp = swap_z($face(swap_z(zm1), swap_z(w), swap_z(zp1), swap_z(zp2), kappa, beta, gamma));
             let mut r = [0.0f64; 5];
             for v in 0..5 {
-                r[v] = q[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
+                r[v] = s[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
             }
-            r[3] -= gdt * q[0];
-            r[4] -= gdt * q[3];
-            rho_out[idx] = a * rho_n[idx] + b * r[0];
-            mx_out[idx] = a * mx_n[idx] + b * r[1];
-            my_out[idx] = a * my_n[idx] + b * r[2];
-            mz_out[idx] = a * mz_n[idx] + b * r[3];
-            e_out[idx] = a * e_n[idx] + b * r[4];
+            r[3] -= gdt * s[0];
+            r[4] -= gdt * s[3];
+            for v in 0..5 {
+                out[v][idx] = a * qn[v][idx] + b * r[v];
+            }
         }
 
-        face_flux_stencil!($flux_x, $face, swap_x, "x faces: the flux through the face `i+1/2` of cell `i`", [-1, 0, 0], [1, 0, 0], [2, 0, 0]);
-        face_flux_stencil!($flux_y, $face, swap_y, "y faces: the flux through the face `j+1/2` of cell `j`", [0, -1, 0], [0, 1, 0], [0, 2, 0]);
-        face_flux_stencil!($flux_z, $face, swap_z, "z faces: the flux through the face `k+1/2` of cell `k`", [0, 0, -1], [0, 0, 1], [0, 0, 2]);
+        face_flux_stencil!(
+            $flux_x,
+            $face,
+            swap_x,
+            "x faces: the flux through the face `i+1/2` of cell `i`",
+            [-1, 0, 0],
+            [1, 0, 0],
+            [2, 0, 0]
+        );
+        face_flux_stencil!(
+            $flux_y,
+            $face,
+            swap_y,
+            "y faces: the flux through the face `j+1/2` of cell `j`",
+            [0, -1, 0],
+            [0, 1, 0],
+            [0, 2, 0]
+        );
+        face_flux_stencil!(
+            $flux_z,
+            $face,
+            swap_z,
+            "z faces: the flux through the face `k+1/2` of cell `k`",
+            [0, 0, -1],
+            [0, 0, 1],
+            [0, 0, 2]
+        );
     };
 }
 
@@ -375,85 +341,34 @@ euler_stencils!(face_rusanov, euler_fused_rusanov, euler_flux_x_rusanov, euler_f
 /// The split variant's update: `out = a q_n + b (q + Δt L(q))` from the face fluxes (`fx` at
 /// `i` is the face `i+1/2`), the same operations in the same order as the fused stage.
 #[stencil]
+#[rustfmt::skip]
 pub fn euler_update(
-    idx: Idx3,
-    a: f64,
-    b: f64,
-    cx: f64,
-    cy: f64,
-    cz: f64,
-    gdt: f64,
-    rho: &Field3<f64>,
-    mx: &Field3<f64>,
-    my: &Field3<f64>,
-    mz: &Field3<f64>,
-    e: &Field3<f64>,
-    rho_n: &Field3<f64>,
-    mx_n: &Field3<f64>,
-    my_n: &Field3<f64>,
-    mz_n: &Field3<f64>,
-    e_n: &Field3<f64>,
-    fx0: &Field3<f64>,
-    fx1: &Field3<f64>,
-    fx2: &Field3<f64>,
-    fx3: &Field3<f64>,
-    fx4: &Field3<f64>,
-    fy0: &Field3<f64>,
-    fy1: &Field3<f64>,
-    fy2: &Field3<f64>,
-    fy3: &Field3<f64>,
-    fy4: &Field3<f64>,
-    fz0: &Field3<f64>,
-    fz1: &Field3<f64>,
-    fz2: &Field3<f64>,
-    fz3: &Field3<f64>,
-    fz4: &Field3<f64>,
-    rho_out: &mut Field3<f64>,
-    mx_out: &mut Field3<f64>,
-    my_out: &mut Field3<f64>,
-    mz_out: &mut Field3<f64>,
-    e_out: &mut Field3<f64>,
+    idx: Idx3, a: f64, b: f64, cx: f64, cy: f64, cz: f64, gdt: f64, q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5],
+    fx: [&Field3<f64>; 5], fy: [&Field3<f64>; 5], fz: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
 ) {
-    let q = [rho[idx], mx[idx], my[idx], mz[idx], e[idx]];
-    let fxp = [fx0[idx], fx1[idx], fx2[idx], fx3[idx], fx4[idx]];
-    #[rustfmt::skip]
-    let fxm = [fx0[idx.ix::<-1, 0, 0>()], fx1[idx.ix::<-1, 0, 0>()], fx2[idx.ix::<-1, 0, 0>()], fx3[idx.ix::<-1, 0, 0>()], fx4[idx.ix::<-1, 0, 0>()]];
-    let fyp = [fy0[idx], fy1[idx], fy2[idx], fy3[idx], fy4[idx]];
-    #[rustfmt::skip]
-    let fym = [fy0[idx.ix::<0, -1, 0>()], fy1[idx.ix::<0, -1, 0>()], fy2[idx.ix::<0, -1, 0>()], fy3[idx.ix::<0, -1, 0>()], fy4[idx.ix::<0, -1, 0>()]];
-    let fzp = [fz0[idx], fz1[idx], fz2[idx], fz3[idx], fz4[idx]];
-    #[rustfmt::skip]
-    let fzm = [fz0[idx.ix::<0, 0, -1>()], fz1[idx.ix::<0, 0, -1>()], fz2[idx.ix::<0, 0, -1>()], fz3[idx.ix::<0, 0, -1>()], fz4[idx.ix::<0, 0, -1>()]];
-    let mut r = [0.0f64; 5];
-    for v in 0..5 {
-        r[v] = q[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
-    }
-    r[3] -= gdt * q[0];
-    r[4] -= gdt * q[3];
-    rho_out[idx] = a * rho_n[idx] + b * r[0];
-    mx_out[idx] = a * mx_n[idx] + b * r[1];
-    my_out[idx] = a * my_n[idx] + b * r[2];
-    mz_out[idx] = a * mz_n[idx] + b * r[3];
-    e_out[idx] = a * e_n[idx] + b * r[4];
+    let s = q[idx];
+    let fxp = fx[idx];
+    let fxm = fx[idx.ix::<-1, 0, 0>()];
+    let fyp = fy[idx];
+    let fym = fy[idx.ix::<0, -1, 0>()];
+    let fzp = fz[idx];
+    let fzm = fz[idx.ix::<0, 0, -1>()];
+        let mut r = [0.0f64; 5];
+        for v in 0..5 {
+            r[v] = s[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
+        }
+        r[3] -= gdt * s[0];
+        r[4] -= gdt * s[3];
+        for v in 0..5 {
+            out[v][idx] = a * qn[v][idx] + b * r[v];
+        }
 }
 
 /// The largest CFL rate of the cells, `max Σ_axes (|u_axis| + c) / h_axis` (NaN once a rate is
 /// NaN): the time step is the Courant number over it.
 #[stencil]
-pub fn euler_rate(
-    idx: Idx3,
-    gamma: f64,
-    hx: f64,
-    hy: f64,
-    hz: f64,
-    rho: &Field3<f64>,
-    mx: &Field3<f64>,
-    my: &Field3<f64>,
-    mz: &Field3<f64>,
-    e: &Field3<f64>,
-    rate: &mut Max<f64>,
-) {
-    let w = primitive([rho[idx], mx[idx], my[idx], mz[idx], e[idx]], gamma);
+pub fn euler_rate(idx: Idx3, gamma: f64, hx: f64, hy: f64, hz: f64, q: [&Field3<f64>; 5], rate: &mut Max<f64>) {
+    let w = primitive(q[idx], gamma);
     let c = (gamma * w[4] / w[0]).sqrt();
     rate.fold((w[1].abs() + c) / hx + (w[2].abs() + c) / hy + (w[3].abs() + c) / hz);
 }
@@ -689,11 +604,10 @@ impl Euler {
     /// The largest rate of the cells of `s.q`: [`EulerRate`] folded on the executor (on a GPU
     /// the launch returns once the number is on the host).
     fn max_rate<E: Executor>(&self, exec: &E, s: &State<E>) -> Result<f64, Error> {
-        let [r, mx, my, mz, e] = &s.q;
-        let cells = Loop3D::interior(exec.shape_of(r));
+        let cells = Loop3D::interior(exec.shape_of(&s.q[0]));
         let [hx, hy, hz] = self.h;
         let mut rate = Max::new();
-        exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, r, mx, my, mz, e, &mut rate))?;
+        exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, s.q.each_ref(), &mut rate))?;
         Ok(rate.get())
     }
 
@@ -738,25 +652,20 @@ impl Euler {
         let (g, st) = (self.gamma, self.strategy);
         let [cx, cy, cz] = self.h.map(|h| dt / h);
         let gdt = self.gravity * dt;
-        let [r, mx, my, mz, e] = q;
-        let [rn, mxn, myn, mzn, en] = &*qn;
-        let shape = *exec.shape_of(r);
+        let shape = *exec.shape_of(&q[0]);
         let interior = Loop3D::interior(&shape);
-        let [o0, o1, o2, o3, o4] = out;
         match self.scheme {
             Scheme::Fused => {
-                let args = (
-                    g, kappa, beta, a, b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, o0, o1, o2, o3, o4,
-                );
+                let args = (g, kappa, beta, a, b, cx, cy, cz, gdt, q.each_ref(), qn.each_ref(), out.each_mut());
                 match self.riemann {
                     Riemann::Hllc => exec.run_with(range, EulerFusedHllc, st, args)?,
                     Riemann::Rusanov => exec.run_with(range, EulerFusedRusanov, st, args)?,
                 }
             }
             Scheme::Split => {
-                for (axis, [f0, f1, f2, f3, f4]) in flux.iter_mut().enumerate() {
+                for (axis, f) in flux.iter_mut().enumerate() {
                     let range = face_range_of(&shape, axis);
-                    let args = (g, kappa, beta, r, mx, my, mz, e, f0, f1, f2, f3, f4);
+                    let args = (g, kappa, beta, q.each_ref(), f.each_mut());
                     match (self.riemann, axis) {
                         (Riemann::Hllc, 0) => exec.run_with(&range, EulerFluxXHllc, st, args)?,
                         (Riemann::Hllc, 1) => exec.run_with(&range, EulerFluxYHllc, st, args)?,
@@ -766,11 +675,8 @@ impl Euler {
                         (Riemann::Rusanov, _) => exec.run_with(&range, EulerFluxZRusanov, st, args)?,
                     }
                 }
-                let [[x0, x1, x2, x3, x4], [y0, y1, y2, y3, y4], [z0, z1, z2, z3, z4]] = &*flux;
-                let args = (
-                    a, b, cx, cy, cz, gdt, r, mx, my, mz, e, rn, mxn, myn, mzn, en, x0, x1, x2, x3, x4, y0, y1, y2, y3,
-                    y4, z0, z1, z2, z3, z4, o0, o1, o2, o3, o4,
-                );
+                let [fx, fy, fz] = flux.each_ref().map(|f| f.each_ref());
+                let args = (a, b, cx, cy, cz, gdt, q.each_ref(), qn.each_ref(), fx, fy, fz, out.each_mut());
                 exec.run_with(&interior, EulerUpdate, st, args)?
             }
         }
@@ -1100,7 +1006,7 @@ impl Euler {
 }
 
 /// The names of the conserved fields in the stencils that read the state.
-const Q_NAMES: [&str; 5] = ["rho", "mx", "my", "mz", "e"];
+const Q_NAMES: [&str; 5] = ["q_0", "q_1", "q_2", "q_3", "q_4"];
 
 /// `w` widened by stencil `S`'s reads of the five conserved fields.
 fn reads_of_q<S: Stencil<3>>(w: HaloWidths<3>) -> Result<HaloWidths<3>, ReachError> {
@@ -1117,8 +1023,10 @@ fn low_reach<S: Stencil<3>>(axis: usize) -> usize {
 fn split_halo<X: Stencil<3>, Y: Stencil<3>, Z: Stencil<3>>() -> Result<HaloWidths<3>, Error> {
     let q = reads_of_q::<Z>(reads_of_q::<Y>(reads_of_q::<X>(HaloWidths::none())?)?)?;
     // The update's reach into the flux of each axis: the face layers below the interior.
-    let flux: [&str; 15] =
-        ["fx0", "fx1", "fx2", "fx3", "fx4", "fy0", "fy1", "fy2", "fy3", "fy4", "fz0", "fz1", "fz2", "fz3", "fz4"];
+    let flux: [&str; 15] = [
+        "fx_0", "fx_1", "fx_2", "fx_3", "fx_4", "fy_0", "fy_1", "fy_2", "fy_3", "fy_4", "fz_0", "fz_1", "fz_2", "fz_3",
+        "fz_4",
+    ];
     let faces = flux.iter().try_fold(HaloWidths::none(), |w, name| w.read_by::<EulerUpdate>(name))?.0;
     let below = [low_reach::<X>(0), low_reach::<Y>(1), low_reach::<Z>(2)];
     Ok(HaloWidths(std::array::from_fn(|a| q.0[a].max(faces[a] + below[a]))))
