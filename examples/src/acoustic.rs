@@ -68,113 +68,72 @@ pub fn courant_limit() -> f64 {
     2.0 / (3.0 * one_axis).sqrt()
 }
 
-/// Declares, for element type `$t`, the three stencils of a time step: the inner update, the
-/// PML update and the source injection. One body per stencil, instantiated for `f32` (the
-/// model) and `f64` (the order-of-accuracy test).
-macro_rules! wave_stencils {
-    ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
-        /// The inner region: `u_prev ← 2u − u_prev + vdt2 · ∇²u` with the 25-point star
-        /// (`c0` is the centre coefficient summed over axes; `cxm` is `c_m / h_x²`).
-        #[stencil]
-        pub fn $inner(
-            idx: Idx3,
-            c0: $t,
-            cx1: $t,
-            cx2: $t,
-            cx3: $t,
-            cx4: $t,
-            cy1: $t,
-            cy2: $t,
-            cy3: $t,
-            cy4: $t,
-            cz1: $t,
-            cz2: $t,
-            cz3: $t,
-            cz4: $t,
-            u: &Field3<$t>,
-            vdt2: &Field3<$t>,
-            u_prev: &mut Field3<$t>,
-        ) {
-            let lap = c0 * u[idx]
-                + cx1 * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
-                + cx2 * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
-                + cx3 * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
-                + cx4 * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
-                + cy1 * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
-                + cy2 * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
-                + cy3 * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
-                + cy4 * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
-                + cz1 * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
-                + cz2 * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
-                + cz3 * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
-                + cz4 * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
-            u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + vdt2[idx] * lap;
-        }
+// The three stencils of a time step, each generic over its element type: `f32` for the model,
+// `f64` for the order-of-accuracy test.
 
-        /// A PML slab: the damped update of the module docs, with `eta = η Δt` and
-        /// `gx = 1 / (4 h_x²)` (likewise `gy`, `gz`) for `∇eta·∇u`.
-        #[stencil]
-        pub fn $pml(
-            idx: Idx3,
-            c0: $t,
-            cx1: $t,
-            cx2: $t,
-            cx3: $t,
-            cx4: $t,
-            cy1: $t,
-            cy2: $t,
-            cy3: $t,
-            cy4: $t,
-            cz1: $t,
-            cz2: $t,
-            cz3: $t,
-            cz4: $t,
-            gx: $t,
-            gy: $t,
-            gz: $t,
-            u: &Field3<$t>,
-            vdt2: &Field3<$t>,
-            eta: &Field3<$t>,
-            u_prev: &mut Field3<$t>,
-            phi: &mut Field3<$t>,
-        ) {
-            let lap = c0 * u[idx]
-                + cx1 * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
-                + cx2 * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
-                + cx3 * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
-                + cx4 * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
-                + cy1 * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
-                + cy2 * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
-                + cy3 * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
-                + cy4 * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
-                + cz1 * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
-                + cz2 * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
-                + cz3 * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
-                + cz4 * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
-            let grad = gx
-                * (eta[idx.ix::<1, 0, 0>()] - eta[idx.ix::<-1, 0, 0>()])
-                * (u[idx.ix::<1, 0, 0>()] - u[idx.ix::<-1, 0, 0>()])
-                + gy * (eta[idx.ix::<0, 1, 0>()] - eta[idx.ix::<0, -1, 0>()])
-                    * (u[idx.ix::<0, 1, 0>()] - u[idx.ix::<0, -1, 0>()])
-                + gz * (eta[idx.ix::<0, 0, 1>()] - eta[idx.ix::<0, 0, -1>()])
-                    * (u[idx.ix::<0, 0, 1>()] - u[idx.ix::<0, 0, -1>()]);
-            let e = eta[idx];
-            let p = phi[idx];
-            u_prev[idx] = ((2.0 - e * e) * u[idx] - (1.0 - e) * u_prev[idx] + vdt2[idx] * (lap + p)) / (1.0 + e);
-            phi[idx] = ((1.0 - 0.5 * e) * p - grad) / (1.0 + 0.5 * e);
-        }
-
-        /// The source term at one point: `u_prev += amount · vdt2` (`amount` is the source's
-        /// value per unit volume at this step).
-        #[stencil]
-        pub fn $inject(idx: Idx3, amount: $t, vdt2: &Field3<$t>, u_prev: &mut Field3<$t>) {
-            u_prev[idx] = u_prev[idx] + amount * vdt2[idx];
-        }
-    };
+/// The inner region: `u_prev ← 2u − u_prev + vdt2 · ∇²u` with the 25-point star (`c0` is the
+/// centre coefficient summed over axes; `cx[m - 1]` is `c_m / h_x²`).
+#[stencil]
+#[rustfmt::skip]
+pub fn acoustic_inner<T>(
+    idx: Idx3, c0: T, cx: [T; 4], cy: [T; 4], cz: [T; 4], u: &Field3<T>, vdt2: &Field3<T>, u_prev: &mut Field3<T>,
+) {
+    let lap = c0 * u[idx]
+        + cx[0] * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
+        + cx[1] * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
+        + cx[2] * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
+        + cx[3] * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
+        + cy[0] * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
+        + cy[1] * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
+        + cy[2] * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
+        + cy[3] * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
+        + cz[0] * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
+        + cz[1] * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
+        + cz[2] * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
+        + cz[3] * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
+    u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + vdt2[idx] * lap;
 }
 
-wave_stencils!(f32, acoustic_inner, acoustic_pml, acoustic_inject);
-wave_stencils!(f64, acoustic_inner_f64, acoustic_pml_f64, acoustic_inject_f64);
+/// A PML slab: the damped update of the module docs, with `eta = η Δt` and `g[a] = 1 / (4 h_a²)`
+/// for `∇eta·∇u`.
+#[stencil]
+#[rustfmt::skip]
+pub fn acoustic_pml<T>(
+    idx: Idx3, c0: T, cx: [T; 4], cy: [T; 4], cz: [T; 4], g: [T; 3],
+    u: &Field3<T>, vdt2: &Field3<T>, eta: &Field3<T>, u_prev: &mut Field3<T>, phi: &mut Field3<T>,
+) {
+    let lap = c0 * u[idx]
+        + cx[0] * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
+        + cx[1] * (u[idx.ix::<2, 0, 0>()] + u[idx.ix::<-2, 0, 0>()])
+        + cx[2] * (u[idx.ix::<3, 0, 0>()] + u[idx.ix::<-3, 0, 0>()])
+        + cx[3] * (u[idx.ix::<4, 0, 0>()] + u[idx.ix::<-4, 0, 0>()])
+        + cy[0] * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
+        + cy[1] * (u[idx.ix::<0, 2, 0>()] + u[idx.ix::<0, -2, 0>()])
+        + cy[2] * (u[idx.ix::<0, 3, 0>()] + u[idx.ix::<0, -3, 0>()])
+        + cy[3] * (u[idx.ix::<0, 4, 0>()] + u[idx.ix::<0, -4, 0>()])
+        + cz[0] * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()])
+        + cz[1] * (u[idx.ix::<0, 0, 2>()] + u[idx.ix::<0, 0, -2>()])
+        + cz[2] * (u[idx.ix::<0, 0, 3>()] + u[idx.ix::<0, 0, -3>()])
+        + cz[3] * (u[idx.ix::<0, 0, 4>()] + u[idx.ix::<0, 0, -4>()]);
+    let grad = g[0]
+        * (eta[idx.ix::<1, 0, 0>()] - eta[idx.ix::<-1, 0, 0>()])
+        * (u[idx.ix::<1, 0, 0>()] - u[idx.ix::<-1, 0, 0>()])
+        + g[1] * (eta[idx.ix::<0, 1, 0>()] - eta[idx.ix::<0, -1, 0>()])
+            * (u[idx.ix::<0, 1, 0>()] - u[idx.ix::<0, -1, 0>()])
+        + g[2] * (eta[idx.ix::<0, 0, 1>()] - eta[idx.ix::<0, 0, -1>()])
+            * (u[idx.ix::<0, 0, 1>()] - u[idx.ix::<0, 0, -1>()]);
+    let e = eta[idx];
+    let p = phi[idx];
+    u_prev[idx] = ((2.0 - e * e) * u[idx] - (1.0 - e) * u_prev[idx] + vdt2[idx] * (lap + p)) / (1.0 + e);
+    phi[idx] = ((1.0 - 0.5 * e) * p - grad) / (1.0 + 0.5 * e);
+}
+
+/// The source term at one point: `u_prev += amount · vdt2` (`amount` is the source's value per
+/// unit volume at this step).
+#[stencil]
+pub fn acoustic_inject<T>(idx: Idx3, amount: T, vdt2: &Field3<T>, u_prev: &mut Field3<T>) {
+    u_prev[idx] = u_prev[idx] + amount * vdt2[idx];
+}
 
 /// The scalar arguments of the stencils for one grid spacing and element type.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -404,30 +363,9 @@ fn written_by<S: Stencil<3>>(field: &str) -> bool {
     S::INFO.fields.iter().any(|f| f.name == field && f.writable)
 }
 
-/// The inner stencil's arguments for fields `F` (host or device): the coefficients, then `u`,
-/// `vdt2`, `u_prev`.
-type InnerArgs<'a, T, F> = (T, T, T, T, T, T, T, T, T, T, T, T, T, &'a F, &'a F, &'a mut F);
-
-/// The PML stencil's arguments: the coefficients, then `u`, `vdt2`, `eta`, `u_prev`, `phi`.
-type PmlArgs<'a, T, F> = (T, T, T, T, T, T, T, T, T, T, T, T, T, T, T, T, &'a F, &'a F, &'a F, &'a mut F, &'a mut F);
-
-/// The inner stencil's arguments from coefficients and a state, for every element and field type.
-fn inner_args<'a, T: Copy, F>(c: &Coefficients<T>, s: &'a mut State<F>) -> InnerArgs<'a, T, F> {
-    let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
-    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, &s.u, &s.vdt2, &mut s.u_prev)
-}
-
-/// The PML stencil's arguments, as [`inner_args`] for the inner one.
-fn pml_args<'a, T: Copy, F>(c: &Coefficients<T>, s: &'a mut State<F>) -> PmlArgs<'a, T, F> {
-    let [[x1, x2, x3, x4], [y1, y2, y3, y4], [z1, z2, z3, z4]] = c.c;
-    let [gx, gy, gz] = c.g;
-    let (u, vdt2, eta, u_prev, phi) = (&s.u, &s.vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
-    (c.c0, x1, x2, x3, x4, y1, y2, y3, y4, z1, z2, z3, z4, gx, gy, gz, u, vdt2, eta, u_prev, phi)
-}
-
-/// Implements [`Wave`] for `$t` with its stencils.
+/// Implements [`Wave`] for `$t` with the stencils' instantiations for it.
 macro_rules! impl_wave {
-    ($t:ident, $inner:ident, $pml:ident, $inject:ident) => {
+    ($t:ident) => {
         impl Wave for $t {
             fn from_f64(v: f64) -> Self {
                 v as $t
@@ -441,9 +379,17 @@ macro_rules! impl_wave {
                 c: &Coefficients<Self>,
                 s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
+                let [cx, cy, cz] = c.c;
+                let (u, vdt2) = (&s.u, &s.vdt2);
                 match kind {
-                    RegionKind::Inner => exec.run_with(range, $inner, strategy, inner_args(c, s)),
-                    RegionKind::Pml => exec.run_with(range, $pml, strategy, pml_args(c, s)),
+                    RegionKind::Inner => {
+                        let args = (c.c0, cx, cy, cz, u, vdt2, &mut s.u_prev);
+                        exec.run_with(range, AcousticInner::<$t>::new(), strategy, args)
+                    }
+                    RegionKind::Pml => {
+                        let args = (c.c0, cx, cy, cz, c.g, u, vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
+                        exec.run_with(range, AcousticPml::<$t>::new(), strategy, args)
+                    }
                 }
             }
 
@@ -453,28 +399,30 @@ macro_rules! impl_wave {
                 amount: Self,
                 s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
-                exec.run(point, $inject, (amount, &s.vdt2, &mut s.u_prev))
+                exec.run(point, AcousticInject::<$t>::new(), (amount, &s.vdt2, &mut s.u_prev))
             }
 
             fn reach(field: &str) -> Result<HaloWidths<3>, ReachError> {
-                let widths = widen::<$inner>(None, field)?;
-                let widths = widen::<$pml>(widths, field)?;
-                match widen::<$inject>(widths, field)? {
+                let widths = widen::<AcousticInner<$t>>(None, field)?;
+                let widths = widen::<AcousticPml<$t>>(widths, field)?;
+                match widen::<AcousticInject<$t>>(widths, field)? {
                     Some(widths) => Ok(widths),
                     // No stencil has it: the PML stencil (which has every field) says so.
-                    None => HaloWidths::of::<$pml>(field),
+                    None => HaloWidths::of::<AcousticPml<$t>>(field),
                 }
             }
 
             fn writes(field: &str) -> bool {
-                written_by::<$inner>(field) || written_by::<$pml>(field) || written_by::<$inject>(field)
+                written_by::<AcousticInner<$t>>(field)
+                    || written_by::<AcousticPml<$t>>(field)
+                    || written_by::<AcousticInject<$t>>(field)
             }
         }
     };
 }
 
-impl_wave!(f32, AcousticInner, AcousticPml, AcousticInject);
-impl_wave!(f64, AcousticInnerF64, AcousticPmlF64, AcousticInjectF64);
+impl_wave!(f32);
+impl_wave!(f64);
 
 /// A layer of the velocity model: from `top` (metres of depth below the top of the physical
 /// domain) down to the next layer's top, velocity `v` (m/s).
