@@ -25,7 +25,7 @@
 //! above, `q_r += Δt (F_above − F) / (ρ Δz)`. The flux out of the bottom level is the surface
 //! rain rate; the water in a column plus the rain that left it is conserved.
 //!
-//! [`Column`] is written once against [`Executor`]; sweeps run on the host in this release.
+//! [`Column`] is written once against [`Executor`]: the host, or a GPU (one thread per column).
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Domains, Executor, LaunchError};

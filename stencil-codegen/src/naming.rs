@@ -114,7 +114,12 @@ pub fn param(name: &str) -> String {
 
 /// Variables of the kernels that the printed point update refers to (or that would hide a
 /// function it calls): the linear index and the shared-memory tile coordinates.
-const KERNEL_NAMES: &[&str] = &["idx", "tc", "tm", "to"];
+const KERNEL_NAMES: &[&str] = &["idx", "tc", "tm", "to", C_LEVEL, C_LEVELS];
+
+/// A column sweep kernel's level (`idx.level()`).
+pub const C_LEVEL: &str = "sweep_level";
+/// A column sweep kernel's level count (`idx.levels()`).
+pub const C_LEVELS: &str = "sweep_levels";
 
 /// Prefixes of every generated Rust name and every kernel parameter.
 const PREFIXES: &[&str] = &["__", PARAM_PREFIX];

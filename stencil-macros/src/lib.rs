@@ -42,7 +42,7 @@ fn runtime() -> proc_macro2::TokenStream {
 /// field may also be read at levels already passed (`x[idx.ix(0, 0, -1)]` going forward);
 /// `idx.level()` is the level's place in the sweep (0 first) and `idx.levels()` their number;
 /// `#[carry] let mut s = 0.0;` at the top of the body declares a local set once per column and
-/// kept from one level to the next. Sweeps run on the host (the CPU executor) in this release.
+/// kept from one level to the next. On a GPU a sweep runs one thread per column.
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
     match stencil_codegen::expand(attr.into(), item.into(), runtime()) {

@@ -12,6 +12,7 @@ pub mod canonical;
 pub mod exchange_check;
 pub mod fuzz;
 pub mod reducing;
+pub mod sweeping;
 
 use std::ops::{Add, Div, Mul, Neg, Sub};
 use stencil_runtime::{Element, Field, Loop, Shape};

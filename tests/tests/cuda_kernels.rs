@@ -32,6 +32,24 @@ fn speed_stats(
     dip.fold(h[idx] - h[idx.ix::<0, 0, -1>()]);
 }
 
+/// A column sweep: a carried local, the level, a written field read one level below.
+#[stencil(sweep = forward)]
+fn settle(idx: Idx3, w: f64, q: &Field3<f64>, flux: &mut Field3<f64>, out: &mut Field3<f64>) {
+    #[carry]
+    let mut falling = 0.0;
+    let below = if idx.level() == 0 { 0.0 } else { flux[idx.ix(0, 0, -1)] };
+    falling = 0.5 * falling + w * q[idx];
+    flux[idx] = falling;
+    out[idx] = q[idx] + below - falling;
+}
+
+/// A 2D backward sweep along j with the level count (f32).
+#[stencil(sweep = backward)]
+fn rise(idx: Idx2, q: &Field2<f32>, total: &mut Field2<f32>) {
+    let top = idx.level() == 0;
+    total[idx] = if top { q[idx] } else { total[idx.ix(0, 1)] + q[idx] * (idx.levels() as f32) };
+}
+
 /// One configuration of each strategy, plus the scalar (unaligned) form of z-marching.
 fn snapshot_strategies() -> Vec<(&'static str, Strategy)> {
     vec![
@@ -69,6 +87,13 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let reduce = |s: &Shape3| cuda_reduce_kernel::<SpeedStats, 3>(s, &Loop3D::interior(s)).expect("reduces").kernel;
     out.push(("reduce_speed_stats".into(), reduce(&s1)));
     out.push(("reduce_speed_stats_kij".into(), reduce(&kij)));
+    let columns = Shape3::new([64, 48, 32]).halo_per_axis([0, 0, 1]);
+    out.push(("sweep_settle".into(), cuda_kernel::<Settle, 3>(point, &columns, &Loop3D::interior(&columns)).unwrap()));
+    let columns_kij = columns.order(Order::Kij);
+    let in_kij = Loop3D::interior(&columns_kij);
+    out.push(("sweep_settle_kij".into(), cuda_kernel::<Settle, 3>(zmarch, &columns_kij, &in_kij).unwrap()));
+    let plane = Shape2::new([100, 40]).halo(1);
+    out.push(("sweep_rise_2d".into(), cuda_kernel::<Rise, 2>(point, &plane, &Loop2D::interior(&plane)).unwrap()));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out

@@ -7,99 +7,10 @@
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::{cuda_kernel, Loop, Strategy};
+use stencil_tests::sweeping::{
+    LevelsLeft, RunningDown, RunningUp, Substitute, ThomasBackward, ThomasForward, ThomasForwardCarried,
+};
 use stencil_tests::{assert_bits_eq, for_each_in_range, nb, poisoned, random, range_contains, SplitMix64};
-
-/// Forward elimination of the Thomas algorithm for `a x[k-1] + b x[k] + c x[k+1] = d` in every
-/// column: `cp`, `dp` at a level from those of the level below.
-#[stencil(sweep = forward)]
-fn thomas_forward(
-    idx: Idx3,
-    a: &Field3<f64>,
-    b: &Field3<f64>,
-    c: &Field3<f64>,
-    d: &Field3<f64>,
-    cp: &mut Field3<f64>,
-    dp: &mut Field3<f64>,
-) {
-    if idx.level() == 0 {
-        cp[idx] = c[idx] / b[idx];
-        dp[idx] = d[idx] / b[idx];
-    } else {
-        let m = b[idx] - a[idx] * cp[idx.ix(0, 0, -1)];
-        cp[idx] = c[idx] / m;
-        dp[idx] = (d[idx] - a[idx] * dp[idx.ix(0, 0, -1)]) / m;
-    }
-}
-
-/// The same elimination with the level below's `cp`, `dp` carried in locals instead of read
-/// back from the fields.
-#[stencil(sweep = forward)]
-fn thomas_forward_carried(
-    idx: Idx3,
-    a: &Field3<f64>,
-    b: &Field3<f64>,
-    c: &Field3<f64>,
-    d: &Field3<f64>,
-    cp: &mut Field3<f64>,
-    dp: &mut Field3<f64>,
-) {
-    #[carry]
-    let mut cp_below = 0.0;
-    #[carry]
-    let mut dp_below = 0.0;
-    let m = b[idx] - a[idx] * cp_below;
-    cp_below = c[idx] / m;
-    dp_below = (d[idx] - a[idx] * dp_below) / m;
-    cp[idx] = cp_below;
-    dp[idx] = dp_below;
-}
-
-/// Back substitution: `x[k] = dp[k] - cp[k] x[k+1]`, from the top level down.
-#[stencil(sweep = backward)]
-fn thomas_backward(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, x: &mut Field3<f64>) {
-    if idx.level() == 0 {
-        x[idx] = dp[idx];
-    } else {
-        x[idx] = dp[idx] - cp[idx] * x[idx.ix(0, 0, 1)];
-    }
-}
-
-/// Back substitution with the level above's solution carried (the README's form).
-#[stencil(sweep = backward)]
-fn substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, x: &mut Field3<f64>) {
-    #[carry]
-    let mut above = 0.0;
-    above = dp[idx] - cp[idx] * above;
-    x[idx] = above;
-}
-
-/// Running sums up each column (carried), and down each column (read back at the level above).
-#[stencil(sweep = forward)]
-fn running_up(idx: Idx3, q: &Field3<f32>, total: &mut Field3<f32>) {
-    #[carry]
-    let mut acc = 0.0;
-    acc += q[idx];
-    total[idx] = acc;
-}
-
-#[stencil(sweep = backward)]
-fn running_down(idx: Idx3, q: &Field3<f32>, total: &mut Field3<f32>) {
-    if idx.level() == 0 {
-        total[idx] = q[idx];
-    } else {
-        total[idx] = total[idx.ix(0, 0, 1)] + q[idx];
-    }
-}
-
-/// A 2D sweep along j, with the level count and a carried integer.
-#[stencil(sweep = forward)]
-fn levels_left(idx: Idx2, q: &Field2<f64>, out: &mut Field2<f64>, seen: &mut Field2<i32>) {
-    #[carry]
-    let mut count: i32 = 0;
-    count += 1;
-    seen[idx] = count;
-    out[idx] = (idx.levels() - 1 - idx.level()) as f64 + q[idx];
-}
 
 /// Solves the tridiagonal system of one column by dense Gaussian elimination with partial
 /// pivoting (independent of the Thomas recurrences).
@@ -270,14 +181,23 @@ fn a_sweep_reading_below_its_first_level_needs_the_halo() {
 }
 
 #[test]
-fn sweeps_carry_their_order_in_the_ir_and_have_no_gpu_strategy_yet() {
+fn sweeps_carry_their_order_in_the_ir_and_print_one_thread_per_column() {
     use stencil_runtime::codegen::ir::SweepOrder;
     assert_eq!(<ThomasForward as Stencil<3>>::ir().sweep.as_ref().map(|s| s.order), Some(SweepOrder::Forward));
     assert_eq!(<ThomasBackward as Stencil<3>>::ir().sweep.as_ref().map(|s| s.order), Some(SweepOrder::Backward));
     assert_eq!(<ThomasForwardCarried as Stencil<3>>::ir().sweep.as_ref().map(|s| s.carried.len()), Some(2));
+    // Every strategy prints the column kernel: a block across the columns, the whole column per
+    // thread (one block along it), the levels walked in the sweep's order.
     let shape = Shape3::new([8, 8, 8]).halo(1);
-    let e =
-        cuda_kernel::<ThomasForward, 3>(Strategy::default_for(ThomasForward::ir()), &shape, &Loop3D::interior(&shape))
-            .unwrap_err();
-    assert!(e.to_string().contains("column sweep") && e.to_string().contains("host"), "{e}");
+    let range = Loop3D::interior(&shape);
+    for strategy in [Strategy::default_for(ThomasForward::ir()), Strategy::PointPerThread { block: [8, 8, 2] }] {
+        let k = cuda_kernel::<ThomasBackward, 3>(strategy, &shape, &range).unwrap();
+        assert_eq!(k.entry, "thomas_backward_column");
+        assert_eq!((k.block, k.points_per_block), ([64, 4, 1], [64, 4, u32::MAX]));
+        assert!(k.source.contains("sweep_levels - 1 - sweep_level"), "{}", k.source);
+    }
+    let kij = shape.order(Order::Kij);
+    let k = cuda_kernel::<ThomasForward, 3>(Strategy::default_for(ThomasForward::ir()), &kij, &Loop3D::interior(&kij))
+        .unwrap();
+    assert_eq!((k.block, k.points_per_block), ([1, 64, 4], [u32::MAX, 64, 4]));
 }

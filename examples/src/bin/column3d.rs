@@ -3,7 +3,8 @@
 //! three sweeps over every column: the implicit vertical diffusion (Thomas algorithm, up then
 //! down) and warm rain (saturation adjustment, autoconversion, accretion, sedimentation from
 //! the top down). Prints the rain that reached the ground and the water budget, which closes to
-//! round-off. Column sweeps run on the host; `--domains N` splits the columns over N host
+//! round-off. This program runs on the host (the model itself runs on a GPU too, see
+//! `examples/tests/column_gpu.rs`); `--domains N` splits the columns over N host
 //! subdomains (`--grid PX,PY,1`), which exchange nothing.
 //! `cargo run --release -p stencil-examples --bin column3d -- --help` lists the options.
 

@@ -42,9 +42,14 @@ pub fn param_name(ir: &StencilIr, p: usize) -> String {
 
 /// Prints the statements of one point update, indented by `indent` spaces.
 pub fn print_body(ir: &StencilIr, access: &dyn Access, indent: usize) -> String {
+    print_stmts(ir, &ir.body, access, indent)
+}
+
+/// Prints `stmts` (the body, or a column sweep's carried declarations) of `ir`.
+pub fn print_stmts(ir: &StencilIr, stmts: &[Stmt], access: &dyn Access, indent: usize) -> String {
     let mut out = String::new();
     let p = CPrinter { ir, access };
-    p.stmts(&ir.body, indent, &mut out);
+    p.stmts(stmts, indent, &mut out);
     out
 }
 
@@ -121,9 +126,8 @@ impl CPrinter<'_> {
                 math_call(*f, e.ty, &args)
             }
             ExprKind::Select(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
-            ExprKind::Level | ExprKind::Levels => {
-                unreachable!("a column sweep is refused before its kernel is printed (StrategyError::Sweep)")
-            }
+            ExprKind::Level => crate::naming::C_LEVEL.to_string(),
+            ExprKind::Levels => crate::naming::C_LEVELS.to_string(),
         }
     }
 }

@@ -9,6 +9,7 @@
 //! range over fields of one shape.
 
 mod c_body;
+mod column;
 mod kernel;
 mod plane_tile;
 mod point_per_thread;
@@ -19,6 +20,7 @@ mod staging;
 mod zmarch;
 
 pub use c_body::{c_type, Access};
+pub use column::COLUMN_BLOCK;
 pub use reduce::{print_reduce_kernel, ReduceKernel, REDUCE_THREADS, REDUCE_UNROLL};
 
 use crate::analysis::Analysis;
@@ -167,11 +169,6 @@ pub enum StrategyError {
         /// The stencil.
         stencil: String,
     },
-    /// The stencil is a column sweep, which has no GPU strategy yet: it runs on the host.
-    Sweep {
-        /// The stencil.
-        stencil: String,
-    },
 }
 
 impl fmt::Display for StrategyError {
@@ -182,11 +179,6 @@ impl fmt::Display for StrategyError {
                 f,
                 "stencil `{stencil}` folds into a reduction, so it runs as its one-pass reduction kernel \
                  (print_reduce_kernel), not under a blocking strategy"
-            ),
-            StrategyError::Sweep { stencil } => write!(
-                f,
-                "stencil `{stencil}` is a column sweep, and column sweeps run on the host only in this release \
-                 (no CUDA strategy walks a column yet): launch it with the host executor"
             ),
         }
     }
@@ -212,9 +204,6 @@ pub fn print_kernel_with(
     strategy: Strategy,
     geometry: &Geometry,
 ) -> Result<CudaKernel, StrategyError> {
-    if ir.sweep.is_some() {
-        return Err(StrategyError::Sweep { stencil: ir.name.clone() });
-    }
     if ir.reduces() {
         return Err(StrategyError::Reduces { stencil: ir.name.clone() });
     }
@@ -233,6 +222,11 @@ pub fn print_kernel_with(
         return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
     }
     let k = kernel::KernelParts::new(ir, analysis, strategy, geometry);
+    // A column sweep runs its one kernel whatever the strategy (one thread per column).
+    if let Some(sweep) = &ir.sweep {
+        let k = kernel::KernelParts { entry: format!("{}_column", ir.name), ..k };
+        return Ok(column::print(&k, sweep));
+    }
     Ok(match strategy {
         Strategy::PointPerThread { block } => point_per_thread::print(&k, block),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
