@@ -10,6 +10,20 @@ pub use stencil_tests::canonical::Diffusion as Diffusion7;
 /// The canonical test stencil `star25`.
 pub use stencil_tests::canonical::Star25 as Acoustic25;
 
+/// The median time of `runs` calls of `f`, in seconds, after one warm-up call.
+pub fn time(runs: usize, mut f: impl FnMut()) -> f64 {
+    f();
+    median(
+        (0..runs)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                f();
+                t.elapsed().as_secs_f64()
+            })
+            .collect(),
+    )
+}
+
 /// The median of a sample.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

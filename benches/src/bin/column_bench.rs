@@ -13,8 +13,7 @@
 
 use clap::Parser;
 use rayon::prelude::*;
-use std::time::Instant;
-use stencil_bench::median;
+use stencil_bench::time;
 use stencil_examples::column::{moist_bubble, Column, State};
 use stencil_runtime::prelude::*;
 
@@ -39,19 +38,6 @@ const RAIN_BYTES: f64 = 88.0;
 const DT: f64 = 5.0;
 const DZ: f64 = 100.0;
 const DIFFUSIVITY: f64 = 20.0;
-
-fn time(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
-}
 
 /// STREAM triad `a = b + s c` over three arrays of `len` f64, in parallel chunks (24 B per
 /// element).

@@ -7,22 +7,8 @@
 //! 8 B/point for diffusion, 16 B/point for the acoustic update; the triad counts 12 B/element.
 
 use rayon::prelude::*;
-use std::time::Instant;
-use stencil_bench::{median, Acoustic25, Diffusion7};
+use stencil_bench::{time, Acoustic25, Diffusion7};
 use stencil_runtime::prelude::*;
-
-fn time(runs: usize, mut f: impl FnMut()) -> f64 {
-    f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64()
-            })
-            .collect(),
-    )
-}
 
 /// STREAM triad `a = b + s * c` over three arrays of `len` f32, parallel in chunks.
 fn triad_gbs(len: usize, runs: usize) -> f64 {

@@ -5,8 +5,9 @@
 //! field read at a passed level is a plain global load of what the same thread stored earlier.
 //! The requested strategy does not apply: every sweep runs this kernel.
 
-use super::c_body::{print_stmts, Access};
+use super::c_body::print_stmts;
 use super::kernel::KernelParts;
+use super::point_per_thread::Global;
 use super::CudaKernel;
 use crate::ir::{Sweep, SweepOrder};
 use crate::naming;
@@ -14,19 +15,6 @@ use crate::naming;
 /// Threads per block along the two axes across the columns of a 3D sweep (their product along
 /// the one axis of a 2D sweep).
 pub const COLUMN_BLOCK: [u32; 2] = [64, 4];
-
-struct Global<'a> {
-    k: &'a KernelParts<'a>,
-}
-
-impl Access for Global<'_> {
-    fn load(&self, field: usize, offset: [i32; 3]) -> String {
-        self.k.global_load(field, "idx", offset)
-    }
-    fn store(&self, field: usize, value: &str) -> String {
-        format!("{}[idx] = {value};", self.k.name(field))
-    }
-}
 
 pub(super) fn print(k: &KernelParts, sweep: &Sweep) -> CudaKernel {
     // The layout axis of the column (the stencil's last axis), and the block: one thread along

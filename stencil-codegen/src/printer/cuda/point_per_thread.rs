@@ -5,8 +5,9 @@ use super::c_body::{print_body, Access};
 use super::kernel::KernelParts;
 use super::CudaKernel;
 
-struct Global<'a> {
-    k: &'a KernelParts<'a>,
+/// Every access a global load or store at the point's linear index `idx`.
+pub(super) struct Global<'a> {
+    pub k: &'a KernelParts<'a>,
 }
 
 impl Access for Global<'_> {
