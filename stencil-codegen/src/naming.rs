@@ -96,9 +96,12 @@ pub fn partials(name: &str) -> String {
 /// The map from a row of the range to its slot among the partial results.
 pub const SLOTS: &str = "__slots";
 
-/// The module holding a `#[stencil_fn]` helper's `macro_rules!` twin.
-pub fn helper_module(helper: &str) -> String {
-    format!("__stencil_fn_{helper}")
+/// The exported `macro_rules!` twin of `#[stencil_fn]` helper `helper` whose tokens are
+/// `tokens`: named after both (FNV-1a of the tokens), so helpers of one name in different
+/// modules of a crate do not clash at its root.
+pub fn helper_macro(helper: &str, tokens: &str) -> String {
+    let hash = tokens.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
+    format!("__stencil_fn_{helper}_{hash:016x}")
 }
 
 // ---- CUDA C ----

@@ -56,8 +56,9 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// Parameters and the result are scalars, fixed-size arrays of scalars (`[f64; 5]`) or tuples of
 /// those; the body follows the rules of a stencil body, without fields. Calls are inlined into
 /// the stencil, for the CPU and for CUDA; the function also stays an ordinary Rust function.
-/// The helper must be in scope (`use`) where the stencil is, and it is usable only inside the
-/// crate that defines it. See `stencil_runtime`'s crate documentation for an example.
+/// The helper must be in scope (`use`) where the stencil is, with every helper it calls; a `pub`
+/// helper can be used from another crate (`use other_crate::physics::flux;`). See
+/// `stencil_runtime`'s crate documentation for an example.
 ///
 /// Both attributes name the runtime by the name the crate's `Cargo.toml` gives the
 /// `stencil-runtime` dependency, so a renamed dependency works. A crate that reaches the runtime

@@ -1,24 +1,26 @@
 //! How `#[stencil]` sees the bodies of the `#[stencil_fn]` helpers it calls.
 //!
 //! A proc macro sees only the item it is attached to, so each helper carries its own tokens in a
-//! `macro_rules!` twin of the same name (emitted next to the function by
-//! [`super::expand::expand_stencil_fn`] and re-exported with `pub(crate) use`, so a `use` that brings
-//! the function into scope brings the macro too). A stencil that calls bare names expands to a
-//! call of the first name's macro:
+//! `macro_rules!` twin (emitted by [`super::expand::expand_stencil_fn`], exported at the crate root
+//! under a name unique to the helper, and imported next to the function under the function's
+//! name, `pub` for a `pub` helper, so a `use` that brings the function into scope, from this
+//! crate or another, brings the macro too). A stencil that calls bare names expands to a call of
+//! the first name's macro:
 //!
 //! ```text
 //! flux! { @collect stencil (::stencil_runtime) { <stencil tokens> } }
 //! ```
 //!
-//! which appends the helper's tokens and calls back `stencil_runtime::__private::stencil_collect!`
-//! (this module's [`step`]). `step` works out which called names are still missing (callees of
+//! which appends the helper's tokens and calls back `stencil_collect!` through the runtime path in
+//! the state (the calling stencil's crate's name for the runtime, whatever the helper's crate
+//! calls it): this module's [`step`]. `step` works out which called names are still missing (callees of
 //! the collected helpers included; a name already collected is skipped, so recursion ends the
 //! walk and is reported by the lowering), asks the next one's macro, and once none is missing
 //! runs the normal expansion with every helper's body. Helpers check themselves the same way
 //! (mode `stencil_fn`), with no output but errors. The macro paths resolve where the stencil
 //! is, so every helper a stencil reaches, directly or through other helpers, must be in scope
-//! there; and helpers are usable only inside the crate that defines them (a `macro_rules!`
-//! leaves its crate only through `#[macro_export]`).
+//! there (a twin that carried its callees' bodies would wait for theirs, and mutually recursive
+//! helpers would wait for each other forever instead of being reported).
 
 use super::error::{Error, ErrorKind};
 use super::expand::{expand_stencil, invocation, Target};

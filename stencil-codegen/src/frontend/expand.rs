@@ -157,8 +157,8 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
         Err(e) => return e.to_compile_error(),
     };
     let name = &func.sig.ident;
-    let module = format_ident!("{}", naming::helper_module(&name.to_string()));
     let carried = syn::ItemFn { attrs: Vec::new(), vis: syn::Visibility::Inherited, ..func.clone() };
+    let twin = format_ident!("{}", naming::helper_macro(&name.to_string(), &quote!(#carried).to_string()));
     let own = name.to_string();
     let check = match called_names(&func).into_iter().find(|n| *n != own) {
         Some(next) => invocation(Target::Helper, &rt, &quote!(#carried), &[], &next),
@@ -167,25 +167,29 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
             Err(e) => e.to_syn().to_compile_error(),
         },
     };
+    // The twin is exported (at the crate root, under a name no other helper takes) and imported
+    // next to the function under its name, as public as the function (at least crate-wide), so
+    // `use other_crate::physics::flux;` brings both. It calls back the runtime by the path the
+    // calling stencil's crate gives it (carried in the state), not by this crate's.
+    let reexport = match &func.vis {
+        syn::Visibility::Public(_) => quote!(pub),
+        _ => quote!(pub(crate)),
+    };
     quote! {
         #[inline(always)]
         #[allow(dead_code)]
         #func
 
         #[doc(hidden)]
-        mod #module {
-            #[allow(unused_macros)]
-            macro_rules! #name {
-                (@collect $($state:tt)*) => {
-                    #rt::__private::stencil_collect! { $($state)* { #carried } }
-                };
-            }
-            #[allow(unused_imports)]
-            pub(crate) use #name;
+        #[macro_export]
+        macro_rules! #twin {
+            (@collect $mode:ident ($($rt:tt)*) $($state:tt)*) => {
+                $($rt)*::__private::stencil_collect! { $mode ($($rt)*) $($state)* { #carried } }
+            };
         }
         #[doc(hidden)]
         #[allow(unused_imports)]
-        pub(crate) use #module::#name;
+        #reexport use #twin as #name;
 
         #check
     }

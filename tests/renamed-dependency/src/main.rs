@@ -1,6 +1,10 @@
 //! Uses `#[stencil]` and `#[stencil_fn]` through a dependency renamed to `stencils`: the
-//! generated code must name the runtime `::stencils`. Checks the result against a plain loop.
+//! generated code must name the runtime `::stencils`; and calls helpers defined in another crate
+//! (`helper_library`, which names the runtime `stencil_runtime`). Checks the results against
+//! plain loops.
 
+// Every helper a stencil reaches is in scope where it is, `lean` (which `lean2` calls) too.
+use helper_library::physics::{lean, lean2};
 use stencils::prelude::*;
 
 /// Weighted average of a point and its two neighbours.
@@ -13,6 +17,12 @@ fn blend(w: f64, left: f64, centre: f64, right: f64) -> f64 {
 fn smooth(idx: Idx2, w: f64, u: &Field2<f64>, out: &mut Field2<f64>) {
     let along_i = blend(w, u[idx.ix::<-1, 0>()], u[idx], u[idx.ix::<1, 0>()]);
     out[idx] = blend(w, u[idx.ix::<0, -1>()], along_i, u[idx.ix::<0, 1>()]);
+}
+
+/// Leans every point towards its west and south neighbours, through another crate's helper.
+#[stencil]
+fn drift(idx: Idx2, w: f64, u: &Field2<f64>, out: &mut Field2<f64>) {
+    out[idx] = lean2(w, u[idx.ix::<-1, 0>()], u[idx.ix::<0, -1>()], u[idx]);
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -34,5 +44,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("renamed dependency: #[stencil] through `stencils` matches the plain loop on 37x23 points");
+    let mut drifted = Field2::filled(shape, f64::NAN);
+    Loop2D::interior(&shape).run(Drift, (0.3, &u, &mut drifted))?;
+    for i in 0..37 {
+        for j in 0..23 {
+            let lean = |behind: f64, here: f64| (1.0 - 0.3) * here + 0.3 * behind;
+            let here = value([i, j]);
+            let want = 0.5 * (lean(value([i - 1, j]), here) + lean(value([i, j - 1]), here));
+            let got = drifted.get([i, j]).expect("inside");
+            if got != want {
+                return Err(format!("drift at ({i}, {j}): the stencil gave {got}, the plain loop {want}").into());
+            }
+        }
+    }
+    println!("helpers from another crate (helper_library::physics::lean2, calling lean) match the plain loop");
     Ok(())
 }
