@@ -5,8 +5,9 @@
 //! periodic edges; every time step too), each with one and two subdomains per rank, equal bit
 //! for bit on rank 0 to the single-domain run on the host; and decomposed diffusion, acoustic,
 //! Euler and shallow water runs on host subdomains that checkpoint (each rank writing its
-//! subdomains' parts) and restart from the parts, equal to the single-domain run too. A
-//! difference panics, which makes `mpiexec` end every rank with the message.
+//! subdomains' parts) and restart from the parts, equal to the single-domain run too; and the
+//! column model (column sweeps) on whole columns split across the ranks. A difference panics,
+//! which makes `mpiexec` end every rank with the message.
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
@@ -313,6 +314,35 @@ fn swe_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usi
     }
 }
 
+/// The column model (column sweeps) over ranks: whole columns split across x, each rank
+/// stepping its own subdomains, which exchange nothing; every subdomain equals its part of the
+/// single-domain run bit for bit, on every rank.
+fn column<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::column::{decomposed, moist_bubble, Column};
+    let (n, dz, dt) = ([4 * world.size() * per_rank + 3, 9, 20], 100.0, 5.0);
+    let initial = moist_bubble(n, dz);
+    let mut single = Column::new(&Host, &initial, 20.0, dz).unwrap();
+    let d = Decomposition::new(n, [world.size() * per_rank, 1, 1], [false; 3], [0, 0, 1]).unwrap();
+    let doms = domains(world, d, exec);
+    let mut parts = decomposed(&doms, &initial, 20.0, dz).unwrap();
+    for _ in 0..30 {
+        single.step(&Host, dt).unwrap();
+        for (part, e) in parts.iter_mut().zip(doms.execs()) {
+            part.step(e, dt).unwrap();
+        }
+    }
+    for (part, (sub, e)) in parts.iter().zip(doms.subdomains().zip(doms.execs())) {
+        let want = single.state.map(|f| sub.part_of(f));
+        for (name, got, want) in
+            [("t", &part.state.t, &want.t), ("qc", &part.state.qc, &want.qc), ("qr", &part.state.qr, &want.qr)]
+        {
+            let got = e.download(got).unwrap();
+            let what = format!("column model, rank {}, subdomain {}: {name}", world.rank(), sub.index);
+            assert_eq!(differing(got.as_slice(), want.as_slice()), 0, "{what}");
+        }
+    }
+}
+
 fn main() {
     let universe = mpi::initialize().expect("MPI_Init failed");
     let world = World::mpi(universe.world());
@@ -326,6 +356,7 @@ fn main() {
         euler_checkpoint(&world, per_rank, &|_| Host);
         swe(&world, per_rank, &|_| Host);
         swe_checkpoint(&world, per_rank, &|_| Host);
+        column(&world, per_rank, &|_| Host);
     }
     #[allow(unused_mut)]
     let mut on = "host subdomains".to_string();
@@ -344,7 +375,7 @@ fn main() {
     if world.rank() == 0 {
         println!(
             "ranks_models: {} rank(s), {on}: diffusion, acoustic, euler and swe (each on host subdomains with \
-             checkpoints and a restart too) equal the single domain bit for bit",
+             checkpoints and a restart too), and the column model, equal the single domain bit for bit",
             world.size()
         );
     }
