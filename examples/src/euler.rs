@@ -353,15 +353,15 @@ pub fn euler_update(
     let fym = fy[idx.ix::<0, -1, 0>()];
     let fzp = fz[idx];
     let fzm = fz[idx.ix::<0, 0, -1>()];
-        let mut r = [0.0f64; 5];
-        for v in 0..5 {
-            r[v] = s[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
-        }
-        r[3] -= gdt * s[0];
-        r[4] -= gdt * s[3];
-        for v in 0..5 {
-            out[v][idx] = a * qn[v][idx] + b * r[v];
-        }
+    let mut r = [0.0f64; 5];
+    for v in 0..5 {
+        r[v] = s[v] - (cx * (fxp[v] - fxm[v]) + cy * (fyp[v] - fym[v]) + cz * (fzp[v] - fzm[v]));
+    }
+    r[3] -= gdt * s[0];
+    r[4] -= gdt * s[3];
+    for v in 0..5 {
+        out[v][idx] = a * qn[v][idx] + b * r[v];
+    }
 }
 
 /// The largest CFL rate of the cells, `max Σ_axes (|u_axis| + c) / h_axis` (NaN once a rate is

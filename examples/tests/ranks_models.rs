@@ -333,9 +333,12 @@ fn column<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E
     }
     for (part, (sub, e)) in parts.iter().zip(doms.subdomains().zip(doms.execs())) {
         let want = single.state.map(|f| sub.part_of(f));
-        for (name, got, want) in
-            [("t", &part.state.t, &want.t), ("qc", &part.state.qc, &want.qc), ("qr", &part.state.qr, &want.qr)]
-        {
+        for (name, got, want) in [
+            ("t", &part.state.t, &want.t),
+            ("qv", &part.state.qv, &want.qv),
+            ("qc", &part.state.qc, &want.qc),
+            ("qr", &part.state.qr, &want.qr),
+        ] {
             let got = e.download(got).unwrap();
             let what = format!("column model, rank {}, subdomain {}: {name}", world.rank(), sub.index);
             assert_eq!(differing(got.as_slice(), want.as_slice()), 0, "{what}");

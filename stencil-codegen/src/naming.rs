@@ -97,11 +97,14 @@ pub fn partials(name: &str) -> String {
 pub const SLOTS: &str = "__slots";
 
 /// The exported `macro_rules!` twin of `#[stencil_fn]` helper `helper` whose tokens are
-/// `tokens`: named after both (FNV-1a of the tokens), so helpers of one name in different
-/// modules of a crate do not clash at its root.
+/// `tokens`: named after both (FNV-1a of the tokens) and numbered in the order the compiler
+/// expands helpers, so helpers of one name in different modules of a crate (even with the same
+/// body) do not clash at its root.
 pub fn helper_macro(helper: &str, tokens: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static EXPANDED: AtomicU64 = AtomicU64::new(0);
     let hash = tokens.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ b as u64).wrapping_mul(0x0100_0000_01b3));
-    format!("__stencil_fn_{helper}_{hash:016x}")
+    format!("__stencil_fn_{helper}_{hash:016x}_{}", EXPANDED.fetch_add(1, Ordering::Relaxed))
 }
 
 // ---- CUDA C ----
@@ -117,12 +120,16 @@ pub fn param(name: &str) -> String {
 
 /// Variables of the kernels that the printed point update refers to (or that would hide a
 /// function it calls): the linear index and the shared-memory tile coordinates.
-const KERNEL_NAMES: &[&str] = &["idx", "tc", "tm", "to", C_LEVEL, C_LEVELS];
+const KERNEL_NAMES: &[&str] = &["idx", "tc", "tm", "to", C_LEVEL, C_LEVELS, C_BASE, C_STEP];
 
 /// A column sweep kernel's level (`idx.level()`).
 pub const C_LEVEL: &str = "sweep_level";
 /// A column sweep kernel's level count (`idx.levels()`).
 pub const C_LEVELS: &str = "sweep_levels";
+/// A column sweep kernel's first point of the column.
+pub const C_BASE: &str = "sweep_base";
+/// A column sweep kernel's distance between levels.
+pub const C_STEP: &str = "sweep_step";
 
 /// Prefixes of every generated Rust name and every kernel parameter.
 const PREFIXES: &[&str] = &["__", PARAM_PREFIX];

@@ -57,7 +57,8 @@ pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// those; the body follows the rules of a stencil body, without fields. Calls are inlined into
 /// the stencil, for the CPU and for CUDA; the function also stays an ordinary Rust function.
 /// The helper must be in scope (`use`) where the stencil is, with every helper it calls; a `pub`
-/// helper can be used from another crate (`use other_crate::physics::flux;`). See
+/// helper whose callees are `pub` too can be used from another crate
+/// (`use other_crate::physics::{flux, pressure};`). See
 /// `stencil_runtime`'s crate documentation for an example.
 ///
 /// Both attributes name the runtime by the name the crate's `Cargo.toml` gives the

@@ -109,8 +109,8 @@
 //!
 //! Helpers are found through `macro_rules!` twins the attribute emits next to them, so every
 //! helper a stencil reaches (directly or through other helpers) must be in scope where the
-//! stencil is (`use physics::*;`; a `pub` helper can come from another crate:
-//! `use other_crate::physics::{flux, pressure};`), and a
+//! stencil is (`use physics::*;`; a `pub` helper can come from another crate with the helpers it
+//! calls, `pub` too: `use other_crate::physics::{flux, pressure};`), and a
 //! call of a plain function is reported as ``cannot find macro `name` ``: mark it
 //! `#[stencil_fn]`.
 // Per-axis loops index several arrays by axis; iterator zips would obscure that.

@@ -43,6 +43,22 @@ fn settle(idx: Idx3, w: f64, q: &Field3<f64>, flux: &mut Field3<f64>, out: &mut 
     out[idx] = q[idx] + below - falling;
 }
 
+/// Carried locals named like the kernel's own variables (`c`, `base`, `origin`): the column
+/// kernel keeps its variables out of their way.
+#[stencil(sweep = forward)]
+fn kernel_names(idx: Idx3, q: &Field3<f64>, out: &mut Field3<f64>) {
+    #[carry]
+    let mut c = 0.0;
+    #[carry]
+    let mut base = 1.0;
+    #[carry]
+    let mut origin = 2.0;
+    c += q[idx];
+    base *= 0.5;
+    origin -= base;
+    out[idx] = c + base + origin;
+}
+
 /// A 2D backward sweep along j with the level count (f32).
 #[stencil(sweep = backward)]
 fn rise(idx: Idx2, q: &Field2<f32>, total: &mut Field2<f32>) {
@@ -89,6 +105,8 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("reduce_speed_stats_kij".into(), reduce(&kij)));
     let columns = Shape3::new([64, 48, 32]).halo_per_axis([0, 0, 1]);
     out.push(("sweep_settle".into(), cuda_kernel::<Settle, 3>(point, &columns, &Loop3D::interior(&columns)).unwrap()));
+    let names = Loop3D::interior(&columns);
+    out.push(("sweep_kernel_names".into(), cuda_kernel::<KernelNames, 3>(point, &columns, &names).unwrap()));
     let columns_kij = columns.order(Order::Kij);
     let in_kij = Loop3D::interior(&columns_kij);
     out.push(("sweep_settle_kij".into(), cuda_kernel::<Settle, 3>(zmarch, &columns_kij, &in_kij).unwrap()));

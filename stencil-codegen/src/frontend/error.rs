@@ -67,6 +67,15 @@ pub enum ErrorKind {
     },
     /// An array parameter whose length is not an integer literal from 1 to the array limit.
     ParamArrayLength,
+    /// A group of fields written at a point with a value of another shape than its members.
+    GroupStore {
+        /// The group.
+        name: String,
+        /// Its members.
+        len: usize,
+        /// The value's shape.
+        found: String,
+    },
     /// A group of fields used whole, as a value.
     FieldGroupAsValue {
         /// The group.
@@ -431,6 +440,7 @@ impl fmt::Display for ErrorKind {
             ReturnValue => write!(f, "a stencil returns nothing: write the value into a `&mut` field, e.g. `out[idx] = value;`"),
             Generics => write!(f, "a stencil may have one type parameter, its element type, which it is compiled for as f32 and as f64 (`fn heat<T>(idx: Idx3, c: T, f: &Field3<T>, out: &mut Field3<T>)`, run as `Heat::<f64>::new()`): lifetimes, const parameters, where-clauses and more type parameters are not supported"),
             Instantiation { param, elem, error } => write!(f, "{error} (in the instantiation `{param} = {elem}` of this generic stencil)"),
+            GroupStore { name, len, found } => write!(f, "`{name}[idx] = ..` writes the {len} members of `{name}`: give an array of {len} values, not {found}"),
             FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
             ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
             ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),

@@ -182,6 +182,7 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
 
         #[doc(hidden)]
         #[macro_export]
+        #[allow(non_local_definitions)]
         macro_rules! #twin {
             (@collect $mode:ident ($($rt:tt)*) $($state:tt)*) => {
                 $($rt)*::__private::stencil_collect! { $mode ($($rt)*) $($state)* { #carried } }

@@ -478,11 +478,8 @@ impl Lowerer {
                 let values = match value {
                     Value::Array(v) if v.len() == members.len() => v,
                     other => {
-                        let expected = format!("`{name}[..]`: an array of {} values", members.len());
-                        return Err(Error::spanned(
-                            target,
-                            ErrorKind::ShapeMismatch { expected, found: other.shape().to_string() },
-                        ));
+                        let kind = ErrorKind::GroupStore { name, len: members.len(), found: other.shape().to_string() };
+                        return Err(Error::spanned(target, kind));
                     }
                 };
                 for (field, value) in members.into_iter().zip(values) {

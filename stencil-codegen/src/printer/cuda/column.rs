@@ -32,7 +32,7 @@ pub(super) fn print(k: &KernelParts, sweep: &Sweep) -> CudaKernel {
     let [bx, by, bz] = block;
     let stride = ["1LL", "S_M", "S_O"][column];
     let length = ["n_c", "n_m", "n_o"][column];
-    let (level, levels) = (naming::C_LEVEL, naming::C_LEVELS);
+    let (level, levels, base, step) = (naming::C_LEVEL, naming::C_LEVELS, naming::C_BASE, naming::C_STEP);
     let at = match sweep.order {
         SweepOrder::Forward => level.to_string(),
         SweepOrder::Backward => format!("{levels} - 1 - {level}"),
@@ -44,15 +44,19 @@ pub(super) fn print(k: &KernelParts, sweep: &Sweep) -> CudaKernel {
     const int m = blockIdx.y * {by} + threadIdx.y;
     const int o = blockIdx.z * {bz} + threadIdx.z;
     if (c >= n_c || m >= n_m || o >= n_o) return;
-    const long long base = origin + c + m * S_M + o * S_O;
+    const long long {base} = origin + c + m * S_M + o * S_O;
+    const long long {step} = {stride};
     const int {levels} = {length};
-{}    for (int {level} = 0; {level} < {levels}; ++{level}) {{
-        const long long idx = base + (long long)({at}) * {stride};
-{}    }}
+    {{
+        // The column's own scope: carried locals may take any name but the reserved ones.
+{}        for (int {level} = 0; {level} < {levels}; ++{level}) {{
+            const long long idx = {base} + (long long)({at}) * {step};
+{}        }}
+    }}
 }}
 ",
-        print_stmts(k.ir, &sweep.carried, &access, 4),
-        print_stmts(k.ir, &k.ir.body, &access, 8)
+        print_stmts(k.ir, &sweep.carried, &access, 8),
+        print_stmts(k.ir, &k.ir.body, &access, 12)
     ));
     // The whole column per thread: one block along the column axis.
     let mut points_per_block = block;

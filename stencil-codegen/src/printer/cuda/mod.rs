@@ -140,7 +140,8 @@ pub struct CudaKernel {
     pub entry: String,
     /// Threads per block.
     pub block: [u32; 3],
-    /// Points each block covers along (c, m, o): the grid is `ceil(range / per_block)`.
+    /// Points each block covers along (c, m, o): the grid is `ceil(range / per_block)`
+    /// (`u32::MAX`: the whole axis in one block, as a column sweep's column).
     pub points_per_block: [u32; 3],
     /// Dynamic shared memory per block, bytes.
     pub shared_bytes: u32,
@@ -207,6 +208,12 @@ pub fn print_kernel_with(
     if ir.reduces() {
         return Err(StrategyError::Reduces { stencil: ir.name.clone() });
     }
+    // A column sweep runs its one kernel whatever the strategy (one thread per column).
+    if let Some(sweep) = &ir.sweep {
+        let k = kernel::KernelParts::new(ir, analysis, strategy, geometry);
+        let k = kernel::KernelParts { entry: format!("{}_column", ir.name), ..k };
+        return Ok(column::print(&k, sweep));
+    }
     let threads: u32 = match strategy {
         Strategy::PointPerThread { block } => block.iter().product(),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
@@ -222,11 +229,6 @@ pub fn print_kernel_with(
         return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
     }
     let k = kernel::KernelParts::new(ir, analysis, strategy, geometry);
-    // A column sweep runs its one kernel whatever the strategy (one thread per column).
-    if let Some(sweep) = &ir.sweep {
-        let k = kernel::KernelParts { entry: format!("{}_column", ir.name), ..k };
-        return Ok(column::print(&k, sweep));
-    }
     Ok(match strategy {
         Strategy::PointPerThread { block } => point_per_thread::print(&k, block),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
