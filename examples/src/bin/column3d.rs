@@ -3,14 +3,16 @@
 //! three sweeps over every column: the implicit vertical diffusion (Thomas algorithm, up then
 //! down) and warm rain (saturation adjustment, autoconversion, accretion, sedimentation from
 //! the top down). Prints the rain that reached the ground and the water budget, which closes to
-//! round-off. This program runs on the host (the model itself runs on a GPU too, see
+//! round-off, and writes a PNG of the rain accumulated at the ground (`--out`). This program runs on the host (the model itself runs on a GPU too, see
 //! `examples/tests/column_gpu.rs`); `--domains N` splits the columns over N host
 //! subdomains (`--grid PX,PY,1`), which exchange nothing.
 //! `cargo run --release -p stencil-examples --bin column3d -- --help` lists the options.
 
 use clap::Parser;
+use std::path::PathBuf;
 use std::time::Instant;
 use stencil_examples::column::{column_water, decomposed, moist_bubble};
+use stencil_examples::output::write_png_image;
 use stencil_examples::placement::parse_grid;
 use stencil_runtime::{Decomposition, Domains, Executor, Host, Loop3D};
 
@@ -43,6 +45,9 @@ struct Args {
     /// keeps columns whole).
     #[arg(long, value_name = "PX,PY,1", value_parser = parse_grid)]
     grid: Option<[usize; 3]>,
+    /// Directory for the PNG of the rain at the ground (created if missing).
+    #[arg(long, default_value = "column3d-out")]
+    out: PathBuf,
 }
 
 fn main() {
@@ -69,18 +74,24 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     let d = Decomposition::with_grid(n, args.domains, grid, [false; 3], [0, 0, 1])?;
     let domains = Domains::new(d, vec![Host; args.domains])?;
     let mut parts = decomposed(&domains, &initial, args.diffusivity, args.dz)?;
-    let mut rained = 0.0;
+    // The rain at the ground per column, `[j][i]` (kg/m²).
+    let mut ground_rain = vec![vec![0.0f64; n[0]]; n[1]];
     let start = Instant::now();
     for _ in 0..args.steps {
-        for (part, exec) in parts.iter_mut().zip(domains.execs()) {
+        for ((part, exec), sub) in parts.iter_mut().zip(domains.execs()).zip(domains.subdomains()) {
             part.step(exec, args.dt)?;
-            // The bottom level (storage k = 1, above the halo level): the rain into the ground.
+            // The bottom level (storage k = 1, above the halo level): the flux into the ground,
+            // one value per column in storage order (i fastest).
             let extent = exec.shape_of(&part.rain_out).extent();
             let ground = Loop3D::from_bounds(extent, [0, 0, 1], [extent[0], extent[1], 2])?;
-            rained += args.dt * exec.read_range(&part.rain_out, &ground)?.iter().sum::<f64>();
+            for (c, flux) in exec.read_range(&part.rain_out, &ground)?.into_iter().enumerate() {
+                let [i, j, _] = sub.to_global([(c % extent[0]) as isize, (c / extent[0]) as isize, 0]);
+                ground_rain[j as usize][i as usize] += args.dt * flux;
+            }
         }
     }
     let seconds = start.elapsed().as_secs_f64();
+    let rained: f64 = ground_rain.iter().flatten().sum();
     let total = |w: Vec<Vec<f64>>| w.into_iter().flatten().sum::<f64>();
     let before = total(column_water(&initial, args.dz));
     let after: f64 = parts.iter().map(|p| total(column_water(&p.state, args.dz))).sum();
@@ -99,5 +110,11 @@ fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
     println!("rain at the ground: {rained:.6e} kg/m² summed over columns");
     println!("budget: (end + rain - start) / start = {:.1e}", (after + rained - before) / before);
     println!("{:.1} s, {:.0} M point-steps/s", seconds, points / seconds / 1e6);
+    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    let path = args.out.join("rain.png");
+    let values: Vec<f32> = ground_rain.iter().rev().flatten().map(|&r| r as f32).collect();
+    let most = values.iter().fold(0.0f32, |m, &v| m.max(v));
+    write_png_image(&path, &values, n[0], 0.0, most)?;
+    println!("wrote {} (rain at the ground, 0 to {most:.3e} kg/m², y up)", path.display());
     Ok(())
 }
