@@ -5,6 +5,9 @@
 //! fit the run (model, grid, precision, layout, settings, decomposition) or is damaged is an
 //! error that says so.
 
+mod common;
+
+use common::{bits, interior_bits};
 use std::path::PathBuf;
 
 use stencil_examples::acoustic::{self, RegionStrategies};
@@ -14,31 +17,11 @@ use stencil_examples::euler::{Boundary, Euler};
 use stencil_examples::swe::{self, circular_dam, Edge, Solver};
 use stencil_runtime::io::checkpoint::part_path;
 use stencil_runtime::io::IoError;
-use stencil_runtime::{Domains, Element, Field, Host, Order};
+use stencil_runtime::{Domains, Field, Host, Order};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("stencil-ckpt-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// Every stored value's bits (halo and padding included).
-fn bits<T: Element + Into<f64>, const D: usize>(f: &Field<T, D>) -> Vec<u64> {
-    f.as_slice().iter().map(|&v| Into::<f64>::into(v).to_bits()).collect()
-}
-
-/// The interior values' bits, in element order (halo and padding aside).
-fn interior_bits<T: Element + Into<f64>, const D: usize>(f: &Field<T, D>) -> Vec<u64> {
-    let shape = f.shape();
-    let n = shape.interior();
-    shape
-        .storage_points()
-        .map(|s| shape.to_global(s))
-        .filter(|g| (0..D).all(|a| g[a] >= 0 && (g[a] as usize) < n[a]))
-        .map(|g| Into::<f64>::into(f.get(g).expect("interior")).to_bits())
-        .collect()
+    common::scratch("ckpt", name)
 }
 
 /// The `IoError` inside a model's boxed error.

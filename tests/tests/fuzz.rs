@@ -55,6 +55,42 @@ fn value(rng: &mut SplitMix64) -> f64 {
     }
 }
 
+/// One random launch of a generated stencil: fields of a random shape (halo 2, either element
+/// order) filled with [`value`]s, its scalars, and a random sub-range of the interior.
+struct Case {
+    shape: Shape3,
+    in64: Vec<Field3<f64>>,
+    in32: Vec<Field3<f32>>,
+    scalars: Vec<f64>,
+    begin: [usize; 3],
+    end: [usize; 3],
+    range: Loop3D,
+}
+
+impl Case {
+    /// The case of `seed` for `g`, with 1 to `max_n` interior points per axis.
+    fn random(g: &Generated, seed: u64, max_n: i64) -> Case {
+        let mut rng = SplitMix64::new(seed);
+        let n: [usize; 3] = std::array::from_fn(|_| rng.int(1, max_n) as usize);
+        let order = if rng.int(0, 1) == 0 { Order::Ijk } else { Order::Kij };
+        let shape = Shape3::new(n).halo(2).order(order);
+        let mut fill = |_: [isize; 3]| value(&mut rng);
+        let (mut in64, mut in32) = (Vec::new(), Vec::new());
+        for &f32 in &g.inputs_f32 {
+            if f32 {
+                in32.push(Field3::from_fn(shape, |p| fill(p) as f32));
+            } else {
+                in64.push(Field3::from_fn(shape, &mut fill));
+            }
+        }
+        let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
+        let begin: [usize; 3] = std::array::from_fn(|a| 2 + rng.int(0, n[a] as i64 / 2) as usize);
+        let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
+        let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
+        Case { shape, in64, in32, scalars, begin, end, range }
+    }
+}
+
 fn same(a: f64, b: f64) -> bool {
     a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())
 }
@@ -67,23 +103,7 @@ fn compiled_nests_match_the_ir_interpreter() {
         let g = Generated::new(seed);
         let ir = StencilIr::from_source(&g.source()).unwrap_or_else(|e| panic!("{}\n{}", g.source(), e.kind));
         for run in 0..runs {
-            let mut rng = SplitMix64::new(seed * 7919 + run);
-            let n: [usize; 3] = std::array::from_fn(|_| rng.int(1, 11) as usize);
-            let order = if rng.int(0, 1) == 0 { Order::Ijk } else { Order::Kij };
-            let shape = Shape3::new(n).halo(2).order(order);
-            let mut fill = |_: [isize; 3]| value(&mut rng);
-            let (mut in64, mut in32) = (Vec::new(), Vec::new());
-            for &f32 in &g.inputs_f32 {
-                if f32 {
-                    in32.push(Field3::from_fn(shape, |p| fill(p) as f32));
-                } else {
-                    in64.push(Field3::from_fn(shape, &mut fill));
-                }
-            }
-            let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
-            let begin: [usize; 3] = std::array::from_fn(|a| 2 + rng.int(0, n[a] as i64 / 2) as usize);
-            let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
-            let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
+            let Case { shape, in64, in32, scalars, begin, end, range } = Case::random(&g, seed * 7919 + run, 11);
             let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
             let reduced = compiled::launch(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
             // Min and Max do not depend on the order of the points (NaN wins wherever it is).
@@ -177,23 +197,7 @@ fn compiled_sweeps_match_the_ir_interpreter() {
         assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
         let backward = g.sweep == Some("backward");
         for run in 0..runs {
-            let mut rng = SplitMix64::new(seed * 104_729 + run);
-            let n: [usize; 3] = std::array::from_fn(|_| rng.int(1, 9) as usize);
-            let order = if rng.int(0, 1) == 0 { Order::Ijk } else { Order::Kij };
-            let shape = Shape3::new(n).halo(2).order(order);
-            let mut fill = |_: [isize; 3]| value(&mut rng);
-            let (mut in64, mut in32) = (Vec::new(), Vec::new());
-            for &f32 in &g.inputs_f32 {
-                if f32 {
-                    in32.push(Field3::from_fn(shape, |p| fill(p) as f32));
-                } else {
-                    in64.push(Field3::from_fn(shape, &mut fill));
-                }
-            }
-            let scalars: Vec<f64> = (0..g.scalars).map(|_| value(&mut rng)).collect();
-            let begin: [usize; 3] = std::array::from_fn(|a| 2 + rng.int(0, n[a] as i64 / 2) as usize);
-            let end: [usize; 3] = std::array::from_fn(|a| rng.int(begin[a] as i64, 2 + n[a] as i64) as usize);
-            let range = Loop3D::from_bounds(shape.extent(), begin, end).expect("a range inside the interior");
+            let Case { shape, in64, in32, scalars, begin, end, range } = Case::random(&g, seed * 104_729 + run, 9);
             let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
             compiled::launch_sweep(seed, &range, &in64, &in32, &scalars, &mut outs).expect("launches");
 
