@@ -27,6 +27,7 @@ pub mod frontend;
 pub mod ir;
 pub mod limits;
 pub mod naming;
+pub mod passes;
 pub mod printer;
 
 #[cfg(feature = "frontend")]

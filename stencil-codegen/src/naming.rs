@@ -81,6 +81,53 @@ pub fn carry_tile(local: &str) -> String {
     format!("__carried_{local}")
 }
 
+/// Point function `func`'s output `output` at its `call`-th offset, in the row function.
+pub fn point_row(func: usize, output: usize, call: usize) -> String {
+    format!("__pf{func}_{output}_{call}")
+}
+
+/// The row function of point function `func` (its values along a row).
+pub fn point_row_fn(func: usize) -> String {
+    format!("__pf{func}_row_fn")
+}
+
+/// The layout of point function `func`'s values in a block (`PointLayout`).
+pub fn point_layout(func: usize) -> String {
+    format!("__pf{func}_layout")
+}
+
+/// The buffer of point function `func`'s output `output` in a block.
+pub fn point_buffer(func: usize, output: usize) -> String {
+    format!("__pf{func}_buf_{output}")
+}
+
+/// The length of each of point function `func`'s buffers in a block.
+pub fn point_buffer_len(func: usize) -> String {
+    format!("__pf{func}_len")
+}
+
+/// The per-thread buffer of element type `ty` that a block's point function values live in.
+pub fn point_scratch(ty: &str) -> String {
+    format!("__pf_scratch_{ty}")
+}
+
+/// The linear offset of the `i`-th distinct offset point function `func` reads from `field`.
+pub fn point_offset(func: usize, field: &str, i: usize) -> String {
+    format!("__pf{func}_off_{field}_{i}")
+}
+
+/// Output `output`'s row in a point function's row function.
+pub fn point_out(output: usize) -> String {
+    format!("__pf_out_{output}")
+}
+
+/// A group of a point function's values in a block, its rows, a row of it.
+pub const POINT_GROUP: &str = "__pf_group";
+/// See [`POINT_GROUP`].
+pub const POINT_GROUP_ROWS: &str = "__pf_rows";
+/// See [`POINT_GROUP`].
+pub const POINT_GROUP_ROW: &str = "__pf_q";
+
 /// The level's place in a column sweep (`idx.level()`).
 pub const LEVEL: &str = "__level";
 /// The number of levels a column sweep walks (`idx.levels()`).

@@ -173,7 +173,7 @@ pub mod prelude {
 pub mod __private {
     pub use crate::cpu::{
         for_each_column, for_each_row, for_each_row_reducing, isa, linear_offset, row, BlockOutputs, Isa, Partials,
-        RowBlock, RowSlots, RowWriter, SweepOrder,
+        PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
     };
     pub use crate::device_args::{field_arg, reduction_arg, ScalarArg};
     pub use crate::launch::validate;

@@ -66,6 +66,21 @@ fn rise(idx: Idx2, q: &Field2<f32>, total: &mut Field2<f32>) {
     total[idx] = if top { q[idx] } else { total[idx.ix(0, 1)] + q[idx] * (idx.levels() as f32) };
 }
 
+/// Point functions: the kernel gets them inlined, each offset's value computed once per point.
+#[stencil]
+fn flux_points(idx: Idx3, c: f64, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let fx = |p: Idx3| {
+        let (l, r) = (u[p], u[p.ix::<1, 0, 0>()]);
+        if l > r {
+            l * l
+        } else {
+            (l * r).abs().sqrt()
+        }
+    };
+    let fz = |p: Idx3| (u[p.ix::<0, 0, 1>()] - u[p]) * c;
+    out[idx] = u[idx] - c * (fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) - fz(idx.ix::<0, 0, -1>()));
+}
+
 /// One configuration of each strategy, plus the scalar (unaligned) form of z-marching.
 fn snapshot_strategies() -> Vec<(&'static str, Strategy)> {
     vec![
@@ -112,6 +127,9 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("sweep_settle_kij".into(), cuda_kernel::<Settle, 3>(zmarch, &columns_kij, &in_kij).unwrap()));
     let plane = Shape2::new([100, 40]).halo(1);
     out.push(("sweep_rise_2d".into(), cuda_kernel::<Rise, 2>(point, &plane, &Loop2D::interior(&plane)).unwrap()));
+    let inner = Loop3D::interior(&s1);
+    out.push(("point_fns_zmarch".into(), cuda_kernel::<FluxPoints, 3>(zmarch, &s1, &inner).unwrap()));
+    out.push(("point_fns_point".into(), cuda_kernel::<FluxPoints, 3>(point, &s1, &inner).unwrap()));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out

@@ -42,6 +42,8 @@ fn expr_flops(e: &Expr) -> usize {
         | ExprKind::Load { .. }
         | ExprKind::Level
         | ExprKind::Levels => 0,
+        // Counted where the analysis runs on the inlined IR (as the functor's facts do).
+        ExprKind::PointValue { .. } => 0,
         ExprKind::Unary(_, a) | ExprKind::Cast(a) => expr_flops(a),
         ExprKind::Binary(op, a, b) => {
             let own = matches!(op, BinOp::Add | BinOp::Sub | BinOp::Mul | BinOp::Div) && e.ty.is_float();

@@ -294,6 +294,49 @@ pub enum ErrorKind {
     },
     /// A closure.
     Closure,
+    /// A point function (`let f = |p: Idx3| ...;`) of an unsupported form.
+    PointFnForm {
+        /// The point function.
+        name: String,
+        /// What is wrong and what to write.
+        what: String,
+    },
+    /// A point function in a column sweep.
+    PointFnInSweep {
+        /// The point function.
+        name: String,
+    },
+    /// A point function defined inside another one or inside a helper.
+    PointFnNested {
+        /// The point function.
+        name: String,
+    },
+    /// A point function that uses a local of the stencil.
+    PointFnCapture {
+        /// The point function.
+        name: String,
+        /// The local.
+        local: String,
+    },
+    /// A point function that writes a field or folds a reduction.
+    PointFnWrites {
+        /// The point function.
+        name: String,
+    },
+    /// A point function that reads a written field.
+    PointFnReadsWritten {
+        /// The point function.
+        name: String,
+        /// The field.
+        field: String,
+    },
+    /// A point function called with something other than one point, or used as a value.
+    PointFnCall {
+        /// The point function.
+        name: String,
+        /// The stencil's index name.
+        index: String,
+    },
     /// An `unsafe` block.
     Unsafe,
     /// A macro invocation.
@@ -481,7 +524,14 @@ impl fmt::Display for ErrorKind {
             CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level, and may write nothing: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
-            Closure => write!(f, "closures are not supported in stencils: write the expression inline"),
+            Closure => write!(f, "a closure is allowed only as a point function, bound by `let`: `let flux = |p: Idx3| ...;`, then `flux(idx)`, `flux(idx.ix::<-1, 0, 0>())`"),
+            PointFnForm { name, what } => write!(f, "point function `{name}`: {what}"),
+            PointFnInSweep { name } => write!(f, "point function `{name}`: a column sweep has no point functions (its levels depend on each other); compute the values in the body"),
+            PointFnNested { name } => write!(f, "point function `{name}` is defined inside a point function or a helper: define it in the stencil's body"),
+            PointFnCapture { name, local } => write!(f, "point function `{name}` uses `{local}`, a local of the stencil: a point function sees only the stencil's parameters and constants (its values must not depend on where it is called from); compute `{local}` inside it"),
+            PointFnWrites { name } => write!(f, "point function `{name}` writes a field or folds a reduction: a point function only computes values; write them in the stencil's body"),
+            PointFnReadsWritten { name, field } => write!(f, "point function `{name}` reads `{field}`, which this stencil writes: its values at neighbouring points would race with their writes; read only input fields in it"),
+            PointFnCall { name, index } => write!(f, "`{name}` is a point function: call it at one point, `{name}({index})` or `{name}({index}.ix::<-1, 0, 0>())`"),
             Unsafe => write!(f, "`unsafe` is not allowed in a stencil: field accesses are checked once per launch, no unsafe code is needed"),
             Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
             BadAssignTarget => write!(f, "only `let mut` locals and the current point of a `&mut` field (`out[idx]`) can be assigned"),

@@ -316,7 +316,11 @@ fn stencil_impl(
     let exec = format_ident!("{}", naming::EXEC);
     let exec = quote!(#exec);
     let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
-    let analysis = Analysis::of(ir);
+    // The functor's facts (reach, flops), its serialised IR (what the CUDA printer and the IR
+    // interpreter see) are those of the IR with its point functions inlined; the CPU nest keeps
+    // them, computing each once per point.
+    let flat = crate::passes::inline_point_fns(ir);
+    let analysis = Analysis::of(&flat);
     let arg_types = declared.iter().map(|u| {
         let t = param_type(ir.params[u.params.start].kind, ir.dim, rt, &lt, &exec);
         if u.array {
@@ -350,8 +354,8 @@ fn stencil_impl(
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
-    let encoded = ir.encode();
-    let run_host = print_run_host(ir, &analysis, &unpack(&args), rt);
+    let encoded = flat.encode();
+    let run_host = print_run_host(ir, &Analysis::of(ir), &unpack(&args), rt);
     quote! {
         impl #rt::Stencil<#dim> for #functor {
             type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);

@@ -259,6 +259,18 @@ pub enum ExprKind<T = ScalarType> {
     Level,
     /// `idx.levels()` in a column sweep: the number of levels the launch sweeps (`i32`).
     Levels,
+    /// Output `output` of point function `func` ([`StencilIr::point_fns`]) evaluated at `offset`
+    /// from the current point: the function's body with every load shifted by `offset`.
+    /// [`crate::passes::inline_point_fns`] replaces it by that body; the CPU nest computes the
+    /// function once per point of a block and reads its values back.
+    PointValue {
+        /// The point function.
+        func: usize,
+        /// Which of its outputs.
+        output: usize,
+        /// Where it is evaluated, from the current point.
+        offset: [i32; 3],
+    },
 }
 
 /// Unary operators.
@@ -497,6 +509,20 @@ pub struct Sweep {
     pub carried: Vec<Stmt>,
 }
 
+/// A point function of a stencil (`let flux = |p: Idx3| ...;`): values defined at every point
+/// from the stencil's fields and scalars alone, evaluated at points near the current one
+/// ([`ExprKind::PointValue`]). Its body is written for the point itself (loads at their own
+/// offsets); a value at offset `o` is the same operations on the loads shifted by `o`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct PointFn {
+    /// The closure's name in the user's function.
+    pub name: String,
+    /// The statements computing its outputs at one point (no store, fold or level).
+    pub body: Vec<Stmt>,
+    /// Its outputs: locals the body sets (one per scalar of the closure's value, flattened).
+    pub outputs: Vec<LocalId>,
+}
+
 /// A stencil: its signature and its loop-free body.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StencilIr {
@@ -515,6 +541,8 @@ pub struct StencilIr {
     /// `Some` for a column sweep (`#[stencil(sweep = ...)]`): the body runs at every level of
     /// each column in order; `None` for a point-parallel stencil.
     pub sweep: Option<Sweep>,
+    /// Point functions the body evaluates ([`ExprKind::PointValue`]); empty once inlined.
+    pub point_fns: Vec<PointFn>,
 }
 
 impl StencilIr {
@@ -588,6 +616,7 @@ impl<T> Expr<T> {
             ExprKind::Select(c, a, b) => ExprKind::Select(boxed(c, f)?, boxed(a, f)?, boxed(b, f)?),
             ExprKind::Level => ExprKind::Level,
             ExprKind::Levels => ExprKind::Levels,
+            ExprKind::PointValue { func, output, offset } => ExprKind::PointValue { func, output, offset },
         };
         Ok(Expr { ty: f(self.ty)?, kind })
     }
@@ -601,7 +630,8 @@ impl<T> Expr<T> {
             | ExprKind::Scalar(_)
             | ExprKind::Load { .. }
             | ExprKind::Level
-            | ExprKind::Levels => {}
+            | ExprKind::Levels
+            | ExprKind::PointValue { .. } => {}
             ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.visit(f),
             ExprKind::Binary(_, a, b) => {
                 a.visit(f);
@@ -670,6 +700,7 @@ mod tests {
             locals: Vec::new(),
             body: Vec::new(),
             sweep: Some(Sweep { order, carried: Vec::new() }),
+            point_fns: Vec::new(),
         }
     }
 

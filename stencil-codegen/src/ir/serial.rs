@@ -125,8 +125,16 @@ impl StencilIr {
             return Err(r.error(format!("dimension {dim} is not 1, 2 or 3")));
         }
         let index_name = r.keyed("index", |r| r.ident())?;
-        let mut ir =
-            StencilIr { name, dim, index_name, params: Vec::new(), locals: Vec::new(), body: Vec::new(), sweep: None };
+        let mut ir = StencilIr {
+            name,
+            dim,
+            index_name,
+            params: Vec::new(),
+            locals: Vec::new(),
+            body: Vec::new(),
+            sweep: None,
+            point_fns: Vec::new(),
+        };
         while r.peek_item("param") {
             let p = r.keyed("param", |r| {
                 let name = r.ident()?;
@@ -263,6 +271,9 @@ fn encode_expr(e: &Expr, out: &mut String) {
         }
         ExprKind::Level => out.push_str("level"),
         ExprKind::Levels => out.push_str("levels"),
+        ExprKind::PointValue { .. } => {
+            unreachable!("point functions are inlined (passes::inline_point_fns) before the IR is serialised")
+        }
     }
     out.push(')');
 }
@@ -497,6 +508,7 @@ mod tests {
                 Stmt::Fold { reduction: 3, value: f32e(ExprKind::Local(0)) },
             ],
             sweep: None,
+            point_fns: Vec::new(),
         }
     }
 

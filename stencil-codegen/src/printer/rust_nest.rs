@@ -16,6 +16,8 @@
 //! tile's carried locals (one value per column, loaded into a plain local at the top of the row
 //! loop and stored back at its end).
 
+mod point_fns;
+
 use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{
     BinOp, Expr, ExprKind, Literal, LocalId, ParamKind, ReduceOp, ScalarType, StencilIr, Stmt, SweepOrder, UnOp,
@@ -123,6 +125,9 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             (ident(name), ident(&naming::acc(name)), ident(&naming::partials(name)), ident(r.elem.rust_name()), r.op)
         })
         .collect();
+    // Point functions: computed once per point of a block into buffers the row function reads.
+    let point_calls = point_fns::call_offsets(ir);
+    let pf = point_fns::point_fn_nest(ir, &point_calls, &scalars, rt);
     let slots = ident(naming::SLOTS);
     let elem = |fa: &FieldAccess| ident(fa.elem.rust_name());
     // The row function: the loop over one row, its parameters the length, the scalars, every
@@ -145,13 +150,15 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
         let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
         let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
         let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
-        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #sweep_row_params)
+        let p = &pf.row_params;
+        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #sweep_row_params #p)
     };
     let row_args = {
         let s = scalars.iter().map(|(n, _)| n);
         let r = read_rows.iter().map(|(n, _)| n);
         let w = write_rows.iter().map(|(n, _)| n);
-        quote!(#len, #(#s,)* #(#r,)* #(#w,)* #sweep_row_args)
+        let p = &pf.row_args;
+        quote!(#len, #(#s,)* #(#r,)* #(#w,)* #sweep_row_args #p)
     };
     // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
     let accs: Vec<&Ident> = reductions.iter().map(|r| &r.1).collect();
@@ -221,7 +228,8 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
             quote!(#n: &[#t], #(#offs: isize,)*)
         });
-        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #sweep_block_params #reduce_params #out: &mut #outputs_ty)
+        let p = &pf.block_params;
+        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #sweep_block_params #p #reduce_params #out: &mut #outputs_ty)
     };
     let block_args = {
         let s = scalars.iter().map(|(n, _)| n);
@@ -231,7 +239,8 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             quote!(#n, #(#offs,)*)
         });
         let p = if reductions.is_empty() { quote!() } else { quote!(#slots, #(#partials,)*) };
-        quote!(#block, #(#s,)* #(#d)* #sweep_block_args #p #out)
+        let pfa = &pf.block_args;
+        quote!(#block, #(#s,)* #(#d)* #sweep_block_args #pfa #p #out)
     };
     // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
     // levels) and the row's slice of each carried local.
@@ -246,7 +255,9 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
     let carry_rows = carried.iter().map(|(tile, row, _, _)| quote!(let #row = &mut #tile[#r * #len..(#r + 1) * #len];));
     let [row_fn, block_fn, block_avx2, block_avx512, isa] =
         [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
-    let printer = NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone(), level, levels };
+    let printer =
+        NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone(), level, levels, point_calls };
+
     let body = printer.stmts(&ir.body);
     let outputs_tuple = quote!((#(&#writer_data,)*));
     let closure = quote! {
@@ -322,15 +333,32 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             }
         }
     };
+    let pf_rows = &pf.block_rows;
+    let block_loop = quote! {
+        for #r in 0..#block.rows {
+            let #base = #block.row_base(#r);
+            #(#row_slices)*
+            #pf_rows
+            #(#sweep_rows)*
+            #(#carry_rows)*
+            let (#(#writer_rows,)*) = #out.row(#r);
+            #row_call
+        }
+    };
+    let block_body = pf.wrap_block(block_loop, rt);
+    let (pf_setup, pf_row_fns, pf_reslice) = (&pf.setup, &pf.row_fns, &pf.reslice);
     quote! {
         #unpack
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #(#setup)*
         #(#passed_setup)*
+        #pf_setup
+        #pf_row_fns
         #[inline(always)]
         fn #row_fn(#row_params) #row_ret {
             #(#reslice)*
+            #pf_reslice
             #(#acc_init)*
             for #x in 0..#len {
                 #(#carry_in)*
@@ -342,14 +370,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
         #[inline(always)]
         fn #block_fn(#block_params) {
             let #len = #block.len;
-            for #r in 0..#block.rows {
-                let #base = #block.row_base(#r);
-                #(#row_slices)*
-                #(#sweep_rows)*
-                #(#carry_rows)*
-                let (#(#writer_rows,)*) = #out.row(#r);
-                #row_call
-            }
+            #block_body
         }
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2")]
@@ -430,6 +451,8 @@ struct NestPrinter<'a> {
     /// A column sweep's level (`idx.level()`) and level count (`idx.levels()`).
     level: Ident,
     levels: Ident,
+    /// The offsets at which the body evaluates each point function (`point_fns::call_offsets`).
+    point_calls: Vec<Vec<[i32; 3]>>,
 }
 
 impl NestPrinter<'_> {
@@ -548,6 +571,11 @@ impl NestPrinter<'_> {
             ExprKind::Levels => {
                 let l = &self.levels;
                 quote!(#l)
+            }
+            ExprKind::PointValue { func, output, offset } => {
+                let call = self.point_calls[*func].iter().position(|o| o == offset).expect("every call is listed");
+                let (row, x) = (ident(&naming::point_row(*func, *output, call)), &self.x);
+                quote!(#row[#x])
             }
         }
     }

@@ -173,6 +173,7 @@ fn eval(e: &Expr, at: &Point<'_>, locals: &[Option<Value>]) -> Value {
         }
         ExprKind::Level => Value::I32(at.level.expect("the level of a column sweep").0),
         ExprKind::Levels => Value::I32(at.level.expect("the levels of a column sweep").1),
+        ExprKind::PointValue { .. } => unreachable!("the functors' IR has its point functions inlined"),
     }
 }
 

@@ -3,7 +3,7 @@
 use super::syntax::helper_name;
 use super::types::{Require, TExpr, Var};
 use super::values::Value;
-use super::{path_name, tokens, unsupported, Lowerer};
+use super::{path_name, tokens, unsupported, Binding, Lowerer};
 use crate::frontend::error::{Error, ErrorKind};
 use crate::ir::{BinOp, Expr, ExprKind, Literal, MathFn, ParamId, ParamKind, ScalarType, Stmt, UnOp};
 use proc_macro2::Span;
@@ -195,6 +195,10 @@ impl Lowerer {
         if let Some(ident) = p.path.get_ident() {
             let name = ident.to_string();
             if let Some(binding) = self.lookup(&name) {
+                if let Binding::PointFn(_) = binding {
+                    let index = self.index_name.clone();
+                    return Err(Error::spanned(&p, ErrorKind::PointFnCall { name, index }));
+                }
                 return Ok(self.binding_value(&binding, p.span()));
             }
             if let Some(elems) = self.param_array(&name) {

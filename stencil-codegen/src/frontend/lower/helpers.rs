@@ -84,6 +84,9 @@ impl Lowerer {
     /// body with the arguments bound to its parameter names.
     pub(super) fn call_helper(&mut self, c: &syn::ExprCall, out: &mut Vec<Stmt<Var>>) -> Result<Value, Error> {
         let name = helper_name(c).expect("a bare name").to_string();
+        if let Some(super::Binding::PointFn(func)) = self.lookup(&name) {
+            return self.call_point_fn(c, func);
+        }
         if self.lookup(&name).is_some() || self.param(&name).is_some() {
             return Err(unsupported(&c.func, &format!("calling `{name}`, which is a value")));
         }

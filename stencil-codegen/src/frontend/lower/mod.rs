@@ -6,6 +6,7 @@
 mod expr;
 pub mod generic;
 pub mod helpers;
+mod point_fns;
 mod signature;
 mod syntax;
 mod types;
@@ -77,6 +78,15 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
     let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
     let body = body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
     let locals = cx.locals.into_iter().map(|(name, v, _)| Local { name, ty: resolved.get(v) }).collect();
+    let point_fns = std::mem::take(&mut cx.point_fns)
+        .into_iter()
+        .map(|f| {
+            let mut outputs = Vec::new();
+            point_fns::output_locals(&f.value, &mut outputs);
+            let body = f.body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
+            Ok(crate::ir::PointFn { name: f.name, body, outputs })
+        })
+        .collect::<Result<Vec<_>, Error>>()?;
     let sweep = match sig.sweep {
         Some(order) => {
             let carried = carried.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
@@ -92,6 +102,7 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         locals,
         body,
         sweep,
+        point_fns,
     })
 }
 
@@ -140,6 +151,8 @@ enum Binding {
     Array(Vec<LocalId>, bool),
     /// A tuple, one binding per element.
     Tuple(Vec<Binding>),
+    /// A point function (`let flux = |p: Idx3| ...;`): its index in `Lowerer::point_fns`.
+    PointFn(usize),
 }
 
 struct Lowerer {
@@ -161,6 +174,10 @@ struct Lowerer {
     /// The array parameters (`w: [f64; 9]`, `q: [&Field3<f64>; 5]`): their elements' IR
     /// parameters.
     param_arrays: HashMap<String, Vec<usize>>,
+    /// The point functions defined so far.
+    point_fns: Vec<point_fns::PendingPointFn>,
+    /// How many point function bodies are being lowered (0 or 1: they do not nest).
+    point_fn_depth: usize,
 }
 
 impl Lowerer {
@@ -177,6 +194,8 @@ impl Lowerer {
             call_stack: Vec::new(),
             sweep: None,
             param_arrays: HashMap::new(),
+            point_fns: Vec::new(),
+            point_fn_depth: 0,
         }
     }
 
@@ -348,6 +367,10 @@ impl Lowerer {
         };
         if let Some((_, diverge)) = &init.diverge {
             return Err(unsupported(diverge, "`let ... else`"));
+        }
+        if let (syn::Expr::Closure(c), syn::Pat::Ident(p)) = (&*init.expr, &local.pat) {
+            self.not_the_index(&p.ident)?;
+            return self.lower_point_fn(&p.ident, c);
         }
         let value = self.lower_value(&init.expr, out)?;
         self.bind_pattern(&local.pat, value, init.expr.span(), out)

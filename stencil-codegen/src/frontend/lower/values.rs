@@ -262,6 +262,7 @@ impl Lowerer {
             }
             Binding::Array(ids, _) => Value::Array(ids.iter().map(|&id| local(self, id)).collect()),
             Binding::Tuple(v) => Value::Tuple(v.iter().map(|b| self.binding_value(b, span)).collect()),
+            Binding::PointFn(_) => unreachable!("path_value refuses a point function used as a value"),
         }
     }
 
@@ -493,7 +494,7 @@ impl Lowerer {
 fn collect_locals(binding: &Binding, out: &mut Vec<(LocalId, bool)>) {
     match binding {
         Binding::Local(id, m) => out.push((*id, *m)),
-        Binding::ConstInt(_) => out.push((usize::MAX, false)),
+        Binding::ConstInt(_) | Binding::PointFn(_) => out.push((usize::MAX, false)),
         Binding::Array(ids, m) => out.extend(ids.iter().map(|&id| (id, *m))),
         Binding::Tuple(v) => v.iter().for_each(|b| collect_locals(b, out)),
     }

@@ -128,6 +128,9 @@ impl CPrinter<'_> {
             ExprKind::Select(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
             ExprKind::Level => crate::naming::C_LEVEL.to_string(),
             ExprKind::Levels => crate::naming::C_LEVELS.to_string(),
+            ExprKind::PointValue { .. } => {
+                unreachable!("point functions are inlined (passes::inline_point_fns) before CUDA is printed")
+            }
         }
     }
 }
