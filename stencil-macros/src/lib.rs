@@ -37,6 +37,11 @@ fn runtime() -> proc_macro2::TokenStream {
 /// f: &Field3<T>, out: &mut Field3<T>)`): it is compiled for `f32` and `f64` into one functor
 /// type `Heat<T>`, run as `Heat::<f64>::new()`.
 ///
+/// A point function, `let flux = |p: Idx3| expr;`, defines values at every point from the
+/// stencil's fields and scalars (not its locals); `flux(idx)` and `flux(idx.ix::<-1, 0, 0>())`
+/// are its values here and one point left (its body with every read shifted). The CPU nest
+/// computes each once per point of a block and reuses it for every call.
+///
 /// `#[stencil(sweep = forward)]` (or `backward`) makes a column sweep: each column (the points
 /// that share every coordinate but the last) is updated level by level, in order, so a written
 /// field may also be read at levels already passed (`x[idx.ix(0, 0, -1)]` going forward);
