@@ -121,6 +121,8 @@ pub fn point_out(output: usize) -> String {
     format!("__pf_out_{output}")
 }
 
+/// The thread's previous block with point functions, where its values can be reused.
+pub const POINT_PREVIOUS: &str = "__pf_previous";
 /// A group of a point function's values in a block, its rows, a row of it.
 pub const POINT_GROUP: &str = "__pf_group";
 /// See [`POINT_GROUP`].

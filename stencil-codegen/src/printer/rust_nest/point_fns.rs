@@ -141,9 +141,22 @@ pub(super) fn point_fn_nest(
         nest.lens.extend(quote!(let #buffer_len = #layout.buffer_len(&#block);));
         nest.buffers.extend(buffers.iter().map(|(b, ty)| (b.clone(), ty.clone(), buffer_len.clone())));
         let out_args = buffers.iter().map(|(b, _)| quote!(&mut #b[#q..#q + #rows.width]));
+        // The thread's previous block (same launch, one plane below): the first layout asks.
+        let previous = ident(naming::POINT_PREVIOUS);
+        if nest.block_compute.is_empty() {
+            nest.block_compute.extend(quote!(let #previous = #layout.previous_block(&#block);));
+        }
+        let copies =
+            buffers.iter().map(|(b, _)| quote!(#b.copy_within(#q..#q + #rows.width * #rows.rows, #rows.start);));
         nest.block_compute.extend(quote! {
             for #group in 0..#layout.groups() {
                 let #rows = #layout.group_rows(#group, &#block);
+                if let ::core::option::Option::Some(#q) =
+                    #previous.as_ref().and_then(|p| #layout.earlier_values(#group, p, &#block))
+                {
+                    #(#copies)*
+                    continue;
+                }
                 for #q in 0..#rows.rows {
                     let #base = #rows.base + #q * #rows.stride;
                     let #q = #rows.start + #q * #rows.width;
