@@ -49,9 +49,11 @@
 //!   layer at the low end of its axis), then an update stencil reads the 15 flux fields (at `i` and
 //!   `i−1`), `q` and `q_n`. Every face is solved once, at the price of 30 more fields of traffic
 //!   per cell. Seed 000's face-value reuse (section 4.1, keep `qR` of cell `i` as `qL` of `i+1`
-//!   in registers) gets the split variant's arithmetic with the fused variant's traffic; the DSL
-//!   has no way to carry a value from one point to the next, so this module offers the two ends.
-//!   Fused and split compute every face with the same operations, so they agree bit for bit.
+//!   in registers) gets the split variant's arithmetic with the fused variant's traffic. The DSL
+//!   says it with point functions (`let fx = |p: Idx3| ...;`, see the README), which the CPU nest
+//!   computes once per face (`point_fn_bench` runs this stage so, 1.4x the fused stencil on the
+//!   CPU); the GPU kernels do not keep their values on chip yet, so this module offers the two
+//!   ends. Fused and split compute every face with the same operations, so they agree bit for bit.
 //!
 //! **Boundaries**, per axis ([`Boundary`]): before every stage the halos (2 cells) of the stage's
 //! input, all five fields along every axis, are filled by one executor call: periodic,
