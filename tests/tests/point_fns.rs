@@ -85,6 +85,41 @@ fn branchy(idx: Idx1, c: f64, a: &Field1<f64>, out: &mut Field1<f64>, total: &mu
     total.fold(x0);
 }
 
+/// Point functions calling earlier ones: a pair of values per point, face values from them along
+/// x and z, and the pair at the point itself in the body too.
+#[stencil]
+fn nested(idx: Idx3, g: f64, q: &Field3<f64>, r: &Field3<f64>, out: &mut Field3<f64>) {
+    let w = |p: Idx3| [q[p] / r[p], (q[p] * g).sqrt()];
+    let fx = |p: Idx3| {
+        let (a, b) = (w(p.ix::<-1, 0, 0>()), w(p.ix::<1, 0, 0>()));
+        a[0] * b[1] - w(p)[0]
+    };
+    let fz = |p: Idx3| w(p.ix::<0, 0, 1>())[1] - w(p)[1];
+    out[idx] = fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) * fz(idx.ix::<0, 0, -1>()) + w(idx)[0];
+}
+
+#[test]
+fn point_functions_calling_point_functions_match_plain_loops() {
+    let mut rng = SplitMix64::new(0x0f1c_0004);
+    for (n, order, shrink) in [([21, 9, 13], Order::Ijk, [0, 0, 0]), ([10, 12, 19], Order::Kij, [2, 1, 3])] {
+        let shape = Shape3::new(n).halo(2).order(order);
+        let range = Loop3D::interior(&shape).shrink(shrink);
+        let (q, r): (Field3<f64>, Field3<f64>) = (random(shape, &mut rng, 0.5, 2.0), random(shape, &mut rng, 0.5, 2.0));
+        let g = 1.7;
+        let w = |p: [isize; 3]| [nb(&q, p, [0; 3]) / nb(&r, p, [0; 3]), (nb(&q, p, [0; 3]) * g).sqrt()];
+        let at = |p: [isize; 3], o: [isize; 3]| -> [isize; 3] { std::array::from_fn(|a| p[a] + o[a]) };
+        let fx = |p| w(at(p, [-1, 0, 0]))[0] * w(at(p, [1, 0, 0]))[1] - w(p)[0];
+        let fz = |p| w(at(p, [0, 0, 1]))[1] - w(p)[1];
+        let mut want = poisoned::<f64, 3>(shape);
+        for_each_in_range(&range, &shape, |p| {
+            want.set(p, fx(p) - fx(at(p, [-1, 0, 0])) + fz(p) * fz(at(p, [0, 0, -1])) + w(p)[0]).unwrap();
+        });
+        let mut out = poisoned(shape);
+        range.run(Nested, (g, &q, &r, &mut out)).unwrap();
+        assert_bits_eq(&out, &want, &format!("nested {n:?} {order:?}"));
+    }
+}
+
 #[test]
 fn a_flux_difference_with_point_functions_matches_plain_loops() {
     let mut rng = SplitMix64::new(0x0f1c_0001);

@@ -355,7 +355,8 @@ fn stencil_impl(
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
     let encoded = flat.encode();
-    let run_host = print_run_host(ir, &Analysis::of(ir), &unpack(&args), rt);
+    let nest = crate::passes::inline_nested_point_fns(ir);
+    let run_host = print_run_host(&nest, &Analysis::of(&nest), &unpack(&args), rt);
     quote! {
         impl #rt::Stencil<#dim> for #functor {
             type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);

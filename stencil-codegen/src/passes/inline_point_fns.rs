@@ -4,7 +4,8 @@
 //! list, and the branches nested in them). The result computes every value with the same
 //! operations in the same order as the point function does, so a printer that keeps point
 //! functions (the CPU nest computes each once per point and reads it back) and one that prints
-//! the inlined IR give the same bits.
+//! the inlined IR give the same bits. A point function may call the ones defined before it;
+//! their values are shared the same way, across the functions that need them.
 
 use crate::ir::{Expr, ExprKind, Local, LocalId, StencilIr, Stmt};
 use std::collections::{HashMap, HashSet};
@@ -32,6 +33,23 @@ pub fn inline_point_fns(ir: &StencilIr) -> StencilIr {
     out
 }
 
+/// `ir` with the bodies of its point functions free of calls of other point functions (those
+/// inlined as [`inline_point_fns`] does); the stencil's body and the functions' outputs stay:
+/// what the CPU nest computes each function from.
+pub fn inline_nested_point_fns(ir: &StencilIr) -> StencilIr {
+    let mut out = ir.clone();
+    let mut inliner = Inliner {
+        ir,
+        names: ir.locals.iter().map(|l| l.name.clone()).collect(),
+        locals: std::mem::take(&mut out.locals),
+    };
+    for (f, pf) in ir.point_fns.iter().enumerate() {
+        out.point_fns[f].body = inliner.stmts(&pf.body, &HashMap::new());
+    }
+    out.locals = inliner.locals;
+    out
+}
+
 /// Values already computed where a statement runs: (function, offset) → its outputs' locals.
 type Available = HashMap<(usize, [i32; 3]), Vec<LocalId>>;
 
@@ -48,48 +66,53 @@ impl Inliner<'_> {
         let mut available = outer.clone();
         let mut out = Vec::new();
         for stmt in body {
-            // The point values this statement's own expressions need (not its branches').
-            let mut needed = Vec::new();
-            let own: Vec<&Expr> = match stmt {
-                Stmt::Let { init, .. } => init.iter().collect(),
-                Stmt::Assign { value, .. } | Stmt::Store { value, .. } | Stmt::Fold { value, .. } => vec![value],
-                Stmt::If { cond, .. } => vec![cond],
-            };
-            for e in own {
-                e.visit(&mut |e| {
-                    if let ExprKind::PointValue { func, offset, .. } = e.kind {
-                        if !available.contains_key(&(func, offset)) && !needed.contains(&(func, offset)) {
-                            needed.push((func, offset));
-                        }
-                    }
-                });
-            }
-            for (func, offset) in needed {
-                let outputs = self.emit(func, offset, &mut out);
-                available.insert((func, offset), outputs);
-            }
-            out.push(match stmt {
-                Stmt::Let { local, init } => {
-                    Stmt::Let { local: *local, init: init.as_ref().map(|e| subst(e, &available)) }
-                }
-                Stmt::Assign { local, value } => Stmt::Assign { local: *local, value: subst(value, &available) },
-                Stmt::Store { field, value } => Stmt::Store { field: *field, value: subst(value, &available) },
-                Stmt::Fold { reduction, value } => {
-                    Stmt::Fold { reduction: *reduction, value: subst(value, &available) }
-                }
-                Stmt::If { cond, then_body, else_body } => Stmt::If {
-                    cond: subst(cond, &available),
-                    then_body: self.stmts(then_body, &available),
-                    else_body: self.stmts(else_body, &available),
-                },
-            });
+            self.stmt(stmt, &mut available, &mut out);
         }
         out
     }
 
+    /// Appends `stmt` to `out`, after the point values its own expressions need (not its
+    /// branches') that `available` lacks.
+    fn stmt(&mut self, stmt: &Stmt, available: &mut Available, out: &mut Vec<Stmt>) {
+        let mut needed = Vec::new();
+        let own: Vec<&Expr> = match stmt {
+            Stmt::Let { init, .. } => init.iter().collect(),
+            Stmt::Assign { value, .. } | Stmt::Store { value, .. } | Stmt::Fold { value, .. } => vec![value],
+            Stmt::If { cond, .. } => vec![cond],
+        };
+        for e in own {
+            e.visit(&mut |e| {
+                if let ExprKind::PointValue { func, offset, .. } = e.kind {
+                    if !available.contains_key(&(func, offset)) && !needed.contains(&(func, offset)) {
+                        needed.push((func, offset));
+                    }
+                }
+            });
+        }
+        for (func, offset) in needed {
+            // A value an earlier one in `needed` computed on the way (a nested call) is shared.
+            if !available.contains_key(&(func, offset)) {
+                let outputs = self.emit(func, offset, available, out);
+                available.insert((func, offset), outputs);
+            }
+        }
+        out.push(match stmt {
+            Stmt::Let { local, init } => Stmt::Let { local: *local, init: init.as_ref().map(|e| subst(e, available)) },
+            Stmt::Assign { local, value } => Stmt::Assign { local: *local, value: subst(value, available) },
+            Stmt::Store { field, value } => Stmt::Store { field: *field, value: subst(value, available) },
+            Stmt::Fold { reduction, value } => Stmt::Fold { reduction: *reduction, value: subst(value, available) },
+            Stmt::If { cond, then_body, else_body } => Stmt::If {
+                cond: subst(cond, available),
+                then_body: self.stmts(then_body, available),
+                else_body: self.stmts(else_body, available),
+            },
+        });
+    }
+
     /// Appends point function `func`'s statements, shifted by `offset` and on fresh locals, to
-    /// `out`; returns the locals holding its outputs.
-    fn emit(&mut self, func: usize, offset: [i32; 3], out: &mut Vec<Stmt>) -> Vec<LocalId> {
+    /// `out` (with the values of other point functions they need that `available` lacks);
+    /// returns the locals holding its outputs.
+    fn emit(&mut self, func: usize, offset: [i32; 3], available: &mut Available, out: &mut Vec<Stmt>) -> Vec<LocalId> {
         let f = &self.ir.point_fns[func];
         let mut declared = Vec::new();
         collect_declared(&f.body, &mut declared);
@@ -105,8 +128,9 @@ impl Inliner<'_> {
             self.locals.push(Local { name, ty: local.ty });
             renamed.insert(l, self.locals.len() - 1);
         }
-        let shifted = shift_stmts(&f.body, offset, &renamed);
-        out.extend(shifted);
+        for s in shift_stmts(&f.body, offset, &renamed) {
+            self.stmt(&s, available, out);
+        }
         f.outputs.iter().map(|o| renamed[o]).collect()
     }
 }
@@ -153,7 +177,11 @@ fn shift_expr(e: &Expr, offset: [i32; 3], renamed: &HashMap<LocalId, LocalId>) -
         ExprKind::Local(l) => {
             Some(ExprKind::Local(*renamed.get(l).expect("a point function uses only its own locals")))
         }
-        ExprKind::PointValue { .. } => unreachable!("a point function evaluates no point function"),
+        ExprKind::PointValue { func, output, offset: o } => Some(ExprKind::PointValue {
+            func: *func,
+            output: *output,
+            offset: std::array::from_fn(|a| o[a] + offset[a]),
+        }),
         _ => None,
     })
 }
@@ -226,5 +254,50 @@ mod tests {
         names.sort();
         names.dedup();
         assert_eq!(names.len(), flat.locals.len());
+    }
+}
+
+#[cfg(all(test, feature = "frontend"))]
+mod nested_tests {
+    use super::*;
+    use crate::ir::{visit_exprs, BinOp};
+
+    const SOURCE: &str = "fn s(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) {
+        let w = |p: Idx1| u[p] * u[p];
+        let f = |p: Idx1| w(p.ix::<-1>()) + w(p);
+        out[idx] = f(idx) - f(idx.ix::<-1>());
+    }";
+
+    fn count(body: &[Stmt]) -> (usize, usize, Vec<i32>) {
+        let (mut muls, mut values, mut loads) = (0, 0, Vec::new());
+        visit_exprs(body, &mut |e| match e.kind {
+            ExprKind::Binary(BinOp::Mul, ..) => muls += 1,
+            ExprKind::PointValue { .. } => values += 1,
+            ExprKind::Load { offset, .. } => loads.push(offset[0]),
+            _ => {}
+        });
+        loads.sort();
+        (muls, values, loads)
+    }
+
+    #[test]
+    fn a_nested_value_is_computed_once_for_every_function_that_needs_it() {
+        let ir = StencilIr::from_source(SOURCE).unwrap();
+        // `f` at 0 and at -1 need `w` at -1, 0 and -2: three squares, not four.
+        let (muls, values, loads) = count(&inline_point_fns(&ir).body);
+        assert_eq!((muls, values), (3, 0));
+        assert_eq!(loads, [-2, -2, -1, -1, 0, 0]);
+    }
+
+    #[test]
+    fn the_nest_gets_point_functions_whose_bodies_call_none() {
+        let ir = StencilIr::from_source(SOURCE).unwrap();
+        let nest = inline_nested_point_fns(&ir);
+        assert_eq!(nest.body, ir.body, "the stencil's body keeps its calls");
+        assert_eq!(nest.point_fns[0], ir.point_fns[0], "`w` calls nothing");
+        let (muls, values, loads) = count(&nest.point_fns[1].body);
+        assert_eq!((muls, values), (2, 0));
+        assert_eq!(loads, [-1, -1, 0, 0]);
+        assert_eq!(nest.point_fns[1].outputs, ir.point_fns[1].outputs);
     }
 }

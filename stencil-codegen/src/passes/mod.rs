@@ -1,8 +1,10 @@
 //! Passes that rewrite the IR into a simpler IR of the same meaning, one per file.
 //!
 //! - [`inline_point_fns`]: replaces every value of a point function by the function's body,
-//!   shifted to where it is evaluated (what the CUDA printer and the serialised form see).
+//!   shifted to where it is evaluated (what the CUDA printer and the serialised form see);
+//!   [`inline_nested_point_fns`] does it inside the point functions only (what the CPU nest
+//!   computes them from).
 
 mod inline_point_fns;
 
-pub use inline_point_fns::inline_point_fns;
+pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};

@@ -2,7 +2,8 @@
 //! defines values at every point from the stencil's fields and scalars alone; `flux(idx)` and
 //! `flux(idx.ix::<-1, 0, 0>())` are two of them. The body is lowered once, for the point itself
 //! ([`crate::ir::PointFn`]); a call is its outputs at the call's offset
-//! ([`crate::ir::ExprKind::PointValue`]).
+//! ([`crate::ir::ExprKind::PointValue`]). A point function may call those defined before it, at
+//! points relative to its own.
 
 use super::types::Var;
 use super::values::Value;
@@ -76,20 +77,20 @@ impl Lowerer {
                 ));
             }
         }
-        // The body sees the stencil's parameters and compile-time constants, not its locals; its
-        // parameter is the point index.
+        // The body sees the stencil's parameters, compile-time constants and the point functions
+        // defined before it, not its locals; its parameter is the point index.
         let constants: HashMap<String, Binding> = self
             .scopes
             .iter()
             .flat_map(|s| s.iter())
-            .filter(|(_, b)| matches!(b, Binding::ConstInt(_)))
+            .filter(|(_, b)| matches!(b, Binding::ConstInt(_) | Binding::PointFn(_)))
             .map(|(n, b)| (n.clone(), b.clone()))
             .collect();
         let outer: HashMap<String, Binding> = self
             .scopes
             .iter()
             .flat_map(|s| s.iter())
-            .filter(|(_, b)| !matches!(b, Binding::ConstInt(_)))
+            .filter(|(_, b)| !matches!(b, Binding::ConstInt(_) | Binding::PointFn(_)))
             .map(|(n, b)| (n.clone(), b.clone()))
             .collect();
         let saved_scopes = std::mem::replace(&mut self.scopes, vec![constants]);
@@ -101,20 +102,9 @@ impl Lowerer {
         self.index_name = saved_index;
         self.scopes = saved_scopes;
         let value = lowered.map_err(|e| match e.kind {
-            ErrorKind::UnknownName { name } => match outer.get(&name) {
-                Some(Binding::PointFn(_)) => Error {
-                    kind: ErrorKind::PointFnForm {
-                        name: fn_name.clone(),
-                        what: format!(
-                            "it calls the point function `{name}`; point functions do not call each other: \
-                             write what `{name}` computes in it"
-                        ),
-                    },
-                    ..e
-                },
-                Some(_) => Error { kind: ErrorKind::PointFnCapture { name: fn_name.clone(), local: name }, ..e },
-                None => Error { kind: ErrorKind::UnknownName { name }, ..e },
-            },
+            ErrorKind::UnknownName { name } if outer.contains_key(&name) => {
+                Error { kind: ErrorKind::PointFnCapture { name: fn_name.clone(), local: name }, ..e }
+            }
             kind => Error { kind, ..e },
         })?;
         let value = self.declare_value(&fn_name, value, false, &mut body);
