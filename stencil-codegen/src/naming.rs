@@ -129,6 +129,10 @@ pub const POINT_GROUP: &str = "__pf_group";
 pub const POINT_GROUP_ROWS: &str = "__pf_rows";
 /// See [`POINT_GROUP`].
 pub const POINT_GROUP_ROW: &str = "__pf_q";
+/// Where a row of a group's values starts in its buffer.
+pub const POINT_AT: &str = "__pf_at";
+/// The part of a per-thread buffer not yet cut into a point function's outputs.
+pub const POINT_REST: &str = "__pf_rest";
 
 /// The level's place in a column sweep (`idx.level()`).
 pub const LEVEL: &str = "__level";
@@ -186,7 +190,7 @@ const PREFIXES: &[&str] = &["__", PARAM_PREFIX];
 /// Kernel variables named after a field `f` that the printed point update refers to: register
 /// queue slots (`q_f_..`), shared tiles (`s_f`), output registers and their written flags
 /// (`r_f_..`, `w_r_f_..`), an in-place field's current values (`cur_f_..`) and vector (`v_f`).
-fn is_field_variable(name: &str, field: &str) -> bool {
+pub fn is_field_variable(name: &str, field: &str) -> bool {
     let after = |prefix: &str| name.strip_prefix(prefix).and_then(|rest| rest.strip_prefix(field));
     ["q_", "r_", "w_r_", "cur_"].iter().any(|p| after(p).is_some_and(|rest| rest.starts_with('_')))
         || ["s_", "v_"].iter().any(|p| after(p) == Some(""))
@@ -290,6 +294,25 @@ pub fn is_reserved(name: &str, fields: &[&str]) -> bool {
         || name.strip_suffix('f').is_some_and(math)
 }
 
+/// A fresh local name from `base` for a stencil with field parameters `fields`: [`local_name`]
+/// of it, or with the first suffix `_1`, `_2`, ... that is not `taken` (and, suffixed, not
+/// `avoid`; where every suffix is, the `v_` form of it: `r_out_1`, `r_out_2`, ... are all
+/// registers of field `out`).
+pub fn fresh_local(base: &str, fields: &[&str], taken: impl Fn(&str) -> bool, avoid: impl Fn(&str) -> bool) -> String {
+    let name = local_name(base, fields);
+    if !taken(&name) {
+        return name;
+    }
+    (1..100_000)
+        .filter(|n| !taken(&format!("{name}_{n}")))
+        .find_map(|n| {
+            let plain = format!("{name}_{n}");
+            let v = format!("v_{}_{n}", name.trim_start_matches('_'));
+            [plain, v].into_iter().find(|c| !taken(c) && !avoid(c))
+        })
+        .expect("a free local name among 100000 suffixes")
+}
+
 /// The name a user local `base` gets in generated code before de-duplication: `base` itself, or
 /// `v_` + `base` without leading underscores if it [`is_reserved`].
 pub fn local_name(base: &str, fields: &[&str]) -> String {
@@ -317,5 +340,20 @@ mod tests {
         assert_eq!(local_name("__tmp", &fields), "v_tmp");
         assert_eq!(local_name("idx", &fields), "v_idx");
         assert_eq!(local_name("lap", &fields), "lap");
+    }
+}
+
+#[cfg(test)]
+mod fresh_tests {
+    use super::*;
+
+    #[test]
+    fn a_fresh_local_is_free_and_clear_of_generated_names() {
+        let reserved = |n: &str| is_reserved(n, &["out"]);
+        assert_eq!(fresh_local("a", &["out"], |_| false, reserved), "a");
+        assert_eq!(fresh_local("a", &["out"], |n| n == "a", reserved), "a_1");
+        // Every `r_out_N` is a register of field `out`.
+        let name = fresh_local("r_out", &["out"], |n| n == "r_out", reserved);
+        assert!(!is_reserved(&name, &["out"]) && name != "r_out", "{name}");
     }
 }

@@ -205,6 +205,54 @@ fn tuple_values_in_branches_and_a_fold_match_plain_loops() {
     }
 }
 
+/// Integer point functions (`i32` wrapping where the block's widened rows reach the halo's
+/// extremes, `u32`), and a local named like a kernel register of the output field.
+#[stencil]
+fn integers(idx: Idx2, a: &Field2<i32>, out: &mut Field2<i32>, count: &mut Field2<u32>) {
+    let big = |p: Idx2| a[p] * 3 + 1;
+    let odd = |p: Idx2| (a[p] & 1) as u32;
+    let r_out = |p: Idx2| {
+        let r_out = a[p] - 1;
+        r_out * 2
+    };
+    out[idx] = big(idx.ix::<-1, 0>()) - big(idx.ix::<0, -1>()) + r_out(idx) + r_out(idx.ix::<0, 1>());
+    count[idx] = odd(idx) + odd(idx.ix::<1, 1>());
+}
+
+#[test]
+fn integer_point_functions_match_plain_loops_and_do_not_panic_at_unread_points() {
+    let shape = Shape2::new([37, 11]).halo(1);
+    let range = Loop2D::interior(&shape);
+    let mut rng = SplitMix64::new(0x0f1c_0005);
+    // The halo's corners, which no call reads, hold values whose `* 3` overflows.
+    let a = Field2::from_fn(shape, |g| {
+        let corner = (g[0] == -1 || g[0] == 37) && (g[1] == -1 || g[1] == 11);
+        if corner {
+            i32::MAX
+        } else {
+            (rng.unit() * 2000.0) as i32 - 1000
+        }
+    });
+    let (mut want, mut want_count) = (Field2::filled(shape, -7i32), Field2::filled(shape, 7u32));
+    for_each_in_range(&range, &shape, |p| {
+        let at = |o: [isize; 2]| nb(&a, p, o);
+        let big = |o: [isize; 2]| at(o) * 3 + 1;
+        let r_out = |o: [isize; 2]| (at(o) - 1) * 2;
+        want.set(p, big([-1, 0]) - big([0, -1]) + r_out([0, 0]) + r_out([0, 1])).unwrap();
+        want_count.set(p, (at([0, 0]) & 1) as u32 + (at([1, 1]) & 1) as u32).unwrap();
+    });
+    let (mut out, mut count) = (Field2::filled(shape, -7i32), Field2::filled(shape, 7u32));
+    range.run(Integers, (&a, &mut out, &mut count)).unwrap();
+    assert_eq!(out.as_slice(), want.as_slice());
+    assert_eq!(count.as_slice(), want_count.as_slice());
+    // The inlined IR's locals stay clear of the names kernels use (`r_out_1` is a register).
+    let ir = <Integers as Stencil<2>>::ir();
+    let fields: Vec<&str> = ir.field_ids().map(|p| ir.params[p].name.as_str()).collect();
+    for l in &ir.locals {
+        assert!(!stencil_runtime::codegen::naming::is_reserved(&l.name, &fields), "local `{}`", l.name);
+    }
+}
+
 #[test]
 fn the_functor_ir_has_them_inlined_and_the_launch_checks_their_reach() {
     // The serialised IR (what CUDA is printed from) has no point function left.

@@ -22,7 +22,9 @@ pub struct Analysis {
 }
 
 impl Analysis {
-    /// Analyses `ir`.
+    /// Analyses `ir` as given: the reads of its point functions count where they are inlined
+    /// (`passes::inline_point_fns`), as the functors' facts are computed; on the IR with point
+    /// functions only the body's own reads count (what the CPU nest reads rows of).
     pub fn of(ir: &StencilIr) -> Analysis {
         let fields = field_accesses(ir);
         let min_bytes = cost::min_bytes(&fields);

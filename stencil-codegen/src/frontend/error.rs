@@ -334,8 +334,8 @@ pub enum ErrorKind {
     PointFnCall {
         /// The point function.
         name: String,
-        /// The stencil's index name.
-        index: String,
+        /// A point near the current one, as this stencil writes it (`idx.ix::<-1, 0>()`).
+        example: String,
     },
     /// An `unsafe` block.
     Unsafe,
@@ -524,14 +524,14 @@ impl fmt::Display for ErrorKind {
             CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level, and may write nothing: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
-            Closure => write!(f, "a closure is allowed only as a point function, bound by `let`: `let flux = |p: Idx3| ...;`, then `flux(idx)`, `flux(idx.ix::<-1, 0, 0>())`"),
+            Closure => write!(f, "a closure is allowed only as a point function, bound by `let` (`let flux = |p: Idx3| ...;`, then `flux(idx)` or `flux(idx.ix(..))`); for a function of values, write a `#[stencil_fn]` helper"),
             PointFnForm { name, what } => write!(f, "point function `{name}`: {what}"),
             PointFnInSweep { name } => write!(f, "point function `{name}`: a column sweep has no point functions (its levels depend on each other); compute the values in the body"),
             PointFnNested { name } => write!(f, "point function `{name}` is defined inside a point function or a helper: define it in the stencil's body"),
             PointFnCapture { name, local } => write!(f, "point function `{name}` uses `{local}`, a local of the stencil: a point function sees only the stencil's parameters and constants (its values must not depend on where it is called from); compute `{local}` inside it"),
             PointFnWrites { name } => write!(f, "point function `{name}` writes a field or folds a reduction: a point function only computes values; write them in the stencil's body"),
             PointFnReadsWritten { name, field } => write!(f, "point function `{name}` reads `{field}`, which this stencil writes: its values at neighbouring points would race with their writes; read only input fields in it"),
-            PointFnCall { name, index } => write!(f, "`{name}` is a point function: call it at one point, `{name}({index})` or `{name}({index}.ix::<-1, 0, 0>())`"),
+            PointFnCall { name, example } => write!(f, "`{name}` is a point function: call it at one point, `{name}({})` or `{name}({example})`", example.split('.').next().unwrap_or(example)),
             Unsafe => write!(f, "`unsafe` is not allowed in a stencil: field accesses are checked once per launch, no unsafe code is needed"),
             Macro { name } => write!(f, "macros such as `{name}!` are not supported in stencils: the body is compiled for the GPU too"),
             BadAssignTarget => write!(f, "only `let mut` locals and the current point of a `&mut` field (`out[idx]`) can be assigned"),

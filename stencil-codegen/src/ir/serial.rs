@@ -77,6 +77,10 @@ fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], v: T) -> &'static s
 
 impl StencilIr {
     /// The serialised form of this IR (see the module docs); [`StencilIr::decode`] reads it back.
+    ///
+    /// # Panics
+    /// If the IR still has point functions: the serialised form is of the inlined IR
+    /// (`passes::inline_point_fns`), as the functors embed it.
     pub fn encode(&self) -> String {
         let mut out =
             format!("stencil-ir {IR_FORMAT}\n(name {}) (dim {}) (index {})\n", self.name, self.dim, self.index_name);
@@ -272,7 +276,7 @@ fn encode_expr(e: &Expr, out: &mut String) {
         ExprKind::Level => out.push_str("level"),
         ExprKind::Levels => out.push_str("levels"),
         ExprKind::PointValue { .. } => {
-            unreachable!("point functions are inlined (passes::inline_point_fns) before the IR is serialised")
+            panic!("point functions are inlined (passes::inline_point_fns) before the IR is serialised")
         }
     }
     out.push(')');

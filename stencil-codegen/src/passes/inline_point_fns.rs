@@ -25,7 +25,7 @@ pub fn inline_point_fns(ir: &StencilIr) -> StencilIr {
     out.point_fns.clear();
     let mut inliner = Inliner {
         ir,
-        names: ir.locals.iter().map(|l| l.name.clone()).collect(),
+        names: ir.locals.iter().map(|l| l.name.clone()).chain(ir.params.iter().map(|p| p.name.clone())).collect(),
         locals: std::mem::take(&mut out.locals),
     };
     out.body = inliner.stmts(&ir.body, &HashMap::new());
@@ -40,7 +40,7 @@ pub fn inline_nested_point_fns(ir: &StencilIr) -> StencilIr {
     let mut out = ir.clone();
     let mut inliner = Inliner {
         ir,
-        names: ir.locals.iter().map(|l| l.name.clone()).collect(),
+        names: ir.locals.iter().map(|l| l.name.clone()).chain(ir.params.iter().map(|p| p.name.clone())).collect(),
         locals: std::mem::take(&mut out.locals),
     };
     for (f, pf) in ir.point_fns.iter().enumerate() {
@@ -55,7 +55,7 @@ type Available = HashMap<(usize, [i32; 3]), Vec<LocalId>>;
 
 struct Inliner<'a> {
     ir: &'a StencilIr,
-    /// Every local name in use (fresh ones get a numbered suffix).
+    /// Every local and parameter name in use (fresh ones get a numbered suffix).
     names: HashSet<String>,
     /// The locals of the result: the original ones, then the inlined copies'.
     locals: Vec<Local>,
@@ -117,13 +117,16 @@ impl Inliner<'_> {
         let mut declared = Vec::new();
         collect_declared(&f.body, &mut declared);
         let mut renamed = HashMap::new();
+        let fields: Vec<&str> = self.ir.field_ids().map(|p| self.ir.params[p].name.as_str()).collect();
         for l in declared {
             let local = &self.ir.locals[l];
-            let mut n = 1;
-            while self.names.contains(&format!("{}_{n}", local.name)) {
-                n += 1;
-            }
-            let name = format!("{}_{n}", local.name);
+            // Suffixed, clear of the names the printers make (`r_out_1` is a kernel register).
+            let name = crate::naming::fresh_local(
+                &local.name,
+                &fields,
+                |n| self.names.contains(n),
+                |n| crate::naming::is_reserved(n, &fields),
+            );
             self.names.insert(name.clone());
             self.locals.push(Local { name, ty: local.ty });
             renamed.insert(l, self.locals.len() - 1);

@@ -255,8 +255,16 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
     let carry_rows = carried.iter().map(|(tile, row, _, _)| quote!(let #row = &mut #tile[#r * #len..(#r + 1) * #len];));
     let [row_fn, block_fn, block_avx2, block_avx512, isa] =
         [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
-    let printer =
-        NestPrinter { ir, accesses, assigned: assigned_locals(&ir.body), x: x.clone(), level, levels, point_calls };
+    let printer = NestPrinter {
+        ir,
+        accesses,
+        assigned: assigned_locals(&ir.body),
+        x: x.clone(),
+        level,
+        levels,
+        point_calls,
+        wrapping: false,
+    };
 
     let body = printer.stmts(&ir.body);
     let outputs_tuple = quote!((#(&#writer_data,)*));
@@ -453,6 +461,9 @@ struct NestPrinter<'a> {
     levels: Ident,
     /// The offsets at which the body evaluates each point function (`point_fns::call_offsets`).
     point_calls: Vec<Vec<[i32; 3]>>,
+    /// Integer arithmetic wraps (a point function's body, computed at points nobody reads too;
+    /// integer `/` and `%`, which would still panic, are refused in it by the frontend).
+    wrapping: bool,
 }
 
 impl NestPrinter<'_> {
@@ -540,14 +551,34 @@ impl NestPrinter<'_> {
             ExprKind::Unary(op, a) => {
                 let a = self.expr(a);
                 match op {
+                    UnOp::Neg if self.wrapping && e.ty.is_int() => quote!(#a.wrapping_neg()),
                     UnOp::Neg => quote!((-#a)),
                     UnOp::Not => quote!((!#a)),
                 }
             }
             ExprKind::Binary(op, a, b) => {
+                let int = a.ty.is_int();
                 let (a, b) = (self.expr(a), self.expr(b));
-                let op: TokenStream = binop_tokens(*op);
-                quote!((#a #op #b))
+                // A point function is also computed at points nobody reads (a block's widened
+                // rows): its integer arithmetic wraps instead of panicking on overflow there.
+                let wrapping = match op {
+                    BinOp::Add => Some(quote!(wrapping_add)),
+                    BinOp::Sub => Some(quote!(wrapping_sub)),
+                    BinOp::Mul => Some(quote!(wrapping_mul)),
+                    BinOp::Shl => Some(quote!(wrapping_shl)),
+                    BinOp::Shr => Some(quote!(wrapping_shr)),
+                    _ => None,
+                };
+                match wrapping {
+                    Some(m) if self.wrapping && int && matches!(op, BinOp::Shl | BinOp::Shr) => {
+                        quote!(#a.#m(#b as u32))
+                    }
+                    Some(m) if self.wrapping && int => quote!(#a.#m(#b)),
+                    _ => {
+                        let op: TokenStream = binop_tokens(*op);
+                        quote!((#a #op #b))
+                    }
+                }
             }
             ExprKind::Cast(a) => {
                 let a = self.expr(a);

@@ -31,6 +31,8 @@ pub struct PointLayout {
     row_stride: usize,
 }
 
+/// Calls whose offsets share their component along the third axis: computed over the block's
+/// rows widened from `lo` to `hi` (along the contiguous axis, along the row axis).
 #[derive(Clone, Debug)]
 struct Group {
     outer: i32,
@@ -211,6 +213,7 @@ struct Buffers {
     f32: std::cell::Cell<Vec<f32>>,
     f64: std::cell::Cell<Vec<f64>>,
     i32: std::cell::Cell<Vec<i32>>,
+    u32: std::cell::Cell<Vec<u32>>,
     bool: std::cell::Cell<Vec<bool>>,
 }
 
@@ -221,7 +224,7 @@ thread_local! {
     static LAST_BLOCK: std::cell::Cell<Option<(u64, RowBlock)>> = const { std::cell::Cell::new(None) };
 }
 
-point_element!(f32, f64, i32, bool);
+point_element!(f32, f64, i32, u32, bool);
 
 #[cfg(test)]
 mod tests {

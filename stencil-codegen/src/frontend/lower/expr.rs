@@ -195,9 +195,13 @@ impl Lowerer {
         if let Some(ident) = p.path.get_ident() {
             let name = ident.to_string();
             if let Some(binding) = self.lookup(&name) {
-                if let Binding::PointFn(_) = binding {
-                    let index = self.index_name.clone();
-                    return Err(Error::spanned(&p, ErrorKind::PointFnCall { name, index }));
+                match binding {
+                    Binding::PointFn(_) => {
+                        let example = self.point_example();
+                        return Err(Error::spanned(&p, ErrorKind::PointFnCall { name, example }));
+                    }
+                    Binding::Captured => return Err(self.captured(&p, &name)),
+                    _ => {}
                 }
                 return Ok(self.binding_value(&binding, p.span()));
             }

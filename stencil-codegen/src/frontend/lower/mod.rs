@@ -83,7 +83,8 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         .map(|f| {
             let mut outputs = Vec::new();
             point_fns::output_locals(&f.value, &mut outputs);
-            let body = f.body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
+            let body = f.body.iter().cloned().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
+            point_fns::check_integer_division(&f, &body)?;
             Ok(crate::ir::PointFn { name: f.name, body, outputs })
         })
         .collect::<Result<Vec<_>, Error>>()?;
@@ -153,6 +154,8 @@ enum Binding {
     Tuple(Vec<Binding>),
     /// A point function (`let flux = |p: Idx3| ...;`): its index in `Lowerer::point_fns`.
     PointFn(usize),
+    /// Inside a point function: a name the stencil binds to a local (refused where it is used).
+    Captured,
 }
 
 struct Lowerer {
@@ -176,8 +179,8 @@ struct Lowerer {
     param_arrays: HashMap<String, Vec<usize>>,
     /// The point functions defined so far.
     point_fns: Vec<point_fns::PendingPointFn>,
-    /// How many point function bodies are being lowered (0 or 1: they do not nest).
-    point_fn_depth: usize,
+    /// The point function whose body is being lowered (they do not nest).
+    point_fn: Option<String>,
 }
 
 impl Lowerer {
@@ -195,7 +198,7 @@ impl Lowerer {
             sweep: None,
             param_arrays: HashMap::new(),
             point_fns: Vec::new(),
-            point_fn_depth: 0,
+            point_fn: None,
         }
     }
 
@@ -249,14 +252,14 @@ impl Lowerer {
     fn declare(&mut self, base: &str, var: Var, mutable: bool, user: bool) -> LocalId {
         let fields: Vec<&str> =
             self.params.iter().filter(|p| matches!(p.kind, ParamKind::Field(_))).map(|p| p.name.as_str()).collect();
-        let mut name = crate::naming::local_name(base, &fields);
-        if self.used_names.contains(&name) {
-            let mut n = 1;
-            while self.used_names.contains(&format!("{name}_{n}")) {
-                n += 1;
-            }
-            name = format!("{name}_{n}");
-        }
+        // A suffix skips the kernels' per-field variables (`r_out_1`: field `out`'s register);
+        // other reserved forms a suffix makes (`p_1`) clash with nothing and are kept.
+        let name = crate::naming::fresh_local(
+            base,
+            &fields,
+            |n| self.used_names.contains(n),
+            |n| fields.iter().any(|f| crate::naming::is_field_variable(n, f)),
+        );
         self.used_names.insert(name.clone());
         self.locals.push((name, var, user));
         let id = self.locals.len() - 1;
@@ -370,7 +373,7 @@ impl Lowerer {
         }
         if let (syn::Expr::Closure(c), syn::Pat::Ident(p)) = (&*init.expr, &local.pat) {
             self.not_the_index(&p.ident)?;
-            return self.lower_point_fn(&p.ident, c);
+            return self.lower_point_fn(p, c);
         }
         let value = self.lower_value(&init.expr, out)?;
         self.bind_pattern(&local.pat, value, init.expr.span(), out)
@@ -489,6 +492,7 @@ impl Lowerer {
                     Some(binding @ (Binding::Local(..) | Binding::Array(..) | Binding::Tuple(_))) => {
                         self.assign_binding(&binding, &name, value, target, out)
                     }
+                    Some(Binding::Captured) => Err(self.captured(&target, &name)),
                     None if self.reduction(&name).is_some() => {
                         Err(Error::spanned(&target, ErrorKind::ReductionAsValue { name }))
                     }

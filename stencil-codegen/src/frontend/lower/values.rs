@@ -262,7 +262,9 @@ impl Lowerer {
             }
             Binding::Array(ids, _) => Value::Array(ids.iter().map(|&id| local(self, id)).collect()),
             Binding::Tuple(v) => Value::Tuple(v.iter().map(|b| self.binding_value(b, span)).collect()),
-            Binding::PointFn(_) => unreachable!("path_value refuses a point function used as a value"),
+            Binding::PointFn(_) | Binding::Captured => {
+                unreachable!("path_value refuses a point function or a captured local used as a value")
+            }
         }
     }
 
@@ -432,6 +434,9 @@ impl Lowerer {
             _ => None,
         };
         let binding = name.as_ref().and_then(|n| self.lookup(n));
+        if let (Some(Binding::Captured), Some(name)) = (&binding, &name) {
+            return Err(self.captured(&ix.expr, name));
+        }
         let Some(Binding::Array(ids, mutable)) = binding else {
             return Err(Error::spanned(ix, ErrorKind::BadAssignTarget));
         };
@@ -494,7 +499,7 @@ impl Lowerer {
 fn collect_locals(binding: &Binding, out: &mut Vec<(LocalId, bool)>) {
     match binding {
         Binding::Local(id, m) => out.push((*id, *m)),
-        Binding::ConstInt(_) | Binding::PointFn(_) => out.push((usize::MAX, false)),
+        Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured => out.push((usize::MAX, false)),
         Binding::Array(ids, m) => out.extend(ids.iter().map(|&id| (id, *m))),
         Binding::Tuple(v) => v.iter().for_each(|b| collect_locals(b, out)),
     }

@@ -194,17 +194,30 @@ pub const STREAM_PLANES: u32 = 32;
 /// Prints the kernel of `ir` for `strategy` and fields laid out as `geometry` says (analysing
 /// `ir` first; a caller printing several kernels of one stencil analyses it once and calls
 /// [`print_kernel_with`]).
+/// A stencil's point functions are inlined first (the functors' IR has them inlined already).
 pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    if !ir.point_fns.is_empty() {
+        let flat = crate::passes::inline_point_fns(ir);
+        return print_kernel_with(&flat, &Analysis::of(&flat), strategy, geometry);
+    }
     print_kernel_with(ir, &Analysis::of(ir), strategy, geometry)
 }
 
 /// Prints the kernel of `ir`, whose analysis is `analysis`, for `strategy` and `geometry`.
+///
+/// # Panics
+/// If `ir` still has point functions: inline them first (`passes::inline_point_fns`).
 pub fn print_kernel_with(
     ir: &StencilIr,
     analysis: &Analysis,
     strategy: Strategy,
     geometry: &Geometry,
 ) -> Result<CudaKernel, StrategyError> {
+    assert!(
+        ir.point_fns.is_empty(),
+        "stencil `{}`: inline its point functions (passes::inline_point_fns) before printing CUDA",
+        ir.name
+    );
     if ir.reduces() {
         return Err(StrategyError::Reduces { stencil: ir.name.clone() });
     }

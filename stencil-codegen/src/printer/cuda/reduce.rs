@@ -103,8 +103,12 @@ impl Access for Staged<'_> {
     }
 }
 
-/// Prints the two kernels of a stencil with reductions over fields laid out as `geo` says.
+/// Prints the two kernels of a stencil with reductions over fields laid out as `geo` says (its
+/// point functions inlined first, if it still has any).
 pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
+    if !ir.point_fns.is_empty() {
+        return print_reduce_kernel(&crate::passes::inline_point_fns(ir), geo);
+    }
     let reductions: Vec<(usize, ReduceParam)> = ir.reductions().collect();
     let t = REDUCE_THREADS;
     let entry = format!("{}_reduce", ir.name);

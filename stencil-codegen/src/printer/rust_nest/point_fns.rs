@@ -33,10 +33,11 @@ pub(super) struct PointFnNest {
     pub setup: TokenStream,
     /// Next to the row function: the point functions' row functions.
     pub row_fns: TokenStream,
-    /// The row function's parameters (one row per function, output and offset) and their
-    /// re-slicing to the row's length.
+    /// The row function's parameters: one row per function, output and offset.
     pub row_params: TokenStream,
+    /// The row function's arguments for them.
     pub row_args: TokenStream,
+    /// Their re-slicing to the row's length.
     pub reslice: TokenStream,
     /// The block function's parameters and arguments (the layouts and read offsets).
     pub block_params: TokenStream,
@@ -64,7 +65,8 @@ pub(super) fn point_fn_nest(
     let [shape, strides, len, x, block, r, base] =
         [naming::SHAPE, naming::STRIDES, naming::LEN, naming::X, naming::BLOCK, naming::ROW_INDEX, naming::BASE]
             .map(ident);
-    let [group, rows, q] = [naming::POINT_GROUP, naming::POINT_GROUP_ROWS, naming::POINT_GROUP_ROW].map(ident);
+    let [group, rows, q, at] =
+        [naming::POINT_GROUP, naming::POINT_GROUP_ROWS, naming::POINT_GROUP_ROW, naming::POINT_AT].map(ident);
     let scalar_names: Vec<&Ident> = scalars.iter().map(|(n, _)| n).collect();
     let scalar_params: Vec<TokenStream> = scalars.iter().map(|(n, t)| quote!(#n: #t)).collect();
     for (t, pf) in ir.point_fns.iter().enumerate() {
@@ -117,6 +119,7 @@ pub(super) fn point_fn_nest(
             level: ident(naming::LEVEL),
             levels: ident(naming::LEVELS),
             point_calls: Vec::new(),
+            wrapping: true,
         };
         let body = body_printer.stmts(&pf.body);
         nest.row_fns.extend(quote! {
@@ -140,18 +143,18 @@ pub(super) fn point_fn_nest(
         let buffer_len = ident(&naming::point_buffer_len(t));
         nest.lens.extend(quote!(let #buffer_len = #layout.buffer_len(&#block);));
         nest.buffers.extend(buffers.iter().map(|(b, ty)| (b.clone(), ty.clone(), buffer_len.clone())));
-        let out_args = buffers.iter().map(|(b, _)| quote!(&mut #b[#q..#q + #rows.width]));
+        let out_args = buffers.iter().map(|(b, _)| quote!(&mut #b[#at..#at + #rows.width]));
         // The thread's previous block (same launch, one plane below): the first layout asks.
         let previous = ident(naming::POINT_PREVIOUS);
         if nest.block_compute.is_empty() {
             nest.block_compute.extend(quote!(let #previous = #layout.previous_block(&#block);));
         }
         let copies =
-            buffers.iter().map(|(b, _)| quote!(#b.copy_within(#q..#q + #rows.width * #rows.rows, #rows.start);));
+            buffers.iter().map(|(b, _)| quote!(#b.copy_within(#at..#at + #rows.width * #rows.rows, #rows.start);));
         nest.block_compute.extend(quote! {
             for #group in 0..#layout.groups() {
                 let #rows = #layout.group_rows(#group, &#block);
-                if let ::core::option::Option::Some(#q) =
+                if let ::core::option::Option::Some(#at) =
                     #previous.as_ref().and_then(|p| #layout.earlier_values(#group, p, &#block))
                 {
                     #(#copies)*
@@ -159,7 +162,7 @@ pub(super) fn point_fn_nest(
                 }
                 for #q in 0..#rows.rows {
                     let #base = #rows.base + #q * #rows.stride;
-                    let #q = #rows.start + #q * #rows.width;
+                    let #at = #rows.start + #q * #rows.width;
                     #row_fn(#rows.width, #(#scalar_names,)* #(#data_args,)* #(#out_args,)*);
                 }
             }
@@ -200,10 +203,11 @@ impl PointFnNest {
             let scratch = ident(&naming::point_scratch(&ty.to_string()));
             let mine: Vec<&(Ident, Ident, Ident)> = self.buffers.iter().filter(|(_, t, _)| t == ty).collect();
             let total = mine.iter().map(|(_, _, n)| n);
-            let cuts = mine.iter().map(|(b, _, n)| quote!(let (#b, __rest) = __rest.split_at_mut(#n);));
+            let rest = ident(naming::POINT_REST);
+            let cuts = mine.iter().map(|(b, _, n)| quote!(let (#b, #rest) = #rest.split_at_mut(#n);));
             take.extend(quote! {
                 let mut #scratch = <#ty as #rt::__private::PointElement>::take_buffer(0 #(+ #total)*);
-                let __rest = &mut #scratch[..];
+                let #rest = &mut #scratch[..];
                 #(#cuts)*
             });
             put.extend(quote! { <#ty as #rt::__private::PointElement>::put_buffer(#scratch); });
