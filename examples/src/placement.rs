@@ -64,8 +64,9 @@ impl Processes {
 
     /// This rank's subdomains of `d` on GPUs: subdomain `i` (of all ranks) on GPU `i % count`
     /// of the GPUs this process sees (under `mpiexec` on one node, one rank per GPU by default;
-    /// `CUDA_VISIBLE_DEVICES` per rank narrows it). Notes on stderr when GPUs run several
-    /// subdomains.
+    /// `CUDA_VISIBLE_DEVICES` per rank narrows it). Messages between ranks travel as
+    /// `STENCIL_TRANSPORT` says (`auto`, `mpi`, `nccl`: [`stencil_runtime::Transport`]). Notes on
+    /// stderr when GPUs run several subdomains, and the transport between ranks.
     #[cfg(feature = "cuda")]
     pub fn gpu_domains(
         &self,
@@ -87,7 +88,12 @@ impl Processes {
                 d.len()
             );
         }
-        Ok(Domains::over_ranks(self.world.clone(), d, gpus)?)
+        let domains =
+            Domains::over_ranks(self.world.clone(), d, gpus)?.with_transport(stencil_runtime::Transport::from_env()?)?;
+        if ranks > 1 && self.world.rank() == 0 {
+            eprintln!("{bin}: halo messages between ranks: {}", domains.transport());
+        }
+        Ok(domains)
     }
 }
 

@@ -26,19 +26,42 @@ fn differing<T: Copy + Into<f64>>(a: &[T], b: &[T]) -> usize {
     bits(a).iter().zip(bits(b)).filter(|(x, y)| **x != *y).count()
 }
 
-/// This rank's subdomains of a decomposition, each on an executor `exec(global index)`.
-fn domains<E: Executor, const D: usize>(
-    world: &World,
-    d: Decomposition<D>,
-    exec: &dyn Fn(usize) -> E,
-) -> Domains<E, D> {
+/// This rank's subdomains of a decomposition, each on an executor `exec(global index)`, with
+/// the transport between ranks [`Attach`] gives.
+fn domains<E: Attach, const D: usize>(world: &World, d: Decomposition<D>, exec: &dyn Fn(usize) -> E) -> Domains<E, D> {
     let per_rank = d.len() / world.size();
     let first = world.rank() * per_rank;
-    Domains::over_ranks(world.clone(), d, (first..first + per_rank).map(exec).collect())
-        .expect("domains over the ranks")
+    E::attach(Domains::over_ranks(world.clone(), d, (first..first + per_rank).map(exec).collect()).expect("domains"))
 }
 
-fn diffusion<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+/// Whether GPU subdomains move messages between ranks through NCCL (else host-staged).
+#[cfg(feature = "nccl")]
+static NCCL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// The transport of an executor's domains: host-staged MPI, or NCCL for GPUs while [`NCCL`] is set.
+trait Attach: Executor + Sized {
+    fn attach<const D: usize>(d: Domains<Self, D>) -> Domains<Self, D> {
+        d
+    }
+}
+
+impl Attach for Host {}
+
+#[cfg(feature = "cuda")]
+impl Attach for stencil_runtime::cuda::Gpu {
+    #[cfg(feature = "nccl")]
+    fn attach<const D: usize>(d: Domains<Self, D>) -> Domains<Self, D> {
+        use stencil_runtime::Transport;
+        if !NCCL.load(std::sync::atomic::Ordering::Relaxed) {
+            return d;
+        }
+        let d = d.with_transport(Transport::Nccl).unwrap_or_else(|e| panic!("NCCL transport: {e}"));
+        assert_eq!(d.transport(), Transport::Nccl);
+        d
+    }
+}
+
+fn diffusion<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     let mut setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
     let (single, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
@@ -56,7 +79,7 @@ fn diffusion<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -
 /// Checkpoints over ranks: every rank writes the parts of its subdomains, then every rank
 /// restarts from them (reading its own parts, and the headers of all); both runs end with the
 /// single-domain run's field.
-fn diffusion_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 8) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
@@ -99,7 +122,7 @@ fn checkpoint_dir(world: &World, name: &str, per_rank: usize) -> std::path::Path
 /// The decomposed acoustic run with checkpoints over ranks: every rank writes its subdomains'
 /// parts, then every rank restarts from them; both end with the single-domain run's fields and
 /// traces.
-fn acoustic_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn acoustic_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let mut m = Model::layered(17, 12);
     m.n = [17, 15, 16];
@@ -137,7 +160,7 @@ fn acoustic_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn F
 
 /// The decomposed Euler run with checkpoints over ranks (periodic, reflective and outflow axes,
 /// the CFL step computed every other step), restarted from the parts.
-fn euler_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn euler_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let mut e = Euler::cube(8, 1.0);
     e.n = [10, 9, 8];
@@ -176,7 +199,7 @@ fn euler_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(u
     }
 }
 
-fn acoustic<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     let mut m = Model::layered(19, 40);
     m.n = [19, 17, 18];
     m.pml = 4;
@@ -204,7 +227,7 @@ fn acoustic<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) ->
     }
 }
 
-fn euler<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     // The split scheme (which exchanges first in every mode), then the fused one in every mode.
     let runs = [(Scheme::Split, Overlap::None)].into_iter().chain(Overlap::ALL.map(|o| (Scheme::Fused, o)));
     for (scheme, overlap) in runs {
@@ -256,7 +279,7 @@ fn swe_cells(q: &swe::State<stencil_runtime::Field2<f64>>) -> Vec<f64> {
 
 /// The shallow water model over the ranks (walls and periodic, outflow and periodic edges):
 /// every time step on every rank and the cells on rank 0 equal the single-domain run's.
-fn swe<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn swe<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     for edges in [[Edge::Wall, Edge::Periodic], [Edge::Periodic, Edge::Outflow]] {
         let (model, q0) = dam_break(edges);
         let t_end = 0.3;
@@ -281,7 +304,7 @@ fn swe<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
 }
 
 /// The decomposed shallow water run with checkpoints over ranks, restarted from the parts.
-fn swe_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let (model, q0) = dam_break([Edge::Periodic, Edge::Wall]);
     let t_end = 0.3;
@@ -317,7 +340,7 @@ fn swe_checkpoint<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usi
 /// The column model (column sweeps) over ranks: whole columns split across x, each rank
 /// stepping its own subdomains, which exchange nothing; every subdomain equals its part of the
 /// single-domain run bit for bit, on every rank.
-fn column<E: Executor>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+fn column<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::column::{decomposed, moist_bubble, Column};
     let (n, dz, dt) = ([4 * world.size() * per_rank + 3, 9, 20], 100.0, 5.0);
     let initial = moist_bubble(n, dz);
@@ -374,6 +397,16 @@ fn main() {
             euler(&world, per_rank, &gpu);
         }
         on = format!("host subdomains and subdomains on {count} GPU(s)");
+        // NCCL between ranks, one subdomain per rank, each on a GPU of its own.
+        #[cfg(feature = "nccl")]
+        if world.size() > 1 && world.size() <= count {
+            NCCL.store(true, std::sync::atomic::Ordering::Relaxed);
+            diffusion(&world, 1, &gpu);
+            acoustic(&world, 1, &gpu);
+            euler(&world, 1, &gpu);
+            NCCL.store(false, std::sync::atomic::Ordering::Relaxed);
+            on += " (host-staged, and NCCL between ranks with one GPU per rank)";
+        }
     }
     if world.rank() == 0 {
         println!(

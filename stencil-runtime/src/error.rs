@@ -57,6 +57,7 @@
 //! | S0320 | `CudaError::SelfCheck` | `cuda::self_check` found wrong results | report it with the device and driver version |
 //! | S0321 | `CudaError::InvalidArgument` | a call with arguments that cannot work | change the argument the message names |
 //! | S0322 | `CudaError::Driver` | any other driver failure; the `CUresult` is kept | look the driver code up in the CUDA documentation |
+//! | S0323 | `CudaError::Nccl` | NCCL could not be loaded or set up, or an NCCL call failed | make `libnccl.so` loadable, one GPU per subdomain, or `STENCIL_TRANSPORT=mpi` |
 //! | S0401 | `IoError::Os` | the operating system refused to open, read or write a file | check the path, its permissions and the free disk space |
 //! | S0402 | `IoError::NotFormat` | the file is not of the format asked for (wrong magic bytes) | pass a file of that format |
 //! | S0403 | `IoError::Unsupported` | the file uses what the reader does not take (big-endian data, an element type, a version) | convert the file as the help line says |
@@ -132,6 +133,7 @@ catalogue! {
     "S0320" "CudaError::SelfCheck" "cuda::self_check found wrong results" "report it with the device and driver version";
     "S0321" "CudaError::InvalidArgument" "a call with arguments that cannot work" "change the argument the message names";
     "S0322" "CudaError::Driver" "any other driver failure; the CUresult is kept" "look the driver code up in the CUDA documentation";
+    "S0323" "CudaError::Nccl" "NCCL could not be loaded or set up, or an NCCL call failed" "make libnccl.so loadable, one GPU per subdomain, or STENCIL_TRANSPORT=mpi";
     "S0401" "IoError::Os" "the operating system refused to open, read or write a file" "check the path, its permissions and the free disk space";
     "S0402" "IoError::NotFormat" "the file is not of the format asked for (wrong magic bytes)" "pass a file of that format";
     "S0403" "IoError::Unsupported" "the file uses what the reader does not take (big-endian data, an element type, a version)" "convert the file as the help line says";

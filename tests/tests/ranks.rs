@@ -14,7 +14,8 @@ use stencil_tests::exchange_check::{check_domains, Case};
 
 /// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank,
 /// on host subdomains and, with the cuda feature and a GPU, on GPU subdomains (subdomain `i` on
-/// GPU `i % count`; messages between ranks staged through pinned host buffers).
+/// GPU `i % count`; messages between ranks staged through pinned host buffers, and with the
+/// nccl feature also through NCCL where every subdomain has a GPU of its own).
 #[allow(clippy::too_many_arguments)]
 fn check<const D: usize>(
     world: &mpi::topology::SimpleCommunicator,
@@ -39,6 +40,20 @@ fn check<const D: usize>(
         let gpus = (first..first + per_rank).map(|i| stencil_runtime::cuda::Gpu::new(i % count).unwrap()).collect();
         let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
         checked += check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?} on GPUs: {e}"));
+        // NCCL between ranks where every subdomain has a GPU of its own (else refused: checked).
+        #[cfg(feature = "nccl")]
+        if world.size() > 1 {
+            use stencil_runtime::Transport;
+            let nccl = domains.with_transport(Transport::Nccl);
+            if n <= count {
+                let domains = nccl.unwrap_or_else(|e| panic!("NCCL transport: {e}"));
+                assert_eq!(domains.transport(), Transport::Nccl);
+                checked += check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?} over NCCL: {e}"));
+            } else {
+                let e = nccl.expect_err("NCCL with two subdomains on one GPU");
+                assert!(e.to_string().contains("one GPU per subdomain"), "{e}");
+            }
+        }
     }
     checked
 }

@@ -175,6 +175,14 @@ pub enum CudaError {
     /// A call with arguments that cannot work (NUL in a name or a source, zero repetitions...)
     /// (`S0321`).
     InvalidArgument(String),
+    /// NCCL (the device-to-device transport between ranks) could not be loaded, could not be
+    /// set up for these subdomains, or a call failed (`S0323`).
+    Nccl {
+        /// What was being done.
+        during: String,
+        /// What went wrong.
+        detail: String,
+    },
     /// Any other driver failure (`S0322`).
     Driver {
         /// What was being done.
@@ -212,6 +220,7 @@ impl CudaError {
             CudaError::SelfCheck { .. } => "S0320",
             CudaError::InvalidArgument(_) => "S0321",
             CudaError::Driver { .. } => "S0322",
+            CudaError::Nccl { .. } => "S0323",
         }
     }
 
@@ -312,6 +321,7 @@ impl CudaError {
             }
             CudaError::InvalidArgument(m) => m.clone(),
             CudaError::Driver { during, error } => format!("{during}: {}", describe(*error)),
+            CudaError::Nccl { during, detail } => format!("NCCL, {during}: {detail}"),
         }
     }
 
@@ -371,6 +381,11 @@ impl CudaError {
             CudaError::SelfCheck { .. } => "report it, with the device, the driver version and this message",
             CudaError::InvalidArgument(_) => "change the argument the message names",
             CudaError::Driver { .. } => "look the driver's error code up in the CUDA driver API documentation",
+            CudaError::Nccl { .. } => {
+                "make `libnccl.so` loadable (LD_LIBRARY_PATH; a link named libnccl.so to libnccl.so.2 will do), give \
+                 every subdomain of the run its own GPU, or move halos host-staged through MPI instead \
+                 (STENCIL_TRANSPORT=mpi)"
+            }
         };
         s.to_string()
     }

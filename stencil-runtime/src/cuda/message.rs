@@ -82,6 +82,10 @@ impl MessageBuffer for GpuBuffer {
         // SAFETY: `m.bytes` bytes of pinned memory owned by the mirror, borrowed mutably.
         Ok(unsafe { std::slice::from_raw_parts_mut(m.ptr, m.bytes) })
     }
+
+    fn device_address(&self) -> Option<u64> {
+        Some(self.device_ptr())
+    }
 }
 
 /// Boxes one launch packs; more take further launches.

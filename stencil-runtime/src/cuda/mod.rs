@@ -42,6 +42,7 @@ mod kernel;
 mod launch;
 mod memory;
 mod message;
+mod nccl;
 mod peer;
 mod reduce;
 

@@ -5,12 +5,14 @@
 //! boundary fills, global reductions, and scatter/gather of global fields.
 
 use super::decomposition::{Decomposition, Neighbour, Subdomain};
+use super::transport::{DeviceTransport, Transport};
 use super::world::World;
 use crate::error::LaunchError;
 use crate::executor::{from_le_bytes, to_le_bytes, Executor, FieldStorage, SideJob};
 use crate::field::{Element, Field, HaloFill, Shape};
 use std::borrow::Borrow;
 use std::ops::Range;
+use std::sync::Arc;
 
 /// One field of every subdomain of the process (in order) and the fill of each axis at the
 /// physical boundary, for [`Domains::fill_boundary`].
@@ -26,6 +28,8 @@ pub struct Domains<E: Executor, const D: usize> {
     world: World,
     first: usize,
     execs: Vec<E>,
+    /// Moves messages between ranks device to device (NCCL); `None`: host-staged MPI.
+    device_transport: Option<Arc<dyn DeviceTransport>>,
 }
 
 impl<E: Executor, const D: usize> Domains<E, D> {
@@ -56,7 +60,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 decomposition.grid()
             )));
         }
-        Ok(Domains { decomposition, world, first: rank * k, execs })
+        Ok(Domains { decomposition, world, first: rank * k, execs, device_transport: None })
     }
 
     /// The decomposition.
@@ -87,6 +91,27 @@ impl<E: Executor, const D: usize> Domains<E, D> {
     /// The rank holding subdomain `index`.
     pub fn rank_of(&self, index: usize) -> usize {
         index / self.execs.len().max(1)
+    }
+
+    /// How messages between ranks travel: [`Transport::HostStaged`] or [`Transport::Nccl`]
+    /// (never `Auto`; see `Domains::with_transport` for GPU subdomains).
+    pub fn transport(&self) -> Transport {
+        if self.device_transport.is_some() {
+            Transport::Nccl
+        } else {
+            Transport::HostStaged
+        }
+    }
+
+    /// The device transport, if messages between ranks go device to device.
+    pub(crate) fn device_transport(&self) -> Option<&dyn DeviceTransport> {
+        self.device_transport.as_deref()
+    }
+
+    /// Sends messages between ranks through `t` from now on.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn set_device_transport(&mut self, t: Arc<dyn DeviceTransport>) {
+        self.device_transport = Some(t);
     }
 
     /// The executor of this process's `i`-th subdomain (panics if `i` is out of range, as

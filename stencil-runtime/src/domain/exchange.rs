@@ -9,8 +9,9 @@
 //!   buffer on a GPU, row copies on the host;
 //! - the buffer travels to the neighbour's receive buffer of the opposite side: a buffer copy in
 //!   one process (a peer copy between GPUs, ordered by events after the kernels that wrote the
-//!   field and before the ones that follow), MPI between ranks (host-staged: the device buffer
-//!   through its pinned mirror);
+//!   field and before the ones that follow); between ranks, MPI (host-staged: the device buffer
+//!   through its pinned mirror) or NCCL (device to device on the executors' streams; see
+//!   [`Transport`](super::Transport));
 //! - the receive buffers are unpacked into the halos.
 //!
 //! Halos of earlier axes are complete when a later axis goes, and travel with it, so edges and
@@ -18,6 +19,7 @@
 //! boundary are left alone: [`Domains::fill_boundary`] fills them, after the exchange.
 
 use super::domains::Domains;
+use super::transport::{DeviceMessage, DeviceTransport};
 use super::world::Message;
 use crate::domain::{HaloWidths, Neighbour};
 use crate::error::LaunchError;
@@ -148,9 +150,10 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let parts = boxes(&self.slots, link, &fields[link.local], true)?;
                 domains.exec(link.local).pack(&parts, &mut plan.sends[l])?;
             }
+            let staged = domains.device_transport().is_none();
             for &l in &links {
                 let link = &plan.links[l];
-                if matches!(link.peer, Peer::Remote { .. }) {
+                if staged && matches!(link.peer, Peer::Remote { .. }) {
                     domains.exec(link.local).buffer_to_host(&mut plan.sends[l], link.bytes)?;
                 }
             }
@@ -172,6 +175,11 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             let me = |link: &Link<D>| domains.local_range().start + link.local;
             let remote: Vec<usize> =
                 links.iter().copied().filter(|&l| matches!(plan.links[l].peer, Peer::Remote { .. })).collect();
+            if let Some(transport) = domains.device_transport() {
+                device_messages(transport, plan, &remote, me, axis)?;
+                unpack(&self.slots, plan, &links, fields, domains)?;
+                continue;
+            }
             let mut send_bytes: Vec<Option<&mut [u8]>> = plan.sends.iter_mut().map(|_| None).collect();
             let mut recv_bytes: Vec<Option<&mut [u8]>> = plan.recvs.iter_mut().map(|_| None).collect();
             for (l, (s, r)) in plan.sends.iter_mut().zip(plan.recvs.iter_mut()).enumerate() {
@@ -204,11 +212,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let link = &plan.links[l];
                 domains.exec(link.local).buffer_from_host(&mut plan.recvs[l], link.bytes)?;
             }
-            for &l in &links {
-                let link = &plan.links[l];
-                let parts = boxes(&self.slots, link, &fields[link.local], false)?;
-                domains.exec(link.local).unpack(&plan.recvs[l], &parts)?;
-            }
+            unpack(&self.slots, plan, &links, fields, domains)?;
         }
         Ok(())
     }
@@ -354,6 +358,65 @@ impl<E: Executor, const D: usize> Domains<E, D> {
 const SIDES: [&str; 2] = ["low", "high"];
 
 /// The message tag of the halo on `side` of `axis` of subdomain `receiver`.
+/// Unpacks the receive buffers of `links` into the halos.
+fn unpack<E: Executor, const D: usize>(
+    slots: &[Slot<D>],
+    plan: &Plan<E::Buffer, D>,
+    links: &[usize],
+    fields: &[Vec<ErasedField<'_, D>>],
+    domains: &Domains<E, D>,
+) -> Result<(), LaunchError> {
+    for &l in links {
+        let link = &plan.links[l];
+        let parts = boxes(slots, link, &fields[link.local], false)?;
+        domains.exec(link.local).unpack(&plan.recvs[l], &parts)?;
+    }
+    Ok(())
+}
+
+/// The messages of the `remote` links of one axis through a device transport, device buffer to
+/// device buffer. Between two subdomains, both sides order their messages by the receiving
+/// side's tag, so that a pair with two links (periodic, two subdomains along the axis) matches
+/// each send with its receive.
+fn device_messages<B: MessageBuffer, const D: usize>(
+    transport: &dyn DeviceTransport,
+    plan: &Plan<B, D>,
+    remote: &[usize],
+    me: impl Fn(&Link<D>) -> usize,
+    axis: usize,
+) -> Result<(), LaunchError> {
+    let (mut sends, mut recvs) = (Vec::new(), Vec::new());
+    let address = |b: &B, l: &Link<D>| {
+        b.device_address().ok_or_else(|| {
+            LaunchError::Decomposition(format!(
+                "exchange: the {} halo of subdomain {} along axis {axis} is in host memory, but the domains move \
+                 messages between ranks device to device: give such domains GPU executors",
+                SIDES[l.side],
+                me(l)
+            ))
+        })
+    };
+    for &l in remote {
+        let link = &plan.links[l];
+        let Peer::Remote { subdomain, .. } = link.peer else { continue };
+        sends.push(DeviceMessage {
+            local: link.local,
+            address: address(&plan.sends[l], link)?,
+            bytes: link.bytes,
+            peer: subdomain,
+            order: tag::<D>(subdomain, axis, 1 - link.side)?,
+        });
+        recvs.push(DeviceMessage {
+            local: link.local,
+            address: address(&plan.recvs[l], link)?,
+            bytes: link.bytes,
+            peer: subdomain,
+            order: tag::<D>(me(link), axis, link.side)?,
+        });
+    }
+    transport.exchange(&sends, &recvs)
+}
+
 fn tag<const D: usize>(receiver: usize, axis: usize, side: usize) -> Result<i32, LaunchError> {
     let t = (receiver * D + axis) * 2 + side;
     // MPI guarantees tags up to 32767.

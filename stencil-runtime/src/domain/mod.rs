@@ -3,16 +3,17 @@
 //! the subdomains a process runs ([`Domains`], in a [`World`] of one process or, with the cargo
 //! feature `mpi`, of MPI ranks) and the multi-field halo exchange between them
 //! ([`HaloExchange`]: one message per neighbour, packed on the executor; peer copies between
-//! GPUs of a process, host-staged MPI between ranks), and a step with its exchange overlapped
+//! GPUs of a process; host-staged MPI or NCCL between ranks, [`Transport`]), and a step with its exchange overlapped
 //! by the computation ([`CompCommBinder`], [`Overlap`]).
 
-// One-way dependencies: decomposition, reach, world <- domains <- exchange (which also holds
+// One-way dependencies: decomposition, reach, transport, world <- domains <- exchange (which also holds
 // `Domains::exchange`, a one-field HaloExchange), binder.
 mod binder;
 mod decomposition;
 mod domains;
 mod exchange;
 mod reach;
+mod transport;
 mod world;
 
 pub use binder::{CompCommBinder, Halos, Overlap};
@@ -20,4 +21,7 @@ pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain}
 pub use domains::{BoundarySet, Domains};
 pub use exchange::HaloExchange;
 pub use reach::{HaloWidths, ReachError};
+pub use transport::Transport;
+#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
+pub(crate) use transport::{DeviceMessage, DeviceTransport};
 pub use world::World;

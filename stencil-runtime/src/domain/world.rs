@@ -125,6 +125,31 @@ impl World {
         v
     }
 
+    /// Rank 0's `bytes` on every process (every rank passes a slice of the same length).
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn broadcast_bytes(&self, bytes: &mut [u8]) {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::traits::{Communicator, Root};
+            c.process_at_rank(0).broadcast_into(bytes);
+        }
+        #[cfg(not(feature = "mpi"))]
+        let _ = bytes;
+    }
+
+    /// Every process's `bytes` (of one length on every rank) on every process, in rank order.
+    #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+    pub(crate) fn all_gather_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        #[cfg(feature = "mpi")]
+        if let Some(c) = &self.comm {
+            use mpi::traits::{Communicator, CommunicatorCollectives};
+            let mut all = vec![0u8; bytes.len() * c.size() as usize];
+            c.all_gather_into(bytes, &mut all[..]);
+            return all;
+        }
+        bytes.to_vec()
+    }
+
     /// Every process's `bytes` on rank 0, in rank order (`None` elsewhere).
     pub fn gather_bytes(&self, bytes: &[u8]) -> Option<Vec<Vec<u8>>> {
         #[cfg(feature = "mpi")]

@@ -169,6 +169,11 @@ pub trait MessageBuffer: Send + Sync {
     /// [`Executor::buffer_to_host`](crate::Executor::buffer_to_host), read by
     /// [`Executor::buffer_from_host`](crate::Executor::buffer_from_host)).
     fn host_bytes(&mut self) -> Result<&mut [u8], LaunchError>;
+    /// The device address of the first byte, for buffers in device memory (a device transport
+    /// sends from and receives into it); `None` for host memory.
+    fn device_address(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// The host's message buffer: 8-byte aligned host memory.

@@ -1,0 +1,272 @@
+//! Scaling over GPUs: weak (a fixed block per GPU) and strong (one global grid) scaling of the
+//! 7-point diffusion update and the 25-point acoustic update (f32), split along z over P GPUs,
+//! in every overlap mode of `CompCommBinder`, with the per-step breakdown: the update alone, the
+//! exchange alone, and each mode's step, whose excess over the update alone is the exchange
+//! time it leaves exposed. Wall clock per step over `--steps` steps after a warm-up, every GPU
+//! synchronised (under MPI: the slowest rank).
+//!
+//! In one process: `scaling --gpus 1,2` (subdomain i on GPU i; peer copies between GPUs). Under
+//! `mpiexec -n R` (build with `--features mpi`, or `nccl`): R subdomains, one per rank, on GPU
+//! rank % count; messages between ranks as `STENCIL_TRANSPORT` says (`mpi`: host-staged,
+//! `nccl`), so each transport is one run. `--csv DIR` writes, per model and scaling, the
+//! breakdown of the largest P in the form `scripts/plot-overlap` draws.
+
+use stencil_bench::{Acoustic25, Diffusion7};
+use stencil_examples::placement::Processes;
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{
+    CompCommBinder, Decomposition, DeviceField3, Domains, ErasedField, HaloExchange, HaloWidths, Halos, Overlap,
+};
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+/// The models measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Model {
+    /// 7-point diffusion, f32, halo 1: two fields, the new one's halo exchanged.
+    Diffusion,
+    /// 25-point acoustic leapfrog, f32, halo 4: u, u_prev, v² and u_next, u_next's halo exchanged.
+    Acoustic,
+}
+
+impl Model {
+    fn reach(self) -> [usize; 3] {
+        match self {
+            Model::Diffusion => [1; 3],
+            Model::Acoustic => [4; 3],
+        }
+    }
+
+    /// Fields per subdomain; the first `fields - 1` rotate (the last is the coefficient field).
+    fn fields(self) -> usize {
+        match self {
+            Model::Diffusion => 2,
+            Model::Acoustic => 4,
+        }
+    }
+}
+
+/// Times of one configuration, ms per step.
+struct Breakdown {
+    update: f64,
+    exchange: f64,
+    modes: Vec<(Overlap, f64)>,
+}
+
+impl Breakdown {
+    fn best(&self) -> (Overlap, f64) {
+        self.modes.iter().copied().min_by(|a, b| a.1.total_cmp(&b.1)).expect("three modes")
+    }
+}
+
+/// Runs `model` on `domains` (fields of `global` points split as the decomposition says).
+fn measure(model: Model, domains: &Domains<Gpu, 3>, steps: usize) -> Res<Breakdown> {
+    let d = domains.decomposition();
+    let reach = model.reach();
+    let like = Shape3::new(d.global()).halo(reach[0]);
+    let ranges: Vec<_> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
+    // Fields: smooth values, the same on every subdomain layout.
+    let mut state: Vec<Vec<DeviceField3<f32>>> = Vec::new();
+    for s in domains.subdomains() {
+        let exec = domains.exec(domains.local_index(s.index).expect("local"));
+        let shape = s.shape(&like);
+        let mut fields = Vec::new();
+        for f in 0..model.fields() {
+            let host = Field3::from_fn(shape, |[i, j, k]| {
+                if f == model.fields() - 1 && model == Model::Acoustic {
+                    0.1
+                } else {
+                    (i * 7 + j * 13 + k * 3 + f as isize).rem_euclid(101) as f32 * 1e-2
+                }
+            });
+            fields.push(exec.upload(&host)?);
+        }
+        state.push(fields);
+    }
+    let mut ex = HaloExchange::new(domains);
+    ex.append::<f32>("u", HaloWidths(reach));
+    let coefficients = [0.1f32, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4];
+    let written = model.fields() - if model == Model::Acoustic { 2 } else { 1 };
+    let read = if model == Model::Acoustic { 1 } else { 0 };
+    let world = domains.world().clone();
+    let mut time = |mode: Overlap, exchange: bool, update: bool| -> Res<f64> {
+        let binder = CompCommBinder::new(domains, ranges.clone(), reach, mode)?;
+        let mut fill = |st: &mut Vec<Vec<DeviceField3<f32>>>, halos: Halos| {
+            if !exchange {
+                return Ok(());
+            }
+            let which = if halos == Halos::Read { read } else { written };
+            ex.exchange(&mut st.iter_mut().map(|f| vec![ErasedField::of(&mut f[which])]).collect::<Vec<_>>())
+        };
+        let step = |exec: &Gpu, i: usize, range: &Loop3D, st: &mut Vec<Vec<DeviceField3<f32>>>| {
+            if !update {
+                return Ok(());
+            }
+            let f = &mut st[i];
+            match model {
+                Model::Diffusion => {
+                    let [a, b] = f.get_disjoint_mut([0, 1]).expect("two fields");
+                    let c = coefficients;
+                    exec.run(range, Diffusion7, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &*a, b))
+                }
+                Model::Acoustic => {
+                    let [prev, u, next, v2] = f.get_disjoint_mut([0, 1, 2, 3]).expect("four fields");
+                    exec.run(range, Acoustic25, (0.1f32, &*u, &*prev, &*v2, next))
+                }
+            }
+        };
+        let rotate = |st: &mut Vec<Vec<DeviceField3<f32>>>| {
+            for f in st.iter_mut() {
+                f[..model.fields() - if model == Model::Acoustic { 1 } else { 0 }].rotate_left(1);
+            }
+        };
+        binder.prime(&mut state, &mut fill)?;
+        for _ in 0..3 {
+            binder.step(domains, &mut state, &mut fill, step)?;
+            rotate(&mut state);
+        }
+        domains.synchronize()?;
+        world.sum(0.0);
+        let start = std::time::Instant::now();
+        for _ in 0..steps {
+            binder.step(domains, &mut state, &mut fill, step)?;
+            rotate(&mut state);
+        }
+        domains.synchronize()?;
+        Ok(world.max(start.elapsed().as_secs_f64() * 1e3 / steps as f64))
+    };
+    let update = time(Overlap::None, false, true)?;
+    let exchange = time(Overlap::None, true, false)?;
+    let mut modes = Vec::new();
+    for mode in Overlap::ALL {
+        modes.push((mode, time(mode, true, true)?));
+    }
+    Ok(Breakdown { update, exchange, modes })
+}
+
+/// Command line (the module docs say what is measured).
+#[derive(clap::Parser)]
+#[command(about = "Weak and strong scaling over GPUs, every overlap mode, with the per-step breakdown")]
+struct Args {
+    /// GPU counts in one process (ignored under mpiexec: one subdomain per rank).
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    gpus: Vec<usize>,
+    /// Points per axis of the block per GPU (weak scaling).
+    #[arg(long, default_value_t = 512)]
+    weak: usize,
+    /// Global grids of the strong-scaling runs, NXxNYxNZ (or N for a cube).
+    #[arg(long, value_delimiter = ',', default_value = "512,512x512x1024")]
+    strong: Vec<String>,
+    /// Models: diffusion, acoustic.
+    #[arg(long, value_delimiter = ',', default_value = "diffusion,acoustic")]
+    models: Vec<String>,
+    /// Timed steps per configuration.
+    #[arg(long, default_value_t = 50)]
+    steps: usize,
+    /// Write the breakdown of the largest P per model and scaling into this folder.
+    #[arg(long)]
+    csv: Option<std::path::PathBuf>,
+}
+
+fn parse_extent(s: &str) -> Res<[usize; 3]> {
+    let v: Vec<usize> = s.split('x').map(|p| p.trim().parse()).collect::<Result<_, _>>()?;
+    match v[..] {
+        [n] => Ok([n; 3]),
+        [x, y, z] => Ok([x, y, z]),
+        _ => Err(format!("`{s}`: give N or NXxNYxNZ").into()),
+    }
+}
+
+fn main() -> Res<()> {
+    let args = <Args as clap::Parser>::parse();
+    let processes = Processes::start()?;
+    let ranks = processes.world().size();
+    let count = Gpu::count()?;
+    let counts = if ranks > 1 { vec![ranks] } else { args.gpus.clone() };
+    if let Some(&p) = counts.iter().find(|&&p| p > count && ranks == 1) {
+        return Err(format!("--gpus {p}: this machine has {count} GPU(s)").into());
+    }
+    let first = Gpu::new(0)?;
+    let name = first.name();
+    println!(
+        "scaling: {ranks} process(es), {count} GPU(s) visible per process ({name}), {} steps per line",
+        args.steps
+    );
+    println!(
+        "\n| model | scaling | global grid | GPUs | transport | update only | exchange only | none | one-divided | two-divided | best | vs 1 GPU | exchange hidden (best) |"
+    );
+    println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|");
+    for m in &args.models {
+        let model = match m.as_str() {
+            "diffusion" => Model::Diffusion,
+            "acoustic" => Model::Acoustic,
+            other => return Err(format!("model `{other}`: use diffusion or acoustic").into()),
+        };
+        // Weak: the block per GPU stacked along z; strong: one global grid.
+        let mut configs: Vec<(&str, Option<[usize; 3]>)> = vec![("weak", None)];
+        for s in &args.strong {
+            configs.push(("strong", Some(parse_extent(s)?)));
+        }
+        for &(kind, fixed) in &configs {
+            let global = |p: usize| fixed.unwrap_or([args.weak, args.weak, args.weak * p]);
+            let mut base: Option<f64> = None;
+            let mut csv = String::from("configuration,update_ms,exposed_ms\n");
+            for &p in &counts {
+                let g = global(p);
+                let d = Decomposition::new(g, [1, 1, p], [false; 3], model.reach())?;
+                let domains = if ranks > 1 {
+                    processes.gpu_domains(d, "scaling")?
+                } else {
+                    Domains::new(d, (0..p).map(Gpu::new).collect::<Result<_, _>>()?)?
+                };
+                let transport = if ranks > 1 {
+                    domains.transport().to_string()
+                } else if p > 1 {
+                    "peer copies".into()
+                } else {
+                    "-".into()
+                };
+                let b = measure(model, &domains, args.steps)?;
+                let (mode, best) = b.best();
+                if p == 1 {
+                    base = Some(best);
+                }
+                let versus = match (base, kind) {
+                    (Some(t1), "weak") => format!("{:.1}% efficiency", 100.0 * t1 / best),
+                    (Some(t1), _) => format!("{:.2}x ({:.1}% of {p}x)", t1 / best, 100.0 * t1 / best / p as f64),
+                    (None, _) => "(1 GPU: its own run)".into(),
+                };
+                let hidden = if b.exchange > 0.0 && p > 1 {
+                    format!("{:.0}%", 100.0 * (1.0 - ((best - b.update).max(0.0) / b.exchange)).clamp(0.0, 1.0))
+                } else {
+                    "-".into()
+                };
+                println!(
+                    "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
+                    g.map(|v| v.to_string()).join("×"),
+                    b.update,
+                    b.exchange,
+                    b.modes[0].1,
+                    b.modes[1].1,
+                    b.modes[2].1
+                );
+                csv = format!(
+                    "configuration,update_ms,exposed_ms\nupdate only,{:.5},0\nexchange only,0,{:.5}\n",
+                    b.update, b.exchange
+                );
+                for (mode, t) in &b.modes {
+                    csv.push_str(&format!("{mode:?},{:.5},{:.5}\n", b.update, (t - b.update).max(0.0)));
+                }
+            }
+            if let (Some(dir), 0) = (&args.csv, processes.world().rank()) {
+                std::fs::create_dir_all(dir)?;
+                let p = counts.last().copied().unwrap_or(1);
+                let file = dir
+                    .join(format!("{m}-{kind}-{}-{p}gpu-{ranks}rank.csv", global(p).map(|v| v.to_string()).join("x")));
+                std::fs::write(&file, &csv)?;
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,87 @@
+//! How halo messages travel between ranks ([`Transport`]): host-staged through MPI (every
+//! build with the `mpi` feature), or device to device through NCCL (GPU subdomains, the `nccl`
+//! feature), which [`Domains`](super::Domains) of GPUs take with `Domains::with_transport`.
+//! Messages within one process do not depend on it: buffer copies, peer copies between GPUs.
+
+use crate::error::LaunchError;
+
+/// How the halo messages between ranks travel.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Transport {
+    /// NCCL where the build has it (`nccl` feature), the subdomains are on GPUs, there are
+    /// several ranks, and every subdomain of the run has a GPU of its own; else host-staged.
+    Auto,
+    /// Each message through the pinned host mirror of its device buffer and MPI (host fields:
+    /// MPI directly). Always available with the `mpi` feature.
+    HostStaged,
+    /// `ncclSend`/`ncclRecv` between the device buffers, issued on the executors' streams: no
+    /// host copy and no host wait. One GPU per subdomain, one communicator per subdomain.
+    Nccl,
+}
+
+impl Transport {
+    /// The transport `STENCIL_TRANSPORT` asks for: `auto` (or unset), `mpi` (host-staged) or
+    /// `nccl`.
+    pub fn from_env() -> Result<Self, LaunchError> {
+        match std::env::var("STENCIL_TRANSPORT") {
+            Err(_) => Ok(Transport::Auto),
+            Ok(v) => Self::parse(&v).map_err(LaunchError::Decomposition),
+        }
+    }
+
+    /// `auto`, `mpi` (host-staged) or `nccl` (for command lines and `STENCIL_TRANSPORT`).
+    pub fn parse(s: &str) -> Result<Self, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(Transport::Auto),
+            "mpi" | "host" | "host-staged" => Ok(Transport::HostStaged),
+            "nccl" => Ok(Transport::Nccl),
+            other => Err(format!("transport `{other}`: use auto, mpi (host-staged) or nccl")),
+        }
+    }
+}
+
+impl std::fmt::Display for Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Transport::Auto => "auto",
+            Transport::HostStaged => "host-staged MPI",
+            Transport::Nccl => "NCCL",
+        })
+    }
+}
+
+/// One message of a device transport: a device buffer of local subdomain `local`, sent to or
+/// received from subdomain `peer` (global index). Messages between one pair of subdomains are
+/// matched in the order of `order` (the receiving side's tag), on both ranks.
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct DeviceMessage {
+    pub local: usize,
+    pub address: u64,
+    pub bytes: usize,
+    pub peer: usize,
+    pub order: i32,
+}
+
+/// Moves messages between ranks from device memory to device memory, ordered on the streams
+/// of the subdomains' executors (after the packs issued before, before the unpacks after).
+pub(crate) trait DeviceTransport: Send + Sync + std::fmt::Debug {
+    /// Issues `sends` and `recvs` as one group.
+    fn exchange(&self, sends: &[DeviceMessage], recvs: &[DeviceMessage]) -> Result<(), LaunchError>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Transport;
+
+    #[test]
+    fn transports_parse_or_say_what_is_accepted() {
+        assert_eq!(Transport::parse("auto"), Ok(Transport::Auto));
+        assert_eq!(Transport::parse(""), Ok(Transport::Auto));
+        assert_eq!(Transport::parse(" MPI "), Ok(Transport::HostStaged));
+        assert_eq!(Transport::parse("nccl"), Ok(Transport::Nccl));
+        let e = Transport::parse("ucx").unwrap_err();
+        assert!(e.contains("use auto, mpi (host-staged) or nccl"), "{e}");
+        assert_eq!(Transport::Nccl.to_string(), "NCCL");
+    }
+}
