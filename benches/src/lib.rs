@@ -40,6 +40,8 @@ pub use stencil_tests::canonical::Diffusion7F64;
 /// The 25-point acoustic update in f64 (the canonical `star25_f64`).
 pub use stencil_tests::canonical::Star25F64 as Acoustic25F64;
 
+pub mod euler_points;
+
 use stencil_runtime::prelude::*;
 
 /// 2D stencils of the side-by-side benchmark: 5-point diffusion and the 2D radius-4 (17-point)

@@ -1,7 +1,8 @@
 //! The canonical test stencils, defined once for every test and benchmark: 7-point diffusion
 //! (f32, and its f64 twin), the 25-point star (radius 4, f32 and f64), a stencil with two
 //! outputs, `if`/`else` and `sqrt`, an f64 stencil, a 2D stencil, an in-place leapfrog update
-//! and a finite-volume Euler flux with nested `#[stencil_fn]` helpers.
+//! a finite-volume Euler flux with nested `#[stencil_fn]` helpers, and two stencils with point
+//! functions (a flux difference with an upwind branch; point functions calling point functions).
 //!
 //! Element order is a property of the field, not of the stencil: the same functors run on
 //! `Order::Kij` fields (see [`ORDERS`]; the equivalence, GPU and kernel tests do).
@@ -373,3 +374,37 @@ with_source!(
         f_e[idx] = f[4];
     }
 );
+
+/// A flux-difference update: a face flux per axis with an upwind branch, each face's flux
+/// evaluated by both cells that share it.
+#[stencil]
+pub fn flux_update(idx: Idx3, c: f64, u: &Field3<f64>, v: &Field3<f64>, out: &mut Field3<f64>) {
+    let fx = |p: Idx3| {
+        let (l, r) = (u[p], u[p.ix::<1, 0, 0>()]);
+        let s = v[p] + v[p.ix::<1, 0, 0>()];
+        if s > 0.0 {
+            s * l
+        } else {
+            s * r - (l - r).abs().sqrt()
+        }
+    };
+    let fy = |p: Idx3| 0.5 * (u[p] + u[p.ix::<0, 1, 0>()]) * v[p.ix::<0, 1, 0>()];
+    let fz = |p: Idx3| (u[p.ix::<0, 0, 1>()] - u[p]) * c;
+    out[idx] = u[idx]
+        - c * ((fx(idx) - fx(idx.ix::<-1, 0, 0>()))
+            + (fy(idx) - fy(idx.ix::<0, -1, 0>()))
+            + (fz(idx) - fz(idx.ix::<0, 0, -1>())));
+}
+
+/// Point functions calling earlier ones: a pair of values per point, face values from them along
+/// x and z, and the pair at the point itself in the body too.
+#[stencil]
+pub fn nested(idx: Idx3, g: f64, q: &Field3<f64>, r: &Field3<f64>, out: &mut Field3<f64>) {
+    let w = |p: Idx3| [q[p] / r[p], (q[p] * g).sqrt()];
+    let fx = |p: Idx3| {
+        let (a, b) = (w(p.ix::<-1, 0, 0>()), w(p.ix::<1, 0, 0>()));
+        a[0] * b[1] - w(p)[0]
+    };
+    let fz = |p: Idx3| w(p.ix::<0, 0, 1>())[1] - w(p)[1];
+    out[idx] = fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) * fz(idx.ix::<0, 0, -1>()) + w(idx)[0];
+}

@@ -235,3 +235,33 @@ fn halo_fills_match_the_host() {
         }
     }
 }
+
+/// Point functions on the GPU (the kernel is the inlined form): a flux difference with an upwind
+/// branch and point functions calling point functions, f64, against the host's CPU nest.
+#[test]
+fn point_functions_every_strategy_both_layouts() {
+    use stencil_tests::canonical::{FluxUpdate, Nested};
+    let g = gpu();
+    let mut rng = Rng(11);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape3::new([37, 21, 15]).halo(2).order(order);
+        let range = Loop3D::interior(&shape);
+        let u = random(shape, &mut rng, |v| v);
+        let v = random(shape, &mut rng, |v| v);
+        let q = random(shape, &mut rng, |v| 1.0 + v.abs());
+        let r = random(shape, &mut rng, |v| 0.5 + v.abs());
+        let mut flux = Field3::filled(shape, f64::NAN);
+        range.run(FluxUpdate, (0.3, &u, &v, &mut flux)).unwrap();
+        let mut nested = Field3::filled(shape, f64::NAN);
+        range.run(Nested, (1.7, &q, &r, &mut nested)).unwrap();
+        let [du, dv, dq, dr] = [&u, &v, &q, &r].map(|f| up(&g, f));
+        for s in strategies() {
+            let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+            range.with_strategy(s).run_on(&g, FluxUpdate, (0.3, &du, &dv, &mut dout)).unwrap();
+            assert_same(&format!("flux_update {order:?} {s}"), &flux, &dout.download().unwrap(), f64::to_bits);
+            let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+            range.with_strategy(s).run_on(&g, Nested, (1.7, &dq, &dr, &mut dout)).unwrap();
+            assert_same(&format!("nested {order:?} {s}"), &nested, &dout.download().unwrap(), f64::to_bits);
+        }
+    }
+}

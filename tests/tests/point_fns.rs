@@ -7,28 +7,8 @@
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::Loop;
+use stencil_tests::canonical::{FluxUpdate, Nested};
 use stencil_tests::{assert_bits_eq, for_each_in_range, nb, poisoned, random, SplitMix64};
-
-/// A flux-difference update: a face flux per axis with an upwind branch, each face's flux
-/// evaluated by both cells that share it.
-#[stencil]
-fn flux_update(idx: Idx3, c: f64, u: &Field3<f64>, v: &Field3<f64>, out: &mut Field3<f64>) {
-    let fx = |p: Idx3| {
-        let (l, r) = (u[p], u[p.ix::<1, 0, 0>()]);
-        let s = v[p] + v[p.ix::<1, 0, 0>()];
-        if s > 0.0 {
-            s * l
-        } else {
-            s * r - (l - r).abs().sqrt()
-        }
-    };
-    let fy = |p: Idx3| 0.5 * (u[p] + u[p.ix::<0, 1, 0>()]) * v[p.ix::<0, 1, 0>()];
-    let fz = |p: Idx3| (u[p.ix::<0, 0, 1>()] - u[p]) * c;
-    out[idx] = u[idx]
-        - c * ((fx(idx) - fx(idx.ix::<-1, 0, 0>()))
-            + (fy(idx) - fy(idx.ix::<0, -1, 0>()))
-            + (fz(idx) - fz(idx.ix::<0, 0, -1>())));
-}
 
 fn flux_x(u: &Field3<f64>, v: &Field3<f64>, p: [isize; 3]) -> f64 {
     let (l, r) = (nb(u, p, [0, 0, 0]), nb(u, p, [1, 0, 0]));
@@ -83,19 +63,6 @@ fn branchy(idx: Idx1, c: f64, a: &Field1<f64>, out: &mut Field1<f64>, total: &mu
         out[idx] = y0 * y2;
     }
     total.fold(x0);
-}
-
-/// Point functions calling earlier ones: a pair of values per point, face values from them along
-/// x and z, and the pair at the point itself in the body too.
-#[stencil]
-fn nested(idx: Idx3, g: f64, q: &Field3<f64>, r: &Field3<f64>, out: &mut Field3<f64>) {
-    let w = |p: Idx3| [q[p] / r[p], (q[p] * g).sqrt()];
-    let fx = |p: Idx3| {
-        let (a, b) = (w(p.ix::<-1, 0, 0>()), w(p.ix::<1, 0, 0>()));
-        a[0] * b[1] - w(p)[0]
-    };
-    let fz = |p: Idx3| w(p.ix::<0, 0, 1>())[1] - w(p)[1];
-    out[idx] = fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) * fz(idx.ix::<0, 0, -1>()) + w(idx)[0];
 }
 
 #[test]

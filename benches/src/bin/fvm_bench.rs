@@ -5,14 +5,17 @@
 //! same run, against the minimal traffic of 80 B/cell (read 5 doubles, write 5) and against the
 //! stage's own minimal bytes (fused also reads q_n: 120 B/cell; split writes and re-reads 15 flux
 //! fields: 480 B/cell). The halo fill of a stage's input (5 fields x 3 axes, one kernel) is timed as
-//! its own row. Each row
-//! reports its own error instead of stopping the run.
+//! its own row. Then the fused HLLC stage written with point functions (`Points`: its kernel is
+//! the inlined form), each row with the number of output values whose bits differ from the fused
+//! stage's. Each row reports its own error instead of stopping the run.
 //!
 //! `fvm_bench [n]` (default 256).
 
+use stencil_bench::euler_points::EulerStagePoints;
 use stencil_bench::median;
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme, State};
 use stencil_runtime::cuda::Gpu;
+use stencil_runtime::prelude::*;
 use stencil_runtime::{Executor, Strategy};
 
 const WARMUP: usize = 2;
@@ -111,11 +114,63 @@ fn main() -> Result<(), Error> {
             }
         }
     }
+    // The same stage written with point functions (its kernel is the inlined form: each value
+    // once per thread, nothing shared between threads), against the fused stage's bits.
+    let e = Euler { riemann: Riemann::Hllc, scheme: Scheme::Fused, ..base };
+    e.stage(&gpu, &mut state, 1, dt)?;
+    let want: Vec<_> = state.q2.iter().map(|f| gpu.download(f)).collect::<Result<_, _>>()?;
+    let (kappa, beta) = e.limiter.kappa_beta();
+    let [cx, cy, cz] = e.h.map(|h| dt / h);
+    let interior = Loop3D::interior(gpu.shape_of(&state.q[0]));
+    for strategy in strategies() {
+        let label = strategy.map_or("default".to_string(), |s| s.to_string());
+        let mut run = || -> Result<(), Error> {
+            let State { q, q1, q2, .. } = &mut state;
+            let args = (
+                e.gamma,
+                kappa,
+                beta,
+                0.75,
+                0.25,
+                cx,
+                cy,
+                cz,
+                e.gravity * dt,
+                q1.each_ref(),
+                q.each_ref(),
+                q2.each_mut(),
+            );
+            Ok(gpu.run_with(&interior, EulerStagePoints, strategy, args)?)
+        };
+        match time(&gpu, &mut run) {
+            Ok(ms) => {
+                let differ: usize = state
+                    .q2
+                    .iter()
+                    .zip(&want)
+                    .map(|(f, w)| -> Result<usize, Error> {
+                        let got = gpu.download(f)?;
+                        Ok(got.as_slice().iter().zip(w.as_slice()).filter(|(a, b)| a.to_bits() != b.to_bits()).count())
+                    })
+                    .sum::<Result<usize, Error>>()?;
+                let rate = cells as f64 / (ms * 1e-3);
+                println!(
+                    "| Points | Hllc | {label} | {ms:.3} | {:.3} | {:.0} | {:.1}% | 120 | {:.1}% | values differing from fused: {differ}",
+                    rate / 1e9,
+                    rate * 80.0 / 1e9,
+                    100.0 * rate * 80.0 / 1e9 / copy,
+                    100.0 * rate * 120.0 / 1e9 / copy
+                );
+                best.push((format!("Points Hllc {label}"), ms));
+            }
+            Err(err) => println!("| Points | Hllc | {label} | error: {err} | | | | | |"),
+        }
+    }
     match time(&gpu, || base.fill_halos(&gpu, &mut state.q1)) {
         Ok(ms) => println!("\nhalo fill of one stage's input (5 fields x 3 axes, one kernel): {ms:.3} ms"),
         Err(err) => println!("\nhalo fill: error: {err}"),
     }
-    for key in ["Fused Hllc", "Split Hllc", "Fused Rusanov", "Split Rusanov"] {
+    for key in ["Fused Hllc", "Split Hllc", "Points Hllc", "Fused Rusanov", "Split Rusanov"] {
         if let Some((name, ms)) =
             best.iter().filter(|(name, _)| name.starts_with(key)).min_by(|a, b| a.1.total_cmp(&b.1))
         {

@@ -2,7 +2,8 @@
 //! 7-point diffusion update and the 25-point acoustic update (f32), split along z over P GPUs,
 //! in every overlap mode of `CompCommBinder`, with the per-step breakdown: the update alone, the
 //! exchange alone, and each mode's step, whose excess over the update alone is the exchange
-//! time it leaves exposed. Wall clock per step over `--steps` steps after a warm-up, every GPU
+//! time it leaves exposed (the exchange alone also as GB/s: the bytes every subdomain sends per
+//! exchange, pack and unpack included in the time). Wall clock per step over `--steps` steps after a warm-up, every GPU
 //! synchronised (under MPI: the slowest rank).
 //!
 //! In one process: `scaling --gpus 1,2` (subdomain i on GPU i; peer copies between GPUs). Under
@@ -51,6 +52,8 @@ impl Model {
 struct Breakdown {
     update: f64,
     exchange: f64,
+    /// Bytes all subdomains send per exchange.
+    bytes: f64,
     modes: Vec<(Overlap, f64)>,
 }
 
@@ -90,6 +93,7 @@ fn measure(model: Model, domains: &Domains<Gpu, 3>, steps: usize) -> Res<Breakdo
     let written = model.fields() - if model == Model::Acoustic { 2 } else { 1 };
     let read = if model == Model::Acoustic { 1 } else { 0 };
     let world = domains.world().clone();
+    let bytes = world.sum(ex.bytes_sent()? as f64);
     let mut time = |mode: Overlap, exchange: bool, update: bool| -> Res<f64> {
         let binder = CompCommBinder::new(domains, ranges.clone(), reach, mode)?;
         let mut fill = |st: &mut Vec<Vec<DeviceField3<f32>>>, halos: Halos| {
@@ -142,7 +146,7 @@ fn measure(model: Model, domains: &Domains<Gpu, 3>, steps: usize) -> Res<Breakdo
     for mode in Overlap::ALL {
         modes.push((mode, time(mode, true, true)?));
     }
-    Ok(Breakdown { update, exchange, modes })
+    Ok(Breakdown { update, exchange, bytes, modes })
 }
 
 /// Command line (the module docs say what is measured).
@@ -194,7 +198,7 @@ fn main() -> Res<()> {
         args.steps
     );
     println!(
-        "\n| model | scaling | global grid | GPUs | transport | update only | exchange only | none | one-divided | two-divided | best | vs 1 GPU | exchange hidden (best) |"
+        "\n| model | scaling | global grid | GPUs | transport | update only | exchange only (GB/s) | none | one-divided | two-divided | best | vs 1 GPU | exchange hidden (best) |"
     );
     println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|---|---:|---:|");
     for m in &args.models {
@@ -243,10 +247,11 @@ fn main() -> Res<()> {
                     "-".into()
                 };
                 println!(
-                    "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
+                    "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3}{} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
                     g.map(|v| v.to_string()).join("×"),
                     b.update,
                     b.exchange,
+                    if b.bytes > 0.0 { format!(" ({:.0})", b.bytes / (b.exchange * 1e-3) / 1e9) } else { String::new() },
                     b.modes[0].1,
                     b.modes[1].1,
                     b.modes[2].1
