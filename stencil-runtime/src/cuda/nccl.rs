@@ -158,36 +158,22 @@ mod links {
             let during = "exchanging halo messages";
             nccl::group_start().map_err(|e| nccl_error(during, e))?;
             let issued = (|| {
-                for m in &sends {
+                let sends = sends.iter().map(|m| (m, true));
+                for (m, send) in sends.chain(recvs.iter().map(|m| (m, false))) {
                     let (gpu, comm) = &self.comms[m.local];
-                    // SAFETY: `m.bytes` bytes of a device buffer of this communicator's GPU, alive
-                    // until the stream has passed the send (the exchange owns the buffers).
-                    unsafe {
-                        nccl::send(
-                            m.address as *const _,
-                            m.bytes,
-                            sys::ncclDataType_t::ncclUint8,
-                            m.peer as i32,
-                            *comm,
-                            gpu.cu_stream() as _,
-                        )
-                    }
-                    .map_err(|e| nccl_error(during, e))?;
-                }
-                for m in &recvs {
-                    let (gpu, comm) = &self.comms[m.local];
-                    // SAFETY: as above, for the receive buffer.
-                    unsafe {
-                        nccl::recv(
-                            m.address as *mut _,
-                            m.bytes,
-                            sys::ncclDataType_t::ncclUint8,
-                            m.peer as i32,
-                            *comm,
-                            gpu.cu_stream() as _,
-                        )
-                    }
-                    .map_err(|e| nccl_error(during, e))?;
+                    let (ty, peer, stream) = (sys::ncclDataType_t::ncclUint8, m.peer as i32, gpu.cu_stream() as _);
+                    // SAFETY: `m.bytes` bytes of a device buffer of this communicator's GPU (the
+                    // exchange's send or receive buffer), alive until the stream has passed the
+                    // operation: the exchange owns its buffers and frees them after a stream
+                    // synchronisation.
+                    let r = unsafe {
+                        if send {
+                            nccl::send(m.address as *const _, m.bytes, ty, peer, *comm, stream)
+                        } else {
+                            nccl::recv(m.address as *mut _, m.bytes, ty, peer, *comm, stream)
+                        }
+                    };
+                    r.map_err(|e| nccl_error(during, e))?;
                 }
                 Ok(())
             })();
