@@ -1,6 +1,7 @@
 //! Differential fuzzing (see `stencil_tests::fuzz`).
 //!
-//! - `compiled_nests_match_the_ir_interpreter`: the build script's random stencils, compiled by
+//! - `compiled_nests_match_the_ir_interpreter`: the build script's random stencils (half of them
+//!   with one or two point functions, which the CPU nest computes per block), compiled by
 //!   `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned; a third of them
 //!   also fold a value into a `Max` or `Min`, checked against the interpreter's fold); every point
 //!   inside the range equals the IR interpreter bit for bit (NaN as NaN), every point outside
@@ -10,7 +11,7 @@
 //!   random column sweeps (forward or backward; carried locals, the level, reads of outputs one
 //!   or two levels back) × `STENCIL_FUZZ_RUNS`, against the interpreter walking each column.
 //! - `lowering_matches_the_generator`: `STENCIL_FUZZ_CASES` (default 1000) further random
-//!   stencils lowered from text; the IR interpreter equals the generator's own evaluation, the IR
+//!   stencils lowered from text (their point functions inlined); the IR interpreter equals the generator's own evaluation, the IR
 //!   survives its encoding, and CUDA prints for two strategies.
 //! - `broken_sources_are_errors_not_panics`: `STENCIL_FUZZ_CASES` random mutations of valid
 //!   stencils (tokens deleted, inserted, swapped, offsets made huge or non-literal); lowering gives
@@ -40,6 +41,13 @@ mod compiled {
 const RUNTIME_SEEDS: u64 = 1 << 32;
 /// What outputs hold before a launch: no stencil computes it by chance.
 const POISON: f64 = -7.25e300;
+
+/// The IR of a generated stencil's source, its point functions inlined (what the macro embeds
+/// and the interpreter runs).
+fn lower(source: &str) -> StencilIr {
+    let ir = StencilIr::from_source(source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+    stencil_codegen::passes::inline_point_fns(&ir)
+}
 
 fn env_count(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -101,7 +109,7 @@ fn compiled_nests_match_the_ir_interpreter() {
     let mut cases = 0;
     for seed in 0..compiled::STENCILS {
         let g = Generated::new(seed);
-        let ir = StencilIr::from_source(&g.source()).unwrap_or_else(|e| panic!("{}\n{}", g.source(), e.kind));
+        let ir = lower(&g.source());
         for run in 0..runs {
             let Case { shape, in64, in32, scalars, begin, end, range } = Case::random(&g, seed * 7919 + run, 11);
             let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
@@ -293,7 +301,7 @@ fn lowering_matches_the_generator() {
         let seed = RUNTIME_SEEDS + case;
         let g = Generated::new(seed);
         let source = g.source();
-        let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+        let ir = lower(&source);
         assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
         print_cuda(&ir, &geometry).unwrap_or_else(|e| panic!("{source}\n{e}"));
         // Inputs as a function of field and offset; the parameters are scalars, inputs, outputs.

@@ -1,6 +1,8 @@
 //! Random valid stencils for the differential fuzz tests: offsets up to 2 on every axis, several
 //! input fields (`f64`, and `f32` read through `as f64`), scalars, locals, `if`/`else` both as a
-//! statement and as a value, and math calls. Each [`Generated`] stencil prints its Rust source
+//! statement and as a value, math calls, and point functions (`let pf0 = |p: Idx3| ...;`, read
+//! within one point of `p` and called within one point of `idx`; a later one may call an earlier
+//! one at `p`, so every read stays within the halo of 2). Each [`Generated`] stencil prints its Rust source
 //! ([`Generated::source`]) and evaluates itself directly ([`Generated::eval`]), independently of
 //! the macro's lowering, IR and printers.
 //!
@@ -84,6 +86,9 @@ pub enum GExpr {
     Level,
     /// A column sweep's output `o{out}` at a level `distance` levels before this one.
     Passed { out: usize, distance: i32 },
+    /// Point function `pf{f}` at a constant offset from the point (`idx`, or `p` inside a point
+    /// function).
+    PointCall { f: usize, offset: [i32; 3] },
 }
 
 /// A statement of a generated stencil.
@@ -121,6 +126,8 @@ pub struct Generated {
     pub sweep: Option<&'static str>,
     /// A column sweep's carried locals' initial values (literals and scalars).
     pub carried: Vec<GExpr>,
+    /// The point functions' bodies (`pf{n}`), before the body; reads relative to `p`.
+    pub point_fns: Vec<GExpr>,
 }
 
 struct Builder<'a> {
@@ -132,6 +139,10 @@ struct Builder<'a> {
     carried: usize,
     outputs: usize,
     sweep: bool,
+    /// Point functions callable here (`pf0 ..`).
+    point_fns: usize,
+    /// Inside a point function: reads within one point, calls of earlier ones at `p` only.
+    in_point_fn: bool,
 }
 
 impl Builder<'_> {
@@ -144,14 +155,19 @@ impl Builder<'_> {
                 _ => GExpr::Passed { out: self.rng.below(self.outputs), distance: 1 + self.rng.below(2) as i32 },
             };
         }
+        if leaf && self.point_fns > 0 && self.rng.below(3) == 0 {
+            let offset = if self.in_point_fn { [0; 3] } else { [0; 3].map(|_| self.rng.between(-1, 1) as i32) };
+            return GExpr::PointCall { f: self.rng.below(self.point_fns), offset };
+        }
         if leaf {
+            let reach = if self.in_point_fn { 1 } else { 2 };
             return match self.rng.below(6) {
                 0 => GExpr::Lit(self.rng.between(-24, 24) as f64 / 8.0),
                 1 if self.scalars > 0 => GExpr::Scalar(self.rng.below(self.scalars)),
                 2 if self.locals > 0 => GExpr::Local(self.rng.below(self.locals)),
                 _ => GExpr::Load {
                     field: self.rng.below(self.inputs),
-                    offset: [0; 3].map(|_| self.rng.between(-2, 2) as i32),
+                    offset: [0; 3].map(|_| self.rng.between(-reach, reach) as i32),
                 },
             };
         }
@@ -182,8 +198,23 @@ impl Generated {
         let inputs_f32: Vec<bool> = (0..1 + rng.below(3)).map(|_| rng.below(3) == 0).collect();
         let scalars = rng.below(3);
         let outputs = 1 + rng.below(2);
-        let mut b =
-            Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0, carried: 0, outputs, sweep: false };
+        let mut b = Builder {
+            rng: &mut rng,
+            inputs: inputs_f32.len(),
+            scalars,
+            locals: 0,
+            carried: 0,
+            outputs,
+            sweep: false,
+            point_fns: 0,
+            in_point_fn: true,
+        };
+        let mut point_fns = Vec::new();
+        for _ in 0..[0, 0, 1, 2][b.rng.below(4)] {
+            point_fns.push(b.expr(3));
+            b.point_fns += 1;
+        }
+        b.in_point_fn = false;
         let mut body = Vec::new();
         for _ in 0..b.rng.below(4) {
             let local = b.locals;
@@ -214,6 +245,7 @@ impl Generated {
             body,
             sweep: None,
             carried: Vec::new(),
+            point_fns,
         }
     }
 
@@ -227,8 +259,17 @@ impl Generated {
         let outputs = 1 + rng.below(2);
         let order = ["forward", "backward"][rng.below(2)];
         let carried_count = rng.below(3);
-        let mut b =
-            Builder { rng: &mut rng, inputs: inputs_f32.len(), scalars, locals: 0, carried: 0, outputs, sweep: false };
+        let mut b = Builder {
+            rng: &mut rng,
+            inputs: inputs_f32.len(),
+            scalars,
+            locals: 0,
+            carried: 0,
+            outputs,
+            sweep: false,
+            point_fns: 0,
+            in_point_fn: false,
+        };
         let carried: Vec<GExpr> = (0..carried_count)
             .map(|_| match b.rng.below(2) {
                 0 if b.scalars > 0 => GExpr::Scalar(b.rng.below(b.scalars)),
@@ -258,6 +299,7 @@ impl Generated {
             body,
             sweep: Some(order),
             carried,
+            point_fns: Vec::new(),
         }
     }
 
@@ -294,6 +336,9 @@ impl Generated {
         for (n, init) in self.carried.iter().enumerate() {
             s += &format!("    #[carry]\n    let mut c{n} = {};\n", self.print(init));
         }
+        for (n, body) in self.point_fns.iter().enumerate() {
+            s += &format!("    let pf{n} = |p: Idx3| {};\n", self.print_at(body, "p"));
+        }
         for stmt in &self.body {
             match stmt {
                 GStmt::Let { local, value } => s += &format!("    let t{local} = {};\n", self.print(value)),
@@ -316,10 +361,24 @@ impl Generated {
     }
 
     fn print(&self, e: &GExpr) -> String {
+        self.print_at(e, "idx")
+    }
+
+    /// `e` with its reads and calls relative to the point `at` (`idx`, or `p` in a point function).
+    fn print_at(&self, e: &GExpr, at: &str) -> String {
+        let shifted = |[i, j, k]: [i32; 3]| {
+            if [i, j, k] == [0; 3] {
+                at.to_string()
+            } else {
+                format!("{at}.ix::<{i}, {j}, {k}>()")
+            }
+        };
+        let print = |e: &GExpr| self.print_at(e, at);
         match e {
             GExpr::Lit(v) => format!("({v:?})"),
-            GExpr::Load { field, offset: [i, j, k] } => {
-                let at = if [*i, *j, *k] == [0; 3] { "idx".to_string() } else { format!("idx.ix::<{i}, {j}, {k}>()") };
+            GExpr::PointCall { f, offset } => format!("pf{f}({})", shifted(*offset)),
+            GExpr::Load { field, offset } => {
+                let at = shifted(*offset);
                 if self.inputs_f32[*field] {
                     format!("(a{field}[{at}] as f64)")
                 } else {
@@ -328,24 +387,20 @@ impl Generated {
             }
             GExpr::Scalar(s) => format!("s{s}"),
             GExpr::Local(l) => format!("t{l}"),
-            GExpr::Neg(a) => format!("(-{})", self.print(a)),
-            GExpr::Bin(op, a, b) => format!("({} {op} {})", self.print(a), self.print(b)),
+            GExpr::Neg(a) => format!("(-{})", print(a)),
+            GExpr::Bin(op, a, b) => format!("({} {op} {})", print(a), print(b)),
             GExpr::Call { name, args, exponent } => {
-                let recv = self.print(&args[0]);
-                let rest: Vec<String> = args[1..].iter().map(|a| self.print(a)).collect();
+                let recv = print(&args[0]);
+                let rest: Vec<String> = args[1..].iter().map(|a| print(a)).collect();
                 match *name {
                     "sqrt_abs" => format!("{recv}.abs().sqrt()"),
                     "powi" => format!("{recv}.powi({exponent})"),
                     _ => format!("{recv}.{name}({})", rest.join(", ")),
                 }
             }
-            GExpr::Select { cmp, a, b, then, other } => format!(
-                "(if {} {cmp} {} {{ {} }} else {{ {} }})",
-                self.print(a),
-                self.print(b),
-                self.print(then),
-                self.print(other)
-            ),
+            GExpr::Select { cmp, a, b, then, other } => {
+                format!("(if {} {cmp} {} {{ {} }} else {{ {} }})", print(a), print(b), print(then), print(other))
+            }
             GExpr::Carried(n) => format!("c{n}"),
             GExpr::Level => "(idx.level() as f64)".to_string(),
             GExpr::Passed { out, distance } => {
@@ -359,23 +414,30 @@ impl Generated {
     /// point whose input `f` at `offset` is `load(f, offset)` (an `f32` field's value already
     /// widened), with scalars `scalars`: plain Rust evaluation of the generated tree.
     pub fn eval(&self, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64]) -> Vec<f64> {
+        let pfs = &self.point_fns[..];
         let mut locals = Vec::new();
         let mut out = vec![f64::NAN; self.outputs + self.reductions.len()];
         for stmt in &self.body {
             match stmt {
                 GStmt::Let { value, .. } => {
-                    let v = eval(value, load, scalars, &locals);
+                    let v = eval(value, load, scalars, &locals, pfs);
                     locals.push(v);
                 }
                 GStmt::Branch { init, cmp, a, b, then, other, .. } => {
-                    let _ = eval(init, load, scalars, &locals);
-                    let taken = compare(cmp, eval(a, load, scalars, &locals), eval(b, load, scalars, &locals));
-                    let v =
-                        if taken { eval(then, load, scalars, &locals) } else { eval(other, load, scalars, &locals) };
+                    let _ = eval(init, load, scalars, &locals, pfs);
+                    let taken =
+                        compare(cmp, eval(a, load, scalars, &locals, pfs), eval(b, load, scalars, &locals, pfs));
+                    let v = if taken {
+                        eval(then, load, scalars, &locals, pfs)
+                    } else {
+                        eval(other, load, scalars, &locals, pfs)
+                    };
                     locals.push(v);
                 }
-                GStmt::Store { out: o, value } => out[*o] = eval(value, load, scalars, &locals),
-                GStmt::Fold { reduction, value } => out[self.outputs + reduction] = eval(value, load, scalars, &locals),
+                GStmt::Store { out: o, value } => out[*o] = eval(value, load, scalars, &locals, pfs),
+                GStmt::Fold { reduction, value } => {
+                    out[self.outputs + reduction] = eval(value, load, scalars, &locals, pfs)
+                }
                 GStmt::Carry { .. } => panic!("column sweeps are checked against the IR interpreter"),
             }
         }
@@ -392,9 +454,13 @@ fn compare(cmp: &str, a: f64, b: f64) -> bool {
     }
 }
 
-fn eval(e: &GExpr, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64], locals: &[f64]) -> f64 {
-    let ev = |e: &GExpr| eval(e, load, scalars, locals);
+fn eval(e: &GExpr, load: &dyn Fn(usize, [i32; 3]) -> f64, scalars: &[f64], locals: &[f64], pfs: &[GExpr]) -> f64 {
+    let ev = |e: &GExpr| eval(e, load, scalars, locals, pfs);
     match e {
+        GExpr::PointCall { f, offset } => {
+            let shifted = |field: usize, o: [i32; 3]| load(field, std::array::from_fn(|a| o[a] + offset[a]));
+            eval(&pfs[*f], &shifted, scalars, &[], pfs)
+        }
         GExpr::Lit(v) => *v,
         GExpr::Load { field, offset } => load(*field, *offset),
         GExpr::Scalar(s) => scalars[*s],
