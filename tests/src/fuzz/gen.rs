@@ -391,7 +391,7 @@ impl Generated {
             GExpr::Bin(op, a, b) => format!("({} {op} {})", print(a), print(b)),
             GExpr::Call { name, args, exponent } => {
                 let recv = print(&args[0]);
-                let rest: Vec<String> = args[1..].iter().map(|a| print(a)).collect();
+                let rest: Vec<String> = args[1..].iter().map(&print).collect();
                 match *name {
                     "sqrt_abs" => format!("{recv}.abs().sqrt()"),
                     "powi" => format!("{recv}.powi({exponent})"),
