@@ -61,6 +61,22 @@ mod links {
         CudaError::Nccl { during: during.to_string(), detail }.into()
     }
 
+    /// Whether `result` is `Ok` on every rank (collective): `Err` on every rank when it failed on
+    /// any, naming how many; this rank's own error is returned where it has one.
+    fn agree<T>(world: &World, result: &Result<T, LaunchError>, during: &str) -> Result<(), LaunchError> {
+        let failed = world.sum(if result.is_err() { 1.0 } else { 0.0 });
+        match result {
+            Err(e) if failed > 1.0 => {
+                Err(refuse(during, format!("{e} (it failed on {} other rank(s) too)", failed - 1.0)))
+            }
+            Err(e) => Err(refuse(during, e.to_string())),
+            Ok(_) if failed > 0.0 => {
+                Err(refuse(during, format!("it failed on {failed} other rank(s): see their errors")))
+            }
+            Ok(_) => Ok(()),
+        }
+    }
+
     /// The host and PCI bus id of `gpu`'s device: two subdomains with the same key share a GPU.
     fn device_key(gpu: &Gpu) -> Result<[u8; KEY], LaunchError> {
         let mut key = [0u8; KEY];
@@ -102,10 +118,12 @@ mod links {
                     ),
                 ));
             }
-            let mut keys = Vec::with_capacity(gpus.len() * KEY);
-            for g in gpus {
-                keys.extend_from_slice(&device_key(g)?);
-            }
+            // Every step that can fail on one rank is agreed on by all of them before the next
+            // collective call, so that a failure is an `Err` on every rank, not a hang.
+            let keys: Result<Vec<u8>, LaunchError> =
+                gpus.iter().map(device_key).collect::<Result<Vec<_>, _>>().map(|k| k.concat());
+            agree(world, &keys, "reading the GPUs' PCI bus ids")?;
+            let keys = keys?;
             let all = world.all_gather_bytes(&keys);
             let name =
                 |i: usize| String::from_utf8_lossy(&all[i * KEY..(i + 1) * KEY]).trim_end_matches('\0').to_string();
@@ -123,28 +141,40 @@ mod links {
                     }
                 }
             }
-            let mut id = [0u8; 128];
-            if world.rank() == 0 {
-                let unique = nccl::get_uniqueid().map_err(|e| nccl_error("making the unique id", e))?;
+            // Rank 0's unique id, and whether it could make one (the last byte).
+            let mut id = [0u8; 129];
+            let made = if world.rank() == 0 { nccl::get_uniqueid().map(Some) } else { Ok(None) };
+            if let Ok(Some(unique)) = &made {
                 for (d, s) in id.iter_mut().zip(unique.internal) {
                     *d = s as u8;
                 }
+                id[128] = 1;
             }
             world.broadcast_bytes(&mut id);
-            let unique = sys::ncclUniqueId { internal: id.map(|b| b as std::ffi::c_char) };
-            let mut comms = Vec::with_capacity(gpus.len());
+            if id[128] == 0 {
+                return Err(match made {
+                    Err(e) => nccl_error("making the unique id on rank 0", e),
+                    _ => refuse(during, "rank 0 could not make the unique id (its error says why)".into()),
+                });
+            }
+            let unique = sys::ncclUniqueId { internal: std::array::from_fn(|i| id[i] as std::ffi::c_char) };
+            // One group for all local communicators; the group is always closed, and what was made
+            // is destroyed again when any part failed.
+            let mut links = NcclLinks { comms: Vec::with_capacity(gpus.len()) };
             nccl::group_start().map_err(|e| nccl_error(during, e))?;
-            for (i, g) in gpus.iter().enumerate() {
+            let joined = gpus.iter().enumerate().try_for_each(|(i, g)| -> Result<(), LaunchError> {
                 g.bind()?;
                 let mut comm: sys::ncclComm_t = std::ptr::null_mut();
                 // SAFETY: every subdomain of the run joins once, with the same id and its own rank;
                 // the current context is its GPU's.
                 unsafe { nccl::comm_init_rank(&mut comm, total as i32, unique, (first + i) as i32) }
                     .map_err(|e| nccl_error(during, e))?;
-                comms.push((g.clone(), comm));
-            }
-            nccl::group_end().map_err(|e| nccl_error(during, e))?;
-            Ok(NcclLinks { comms })
+                links.comms.push((g.clone(), comm));
+                Ok(())
+            });
+            let ended = nccl::group_end().map_err(|e| nccl_error(during, e));
+            joined.and(ended.map(|_| ()))?;
+            Ok(links)
         }
     }
 
