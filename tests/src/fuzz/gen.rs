@@ -145,7 +145,13 @@ struct Builder<'a> {
     in_point_fn: bool,
 }
 
-impl Builder<'_> {
+impl<'a> Builder<'a> {
+    /// A builder of a point stencil's expressions: no locals, carried values or point functions
+    /// yet.
+    fn new(rng: &'a mut Rng, inputs: usize, scalars: usize, outputs: usize) -> Self {
+        Builder { rng, inputs, scalars, locals: 0, carried: 0, outputs, sweep: false, point_fns: 0, in_point_fn: false }
+    }
+
     fn expr(&mut self, depth: u32) -> GExpr {
         let leaf = depth == 0 || self.rng.below(4) == 0;
         if leaf && self.sweep && self.rng.below(3) == 0 {
@@ -198,17 +204,8 @@ impl Generated {
         let inputs_f32: Vec<bool> = (0..1 + rng.below(3)).map(|_| rng.below(3) == 0).collect();
         let scalars = rng.below(3);
         let outputs = 1 + rng.below(2);
-        let mut b = Builder {
-            rng: &mut rng,
-            inputs: inputs_f32.len(),
-            scalars,
-            locals: 0,
-            carried: 0,
-            outputs,
-            sweep: false,
-            point_fns: 0,
-            in_point_fn: true,
-        };
+        let mut b = Builder::new(&mut rng, inputs_f32.len(), scalars, outputs);
+        b.in_point_fn = true;
         let mut point_fns = Vec::new();
         for _ in 0..[0, 0, 1, 2][b.rng.below(4)] {
             point_fns.push(b.expr(3));
@@ -259,17 +256,7 @@ impl Generated {
         let outputs = 1 + rng.below(2);
         let order = ["forward", "backward"][rng.below(2)];
         let carried_count = rng.below(3);
-        let mut b = Builder {
-            rng: &mut rng,
-            inputs: inputs_f32.len(),
-            scalars,
-            locals: 0,
-            carried: 0,
-            outputs,
-            sweep: false,
-            point_fns: 0,
-            in_point_fn: false,
-        };
+        let mut b = Builder::new(&mut rng, inputs_f32.len(), scalars, outputs);
         let carried: Vec<GExpr> = (0..carried_count)
             .map(|_| match b.rng.below(2) {
                 0 if b.scalars > 0 => GExpr::Scalar(b.rng.below(b.scalars)),
