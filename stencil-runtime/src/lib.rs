@@ -143,8 +143,8 @@ pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{cuda_kernel, cuda_reduce_kernel, CudaKernel, ReduceKernel, Strategy};
 pub use device_args::ArgValue;
 pub use domain::{
-    CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, Subdomain, Transport,
-    World,
+    CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, PhaseTimes, Subdomain,
+    Transport, World,
 };
 pub use error::LaunchError;
 pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};

@@ -189,7 +189,14 @@ pub fn check_domains<E: Executor, const D: usize>(
     {
         let mut fields: Vec<Vec<ErasedField<'_, D>>> =
             a.iter_mut().zip(b.iter_mut()).map(|(a, b)| vec![ErasedField::of(a), ErasedField::of(b)]).collect();
-        ex.exchange(&mut fields)?;
+        // Odd seeds take the timed path (synchronised phases): it must fill the same halos.
+        if case.seed % 2 == 1 {
+            let t = ex.exchange_timed(&mut fields)?;
+            let phases = [t.pack, t.transfer, t.unpack];
+            assert!(phases.iter().all(|v| v.is_finite() && *v >= 0.0), "{what}: phase times {t:?}");
+        } else {
+            ex.exchange(&mut fields)?;
+        }
     }
     let mut checked = 0;
     for ((s, e), (a, b)) in domains.subdomains().zip(domains.execs()).zip(a.iter().zip(&b)) {

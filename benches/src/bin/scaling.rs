@@ -4,7 +4,9 @@
 //! exchange alone, and each mode's step, whose excess over the update alone is the exchange
 //! time it leaves exposed; and the one-divided update without the exchange, which is what
 //! splitting the range into an inner region and slabs costs by itself (the exchange alone also as GB/s: the bytes every subdomain sends per
-//! exchange, pack and unpack included in the time). Wall clock per step over `--steps` steps after a warm-up, every GPU
+//! exchange, pack and unpack included in the time), and its phases alone: pack, transfer
+//! (host staging included) and unpack, each timed with every GPU synchronised around it
+//! (`HaloExchange::exchange_timed`, the mean of 20). Wall clock per step over `--steps` steps after a warm-up, every GPU
 //! synchronised (under MPI: the slowest rank).
 //!
 //! In one process: `scaling --gpus 1,2` (subdomain i on GPU i; peer copies between GPUs). Under
@@ -19,6 +21,7 @@ use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
     CompCommBinder, Decomposition, DeviceField3, Domains, ErasedField, HaloExchange, HaloWidths, Halos, Overlap,
+    PhaseTimes,
 };
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -57,6 +60,8 @@ struct Breakdown {
     bytes: f64,
     /// The one-divided step without its exchange: the update split into inner region and slabs.
     divided: f64,
+    /// The exchange's phases alone (ms, the slowest rank's), from `exchange_timed`.
+    phases: PhaseTimes,
     modes: Vec<(Overlap, f64)>,
 }
 
@@ -150,7 +155,22 @@ fn measure(model: Model, domains: &Domains<Gpu, 3>, steps: usize) -> Res<Breakdo
     for mode in Overlap::ALL {
         modes.push((mode, time(mode, true, true)?));
     }
-    Ok(Breakdown { update, exchange, bytes, divided, modes })
+    // The phases of the exchange, each with every executor synchronised around it.
+    let reps = 20;
+    let mut phases = PhaseTimes::default();
+    for _ in 0..reps {
+        let t =
+            ex.exchange_timed(&mut state.iter_mut().map(|f| vec![ErasedField::of(&mut f[read])]).collect::<Vec<_>>())?;
+        phases.pack += t.pack / reps as f64;
+        phases.transfer += t.transfer / reps as f64;
+        phases.unpack += t.unpack / reps as f64;
+    }
+    let phases = PhaseTimes {
+        pack: world.max(phases.pack),
+        transfer: world.max(phases.transfer),
+        unpack: world.max(phases.unpack),
+    };
+    Ok(Breakdown { update, exchange, bytes, divided, phases, modes })
 }
 
 /// Command line (the module docs say what is measured).
@@ -202,9 +222,9 @@ fn main() -> Res<()> {
         args.steps
     );
     println!(
-        "\n| model | scaling | global grid | GPUs | transport | update only | exchange only (GB/s) | split, no exchange | none | one-divided | two-divided | best | vs 1 GPU | exchange hidden (best) |"
+        "\n| model | scaling | global grid | GPUs | transport | update only | exchange only (GB/s) | pack / transfer / unpack (µs) | split, no exchange | none | one-divided | two-divided | best | vs 1 GPU | exchange hidden (best) |"
     );
-    println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---|---:|---:|");
+    println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|");
     for m in &args.models {
         let model = match m.as_str() {
             "diffusion" => Model::Diffusion,
@@ -251,11 +271,14 @@ fn main() -> Res<()> {
                     "-".into()
                 };
                 println!(
-                    "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3}{} | {:.3} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
+                    "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3}{} | {:.0} / {:.0} / {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
                     g.map(|v| v.to_string()).join("×"),
                     b.update,
                     b.exchange,
                     if b.bytes > 0.0 { format!(" ({:.0})", b.bytes / (b.exchange * 1e-3) / 1e9) } else { String::new() },
+                    b.phases.pack * 1e3,
+                    b.phases.transfer * 1e3,
+                    b.phases.unpack * 1e3,
                     b.divided,
                     b.modes[0].1,
                     b.modes[1].1,

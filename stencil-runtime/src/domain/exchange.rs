@@ -26,6 +26,18 @@ use crate::error::LaunchError;
 use crate::executor::{ErasedField, Executor, FieldStorage, MessageBuffer};
 use crate::field::Element;
 
+/// Milliseconds an exchange spent in each phase, summed over the axes
+/// ([`HaloExchange::exchange_timed`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct PhaseTimes {
+    /// Packing the halos' boxes into the send buffers.
+    pub pack: f64,
+    /// Moving the buffers: copies in the process, messages between ranks (host staging included).
+    pub transfer: f64,
+    /// Unpacking the receive buffers into the halos.
+    pub unpack: f64,
+}
+
 /// One field of an exchange.
 #[derive(Clone, Debug)]
 struct Slot<const D: usize> {
@@ -134,11 +146,40 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// process ([`Domains::subdomains`]), its fields in the order they were appended, each of
     /// its subdomain's shape and with a halo at least the depth asked for.
     pub fn exchange(&mut self, fields: &mut [Vec<ErasedField<'_, D>>]) -> Result<(), LaunchError> {
+        self.exchange_with(fields, None)
+    }
+
+    /// [`HaloExchange::exchange`], timing its phases: every local executor is synchronised
+    /// before it and after each phase of each axis (pack; transfer, staging included; unpack), so
+    /// the phases do not overlap and the synchronisations add time of their own. For benchmarks.
+    pub fn exchange_timed(&mut self, fields: &mut [Vec<ErasedField<'_, D>>]) -> Result<PhaseTimes, LaunchError> {
+        let mut times = PhaseTimes::default();
+        self.domains.synchronize()?;
+        self.exchange_with(fields, Some(&mut times))?;
+        Ok(times)
+    }
+
+    fn exchange_with(
+        &mut self,
+        fields: &mut [Vec<ErasedField<'_, D>>],
+        mut times: Option<&mut PhaseTimes>,
+    ) -> Result<(), LaunchError> {
         self.check(fields)?;
         self.build()?;
         let _span = tracing::debug_span!(target: "stencil::exchange", "exchange", fields = self.slots.len(), subdomains = fields.len(), bytes_sent = self.plan.as_ref().map_or(0, |p| p.links.iter().map(|l| l.bytes).sum::<usize>())).entered();
         let plan = self.plan.as_mut().expect("built above");
         let domains = &self.domains;
+        let mut last = std::time::Instant::now();
+        // Adds the time since the last mark to a phase (after waiting for the executors).
+        let mut mark = |phase: fn(&mut PhaseTimes) -> &mut f64| -> Result<(), LaunchError> {
+            if let Some(t) = times.as_deref_mut() {
+                domains.synchronize()?;
+                let now = std::time::Instant::now();
+                *phase(t) += (now - last).as_secs_f64() * 1e3;
+                last = now;
+            }
+            Ok(())
+        };
         for axis in 0..D {
             let links: Vec<usize> = (0..plan.links.len()).filter(|&l| plan.links[l].axis == axis).collect();
             if links.is_empty() {
@@ -150,6 +191,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let parts = boxes(&self.slots, link, &fields[link.local], true)?;
                 domains.exec(link.local).pack(&parts, &mut plan.sends[l])?;
             }
+            mark(|t| &mut t.pack)?;
             let staged = domains.device_transport().is_none();
             for &l in &links {
                 let link = &plan.links[l];
@@ -177,7 +219,9 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 links.iter().copied().filter(|&l| matches!(plan.links[l].peer, Peer::Remote { .. })).collect();
             if let Some(transport) = domains.device_transport() {
                 device_messages(transport, plan, &remote, me, axis)?;
+                mark(|t| &mut t.transfer)?;
                 unpack(&self.slots, plan, &links, fields, domains)?;
+                mark(|t| &mut t.unpack)?;
                 continue;
             }
             let mut send_bytes: Vec<Option<&mut [u8]>> = plan.sends.iter_mut().map(|_| None).collect();
@@ -212,7 +256,9 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let link = &plan.links[l];
                 domains.exec(link.local).buffer_from_host(&mut plan.recvs[l], link.bytes)?;
             }
+            mark(|t| &mut t.transfer)?;
             unpack(&self.slots, plan, &links, fields, domains)?;
+            mark(|t| &mut t.unpack)?;
         }
         Ok(())
     }

@@ -19,7 +19,7 @@ mod world;
 pub use binder::{CompCommBinder, Halos, Overlap};
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
 pub use domains::{BoundarySet, Domains};
-pub use exchange::HaloExchange;
+pub use exchange::{HaloExchange, PhaseTimes};
 pub use reach::{HaloWidths, ReachError};
 pub use transport::Transport;
 #[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
