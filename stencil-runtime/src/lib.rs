@@ -124,6 +124,7 @@ pub mod cpu;
 pub mod cuda;
 pub mod cuda_source;
 mod device_args;
+mod disk_cache;
 pub mod domain;
 pub mod error;
 pub mod executor;
@@ -135,6 +136,8 @@ pub mod range;
 pub mod reduce;
 pub mod regions;
 mod stencil;
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+pub mod tuning;
 
 #[cfg(feature = "cuda")]
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};

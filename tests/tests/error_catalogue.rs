@@ -93,6 +93,7 @@ fn cuda_errors() -> Vec<stencil_runtime::CudaError> {
         CudaError::SelfCheck { device: "Gpu(0)".into(), failures: vec!["3 points wrong".into()] },
         CudaError::InvalidArgument("kernel source contains a NUL byte".into()),
         CudaError::Driver { during: "reading the free memory".into(), error: driver },
+        CudaError::Nccl { during: "exchanging halo messages".into(), detail: "ncclSystemError".into() },
     ]
 }
 

@@ -1,13 +1,19 @@
 //! Scaling over GPUs: weak (a fixed block per GPU) and strong (one global grid) scaling of the
 //! 7-point diffusion update and the 25-point acoustic update (f32), split along z over P GPUs,
-//! in every overlap mode of `CompCommBinder`, with the per-step breakdown: the update alone, the
-//! exchange alone, and each mode's step, whose excess over the update alone is the exchange
-//! time it leaves exposed; and the one-divided update without the exchange, which is what
-//! splitting the range into an inner region and slabs costs by itself (the exchange alone also as GB/s: the bytes every subdomain sends per
-//! exchange, pack and unpack included in the time), and its phases alone: pack, transfer
-//! (host staging included) and unpack, each timed with every GPU synchronised around it
-//! (`HaloExchange::exchange_timed`, the mean of 20). Wall clock per step over `--steps` steps after a warm-up, every GPU
-//! synchronised (under MPI: the slowest rank).
+//! in every overlap mode of `CompCommBinder`, with the per-step breakdown:
+//! - the update alone, and the exchange alone (also as GB/s: the bytes every subdomain sends per
+//!   exchange, pack and unpack included in the time);
+//! - the exchange's phases alone: pack, transfer (host staging included) and unpack, each timed
+//!   with this process's GPUs synchronised around it (`HaloExchange::exchange_timed`, the mean
+//!   of 20). Under MPI the ranks are not synchronised between phases, so a rank's transfer also
+//!   holds its wait for the peer's pack;
+//! - the one-divided update without the exchange: what splitting the range into an inner region
+//!   and slabs costs by itself;
+//! - each mode's step, whose excess over the update alone is the exchange time it leaves exposed.
+//!
+//! Wall clock per step over `--steps` steps after a warm-up, every GPU synchronised (under MPI:
+//! the slowest rank). "vs 1 GPU" needs the one-GPU run in the same process, so it is shown for
+//! `--gpus 1,...` runs only.
 //!
 //! In one process: `scaling --gpus 1,2` (subdomain i on GPU i; peer copies between GPUs). Under
 //! `mpiexec -n R` (build with `--features mpi`, or `nccl`): R subdomains, one per rank, on GPU
@@ -215,8 +221,8 @@ fn main() -> Res<()> {
     if let Some(&p) = counts.iter().find(|&&p| p > count && ranks == 1) {
         return Err(format!("--gpus {p}: this machine has {count} GPU(s)").into());
     }
-    let first = Gpu::new(0)?;
-    let name = first.name();
+    // This rank's own GPU (as `gpu_domains` places it), not GPU 0 on every rank.
+    let name = Gpu::new(processes.world().rank() % count.max(1))?.name().to_string();
     println!(
         "scaling: {ranks} process(es), {count} GPU(s) visible per process ({name}), {} steps per line",
         args.steps

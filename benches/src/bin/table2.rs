@@ -164,8 +164,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         );
         Ok(())
     };
+    // No strategy: the runtime's choice, tuned per region unless STENCIL_AUTOTUNE=off.
+    let unnamed = if gpu.tune_settings().enabled { "autotuned" } else { "default" };
     for (strategy, analogue) in strategies() {
-        let name = strategy.map_or("default".to_string(), |s| s.to_string());
+        let name = strategy.map_or(unnamed.to_string(), |s| s.to_string());
         row(&mut state, &RegionStrategies::uniform(strategy), &name, analogue)?;
     }
 
@@ -190,7 +192,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         plan.0[r] = best.1;
         let bytes = range.points() as f64 * if kind == RegionKind::Inner { 16.0 } else { 28.0 };
         let gbs = bytes / (best.0 * 1e-3) / 1e9;
-        let show = |s: Option<Strategy>| s.map_or("default".to_string(), |s| s.to_string());
+        let show = |s: Option<Strategy>| s.map_or(unnamed.to_string(), |s| s.to_string());
         println!(
             "| {} | {} | {} | {:.3} | {gbs:.0} | {:.1}% | {} | {:.3} |",
             names[r],

@@ -2,10 +2,10 @@
 //! then loads it without a JIT step), behind an in-memory cache of loaded modules and the
 //! on-disk [`DiskCache`] of cubins.
 
-use super::cache::hash128;
 use super::context::Gpu;
 use super::error::{locate_error, CudaError};
 use super::kernel::Kernel;
+use crate::disk_cache::hash128;
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::DriverError;
 use cudarc::nvrtc::{self, Ptx};

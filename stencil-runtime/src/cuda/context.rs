@@ -2,9 +2,11 @@
 //! (naming the last kernel on a fault), and event timing. Kernels are compiled in `compile.rs`,
 //! launched in `launch.rs`, and device memory lives in `memory.rs`, all on top of this.
 
-use super::cache::DiskCache;
 use super::error::{driver, is_kernel_fault, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
+use super::tune::TuneReport;
+use crate::disk_cache::DiskCache;
+use crate::tuning::{ShapeClass, TuneSettings};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
@@ -49,6 +51,10 @@ pub(crate) struct GpuInner {
     pub(crate) last_kernel: Mutex<Option<Arc<str>>>,
     /// Kernels prepared for reducing stencils, by (stencil, geometry) (see `reduce.rs`).
     pub(crate) reductions: Mutex<HashMap<(usize, Geometry), Arc<ReducePrepared>>>,
+    /// Whether and how long stencil launches are tuned (see `tune.rs`).
+    pub(crate) tune_settings: Mutex<TuneSettings>,
+    /// Tuned choices by (stencil, shape class).
+    pub(crate) tuned: Mutex<HashMap<(usize, ShapeClass), Arc<TuneReport>>>,
 }
 
 impl Gpu {
@@ -60,6 +66,7 @@ impl Gpu {
 
     /// Opens device `ordinal` with the given disk cache, or none (e.g. to time cold compiles).
     pub fn with_disk_cache(ordinal: usize, disk: Option<DiskCache>) -> Result<Gpu, CudaError> {
+        let tune_settings = TuneSettings::from_env().map_err(CudaError::InvalidArgument)?;
         let count = Self::count()?;
         if ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });
@@ -89,6 +96,8 @@ impl Gpu {
                 peers: Mutex::new(std::collections::HashSet::new()),
                 last_kernel: Mutex::new(None),
                 reductions: Mutex::new(HashMap::new()),
+                tune_settings: Mutex::new(tune_settings),
+                tuned: Mutex::new(HashMap::new()),
             }),
         })
     }

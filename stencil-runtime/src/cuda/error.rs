@@ -384,7 +384,7 @@ impl CudaError {
             CudaError::Nccl { .. } => {
                 "make `libnccl.so` loadable (LD_LIBRARY_PATH; a link named libnccl.so to libnccl.so.2 will do), give \
                  every subdomain of the run its own GPU, or move halos host-staged through MPI instead \
-                 (STENCIL_TRANSPORT=mpi)"
+                 (`Transport::HostStaged`, or STENCIL_TRANSPORT=mpi)"
             }
         };
         s.to_string()

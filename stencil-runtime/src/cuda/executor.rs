@@ -11,9 +11,10 @@ use super::context::Gpu;
 use super::error::CudaError;
 use super::halo::fill_halo_sides;
 use super::kernel::{LaunchKey, Prepared};
-use super::launch::{scalar_or_field, KernelArg, LaunchDims};
+use super::launch::{scalar_or_field, KernelArg};
 use super::memory::DeviceField;
 use super::message::{self, GpuBuffer};
+use super::tune::LaunchPlan;
 use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
@@ -21,10 +22,13 @@ use crate::executor::{BoxPart, Executor, SideJob, Stencil};
 use crate::field::{Element, Field, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
+use crate::stencil::FieldInfo;
 use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::CudaGraph;
 use std::sync::{Arc, PoisonError};
+use stencil_codegen::analysis::field_accesses;
 use stencil_codegen::printer::cuda::Strategy;
+use stencil_codegen::StencilIr;
 
 /// A CUDA graph recorded from a [`Gpu`]'s stream (see [`crate::Recorded`]).
 pub struct GpuGraph {
@@ -59,13 +63,14 @@ impl Gpu {
         self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).len()
     }
 
-    /// The prepared kernel for `key`, printing and compiling it on first use.
-    fn prepared<S: Stencil<D>, const D: usize>(&self, key: LaunchKey) -> Result<Arc<Prepared>, LaunchError> {
+    /// The prepared kernel for `key` (of stencil `name` with IR `ir`), printing and compiling
+    /// it on first use.
+    pub(crate) fn prepared(&self, ir: &StencilIr, name: &str, key: LaunchKey) -> Result<Arc<Prepared>, LaunchError> {
         if let Some(p) = self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
             return Ok(p.clone());
         }
-        let printed = stencil_codegen::printer::cuda::print_kernel(S::ir(), key.strategy, &key.geometry)
-            .map_err(|e| CudaError::UnsupportedStrategy { stencil: S::INFO.name.to_string(), reason: e.to_string() })?;
+        let printed = stencil_codegen::printer::cuda::print_kernel(ir, key.strategy, &key.geometry)
+            .map_err(|e| CudaError::UnsupportedStrategy { stencil: name.to_string(), reason: e.to_string() })?;
         let (kernel, _) = self.kernel_with_stats(&printed.source, &printed.entry, KERNEL_OPTIONS)?;
         let prepared = Arc::new(Prepared {
             kernel,
@@ -147,11 +152,6 @@ impl Executor for Gpu {
         if ir.reduces() {
             return super::reduce::run::<S, D>(self, range, &shape, values);
         }
-        let strategy = strategy.unwrap_or_else(|| Strategy::default_for(ir));
-        let max_elem = max_elem_bytes(ir);
-        let key = LaunchKey { stencil: S::IR.as_ptr() as usize, strategy, geometry: geometry(&shape, range, max_elem) };
-        let prepared = self.prepared::<S, D>(key)?;
-        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
         let len = layout_lengths(&shape, range);
         let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
         args.extend(values.iter().map(|v| scalar_or_field(v).expect("reductions take the reduction path")));
@@ -163,15 +163,22 @@ impl Executor for Gpu {
             })?;
             args.push(KernelArg::I32(n));
         }
-        let grid = std::array::from_fn(|a| len[a].div_ceil(prepared.points_per_block[a] as usize).max(1) as u32);
-        let dims = LaunchDims { grid, block: prepared.block, shared_bytes: prepared.shared_bytes };
-        // SAFETY: the kernel was printed for this stencil and geometry, so its parameters are the
-        // stencil's in order (fields as pointers, bools as int) then the origin and lengths, which
-        // `args` holds; `validate` checked that the range plus the stencil's reach lies inside
-        // every field, all of which live on this device and outlive the launch (dropping a field
-        // waits for the stream).
-        unsafe { self.launch(&prepared.kernel, dims, &args) }?;
-        Ok(())
+        let plan = LaunchPlan {
+            name: S::INFO.name,
+            ir_text: S::IR,
+            ir,
+            geometry: geometry(&shape, range, max_elem_bytes(ir)),
+            len,
+            args,
+            read_written: read_written(ir, S::INFO.fields, &values),
+        };
+        let strategy = match strategy {
+            Some(s) => s,
+            None => self.choose_strategy(&plan)?,
+        };
+        let prepared = self.prepared(ir, S::INFO.name, plan.key(strategy))?;
+        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
+        Ok(self.launch_prepared(&prepared, len, &plan.args)?)
     }
 
     fn fill_halo_sides<T: Element, const D: usize>(
@@ -238,4 +245,26 @@ impl Executor for Gpu {
     fn replay(&self, recording: &GpuGraph) -> Result<(), LaunchError> {
         recording.graph.launch().map_err(|e| LaunchError::Cuda(self.fail("replaying a recorded step", e)))
     }
+}
+
+/// The fields `ir` reads and writes, as (kernel argument index, name, bytes of storage): a timed
+/// launch must not update them twice (see `tune.rs`). `infos` are the stencil's fields in the
+/// order of the field arguments among `values`.
+fn read_written<const D: usize>(
+    ir: &StencilIr,
+    infos: &[FieldInfo],
+    values: &[ArgValue<'_, D>],
+) -> Vec<(usize, &'static str, usize)> {
+    let accesses = field_accesses(ir);
+    let fields = values.iter().enumerate().filter_map(|(i, v)| match v {
+        ArgValue::Field { shape, .. } => Some((i, shape.len())),
+        _ => None,
+    });
+    fields
+        .zip(infos)
+        .filter_map(|((i, len), info)| {
+            let f = accesses.iter().find(|f| f.name == info.name)?;
+            (f.written && f.is_read()).then(|| (i, info.name, len * f.elem.size_bytes()))
+        })
+        .collect()
 }

@@ -30,9 +30,8 @@
 //! # Ok(()) }
 //! ```
 
-// One-way dependencies: error, cache, kernel <- context <- compile, launch <- memory <- halo, peer <- message,
-// reduce <- executor.
-mod cache;
+// One-way dependencies: error, kernel <- context <- compile, launch <- memory <- halo, peer <- message,
+// reduce, tune <- executor.
 mod compile;
 mod context;
 mod error;
@@ -45,13 +44,14 @@ mod message;
 mod nccl;
 mod peer;
 mod reduce;
+mod tune;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
 pub use cudarc::driver::{sys::CUresult, DriverError};
 /// NVRTC's error and result code, as [`CudaError::Compile`] and [`CudaError::Nvrtc`] keep them.
 pub use cudarc::nvrtc::{result::NvrtcError, sys::nvrtcResult};
 
-pub use cache::DiskCache;
+pub use crate::disk_cache::DiskCache;
 pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
 pub use context::Gpu;
 pub use error::CudaError;
@@ -60,6 +60,7 @@ pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
 pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use message::GpuBuffer;
+pub use tune::TuneReport;
 
 use crate::field::{Field3, Shape3};
 

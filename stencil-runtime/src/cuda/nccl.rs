@@ -26,13 +26,15 @@ mod links {
     /// One NCCL communicator per local subdomain (see the module docs).
     pub(super) struct NcclLinks {
         comms: Vec<(Gpu, sys::ncclComm_t)>,
+        /// Held from `ncclGroupStart` to `ncclGroupEnd` of an exchange.
+        issuing: std::sync::Mutex<()>,
     }
 
-    // SAFETY: the communicators are used from one thread at a time (every call holds `&self` inside
-    // one `exchange`, which the domains issue from the thread that owns them); NCCL communicators
-    // may be used from any thread.
+    // SAFETY: NCCL communicators may be used from any thread, one thread at a time: the only calls
+    // after set-up are `exchange`'s, each a whole group issued under `NcclLinks::issuing`, and
+    // `drop`, which has `&mut self`.
     unsafe impl Send for NcclLinks {}
-    // SAFETY: as above.
+    // SAFETY: as above; `issuing` serialises the groups of threads that share the links.
     unsafe impl Sync for NcclLinks {}
 
     impl std::fmt::Debug for NcclLinks {
@@ -54,7 +56,9 @@ mod links {
     }
 
     fn nccl_error(during: &str, e: nccl::NcclError) -> LaunchError {
-        CudaError::Nccl { during: during.to_string(), detail: format!("{:?}", e.0) }.into()
+        // SAFETY: ncclGetErrorString returns a static NUL-terminated string for any code.
+        let text = unsafe { std::ffi::CStr::from_ptr(sys::ncclGetErrorString(e.0)) }.to_string_lossy().into_owned();
+        CudaError::Nccl { during: during.to_string(), detail: format!("{:?}: {text}", e.0) }.into()
     }
 
     fn refuse(during: &str, detail: String) -> LaunchError {
@@ -67,9 +71,9 @@ mod links {
         let failed = world.sum(if result.is_err() { 1.0 } else { 0.0 });
         match result {
             Err(e) if failed > 1.0 => {
-                Err(refuse(during, format!("{e} (it failed on {} other rank(s) too)", failed - 1.0)))
+                Err(refuse(during, format!("{} (it failed on {} other rank(s) too)", e.message(), failed - 1.0)))
             }
-            Err(e) => Err(refuse(during, e.to_string())),
+            Err(e) => Err(refuse(during, e.message())),
             Ok(_) if failed > 0.0 => {
                 Err(refuse(during, format!("it failed on {failed} other rank(s): see their errors")))
             }
@@ -160,7 +164,7 @@ mod links {
             let unique = sys::ncclUniqueId { internal: std::array::from_fn(|i| id[i] as std::ffi::c_char) };
             // One group for all local communicators; the group is always closed, and what was made
             // is destroyed again when any part failed.
-            let mut links = NcclLinks { comms: Vec::with_capacity(gpus.len()) };
+            let mut links = NcclLinks { comms: Vec::with_capacity(gpus.len()), issuing: std::sync::Mutex::new(()) };
             nccl::group_start().map_err(|e| nccl_error(during, e))?;
             let joined = gpus.iter().enumerate().try_for_each(|(i, g)| -> Result<(), LaunchError> {
                 g.bind()?;
@@ -186,6 +190,7 @@ mod links {
             sends.sort_by_key(key);
             recvs.sort_by_key(key);
             let during = "exchanging halo messages";
+            let _issuing = self.issuing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
             nccl::group_start().map_err(|e| nccl_error(during, e))?;
             let issued = (|| {
                 let sends = sends.iter().map(|m| (m, true));

@@ -403,7 +403,6 @@ impl<E: Executor, const D: usize> Domains<E, D> {
 /// Names of the sides, for messages.
 const SIDES: [&str; 2] = ["low", "high"];
 
-/// The message tag of the halo on `side` of `axis` of subdomain `receiver`.
 /// Unpacks the receive buffers of `links` into the halos.
 fn unpack<E: Executor, const D: usize>(
     slots: &[Slot<D>],
@@ -463,6 +462,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
     transport.exchange(&sends, &recvs)
 }
 
+/// The message tag of the halo on `side` of `axis` of subdomain `receiver`.
 fn tag<const D: usize>(receiver: usize, axis: usize, side: usize) -> Result<i32, LaunchError> {
     let t = (receiver * D + axis) * 2 + side;
     // MPI guarantees tags up to 32767.

@@ -24,7 +24,8 @@ impl<'a, E: Executor, F> Recorded<'a, E, F> {
     /// Records `step` over `state` on `exec` (the step does not run now). Everything the step
     /// issues must be executor work on `state`'s fields: a host read (download, read_range,
     /// synchronize) inside it is an error on a GPU. Run the step once before recording it, so
-    /// that its kernels are compiled and its launches checked.
+    /// that its kernels are compiled and tuned (tuning needs the stream to run, so a launch
+    /// first seen inside a recording takes the default strategy) and its launches checked.
     pub fn new(
         exec: &E,
         state: &'a mut F,

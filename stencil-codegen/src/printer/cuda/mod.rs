@@ -90,6 +90,29 @@ impl Strategy {
     }
 }
 
+impl std::str::FromStr for Strategy {
+    type Err = String;
+
+    /// The strategy a [`Strategy::label`] names (`zmarch_64x4x16`, `point_128x2x1`,
+    /// `stream25d_32x8`, `smem3d_32x4x4`).
+    fn from_str(label: &str) -> Result<Self, String> {
+        let bad = || {
+            format!("`{label}` is not a strategy label: use e.g. zmarch_64x4x16, point_128x2x1, stream25d_32x8 or smem3d_32x4x4")
+        };
+        let (kind, sizes) = label.split_once('_').ok_or_else(bad)?;
+        let n: Vec<u32> = sizes.split('x').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
+        Ok(match (kind, n.as_slice()) {
+            ("point", &[x, y, z]) => Strategy::PointPerThread { block: [x, y, z] },
+            ("zmarch", &[block_x, block_y, points_per_thread]) => {
+                Strategy::ZMarch { block_x, block_y, points_per_thread }
+            }
+            ("stream25d", &[tile_x, tile_y]) => Strategy::Stream25D { tile_x, tile_y },
+            ("smem3d", &[x, y, z]) => Strategy::SharedTile3D { tile: [x, y, z] },
+            _ => return Err(bad()),
+        })
+    }
+}
+
 impl fmt::Display for Strategy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.label())

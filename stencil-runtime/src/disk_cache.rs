@@ -1,6 +1,6 @@
-//! The on-disk cache of compiled kernels: one file per key, written atomically, with a header
-//! that lets a truncated, corrupt or stale file be detected and rebuilt instead of loaded.
-//! Nothing here touches the GPU or NVRTC, so it is tested on any machine.
+//! The on-disk cache of compiled kernels and tuning records: one file per key, written
+//! atomically, with a header that lets a truncated, corrupt or stale file be detected and rebuilt
+//! instead of loaded. Nothing here touches the GPU or NVRTC, so it is tested on any machine.
 
 use std::ffi::OsString;
 use std::fs;
@@ -35,12 +35,19 @@ pub(crate) fn hash128(parts: &[&[u8]]) -> u128 {
 #[derive(Clone, Debug)]
 pub struct DiskCache {
     dir: PathBuf,
+    extension: &'static str,
 }
 
 impl DiskCache {
-    /// A cache in `dir` (created on first write).
+    /// A cache of kernel binaries (`.cubin` files) in `dir` (created on first write).
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        DiskCache { dir: dir.into() }
+        DiskCache { dir: dir.into(), extension: "cubin" }
+    }
+
+    /// A cache in the subdirectory `name` of this one whose files end in `.{name}` (e.g. the
+    /// tuning records next to the kernels).
+    pub fn subcache(&self, name: &'static str) -> Self {
+        DiskCache { dir: self.dir.join(name), extension: name }
     }
 
     /// The cache the environment asks for: `$STENCIL_CACHE_DIR`, else
@@ -54,9 +61,22 @@ impl DiskCache {
         &self.dir
     }
 
+    /// The keys of the entries in the directory (valid or not), in no particular order.
+    pub fn keys(&self) -> Vec<u128> {
+        let suffix = format!(".{}", self.extension);
+        let Ok(entries) = fs::read_dir(&self.dir) else { return Vec::new() };
+        entries
+            .filter_map(|e| {
+                let name = e.ok()?.file_name().into_string().ok()?;
+                let hex = name.strip_suffix(&suffix)?;
+                (hex.len() == 32).then(|| u128::from_str_radix(hex, 16).ok()).flatten()
+            })
+            .collect()
+    }
+
     /// The file holding `key`.
     pub fn path(&self, key: u128) -> PathBuf {
-        self.dir.join(format!("{key:032x}.cubin"))
+        self.dir.join(format!("{key:032x}.{}", self.extension))
     }
 
     /// The body stored under `key`, or `None` when the file is missing or fails any check
@@ -157,6 +177,13 @@ mod tests {
             assert_eq!(fs::read(cache.path(7)).unwrap(), good, "damaged entry {i} not overwritten");
         }
         assert_eq!(calls.get(), 7);
+        assert_eq!(cache.keys(), vec![7]);
+        let sub = cache.subcache("tune");
+        sub.write(7, b"record").unwrap();
+        assert_eq!((sub.read(7), sub.keys()), (Some(b"record".to_vec()), vec![7]));
+        assert!(sub.path(7).ends_with(format!("tune/{:032x}.tune", 7u128)));
+        assert_eq!(cache.keys(), vec![7], "the subcache's files are not the kernels'");
+        fs::remove_dir_all(sub.dir()).unwrap();
 
         // An entry copied under another key is rejected too.
         fs::copy(cache.path(7), cache.path(8)).unwrap();

@@ -1,0 +1,222 @@
+//! Autotuning on the device (the host half, what is tuned and how it is stored, is
+//! [`crate::tuning`]): the first launch of a (stencil, shape class) without an explicit strategy
+//! times the candidates on the launch's own arguments and keeps the fastest, in memory and in the
+//! disk cache; later launches look the choice up.
+
+use super::context::Gpu;
+use super::error::CudaError;
+use super::kernel::{LaunchKey, Prepared};
+use super::launch::{KernelArg, LaunchDims};
+use super::memory::DeviceAlloc;
+use crate::error::LaunchError;
+use crate::tuning::{self, ShapeClass, TuneRecord, TuneSettings, TUNE_MIN_POINTS};
+use cudarc::driver::{result, sys};
+use std::sync::{Arc, PoisonError};
+use std::time::{Duration, Instant};
+use stencil_codegen::printer::cuda::{Geometry, Strategy};
+use stencil_codegen::StencilIr;
+
+/// What tuning did for one (stencil, shape class) on a device ([`Gpu::tune_reports`]).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneReport {
+    /// The candidates' times and the choice.
+    pub record: TuneRecord,
+    /// Whether the record came from the disk cache instead of being timed now.
+    pub from_disk: bool,
+    /// Host time spent choosing (compiles, scratch copies and timed launches), ms.
+    pub spent_ms: f64,
+}
+
+/// A stencil launch with everything but its strategy.
+pub(crate) struct LaunchPlan<'a> {
+    /// The stencil's name.
+    pub(crate) name: &'static str,
+    /// Its serialised IR (whose address identifies the stencil in the launch table).
+    pub(crate) ir_text: &'static str,
+    pub(crate) ir: &'static StencilIr,
+    pub(crate) geometry: Geometry,
+    /// Points along the layout axes (c, m, o).
+    pub(crate) len: [usize; 3],
+    /// The kernel arguments in parameter order.
+    pub(crate) args: Vec<KernelArg<'a>>,
+    /// Fields the stencil reads and writes, as (argument index, field name, bytes of storage):
+    /// timed launches update a scratch copy of them instead.
+    pub(crate) read_written: Vec<(usize, &'static str, usize)>,
+}
+
+impl LaunchPlan<'_> {
+    /// The launch-table key of this launch under `strategy`.
+    pub(crate) fn key(&self, strategy: Strategy) -> LaunchKey {
+        LaunchKey { stencil: self.ir_text.as_ptr() as usize, strategy, geometry: self.geometry }
+    }
+}
+
+impl Gpu {
+    /// Whether and how long launches on this device are tuned (shared by its clones; from
+    /// `STENCIL_AUTOTUNE` and `STENCIL_AUTOTUNE_MS` when the device was opened).
+    pub fn tune_settings(&self) -> TuneSettings {
+        *self.inner.tune_settings.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Changes the tuning settings for later launches (choices already made are kept).
+    pub fn set_tune_settings(&self, settings: TuneSettings) {
+        *self.inner.tune_settings.lock().unwrap_or_else(PoisonError::into_inner) = settings;
+    }
+
+    /// What was tuned on this device so far, one report per (stencil, shape class).
+    pub fn tune_reports(&self) -> Vec<TuneReport> {
+        let tuned = self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner);
+        tuned.values().map(|r| (**r).clone()).collect()
+    }
+
+    /// The strategy for a launch that names none: the default where tuning is off or does not
+    /// apply (a small range, a column sweep, a launch issued while a step is recorded), else the
+    /// tuned choice, timing the candidates on first use.
+    pub(crate) fn choose_strategy(&self, plan: &LaunchPlan<'_>) -> Result<Strategy, LaunchError> {
+        let default = Strategy::default_for(plan.ir);
+        let settings = self.tune_settings();
+        let points: usize = plan.len.iter().product();
+        if !settings.enabled || points < TUNE_MIN_POINTS || plan.ir.sweep.is_some() {
+            return Ok(default);
+        }
+        let class = ShapeClass::of(plan.len, &plan.geometry);
+        let id = (plan.ir_text.as_ptr() as usize, class);
+        if let Some(r) = self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+            return Ok(r.record.best);
+        }
+        // Timing needs the stream to run: inside a recording the default is taken (and the
+        // choice is made at the next launch outside one).
+        if self.refuse_while_recording("tuning").is_err() {
+            return Ok(default);
+        }
+        let start = Instant::now();
+        let candidates = tuning::candidates(plan.ir, plan.len, plan.geometry.lanes);
+        let key = tuning::tune_key(self.name(), driver_version()?, plan.ir_text, &class, &candidates);
+        let cache = self.inner.disk.as_ref().map(tuning::tune_cache);
+        let (record, from_disk) = match cache.as_ref().and_then(|c| tuning::load(c, key, &candidates)) {
+            Some(record) => (record, true),
+            None => match self.time_candidates(plan, &class, &candidates, settings.budget, start)? {
+                Some(record) => {
+                    if let Some(c) = &cache {
+                        let _ = c.write(key, &record.encode());
+                    }
+                    (record, false)
+                }
+                None => return Ok(default),
+            },
+        };
+        let spent_ms = start.elapsed().as_secs_f64() * 1e3;
+        tracing::info!(target: "stencil::tune", stencil = plan.name, class = %class, best = %record.best, from_disk, spent_ms, "tuned");
+        let best = record.best;
+        let report = Arc::new(TuneReport { record, from_disk, spent_ms });
+        self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).insert(id, report);
+        Ok(best)
+    }
+
+    /// Times each candidate on `plan`'s arguments (read-and-written fields replaced by scratch
+    /// copies), the first always, the others while `budget` (counted from `start`) lasts.
+    /// `None` when there is no memory for the scratch copies.
+    fn time_candidates(
+        &self,
+        plan: &LaunchPlan<'_>,
+        class: &ShapeClass,
+        candidates: &[Strategy],
+        budget: Duration,
+        start: Instant,
+    ) -> Result<Option<TuneRecord>, LaunchError> {
+        let mut args = plan.args.clone();
+        let mut scratch = Vec::with_capacity(plan.read_written.len());
+        for &(i, field, bytes) in &plan.read_written {
+            let copy = match DeviceAlloc::new(self, bytes, || format!("a scratch copy of field `{field}` for tuning")) {
+                Ok(copy) => copy,
+                Err(CudaError::OutOfMemory { .. }) => {
+                    tracing::info!(target: "stencil::tune", stencil = plan.name, field, bytes, "not tuned: no memory for a scratch copy");
+                    return Ok(None);
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let KernelArg::Ptr(from) = args[i] else { unreachable!("argument {i} of `{}` is a field", plan.name) };
+            // SAFETY: both are device allocations of this context of at least `bytes` bytes (the
+            // field's storage, checked by the launch, and the copy just made).
+            unsafe { result::memcpy_dtod_async(copy.ptr(), from, bytes, self.cu_stream()) }
+                .map_err(|e| self.fail("copying a field for tuning", e))?;
+            args[i] = KernelArg::Ptr(copy.ptr());
+            scratch.push(copy);
+        }
+        let share = budget.as_secs_f64() * 1e3 / candidates.len() as f64;
+        let mut times = Vec::with_capacity(candidates.len());
+        for (n, &strategy) in candidates.iter().enumerate() {
+            let time =
+                if n > 0 && start.elapsed() >= budget { None } else { self.time_one(plan, strategy, &args, share)? };
+            times.push((strategy, time));
+        }
+        // The scratch copies are freed after the stream has passed the timed launches.
+        drop(scratch);
+        Ok(TuneRecord::from_times(plan.name, self.name(), class, times))
+    }
+
+    /// ms per launch of `plan` under `strategy` with `args` (one launch to warm up, then as
+    /// many as fit `share_ms`, at most 10); `None` when the strategy cannot run this stencil
+    /// here (no kernel for it, or too many registers or too much shared memory per block).
+    fn time_one(
+        &self,
+        plan: &LaunchPlan<'_>,
+        strategy: Strategy,
+        args: &[KernelArg<'_>],
+        share_ms: f64,
+    ) -> Result<Option<f64>, LaunchError> {
+        let cannot_run = |e: &CudaError| {
+            matches!(
+                e,
+                CudaError::UnsupportedStrategy { .. }
+                    | CudaError::LaunchFailed { .. }
+                    | CudaError::SharedMemory { .. }
+                    | CudaError::Compile { .. }
+            )
+        };
+        let skip = |e: &CudaError| {
+            tracing::warn!(target: "stencil::tune", stencil = plan.name, %strategy, "candidate skipped: {e}");
+            Ok(None)
+        };
+        let prepared = match self.prepared(plan.ir, plan.name, plan.key(strategy)) {
+            Err(LaunchError::Cuda(e)) if cannot_run(&e) => return skip(&e),
+            p => p?,
+        };
+        let launch = || self.launch_prepared(&prepared, plan.len, args);
+        match launch() {
+            Err(e) if cannot_run(&e) => return skip(&e),
+            r => r?,
+        }
+        let (_, one) = self.time_ms(launch)?;
+        let reps = (share_ms / one.max(1e-3)).clamp(1.0, 10.0) as usize;
+        let (_, total) = self.time_ms(|| (0..reps).try_for_each(|_| launch()))?;
+        Ok(Some(total / reps as f64))
+    }
+
+    /// Launches a prepared stencil kernel over `len` points along (c, m, o).
+    pub(crate) fn launch_prepared(
+        &self,
+        prepared: &Prepared,
+        len: [usize; 3],
+        args: &[KernelArg<'_>],
+    ) -> Result<(), CudaError> {
+        let grid = std::array::from_fn(|a| len[a].div_ceil(prepared.points_per_block[a] as usize).max(1) as u32);
+        let dims = LaunchDims { grid, block: prepared.block, shared_bytes: prepared.shared_bytes };
+        // SAFETY: the kernel was printed for the stencil and geometry of the launch whose
+        // arguments `args` are (fields as pointers, bools as int, then the origin and lengths);
+        // `validate` checked that the range plus the stencil's reach lies inside every field
+        // (or its scratch copy, of the same size), all of which live on this device and outlive
+        // the launch (dropping a field or a copy waits for the stream).
+        unsafe { self.launch(&prepared.kernel, dims, args) }
+    }
+}
+
+/// The driver's CUDA version (e.g. 13000), part of a tuning record's key.
+fn driver_version() -> Result<i32, CudaError> {
+    let mut version = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut version) }
+        .result()
+        .map_err(|error| CudaError::Driver { during: "cuDriverGetVersion".into(), error })?;
+    Ok(version)
+}

@@ -1,0 +1,371 @@
+//! Autotuning of CUDA strategies, the host half: which strategies are timed for a launch, the
+//! class of ranges one choice serves, the settings, and the record kept on disk next to the
+//! kernel cache. The timing itself is `cuda/tune.rs`; nothing here needs a GPU.
+//!
+//! A launch without an explicit strategy, of a stencil that is neither a reduction nor a column
+//! sweep, over at least [`TUNE_MIN_POINTS`] points, is tuned the first time its (stencil, shape
+//! class) is seen on a device: the candidates run on the launch's own arguments (fields that the
+//! stencil reads and writes are replaced by scratch copies, so the tuning changes no value the
+//! launch does not write anyway), each timed with events, the default first, until the time
+//! budget is spent; the fastest is kept in memory and stored on disk. All strategies compute the
+//! same bits, so the choice changes speed only.
+
+use crate::disk_cache::{hash128, DiskCache};
+use std::fmt;
+use std::time::Duration;
+use stencil_codegen::printer::cuda::{has_neighbours, Geometry, Strategy};
+use stencil_codegen::StencilIr;
+
+/// Ranges with fewer points are not tuned: they are bound by launch latency, where the default
+/// strategy is as good as any.
+pub const TUNE_MIN_POINTS: usize = 1 << 15;
+
+/// Version of the candidate lists and the record format: bump it when either changes, so that
+/// records of older lists are redone rather than trusted.
+const TUNE_FORMAT: u32 = 1;
+
+/// Whether and how long launches are tuned (per device; [`TuneSettings::from_env`] reads
+/// `STENCIL_AUTOTUNE=on|off` and `STENCIL_AUTOTUNE_MS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TuneSettings {
+    /// Tune launches that give no strategy (default on).
+    pub enabled: bool,
+    /// Most time spent tuning one (stencil, shape class), compiles included (default 2 s); the
+    /// default strategy is always timed, later candidates only while time is left.
+    pub budget: Duration,
+}
+
+impl Default for TuneSettings {
+    fn default() -> Self {
+        TuneSettings { enabled: true, budget: Duration::from_secs(2) }
+    }
+}
+
+impl TuneSettings {
+    /// The settings the environment asks for; an unreadable value is an `Err` naming it.
+    pub fn from_env() -> Result<Self, String> {
+        Self::from_vars(|name| std::env::var(name).ok())
+    }
+
+    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+        let mut s = TuneSettings::default();
+        if let Some(v) = var("STENCIL_AUTOTUNE").filter(|v| !v.is_empty()) {
+            s.enabled = match v.to_ascii_lowercase().as_str() {
+                "on" | "1" | "true" => true,
+                "off" | "0" | "false" => false,
+                _ => return Err(format!("STENCIL_AUTOTUNE={v}: use on or off")),
+            };
+        }
+        if let Some(v) = var("STENCIL_AUTOTUNE_MS").filter(|v| !v.is_empty()) {
+            let ms: u64 = v.parse().map_err(|_| {
+                format!("STENCIL_AUTOTUNE_MS={v}: give the tuning budget per stencil in milliseconds, e.g. 2000")
+            })?;
+            s.budget = Duration::from_millis(ms);
+        }
+        Ok(s)
+    }
+}
+
+/// The ranges one tuned choice serves: the range's lengths along the layout axes (contiguous,
+/// middle, outer) rounded up to powers of two, the vector lanes its alignment allows, and the
+/// layout. A 1000³ interior and a 1000×1000×16 slab are different classes; 1000³ and 1020³ are
+/// one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ShapeClass {
+    /// Range lengths along (c, m, o), each rounded up to a power of two.
+    pub lengths: [usize; 3],
+    /// Points per vector access along c.
+    pub lanes: u32,
+    /// The stencil axes in layout order (as [`Geometry::layout`]).
+    pub layout: [usize; 3],
+}
+
+impl ShapeClass {
+    /// The class of a range of `lengths` points along (c, m, o) over fields laid out as
+    /// `geometry` says.
+    pub fn of(lengths: [usize; 3], geometry: &Geometry) -> Self {
+        ShapeClass {
+            lengths: lengths.map(|n| n.max(1).next_power_of_two()),
+            lanes: geometry.lanes.max(1),
+            layout: geometry.layout,
+        }
+    }
+}
+
+impl fmt::Display for ShapeClass {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let [c, m, o] = self.lengths;
+        let axes: String = self.layout.iter().map(|&a| ['i', 'j', 'k'].get(a).copied().unwrap_or('-')).collect();
+        write!(f, "≤{c}x{m}x{o} (c, m, o = {axes}), {} lane(s)", self.lanes)
+    }
+}
+
+/// The strategies timed for `ir` over a range of `lengths` points along (c, m, o) with `lanes`
+/// vector lanes, the default first. Blocks shaped for thin ranges join the fixed list: a block
+/// no wider than the range along c, and runs along o no longer than the range.
+pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strategy> {
+    let z =
+        |block_x: u32, block_y: u32, points_per_thread: u32| Strategy::ZMarch { block_x, block_y, points_per_thread };
+    let point = |x: u32, y: u32, z: u32| Strategy::PointPerThread { block: [x, y, z] };
+    let mut list = vec![Strategy::default_for(ir)];
+    if ir.dim == 3 {
+        list.extend([
+            z(64, 4, 8),
+            z(64, 4, 16),
+            z(32, 4, 16),
+            z(32, 4, 32),
+            z(32, 8, 32),
+            z(16, 16, 16),
+            z(128, 1, 16),
+            z(64, 2, 16),
+            point(128, 2, 1),
+            point(32, 4, 2),
+        ]);
+        if has_neighbours(ir) {
+            list.extend([Strategy::Stream25D { tile_x: 32, tile_y: 8 }, Strategy::Stream25D { tile_x: 64, tile_y: 4 }]);
+        }
+        // Thin along c: as many threads along c as the range needs, the rest of 256 along m.
+        let threads_c = lengths[0].div_ceil(lanes.max(1) as usize).max(1).next_power_of_two();
+        if threads_c < 64 {
+            let bx = threads_c as u32;
+            list.extend([z(bx, 256 / bx, 16), z(bx, 128 / bx, 16), z(bx, 256 / bx, 8)]);
+            list.push(point((bx * lanes).min(32), 8, 4));
+        }
+        // Short along o: runs no longer than the range, so that blocks are not left idle.
+        if lengths[2] < 16 {
+            let run = lengths[2].max(1).next_power_of_two() as u32;
+            list.extend([z(64, 4, run), z(32, 8, run)]);
+        }
+    } else {
+        list.extend([point(128, 2, 1), point(256, 1, 1), point(64, 4, 1), point(32, 8, 1)]);
+        list.extend([z(64, 4, 1), z(128, 2, 1), z(32, 8, 1), z(256, 1, 1)]);
+    }
+    let mut seen = std::collections::HashSet::new();
+    list.retain(|s| seen.insert(*s));
+    list
+}
+
+/// What tuning found for one (stencil, shape class) on one device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneRecord {
+    /// The stencil's name.
+    pub stencil: String,
+    /// The device's name.
+    pub device: String,
+    /// The shape class, as [`ShapeClass`] prints it.
+    pub class: String,
+    /// Each candidate with its time per launch in ms (`None`: not timed, because the budget was
+    /// spent or the strategy cannot run this stencil here).
+    pub times: Vec<(Strategy, Option<f64>)>,
+    /// The fastest candidate.
+    pub best: Strategy,
+}
+
+impl TuneRecord {
+    /// The record with `best` set to the fastest timed candidate (`None` when none was timed).
+    pub fn from_times(
+        stencil: &str,
+        device: &str,
+        class: &ShapeClass,
+        times: Vec<(Strategy, Option<f64>)>,
+    ) -> Option<Self> {
+        let best = times.iter().filter_map(|(s, t)| Some((*s, (*t)?))).min_by(|a, b| a.1.total_cmp(&b.1))?.0;
+        Some(TuneRecord { stencil: stencil.into(), device: device.into(), class: class.to_string(), times, best })
+    }
+
+    /// The record as stored: one `name value` line per item, one `time <strategy> <ms|->` line
+    /// per candidate.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut s = format!(
+            "stencil-tune {TUNE_FORMAT}\nstencil {}\ndevice {}\nclass {}\nbest {}\n",
+            self.stencil, self.device, self.class, self.best
+        );
+        for (strategy, t) in &self.times {
+            let t = t.map_or("-".to_string(), |t| format!("{t:.6}"));
+            s.push_str(&format!("time {strategy} {t}\n"));
+        }
+        s.into_bytes()
+    }
+
+    /// The record `bytes` hold, or `None` when they are not a record of this version (a stale
+    /// or damaged entry is redone, never trusted).
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let text = std::str::from_utf8(bytes).ok()?;
+        let mut lines = text.lines();
+        if lines.next()? != format!("stencil-tune {TUNE_FORMAT}") {
+            return None;
+        }
+        let mut item = |name: &str| lines.next()?.strip_prefix(name)?.strip_prefix(' ').map(str::to_string);
+        let (stencil, device, class) = (item("stencil")?, item("device")?, item("class")?);
+        let best: Strategy = item("best")?.parse().ok()?;
+        let mut times = Vec::new();
+        for line in lines {
+            let mut parts = line.strip_prefix("time ")?.split(' ');
+            let strategy: Strategy = parts.next()?.parse().ok()?;
+            let t = match parts.next()? {
+                "-" => None,
+                ms => Some(ms.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0)?),
+            };
+            times.push((strategy, t));
+        }
+        times.iter().any(|(s, t)| *s == best && t.is_some()).then_some(TuneRecord {
+            stencil,
+            device,
+            class,
+            times,
+            best,
+        })
+    }
+}
+
+/// The key of the tuning record of `ir` (its serialised form `ir_text`) over `class` on a device
+/// named `device` under driver `driver`, tuned among `candidates`: a record made for another
+/// device, driver, stencil text, class or candidate list is never found under it.
+pub fn tune_key(device: &str, driver: i32, ir_text: &str, class: &ShapeClass, candidates: &[Strategy]) -> u128 {
+    let class = format!("{:?}", class);
+    let list: Vec<String> = candidates.iter().map(Strategy::label).collect();
+    hash128(&[
+        b"tune",
+        &TUNE_FORMAT.to_le_bytes(),
+        device.as_bytes(),
+        &driver.to_le_bytes(),
+        ir_text.as_bytes(),
+        class.as_bytes(),
+        list.join(",").as_bytes(),
+    ])
+}
+
+/// The tuning records stored in `kernels`' directory (in its `tune` subdirectory).
+pub fn tune_cache(kernels: &DiskCache) -> DiskCache {
+    kernels.subcache("tune")
+}
+
+/// The valid record stored under `key` whose best strategy is among `candidates`.
+pub fn load(cache: &DiskCache, key: u128, candidates: &[Strategy]) -> Option<TuneRecord> {
+    cache.read(key).and_then(|b| TuneRecord::decode(&b)).filter(|r| candidates.contains(&r.best))
+}
+
+/// Every valid record in `cache` (for `tune --list`).
+pub fn stored(cache: &DiskCache) -> Vec<TuneRecord> {
+    cache.keys().into_iter().filter_map(|k| cache.read(k)).filter_map(|b| TuneRecord::decode(&b)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{stencil, Stencil};
+
+    #[stencil]
+    fn diffusion(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
+        out[idx] = u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] - 2.0 * u[idx];
+    }
+
+    fn diffusion_ir() -> &'static StencilIr {
+        <Diffusion as Stencil<3>>::ir()
+    }
+
+    #[test]
+    fn labels_parse_back() {
+        for s in candidates(diffusion_ir(), [16, 1024, 1024], 4)
+            .into_iter()
+            .chain([Strategy::SharedTile3D { tile: [8, 8, 3] }, Strategy::Stream25D { tile_x: 16, tile_y: 5 }])
+        {
+            assert_eq!(s.label().parse::<Strategy>(), Ok(s));
+        }
+        for bad in ["", "zmarch", "zmarch_64x4", "point_1x2x3x4", "smem3d_axbxc", "warp_32x1x1"] {
+            let e = bad.parse::<Strategy>().unwrap_err();
+            assert!(e.contains(bad) && e.contains("zmarch_64x4x16"), "{e}");
+        }
+    }
+
+    #[test]
+    fn candidates_start_with_the_default_and_fit_thin_ranges() {
+        let ir = diffusion_ir();
+        let cube = candidates(ir, [1024, 1024, 1024], 4);
+        assert_eq!(cube[0], Strategy::default_for(ir));
+        assert_eq!(cube.len(), cube.iter().collect::<std::collections::HashSet<_>>().len(), "duplicates");
+        // A slab 16 points wide along c gets blocks 4 threads (16 points) wide.
+        let slab = candidates(ir, [16, 1024, 1024], 4);
+        assert!(slab.contains(&Strategy::ZMarch { block_x: 4, block_y: 64, points_per_thread: 16 }), "{slab:?}");
+        assert!(!cube.iter().any(|s| matches!(s, Strategy::ZMarch { block_x: 4, .. })));
+        // A slab 8 points deep along o gets runs of 8.
+        let flat = candidates(ir, [1024, 1024, 8], 4);
+        assert!(flat.contains(&Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 }));
+        assert!(flat.contains(&Strategy::ZMarch { block_x: 32, block_y: 8, points_per_thread: 8 }));
+    }
+
+    #[test]
+    fn classes_round_up_and_keys_separate_what_decides_the_choice() {
+        let g = Geometry { strides: [1, 1032, 1032 * 1002], layout: [0, 1, 2], lanes: 4 };
+        let a = ShapeClass::of([1000, 1000, 1000], &g);
+        assert_eq!(a, ShapeClass::of([1020, 513, 1024], &g));
+        assert_ne!(a, ShapeClass::of([16, 1000, 1000], &g));
+        assert_ne!(a, ShapeClass::of([1000, 1000, 1000], &Geometry { lanes: 2, ..g }));
+        assert_eq!(a.lengths, [1024; 3]);
+        assert!(a.to_string().contains("1024x1024x1024") && a.to_string().contains("ijk"), "{a}");
+        let c = candidates(diffusion_ir(), [1000; 3], 4);
+        let key = tune_key("H200", 13000, "ir", &a, &c);
+        assert_eq!(key, tune_key("H200", 13000, "ir", &a, &c));
+        for other in [
+            tune_key("H100", 13000, "ir", &a, &c),
+            tune_key("H200", 13010, "ir", &a, &c),
+            tune_key("H200", 13000, "ir2", &a, &c),
+            tune_key("H200", 13000, "ir", &ShapeClass::of([16, 1000, 1000], &g), &c),
+            tune_key("H200", 13000, "ir", &a, &c[1..]),
+        ] {
+            assert_ne!(key, other);
+        }
+    }
+
+    #[test]
+    fn records_round_trip_and_damaged_ones_are_refused() {
+        let class = ShapeClass::of([512; 3], &Geometry { strides: [1, 544, 544 * 514], layout: [0, 1, 2], lanes: 4 });
+        let z = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 };
+        let p = Strategy::PointPerThread { block: [128, 2, 1] };
+        let s = Strategy::Stream25D { tile_x: 32, tile_y: 8 };
+        let times = vec![(p, Some(0.46)), (z, Some(0.297)), (s, None)];
+        let r = TuneRecord::from_times("diffusion7", "NVIDIA H200", &class, times.clone()).unwrap();
+        assert_eq!(r.best, z);
+        assert_eq!(TuneRecord::decode(&r.encode()), Some(r.clone()));
+        assert_eq!(TuneRecord::from_times("d", "g", &class, vec![(s, None)]), None);
+        let text = String::from_utf8(r.encode()).unwrap();
+        for damaged in [
+            text.replace("stencil-tune 1", "stencil-tune 0"),
+            text.replace("best zmarch_64x4x8", "best zmarch_64x4"),
+            text.replace("best zmarch_64x4x8", "best stream25d_32x8"),
+            text.replace("0.297000", "NaN"),
+            text.replace("0.460000", "-1"),
+            text.replace("time ", "tim "),
+            text[..text.len() / 2].to_string(),
+            String::new(),
+        ] {
+            assert_eq!(TuneRecord::decode(damaged.as_bytes()), None, "{damaged}");
+        }
+        // Stored and loaded through the disk cache; a record whose best is no candidate is redone.
+        let dir = std::env::temp_dir().join(format!("stencil-tune-test-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let cache = tune_cache(&DiskCache::new(&dir));
+        cache.write(5, &r.encode()).unwrap();
+        assert_eq!(load(&cache, 5, &[p, z]), Some(r.clone()));
+        assert_eq!(load(&cache, 5, &[p, s]), None);
+        assert_eq!(load(&cache, 6, &[p, z]), None);
+        std::fs::write(cache.path(5), b"garbage").unwrap();
+        assert_eq!(load(&cache, 5, &[p, z]), None);
+        cache.write(7, &r.encode()).unwrap();
+        assert_eq!(stored(&cache), vec![r]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn settings_from_the_environment() {
+        let vars = |pairs: &'static [(&'static str, &'static str)]| {
+            TuneSettings::from_vars(move |n| pairs.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()))
+        };
+        assert_eq!(vars(&[]), Ok(TuneSettings::default()));
+        assert_eq!(vars(&[("STENCIL_AUTOTUNE", "off")]).map(|s| s.enabled), Ok(false));
+        assert_eq!(vars(&[("STENCIL_AUTOTUNE", "ON")]).map(|s| s.enabled), Ok(true));
+        assert_eq!(vars(&[("STENCIL_AUTOTUNE_MS", "250")]).map(|s| s.budget), Ok(Duration::from_millis(250)));
+        assert!(vars(&[("STENCIL_AUTOTUNE", "maybe")]).unwrap_err().contains("use on or off"));
+        assert!(vars(&[("STENCIL_AUTOTUNE_MS", "2s")]).unwrap_err().contains("milliseconds"));
+    }
+}
