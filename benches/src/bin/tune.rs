@@ -1,6 +1,7 @@
 //! `tune`: what autotuning chooses on this GPU, and what is stored.
 //!
-//! `tune` launches the 7-point diffusion and the 25-point acoustic update (f32) without a
+//! `tune` launches the 7-point diffusion, the 25-point acoustic update and the acoustic model's
+//! inner update (in place, per-axis coefficients; f32) without a
 //! strategy over an N³ interior and over slabs W points thin along each axis (the regions of a
 //! model with absorbing layers), so the runtime tunes each (stencil, shape class), and prints
 //! every candidate's time and share of the device's copy bandwidth, the choice marked.
@@ -8,6 +9,7 @@
 //! the records stored in the cache directory.
 
 use stencil_bench::{Acoustic25, Diffusion7};
+use stencil_examples::acoustic::AcousticInner;
 use stencil_runtime::codegen::analysis::Analysis;
 use stencil_runtime::cuda::{DiskCache, Gpu, TuneReport};
 use stencil_runtime::prelude::*;
@@ -24,6 +26,10 @@ struct Args {
     /// Thickness of the slabs (0: the interior only).
     #[arg(long, default_value_t = 16)]
     slab: usize,
+    /// Points between the field's interior boundary and the interior region on every side (a
+    /// model's inner region inside its absorbing layers).
+    #[arg(long, default_value_t = 0)]
+    inset: usize,
     /// Tune again, without reading or writing the disk cache.
     #[arg(long)]
     fresh: bool,
@@ -56,7 +62,8 @@ fn main() -> Res<()> {
         gpu.disk_cache_dir().map_or("none".to_string(), |d| d.display().to_string())
     );
     // The interior and a slab thin along each axis (all inside one N³ field).
-    let mut regions = vec![("interior", [0, 0, 0], [n, n, n])];
+    let w = args.inset.min((n - 1) / 2);
+    let mut regions = vec![("interior", [w; 3], [n - 2 * w; 3])];
     if args.slab > 0 {
         let w = args.slab.min(n);
         regions.extend([("slab thin in i", [0, 0, 0], [w, n, n]), ("slab thin in j", [0, 0, 0], [n, w, n])]);
@@ -79,6 +86,14 @@ fn main() -> Res<()> {
     for &(_, begin, len) in &regions {
         let r = region(&s4, begin, len);
         gpu.run(&r, Acoustic25, (0.1, &u, &up, &v2, &mut un))?;
+    }
+    // The acoustic model's inner update: the same reads with per-axis coefficients, updating
+    // its previous wavefield in place.
+    let mut uprev = un;
+    let k = [0.1f32, -0.02, 0.003, -0.0004];
+    for &(_, begin, len) in &regions {
+        let r = region(&s4, begin, len);
+        gpu.run(&r, AcousticInner::<f32>::new(), (-0.8, k, k, k, &u, &v2, &mut uprev))?;
     }
     gpu.synchronize()?;
     let bytes = |name: &str| {

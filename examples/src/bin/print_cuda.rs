@@ -56,7 +56,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     } else {
         cuda_kernel::<Diffusion3d, 3>(strategy, &shape, &range)?
     };
-    let grid = k.grid(stencil_runtime::cuda_source::layout_lengths(&shape, &range));
+    let grid = k.grid(stencil_runtime::cuda_source::layout_lengths(&shape, &range), shape.offset(range.begin()) as i64);
     println!("// {}: grid {grid:?}, block {:?}, dynamic shared memory {} B", k.entry, k.block, k.shared_bytes);
     println!("{}", k.source);
     Ok(())

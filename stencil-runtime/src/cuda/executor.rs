@@ -77,6 +77,7 @@ impl Gpu {
             block: printed.block,
             points_per_block: printed.points_per_block,
             shared_bytes: printed.shared_bytes,
+            line_points: printed.line_points,
         });
         self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
         Ok(prepared)
@@ -153,9 +154,10 @@ impl Executor for Gpu {
             return super::reduce::run::<S, D>(self, range, &shape, values);
         }
         let len = layout_lengths(&shape, range);
+        let origin = shape.offset(range.begin()) as i64;
         let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
         args.extend(values.iter().map(|v| scalar_or_field(v).expect("reductions take the reduction path")));
-        args.push(KernelArg::I64(shape.offset(range.begin()) as i64));
+        args.push(KernelArg::I64(origin));
         for n in len {
             let n = i32::try_from(n).map_err(|_| CudaError::TooLarge {
                 what: format!("stencil `{}`: the range's points along one axis", S::INFO.name),
@@ -169,6 +171,7 @@ impl Executor for Gpu {
             ir,
             geometry: geometry(&shape, range, max_elem_bytes(ir)),
             len,
+            origin,
             args,
             read_written: read_written(ir, S::INFO.fields, &values),
         };
@@ -178,7 +181,7 @@ impl Executor for Gpu {
         };
         let prepared = self.prepared(ir, S::INFO.name, plan.key(strategy))?;
         tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
-        Ok(self.launch_prepared(&prepared, len, &plan.args)?)
+        Ok(self.launch_prepared(&prepared, len, origin, &plan.args)?)
     }
 
     fn fill_halo_sides<T: Element, const D: usize>(

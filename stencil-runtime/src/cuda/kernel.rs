@@ -67,6 +67,8 @@ pub(crate) struct Prepared {
     pub(crate) block: [u32; 3],
     pub(crate) points_per_block: [u32; 3],
     pub(crate) shared_bytes: u32,
+    /// See `CudaKernel::line_points`.
+    pub(crate) line_points: u32,
 }
 
 /// The two loaded kernels of a reducing stencil (see `reduce.rs`), pass 1's points per thread

@@ -37,6 +37,8 @@ pub(crate) struct LaunchPlan<'a> {
     pub(crate) geometry: Geometry,
     /// Points along the layout axes (c, m, o).
     pub(crate) len: [usize; 3],
+    /// Element offset of the range's first point in the fields' storage.
+    pub(crate) origin: i64,
     /// The kernel arguments in parameter order.
     pub(crate) args: Vec<KernelArg<'a>>,
     /// Fields the stencil reads and writes, as (argument index, field name, bytes of storage):
@@ -182,7 +184,7 @@ impl Gpu {
             Err(LaunchError::Cuda(e)) if cannot_run(&e) => return skip(&e),
             p => p?,
         };
-        let launch = || self.launch_prepared(&prepared, plan.len, args);
+        let launch = || self.launch_prepared(&prepared, plan.len, plan.origin, args);
         match launch() {
             Err(e) if cannot_run(&e) => return skip(&e),
             r => r?,
@@ -193,14 +195,16 @@ impl Gpu {
         Ok(Some(total / reps as f64))
     }
 
-    /// Launches a prepared stencil kernel over `len` points along (c, m, o).
+    /// Launches a prepared stencil kernel over `len` points along (c, m, o) from element
+    /// `origin` of the fields.
     pub(crate) fn launch_prepared(
         &self,
         prepared: &Prepared,
         len: [usize; 3],
+        origin: i64,
         args: &[KernelArg<'_>],
     ) -> Result<(), CudaError> {
-        let grid = std::array::from_fn(|a| len[a].div_ceil(prepared.points_per_block[a] as usize).max(1) as u32);
+        let grid = stencil_codegen::printer::cuda::grid(prepared.points_per_block, prepared.line_points, len, origin);
         let dims = LaunchDims { grid, block: prepared.block, shared_bytes: prepared.shared_bytes };
         // SAFETY: the kernel was printed for the stencil and geometry of the launch whose
         // arguments `args` are (fields as pointers, bools as int, then the origin and lengths);

@@ -61,5 +61,5 @@ pub(super) fn print(k: &KernelParts, sweep: &Sweep) -> CudaKernel {
     // The whole column per thread: one block along the column axis.
     let mut points_per_block = block;
     points_per_block[column] = u32::MAX;
-    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block, shared_bytes: 0 }
+    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block, shared_bytes: 0, line_points: 0 }
 }

@@ -168,13 +168,28 @@ pub struct CudaKernel {
     pub points_per_block: [u32; 3],
     /// Dynamic shared memory per block, bytes.
     pub shared_bytes: u32,
+    /// Points of a 128-byte line along c (for the widest element), when the kernel aligns its
+    /// threads to lines: the first thread along c starts at the line boundary at or before the
+    /// range's first point, and the threads before the range do nothing, so every warp reads
+    /// and writes whole lines (0: no alignment).
+    pub line_points: u32,
 }
 
 impl CudaKernel {
-    /// Grid dimensions for a range of `len` points along the layout axes (c, m, o).
-    pub fn grid(&self, len: [usize; 3]) -> [u32; 3] {
-        std::array::from_fn(|a| (len[a].div_ceil(self.points_per_block[a] as usize)).max(1) as u32)
+    /// Grid dimensions for a range of `len` points along the layout axes (c, m, o) whose first
+    /// point is element `origin` of the fields' storage.
+    pub fn grid(&self, len: [usize; 3], origin: i64) -> [u32; 3] {
+        grid(self.points_per_block, self.line_points, len, origin)
     }
+}
+
+/// Grid dimensions of a kernel covering `points_per_block` points per block, aligned to lines
+/// of `line_points` points along c (see [`CudaKernel::line_points`]), for a range of `len`
+/// points from element `origin`.
+pub fn grid(points_per_block: [u32; 3], line_points: u32, len: [usize; 3], origin: i64) -> [u32; 3] {
+    let shift = if line_points > 1 { origin.rem_euclid(line_points as i64) as usize } else { 0 };
+    let len = [len[0] + shift, len[1], len[2]];
+    std::array::from_fn(|a| (len[a].div_ceil(points_per_block[a] as usize)).max(1) as u32)
 }
 
 /// Why a strategy cannot print a kernel for a stencil.

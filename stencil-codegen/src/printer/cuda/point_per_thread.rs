@@ -34,5 +34,5 @@ pub(super) fn print(k: &KernelParts, block: [u32; 3]) -> CudaKernel {
 ",
         print_body(k.ir, &Global { k }, 8)
     ));
-    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block: block, shared_bytes: 0 }
+    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block: block, shared_bytes: 0, line_points: 0 }
 }

@@ -292,7 +292,14 @@ extern \"C\" __global__ void __launch_bounds__({t}) {final_entry}(
         }),
     )
     .expect("write");
-    let kernel = CudaKernel { source: s, entry, block: [t, 1, 1], points_per_block: [t * per, 1, 1], shared_bytes: 0 };
+    let kernel = CudaKernel {
+        source: s,
+        entry,
+        block: [t, 1, 1],
+        points_per_block: [t * per, 1, 1],
+        shared_bytes: 0,
+        line_points: 0,
+    };
     ReduceKernel { kernel, final_entry, points_per_thread: per }
 }
 

@@ -52,7 +52,14 @@ pub(super) fn print(k: &KernelParts, block: [u32; 3]) -> CudaKernel {
 ",
         print_body(k.ir, &Tiled { k, layout: &layout }, 8)
     ));
-    CudaKernel { source: s, entry: k.entry.clone(), block, points_per_block: block, shared_bytes: layout.bytes }
+    CudaKernel {
+        source: s,
+        entry: k.entry.clone(),
+        block,
+        points_per_block: block,
+        shared_bytes: layout.bytes,
+        line_points: 0,
+    }
 }
 
 /// The cooperative load of one tile: every thread of the block strides over the tile's points,
