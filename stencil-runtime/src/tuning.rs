@@ -218,6 +218,17 @@ impl TuneRecord {
     }
 }
 
+/// What tuning did for one (stencil, shape class) on a device (`Gpu::tune_reports`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct TuneReport {
+    /// The candidates' times and the choice.
+    pub record: TuneRecord,
+    /// Whether the record came from the disk cache instead of being timed now.
+    pub from_disk: bool,
+    /// Host time spent choosing (compiles, scratch copies and timed launches), ms.
+    pub spent_ms: f64,
+}
+
 /// The key of the tuning record of `ir` (its serialised form `ir_text`) over `class` on a device
 /// named `device` under driver `driver`, tuned among `candidates`: a record made for another
 /// device, driver, stencil text, class or candidate list is never found under it.

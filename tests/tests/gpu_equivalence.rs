@@ -266,18 +266,21 @@ fn point_functions_every_strategy_both_layouts() {
     }
 }
 
-/// z-marching starts its threads at the 128-byte line before a range's first point: ranges that
-/// start at every offset within a line (so with 1, 2 and 4 lanes), of lengths that end anywhere
-/// in one, in place and not, f32 and f64, must give the host's bits, and no point outside the
-/// range may change.
+/// z-marching and one thread per point start their threads at the 128-byte line (or block row)
+/// before a range's first point: ranges that start at every offset within a line (so with 1, 2
+/// and 4 lanes), of lengths that end anywhere in one, in place and not, f32 and f64, must give
+/// the host's bits, and no point outside the range may change.
 #[test]
-fn zmarch_ranges_starting_anywhere_in_a_line() {
+fn ranges_starting_anywhere_in_a_line() {
     let g = gpu();
     let mut rng = Rng(21);
     let shape = Shape3::new([83, 6, 5]).halo(2);
     let strategies = [
         stencil_runtime::Strategy::ZMarch { block_x: 16, block_y: 2, points_per_thread: 3 },
         stencil_runtime::Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
+        stencil_runtime::Strategy::PointPerThread { block: [32, 4, 2] },
+        stencil_runtime::Strategy::PointPerThread { block: [16, 2, 3] },
+        stencil_runtime::Strategy::PointPerThread { block: [5, 3, 2] },
     ];
     let (u, prev) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
     let du = up(&g, &u);

@@ -52,6 +52,7 @@ pub use cudarc::driver::{sys::CUresult, DriverError};
 pub use cudarc::nvrtc::{result::NvrtcError, sys::nvrtcResult};
 
 pub use crate::disk_cache::DiskCache;
+pub use crate::tuning::TuneReport;
 pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
 pub use context::Gpu;
 pub use error::CudaError;
@@ -60,7 +61,6 @@ pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
 pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use message::GpuBuffer;
-pub use tune::TuneReport;
 
 use crate::field::{Field3, Shape3};
 

@@ -9,23 +9,12 @@ use super::kernel::{LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
 use crate::error::LaunchError;
-use crate::tuning::{self, ShapeClass, TuneRecord, TuneSettings, TUNE_MIN_POINTS};
+use crate::tuning::{self, ShapeClass, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
 use cudarc::driver::{result, sys};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 use stencil_codegen::printer::cuda::{Geometry, Strategy};
 use stencil_codegen::StencilIr;
-
-/// What tuning did for one (stencil, shape class) on a device ([`Gpu::tune_reports`]).
-#[derive(Clone, Debug, PartialEq)]
-pub struct TuneReport {
-    /// The candidates' times and the choice.
-    pub record: TuneRecord,
-    /// Whether the record came from the disk cache instead of being timed now.
-    pub from_disk: bool,
-    /// Host time spent choosing (compiles, scratch copies and timed launches), ms.
-    pub spent_ms: f64,
-}
 
 /// A stencil launch with everything but its strategy.
 pub(crate) struct LaunchPlan<'a> {

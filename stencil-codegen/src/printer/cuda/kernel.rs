@@ -37,6 +37,23 @@ impl<'a> KernelParts<'a> {
         KernelParts { ir, facts, geo: *geo, entry: format!("{}_{}", ir.name, strategy.label()) }
     }
 
+    /// The points along c that a kernel aligns its threads to (see `CudaKernel::line_points`)
+    /// when a block row covers `row_points` points: a 128-byte line of the widest element, or
+    /// less where a block row is shorter (the largest power of two dividing it), so that each
+    /// block row starts on a boundary of its own size. 1: no alignment.
+    pub fn line_points(&self, row_points: u32) -> u32 {
+        let widest = self.fields().iter().map(|f| f.elem.size_bytes() as u32).max().unwrap_or(4);
+        (128 / widest).min(1 << row_points.max(1).trailing_zeros())
+    }
+
+    /// The first line of a kernel that aligns its threads along c (`c` counts from the range's
+    /// first point; threads with `c < 0` sit before it and must do nothing): thread `thread`
+    /// handles `lanes` points from there.
+    pub fn aligned_c(&self, thread: &str, lanes: u32, line_points: u32) -> String {
+        let shift = if line_points > 1 { format!(" - (int)(origin & {})", line_points - 1) } else { String::new() };
+        format!("const int c = ({thread}) * {lanes}{shift};")
+    }
+
     /// Every field's access summary, in parameter order.
     pub fn fields(&self) -> &'a [FieldAccess] {
         &self.facts.fields

@@ -171,7 +171,7 @@ pub struct CudaKernel {
     /// Points of a 128-byte line along c (for the widest element), when the kernel aligns its
     /// threads to lines: the first thread along c starts at the line boundary at or before the
     /// range's first point, and the threads before the range do nothing, so every warp reads
-    /// and writes whole lines (0: no alignment).
+    /// and writes whole lines (0 or 1: no alignment).
     pub line_points: u32,
 }
 

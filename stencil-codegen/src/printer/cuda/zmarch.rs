@@ -138,28 +138,17 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
     // (those before it return at once), so that every warp's accesses cover whole lines: with
     // the range 64 bytes into a line, an in-place 25-point update ran at 63% of copy against
     // 86% aligned (H100, 1000³ f32).
-    let line_points =
-        if tile.is_some() { 0 } else { 128 / k.fields().iter().map(|f| f.elem.size_bytes() as u32).max().unwrap_or(4) };
+    let line_points = if tile.is_some() { 1 } else { k.line_points(block_x * lanes as u32) };
     let mut s = k.header(block_x * block_y);
-    if tile.is_some() {
-        s.push_str(&format!(
-            "    const int c = (blockIdx.x * {block_x} + threadIdx.x) * {lanes};
+    s.push_str(&format!(
+        "    {}
     const int m = blockIdx.y * {block_y} + threadIdx.y;
     const int o0 = blockIdx.z * {points_per_thread};
-    long long idx = origin + c + m * S_M + o0 * S_O;
-"
-        ));
-    } else {
-        s.push_str(&format!(
-            "    const int c = (blockIdx.x * {block_x} + threadIdx.x) * {lanes} - (int)(origin & {});
-    const int m = blockIdx.y * {block_y} + threadIdx.y;
-    const int o0 = blockIdx.z * {points_per_thread};
-    if (c < 0 || c >= n_c || m >= n_m) return;
-    long long idx = origin + c + m * S_M + o0 * S_O;
+    {}long long idx = origin + c + m * S_M + o0 * S_O;
 ",
-            line_points - 1
-        ));
-    }
+        k.aligned_c(&format!("blockIdx.x * {block_x} + threadIdx.x"), lanes as u32, line_points),
+        if tile.is_some() { "" } else { "if (c < 0 || c >= n_c || m >= n_m) return;\n    " }
+    ));
     if let Some(t) = &tile {
         s.push_str(&t.declarations(k));
     }
