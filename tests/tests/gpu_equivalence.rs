@@ -266,10 +266,10 @@ fn point_functions_every_strategy_both_layouts() {
     }
 }
 
-/// z-marching and one thread per point start their threads at the 128-byte line (or block row)
-/// before a range's first point: ranges that start at every offset within a line (so with 1, 2
-/// and 4 lanes), of lengths that end anywhere in one, in place and not, f32 and f64, must give
-/// the host's bits, and no point outside the range may change.
+/// z-marching starts its threads at the 128-byte line before a range's first point: ranges that
+/// start at every offset within a line (so with 1, 2 and 4 lanes), of lengths that end anywhere
+/// in one, in place and not, f32 and f64, must give the host's bits, and no point outside the
+/// range may change (one thread per point, unaligned, alongside).
 #[test]
 fn ranges_starting_anywhere_in_a_line() {
     let g = gpu();
