@@ -22,7 +22,7 @@ pub const TUNE_MIN_POINTS: usize = 1 << 15;
 
 /// Version of the candidate lists and the record format: bump it when either changes, so that
 /// records of older lists are redone rather than trusted.
-const TUNE_FORMAT: u32 = 1;
+const TUNE_FORMAT: u32 = 2;
 
 /// Whether and how long launches are tuned (per device; [`TuneSettings::from_env`] reads
 /// `STENCIL_AUTOTUNE=on|off` and `STENCIL_AUTOTUNE_MS`).
@@ -145,6 +145,28 @@ pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strate
     list
 }
 
+/// How one candidate fared.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Timing {
+    /// Milliseconds per launch.
+    Ms(f64),
+    /// The strategy cannot run this stencil here (no kernel for it, too many registers or too
+    /// much shared memory per block).
+    CannotRun,
+    /// Not timed yet: the budget was spent first. A later tuning of the same key times it.
+    NotTimed,
+}
+
+impl Timing {
+    /// The time, if there is one.
+    pub fn ms(self) -> Option<f64> {
+        match self {
+            Timing::Ms(t) => Some(t),
+            _ => None,
+        }
+    }
+}
+
 /// What tuning found for one (stencil, shape class) on one device.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TuneRecord {
@@ -154,34 +176,42 @@ pub struct TuneRecord {
     pub device: String,
     /// The shape class, as [`ShapeClass`] prints it.
     pub class: String,
-    /// Each candidate with its time per launch in ms (`None`: not timed, because the budget was
-    /// spent or the strategy cannot run this stencil here).
-    pub times: Vec<(Strategy, Option<f64>)>,
+    /// Each candidate with how it fared.
+    pub times: Vec<(Strategy, Timing)>,
     /// The fastest candidate.
     pub best: Strategy,
 }
 
 impl TuneRecord {
     /// The record with `best` set to the fastest timed candidate (`None` when none was timed).
-    pub fn from_times(
-        stencil: &str,
-        device: &str,
-        class: &ShapeClass,
-        times: Vec<(Strategy, Option<f64>)>,
-    ) -> Option<Self> {
-        let best = times.iter().filter_map(|(s, t)| Some((*s, (*t)?))).min_by(|a, b| a.1.total_cmp(&b.1))?.0;
+    pub fn from_times(stencil: &str, device: &str, class: &ShapeClass, times: Vec<(Strategy, Timing)>) -> Option<Self> {
+        let best = times.iter().filter_map(|(s, t)| Some((*s, t.ms()?))).min_by(|a, b| a.1.total_cmp(&b.1))?.0;
         Some(TuneRecord { stencil: stencil.into(), device: device.into(), class: class.to_string(), times, best })
     }
 
-    /// The record as stored: one `name value` line per item, one `time <strategy> <ms|->` line
-    /// per candidate.
+    /// Whether every candidate was timed or found unable to run (none left for the budget).
+    pub fn is_complete(&self) -> bool {
+        !self.times.iter().any(|(_, t)| *t == Timing::NotTimed)
+    }
+
+    /// The candidates still to time.
+    pub fn pending(&self) -> Vec<Strategy> {
+        self.times.iter().filter(|(_, t)| *t == Timing::NotTimed).map(|(s, _)| *s).collect()
+    }
+
+    /// The record as stored: one `name value` line per item, one `time <strategy> <ms|x|->`
+    /// line per candidate (`x`: cannot run, `-`: not timed).
     pub fn encode(&self) -> Vec<u8> {
         let mut s = format!(
             "stencil-tune {TUNE_FORMAT}\nstencil {}\ndevice {}\nclass {}\nbest {}\n",
             self.stencil, self.device, self.class, self.best
         );
         for (strategy, t) in &self.times {
-            let t = t.map_or("-".to_string(), |t| format!("{t:.6}"));
+            let t = match t {
+                Timing::Ms(t) => format!("{t:.6}"),
+                Timing::CannotRun => "x".to_string(),
+                Timing::NotTimed => "-".to_string(),
+            };
             s.push_str(&format!("time {strategy} {t}\n"));
         }
         s.into_bytes()
@@ -203,12 +233,13 @@ impl TuneRecord {
             let mut parts = line.strip_prefix("time ")?.split(' ');
             let strategy: Strategy = parts.next()?.parse().ok()?;
             let t = match parts.next()? {
-                "-" => None,
-                ms => Some(ms.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0)?),
+                "-" => Timing::NotTimed,
+                "x" => Timing::CannotRun,
+                ms => Timing::Ms(ms.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0)?),
             };
             times.push((strategy, t));
         }
-        times.iter().any(|(s, t)| *s == best && t.is_some()).then_some(TuneRecord {
+        times.iter().any(|(s, t)| *s == best && t.ms().is_some()).then_some(TuneRecord {
             stencil,
             device,
             class,
@@ -230,20 +261,29 @@ pub struct TuneReport {
 }
 
 /// The key of the tuning record of `ir` (its serialised form `ir_text`) over `class` on a device
-/// named `device` under driver `driver`, tuned among `candidates`: a record made for another
-/// device, driver, stencil text, class or candidate list is never found under it.
-pub fn tune_key(device: &str, driver: i32, ir_text: &str, class: &ShapeClass, candidates: &[Strategy]) -> u128 {
+/// named `device` under driver `driver`, tuned among `candidates` whose printed kernels (or
+/// printing errors) are `kernels`: a record made for another device, driver, stencil text, class,
+/// candidate list or code generator is never found under it.
+pub fn tune_key(
+    device: &str,
+    driver: i32,
+    ir_text: &str,
+    class: &ShapeClass,
+    candidates: &[Strategy],
+    kernels: &[String],
+) -> u128 {
     let class = format!("{:?}", class);
     let list: Vec<String> = candidates.iter().map(Strategy::label).collect();
-    hash128(&[
-        b"tune",
-        &TUNE_FORMAT.to_le_bytes(),
-        device.as_bytes(),
-        &driver.to_le_bytes(),
-        ir_text.as_bytes(),
-        class.as_bytes(),
-        list.join(",").as_bytes(),
-    ])
+    let (format, driver, list) = (TUNE_FORMAT.to_le_bytes(), driver.to_le_bytes(), list.join(","));
+    let mut parts: Vec<&[u8]> =
+        vec![b"tune", &format, device.as_bytes(), &driver, ir_text.as_bytes(), class.as_bytes(), list.as_bytes()];
+    parts.extend(kernels.iter().map(|k| k.as_bytes()));
+    hash128(&parts)
+}
+
+/// `old`'s times with those of `new` (a subset of its candidates, timed later) put in.
+pub fn merge_times(old: &[(Strategy, Timing)], new: &[(Strategy, Timing)]) -> Vec<(Strategy, Timing)> {
+    old.iter().map(|&(s, t)| new.iter().find(|n| n.0 == s).copied().unwrap_or((s, t))).collect()
 }
 
 /// The tuning records stored in `kernels`' directory (in its `tune` subdirectory).
@@ -315,14 +355,16 @@ mod tests {
         assert_eq!(a.lengths, [1024; 3]);
         assert!(a.to_string().contains("1024x1024x1024") && a.to_string().contains("ijk"), "{a}");
         let c = candidates(diffusion_ir(), [1000; 3], 4);
-        let key = tune_key("H200", 13000, "ir", &a, &c);
-        assert_eq!(key, tune_key("H200", 13000, "ir", &a, &c));
+        let k = vec!["kernel a".to_string(), "kernel b".to_string()];
+        let key = tune_key("H200", 13000, "ir", &a, &c, &k);
+        assert_eq!(key, tune_key("H200", 13000, "ir", &a, &c, &k));
         for other in [
-            tune_key("H100", 13000, "ir", &a, &c),
-            tune_key("H200", 13010, "ir", &a, &c),
-            tune_key("H200", 13000, "ir2", &a, &c),
-            tune_key("H200", 13000, "ir", &ShapeClass::of([16, 1000, 1000], &g), &c),
-            tune_key("H200", 13000, "ir", &a, &c[1..]),
+            tune_key("H100", 13000, "ir", &a, &c, &k),
+            tune_key("H200", 13010, "ir", &a, &c, &k),
+            tune_key("H200", 13000, "ir2", &a, &c, &k),
+            tune_key("H200", 13000, "ir", &ShapeClass::of([16, 1000, 1000], &g), &c, &k),
+            tune_key("H200", 13000, "ir", &a, &c[1..], &k),
+            tune_key("H200", 13000, "ir", &a, &c, &["kernel a".to_string(), "kernel c".to_string()]),
         ] {
             assert_ne!(key, other);
         }
@@ -334,14 +376,21 @@ mod tests {
         let z = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 };
         let p = Strategy::PointPerThread { block: [128, 2, 1] };
         let s = Strategy::Stream25D { tile_x: 32, tile_y: 8 };
-        let times = vec![(p, Some(0.46)), (z, Some(0.297)), (s, None)];
+        let d = Strategy::PointPerThread { block: [32, 4, 2] };
+        let times = vec![(p, Timing::Ms(0.46)), (z, Timing::Ms(0.297)), (s, Timing::NotTimed), (d, Timing::CannotRun)];
         let r = TuneRecord::from_times("diffusion7", "NVIDIA H200", &class, times.clone()).unwrap();
         assert_eq!(r.best, z);
         assert_eq!(TuneRecord::decode(&r.encode()), Some(r.clone()));
-        assert_eq!(TuneRecord::from_times("d", "g", &class, vec![(s, None)]), None);
+        assert_eq!(TuneRecord::from_times("d", "g", &class, vec![(s, Timing::NotTimed), (d, Timing::CannotRun)]), None);
+        // Not complete while a candidate waits for time; merging in its timing completes it.
+        assert!(!r.is_complete() && r.pending() == vec![s]);
+        let merged = merge_times(&r.times, &[(s, Timing::Ms(0.2))]);
+        let done = TuneRecord::from_times("diffusion7", "NVIDIA H200", &class, merged).unwrap();
+        assert!(done.is_complete() && done.best == s && done.times.len() == 4);
         let text = String::from_utf8(r.encode()).unwrap();
         for damaged in [
-            text.replace("stencil-tune 1", "stencil-tune 0"),
+            text.replace("stencil-tune 2", "stencil-tune 1"),
+            text.replace(" x\n", " y\n"),
             text.replace("best zmarch_64x4x8", "best zmarch_64x4"),
             text.replace("best zmarch_64x4x8", "best stream25d_32x8"),
             text.replace("0.297000", "NaN"),

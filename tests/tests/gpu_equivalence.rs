@@ -274,7 +274,6 @@ fn point_functions_every_strategy_both_layouts() {
 fn ranges_starting_anywhere_in_a_line() {
     let g = gpu();
     let mut rng = Rng(21);
-    let shape = Shape3::new([83, 6, 5]).halo(2);
     let strategies = [
         stencil_runtime::Strategy::ZMarch { block_x: 16, block_y: 2, points_per_thread: 3 },
         stencil_runtime::Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
@@ -282,34 +281,34 @@ fn ranges_starting_anywhere_in_a_line() {
         stencil_runtime::Strategy::PointPerThread { block: [16, 2, 3] },
         stencil_runtime::Strategy::PointPerThread { block: [5, 3, 2] },
     ];
-    let (u, prev) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
-    let du = up(&g, &u);
-    let f = random(shape, &mut rng, |v| v);
-    let df = up(&g, &f);
-    for begin in 0..36 {
-        let len = 1 + (begin * 7 + 5) % 45;
-        let range = Loop3D::new(87, 2 + begin, 85 - begin - len, 10, 2, 2, 9, 2, 2);
-        let mut cpu = prev.clone();
-        range.run(Leapfrog7, (0.1, &u, &mut cpu)).unwrap();
-        let mut cpu64 = Field3::filled(shape, f64::NAN);
-        range.run(DiffusionF64, (0.2, &f, &mut cpu64)).unwrap();
-        for s in strategies {
-            let mut dprev = up(&g, &prev);
-            range.with_strategy(s).run_on(&g, Leapfrog7, (0.1, &du, &mut dprev)).unwrap();
-            assert_same(
-                &format!("leapfrog7 from {begin}, {len} points, {s}"),
-                &cpu,
-                &dprev.download().unwrap(),
-                f32_bits,
-            );
-            let mut d64 = up(&g, &Field3::filled(shape, f64::NAN));
-            range.with_strategy(s).run_on(&g, DiffusionF64, (0.2, &df, &mut d64)).unwrap();
-            assert_same(
-                &format!("diffusion_f64 from {begin}, {len} points, {s}"),
-                &cpu64,
-                &d64.download().unwrap(),
-                f64::to_bits,
-            );
+    // Ijk: the contiguous axis is i; Kij: it is k. The range moves along the contiguous axis.
+    for order in [Order::Ijk, Order::Kij] {
+        let long = |a: usize| if order == Order::Ijk { a == 0 } else { a == 2 };
+        let extent: [usize; 3] = std::array::from_fn(|a| if long(a) { 83 } else { 6 });
+        let shape = Shape3::new(extent).halo(2).order(order);
+        let (u, prev) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
+        let du = up(&g, &u);
+        let f = random(shape, &mut rng, |v| v);
+        let df = up(&g, &f);
+        for begin in 0..36 {
+            let len = 1 + (begin * 7 + 5) % 45;
+            let n = shape.extent();
+            let i0: [usize; 3] = std::array::from_fn(|a| if long(a) { 2 + begin } else { 2 });
+            let i1: [usize; 3] = std::array::from_fn(|a| if long(a) { n[a] - 2 - begin - len } else { 2 });
+            let range = Loop3D::from_parts(n, i0, i1);
+            let mut cpu = prev.clone();
+            range.run(Leapfrog7, (0.1, &u, &mut cpu)).unwrap();
+            let mut cpu64 = Field3::filled(shape, f64::NAN);
+            range.run(DiffusionF64, (0.2, &f, &mut cpu64)).unwrap();
+            for s in strategies {
+                let what = format!("{order:?} from {begin}, {len} points, {s}");
+                let mut dprev = up(&g, &prev);
+                range.with_strategy(s).run_on(&g, Leapfrog7, (0.1, &du, &mut dprev)).unwrap();
+                assert_same(&format!("leapfrog7 {what}"), &cpu, &dprev.download().unwrap(), f32_bits);
+                let mut d64 = up(&g, &Field3::filled(shape, f64::NAN));
+                range.with_strategy(s).run_on(&g, DiffusionF64, (0.2, &df, &mut d64)).unwrap();
+                assert_same(&format!("diffusion_f64 {what}"), &cpu64, &d64.download().unwrap(), f64::to_bits);
+            }
         }
     }
 }

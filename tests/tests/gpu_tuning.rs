@@ -11,7 +11,8 @@ mod common;
 use common::*;
 use stencil_runtime::cuda::{DiskCache, Gpu};
 use stencil_runtime::prelude::*;
-use stencil_runtime::tuning::TuneSettings;
+use stencil_runtime::stencil;
+use stencil_runtime::tuning::{Timing, TuneSettings};
 use stencil_runtime::Strategy;
 
 fn scratch_dir(name: &str) -> std::path::PathBuf {
@@ -64,10 +65,10 @@ fn tuning_picks_a_timed_candidate_stores_it_and_changes_no_value() {
     assert_eq!(reports.len(), 2, "{reports:#?}");
     for r in &reports {
         assert!(!r.from_disk, "{r:#?}");
-        let timed: Vec<_> = r.record.times.iter().filter_map(|(s, t)| Some((*s, (*t)?))).collect();
+        let timed: Vec<_> = r.record.times.iter().filter_map(|(s, t)| Some((*s, t.ms()?))).collect();
         let fastest = timed.iter().min_by(|a, b| a.1.total_cmp(&b.1)).unwrap().0;
         assert_eq!(r.record.best, fastest, "{r:#?}");
-        assert!(r.record.times[0].1.is_some(), "the default is always timed: {r:#?}");
+        assert!(r.record.times[0].1.ms().is_some(), "the default is always timed: {r:#?}");
         assert!(timed.len() > 3, "a 2 s budget times several candidates at this size: {r:#?}");
         println!(
             "{} {}: best {} of {} timed, {:.0} ms",
@@ -110,6 +111,36 @@ fn tuning_picks_a_timed_candidate_stores_it_and_changes_no_value() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// A stencil that updates `v` in place and sets `flag` only where the new value is large: the
+/// timed launches run it many times, so if they updated `v` in place more than once, or wrote the
+/// caller's `flag`, points the real launch leaves alone would be set.
+#[stencil]
+fn grow_and_flag(idx: Idx3, u: &Field3<f32>, v: &mut Field3<f32>, flag: &mut Field3<f32>) {
+    let w = v[idx] * 2.0 + u[idx.ix::<1, 0, 0>()];
+    v[idx] = w;
+    if w > 4.0 {
+        flag[idx] = 1.0;
+    }
+}
+
+#[test]
+fn timed_launches_touch_no_field_of_the_caller() {
+    let shape = Shape3::new([72, 40, 36]).halo(1);
+    let g = gpu_with(&scratch_dir("flag"), TuneSettings::default());
+    let mut rng = Rng(11);
+    let u = random(shape, &mut rng, |v| v as f32);
+    let v = random(shape, &mut rng, |v| v as f32);
+    let range = Loop3D::interior(&shape);
+    let (mut host_v, mut host_flag) = (v.clone(), Field3::filled(shape, 0.0f32));
+    range.run(GrowAndFlag, (&u, &mut host_v, &mut host_flag)).unwrap();
+    let du = g.upload(&u).unwrap();
+    let (mut dv, mut dflag) = (g.upload(&v).unwrap(), g.upload(&Field3::filled(shape, 0.0f32)).unwrap());
+    range.run_on(&g, GrowAndFlag, (&du, &mut dv, &mut dflag)).unwrap();
+    assert_eq!(g.tune_reports().len(), 1, "the launch was tuned");
+    assert_bits(&host_v, &dv.download().unwrap(), "v, updated once");
+    assert_bits(&host_flag, &dflag.download().unwrap(), "flag, set only where the real update is large");
+}
+
 #[test]
 fn settings_bound_and_switch_off_tuning() {
     let dir = scratch_dir("settings");
@@ -117,9 +148,22 @@ fn settings_bound_and_switch_off_tuning() {
     // No budget: only the default is timed, and chosen.
     let g = gpu_with(&dir, TuneSettings { enabled: true, budget: std::time::Duration::ZERO });
     run_and_check(&g, shape, 6);
-    for r in g.tune_reports() {
+    let reports = g.tune_reports();
+    assert_eq!(reports.len(), 2, "{reports:#?}");
+    for r in &reports {
         assert_eq!(r.record.best, r.record.times[0].0, "{r:#?}");
-        assert!(r.record.times[1..].iter().all(|(_, t)| t.is_none()), "{r:#?}");
+        assert!(r.record.times[1..].iter().all(|(_, t)| *t == Timing::NotTimed), "{r:#?}");
+        assert!(!r.record.is_complete());
+    }
+    // A later context with time resumes the stored partial search: it times what is left, and
+    // its record is complete.
+    let resumed = gpu_with(&dir, TuneSettings::default());
+    run_and_check(&resumed, shape, 9);
+    let reports = resumed.tune_reports();
+    assert_eq!(reports.len(), 2, "{reports:#?}");
+    for r in &reports {
+        assert!(!r.from_disk && r.record.is_complete(), "{r:#?}");
+        assert!(r.record.times.iter().filter(|(_, t)| t.ms().is_some()).count() > 3, "{r:#?}");
     }
     // Off: nothing is tuned. Small ranges and explicit strategies are never tuned.
     let off = gpu_with(&scratch_dir("off"), TuneSettings { enabled: false, ..TuneSettings::default() });

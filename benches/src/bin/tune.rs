@@ -13,7 +13,7 @@ use stencil_examples::acoustic::AcousticInner;
 use stencil_runtime::codegen::analysis::Analysis;
 use stencil_runtime::cuda::{DiskCache, Gpu, TuneReport};
 use stencil_runtime::prelude::*;
-use stencil_runtime::tuning;
+use stencil_runtime::tuning::{self, Timing};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
@@ -47,13 +47,16 @@ fn main() -> Res<()> {
         println!("\n| stencil | device | shape class | best | candidates timed |");
         println!("|---|---|---|---|---:|");
         for r in records {
-            let timed = r.times.iter().filter(|t| t.1.is_some()).count();
+            let timed = r.times.iter().filter(|t| t.1.ms().is_some()).count();
             println!("| {} | {} | {} | {} | {timed} of {} |", r.stencil, r.device, r.class, r.best, r.times.len());
         }
         return Ok(());
     }
     let gpu = if args.fresh { Gpu::with_disk_cache(0, None)? } else { Gpu::new(0)? };
     let n = args.size;
+    if n < 8 {
+        return Err(format!("--size {n}: give at least 8 points per axis").into());
+    }
     let copy = gpu.copy_bandwidth_gbs(n * n * n * 4, 20)?;
     println!(
         "device: {}; copy {copy:.0} GB/s; tuning budget {:?} per (stencil, shape class); cache: {}",
@@ -119,13 +122,14 @@ fn main() -> Res<()> {
         println!("|---|---:|---:|");
         for (s, t) in &record.times {
             let mark = if *s == record.best { " **(chosen)**" } else { "" };
-            match (t, points) {
+            match (t.ms(), points) {
                 (Some(t), Some(p)) => {
                     let share = 100.0 * p * bytes(&record.stencil) / (t * 1e-3) / 1e9 / copy;
                     println!("| {s}{mark} | {t:.4} | {share:.1}% |");
                 }
                 (Some(t), None) => println!("| {s}{mark} | {t:.4} | |"),
-                (None, _) => println!("| {s} | not timed | |"),
+                (None, _) if *t == Timing::CannotRun => println!("| {s} | cannot run here | |"),
+                (None, _) => println!("| {s} | not timed (budget spent) | |"),
             }
         }
     }

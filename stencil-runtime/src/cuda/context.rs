@@ -11,7 +11,7 @@ use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
-use stencil_codegen::printer::cuda::Geometry;
+use stencil_codegen::printer::cuda::{Geometry, Strategy};
 /// The oldest driver this build can use (`cuda-13000` in cudarc's features).
 const MIN_DRIVER_VERSION: i32 = 13000;
 
@@ -52,9 +52,13 @@ pub(crate) struct GpuInner {
     pub(crate) reductions: Mutex<HashMap<(usize, Geometry), Arc<ReducePrepared>>>,
     /// Whether and how long stencil launches are tuned (see `tune.rs`).
     pub(crate) tune_settings: Mutex<TuneSettings>,
-    /// Tuned choices by (stencil, shape class).
-    pub(crate) tuned: Mutex<HashMap<(usize, ShapeClass), Arc<TuneReport>>>,
+    /// Tuned choices by (stencil, shape class), with what tuning found (none where it could not
+    /// tune: the default is kept without retrying).
+    pub(crate) tuned: Mutex<HashMap<(usize, ShapeClass), Tuned>>,
 }
+
+/// A tuned choice and what tuning found (none where it could not tune).
+pub(crate) type Tuned = (Strategy, Option<Arc<TuneReport>>);
 
 impl Gpu {
     /// Opens device `ordinal` with the disk cache the environment names (see

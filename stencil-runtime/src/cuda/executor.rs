@@ -14,7 +14,7 @@ use super::kernel::{LaunchKey, Prepared};
 use super::launch::{scalar_or_field, KernelArg};
 use super::memory::DeviceField;
 use super::message::{self, GpuBuffer};
-use super::tune::LaunchPlan;
+use super::tune::{LaunchPlan, WrittenField};
 use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
@@ -173,7 +173,7 @@ impl Executor for Gpu {
             len,
             origin,
             args,
-            read_written: read_written(ir, S::INFO.fields, &values),
+            written: &|| written_fields(ir, S::INFO.fields, &values),
         };
         let strategy = match strategy {
             Some(s) => s,
@@ -250,14 +250,13 @@ impl Executor for Gpu {
     }
 }
 
-/// The fields `ir` reads and writes, as (kernel argument index, name, bytes of storage): a timed
-/// launch must not update them twice (see `tune.rs`). `infos` are the stencil's fields in the
-/// order of the field arguments among `values`.
-fn read_written<const D: usize>(
+/// The fields `ir` writes (see [`WrittenField`]); `infos` are the stencil's fields in the order
+/// of the field arguments among `values`.
+fn written_fields<const D: usize>(
     ir: &StencilIr,
     infos: &[FieldInfo],
     values: &[ArgValue<'_, D>],
-) -> Vec<(usize, &'static str, usize)> {
+) -> Vec<WrittenField> {
     let accesses = field_accesses(ir);
     let fields = values.iter().enumerate().filter_map(|(i, v)| match v {
         ArgValue::Field { shape, .. } => Some((i, shape.len())),
@@ -267,7 +266,7 @@ fn read_written<const D: usize>(
         .zip(infos)
         .filter_map(|((i, len), info)| {
             let f = accesses.iter().find(|f| f.name == info.name)?;
-            (f.written && f.is_read()).then(|| (i, info.name, len * f.elem.size_bytes()))
+            f.written.then(|| (i, info.name, len * f.elem.size_bytes(), f.is_read()))
         })
         .collect()
 }

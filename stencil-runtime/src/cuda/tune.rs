@@ -9,12 +9,16 @@ use super::kernel::{LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
 use crate::error::LaunchError;
-use crate::tuning::{self, ShapeClass, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
+use crate::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
 use cudarc::driver::{result, sys};
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
-use stencil_codegen::printer::cuda::{Geometry, Strategy};
+use stencil_codegen::printer::cuda::{print_kernel, Geometry, Strategy};
 use stencil_codegen::StencilIr;
+
+/// A field a stencil writes, as timed launches must treat it: (kernel argument index, name,
+/// bytes of storage, whether the stencil also reads it).
+pub(crate) type WrittenField = (usize, &'static str, usize, bool);
 
 /// A stencil launch with everything but its strategy.
 pub(crate) struct LaunchPlan<'a> {
@@ -30,9 +34,8 @@ pub(crate) struct LaunchPlan<'a> {
     pub(crate) origin: i64,
     /// The kernel arguments in parameter order.
     pub(crate) args: Vec<KernelArg<'a>>,
-    /// Fields the stencil reads and writes, as (argument index, field name, bytes of storage):
-    /// timed launches update a scratch copy of them instead.
-    pub(crate) read_written: Vec<(usize, &'static str, usize)>,
+    /// The fields the stencil writes (computed only when a launch is tuned).
+    pub(crate) written: &'a dyn Fn() -> Vec<WrittenField>,
 }
 
 impl LaunchPlan<'_> {
@@ -57,12 +60,13 @@ impl Gpu {
     /// What was tuned on this device so far, one report per (stencil, shape class).
     pub fn tune_reports(&self) -> Vec<TuneReport> {
         let tuned = self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner);
-        tuned.values().map(|r| (**r).clone()).collect()
+        tuned.values().filter_map(|(_, r)| r.as_deref().cloned()).collect()
     }
 
     /// The strategy for a launch that names none: the default where tuning is off or does not
     /// apply (a small range, a column sweep, a launch issued while a step is recorded), else the
-    /// tuned choice, timing the candidates on first use.
+    /// tuned choice, timing the candidates on first use (or those a stored record has not timed
+    /// yet).
     pub(crate) fn choose_strategy(&self, plan: &LaunchPlan<'_>) -> Result<Strategy, LaunchError> {
         let default = Strategy::default_for(plan.ir);
         let settings = self.tune_settings();
@@ -72,78 +76,111 @@ impl Gpu {
         }
         let class = ShapeClass::of(plan.len, &plan.geometry);
         let id = (plan.ir_text.as_ptr() as usize, class);
-        if let Some(r) = self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
-            return Ok(r.record.best);
+        if let Some((chosen, _)) = self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).get(&id) {
+            return Ok(*chosen);
         }
         // Timing needs the stream to run: inside a recording the default is taken (and the
         // choice is made at the next launch outside one).
         if self.refuse_while_recording("tuning").is_err() {
             return Ok(default);
         }
+        let remember = |chosen: Strategy, report: Option<TuneReport>| {
+            let entry = (chosen, report.map(Arc::new));
+            self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).insert(id, entry);
+            chosen
+        };
         let start = Instant::now();
         let candidates = tuning::candidates(plan.ir, plan.len, plan.geometry.lanes);
-        let key = tuning::tune_key(self.name(), driver_version()?, plan.ir_text, &class, &candidates);
+        // The printed kernels are part of the key: a record made by another code generator is
+        // not found.
+        let kernels: Vec<String> = candidates
+            .iter()
+            .map(|&s| match print_kernel(plan.ir, s, &plan.geometry) {
+                Ok(k) => k.source,
+                Err(e) => e.to_string(),
+            })
+            .collect();
+        let key = tuning::tune_key(self.name(), driver_version()?, plan.ir_text, &class, &candidates, &kernels);
         let cache = self.inner.disk.as_ref().map(tuning::tune_cache);
-        let (record, from_disk) = match cache.as_ref().and_then(|c| tuning::load(c, key, &candidates)) {
-            Some(record) => (record, true),
-            None => match self.time_candidates(plan, &class, &candidates, settings.budget, start)? {
-                Some(record) => {
-                    if let Some(c) = &cache {
-                        let _ = c.write(key, &record.encode());
-                    }
-                    (record, false)
+        let stored = cache.as_ref().and_then(|c| tuning::load(c, key, &candidates));
+        let (record, from_disk) = match stored {
+            Some(record) if record.is_complete() => (record, true),
+            partial => {
+                // Time what the stored record has not timed yet, or every candidate.
+                let pending = partial.as_ref().map_or_else(|| candidates.clone(), TuneRecord::pending);
+                let Some(times) = self.time_candidates(plan, &pending, settings.budget, start)? else {
+                    return Ok(remember(default, None));
+                };
+                let all = match &partial {
+                    Some(p) => tuning::merge_times(&p.times, &times),
+                    None => times,
+                };
+                let Some(record) = TuneRecord::from_times(plan.name, self.name(), &class, all) else {
+                    return Ok(remember(default, None));
+                };
+                if let Some(c) = &cache {
+                    let _ = c.write(key, &record.encode());
                 }
-                None => return Ok(default),
-            },
+                (record, false)
+            }
         };
         let spent_ms = start.elapsed().as_secs_f64() * 1e3;
-        tracing::info!(target: "stencil::tune", stencil = plan.name, class = %class, best = %record.best, from_disk, spent_ms, "tuned");
-        let best = record.best;
-        let report = Arc::new(TuneReport { record, from_disk, spent_ms });
-        self.inner.tuned.lock().unwrap_or_else(PoisonError::into_inner).insert(id, report);
-        Ok(best)
+        tracing::info!(target: "stencil::tune", stencil = plan.name, class = %class, best = %record.best, from_disk, complete = record.is_complete(), spent_ms, "tuned");
+        Ok(remember(record.best, Some(TuneReport { record, from_disk, spent_ms })))
     }
 
-    /// Times each candidate on `plan`'s arguments (read-and-written fields replaced by scratch
-    /// copies), the first always, the others while `budget` (counted from `start`) lasts.
-    /// `None` when there is no memory for the scratch copies.
+    /// Times each of `candidates` on `plan`'s arguments, the first always, the others while
+    /// `budget` (counted from `start`) lasts. Every field the stencil writes is replaced by
+    /// scratch memory (a copy where the stencil also reads it), so the timed launches change no
+    /// value of the caller's. `None` when there is no memory for the scratch fields.
     fn time_candidates(
         &self,
         plan: &LaunchPlan<'_>,
-        class: &ShapeClass,
         candidates: &[Strategy],
         budget: Duration,
         start: Instant,
-    ) -> Result<Option<TuneRecord>, LaunchError> {
+    ) -> Result<Option<Vec<(Strategy, Timing)>>, LaunchError> {
+        self.bind()?;
+        // Work queued on other streams of the device (e.g. a `fork_join` sibling) would share
+        // the GPU with the timed launches: let it finish first.
+        result::ctx::synchronize().map_err(|e| self.fail("synchronizing the device before tuning", e))?;
         let mut args = plan.args.clone();
-        let mut scratch = Vec::with_capacity(plan.read_written.len());
-        for &(i, field, bytes) in &plan.read_written {
-            let copy = match DeviceAlloc::new(self, bytes, || format!("a scratch copy of field `{field}` for tuning")) {
+        let written = (plan.written)();
+        let mut scratch = Vec::with_capacity(written.len());
+        for (i, field, bytes, read) in written {
+            let copy = match DeviceAlloc::new(self, bytes, || {
+                format!("scratch memory for field `{field}` while tuning")
+            }) {
                 Ok(copy) => copy,
                 Err(CudaError::OutOfMemory { .. }) => {
-                    tracing::info!(target: "stencil::tune", stencil = plan.name, field, bytes, "not tuned: no memory for a scratch copy");
+                    tracing::info!(target: "stencil::tune", stencil = plan.name, field, bytes, "not tuned: no memory for scratch fields");
                     return Ok(None);
                 }
                 Err(e) => return Err(e.into()),
             };
             let KernelArg::Ptr(from) = args[i] else { unreachable!("argument {i} of `{}` is a field", plan.name) };
-            // SAFETY: both are device allocations of this context of at least `bytes` bytes (the
-            // field's storage, checked by the launch, and the copy just made).
-            unsafe { result::memcpy_dtod_async(copy.ptr(), from, bytes, self.cu_stream()) }
-                .map_err(|e| self.fail("copying a field for tuning", e))?;
+            if read {
+                // SAFETY: both are device allocations of this context of at least `bytes` bytes
+                // (the field's storage, checked by the launch, and the copy just made).
+                unsafe { result::memcpy_dtod_async(copy.ptr(), from, bytes, self.cu_stream()) }
+                    .map_err(|e| self.fail("copying a field for tuning", e))?;
+            }
             args[i] = KernelArg::Ptr(copy.ptr());
             scratch.push(copy);
         }
-        let share = budget.as_secs_f64() * 1e3 / candidates.len() as f64;
+        let share = budget.as_secs_f64() * 1e3 / candidates.len().max(1) as f64;
         let mut times = Vec::with_capacity(candidates.len());
         for (n, &strategy) in candidates.iter().enumerate() {
-            let time =
-                if n > 0 && start.elapsed() >= budget { None } else { self.time_one(plan, strategy, &args, share)? };
+            let time = if n > 0 && start.elapsed() >= budget {
+                Timing::NotTimed
+            } else {
+                self.time_one(plan, strategy, &args, share)?.map_or(Timing::CannotRun, Timing::Ms)
+            };
             times.push((strategy, time));
         }
-        // The scratch copies are freed after the stream has passed the timed launches.
+        // The scratch fields are freed after the stream has passed the timed launches.
         drop(scratch);
-        Ok(TuneRecord::from_times(plan.name, self.name(), class, times))
+        Ok(Some(times))
     }
 
     /// ms per launch of `plan` under `strategy` with `args` (one launch to warm up, then as

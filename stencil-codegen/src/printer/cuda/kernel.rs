@@ -51,7 +51,7 @@ impl<'a> KernelParts<'a> {
     /// handles `lanes` points from there.
     pub fn aligned_c(&self, thread: &str, lanes: u32, line_points: u32) -> String {
         let shift = if line_points > 1 { format!(" - (int)(origin & {})", line_points - 1) } else { String::new() };
-        format!("const int c = ({thread}) * {lanes}{shift};")
+        format!("const int c = (int)({thread}) * {lanes}{shift};")
     }
 
     /// Every field's access summary, in parameter order.

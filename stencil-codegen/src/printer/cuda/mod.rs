@@ -187,6 +187,8 @@ impl CudaKernel {
 /// of `line_points` points along c (see [`CudaKernel::line_points`]), for a range of `len`
 /// points from element `origin`.
 pub fn grid(points_per_block: [u32; 3], line_points: u32, len: [usize; 3], origin: i64) -> [u32; 3] {
+    // The kernel takes `origin & (line_points - 1)`: the same as this for powers of two only.
+    debug_assert!(line_points <= 1 || line_points.is_power_of_two(), "line of {line_points} points");
     let shift = if line_points > 1 { origin.rem_euclid(line_points as i64) as usize } else { 0 };
     let len = [len[0] + shift, len[1], len[2]];
     std::array::from_fn(|a| (len[a].div_ceil(points_per_block[a] as usize)).max(1) as u32)
