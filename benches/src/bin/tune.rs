@@ -30,6 +30,9 @@ struct Args {
     /// model's inner region inside its absorbing layers).
     #[arg(long, default_value_t = 0)]
     inset: usize,
+    /// The slabs only, without the interior (e.g. to profile a slab's kernels alone).
+    #[arg(long)]
+    slabs_only: bool,
     /// Tune again, without reading or writing the disk cache.
     #[arg(long)]
     fresh: bool,
@@ -66,7 +69,7 @@ fn main() -> Res<()> {
     );
     // The interior and a slab thin along each axis (all inside one N³ field).
     let w = args.inset.min((n - 1) / 2);
-    let mut regions = vec![("interior", [w; 3], [n - 2 * w; 3])];
+    let mut regions = if args.slabs_only { vec![] } else { vec![("interior", [w; 3], [n - 2 * w; 3])] };
     if args.slab > 0 {
         let w = args.slab.min(n);
         regions.extend([("slab thin in i", [0, 0, 0], [w, n, n]), ("slab thin in j", [0, 0, 0], [n, w, n])]);
