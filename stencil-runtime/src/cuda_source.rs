@@ -4,7 +4,7 @@
 use crate::executor::Stencil;
 use crate::field::Shape;
 use crate::range::Loop;
-pub use stencil_codegen::printer::cuda::{CudaKernel, Geometry, ReduceKernel, Strategy, StrategyError};
+pub use stencil_codegen::printer::cuda::{CudaKernel, Geometry, ReduceKernel, Strategy, StrategyError, TimeTiling};
 
 /// The layout facts a kernel for fields of `shape` is specialised for. `lanes` (points per thread
 /// along the contiguous axis with one 16-byte access per field) is the largest of 4, 2 for which
@@ -34,6 +34,23 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
 ) -> Result<CudaKernel, StrategyError> {
     let ir = S::ir();
     stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem_bytes(ir)))
+}
+
+/// The kernel that `Gpu::run_steps_with(range, .., Some(tiling), ..)` compiles for sweeps of
+/// `tiling.steps` steps of stencil `S`, whose field parameter `input` is the pair's input, over
+/// fields of `shape` (an error names a parameter `input` that is not one of `S`'s).
+pub fn cuda_steps_kernel<S: Stencil<D>, const D: usize>(
+    tiling: TimeTiling,
+    input: &str,
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<CudaKernel, StrategyError> {
+    let ir = S::ir();
+    let param = ir.params.iter().position(|p| p.name == input).ok_or_else(|| StrategyError::NotSteppable {
+        stencil: ir.name.clone(),
+        reason: format!("it has no parameter `{input}`"),
+    })?;
+    stencil_codegen::printer::cuda::print_steps_kernel(ir, tiling, param, &geometry(shape, range, max_elem_bytes(ir)))
 }
 
 /// The kernels a GPU launch of the reducing stencil `S` over fields of `shape` runs (pass 1 and

@@ -28,6 +28,7 @@
 //! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
 //! | S0107 | `LaunchError::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
 //! | S0108 | `LaunchError::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
+//! | S0109 | `LaunchError::StepPair` | `run_steps` got a pair or a stencil that cannot run as steps of a ping-pong pair | pass the pair's first field as the stencil's input and the second as its one output, or run the steps one by one |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -104,6 +105,7 @@ catalogue! {
     "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
     "S0107" "LaunchError::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
     "S0108" "LaunchError::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
+    "S0109" "LaunchError::StepPair" "run_steps got a pair or a stencil that cannot run as steps of a ping-pong pair" "pass the pair's first field as the stencil's input and the second as its one output, or run the steps one by one";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -234,6 +236,14 @@ pub enum LaunchError {
     Decomposition(String),
     /// A range built from bounds outside its extent ([`crate::RangeError`]).
     Range(String),
+    /// [`Executor::run_steps`](crate::Executor::run_steps) with a pair the arguments do not use as
+    /// input and output, or several steps per sweep asked of a stencil that cannot run so.
+    StepPair {
+        /// The stencil.
+        stencil: &'static str,
+        /// What is wrong, and what to change.
+        reason: String,
+    },
     /// A halo fill that cannot work (axis, or an interior thinner than the halo). Reports the
     /// [`HaloError`]'s code.
     Halo(HaloError),
@@ -258,6 +268,7 @@ impl LaunchError {
             LaunchError::CopyShape { .. } => "S0106",
             LaunchError::Decomposition(_) => "S0107",
             LaunchError::Range(_) => "S0108",
+            LaunchError::StepPair { .. } => "S0109",
             LaunchError::Halo(e) => e.code(),
             LaunchError::Field(e) => e.code(),
             #[cfg(feature = "cuda")]
@@ -290,6 +301,7 @@ impl LaunchError {
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
             LaunchError::Decomposition(m) | LaunchError::Range(m) => m.clone(),
+            LaunchError::StepPair { stencil, reason } => format!("stencil `{stencil}`, run_steps: {reason}"),
             LaunchError::Halo(e) => e.message(),
             LaunchError::Field(e) => e.message(),
             #[cfg(feature = "cuda")]
@@ -340,6 +352,9 @@ impl LaunchError {
             LaunchError::Range(_) => {
                 "keep begin <= end <= extent; grow by at most the points outside the range".to_string()
             }
+            LaunchError::StepPair { .. } => "pass the pair's first field where the stencil reads its input and the \
+                second where it writes its one output (`|a, b| (c, a, b)`), or run the steps one by one with `run`"
+                .to_string(),
             LaunchError::Halo(e) => e.help(),
             LaunchError::Field(e) => e.help(),
             #[cfg(feature = "cuda")]

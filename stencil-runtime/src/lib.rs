@@ -136,6 +136,7 @@ pub mod range;
 pub mod reduce;
 pub mod regions;
 mod stencil;
+pub mod steps;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub mod tuning;
 
@@ -143,7 +144,9 @@ pub mod tuning;
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 #[cfg(feature = "cuda")]
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use cuda_source::{cuda_kernel, cuda_reduce_kernel, CudaKernel, ReduceKernel, Strategy};
+pub use cuda_source::{
+    cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
+};
 pub use device_args::ArgValue;
 pub use domain::{
     CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, PhaseTimes, Subdomain,

@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{cuda_kernel, cuda_reduce_kernel, CudaKernel, Strategy};
+use stencil_runtime::{cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, Strategy, TimeTiling};
 
 /// The CFL-type reduction: a max of a wave speed, the f64 sum of an f32 field under a branch, a
 /// written field, a neighbour read.
@@ -30,6 +30,21 @@ fn speed_stats(
         mass.fold(h[idx] as f64);
     }
     dip.fold(h[idx] - h[idx.ix::<0, 0, -1>()]);
+}
+
+/// Two written fields.
+#[stencil]
+fn two_writes(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>, copy: &mut Field3<f32>) {
+    out[idx] = u[idx.ix::<1, 0, 0>()];
+    copy[idx] = u[idx];
+}
+
+/// Writes its output only where a condition holds.
+#[stencil]
+fn maybe_store(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
+    if u[idx] > 0.0 {
+        out[idx] = u[idx.ix::<0, 0, 1>()];
+    }
 }
 
 /// A column sweep: a carried local, the level, a written field read one level below.
@@ -131,6 +146,15 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("point_fns_zmarch".into(), cuda_kernel::<FluxPoints, 3>(zmarch, &s1, &inner).unwrap()));
     out.push(("point_fns_point".into(), cuda_kernel::<FluxPoints, 3>(point, &s1, &inner).unwrap()));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
+    let steps3: TimeTiling = "steps3_32x32x64".parse().unwrap();
+    let f = |t: TimeTiling| cuda_steps_kernel::<Diffusion, 3>(t, "f", &s1, &Loop3D::interior(&s1)).unwrap();
+    out.push(("diffusion_steps3".into(), f(steps3)));
+    out.push(("diffusion_steps1".into(), f(steps3.with_steps(1))));
+    out.push((
+        "star25_steps1_kij".into(),
+        cuda_steps_kernel::<Star25, 3>(steps3.with_steps(1), "u", &s4.order(Order::Kij), &Loop3D::interior(&s4))
+            .unwrap(),
+    ));
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out
 }
@@ -179,6 +203,37 @@ fn bad_blocks_are_errors() {
     let e = cuda_kernel::<Diffusion, 3>(Strategy::ZMarch { block_x: 32, block_y: 2, points_per_thread: 0 }, &s, &r)
         .unwrap_err();
     assert!(e.to_string().contains("points_per_thread"), "{e}");
+}
+
+#[test]
+fn stencils_that_cannot_run_several_steps_per_sweep_say_why() {
+    let s = Shape3::new([64, 64, 64]).halo(1);
+    let r = Loop3D::interior(&s);
+    let t: TimeTiling = "steps3_32x32x16".parse().unwrap();
+    let why = |e: stencil_runtime::cuda_source::StrategyError| e.to_string();
+    // Reads the field it writes (in place), and names the pair's input as its output.
+    let e = why(cuda_steps_kernel::<Leapfrog7, 3>(t, "u", &s, &r).unwrap_err());
+    assert!(e.contains("it reads `u_prev`, the field it writes"), "{e}");
+    let e = why(cuda_steps_kernel::<Diffusion, 3>(t, "f_new", &s, &r).unwrap_err());
+    assert!(e.contains("must be a field the stencil reads and does not write"), "{e}");
+    let e = why(cuda_steps_kernel::<Diffusion, 3>(t, "g", &s, &r).unwrap_err());
+    assert!(e.contains("no parameter `g`"), "{e}");
+    // Two written fields; a store under a condition; a 2D stencil; a reduction.
+    let e = why(cuda_steps_kernel::<Settle, 3>(t, "q", &s, &r).unwrap_err());
+    assert!(e.contains("reduces or sweeps columns"), "{e}");
+    let e = why(cuda_steps_kernel::<TwoWrites, 3>(t, "u", &s, &r).unwrap_err());
+    assert!(e.contains("writes 2 fields (out, copy)"), "{e}");
+    let e = why(cuda_steps_kernel::<MaybeStore, 3>(t, "u", &s, &r).unwrap_err());
+    assert!(e.contains("only under a condition"), "{e}");
+    let plane = Shape2::new([64, 64]).halo(1);
+    let e = why(cuda_steps_kernel::<Rise, 2>(t, "q", &plane, &Loop2D::interior(&plane)).unwrap_err());
+    assert!(e.contains("2D"), "{e}");
+    // A tiling that leaves no output (too much shared memory: the printer's unit tests).
+    let s4 = Shape3::new([64, 64, 64]).halo(4);
+    let e = why(cuda_steps_kernel::<Star25, 3>(t.with_steps(5), "u", &s4, &Loop3D::interior(&s4)).unwrap_err());
+    assert!(e.contains("leave no output in a tile of 32: use fewer steps or a wider tile"), "{e}");
+    assert!("steps3_32x32".parse::<TimeTiling>().is_err() && "zmarch_1x2x3".parse::<TimeTiling>().is_err());
+    assert_eq!(t.label().parse::<TimeTiling>().unwrap(), t);
 }
 
 /// Compiles every kernel with NVRTC (CI installs NVRTC 13.0 from PyPI) and prints registers and

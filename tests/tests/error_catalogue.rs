@@ -33,6 +33,7 @@ fn host_errors() -> Vec<LaunchError> {
         LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() },
         LaunchError::Decomposition("process grid [3, 1, 1] does not fit".into()),
         LaunchError::Range("Loop::grow by [4, 0, 0]: along axis 0 ...".into()),
+        LaunchError::StepPair { stencil: "s", reason: "the arguments do not read the pair's first field".into() },
         HaloError::NoSuchAxis { axis: 3, dims: 2 }.into(),
         HaloError::InteriorThinnerThanHalo { axis: 0, n: 1, halo: 2, fill: HaloFill::Periodic }.into(),
         FieldError::LengthMismatch { expected: 4, got: 3 }.into(),

@@ -20,7 +20,7 @@ use stencil_bench::{median, Acoustic25, Diffusion7};
 use stencil_runtime::cuda::{DiskCache, Gpu};
 use stencil_runtime::prelude::*;
 use stencil_runtime::DeviceField3;
-use stencil_runtime::{cuda_kernel, Executor, HaloFill, Recorded, Strategy};
+use stencil_runtime::{cuda_kernel, Executor, HaloFill, Recorded, Strategy, TimeTiling};
 
 /// The sum of a field, for the reduction rows.
 #[stencil]
@@ -360,6 +360,83 @@ fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
 }
 
 /// Command line (the module docs say what each part measures).
+/// S1 (the 7-point diffusion, f32) run for many steps: the single-step sweeps of the fastest
+/// strategies against sweeps of several steps (`run_steps_with`), as effective bandwidth (8 bytes
+/// per point and step) in % of the copy measured in this process; each tiling's result is
+/// checked bit for bit against the single steps'.
+fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+    let shape = Shape3::new([n, n, n]).halo(1);
+    let range = Loop3D::interior(&shape);
+    let copy = gpu.copy_bandwidth_gbs(n * n * n * 4, 20)?;
+    println!("device: {}; copy of {} MiB: {copy:.0} GB/s", gpu.name(), (n * n * n * 4) >> 20);
+    let start = Field3::from_fn(shape, |[i, j, k]| ((i * 7 + j * 3 + k) % 29) as f32 * 0.03);
+    let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
+    let total = 30;
+    let pct = |ms_per_step: f64| 100.0 * (n * n * n * 8) as f64 / (ms_per_step * 1e-3) / 1e9 / copy;
+    println!("\n{total} steps of {n}^3 per timed run (median of 5)\n");
+    println!("| sweep | steps per sweep | ms per step | effective % of copy | bits as single steps |");
+    println!("|---|---:|---:|---:|---|");
+    let single = [
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 },
+        Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 },
+        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
+    ];
+    let mut reference = None;
+    for s in single {
+        let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
+        let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| -> Result<(), LaunchError> {
+            for _ in 0..total {
+                range.with_strategy(s).run_on(gpu, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*f, &mut *g))?;
+                std::mem::swap(f, g);
+            }
+            Ok(())
+        };
+        run(&mut f, &mut g)?;
+        if reference.is_none() {
+            reference = Some(f.download()?);
+        }
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let (r, ms) = gpu.time_ms(|| Ok(run(&mut f, &mut g)))?;
+            r?;
+            samples.push(ms / total as f64);
+        }
+        let ms = median(samples);
+        println!("| {s} | 1 | {ms:.3} | {:.1}% | (reference) |", pct(ms));
+    }
+    let reference = reference.expect("a single-step run");
+    let mut tilings = Vec::new();
+    for steps in [3, 5] {
+        for (x, y) in [(32, 32), (64, 16), (32, 16)] {
+            for planes in [64, 128] {
+                tilings.push(TimeTiling { tile_x: x, tile_y: y, steps, planes });
+            }
+        }
+    }
+    for t in tilings.into_iter().filter(|t| only.is_none_or(|o| t.label().contains(o))) {
+        let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
+        let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| {
+            gpu.run_steps_with(&range, Diffusion7, total, Some(t), (f, g), &(), |f, g, _| {
+                (c.0, c.1, c.2, c.3, c.4, c.5, c.6, f, g)
+            })
+        };
+        if let Err(e) = run(&mut f, &mut g) {
+            println!("| {t} | {} | - | - | cannot run: {e} |", t.steps);
+            continue;
+        }
+        let same = f.download()?.as_slice().iter().zip(reference.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let (r, ms) = gpu.time_ms(|| Ok(run(&mut f, &mut g)))?;
+            r?;
+            samples.push(ms / total as f64);
+        }
+        let ms = median(samples);
+        println!("| {t} | {} | {ms:.3} | {:.1}% | {} |", t.steps, pct(ms), if same { "equal" } else { "DIFFERENT" });
+    }
+    Ok(())
+}
+
 #[derive(clap::Parser)]
 #[command(about = "GPU strategies against the copy bandwidth; launch path, exchange, overlap and reduction parts")]
 struct Args {
@@ -381,6 +458,12 @@ struct Args {
     /// Only the launch path.
     #[arg(long)]
     launch_only: bool,
+    /// Several 7-point steps per sweep (temporal blocking) against the best single-step sweeps.
+    #[arg(long, conflicts_with_all = ["exchange", "overlap", "reduce", "launch_only"])]
+    steps: bool,
+    /// With --steps: only the tilings whose label contains this.
+    #[arg(long, requires = "steps")]
+    tilings: Option<String>,
     /// Only the strategies whose label contains this (skips the compile and launch-path parts).
     #[arg(long)]
     only: Option<String>,
@@ -398,6 +481,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.reduce {
         return reductions(&gpu);
+    }
+    if args.steps {
+        return temporal_blocking(&gpu, n, args.tilings.as_deref());
     }
     if args.launch_only {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);

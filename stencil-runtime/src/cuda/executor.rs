@@ -69,7 +69,9 @@ impl Gpu {
         if let Some(p) = self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).get(&key) {
             return Ok(p.clone());
         }
-        let printed = stencil_codegen::printer::cuda::print_kernel(ir, key.strategy, &key.geometry)
+        let printed = key
+            .kernel
+            .print(ir, &key.geometry)
             .map_err(|e| CudaError::UnsupportedStrategy { stencil: name.to_string(), reason: e.to_string() })?;
         let (kernel, _) = self.kernel_with_stats(&printed.source, &printed.entry, KERNEL_OPTIONS)?;
         let prepared = Arc::new(Prepared {
@@ -81,6 +83,32 @@ impl Gpu {
         });
         self.inner.launches.lock().unwrap_or_else(PoisonError::into_inner).insert(key, prepared.clone());
         Ok(prepared)
+    }
+
+    /// The checks of every launch of `S` on this device: every field lives here, and the
+    /// range with the stencil's reach fits in every field (which share one shape, returned).
+    pub(crate) fn check_launch<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        values: &[ArgValue<'_, D>],
+    ) -> Result<Shape<D>, LaunchError> {
+        let home = self.home();
+        let mut shapes = Vec::with_capacity(S::INFO.fields.len());
+        let field_values = values.iter().filter_map(|v| match v {
+            ArgValue::Field { shape, home, .. } => Some((*shape, *home)),
+            _ => None,
+        });
+        for (info, (shape, field_home)) in S::INFO.fields.iter().zip(field_values) {
+            if field_home != home {
+                return Err(LaunchError::WrongDevice {
+                    stencil: S::INFO.name,
+                    field: info.name,
+                    executor: self.describe(),
+                });
+            }
+            shapes.push((info.name, shape));
+        }
+        validate(range, &S::INFO, &shapes)
     }
 }
 
@@ -129,23 +157,7 @@ impl Executor for Gpu {
         args: S::Args<'_, Gpu>,
     ) -> Result<(), LaunchError> {
         let values = S::erase_args::<Gpu>(args);
-        let home = self.home();
-        let mut shapes = Vec::with_capacity(S::INFO.fields.len());
-        let field_values = values.iter().filter_map(|v| match v {
-            ArgValue::Field { shape, home, .. } => Some((*shape, *home)),
-            _ => None,
-        });
-        for (info, (shape, field_home)) in S::INFO.fields.iter().zip(field_values) {
-            if field_home != home {
-                return Err(LaunchError::WrongDevice {
-                    stencil: S::INFO.name,
-                    field: info.name,
-                    executor: self.describe(),
-                });
-            }
-            shapes.push((info.name, shape));
-        }
-        let shape = validate(range, &S::INFO, &shapes)?;
+        let shape = self.check_launch::<S, D>(range, &values)?;
         if range.points() == 0 {
             return Ok(());
         }
@@ -153,18 +165,7 @@ impl Executor for Gpu {
         if ir.reduces() {
             return super::reduce::run::<S, D>(self, range, &shape, values);
         }
-        let len = layout_lengths(&shape, range);
-        let origin = shape.offset(range.begin()) as i64;
-        let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
-        args.extend(values.iter().map(|v| scalar_or_field(v).expect("reductions take the reduction path")));
-        args.push(KernelArg::I64(origin));
-        for n in len {
-            let n = i32::try_from(n).map_err(|_| CudaError::TooLarge {
-                what: format!("stencil `{}`: the range's points along one axis", S::INFO.name),
-                value: n,
-            })?;
-            args.push(KernelArg::I32(n));
-        }
+        let (len, origin, args) = kernel_args::<S, D>(&shape, range, &values)?;
         let plan = LaunchPlan {
             name: S::INFO.name,
             ir_text: S::IR,
@@ -252,6 +253,28 @@ impl Executor for Gpu {
 
 /// The fields `ir` writes (see [`WrittenField`]); `infos` are the stencil's fields in the order
 /// of the field arguments among `values`.
+/// The lengths of `range` along the layout axes, the element offset of its first point, and the
+/// kernel arguments of a (non-reducing) launch of `S`: `values`, then the origin and lengths.
+pub(crate) fn kernel_args<'v, S: Stencil<D>, const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+    values: &'v [ArgValue<'_, D>],
+) -> Result<([usize; 3], i64, Vec<KernelArg<'v>>), LaunchError> {
+    let len = layout_lengths(shape, range);
+    let origin = shape.offset(range.begin()) as i64;
+    let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 4);
+    args.extend(values.iter().map(|v| scalar_or_field(v).expect("reductions take the reduction path")));
+    args.push(KernelArg::I64(origin));
+    for n in len {
+        let n = i32::try_from(n).map_err(|_| CudaError::TooLarge {
+            what: format!("stencil `{}`: the range's points along one axis", S::INFO.name),
+            value: n,
+        })?;
+        args.push(KernelArg::I32(n));
+    }
+    Ok((len, origin, args))
+}
+
 fn written_fields<const D: usize>(
     ir: &StencilIr,
     infos: &[FieldInfo],

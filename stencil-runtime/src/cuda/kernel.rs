@@ -5,7 +5,10 @@
 use cudarc::driver::CudaFunction;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
-use stencil_codegen::printer::cuda::{Geometry, Strategy};
+use stencil_codegen::printer::cuda::{
+    print_kernel, print_steps_kernel, CudaKernel, Geometry, Strategy, StrategyError, TimeTiling,
+};
+use stencil_codegen::StencilIr;
 
 /// A kernel entry point loaded on a [`Gpu`](super::Gpu), ready for
 /// [`Gpu::launch`](super::Gpu::launch). Cheap to clone.
@@ -52,12 +55,31 @@ impl std::fmt::Debug for Kernel {
 }
 
 /// What selects a compiled kernel: the stencil (the address of its embedded IR, unique per
-/// stencil in a binary), the strategy and the layout facts the source was specialised for.
+/// stencil in a binary), which of its kernels and the layout facts the source was specialised for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct LaunchKey {
     pub(crate) stencil: usize,
-    pub(crate) strategy: Strategy,
+    pub(crate) kernel: KernelChoice,
     pub(crate) geometry: Geometry,
+}
+
+/// Which kernel of a stencil a launch runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum KernelChoice {
+    /// One step under a blocking strategy.
+    Step(Strategy),
+    /// Several steps per sweep of the ping-pong pair whose input is parameter `input`.
+    Steps { tiling: TimeTiling, input: usize },
+}
+
+impl KernelChoice {
+    /// The kernel's source, printed for `ir` over fields laid out as `geometry` says.
+    pub(crate) fn print(&self, ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+        match *self {
+            KernelChoice::Step(strategy) => print_kernel(ir, strategy, geometry),
+            KernelChoice::Steps { tiling, input } => print_steps_kernel(ir, tiling, input, geometry),
+        }
+    }
 }
 
 /// A loaded kernel with the launch shape its printer computed.

@@ -31,7 +31,7 @@
 //! ```
 
 // One-way dependencies: error, kernel <- context <- compile, launch <- memory <- halo, peer <- message,
-// reduce, tune <- executor.
+// reduce, tune <- executor <- steps.
 mod compile;
 mod context;
 mod error;
@@ -44,6 +44,7 @@ mod message;
 mod nccl;
 mod peer;
 mod reduce;
+mod steps;
 mod tune;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.

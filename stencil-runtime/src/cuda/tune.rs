@@ -5,7 +5,7 @@
 
 use super::context::Gpu;
 use super::error::CudaError;
-use super::kernel::{LaunchKey, Prepared};
+use super::kernel::{KernelChoice, LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
 use crate::error::LaunchError;
@@ -41,7 +41,11 @@ pub(crate) struct LaunchPlan<'a> {
 impl LaunchPlan<'_> {
     /// The launch-table key of this launch under `strategy`.
     pub(crate) fn key(&self, strategy: Strategy) -> LaunchKey {
-        LaunchKey { stencil: self.ir_text.as_ptr() as usize, strategy, geometry: self.geometry }
+        LaunchKey {
+            stencil: self.ir_text.as_ptr() as usize,
+            kernel: KernelChoice::Step(strategy),
+            geometry: self.geometry,
+        }
     }
 }
 

@@ -141,6 +141,40 @@ pub trait Executor: Clone + Send + Sync + 'static {
         args: S::Args<'_, Self>,
     ) -> Result<(), LaunchError>;
 
+    /// Runs `steps` time steps of a stencil that reads one field of a pair and writes the other:
+    /// the same as `steps` calls of `run(range, stencil, args(&a, &mut b, fixed))`, each followed
+    /// by `std::mem::swap(a, b)`, so that `a` holds the last step's result. `args` builds one
+    /// step's arguments from the step's input and output and `fixed`, the arguments that stay
+    /// the same (other fields: `&(&kappa, &rho)`, or `&()`; scalars may also be captured):
+    /// `exec.run_steps(&range, Heat, 100, (&mut u, &mut tmp), &kappa, |u, out, kappa| (c, kappa, u, out))`.
+    ///
+    /// Points outside `range` keep their values, in both fields, for all the steps: fill halos
+    /// between calls, not within them. Both executors run the steps one by one; on a GPU,
+    /// `Gpu::run_steps_with` computes several steps per sweep instead (temporal blocking): `a`
+    /// gets the same bits, while `b` then holds an earlier step than the one before the last.
+    fn run_steps<S, T, X, A, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        steps: usize,
+        pair: (&mut Self::Field<T, D>, &mut Self::Field<T, D>),
+        fixed: &X,
+        args: A,
+    ) -> Result<(), LaunchError>
+    where
+        S: Stencil<D>,
+        T: Element,
+        X: ?Sized,
+        A: for<'f> Fn(&'f Self::Field<T, D>, &'f mut Self::Field<T, D>, &'f X) -> S::Args<'f, Self>,
+    {
+        let (a, b) = pair;
+        for _ in 0..steps {
+            self.run(range, stencil, args(&*a, &mut *b, fixed))?;
+            std::mem::swap(a, b);
+        }
+        Ok(())
+    }
+
     /// Fills the halos of several fields of one element type, each along the axes it names
     /// (both ends of an axis by one [`HaloFill`]), as if by [`Field::fill_halo`] for each field
     /// and each named axis in increasing order; on a GPU all of it is one kernel.

@@ -17,14 +17,16 @@ mod queue;
 mod reduce;
 mod shared_tile3d;
 mod staging;
+mod temporal;
 mod zmarch;
 
 pub use c_body::{c_type, Access};
 pub use column::COLUMN_BLOCK;
 pub use reduce::{print_reduce_kernel, ReduceKernel, REDUCE_THREADS, REDUCE_UNROLL};
+pub use temporal::{steps_output, TimeTiling, MAX_SHARED_BYTES};
 
 use crate::analysis::Analysis;
-use crate::ir::StencilIr;
+use crate::ir::{ParamId, StencilIr};
 use std::fmt;
 
 /// How the points of a range are mapped to CUDA threads, and where neighbours are kept.
@@ -210,6 +212,13 @@ pub enum StrategyError {
         /// The stencil.
         stencil: String,
     },
+    /// The stencil cannot run several time steps per sweep ([`print_steps_kernel`]).
+    NotSteppable {
+        /// The stencil.
+        stencil: String,
+        /// Why, and what to change.
+        reason: String,
+    },
 }
 
 impl fmt::Display for StrategyError {
@@ -221,6 +230,9 @@ impl fmt::Display for StrategyError {
                 "stencil `{stencil}` folds into a reduction, so it runs as its one-pass reduction kernel \
                  (print_reduce_kernel), not under a blocking strategy"
             ),
+            StrategyError::NotSteppable { stencil, reason } => {
+                write!(f, "stencil `{stencil}` cannot run several time steps per sweep: {reason}")
+            }
         }
     }
 }
@@ -290,6 +302,60 @@ pub fn print_kernel_with(
         Strategy::Stream25D { tile_x, tile_y } => zmarch::print(&k, tile_x, tile_y, STREAM_PLANES, true),
         Strategy::SharedTile3D { tile } => shared_tile3d::print(&k, tile),
     })
+}
+
+/// Prints the temporally blocked kernel of `ir` ([`TimeTiling`]): `tiling.steps` time steps
+/// per sweep of a stencil whose field parameter `input` is read and whose one written field
+/// ([`steps_output`]) becomes the next step's `input`. Point functions are inlined first.
+pub fn print_steps_kernel(
+    ir: &StencilIr,
+    tiling: TimeTiling,
+    input: ParamId,
+    geometry: &Geometry,
+) -> Result<CudaKernel, StrategyError> {
+    with_steps_kernel(ir, tiling, input, geometry, |k, output, shared| {
+        temporal::print(k, tiling, input, output, shared)
+    })
+}
+
+/// Whether [`print_steps_kernel`] prints a kernel for these arguments: its error if not.
+pub fn check_steps_kernel(
+    ir: &StencilIr,
+    tiling: TimeTiling,
+    input: ParamId,
+    geometry: &Geometry,
+) -> Result<(), StrategyError> {
+    with_steps_kernel(ir, tiling, input, geometry, |_, _, _| ())
+}
+
+/// Checks a temporally blocked kernel's arguments and calls `then` with its parts, the output
+/// parameter and the shared memory a block uses.
+fn with_steps_kernel<R>(
+    ir: &StencilIr,
+    tiling: TimeTiling,
+    input: ParamId,
+    geometry: &Geometry,
+    then: impl FnOnce(&kernel::KernelParts, ParamId, u32) -> R,
+) -> Result<R, StrategyError> {
+    let flat;
+    let ir = if ir.point_fns.is_empty() {
+        ir
+    } else {
+        flat = crate::passes::inline_point_fns(ir);
+        &flat
+    };
+    let analysis = Analysis::of(ir);
+    let not = |reason: String| StrategyError::NotSteppable { stencil: ir.name.clone(), reason };
+    let output = steps_output(ir, &analysis, input).map_err(not)?;
+    let k = kernel::KernelParts::new(ir, &analysis, Strategy::default_for(ir), geometry);
+    let k = kernel::KernelParts { entry: format!("{}_{}", ir.name, tiling.label()), ..k };
+    let fa = k.field(input);
+    let (lo, hi) = k.reach(fa);
+    let offsets: Vec<[i32; 3]> = fa.offsets.iter().map(|&o| k.geo.layout_offset_of(o)).collect();
+    let planes = temporal::shared_planes(&offsets, hi);
+    let shared = temporal::check(tiling, lo, hi, planes, fa.elem.size_bytes() as u32)
+        .map_err(|reason| StrategyError::BadBlock { strategy: tiling.label(), reason })?;
+    Ok(then(&k, output, shared))
 }
 
 fn bad(strategy: Strategy, reason: &str) -> StrategyError {

@@ -1,0 +1,133 @@
+//! Several time steps per sweep on a GPU (temporal blocking): [`Gpu::run_steps_with`], behind
+//! [`Executor::run_steps`].
+
+use super::context::Gpu;
+use super::executor::kernel_args;
+use super::kernel::{KernelChoice, LaunchKey};
+use super::memory::DeviceField;
+use crate::cuda_source::{geometry, max_elem_bytes};
+use crate::device_args::{ArgValue, FieldStorage};
+use crate::error::LaunchError;
+use crate::executor::{Executor, Stencil};
+use crate::field::Element;
+use crate::range::Loop;
+use crate::steps::sweep_lengths;
+use stencil_codegen::analysis::Analysis;
+use stencil_codegen::ir::ParamKind;
+use stencil_codegen::printer::cuda::{check_steps_kernel, steps_output, TimeTiling};
+
+impl Gpu {
+    /// [`Executor::run_steps`] with a choice of sweep: `Some(tiling)` computes up to
+    /// `tiling.steps` steps per sweep (an odd number; see [`TimeTiling`] and
+    /// [`crate::steps::sweep_lengths`]) and refuses a stencil or a pair that cannot run so
+    /// ([`LaunchError::StepPair`]); `None` runs the steps one by one, as `run_steps` does (on an
+    /// H100 the best single-step sweeps of the 7-point diffusion beat every tiling measured:
+    /// see the README's "Several steps per sweep").
+    ///
+    /// A stencil runs several steps per sweep when it is 3D, reads the pair's first field (and
+    /// does not write it), writes the second and no other field, writes it at every point and
+    /// does not read it. Bit for bit, `a` then holds what `steps` single launches leave there.
+    #[allow(clippy::too_many_arguments)]
+    pub fn run_steps_with<S, T, X, A, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        steps: usize,
+        tiling: Option<TimeTiling>,
+        pair: (&mut DeviceField<T, D>, &mut DeviceField<T, D>),
+        fixed: &X,
+        args: A,
+    ) -> Result<(), LaunchError>
+    where
+        S: Stencil<D>,
+        T: Element,
+        X: ?Sized,
+        A: for<'f> Fn(&'f DeviceField<T, D>, &'f mut DeviceField<T, D>, &'f X) -> S::Args<'f, Gpu>,
+    {
+        let Some(tiling) = tiling else {
+            return self.run_steps(range, stencil, steps, pair, fixed, args);
+        };
+        let (a, b) = pair;
+        let refuse = |reason: String| LaunchError::StepPair { stencil: S::INFO.name, reason };
+        let (a_at, b_at) = (a.address(), b.address());
+        let input = pair_input::<S, D>(&S::erase_args::<Gpu>(args(&*a, &mut *b, fixed)), a_at, b_at).map_err(refuse)?;
+        let ir = S::ir();
+        steps_output(ir, &Analysis::of(ir), input)
+            .map_err(|reason| refuse(format!("it cannot run several steps per sweep: {reason}")))?;
+        if tiling.steps % 2 == 0 {
+            return Err(refuse(format!(
+                "{tiling} computes an even number of steps per sweep, whose result would overwrite its own input: \
+                 use {} or {} steps",
+                tiling.steps - 1,
+                tiling.steps + 1
+            )));
+        }
+        // The tiling as given must fit (the sweeps of a run's rest may be shorter).
+        let geo = geometry(a.shape(), range, max_elem_bytes(ir));
+        check_steps_kernel(ir, tiling, input, &geo).map_err(|e| refuse(e.to_string()))?;
+        for sweep in sweep_lengths(steps, tiling.steps) {
+            if sweep == 1 {
+                self.run(range, stencil, args(&*a, &mut *b, fixed))?;
+            } else {
+                self.sweep::<S, D>(range, tiling.with_steps(sweep), input, S::erase_args(args(&*a, &mut *b, fixed)))?;
+            }
+            std::mem::swap(a, b);
+        }
+        Ok(())
+    }
+
+    /// One sweep of `tiling.steps` steps, with the launch's checks.
+    fn sweep<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        tiling: TimeTiling,
+        input: usize,
+        values: Vec<ArgValue<'_, D>>,
+    ) -> Result<(), LaunchError> {
+        let shape = self.check_launch::<S, D>(range, &values)?;
+        if range.points() == 0 {
+            return Ok(());
+        }
+        let ir = S::ir();
+        let (len, origin, args) = kernel_args::<S, D>(&shape, range, &values)?;
+        let key = LaunchKey {
+            stencil: S::IR.as_ptr() as usize,
+            kernel: KernelChoice::Steps { tiling, input },
+            geometry: geometry(&shape, range, max_elem_bytes(ir)),
+        };
+        let prepared = self.prepared(ir, S::INFO.name, key)?;
+        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), %tiling, points = range.points(), "sweep");
+        Ok(self.launch_prepared(&prepared, len, origin, &args)?)
+    }
+}
+
+/// The parameter that receives the pair's first field (at `a`), checking that the arguments
+/// pass it once, to a read-only field, and the second (at `b`) once, to a written one.
+fn pair_input<S: Stencil<D>, const D: usize>(values: &[ArgValue<'_, D>], a: u64, b: u64) -> Result<usize, String> {
+    let ir = S::ir();
+    let at = |address: u64| -> Vec<usize> {
+        values
+            .iter()
+            .enumerate()
+            .filter(|(_, v)| matches!(v, ArgValue::Field { ptr, .. } if *ptr == address))
+            .map(|(p, _)| p)
+            .collect()
+    };
+    let writable = |p: usize| matches!(ir.params[p].kind, ParamKind::Field(f) if f.writable);
+    let name = |p: usize| ir.params[p].name.as_str();
+    let (inputs, outputs) = (at(a), at(b));
+    match (inputs.as_slice(), outputs.as_slice()) {
+        (&[i], &[o]) if !writable(i) && writable(o) => Ok(i),
+        (&[i], &[o]) => Err(format!(
+            "the arguments pass the pair's first field as `{}` and its second as `{}`: the first must be \
+             a field the stencil reads (`&`), the second one it writes (`&mut`)",
+            name(i),
+            name(o)
+        )),
+        (ins, outs) => Err(format!(
+            "the arguments must pass each field of the pair once, but pass the first {} time(s) and the second {} time(s)",
+            ins.len(),
+            outs.len()
+        )),
+    }
+}
