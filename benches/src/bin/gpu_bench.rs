@@ -374,6 +374,16 @@ fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<
     let total = 30;
     let pct = |ms_per_step: f64| 100.0 * (n * n * n * 8) as f64 / (ms_per_step * 1e-3) / 1e9 / copy;
     println!("\n{total} steps of {n}^3 per timed run (median of 5)\n");
+    // The median of 5 timed runs of `total` steps, per step.
+    let ms_per_step = |mut run: Box<dyn FnMut() -> Result<(), LaunchError> + '_>| -> Result<f64, LaunchError> {
+        let mut samples = Vec::new();
+        for _ in 0..5 {
+            let (r, ms) = gpu.time_ms(|| Ok(run()))?;
+            r?;
+            samples.push(ms / total as f64);
+        }
+        Ok(median(samples))
+    };
     println!("| sweep | steps per sweep | ms per step | effective % of copy | bits as single steps |");
     println!("|---|---:|---:|---:|---|");
     let single = [
@@ -395,13 +405,7 @@ fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<
         if reference.is_none() {
             reference = Some(f.download()?);
         }
-        let mut samples = Vec::new();
-        for _ in 0..5 {
-            let (r, ms) = gpu.time_ms(|| Ok(run(&mut f, &mut g)))?;
-            r?;
-            samples.push(ms / total as f64);
-        }
-        let ms = median(samples);
+        let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
         println!("| {s} | 1 | {ms:.3} | {:.1}% | (reference) |", pct(ms));
     }
     let reference = reference.expect("a single-step run");
@@ -425,13 +429,7 @@ fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<
             continue;
         }
         let same = f.download()?.as_slice().iter().zip(reference.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
-        let mut samples = Vec::new();
-        for _ in 0..5 {
-            let (r, ms) = gpu.time_ms(|| Ok(run(&mut f, &mut g)))?;
-            r?;
-            samples.push(ms / total as f64);
-        }
-        let ms = median(samples);
+        let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
         println!("| {t} | {} | {ms:.3} | {:.1}% | {} |", t.steps, pct(ms), if same { "equal" } else { "DIFFERENT" });
     }
     Ok(())
