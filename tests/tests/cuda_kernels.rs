@@ -150,6 +150,7 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let f = |t: TimeTiling| cuda_steps_kernel::<Diffusion, 3>(t, "f", &s1, &Loop3D::interior(&s1)).unwrap();
     out.push(("diffusion_steps3".into(), f(steps3)));
     out.push(("diffusion_steps1".into(), f(steps3.with_steps(1))));
+    out.push(("diffusion_steps3_v2".into(), f("steps3_32x32x64_v2".parse().unwrap())));
     out.push((
         "star25_steps1_kij".into(),
         cuda_steps_kernel::<Star25, 3>(steps3.with_steps(1), "u", &s4.order(Order::Kij), &Loop3D::interior(&s4))
@@ -233,6 +234,11 @@ fn stencils_that_cannot_run_several_steps_per_sweep_say_why() {
     let e = why(cuda_steps_kernel::<Star25, 3>(t.with_steps(5), "u", &s4, &Loop3D::interior(&s4)).unwrap_err());
     assert!(e.contains("leave no output in a tile of 32: use fewer steps or a wider tile"), "{e}");
     assert!("steps3_32x32".parse::<TimeTiling>().is_err() && "zmarch_1x2x3".parse::<TimeTiling>().is_err());
+    assert!("steps3_32x32x8_2".parse::<TimeTiling>().is_err() && "steps3_32x32x8_v2_v2".parse::<TimeTiling>().is_err());
+    let v2: TimeTiling = "steps3_32x32x8_v2".parse().unwrap();
+    assert_eq!((v2.lanes, v2.label()), (2, "steps3_32x32x8_v2".to_string()));
+    let e = why(cuda_steps_kernel::<DiffusionF64, 3>("steps3_8x8x8_v4".parse().unwrap(), "f", &s, &r).unwrap_err());
+    assert!(e.contains("4 points per thread of 8-byte elements"), "{e}");
     assert_eq!(t.label().parse::<TimeTiling>().unwrap(), t);
 }
 

@@ -178,7 +178,14 @@ fn one_sided_reach_and_a_coefficient_field_in_f64() {
         let (a0, b0) = (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v));
         let kappa = random(shape, &mut rng, |v| v + 0.3);
         let dk = g.upload(&kappa).unwrap();
-        for t in [None, tiling("steps3_32x32x6"), tiling("steps5_64x16x16"), tiling("steps3_16x16x3")] {
+        for t in [
+            None,
+            tiling("steps3_32x32x6"),
+            tiling("steps5_64x16x16"),
+            tiling("steps3_16x16x3"),
+            tiling("steps3_8x16x5_v2"),
+            tiling("steps5_16x32x64_v2"),
+        ] {
             for steps in [1, 2, 3, 5, 6, 7] {
                 check_pair(
                     &g,
@@ -207,7 +214,13 @@ fn box_stencil_through_the_executor_trait() {
     let shape = Shape3::new([70, 36, 33]).halo(1);
     let range = Loop3D::interior(&shape);
     let (a0, b0) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
-    for t in [None, tiling("steps3_32x32x16"), tiling("steps5_32x32x64")] {
+    for t in [
+        None,
+        tiling("steps3_32x32x16"),
+        tiling("steps5_32x32x64"),
+        tiling("steps3_16x16x16_v2"),
+        tiling("steps3_8x16x9_v4"),
+    ] {
         for steps in [3, 4, 9] {
             check_pair(
                 &g,

@@ -410,10 +410,22 @@ fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<
     }
     let reference = reference.expect("a single-step run");
     let mut tilings = Vec::new();
-    for steps in [3, 5] {
-        for (x, y) in [(32, 32), (64, 16), (32, 16)] {
+    // Threads along c and m, points per thread along c.
+    let shapes = [
+        (32, 32, 1),
+        (32, 16, 1),
+        (32, 32, 2),
+        (16, 32, 2),
+        (16, 64, 2),
+        (16, 16, 4),
+        (8, 32, 4),
+        (8, 64, 4),
+        (16, 32, 4),
+    ];
+    for steps in [3, 5, 7] {
+        for (x, y, lanes) in shapes {
             for planes in [64, 128] {
-                tilings.push(TimeTiling { tile_x: x, tile_y: y, steps, planes });
+                tilings.push(TimeTiling { tile_x: x, tile_y: y, steps, planes, lanes });
             }
         }
     }

@@ -1,13 +1,15 @@
 //! Temporal blocking (AN5D-style): one sweep computes several time steps of a stencil whose
 //! output feeds its next step's input (a ping-pong pair `x → y`).
 //!
-//! A block owns a `tile_x × tile_y` column of threads over (c, m) and walks a chunk of planes
-//! along o. Every time level 0..steps-1 keeps its last planes (the input's reach along o plus
-//! one) in a ring in shared memory. For each plane read at level 0, level t computes its plane
-//! `reach_o.hi` behind level t-1's, from level t-1's ring; the last level goes to `y`. Each
-//! level's region shrinks by the reach on every side, so the block writes a tile of
-//! `tile - steps × (reach width)` points per axis, and neighbouring blocks compute the overlap
-//! again (AN5D's redundant halo computation).
+//! A block of `tile_x × tile_y` threads, each with `lanes` consecutive points along c, owns a
+//! column of the grid over (c, m) and walks a chunk of planes along o. Every time level keeps the
+//! thread's own columns in registers (a queue of the planes the input's reach along o spans) and
+//! its last planes in shared memory for the neighbours across the plane (one vector per
+//! neighbouring row or group of lanes). Level l computes the plane `hi + 1` behind level l-1's
+//! newest, from what earlier planes wrote: the levels run last to first and one barrier per plane
+//! suffices; the last level goes to `y`. Each level's region shrinks by the reach on every side,
+//! so the block writes a tile of `tile - steps × (reach width)` points per axis, and
+//! neighbouring blocks compute the overlap again (AN5D's redundant halo computation).
 //!
 //! Points outside the range keep the value the buffer of their level holds, as n single steps
 //! leave them: level t's is read from `y` for odd t and from `x` for even t (the single steps
@@ -27,10 +29,10 @@ use std::fmt::Write;
 pub const MAX_SHARED_BYTES: u32 = 227 * 1024;
 
 /// The blocking of a temporally blocked sweep: threads per block over (c, m), time steps per
-/// sweep, and planes of o each block walks.
+/// sweep, planes of o each block walks, and points per thread along c.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct TimeTiling {
-    /// Threads along c (the level-0 tile's width, halo included).
+    /// Threads along c (the level-0 tile is `tile_x × lanes` points wide, halo included).
     pub tile_x: u32,
     /// Threads along m.
     pub tile_y: u32,
@@ -38,12 +40,17 @@ pub struct TimeTiling {
     pub steps: u32,
     /// Planes along o each block writes.
     pub planes: u32,
+    /// Consecutive points along c per thread (1, 2 or 4; at most 16 bytes), which it reads
+    /// from shared memory and stores there as one vector.
+    pub lanes: u32,
 }
 
 impl TimeTiling {
-    /// A short name for tables and kernel names (`steps3_32x32x64`).
+    /// A short name for tables and kernel names (`steps3_32x32x64`, with two points per thread
+    /// `steps3_32x32x64_v2`).
     pub fn label(&self) -> String {
-        format!("steps{}_{}x{}x{}", self.steps, self.tile_x, self.tile_y, self.planes)
+        let lanes = if self.lanes == 1 { String::new() } else { format!("_v{}", self.lanes) };
+        format!("steps{}_{}x{}x{}{lanes}", self.steps, self.tile_x, self.tile_y, self.planes)
     }
 
     /// This tiling with `steps` time steps per sweep.
@@ -61,14 +68,19 @@ impl fmt::Display for TimeTiling {
 impl std::str::FromStr for TimeTiling {
     type Err = String;
 
-    /// The tiling a [`TimeTiling::label`] names (`steps3_32x32x64`).
+    /// The tiling a [`TimeTiling::label`] names (`steps3_32x32x64`, `steps3_32x32x64_v2`).
     fn from_str(label: &str) -> Result<Self, String> {
-        let bad = || format!("`{label}` is not a time tiling label: use e.g. steps3_32x32x64");
+        let bad = || format!("`{label}` is not a time tiling label: use e.g. steps3_32x32x64 or steps3_32x32x64_v2");
         let rest = label.strip_prefix("steps").ok_or_else(bad)?;
-        let (steps, sizes) = rest.split_once('_').ok_or_else(bad)?;
+        let mut parts = rest.split('_');
+        let (steps, sizes) = (parts.next().ok_or_else(bad)?, parts.next().ok_or_else(bad)?);
+        let lanes = match parts.next() {
+            None => 1,
+            Some(v) => v.strip_prefix('v').and_then(|v| v.parse().ok()).ok_or_else(bad)?,
+        };
         let n: Vec<u32> = sizes.split('x').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
-        match (steps.parse::<u32>(), n.as_slice()) {
-            (Ok(steps), &[tile_x, tile_y, planes]) => Ok(TimeTiling { tile_x, tile_y, steps, planes }),
+        match (steps.parse::<u32>(), n.as_slice(), parts.next()) {
+            (Ok(steps), &[tile_x, tile_y, planes], None) => Ok(TimeTiling { tile_x, tile_y, steps, planes, lanes }),
             _ => Err(bad()),
         }
     }
@@ -124,13 +136,19 @@ pub fn steps_output(ir: &StencilIr, analysis: &Analysis, input: ParamId) -> Resu
 /// `elem_bytes` wide: the shared memory a block uses, or `Err` with what to change.
 pub(super) fn check(t: TimeTiling, lo: [i32; 3], hi: [i32; 3], planes: i32, elem_bytes: u32) -> Result<u32, String> {
     let threads = t.tile_x * t.tile_y;
+    if ![1, 2, 4].contains(&t.lanes) || t.lanes * elem_bytes > 16 {
+        return Err(format!(
+            "{} points per thread of {elem_bytes}-byte elements: use 1, 2 or 4 points and at most 16 bytes",
+            t.lanes
+        ));
+    }
     if t.steps == 0 || t.planes == 0 || threads == 0 || threads > 1024 {
         return Err(format!(
             "needs at least one step and one plane and 1 to 1024 threads per block; it has {} steps, {} planes, {threads} threads",
             t.steps, t.planes
         ));
     }
-    for (axis, tile) in [(0, t.tile_x), (1, t.tile_y)] {
+    for (axis, tile) in [(0, t.tile_x * t.lanes), (1, t.tile_y)] {
         let lost = t.steps as i64 * (hi[axis] - lo[axis]) as i64;
         if lost >= tile as i64 {
             return Err(format!(
@@ -143,10 +161,11 @@ pub(super) fn check(t: TimeTiling, lo: [i32; 3], hi: [i32; 3], planes: i32, elem
         }
     }
     let ring = planes as u64;
-    let bytes = t.steps as u64 * ring * threads as u64 * elem_bytes as u64;
+    let points = threads as u64 * t.lanes as u64;
+    let bytes = t.steps as u64 * ring * points * elem_bytes as u64;
     if bytes > MAX_SHARED_BYTES as u64 {
         return Err(format!(
-            "needs {bytes} bytes of shared memory per block ({} levels × {ring} planes × {threads} points), more than {}: \
+            "needs {bytes} bytes of shared memory per block ({} levels × {ring} planes × {points} points), more than {}: \
              use fewer steps or a smaller tile",
             t.steps, MAX_SHARED_BYTES
         ));
@@ -178,57 +197,105 @@ struct Sweep<'a> {
     lo_o: i32,
     /// Planes of a level in shared memory (0: none).
     planes: i32,
-    /// Kernel names: the shared planes, a level's register queue prefix, a level's value.
+    /// Points per thread along c, and per shared row and plane.
+    lanes: i32,
+    row: i32,
+    plane: i32,
+    /// The element's C type and its vector of `lanes`.
+    elem: &'static str,
+    vector: String,
+    /// Kernel names (reserved for the pair's fields, so a point update cannot shadow them):
+    /// the shared planes, the vector stored there, a level's register queues and its values.
     shared: String,
-    queue: String,
+    stored: String,
+    input_name: String,
     value: String,
 }
 
-/// The accesses of level `level` (1..=steps): the input from level-1's registers (own column)
-/// or shared planes, other fields from global memory at `idx`, the output into the level's
-/// value or (last level) to global memory.
+/// The accesses of lane `lane` of level `level` (1..=steps): the input from level-1's registers
+/// (the thread's own columns) or shared planes, other fields from global memory at `idx`, the
+/// output into the level's value or (last level) to global memory.
 struct Level<'a> {
     s: &'a Sweep<'a>,
     level: u32,
+    lane: i32,
+}
+
+/// `3`, `m2`: an offset in a C name.
+fn tag(v: i32) -> String {
+    if v < 0 {
+        format!("m{}", -v)
+    } else {
+        v.to_string()
+    }
 }
 
 impl Sweep<'_> {
-    /// The shared element of `level` at plane `to + dd` (relative to the block's first plane),
-    /// shifted by (dc, dm) from the thread's column.
-    fn shared_at(&self, level: u32, dd: i32, dc: i32, dm: i32) -> String {
-        let TimeTiling { tile_x: bx, tile_y: by, .. } = self.t;
+    /// The plane slot of relative plane `to + dd`.
+    fn slot(&self, dd: i32) -> String {
         let p = self.planes;
-        let slot = if p.count_ones() == 1 {
+        if p.count_ones() == 1 {
             format!("((to{}) & {})", plus32(dd), p - 1)
         } else {
             format!("((to{}) % {p})", plus32(dd))
-        };
+        }
+    }
+
+    /// The index in the shared planes of `level`'s element at plane `to + dd`, row `tm + dm` and
+    /// thread column `column` (an int expression), lane 0.
+    fn shared_index(&self, level: u32, dd: i32, dm: i32, column: &str) -> String {
         format!(
-            "{}[({} + {slot}) * {} + (tm{}) * {bx} + tc{}]",
-            self.shared,
-            level as i32 * p,
-            bx * by,
+            "({} + {}) * {} + (tm{}) * {} + ({column}) * {}",
+            level as i32 * self.planes,
+            self.slot(dd),
+            self.plane,
             plus32(dm),
-            plus32(dc)
+            self.row,
+            self.lanes
         )
     }
 
-    /// The register of `level`'s own-column value at plane offset `dd` from the plane the next
-    /// level computes.
-    fn queue_at(&self, level: u32, dd: i32) -> String {
-        format!("{}{level}_{}", self.queue, dd - self.lo_o)
+    /// The register of `level`'s value in lane `lane` of the thread at plane offset `dd` from
+    /// the plane the next level computes.
+    fn queue_at(&self, level: u32, dd: i32, lane: i32) -> String {
+        format!("q_{}_{level}_{}_{lane}", self.input_name, dd - self.lo_o)
+    }
+
+    /// The vector of `level`'s shared planes at plane `to + dd`, row `tm + dm`, thread column
+    /// `tc + group` (loaded once per level for all lanes).
+    fn vector_at(&self, level: u32, dd: i32, dm: i32, group: i32) -> String {
+        format!("q_{}_s{level}_{}_{}_{}", self.input_name, tag(dd), tag(dm), tag(group))
+    }
+
+    /// The (plane, row, thread column) vectors lanes of level `level + 1` read from `level`'s
+    /// shared planes: reads outside the thread's own columns.
+    fn vectors(&self, offsets: &[[i32; 3]]) -> Vec<(i32, i32, i32)> {
+        let mut v: Vec<(i32, i32, i32)> = offsets
+            .iter()
+            .flat_map(|&[dc, dm, dd]| (0..self.lanes).map(move |l| (dd, dm, (l + dc).div_euclid(self.lanes))))
+            .filter(|&(_, dm, g)| dm != 0 || g != 0)
+            .collect();
+        v.sort();
+        v.dedup();
+        v
     }
 }
 
 impl Access for Level<'_> {
     fn load(&self, field: usize, offset: [i32; 3]) -> String {
-        if field == self.s.input {
-            match self.s.k.geo.layout_offset_of(offset) {
-                [0, 0, dd] => self.s.queue_at(self.level - 1, dd),
-                [dc, dm, dd] => self.s.shared_at(self.level - 1, dd, dc, dm),
-            }
+        if field != self.s.input {
+            return self.s.k.global_load(field, "idx", offset);
+        }
+        let s = self.s;
+        let [dc, dm, dd] = s.k.geo.layout_offset_of(offset);
+        let p = self.lane + dc;
+        let (group, lane) = (p.div_euclid(s.lanes), p.rem_euclid(s.lanes));
+        if dm == 0 && group == 0 {
+            s.queue_at(self.level - 1, dd, lane)
+        } else if s.lanes == 1 {
+            format!("{}[{}]", s.shared, s.shared_index(self.level - 1, dd, dm, &format!("tc{}", plus32(dc))))
         } else {
-            self.s.k.global_load(field, "idx", offset)
+            format!("{}.{}", s.vector_at(self.level - 1, dd, dm, group), ["x", "y", "z", "w"][lane as usize])
         }
     }
     fn store(&self, field: usize, value: &str) -> String {
@@ -236,7 +303,7 @@ impl Access for Level<'_> {
         if self.level == self.s.t.steps {
             format!("{}[idx] = {value};", self.s.k.name(field))
         } else {
-            format!("{}{} = {value};", self.s.value, self.level)
+            format!("{}{}_{} = {value};", self.s.value, self.level, self.lane)
         }
     }
 }
@@ -250,8 +317,9 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
     let fa = k.field(input);
     let (lo, hi) = k.reach(fa);
     let offsets: Vec<[i32; 3]> = fa.offsets.iter().map(|&o| k.geo.layout_offset_of(o)).collect();
-    let (x_name, y_name) = (&k.ir.params[input].name, &k.ir.params[output].name);
-    // Names the point update cannot shadow (reserved for the fields' kernel variables).
+    let TimeTiling { tile_x: bx, tile_y: by, steps: n, planes, lanes } = t;
+    let (v, n_i) = (lanes as i32, n as i32);
+    let x_name = k.ir.params[input].name.clone();
     let s = Sweep {
         k,
         t,
@@ -259,16 +327,22 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         output,
         lo_o: lo[2],
         planes: shared_planes(&offsets, hi),
+        lanes: v,
+        row: bx as i32 * v,
+        plane: (bx * by) as i32 * v,
+        elem: c_type(fa.elem),
+        vector: super::c_body::vector_type(fa.elem, lanes),
         shared: format!("s_{x_name}"),
-        queue: format!("q_{x_name}_"),
-        value: format!("r_{y_name}_"),
+        stored: format!("v_{x_name}"),
+        value: format!("r_{}_", k.ir.params[output].name),
+        input_name: x_name,
     };
-    let TimeTiling { tile_x: bx, tile_y: by, steps: n, planes } = t;
-    let n_i = n as i32;
-    let (out_x, out_y) = (bx as i32 - n_i * (hi[0] - lo[0]), by as i32 - n_i * (hi[1] - lo[1]));
-    let elem = c_type(fa.elem);
+    let width = bx as i32 * v;
+    let (out_x, out_y) = (width - n_i * (hi[0] - lo[0]), by as i32 - n_i * (hi[1] - lo[1]));
+    let elem = s.elem;
     let (x, y) = (k.name(input), k.name(output));
     let queue_len = hi[2] - lo[2] + 1;
+    let lanes_of = || 0..v;
     let mut src = k.header(bx * by);
     if s.planes > 0 {
         writeln!(
@@ -279,115 +353,197 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         )
         .expect("write");
     }
-    // Each level's register queue: the thread's own column, planes lo..=hi around the plane the
-    // next level computes.
+    // Each level's register queues: the thread's own columns, planes lo..=hi around the plane
+    // the next level computes.
     for level in 0..n {
-        let regs: Vec<String> = (0..queue_len).map(|j| format!("{} = 0", s.queue_at(level, lo[2] + j))).collect();
-        writeln!(src, "    {elem} {};", regs.join(", ")).expect("write");
+        for lane in lanes_of() {
+            let regs: Vec<String> =
+                (0..queue_len).map(|j| format!("{} = 0", s.queue_at(level, lo[2] + j, lane))).collect();
+            writeln!(src, "    {elem} {};", regs.join(", ")).expect("write");
+        }
     }
+    // A level's values into its queues and shared planes.
     let shift = |level: u32| -> String {
         let mut out = String::new();
-        for j in 0..queue_len - 1 {
-            let (to, from) = (s.queue_at(level, lo[2] + j), s.queue_at(level, lo[2] + j + 1));
-            write!(out, "{to} = {from}; ").expect("write");
+        for lane in lanes_of() {
+            for j in 0..queue_len - 1 {
+                let (to, from) = (s.queue_at(level, lo[2] + j, lane), s.queue_at(level, lo[2] + j + 1, lane));
+                write!(out, "{to} = {from}; ").expect("write");
+            }
+            write!(out, "{} = {}{level}_{lane}; ", s.queue_at(level, hi[2], lane), s.value).expect("write");
         }
-        write!(out, "{} = {}{level};", s.queue_at(level, hi[2]), s.value).expect("write");
         if s.planes > 0 {
-            write!(out, " {} = {}{level};", s.shared_at(level, 0, 0, 0), s.value).expect("write");
+            let at = s.shared_index(level, 0, 0, "tc");
+            if v == 1 {
+                write!(out, "{}[{at}] = {}{level}_0;", s.shared, s.value).expect("write");
+            } else {
+                let parts: String = lanes_of()
+                    .map(|l| format!(" {}.{} = {}{level}_{l};", s.stored, ["x", "y", "z", "w"][l as usize], s.value))
+                    .collect();
+                write!(
+                    out,
+                    "{{ {} {};{parts} *({}*)&{}[{at}] = {}; }}",
+                    s.vector, s.stored, s.vector, s.shared, s.stored
+                )
+                .expect("write");
+            }
         }
         out
+    };
+    // Per lane: inside the range and within its reach along c; per level and lane: inside the
+    // level's share of the tile.
+    let mut flags = String::new();
+    for lane in lanes_of() {
+        writeln!(
+            flags,
+            "    const bool in_c{lane} = c{pl} >= 0 && c{pl} < n_c, near_c{lane} = c{pl} >= {lc} && c{pl} < n_c{hc};",
+            pl = plus32(lane),
+            lc = lo[0],
+            hc = plus32(hi[0]),
+        )
+        .expect("write");
+        for level in 1..=n_i {
+            writeln!(
+                flags,
+                "    const bool on{level}_{lane} = tc * {v}{pl} >= {} && tc * {v}{pl} < {} && tm >= {} && tm < {};",
+                -level * lo[0],
+                width - level * hi[0],
+                -level * lo[1],
+                by as i32 - level * hi[1],
+                pl = plus32(lane),
+            )
+            .expect("write");
+        }
+    }
+    let load_at = |plane: &str, into: &str, lane: i32| {
+        format!(
+            "if (near_c{lane} && near_m && {plane} >= {} && {plane} < n_o{}) {into} = __ldg(&{x}[col{} + (long long)({plane}) * S_O]);",
+            lo[2],
+            plus32(hi[2]),
+            plus32(lane)
+        )
     };
     // Level l computes plane p - l * (hi + 1): one plane behind what level l - 1 had before this
     // iteration, so every level reads what the previous iteration wrote, the levels run from the
     // last to the first (each reads its predecessor's register queue before that shifts), and
     // one barrier per plane suffices. The input's next plane is loaded a plane ahead.
     let skew = hi[2] + 1;
-    let load_at = |plane: &str| {
-        format!("if (near_cm && {plane} >= {} && {plane} < n_o{}) ", lo[2], plus32(hi[2]))
-            + &format!("{}0 = __ldg(&{x}[col + (long long)({plane}) * S_O]);", s.value)
-    };
+    let firsts: String = lanes_of()
+        .map(|l| {
+            format!("    {elem} {}0_{l} = 0;\n    {}\n", s.value, load_at("base", &format!("{}0_{l}", s.value), l))
+        })
+        .collect();
+    let nexts: String = lanes_of()
+        .map(|l| format!("        {elem} next{l} = 0;\n        {}\n", load_at("p + 1", &format!("next{l}"), l)))
+        .collect();
     write!(
         src,
         "    const int tc = threadIdx.x, tm = threadIdx.y;
-    const int c = blockIdx.x * {out_x} + tc{c_shift}, m = blockIdx.y * {out_y} + tm{m_shift};
+    const int c = blockIdx.x * {out_x} + tc * {v}{c_shift}, m = blockIdx.y * {out_y} + tm{m_shift};
     const int z0 = blockIdx.z * {planes}, z1 = min(z0 + {planes}, n_o);
     const int base = z0{o_shift};
-    const bool in_cm = c >= 0 && c < n_c && m >= 0 && m < n_m;
-    const bool near_cm = c >= {lc} && c < n_c{hc} && m >= {lm} && m < n_m{hm};
-    const long long col = origin + c + m * S_M;
-    {elem} {v}0 = 0;
-    {load_first}
-    for (int p = base; p < z1{p_end}; ++p) {{
-        {elem} next = 0;
-        if (near_cm && p + 1 >= {lo_o} && p + 1 < n_o{ho}) next = __ldg(&{x}[col + (long long)(p + 1) * S_O]);
-",
+    const bool in_m = m >= 0 && m < n_m, near_m = m >= {lm} && m < n_m{hm};
+{flags}    const long long col = origin + c + m * S_M;
+{firsts}    for (int p = base; p < z1{p_end}; ++p) {{
+{nexts}",
         c_shift = plus32(n_i * lo[0]),
         m_shift = plus32(n_i * lo[1]),
         o_shift = plus32(n_i * lo[2]),
         p_end = plus32(n_i * skew),
-        lc = lo[0],
         lm = lo[1],
-        lo_o = lo[2],
-        hc = plus32(hi[0]),
         hm = plus32(hi[1]),
-        ho = plus32(hi[2]),
-        v = s.value,
-        load_first = load_at("base"),
     )
     .expect("write");
+    let vectors = s.vectors(&offsets);
     for level in (1..=n).rev() {
         let l = level as i32;
-        // Level `level` computes the columns whose level-1 neighbours the block holds, and the
-        // planes of its share of the chunk's reach.
-        let body = print_body(k.ir, &Level { s: &s, level }, 20);
-        let (decl, boundary, after) = if level < n {
-            let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
-            (
-                format!("            {elem} {}{level} = 0;\n", s.value),
+        let any_lane = format!(
+            "tc * {v} + {} >= {} && tc * {v} < {} && tm >= {} && tm < {}",
+            v - 1,
+            -l * lo[0],
+            width - l * hi[0],
+            -l * lo[1],
+            by as i32 - l * hi[1]
+        );
+        // The shared vectors the lanes read, once for all lanes (a neighbouring thread column is
+        // clamped into the tile: only lanes outside the level's share read it).
+        let mut loads = String::new();
+        if v > 1 {
+            for &(dd, dm, g) in &vectors {
+                let column = match g.cmp(&0) {
+                    std::cmp::Ordering::Equal => "tc".to_string(),
+                    std::cmp::Ordering::Less => format!("max(tc{}, 0)", plus32(g)),
+                    std::cmp::Ordering::Greater => format!("min(tc{}, {})", plus32(g), bx - 1),
+                };
+                writeln!(
+                    loads,
+                    "                const {vt} {name} = *(const {vt}*)&{sh}[{at}];",
+                    vt = s.vector,
+                    name = s.vector_at(level - 1, dd, dm, g),
+                    sh = s.shared,
+                    at = s.shared_index(level - 1, dd, dm, &column)
+                )
+                .expect("write");
+            }
+        }
+        let mut lanes_code = String::new();
+        for lane in lanes_of() {
+            let body = print_body(k.ir, &Level { s: &s, level, lane }, 24);
+            let boundary = if level < n {
+                let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
                 format!(
-                    " else if (near_cm && q >= {} && q < n_o{}) {{
-                    {}{level} = {from};
-                }}",
+                    " else if (on{level}_{lane} && near_c{lane} && near_m && q >= {} && q < n_o{}) {{
+                        {}{level}_{lane} = {from};
+                    }}",
                     lo[2],
                     plus32(hi[2]),
                     s.value
-                ),
-                format!("            {}\n", shift(level)),
+                )
+            } else {
+                String::new()
+            };
+            write!(
+                lanes_code,
+                "                {{
+                    const long long idx = col{} + (long long)q * S_O;
+                    if (on{level}_{lane} && in_c{lane} && in_m && q >= 0 && q < n_o) {{
+{body}                    }}{boundary}
+                }}
+",
+                plus32(lane)
             )
+            .expect("write");
+        }
+        let (decl, after) = if level < n {
+            let values: Vec<String> = lanes_of().map(|l| format!("{}{level}_{l} = 0", s.value)).collect();
+            (format!("            {elem} {};\n", values.join(", ")), format!("            {}\n", shift(level)))
         } else {
-            (String::new(), String::new(), String::new())
+            (String::new(), String::new())
         };
         write!(
             src,
             "        {{ // level {level}
             const int q = p{q_shift}, to = q - base;
-{decl}            if (tc >= {tx_lo} && tc < {tx_hi} && tm >= {ty_lo} && tm < {ty_hi} && q >= z0{zq_lo} && q < z1{zq_hi}) {{
-                const long long idx = col + (long long)q * S_O;
-                if (in_cm && q >= 0 && q < n_o) {{
-{body}                }}{boundary}
-            }}
+{decl}            if ({any_lane} && q >= z0{zq_lo} && q < z1{zq_hi}) {{
+{loads}{lanes_code}            }}
 {after}        }}
 ",
             q_shift = plus32(-l * skew),
-            tx_lo = -l * lo[0],
-            tx_hi = bx as i32 - l * hi[0],
-            ty_lo = -l * lo[1],
-            ty_hi = by as i32 - l * hi[1],
             zq_lo = plus32((n_i - l) * lo[2]),
             zq_hi = plus32((n_i - l) * hi[2]),
         )
         .expect("write");
     }
+    let advance: String = lanes_of().map(|l| format!(" {}0_{l} = next{l};", s.value)).collect();
     write!(
         src,
         "        {{ // level 0: the input's plane p
             const int to = p - base;
             {}
         }}
-        {}0 = next;
+       {advance}
 {}",
         shift(0),
-        s.value,
         if s.planes > 0 { "        __syncthreads();\n" } else { "" }
     )
     .expect("write");
