@@ -28,7 +28,7 @@
 //! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
 //! | S0107 | `LaunchError::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
 //! | S0108 | `LaunchError::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
-//! | S0109 | `LaunchError::StepPair` | `run_steps` got a pair or a stencil that cannot run as steps of a ping-pong pair | pass the pair's first field as the stencil's input and the second as its one output, or run the steps one by one |
+//! | S0109 | `LaunchError::StepPair` | `run_steps_with` got a pair, a stencil or a tiling that cannot run several steps per sweep | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -105,7 +105,7 @@ catalogue! {
     "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
     "S0107" "LaunchError::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
     "S0108" "LaunchError::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
-    "S0109" "LaunchError::StepPair" "run_steps got a pair or a stencil that cannot run as steps of a ping-pong pair" "pass the pair's first field as the stencil's input and the second as its one output, or run the steps one by one";
+    "S0109" "LaunchError::StepPair" "run_steps_with got a pair, a stencil or a tiling that cannot run several steps per sweep" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -236,8 +236,8 @@ pub enum LaunchError {
     Decomposition(String),
     /// A range built from bounds outside its extent ([`crate::RangeError`]).
     Range(String),
-    /// [`Executor::run_steps`](crate::Executor::run_steps) with a pair the arguments do not use as
-    /// input and output, or several steps per sweep asked of a stencil that cannot run so.
+    /// Several steps per sweep (`Gpu::run_steps_with`) with a pair the arguments do not use as
+    /// input and output, of a stencil that cannot run so, or with a tiling that does not fit.
     StepPair {
         /// The stencil.
         stencil: &'static str,
@@ -352,8 +352,9 @@ impl LaunchError {
             LaunchError::Range(_) => {
                 "keep begin <= end <= extent; grow by at most the points outside the range".to_string()
             }
-            LaunchError::StepPair { .. } => "pass the pair's first field where the stencil reads its input and the \
-                second where it writes its one output (`|a, b| (c, a, b)`), or run the steps one by one with `run`"
+            LaunchError::StepPair { .. } => "do what the message says: pass the pair's first field where the stencil \
+                reads its input and the second where it writes its one output (`|a, b, _| (c, a, b)`), use an odd \
+                number of steps per sweep and a tiling that fits; or run the steps one by one (`run_steps`)"
                 .to_string(),
             LaunchError::Halo(e) => e.help(),
             LaunchError::Field(e) => e.help(),

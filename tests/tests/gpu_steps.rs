@@ -49,6 +49,29 @@ fn box27(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
     out[idx] = s * (1.0 / 27.0);
 }
 
+/// Reads its input only through a point function (inlined before the kernel is printed).
+#[stencil]
+fn flux_heat(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
+    let g = |p: Idx3| u[p.ix::<1, 0, 0>()] - u[p];
+    out[idx] = u[idx] + c * (g(idx) - g(idx.ix::<-1, 0, 0>())) + c * (u[idx.ix::<0, 0, 1>()] - u[idx]);
+}
+
+/// Reaches 3 points along c: with 2 points per thread a read two thread columns away.
+#[stencil]
+fn wide(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = 0.25 * (u[idx.ix::<-3, 0, 0>()] + u[idx.ix::<3, 0, 0>()])
+        + 0.5 * u[idx]
+        + 0.1 * (u[idx.ix::<0, 1, 0>()] - u[idx.ix::<0, -1, 0>()]);
+}
+
+/// No reach along the marching axis: one register per level and two shared planes.
+#[stencil]
+fn plane5(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = u[idx]
+        + c * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()]
+            - 4.0 * u[idx]);
+}
+
 /// Reads a second field of the pair's type at the same offsets: a stencil the tiling accepts
 /// with either field as the pair's input, and whose arguments may miss the pair.
 #[stencil]
@@ -138,8 +161,16 @@ fn tiling(label: &str) -> Option<TimeTiling> {
 fn heat_equals_single_steps_for_every_count_tiling_order_and_range() {
     let g = gpu();
     let mut rng = Rng(11);
-    let tilings =
-        [None, tiling("steps3_32x32x8"), tiling("steps5_32x16x64"), tiling("steps3_16x8x5"), tiling("steps1_16x8x4")];
+    let tilings = [
+        None,
+        tiling("steps3_32x32x8"),
+        tiling("steps5_32x16x64"),
+        tiling("steps3_16x8x5"),
+        tiling("steps1_16x8x4"),
+        tiling("steps3_8x16x7_v2"),
+        tiling("steps5_8x16x64_v4"),
+        tiling("steps1_4x4x3_v4"),
+    ];
     for order in [Order::Ijk, Order::Kij] {
         let shape = Shape3::new([45, 23, 19]).halo(1).order(order);
         let sub = Loop3D::new(47, 3, 2, 25, 1, 5, 21, 2, 1);
@@ -236,6 +267,66 @@ fn box_stencil_through_the_executor_trait() {
                     None => g.run_steps(&range, Box27, n, (a, b), &(), |a, b, _| (a, b)).unwrap(),
                     Some(t) => g.run_steps_with(&range, Box27, n, Some(t), (a, b), &(), |a, b, _| (a, b)).unwrap(),
                 },
+                f32_bits,
+            );
+        }
+    }
+}
+
+#[test]
+fn point_functions_a_wide_reach_along_c_and_no_reach_along_o() {
+    let g = gpu();
+    let mut rng = Rng(15);
+    let shape = Shape3::new([53, 29, 17]).halo(3);
+    let range = Loop3D::new(59, 4, 3, 35, 3, 4, 23, 3, 3);
+    let (a0, b0) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
+    let tilings = [
+        None,
+        tiling("steps3_32x16x8"),
+        tiling("steps3_16x8x5_v2"),
+        tiling("steps1_8x8x4_v4"),
+        tiling("steps5_8x32x9_v4"),
+    ];
+    for t in tilings {
+        for steps in [1, 3, 4, 7] {
+            let (c, r) = (0.11, &range);
+            check_pair(
+                &g,
+                "flux_heat",
+                shape,
+                r,
+                t,
+                steps,
+                &a0,
+                &b0,
+                |a, b| r.run(FluxHeat, (c, a, b)).unwrap(),
+                |g, t, n, a, b| g.run_steps_with(r, FluxHeat, n, t, (a, b), &(), |a, b, _| (c, a, b)).unwrap(),
+                f32_bits,
+            );
+            check_pair(
+                &g,
+                "wide",
+                shape,
+                r,
+                t,
+                steps,
+                &a0,
+                &b0,
+                |a, b| r.run(Wide, (a, b)).unwrap(),
+                |g, t, n, a, b| g.run_steps_with(r, Wide, n, t, (a, b), &(), |a, b, _| (a, b)).unwrap(),
+                f32_bits,
+            );
+            check_pair(
+                &g,
+                "plane5",
+                shape,
+                r,
+                t,
+                steps,
+                &a0,
+                &b0,
+                |a, b| r.run(Plane5, (c, a, b)).unwrap(),
+                |g, t, n, a, b| g.run_steps_with(r, Plane5, n, t, (a, b), &(), |a, b, _| (c, a, b)).unwrap(),
                 f32_bits,
             );
         }

@@ -135,6 +135,13 @@ impl Gpu {
         self.inner.capability
     }
 
+    /// The dynamic shared memory one block may opt in to, in bytes (227 KiB on sm_90).
+    pub(crate) fn max_shared_per_block(&self) -> Result<u32, CudaError> {
+        let attr = sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN;
+        let bytes = self.inner.ctx.attribute(attr).map_err(|e| driver("reading the shared memory per block", e))?;
+        Ok(bytes.max(0) as u32)
+    }
+
     /// The real architecture kernels are compiled for, e.g. `sm_90`.
     pub fn arch(&self) -> String {
         let (major, minor) = self.inner.capability;

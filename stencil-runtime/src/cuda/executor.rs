@@ -251,8 +251,6 @@ impl Executor for Gpu {
     }
 }
 
-/// The fields `ir` writes (see [`WrittenField`]); `infos` are the stencil's fields in the order
-/// of the field arguments among `values`.
 /// The lengths of `range` along the layout axes, the element offset of its first point, and the
 /// kernel arguments of a (non-reducing) launch of `S`: `values`, then the origin and lengths.
 pub(crate) fn kernel_args<'v, S: Stencil<D>, const D: usize>(
@@ -275,6 +273,8 @@ pub(crate) fn kernel_args<'v, S: Stencil<D>, const D: usize>(
     Ok((len, origin, args))
 }
 
+/// The fields `ir` writes (see [`WrittenField`]); `infos` are the stencil's fields in the order
+/// of the field arguments among `values`.
 fn written_fields<const D: usize>(
     ir: &StencilIr,
     infos: &[FieldInfo],

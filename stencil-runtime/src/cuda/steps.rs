@@ -12,9 +12,8 @@ use crate::executor::{Executor, Stencil};
 use crate::field::Element;
 use crate::range::Loop;
 use crate::steps::sweep_lengths;
-use stencil_codegen::analysis::Analysis;
 use stencil_codegen::ir::ParamKind;
-use stencil_codegen::printer::cuda::{check_steps_kernel, steps_output, TimeTiling};
+use stencil_codegen::printer::cuda::{check_steps_kernel, TimeTiling};
 
 impl Gpu {
     /// [`Executor::run_steps`] with a choice of sweep: `Some(tiling)` computes up to
@@ -50,10 +49,19 @@ impl Gpu {
         let (a, b) = pair;
         let refuse = |reason: String| LaunchError::StepPair { stencil: S::INFO.name, reason };
         let (a_at, b_at) = (a.address(), b.address());
-        let input = pair_input::<S, D>(&S::erase_args::<Gpu>(args(&*a, &mut *b, fixed)), a_at, b_at).map_err(refuse)?;
+        let (input, output) =
+            pair_input::<S, D>(&S::erase_args::<Gpu>(args(&*a, &mut *b, fixed)), a_at, b_at).map_err(refuse)?;
+        // The stencil (point functions inlined) and the tiling as given must fit; the sweeps of a
+        // run's rest may be shorter.
         let ir = S::ir();
-        steps_output(ir, &Analysis::of(ir), input)
-            .map_err(|reason| refuse(format!("it cannot run several steps per sweep: {reason}")))?;
+        let geo = geometry(a.shape(), range, max_elem_bytes(ir));
+        let (written, shared) = check_steps_kernel(ir, tiling, input, &geo).map_err(|e| refuse(e.to_string()))?;
+        if written != output {
+            return Err(refuse(format!(
+                "the arguments pass the pair's second field as `{}`, but the stencil writes `{}`",
+                ir.params[output].name, ir.params[written].name
+            )));
+        }
         if tiling.steps % 2 == 0 {
             return Err(refuse(format!(
                 "{tiling} computes an even number of steps per sweep, whose result would overwrite its own input: \
@@ -62,11 +70,16 @@ impl Gpu {
                 tiling.steps + 1
             )));
         }
-        // The tiling as given must fit (the sweeps of a run's rest may be shorter).
-        let geo = geometry(a.shape(), range, max_elem_bytes(ir));
-        check_steps_kernel(ir, tiling, input, &geo).map_err(|e| refuse(e.to_string()))?;
+        let limit = self.max_shared_per_block()?;
+        if shared > limit {
+            return Err(refuse(format!(
+                "{tiling} needs {shared} bytes of shared memory per block and this device has {limit}: \
+                 use fewer steps or a smaller tile"
+            )));
+        }
         for sweep in sweep_lengths(steps, tiling.steps) {
-            if sweep == 1 {
+            // The rest of a run left by longer sweeps goes one step at a time.
+            if sweep == 1 && tiling.steps > 1 {
                 self.run(range, stencil, args(&*a, &mut *b, fixed))?;
             } else {
                 self.sweep::<S, D>(range, tiling.with_steps(sweep), input, S::erase_args(args(&*a, &mut *b, fixed)))?;
@@ -101,9 +114,14 @@ impl Gpu {
     }
 }
 
-/// The parameter that receives the pair's first field (at `a`), checking that the arguments
-/// pass it once, to a read-only field, and the second (at `b`) once, to a written one.
-fn pair_input<S: Stencil<D>, const D: usize>(values: &[ArgValue<'_, D>], a: u64, b: u64) -> Result<usize, String> {
+/// The parameters that receive the pair's first field (at `a`) and its second (at `b`),
+/// checking that the arguments pass the first once, to a read-only field, and the second once,
+/// to a written one.
+fn pair_input<S: Stencil<D>, const D: usize>(
+    values: &[ArgValue<'_, D>],
+    a: u64,
+    b: u64,
+) -> Result<(usize, usize), String> {
     let ir = S::ir();
     let at = |address: u64| -> Vec<usize> {
         values
@@ -117,7 +135,7 @@ fn pair_input<S: Stencil<D>, const D: usize>(values: &[ArgValue<'_, D>], a: u64,
     let name = |p: usize| ir.params[p].name.as_str();
     let (inputs, outputs) = (at(a), at(b));
     match (inputs.as_slice(), outputs.as_slice()) {
-        (&[i], &[o]) if !writable(i) && writable(o) => Ok(i),
+        (&[i], &[o]) if !writable(i) && writable(o) => Ok((i, o)),
         (&[i], &[o]) => Err(format!(
             "the arguments pass the pair's first field as `{}` and its second as `{}`: the first must be \
              a field the stencil reads (`&`), the second one it writes (`&mut`)",

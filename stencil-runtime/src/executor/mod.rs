@@ -151,7 +151,8 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// Points outside `range` keep their values, in both fields, for all the steps: fill halos
     /// between calls, not within them. Both executors run the steps one by one; on a GPU,
     /// `Gpu::run_steps_with` computes several steps per sweep instead (temporal blocking): `a`
-    /// gets the same bits, while `b` then holds an earlier step than the one before the last.
+    /// gets the same bits, while `b` then holds the step before the last sweep (which is the one
+    /// before the last only where the last sweep is a single step).
     fn run_steps<S, T, X, A, const D: usize>(
         &self,
         range: &Loop<D>,

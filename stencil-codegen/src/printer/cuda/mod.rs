@@ -318,14 +318,15 @@ pub fn print_steps_kernel(
     })
 }
 
-/// Whether [`print_steps_kernel`] prints a kernel for these arguments: its error if not.
+/// Whether [`print_steps_kernel`] prints a kernel for these arguments: the output parameter
+/// and the shared memory a block uses if so, its error if not.
 pub fn check_steps_kernel(
     ir: &StencilIr,
     tiling: TimeTiling,
     input: ParamId,
     geometry: &Geometry,
-) -> Result<(), StrategyError> {
-    with_steps_kernel(ir, tiling, input, geometry, |_, _, _| ())
+) -> Result<(ParamId, u32), StrategyError> {
+    with_steps_kernel(ir, tiling, input, geometry, |_, output, shared| (output, shared))
 }
 
 /// Checks a temporally blocked kernel's arguments and calls `then` with its parts, the output

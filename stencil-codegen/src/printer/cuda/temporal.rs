@@ -11,6 +11,9 @@
 //! so the block writes a tile of `tile - steps × (reach width)` points per axis, and
 //! neighbouring blocks compute the overlap again (AN5D's redundant halo computation).
 //!
+//! Fields other than the pair are read as they are at the call, for every step (a stencil
+//! that reads `u_prev` besides `u` sees the same `u_prev` in all steps, as `run_steps` does).
+//!
 //! Points outside the range keep the value the buffer of their level holds, as n single steps
 //! leave them: level t's is read from `y` for odd t and from `x` for even t (the single steps
 //! `x → y`, `y → x`, ... write level t into those). So the sweep gives the bits of `steps` single
@@ -135,7 +138,7 @@ pub fn steps_output(ir: &StencilIr, analysis: &Analysis, input: ParamId) -> Resu
 /// keeps `planes` planes per level in shared memory ([`shared_planes`]) and has elements
 /// `elem_bytes` wide: the shared memory a block uses, or `Err` with what to change.
 pub(super) fn check(t: TimeTiling, lo: [i32; 3], hi: [i32; 3], planes: i32, elem_bytes: u32) -> Result<u32, String> {
-    let threads = t.tile_x * t.tile_y;
+    let threads = t.tile_x as u64 * t.tile_y as u64;
     if ![1, 2, 4].contains(&t.lanes) || t.lanes * elem_bytes > 16 {
         return Err(format!(
             "{} points per thread of {elem_bytes}-byte elements: use 1, 2 or 4 points and at most 16 bytes",
@@ -148,7 +151,7 @@ pub(super) fn check(t: TimeTiling, lo: [i32; 3], hi: [i32; 3], planes: i32, elem
             t.steps, t.planes
         ));
     }
-    for (axis, tile) in [(0, t.tile_x * t.lanes), (1, t.tile_y)] {
+    for (axis, tile) in [(0, t.tile_x as u64 * t.lanes as u64), (1, t.tile_y as u64)] {
         let lost = t.steps as i64 * (hi[axis] - lo[axis]) as i64;
         if lost >= tile as i64 {
             return Err(format!(
@@ -161,7 +164,7 @@ pub(super) fn check(t: TimeTiling, lo: [i32; 3], hi: [i32; 3], planes: i32, elem
         }
     }
     let ring = planes as u64;
-    let points = threads as u64 * t.lanes as u64;
+    let points = threads * t.lanes as u64;
     let bytes = t.steps as u64 * ring * points * elem_bytes as u64;
     if bytes > MAX_SHARED_BYTES as u64 {
         return Err(format!(
@@ -231,14 +234,10 @@ fn tag(v: i32) -> String {
 }
 
 impl Sweep<'_> {
-    /// The plane slot of relative plane `to + dd`.
+    /// The plane slot of relative plane `to + dd` (the ring is a power of two: a mask).
     fn slot(&self, dd: i32) -> String {
-        let p = self.planes;
-        if p.count_ones() == 1 {
-            format!("((to{}) & {})", plus32(dd), p - 1)
-        } else {
-            format!("((to{}) % {p})", plus32(dd))
-        }
+        debug_assert_eq!(self.planes.count_ones(), 1, "shared_planes rounds up to a power of two");
+        format!("((to{}) & {})", plus32(dd), self.planes - 1)
     }
 
     /// The index in the shared planes of `level`'s element at plane `to + dd`, row `tm + dm` and
