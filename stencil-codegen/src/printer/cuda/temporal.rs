@@ -196,8 +196,9 @@ struct Sweep<'a> {
     t: TimeTiling,
     input: ParamId,
     output: ParamId,
-    /// The input's reach along o, low end.
+    /// The input's reach along o, low end, and the planes a register queue holds.
     lo_o: i32,
+    queue_len: i32,
     /// Planes of a level in shared memory (0: none).
     planes: i32,
     /// Points per thread along c, and per shared row and plane.
@@ -222,6 +223,8 @@ struct Level<'a> {
     s: &'a Sweep<'a>,
     level: u32,
     lane: i32,
+    /// The copy of the unrolled plane loop (see `Sweep::queue_at`).
+    turn: i32,
 }
 
 /// `3`, `m2`: an offset in a C name.
@@ -255,9 +258,11 @@ impl Sweep<'_> {
     }
 
     /// The register of `level`'s value in lane `lane` of the thread at plane offset `dd` from
-    /// the plane the next level computes.
-    fn queue_at(&self, level: u32, dd: i32, lane: i32) -> String {
-        format!("q_{}_{level}_{}_{lane}", self.input_name, dd - self.lo_o)
+    /// the plane the next level computes, in copy `turn` of the plane loop. The loop is unrolled
+    /// by the queue's length and each copy names the registers one further round, so a queue
+    /// shifts without moving values: the newest value goes where the oldest was.
+    fn queue_at(&self, level: u32, dd: i32, lane: i32, turn: i32) -> String {
+        format!("q_{}_{level}_{}_{lane}", self.input_name, (dd - self.lo_o + turn).rem_euclid(self.queue_len))
     }
 
     /// The vector of `level`'s shared planes at plane `to + dd`, row `tm + dm`, thread column
@@ -290,7 +295,7 @@ impl Access for Level<'_> {
         let p = self.lane + dc;
         let (group, lane) = (p.div_euclid(s.lanes), p.rem_euclid(s.lanes));
         if dm == 0 && group == 0 {
-            s.queue_at(self.level - 1, dd, lane)
+            s.queue_at(self.level - 1, dd, lane, self.turn)
         } else if s.lanes == 1 {
             format!("{}[{}]", s.shared, s.shared_index(self.level - 1, dd, dm, &format!("tc{}", plus32(dc))))
         } else {
@@ -325,6 +330,7 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         input,
         output,
         lo_o: lo[2],
+        queue_len: hi[2] - lo[2] + 1,
         planes: shared_planes(&offsets, hi),
         lanes: v,
         row: bx as i32 * v,
@@ -357,19 +363,15 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
     for level in 0..n {
         for lane in lanes_of() {
             let regs: Vec<String> =
-                (0..queue_len).map(|j| format!("{} = 0", s.queue_at(level, lo[2] + j, lane))).collect();
+                (0..queue_len).map(|j| format!("{} = 0", s.queue_at(level, lo[2] + j, lane, 0))).collect();
             writeln!(src, "    {elem} {};", regs.join(", ")).expect("write");
         }
     }
     // A level's values into its queues and shared planes.
-    let shift = |level: u32| -> String {
+    let shift = |level: u32, turn: i32| -> String {
         let mut out = String::new();
         for lane in lanes_of() {
-            for j in 0..queue_len - 1 {
-                let (to, from) = (s.queue_at(level, lo[2] + j, lane), s.queue_at(level, lo[2] + j + 1, lane));
-                write!(out, "{to} = {from}; ").expect("write");
-            }
-            write!(out, "{} = {}{level}_{lane}; ", s.queue_at(level, hi[2], lane), s.value).expect("write");
+            write!(out, "{} = {}{level}_{lane}; ", s.queue_at(level, hi[2], lane, turn + 1), s.value).expect("write");
         }
         if s.planes > 0 {
             let at = s.shared_index(level, 0, 0, "tc");
@@ -423,9 +425,10 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         )
     };
     // Level l computes plane p - l * (hi + 1): one plane behind what level l - 1 had before this
-    // iteration, so every level reads what the previous iteration wrote, the levels run from the
+    // plane, so every level reads what the previous plane's work wrote, the levels run from the
     // last to the first (each reads its predecessor's register queue before that shifts), and
-    // one barrier per plane suffices. The input's next plane is loaded a plane ahead.
+    // one barrier per plane suffices. The input's next plane is loaded a plane ahead. The loop
+    // over planes is unrolled by the queues' length (see `Sweep::queue_at`).
     let skew = hi[2] + 1;
     let firsts: String = lanes_of()
         .map(|l| {
@@ -443,8 +446,9 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
     const int base = z0{o_shift};
     const bool in_m = m >= 0 && m < n_m, near_m = m >= {lm} && m < n_m{hm};
 {flags}    const long long col = origin + c + m * S_M;
-{firsts}    for (int p = base; p < z1{p_end}; ++p) {{
-{nexts}",
+{firsts}    const int end = z1{p_end};
+    for (int p = base; p < end;) {{
+",
         c_shift = plus32(n_i * lo[0]),
         m_shift = plus32(n_i * lo[1]),
         o_shift = plus32(n_i * lo[2]),
@@ -454,98 +458,106 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
     )
     .expect("write");
     let vectors = s.vectors(&offsets);
-    for level in (1..=n).rev() {
-        let l = level as i32;
-        let any_lane = format!(
-            "tc * {v} + {} >= {} && tc * {v} < {} && tm >= {} && tm < {}",
-            v - 1,
-            -l * lo[0],
-            width - l * hi[0],
-            -l * lo[1],
-            by as i32 - l * hi[1]
-        );
-        // The shared vectors the lanes read, once for all lanes (a neighbouring thread column is
-        // clamped into the tile: only lanes outside the level's share read it).
-        let mut loads = String::new();
-        if v > 1 {
-            for &(dd, dm, g) in &vectors {
-                let column = match g.cmp(&0) {
-                    std::cmp::Ordering::Equal => "tc".to_string(),
-                    std::cmp::Ordering::Less => format!("max(tc{}, 0)", plus32(g)),
-                    std::cmp::Ordering::Greater => format!("min(tc{}, {})", plus32(g), bx - 1),
-                };
-                writeln!(
-                    loads,
-                    "                const {vt} {name} = *(const {vt}*)&{sh}[{at}];",
-                    vt = s.vector,
-                    name = s.vector_at(level - 1, dd, dm, g),
-                    sh = s.shared,
-                    at = s.shared_index(level - 1, dd, dm, &column)
-                )
-                .expect("write");
+    for turn in 0..queue_len {
+        writeln!(src, "      {{ // plane p, copy {turn} of the loop\n{nexts}").expect("write");
+        for level in (1..=n).rev() {
+            let l = level as i32;
+            let any_lane = format!(
+                "tc * {v} + {} >= {} && tc * {v} < {} && tm >= {} && tm < {}",
+                v - 1,
+                -l * lo[0],
+                width - l * hi[0],
+                -l * lo[1],
+                by as i32 - l * hi[1]
+            );
+            // The shared vectors the lanes read, once for all lanes (a neighbouring thread column is
+            // clamped into the tile: only lanes outside the level's share read it).
+            let mut loads = String::new();
+            if v > 1 {
+                for &(dd, dm, g) in &vectors {
+                    let column = match g.cmp(&0) {
+                        std::cmp::Ordering::Equal => "tc".to_string(),
+                        std::cmp::Ordering::Less => format!("max(tc{}, 0)", plus32(g)),
+                        std::cmp::Ordering::Greater => format!("min(tc{}, {})", plus32(g), bx - 1),
+                    };
+                    writeln!(
+                        loads,
+                        "                const {vt} {name} = *(const {vt}*)&{sh}[{at}];",
+                        vt = s.vector,
+                        name = s.vector_at(level - 1, dd, dm, g),
+                        sh = s.shared,
+                        at = s.shared_index(level - 1, dd, dm, &column)
+                    )
+                    .expect("write");
+                }
             }
-        }
-        let mut lanes_code = String::new();
-        for lane in lanes_of() {
-            let body = print_body(k.ir, &Level { s: &s, level, lane }, 24);
-            let boundary = if level < n {
-                let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
-                format!(
-                    " else if (on{level}_{lane} && near_c{lane} && near_m && q >= {} && q < n_o{}) {{
+            let mut lanes_code = String::new();
+            for lane in lanes_of() {
+                let body = print_body(k.ir, &Level { s: &s, level, lane, turn }, 24);
+                let boundary = if level < n {
+                    let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
+                    format!(
+                        " else if (on{level}_{lane} && near_c{lane} && near_m && q >= {} && q < n_o{}) {{
                         {}{level}_{lane} = {from};
                     }}",
-                    lo[2],
-                    plus32(hi[2]),
-                    s.value
-                )
-            } else {
-                String::new()
-            };
-            write!(
-                lanes_code,
-                "                {{
+                        lo[2],
+                        plus32(hi[2]),
+                        s.value
+                    )
+                } else {
+                    String::new()
+                };
+                write!(
+                    lanes_code,
+                    "                {{
                     const long long idx = col{} + (long long)q * S_O;
                     if (on{level}_{lane} && in_c{lane} && in_m && q >= 0 && q < n_o) {{
 {body}                    }}{boundary}
                 }}
 ",
-                plus32(lane)
-            )
-            .expect("write");
-        }
-        let (decl, after) = if level < n {
-            let values: Vec<String> = lanes_of().map(|l| format!("{}{level}_{l} = 0", s.value)).collect();
-            (format!("            {elem} {};\n", values.join(", ")), format!("            {}\n", shift(level)))
-        } else {
-            (String::new(), String::new())
-        };
-        write!(
-            src,
-            "        {{ // level {level}
+                    plus32(lane)
+                )
+                .expect("write");
+            }
+            let (decl, after) = if level < n {
+                let values: Vec<String> = lanes_of().map(|l| format!("{}{level}_{l} = 0", s.value)).collect();
+                (
+                    format!("            {elem} {};\n", values.join(", ")),
+                    format!("            {}\n", shift(level, turn)),
+                )
+            } else {
+                (String::new(), String::new())
+            };
+            write!(
+                src,
+                "        {{ // level {level}
             const int q = p{q_shift}, to = q - base;
 {decl}            if ({any_lane} && q >= z0{zq_lo} && q < z1{zq_hi}) {{
 {loads}{lanes_code}            }}
 {after}        }}
 ",
-            q_shift = plus32(-l * skew),
-            zq_lo = plus32((n_i - l) * lo[2]),
-            zq_hi = plus32((n_i - l) * hi[2]),
-        )
-        .expect("write");
-    }
-    let advance: String = lanes_of().map(|l| format!(" {}0_{l} = next{l};", s.value)).collect();
-    write!(
-        src,
-        "        {{ // level 0: the input's plane p
+                q_shift = plus32(-l * skew),
+                zq_lo = plus32((n_i - l) * lo[2]),
+                zq_hi = plus32((n_i - l) * hi[2]),
+            )
+            .expect("write");
+        }
+        let advance: String = lanes_of().map(|l| format!(" {}0_{l} = next{l};", s.value)).collect();
+        let next_plane = if turn + 1 < queue_len { "        if (++p >= end) break;\n" } else { "        ++p;\n" };
+        write!(
+            src,
+            "        {{ // level 0: the input's plane p
             const int to = p - base;
             {}
         }}
        {advance}
-{}",
-        shift(0),
-        if s.planes > 0 { "        __syncthreads();\n" } else { "" }
-    )
-    .expect("write");
+{}      }}
+{next_plane}",
+            shift(0, turn),
+            if s.planes > 0 { "        __syncthreads();\n" } else { "" }
+        )
+        .expect("write");
+    }
     src.push_str("    }\n}\n");
     CudaKernel {
         source: src,
