@@ -115,9 +115,7 @@ impl Gpu {
             Err(DriverError(CUresult::CUDA_ERROR_NO_DEVICE)) => return Ok(0),
             r => r.map_err(|e| driver("initialising the CUDA driver (cuInit)", e))?,
         }
-        let mut version = 0;
-        // SAFETY: writes one int.
-        unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| driver("cuDriverGetVersion", e))?;
+        let version = driver_version()?;
         if version < MIN_DRIVER_VERSION {
             return Err(CudaError::DriverTooOld { version, required: MIN_DRIVER_VERSION });
         }
@@ -281,4 +279,12 @@ impl std::fmt::Debug for Gpu {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Gpu({}: {}, {})", self.ordinal(), self.name(), self.arch())
     }
+}
+
+/// The driver's CUDA version (e.g. 13000), after `cuInit`.
+pub(crate) fn driver_version() -> Result<i32, CudaError> {
+    let mut version = 0;
+    // SAFETY: writes one int.
+    unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| driver("cuDriverGetVersion", e))?;
+    Ok(version)
 }

@@ -3,14 +3,14 @@
 //! times the candidates on the launch's own arguments and keeps the fastest, in memory and in the
 //! disk cache; later launches look the choice up.
 
-use super::context::Gpu;
+use super::context::{driver_version, Gpu};
 use super::error::CudaError;
 use super::kernel::{KernelChoice, LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
 use crate::error::LaunchError;
 use crate::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
-use cudarc::driver::{result, sys};
+use cudarc::driver::result;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};
 use stencil_codegen::printer::cuda::{print_kernel, Geometry, Strategy};
@@ -243,14 +243,4 @@ impl Gpu {
         // the launch (dropping a field or a copy waits for the stream).
         unsafe { self.launch(&prepared.kernel, dims, args) }
     }
-}
-
-/// The driver's CUDA version (e.g. 13000), part of a tuning record's key.
-fn driver_version() -> Result<i32, CudaError> {
-    let mut version = 0;
-    // SAFETY: writes one int.
-    unsafe { sys::cuDriverGetVersion(&mut version) }
-        .result()
-        .map_err(|error| CudaError::Driver { during: "cuDriverGetVersion".into(), error })?;
-    Ok(version)
 }
