@@ -32,7 +32,7 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
     shape: &Shape<D>,
     range: &Loop<D>,
 ) -> Result<CudaKernel, StrategyError> {
-    let ir = S::ir();
+    let ir = S::source_ir();
     stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem_bytes(ir)))
 }
 

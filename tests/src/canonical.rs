@@ -408,3 +408,16 @@ pub fn nested(idx: Idx3, g: f64, q: &Field3<f64>, r: &Field3<f64>, out: &mut Fie
     let fz = |p: Idx3| w(p.ix::<0, 0, 1>())[1] - w(p)[1];
     out[idx] = fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) * fz(idx.ix::<0, 0, -1>()) + w(idx)[0];
 }
+
+/// Point functions needed only away from the point itself: on two planes with a gap between
+/// them, at diagonals, calling each other on other planes (what the depot kernel's rings and
+/// widened tiles must get right at the edges of a range).
+#[stencil]
+pub fn lopsided(idx: Idx3, u: &Field3<f64>, v: &Field3<f64>, out: &mut Field3<f64>) {
+    let a = |p: Idx3| u[p] * v[p.ix::<0, 1, 0>()] + 0.25;
+    let b = |p: Idx3| a(p.ix::<1, 0, -1>()) + a(p.ix::<1, 0, 1>()) * u[p.ix::<0, 0, 1>()];
+    let d = |p: Idx3| (b(p.ix::<1, -1, 0>()), a(p.ix::<-1, 1, 1>()) - v[p]);
+    let (d0, d1) = d(idx.ix::<0, 0, 1>());
+    let (e0, e1) = d(idx.ix::<-1, 1, -1>());
+    out[idx] = d0 * e0 - d1 * e1 + b(idx.ix::<1, 1, 0>());
+}

@@ -145,6 +145,13 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let inner = Loop3D::interior(&s1);
     out.push(("point_fns_zmarch".into(), cuda_kernel::<FluxPoints, 3>(zmarch, &s1, &inner).unwrap()));
     out.push(("point_fns_point".into(), cuda_kernel::<FluxPoints, 3>(point, &s1, &inner).unwrap()));
+    let depot = Strategy::Depot { block_x: 32, block_y: 4, planes: 8 };
+    out.push(("point_fns_depot".into(), cuda_kernel::<FluxPoints, 3>(depot, &s1, &inner).unwrap()));
+    let kij2 = Shape3::new([64, 64, 64]).halo(2).order(Order::Kij);
+    out.push((
+        "point_fns_nested_depot_kij".into(),
+        cuda_kernel::<Nested, 3>(depot, &kij2, &Loop3D::interior(&kij2)).unwrap(),
+    ));
     let s64 = Shape3::new([64, 64, 64]).halo_per_axis([1, 1, 2]);
     let steps3: TimeTiling = "steps3_32x32x64".parse().unwrap();
     let f = |t: TimeTiling| cuda_steps_kernel::<Diffusion, 3>(t, "f", &s1, &Loop3D::interior(&s1)).unwrap();

@@ -236,11 +236,13 @@ fn halo_fills_match_the_host() {
     }
 }
 
-/// Point functions on the GPU (the kernel is the inlined form): a flux difference with an upwind
-/// branch and point functions calling point functions, f64, against the host's CPU nest.
+/// Point functions on the GPU (the inlined form, and the depot kernel's shared storage): a flux
+/// difference with an upwind branch, point functions calling point functions, and functions
+/// needed only away from the point (over the interior and a sub-range whose surroundings are
+/// not the output's), f64, against the host's CPU nest.
 #[test]
 fn point_functions_every_strategy_both_layouts() {
-    use stencil_tests::canonical::{FluxUpdate, Nested};
+    use stencil_tests::canonical::{FluxUpdate, Lopsided, Nested};
     let g = gpu();
     let mut rng = Rng(11);
     for order in [Order::Ijk, Order::Kij] {
@@ -262,6 +264,24 @@ fn point_functions_every_strategy_both_layouts() {
             let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
             range.with_strategy(s).run_on(&g, Nested, (1.7, &dq, &dr, &mut dout)).unwrap();
             assert_same(&format!("nested {order:?} {s}"), &nested, &dout.download().unwrap(), f64::to_bits);
+        }
+        let wide = Shape3::new([37, 21, 15]).halo(3).order(order);
+        let (u, v) = (random(wide, &mut rng, |v| v), random(wide, &mut rng, |v| v));
+        let prev = random(wide, &mut rng, |v| v);
+        let (du, dv) = (up(&g, &u), up(&g, &v));
+        for range in [Loop3D::interior(&wide), Loop3D::interior(&wide).shrink([3, 1, 2])] {
+            let mut want = prev.clone();
+            range.run(Lopsided, (&u, &v, &mut want)).unwrap();
+            for s in strategies() {
+                let mut dout = up(&g, &prev);
+                range.with_strategy(s).run_on(&g, Lopsided, (&du, &dv, &mut dout)).unwrap();
+                assert_same(
+                    &format!("lopsided {order:?} {s} {range:?}"),
+                    &want,
+                    &dout.download().unwrap(),
+                    f64::to_bits,
+                );
+            }
         }
     }
 }

@@ -5,9 +5,10 @@
 //! same run, against the minimal traffic of 80 B/cell (read 5 doubles, write 5) and against the
 //! stage's own minimal bytes (fused also reads q_n: 120 B/cell; split writes and re-reads 15 flux
 //! fields: 480 B/cell). The halo fill of a stage's input (5 fields x 3 axes, one kernel) is timed as
-//! its own row. Then the fused HLLC stage written with point functions (`Points`: its kernel is
-//! the inlined form), each row with the number of output values whose bits differ from the fused
-//! stage's. Each row reports its own error instead of stopping the run.
+//! its own row. Then the fused HLLC stage written with point functions (`Points`: under the
+//! usual strategies its kernel is the inlined form; under `depot_*` each point function's values
+//! live in shared memory), each row with the number of output values whose bits differ from the
+//! fused stage's. Each row reports its own error instead of stopping the run.
 //!
 //! `fvm_bench [n]` (default 256).
 
@@ -31,6 +32,22 @@ fn strategies() -> Vec<Option<Strategy>> {
         Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 }),
         Some(Strategy::ZMarch { block_x: 64, block_y: 2, points_per_thread: 8 }),
     ]
+}
+
+/// The strategies of the point-function stage: those above, then depot kernels (each point
+/// function's values kept in shared memory, computed once per block).
+fn points_strategies() -> Vec<Option<Strategy>> {
+    let depot = |block_x, block_y, planes| Some(Strategy::Depot { block_x, block_y, planes });
+    let mut all = strategies();
+    all.extend([
+        depot(32, 4, 8),
+        depot(32, 4, 32),
+        depot(32, 8, 16),
+        depot(64, 2, 16),
+        depot(16, 8, 16),
+        depot(32, 2, 32),
+    ]);
+    all
 }
 
 /// Median device time of `work` in ms over `REPS` runs after `WARMUP`.
@@ -114,15 +131,15 @@ fn main() -> Result<(), Error> {
             }
         }
     }
-    // The same stage written with point functions (its kernel is the inlined form: each value
-    // once per thread, nothing shared between threads), against the fused stage's bits.
+    // The same stage written with point functions (the inlined form: each value once per thread;
+    // the depot: once per block), against the fused stage's bits.
     let e = Euler { riemann: Riemann::Hllc, scheme: Scheme::Fused, ..base };
     e.stage(&gpu, &mut state, 1, dt)?;
     let want: Vec<_> = state.q2.iter().map(|f| gpu.download(f)).collect::<Result<_, _>>()?;
     let (kappa, beta) = e.limiter.kappa_beta();
     let [cx, cy, cz] = e.h.map(|h| dt / h);
     let interior = Loop3D::interior(gpu.shape_of(&state.q[0]));
-    for strategy in strategies() {
+    for strategy in points_strategies() {
         let label = strategy.map_or("default".to_string(), |s| s.to_string());
         let mut run = || -> Result<(), Error> {
             let State { q, q1, q2, .. } = &mut state;

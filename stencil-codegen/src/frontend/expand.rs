@@ -316,9 +316,9 @@ fn stencil_impl(
     let exec = format_ident!("{}", naming::EXEC);
     let exec = quote!(#exec);
     let [range, args] = [naming::RANGE, naming::ARGS].map(|n| format_ident!("{}", n));
-    // The functor's facts (reach, flops), its serialised IR (what the CUDA printer and the IR
-    // interpreter see) are those of the IR with its point functions inlined; the CPU nest keeps
-    // them, computing each once per point.
+    // The functor's facts (reach, flops) are those of the IR with its point functions inlined;
+    // its serialised IR keeps them (the runtime inlines them for most kernels, the depot kernel
+    // keeps their values on chip), and so does the CPU nest, computing each once per point.
     let flat = crate::passes::inline_point_fns(ir);
     let analysis = Analysis::of(&flat);
     let arg_types = declared.iter().map(|u| {
@@ -354,7 +354,7 @@ fn stencil_impl(
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
-    let encoded = flat.encode();
+    let encoded = ir.encode();
     let nest = crate::passes::inline_nested_point_fns(ir);
     let run_host = print_run_host(&nest, &Analysis::of(&nest), &unpack(&args), rt);
     quote! {
@@ -363,9 +363,14 @@ fn stencil_impl(
             const INFO: #rt::StencilInfo = #rt::StencilInfo { name: #name, fields: &[#(#fields),*] };
             const IR: &'static str = #encoded;
 
-            fn ir() -> &'static #rt::codegen::StencilIr {
+            fn source_ir() -> &'static #rt::codegen::StencilIr {
                 static IR: ::std::sync::OnceLock<#rt::codegen::StencilIr> = ::std::sync::OnceLock::new();
                 IR.get_or_init(|| #rt::__private::decode_ir(#name, <Self as #rt::Stencil<#dim>>::IR))
+            }
+
+            fn ir() -> &'static #rt::codegen::StencilIr {
+                static IR: ::std::sync::OnceLock<#rt::codegen::StencilIr> = ::std::sync::OnceLock::new();
+                IR.get_or_init(|| #rt::codegen::passes::inline_point_fns(<Self as #rt::Stencil<#dim>>::source_ir()))
             }
 
             fn erase_args<#exec: #rt::Executor>(args: Self::Args<'_, #exec>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {

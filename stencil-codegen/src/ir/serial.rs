@@ -9,9 +9,11 @@
 //! (param ce scalar f32) (param f field f32 read) (param f_new field f32 write)
 //! (param cfl reduce max f64)
 //! (local t f32)
+//! (pointfn flux (out 1) (let 1 (f32 load 7 1 0 0)))
 //! (sweep forward (let 0 (f32 float 0000000000000000 00000000)))
 //! (store 8 (f32 bin add (f32 scalar 6) (f32 load 7 1 0 0)))
 //! (fold 9 (f64 cast (f32 local 0)))
+//! (store 8 (f32 pv 0 0 -1 0 0))
 //! ```
 //!
 //! Floating-point literals are stored as the bit patterns of their `f64` and `f32` values, so a
@@ -20,13 +22,13 @@
 //! the macro and runtime crates into a compile error.
 
 use super::{
-    BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamKind, ReduceOp, ReduceParam, ScalarType,
-    StencilIr, Stmt, Sweep, SweepOrder, UnOp,
+    BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamKind, PointFn, ReduceOp, ReduceParam,
+    ScalarType, StencilIr, Stmt, Sweep, SweepOrder, UnOp,
 };
 use std::fmt::{self, Write};
 
 /// Version of the serialised form, written in its first line.
-pub const IR_FORMAT: u32 = 3;
+pub const IR_FORMAT: u32 = 4;
 
 /// Why a serialised IR could not be read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -76,11 +78,8 @@ fn name_of<T: PartialEq + Copy>(table: &[(T, &'static str)], v: T) -> &'static s
 }
 
 impl StencilIr {
-    /// The serialised form of this IR (see the module docs); [`StencilIr::decode`] reads it back.
-    ///
-    /// # Panics
-    /// If the IR still has point functions: the serialised form is of the inlined IR
-    /// (`passes::inline_point_fns`), as the functors embed it.
+    /// The serialised form of this IR, point functions included (see the module docs);
+    /// [`StencilIr::decode`] reads it back.
     pub fn encode(&self) -> String {
         let mut out =
             format!("stencil-ir {IR_FORMAT}\n(name {}) (dim {}) (index {})\n", self.name, self.dim, self.index_name);
@@ -96,6 +95,18 @@ impl StencilIr {
         }
         for l in &self.locals {
             writeln!(out, "(local {} {})", l.name, l.ty).expect("writing to a String");
+        }
+        for f in &self.point_fns {
+            write!(out, "(pointfn {} (out", f.name).expect("writing to a String");
+            for o in &f.outputs {
+                write!(out, " {o}").expect("writing to a String");
+            }
+            out.push(')');
+            for s in &f.body {
+                out.push(' ');
+                encode_stmt(s, &mut out);
+            }
+            out.push_str(")\n");
         }
         if let Some(sweep) = &self.sweep {
             write!(out, "(sweep {}", sweep.order.word()).expect("writing to a String");
@@ -170,6 +181,24 @@ impl StencilIr {
         while r.peek_item("local") {
             let l = r.keyed("local", |r| Ok(Local { name: r.ident()?, ty: r.scalar_type()? }))?;
             ir.locals.push(l);
+        }
+        while r.peek_item("pointfn") {
+            let f = r.keyed("pointfn", |r| {
+                let name = r.ident()?;
+                let outputs = r.keyed("out", |r| {
+                    let mut outputs = Vec::new();
+                    while r.tokens.get(r.pos) != Some(&")") {
+                        outputs.push(r.index(ir.locals.len(), "local")?);
+                    }
+                    Ok(outputs)
+                })?;
+                let mut body = Vec::new();
+                while r.tokens.get(r.pos) != Some(&")") {
+                    body.push(r.stmt(&ir)?);
+                }
+                Ok(PointFn { name, body, outputs })
+            })?;
+            ir.point_fns.push(f);
         }
         if r.peek_item("sweep") {
             let sweep = r.keyed("sweep", |r| {
@@ -275,8 +304,8 @@ fn encode_expr(e: &Expr, out: &mut String) {
         }
         ExprKind::Level => out.push_str("level"),
         ExprKind::Levels => out.push_str("levels"),
-        ExprKind::PointValue { .. } => {
-            panic!("point functions are inlined (passes::inline_point_fns) before the IR is serialised")
+        ExprKind::PointValue { func, output, offset: [i, j, k] } => {
+            write!(out, "pv {func} {output} {i} {j} {k}").expect("writing to a String")
         }
     }
     out.push(')');
@@ -449,6 +478,12 @@ impl<'a> Reader<'a> {
             "select" => ExprKind::Select(boxed(self)?, boxed(self)?, boxed(self)?),
             "level" => ExprKind::Level,
             "levels" => ExprKind::Levels,
+            "pv" => {
+                // Only the functions declared before: a function calls the earlier ones.
+                let func = self.index(ir.point_fns.len(), "point function")?;
+                let output = self.index(ir.point_fns[func].outputs.len(), "point function output")?;
+                ExprKind::PointValue { func, output, offset: [self.number()?, self.number()?, self.number()?] }
+            }
             t => match UN_OPS.iter().find(|(_, n)| *n == t) {
                 Some((op, _)) => ExprKind::Unary(*op, boxed(self)?),
                 None => return Err(self.error(format!("`{t}` is not an expression"))),
@@ -545,6 +580,26 @@ mod tests {
         let text = ir.encode();
         assert!(text.contains("(sweep backward (let 1"), "{text}");
         assert_eq!(StencilIr::decode(&text), Ok(ir));
+    }
+
+    #[test]
+    fn point_functions_round_trip() {
+        let mut ir = sample();
+        ir.locals.push(Local { name: "flux".into(), ty: ScalarType::F32 });
+        let load = f32e(ExprKind::Load { field: 1, offset: [1, 0, 0] });
+        ir.point_fns.push(PointFn {
+            name: "fx".into(),
+            body: vec![Stmt::Let { local: 1, init: Some(load) }],
+            outputs: vec![1],
+        });
+        let value = f32e(ExprKind::PointValue { func: 0, output: 0, offset: [-1, 0, 2] });
+        ir.body.push(Stmt::Store { field: 2, value });
+        let text = ir.encode();
+        assert!(text.contains("(pointfn fx (out 1) (let 1") && text.contains("pv 0 0 -1 0 2"), "{text}");
+        assert_eq!(StencilIr::decode(&text), Ok(ir));
+        // A value of a function not declared (yet), or an output it lacks, is refused.
+        assert!(StencilIr::decode(&text.replace("pv 0 0", "pv 1 0")).unwrap_err().message.contains("point function"));
+        assert!(StencilIr::decode(&text.replace("pv 0 0", "pv 0 1")).unwrap_err().message.contains("output"));
     }
 
     #[test]

@@ -169,7 +169,7 @@ impl Executor for Gpu {
         let plan = LaunchPlan {
             name: S::INFO.name,
             ir_text: S::IR,
-            ir,
+            ir: S::source_ir(),
             geometry: geometry(&shape, range, max_elem_bytes(ir)),
             len,
             origin,
@@ -180,7 +180,7 @@ impl Executor for Gpu {
             Some(s) => s,
             None => self.choose_strategy(&plan)?,
         };
-        let prepared = self.prepared(ir, S::INFO.name, plan.key(strategy))?;
+        let prepared = self.prepared(plan.ir, S::INFO.name, plan.key(strategy))?;
         tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
         Ok(self.launch_prepared(&prepared, len, origin, &plan.args)?)
     }

@@ -26,6 +26,8 @@ pub(crate) struct LaunchPlan<'a> {
     pub(crate) name: &'static str,
     /// Its serialised IR (whose address identifies the stencil in the launch table).
     pub(crate) ir_text: &'static str,
+    /// Its IR as written (`Stencil::source_ir`: the printers inline the point functions, or
+    /// keep them on chip).
     pub(crate) ir: &'static StencilIr,
     pub(crate) geometry: Geometry,
     /// Points along the layout axes (c, m, o).

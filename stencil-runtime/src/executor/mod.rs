@@ -62,10 +62,16 @@ pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
     type Args<'a, E: Executor>;
     /// Name and field accesses.
     const INFO: StencilInfo;
-    /// The IR in its serialised form ([`StencilIr::decode`]).
+    /// The IR in its serialised form ([`StencilIr::decode`]), point functions included.
     const IR: &'static str;
 
-    /// The stencil's IR, decoded from [`Stencil::IR`] on first use and kept.
+    /// The stencil's IR as written, decoded from [`Stencil::IR`] on first use and kept: its
+    /// point functions are separate (what the depot kernel keeps on chip).
+    fn source_ir() -> &'static StencilIr;
+
+    /// The stencil's IR with its point functions inlined (`passes::inline_point_fns`; the same
+    /// as [`Stencil::source_ir`] without point functions), computed on first use and kept: what
+    /// the launch checks and most kernels see.
     fn ir() -> &'static StencilIr;
 
     /// Runs the point update over `range` on the CPU (rayon), after checking the launch.

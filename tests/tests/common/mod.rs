@@ -27,6 +27,8 @@ pub fn strategies() -> Vec<Strategy> {
         Strategy::Stream25D { tile_x: 16, tile_y: 5 },
         Strategy::SharedTile3D { tile: [32, 4, 4] },
         Strategy::SharedTile3D { tile: [8, 8, 3] },
+        Strategy::Depot { block_x: 32, block_y: 4, planes: 8 },
+        Strategy::Depot { block_x: 16, block_y: 3, planes: 5 },
     ]
 }
 

@@ -11,6 +11,12 @@ pub trait Access {
     fn load(&self, field: usize, offset: [i32; 3]) -> String;
     /// C statement writing `value` to the current point of field `field`.
     fn store(&self, field: usize, value: &str) -> String;
+    /// C expression for output `output` of point function `func` at stencil offset `offset`
+    /// (only for a strategy that keeps point functions: the others print the inlined IR).
+    fn point_value(&self, func: usize, output: usize, offset: [i32; 3]) -> String {
+        let _ = (func, output, offset);
+        unreachable!("point functions are inlined (passes::inline_point_fns) before this kernel is printed")
+    }
 }
 
 /// The C name of a scalar type.
@@ -128,9 +134,7 @@ impl CPrinter<'_> {
             ExprKind::Select(c, a, b) => format!("({} ? {} : {})", self.expr(c), self.expr(a), self.expr(b)),
             ExprKind::Level => crate::naming::C_LEVEL.to_string(),
             ExprKind::Levels => crate::naming::C_LEVELS.to_string(),
-            ExprKind::PointValue { .. } => {
-                unreachable!("point functions are inlined (passes::inline_point_fns) before CUDA is printed")
-            }
+            ExprKind::PointValue { func, output, offset } => self.access.point_value(*func, *output, *offset),
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod c_body;
 mod column;
+mod depot;
 mod kernel;
 mod plane_tile;
 mod point_per_thread;
@@ -64,6 +65,20 @@ pub enum Strategy {
         /// Tile (= block) size along (c, m, o).
         tile: [u32; 3],
     },
+    /// For stencils with point functions (seed 000's data depot): a 2D block over (c, m) walks
+    /// `planes` planes along o, one point per thread, and keeps each point function's values
+    /// in shared memory (a ring of planes where they are needed at several o offsets, the tile
+    /// widened by the offsets across the plane where other threads read them), so each value
+    /// is computed once per block rather than once per point that reads it. Without point
+    /// functions it is a plain z-march through the read-only cache.
+    Depot {
+        /// Threads along c.
+        block_x: u32,
+        /// Threads along m.
+        block_y: u32,
+        /// Planes each block walks along o.
+        planes: u32,
+    },
 }
 
 impl Strategy {
@@ -88,6 +103,7 @@ impl Strategy {
             }
             Strategy::Stream25D { tile_x, tile_y } => format!("stream25d_{tile_x}x{tile_y}"),
             Strategy::SharedTile3D { tile: [x, y, z] } => format!("smem3d_{x}x{y}x{z}"),
+            Strategy::Depot { block_x, block_y, planes } => format!("depot_{block_x}x{block_y}x{planes}"),
         }
     }
 }
@@ -96,10 +112,10 @@ impl std::str::FromStr for Strategy {
     type Err = String;
 
     /// The strategy a [`Strategy::label`] names (`zmarch_64x4x16`, `point_128x2x1`,
-    /// `stream25d_32x8`, `smem3d_32x4x4`).
+    /// `stream25d_32x8`, `smem3d_32x4x4`, `depot_32x4x16`).
     fn from_str(label: &str) -> Result<Self, String> {
         let bad = || {
-            format!("`{label}` is not a strategy label: use e.g. zmarch_64x4x16, point_128x2x1, stream25d_32x8 or smem3d_32x4x4")
+            format!("`{label}` is not a strategy label: use e.g. zmarch_64x4x16, point_128x2x1, stream25d_32x8, smem3d_32x4x4 or depot_32x4x16")
         };
         let (kind, sizes) = label.split_once('_').ok_or_else(bad)?;
         let n: Vec<u32> = sizes.split('x').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
@@ -110,6 +126,7 @@ impl std::str::FromStr for Strategy {
             }
             ("stream25d", &[tile_x, tile_y]) => Strategy::Stream25D { tile_x, tile_y },
             ("smem3d", &[x, y, z]) => Strategy::SharedTile3D { tile: [x, y, z] },
+            ("depot", &[block_x, block_y, planes]) => Strategy::Depot { block_x, block_y, planes },
             _ => return Err(bad()),
         })
     }
@@ -246,19 +263,26 @@ pub const STREAM_PLANES: u32 = 32;
 /// Prints the kernel of `ir` for `strategy` and fields laid out as `geometry` says (analysing
 /// `ir` first; a caller printing several kernels of one stencil analyses it once and calls
 /// [`print_kernel_with`]).
-/// A stencil's point functions are inlined first (the functors' IR has them inlined already).
+/// A stencil's point functions are inlined first, except for [`Strategy::Depot`], which keeps
+/// them (the field facts are still those of the inlined IR).
 pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
     if !ir.point_fns.is_empty() {
         let flat = crate::passes::inline_point_fns(ir);
-        return print_kernel_with(&flat, &Analysis::of(&flat), strategy, geometry);
+        let analysis = Analysis::of(&flat);
+        if matches!(strategy, Strategy::Depot { .. }) && ir.sweep.is_none() {
+            return print_kernel_with(ir, &analysis, strategy, geometry);
+        }
+        return print_kernel_with(&flat, &analysis, strategy, geometry);
     }
     print_kernel_with(ir, &Analysis::of(ir), strategy, geometry)
 }
 
-/// Prints the kernel of `ir`, whose analysis is `analysis`, for `strategy` and `geometry`.
+/// Prints the kernel of `ir`, whose analysis is `analysis` (of the inlined IR), for `strategy`
+/// and `geometry`.
 ///
 /// # Panics
-/// If `ir` still has point functions: inline them first (`passes::inline_point_fns`).
+/// If `ir` still has point functions and the strategy is not [`Strategy::Depot`]: inline them
+/// first (`passes::inline_point_fns`).
 pub fn print_kernel_with(
     ir: &StencilIr,
     analysis: &Analysis,
@@ -266,7 +290,7 @@ pub fn print_kernel_with(
     geometry: &Geometry,
 ) -> Result<CudaKernel, StrategyError> {
     assert!(
-        ir.point_fns.is_empty(),
+        ir.point_fns.is_empty() || matches!(strategy, Strategy::Depot { .. }),
         "stencil `{}`: inline its point functions (passes::inline_point_fns) before printing CUDA",
         ir.name
     );
@@ -289,6 +313,12 @@ pub fn print_kernel_with(
         }
         Strategy::Stream25D { tile_x, tile_y } => tile_x * tile_y,
         Strategy::SharedTile3D { tile } => tile.iter().product(),
+        Strategy::Depot { block_x, block_y, planes } => {
+            if planes == 0 {
+                return Err(bad(strategy, "planes must be at least 1"));
+            }
+            block_x * block_y
+        }
     };
     if threads == 0 || threads > 1024 {
         return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
@@ -301,6 +331,7 @@ pub fn print_kernel_with(
         }
         Strategy::Stream25D { tile_x, tile_y } => zmarch::print(&k, tile_x, tile_y, STREAM_PLANES, true),
         Strategy::SharedTile3D { tile } => shared_tile3d::print(&k, tile),
+        Strategy::Depot { block_x, block_y, planes } => depot::print(&k, block_x, block_y, planes)?,
     })
 }
 
@@ -366,5 +397,5 @@ fn bad(strategy: Strategy, reason: &str) -> StrategyError {
 /// Whether the stencil reads any field at a non-zero offset (strategies that stage neighbours in
 /// shared memory have nothing to stage otherwise).
 pub fn has_neighbours(ir: &StencilIr) -> bool {
-    Analysis::of(ir).has_neighbours()
+    Analysis::of(&crate::passes::inline_point_fns(ir)).has_neighbours()
 }
