@@ -121,6 +121,10 @@ pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strate
             point(128, 2, 1),
             point(32, 4, 2),
         ]);
+        if !ir.point_fns.is_empty() {
+            let depot = |block_x, block_y, planes| Strategy::Depot { block_x, block_y, planes };
+            list.extend([depot(32, 8, 16), depot(16, 16, 16), depot(32, 4, 16), depot(32, 8, 32)]);
+        }
         if has_neighbours(ir) {
             list.extend([Strategy::Stream25D { tile_x: 32, tile_y: 8 }, Strategy::Stream25D { tile_x: 64, tile_y: 4 }]);
         }

@@ -266,3 +266,32 @@ fn every_kernel_compiles_with_nvrtc() {
     }
     println!("{}", report.join("\n"));
 }
+
+/// The depot kernels of random stencils with point functions (the fuzz generator's) compile with
+/// NVRTC: point functions calling each other at random offsets on random planes.
+#[cfg(feature = "cuda")]
+#[test]
+fn random_depot_kernels_compile_with_nvrtc() {
+    use stencil_codegen::printer::cuda::print_kernel;
+    use stencil_codegen::StencilIr;
+    use stencil_runtime::cuda::compile_check;
+    use stencil_tests::fuzz::gen::Generated;
+    let shape = Shape3::new([16; 3]).halo(2);
+    let geometry = stencil_runtime::cuda_source::geometry(&shape, &Loop3D::interior(&shape), 8);
+    let depot = Strategy::Depot { block_x: 16, block_y: 4, planes: 4 };
+    let mut compiled = 0;
+    for seed in (1u64 << 40)..(1 << 40) + 400 {
+        let source = Generated::new(seed).source();
+        let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+        if ir.point_fns.is_empty() || ir.reduces() {
+            continue;
+        }
+        let k = print_kernel(&ir, depot, &geometry).unwrap_or_else(|e| panic!("{source}\n{e}"));
+        compile_check(&k.source, "sm_90", &[]).unwrap_or_else(|e| panic!("{source}\n{e}\n{}", k.source));
+        compiled += 1;
+        if compiled == 24 {
+            break;
+        }
+    }
+    assert_eq!(compiled, 24, "too few random stencils with point functions");
+}

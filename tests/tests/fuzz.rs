@@ -12,7 +12,8 @@
 //!   or two levels back) × `STENCIL_FUZZ_RUNS`, against the interpreter walking each column.
 //! - `lowering_matches_the_generator`: `STENCIL_FUZZ_CASES` (default 1000) further random
 //!   stencils lowered from text (their point functions inlined); the IR interpreter equals the generator's own evaluation, the IR
-//!   survives its encoding, and CUDA prints for two strategies.
+//!   survives its encoding, and CUDA prints for two strategies; the IR with its point functions
+//!   also survives its encoding and prints the depot kernel.
 //! - `broken_sources_are_errors_not_panics`: `STENCIL_FUZZ_CASES` random mutations of valid
 //!   stencils (tokens deleted, inserted, swapped, offsets made huge or non-literal); lowering gives
 //!   `Ok` or `Err`, never a panic, and whatever lowers also prints.
@@ -304,6 +305,14 @@ fn lowering_matches_the_generator() {
         let ir = lower(&source);
         assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
         print_cuda(&ir, &geometry).unwrap_or_else(|e| panic!("{source}\n{e}"));
+        // As written (what the functor embeds): point functions survive the encoding, and the
+        // depot kernel keeps them.
+        let written = StencilIr::from_source(&source).expect("lowered above");
+        assert_eq!(StencilIr::decode(&written.encode()).as_ref(), Ok(&written), "{source}");
+        if !written.reduces() {
+            let depot = Strategy::Depot { block_x: 16, block_y: 4, planes: 4 };
+            print_kernel(&written, depot, &geometry).unwrap_or_else(|e| panic!("{source}\n{e}"));
+        }
         // Inputs as a function of field and offset; the parameters are scalars, inputs, outputs.
         let mut rng = SplitMix64::new(seed);
         let salt = rng.next_u64();

@@ -21,7 +21,9 @@ pub(super) fn min_bytes(fields: &[FieldAccess]) -> usize {
     fields.iter().map(|f| (f.is_read() as usize + f.written as usize) * f.elem.size_bytes()).sum()
 }
 
-fn stmts_flops(body: &[Stmt]) -> usize {
+/// Floating-point operations of `body` (as [`flops_per_point`] counts them; the values of point
+/// functions it reads count nothing).
+pub fn stmts_flops(body: &[Stmt]) -> usize {
     body.iter()
         .map(|s| match s {
             Stmt::Let { init, .. } => init.as_ref().map_or(0, expr_flops),

@@ -6,7 +6,7 @@ mod access;
 mod cost;
 
 pub use access::{field_accesses, FieldAccess};
-pub use cost::{flops_per_point, min_bytes_per_point};
+pub use cost::{flops_per_point, min_bytes_per_point, stmts_flops};
 
 use crate::ir::{ParamId, StencilIr};
 

@@ -4,13 +4,16 @@
 //! A 2D block over (c, m) walks `planes` planes along o, one point per thread. Each point
 //! function gets shared-memory storage sized by where the stencil needs its values (`Needs`,
 //! the offsets of every call, composed through the functions that call it):
-//! - needed on one plane offset only: one array over the block's tile widened by the offsets
-//!   along c and m, recomputed every plane (its own point by each thread, the rest of the array,
-//!   the *halo*, shared out among the threads);
-//! - needed on several plane offsets: a ring over the tile holding one plane per offset; each
-//!   plane the thread computes its own point of the newest plane only (the first plane also
-//!   fills the older ones), and a plane offset needed beyond the thread's own point gets an
-//!   array over the widened tile, its tile part copied from the ring and its halo computed.
+//! - on a plane offset where other threads read its values (offsets along c or m): an array over
+//!   the block's tile widened by those offsets, recomputed every plane (its own point by each
+//!   thread, the rest of the array, the *halo*, shared out among consecutive threads);
+//! - on several plane offsets, where a value costs at least `RING_MIN_FLOPS` operations: a ring
+//!   over the tile holding one plane per offset; each plane the thread computes its own point
+//!   of the newest plane only (the first plane also fills the older ones), and the arrays of
+//!   the ring's planes take their tile part from it;
+//! - anywhere else (the thread's own point on a plane, a cheap function off the plane): computed
+//!   where it is read, as the inlined form does (computed once either way, or a value of a few
+//!   operations that is not worth shared memory and a barrier).
 //!
 //! For the Euler stage (primitive state `w` at 13 points, face fluxes `fx`, `fy`, `fz` at two
 //! points each) that is: `w` once per cell and plane (plus its halo of 2 on the plane), each face
@@ -24,9 +27,11 @@
 //! function's storage from reads by other threads; a thread's own point needs none.
 
 use super::c_body::{c_type, print_stmts, Access};
-use super::kernel::{layout_offset, KernelParts};
+use super::kernel::KernelParts;
 use super::{CudaKernel, StrategyError, MAX_SHARED_BYTES};
+use crate::analysis::stmts_flops;
 use crate::ir::{visit_exprs, ExprKind, Stmt};
+use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
 
@@ -37,6 +42,20 @@ type Box2 = [i32; 4];
 /// offsets, relative to the points of the block's tile.
 type Needs = BTreeMap<i32, Box2>;
 
+/// Values computed where they are read: (function, offset in layout axes) → their C variables.
+type Inline = BTreeMap<(usize, [i32; 3]), Vec<String>>;
+
+/// The box of the point itself.
+const OWN: Box2 = [0; 4];
+
+/// Fewest operations of a value for a ring of planes: cheaper values needed at the thread's own
+/// point off the plane (a difference, a product) are recomputed there. Measured on the Euler
+/// stage (H100, 256³ f64, `depot_32x8x16`): the primitive state (13 operations) in a ring of 5
+/// planes, 111 KB per block, 5.31 Gcell/s; recomputed where the z faces read it, 60 KB per
+/// block but 92 registers (2 blocks per SM either way), 4.86 Gcell/s (5.20 with registers
+/// capped for 3 blocks, which spills).
+const RING_MIN_FLOPS: usize = 8;
+
 fn grow(b: &mut Box2, o: Box2) {
     b[0] = b[0].min(o[0]);
     b[1] = b[1].max(o[1]);
@@ -46,6 +65,17 @@ fn grow(b: &mut Box2, o: Box2) {
 
 fn shifted(b: Box2, dc: i32, dm: i32) -> Box2 {
     [b[0] + dc, b[1] + dc, b[2] + dm, b[3] + dm]
+}
+
+fn plus3(a: [i32; 3], b: [i32; 3]) -> [i32; 3] {
+    std::array::from_fn(|i| a[i] + b[i])
+}
+
+fn hull(needs: &Needs) -> Box2 {
+    let mut it = needs.values();
+    let mut b = *it.next().expect("a needed function");
+    it.for_each(|o| grow(&mut b, *o));
+    b
 }
 
 /// The point values (function, offset in layout axes) `body` reads.
@@ -62,20 +92,52 @@ fn calls(k: &KernelParts, body: &[Stmt]) -> Vec<(usize, [i32; 3])> {
     out
 }
 
+/// Needs of every point function, composed from the body's calls through the functions' own
+/// calls (a function only calls earlier ones, so one backward pass suffices), and which
+/// functions get a ring. A function in a ring is computed for every tile point its hull covers
+/// on every plane of the ring, so its callees are needed at its hull on each of them.
+fn plan(k: &KernelParts) -> (Vec<Needs>, Vec<bool>) {
+    let n = k.ir.point_fns.len();
+    let mut needs = vec![Needs::new(); n];
+    let mut rings = vec![false; n];
+    let add = |needs: &mut Vec<Needs>, func: usize, dz: i32, b: Box2| {
+        grow(needs[func].entry(dz).or_insert(b), b);
+    };
+    for (func, [dc, dm, dz]) in calls(k, &k.ir.body) {
+        add(&mut needs, func, dz, [dc, dc, dm, dm]);
+    }
+    for g in (0..n).rev() {
+        let body = &k.ir.point_fns[g].body;
+        let planes: Vec<(i32, Box2)> = match (needs[g].keys().next(), needs[g].keys().next_back()) {
+            (Some(&lo), Some(&hi)) if lo < hi && stmts_flops(body) >= RING_MIN_FLOPS => {
+                rings[g] = true;
+                let hull = hull(&needs[g]);
+                (lo..=hi).map(|dz| (dz, hull)).collect()
+            }
+            _ => needs[g].iter().map(|(&dz, &b)| (dz, b)).collect(),
+        };
+        for (h, [rc, rm, ro]) in calls(k, body) {
+            for &(dz, b) in &planes {
+                add(&mut needs, h, dz + ro, shifted(b, rc, rm));
+            }
+        }
+    }
+    (needs, rings)
+}
+
 /// How one point function's values are stored.
 struct Storage {
     needs: Needs,
     /// The box of every plane's offsets: where the function is computed at all.
     hull: Box2,
-    /// Plane offsets of the ring (lowest, highest); `None` for a function needed on one plane.
+    /// Plane offsets of the ring (lowest, highest).
     ring: Option<(i32, i32)>,
-    /// Plane offsets with an array over the widened tile.
-    arrays: Vec<i32>,
+    /// Shared-memory byte offsets of the ring, per output.
+    ring_at: Vec<u32>,
+    /// Plane offsets with an array over the widened tile, and the arrays' byte offsets per output.
+    array_at: BTreeMap<i32, Vec<u32>>,
     /// C types of the outputs.
     types: Vec<&'static str>,
-    /// Shared-memory byte offsets: the ring per output, then each array per output.
-    ring_at: Vec<u32>,
-    array_at: BTreeMap<i32, Vec<u32>>,
 }
 
 impl Storage {
@@ -85,6 +147,11 @@ impl Storage {
         let b = self.needs[&dz];
         [b[0].min(0), block[0] - 1 + b[1].max(0), b[2].min(0), block[1] - 1 + b[3].max(0)]
     }
+
+    /// Whether the values at plane offset `dz` are stored (else computed where read).
+    fn stores(&self, dz: i32) -> bool {
+        self.array_at.contains_key(&dz) || self.ring.is_some_and(|(lo, hi)| (lo..=hi).contains(&dz))
+    }
 }
 
 /// The depot kernel's plan: storage per point function.
@@ -92,63 +159,42 @@ struct Depot<'a> {
     k: &'a KernelParts<'a>,
     block: [i32; 2],
     store: Vec<Storage>,
+    /// Values computed where they are read so far (their C variables are numbered).
+    inlined: Cell<usize>,
 }
 
-/// Needs of every point function, composed from the body's calls through the functions' own
-/// calls (a function only calls earlier ones, so one backward pass suffices). A function on
-/// several planes is computed for every tile point its hull covers on every plane of its ring,
-/// so its callees are needed at its hull on each of them.
-fn needs(k: &KernelParts) -> Vec<Needs> {
-    let n = k.ir.point_fns.len();
-    let mut needs = vec![Needs::new(); n];
-    let add = |needs: &mut Vec<Needs>, func: usize, dz: i32, b: Box2| {
-        grow(needs[func].entry(dz).or_insert(b), b);
-    };
-    for (func, [dc, dm, dz]) in calls(k, &k.ir.body) {
-        add(&mut needs, func, dz, [dc, dc, dm, dm]);
-    }
-    for g in (0..n).rev() {
-        let planes: Vec<(i32, Box2)> = match (needs[g].keys().next(), needs[g].keys().next_back()) {
-            (Some(&lo), Some(&hi)) if lo < hi => {
-                let hull = hull(&needs[g]);
-                (lo..=hi).map(|dz| (dz, hull)).collect()
-            }
-            _ => needs[g].iter().map(|(&dz, &b)| (dz, b)).collect(),
-        };
-        for (h, [rc, rm, ro]) in calls(k, &k.ir.point_fns[g].body) {
-            for &(dz, b) in &planes {
-                add(&mut needs, h, dz + ro, shifted(b, rc, rm));
-            }
-        }
-    }
-    needs
-}
-
-fn hull(needs: &Needs) -> Box2 {
-    let mut it = needs.values();
-    let mut b = *it.next().expect("a needed function");
-    it.for_each(|o| grow(&mut b, *o));
-    b
-}
-
-/// Where a value is computed and read: the plane offset and the C expressions of the tile
-/// coordinates (`tc`, `tm`: the thread's own point or a halo point).
+/// Where a value is computed: `at` (layout axes) from the point (`tc`, `tm`) of the plane the
+/// block is on (whose linear index is `idx`), and the values computed there for it.
 struct Site<'a> {
     depot: &'a Depot<'a>,
-    dz: i32,
+    at: [i32; 3],
+    inline: Inline,
 }
 
 impl Access for Site<'_> {
     fn load(&self, field: usize, offset: [i32; 3]) -> String {
-        let along = layout_offset(self.depot.k, self.dz);
-        self.depot.k.global_load(field, "idx", std::array::from_fn(|a| offset[a] + along[a]))
+        let k = self.depot.k;
+        let layout = plus3(k.geo.layout_offset_of(offset), self.at);
+        let mut ir = [0; 3];
+        for (l, &axis) in k.geo.layout.iter().enumerate() {
+            if axis < 3 {
+                ir[axis] = layout[l];
+            }
+        }
+        k.global_load(field, "idx", ir)
     }
     fn store(&self, field: usize, value: &str) -> String {
         format!("{}[idx] = {value};", self.depot.k.name(field))
     }
     fn point_value(&self, func: usize, output: usize, offset: [i32; 3]) -> String {
-        let [dc, dm, dz] = self.depot.k.geo.layout_offset_of(offset);
-        self.depot.read(func, output, self.dz + dz, dc, dm)
+        let r = self.depot.k.geo.layout_offset_of(offset);
+        match self.inline.get(&(func, r)) {
+            Some(vars) => vars[output].clone(),
+            None => {
+                let [dc, dm, dz] = plus3(self.at, r);
+                self.depot.read(func, output, dz, dc, dm)
+            }
+        }
     }
 }
 
@@ -158,7 +204,7 @@ impl Depot<'_> {
     }
 
     /// C expression of output `output` of function `func` at plane offset `dz`, at tile point
-    /// (`tc` + `dc`, `tm` + `dm`).
+    /// (`tc` + `dc`, `tm` + `dm`), from its storage.
     fn read(&self, func: usize, output: usize, dz: i32, dc: i32, dm: i32) -> String {
         let s = &self.store[func];
         if s.array_at.contains_key(&dz) {
@@ -173,16 +219,8 @@ impl Depot<'_> {
         }
         let (lo, hi) = s.ring.unwrap_or_else(|| panic!("point function {func} has no storage at plane {dz}"));
         assert!((lo..=hi).contains(&dz), "point function {func}: plane {dz} outside its ring {lo}..={hi}");
-        format!(
-            "{}[((to + {}) % {}) * {} + (tm{}) * {} + (tc{})]",
-            var(func, output, None),
-            dz - lo,
-            hi - lo + 1,
-            self.tile(),
-            signed(dm),
-            self.block[0],
-            signed(dc)
-        )
+        assert!((dc, dm) == (0, 0), "point function {func}: its ring is read at the thread's own point only");
+        ring_slot(self, func, output, dz)
     }
 
     /// The C condition under which function `func` is computed at tile point (`tc`, `tm`) for
@@ -204,56 +242,132 @@ impl Depot<'_> {
         )
     }
 
-    /// Computes function `func` at plane offset `dz` at the current (`tc`, `tm`) and `idx`, and
-    /// writes its outputs with `target(output)` (a C lvalue).
-    fn compute(&self, func: usize, dz: i32, target: &dyn Fn(usize) -> String, pad: &str) -> String {
+    /// Statements computing the values `body`, evaluated at `at`, reads that are not stored
+    /// (declared as C variables first), and the map from each to its variables.
+    fn unstored(&self, body: &[Stmt], at: [i32; 3], pad: &str) -> (String, Inline) {
+        let mut code = String::new();
+        let mut inline = BTreeMap::new();
+        for (h, r) in calls(self.k, body) {
+            let p = plus3(at, r);
+            if self.store[h].stores(p[2]) {
+                continue;
+            }
+            let n = self.inlined.get();
+            self.inlined.set(n + 1);
+            let vars: Vec<String> = (0..self.store[h].types.len()).map(|o| format!("__iv{n}_{o}")).collect();
+            for (v, t) in vars.iter().zip(&self.store[h].types) {
+                writeln!(code, "{pad}{t} {v};").expect("write");
+            }
+            code.push_str(&self.compute(h, p, &|o| vars[o].clone(), pad));
+            inline.insert((h, r), vars);
+        }
+        (code, inline)
+    }
+
+    /// Computes function `func` at `at` from the current (`tc`, `tm`) and `idx`, and writes its
+    /// outputs with `target(output)` (a C lvalue).
+    fn compute(&self, func: usize, at: [i32; 3], target: &dyn Fn(usize) -> String, pad: &str) -> String {
         let f = &self.k.ir.point_fns[func];
-        let mut s = format!("{pad}{{\n");
-        s.push_str(&print_stmts(self.k.ir, &f.body, &Site { depot: self, dz }, pad.len() + 4));
+        let inner = format!("{pad}    ");
+        let (pre, inline) = self.unstored(&f.body, at, &inner);
+        let mut s = format!("{pad}{{\n{pre}");
+        s.push_str(&print_stmts(self.k.ir, &f.body, &Site { depot: self, at, inline }, inner.len()));
         for (o, local) in f.outputs.iter().enumerate() {
-            writeln!(s, "{pad}    {} = {};", target(o), self.k.ir.locals[*local].name).expect("write");
+            writeln!(s, "{inner}{} = {};", target(o), self.k.ir.locals[*local].name).expect("write");
         }
         writeln!(s, "{pad}}}").expect("write");
         s
     }
 
+    /// The functions whose storage code computing `body` at `at` reads, and whether a read is
+    /// of a point another thread wrote (`across`: the site is not the thread's own point, or
+    /// the offset is along the plane).
+    fn reads(&self, body: &[Stmt], at: [i32; 3], halo: bool, out: &mut BTreeMap<usize, bool>) {
+        for (h, r) in calls(self.k, body) {
+            let p = plus3(at, r);
+            if self.store[h].stores(p[2]) {
+                *out.entry(h).or_insert(false) |= halo || (p[0], p[1]) != (0, 0);
+            } else {
+                self.reads(&self.k.ir.point_fns[h].body, p, halo, out);
+            }
+        }
+    }
+
+    /// A barrier, if code computing `body` at `at` reads storage another thread wrote since the
+    /// last one (`dirty`).
+    fn barrier(&self, body: &[Stmt], at: [i32; 3], halo: bool, dirty: &mut BTreeSet<usize>, out: &mut String) {
+        let mut reads = BTreeMap::new();
+        self.reads(body, at, halo, &mut reads);
+        if reads.iter().any(|(h, across)| *across && dirty.contains(h)) {
+            writeln!(out, "        __syncthreads();").expect("write");
+            dirty.clear();
+        }
+    }
+
     /// The halo of the array of `func` at plane offset `dz`: every point of its region outside
-    /// the tile, shared out among the block's threads.
+    /// the tile, numbered row by row (the rows below and above the tile, then the ends of the
+    /// tile's rows) and shared out among consecutive threads, so that a halo of a few points
+    /// costs one warp, not one warp per point.
     fn halo(&self, func: usize, dz: i32, pad: &str) -> String {
         let s = &self.store[func];
         let r = s.region(dz, self.block);
-        let (w, h) = (r[1] - r[0] + 1, r[3] - r[2] + 1);
-        if (w, h) == (self.block[0], self.block[1]) {
+        let [bx, by] = self.block;
+        let w = r[1] - r[0] + 1;
+        let (below, above, left, right) = (-r[2], r[3] - (by - 1), -r[0], r[1] - (bx - 1));
+        let (rows, ends) = (w * (below + above), by * (left + right));
+        if rows + ends == 0 {
             return String::new();
         }
-        let [bx, by] = self.block;
+        // Row `q` of the rows outside the tile, and point `q` of the row ends.
+        let row_m = if above == 0 {
+            format!("__q{}", signed(r[2]))
+        } else if below == 0 {
+            format!("__q + {by}")
+        } else {
+            format!("(__q < {below} ? __q{} : __q + {})", signed(r[2]), by - below)
+        };
+        let end_c = if right == 0 {
+            format!("__q{}", signed(r[0]))
+        } else if left == 0 {
+            format!("__q + {bx}")
+        } else {
+            format!("(__q < {left} ? __q{} : __q + {})", signed(r[0]), bx - left)
+        };
+        let (rows_pos, ends_pos) = (
+            format!("const int __q = __h / {w}; tm = {row_m}; tc = __h % {w}{};", signed(r[0])),
+            format!(
+                "const int __k = __h - {rows}, __q = __k % {}; tm = __k / {}; tc = {end_c};",
+                left + right,
+                left + right
+            ),
+        );
+        let position = match (rows, ends) {
+            (0, _) => format!("{{ {ends_pos} }}"),
+            (_, 0) => format!("{{ {rows_pos} }}"),
+            _ => format!("if (__h < {rows}) {{ {rows_pos} }} else {{ {ends_pos} }}"),
+        };
         let mut out = format!(
             "{pad}for (int __h = __tid; __h < {}; __h += {}) {{
-{pad}    const int tc = __h % {w}{}, tm = __h / {w}{};
-{pad}    if ((tc >= 0 && tc < {bx} && tm >= 0 && tm < {by}) || !({})) continue;
+{pad}    int tc, tm;
+{pad}    {position}
+{pad}    if (!({})) continue;
 {pad}    const long long idx = base + tc + tm * S_M;
 ",
-            w * h,
+            rows + ends,
             self.tile(),
-            signed(r[0]),
-            signed(r[2]),
             self.condition(func, s.needs[&dz])
         );
-        out.push_str(&self.compute(func, dz, &|o| self.read(func, o, dz, 0, 0), &format!("{pad}    ")));
+        out.push_str(&self.compute(func, [0, 0, dz], &|o| self.read(func, o, dz, 0, 0), &format!("{pad}    ")));
         writeln!(out, "{pad}}}").expect("write");
         out
     }
-}
 
-/// Which functions' storage `body` reads at a point other than the reader's own (in-plane
-/// offset not zero).
-fn read_across(k: &KernelParts, body: &[Stmt]) -> BTreeSet<usize> {
-    calls(k, body).into_iter().filter(|(_, [dc, dm, _])| (*dc, *dm) != (0, 0)).map(|(f, _)| f).collect()
-}
-
-/// Which functions' storage `body` reads at all.
-fn read_any(k: &KernelParts, body: &[Stmt]) -> BTreeSet<usize> {
-    calls(k, body).into_iter().map(|(f, _)| f).collect()
+    /// Function `func`'s own point at plane offset `dz` (where `b` says it is computed), into
+    /// `target`.
+    fn own(&self, func: usize, dz: i32, b: Box2, target: &dyn Fn(usize) -> String, pad: &str) -> String {
+        let inner = format!("{pad}    ");
+        format!("{pad}if ({}) {{\n{}{pad}}}\n", self.condition(func, b), self.compute(func, [0, 0, dz], target, &inner))
+    }
 }
 
 /// The shared array of output `output` of function `func`: its ring (`dz` = `None`) or its
@@ -266,6 +380,13 @@ fn var(func: usize, output: usize, dz: Option<i32>) -> String {
     }
 }
 
+/// The ring slot of output `output` of function `func` at plane offset `dz`, at the thread's
+/// own point.
+fn ring_slot(d: &Depot, func: usize, output: usize, dz: i32) -> String {
+    let (lo, hi) = d.store[func].ring.expect("a ring");
+    format!("{}[((to + {}) % {}) * {} + __tid]", var(func, output, None), dz - lo, hi - lo + 1, d.tile())
+}
+
 /// `" + 3"`, `" - 2"` or `""`.
 fn signed(v: i32) -> String {
     match v.cmp(&0) {
@@ -275,9 +396,8 @@ fn signed(v: i32) -> String {
     }
 }
 
-/// Prints the depot kernel: a `block_x` × `block_y` block walking `planes` planes along o.
-pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) -> Result<CudaKernel, StrategyError> {
-    let block = [block_x as i32, block_y as i32];
+/// The storage of every point function and the shared memory it takes per block.
+fn storage(k: &KernelParts, block: [i32; 2]) -> (Vec<Storage>, u32) {
     let tile = block[0] * block[1];
     let mut bytes = 0u32;
     let mut place = |count: i32, ty: &str| {
@@ -290,33 +410,21 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
         bytes = at + count as u32 * size;
         at
     };
+    let (needs, rings) = plan(k);
     let mut store = Vec::new();
-    for (g, needs) in needs(k).into_iter().enumerate() {
+    for (g, needs) in needs.into_iter().enumerate() {
         let f = &k.ir.point_fns[g];
         let types: Vec<&'static str> = f.outputs.iter().map(|l| c_type(k.ir.locals[*l].ty)).collect();
-        if needs.is_empty() {
-            store.push(Storage {
-                needs,
-                hull: [0; 4],
-                ring: None,
-                arrays: Vec::new(),
-                types,
-                ring_at: Vec::new(),
-                array_at: BTreeMap::new(),
-            });
-            continue;
-        }
-        let hull = hull(&needs);
-        let (lo, hi) = (*needs.keys().next().expect("needed"), *needs.keys().next_back().expect("needed"));
-        let ring = (lo < hi).then_some((lo, hi));
-        let arrays: Vec<i32> =
-            needs.iter().filter(|(_, b)| ring.is_none() || **b != [0; 4]).map(|(dz, _)| *dz).collect();
+        let hull = if needs.is_empty() { OWN } else { hull(&needs) };
+        let ring =
+            rings[g].then(|| (*needs.keys().next().expect("needed"), *needs.keys().next_back().expect("needed")));
         let ring_at = match ring {
             Some((lo, hi)) => types.iter().map(|t| place((hi - lo + 1) * tile, t)).collect(),
             None => Vec::new(),
         };
-        let mut s = Storage { needs, hull, ring, arrays, types, ring_at, array_at: BTreeMap::new() };
-        for &dz in &s.arrays.clone() {
+        let mut s = Storage { needs, hull, ring, ring_at, array_at: BTreeMap::new(), types };
+        let arrays: Vec<i32> = s.needs.iter().filter(|(_, b)| **b != OWN).map(|(dz, _)| *dz).collect();
+        for dz in arrays {
             let r = s.region(dz, block);
             let count = (r[1] - r[0] + 1) * (r[3] - r[2] + 1);
             let at = s.types.iter().map(|t| place(count, t)).collect();
@@ -324,6 +432,13 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
         }
         store.push(s);
     }
+    (store, bytes)
+}
+
+/// Prints the depot kernel: a `block_x` × `block_y` block walking `planes` planes along o.
+pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) -> Result<CudaKernel, StrategyError> {
+    let block = [block_x as i32, block_y as i32];
+    let (store, bytes) = storage(k, block);
     if bytes > MAX_SHARED_BYTES {
         return Err(StrategyError::BadBlock {
             strategy: format!("depot_{block_x}x{block_y}x{planes}"),
@@ -332,7 +447,7 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
             ),
         });
     }
-    let d = Depot { k, block, store };
+    let d = Depot { k, block, store, inlined: Cell::new(0) };
     let mut s = k.header(block_x * block_y);
     writeln!(
         s,
@@ -344,12 +459,9 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
     .expect("write");
     for (g, st) in d.store.iter().enumerate() {
         for (o, t) in st.types.iter().enumerate() {
-            if st.ring.is_some() {
-                writeln!(s, "    {t}* const {} = reinterpret_cast<{t}*>(__smem + {});", var(g, o, None), st.ring_at[o])
-                    .expect("write");
-            }
-            for (&dz, at) in &st.array_at {
-                writeln!(s, "    {t}* const {} = reinterpret_cast<{t}*>(__smem + {});", var(g, o, Some(dz)), at[o])
+            let arrays = st.array_at.iter().map(|(&dz, at)| (Some(dz), at[o]));
+            for (dz, at) in st.ring_at.get(o).map(|&at| (None, at)).into_iter().chain(arrays) {
+                writeln!(s, "    {t}* const {} = reinterpret_cast<{t}*>(__smem + {at});", var(g, o, dz))
                     .expect("write");
             }
         }
@@ -365,71 +477,49 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
     let pad = "        ";
     // Functions whose storage was written since the last barrier.
     let mut dirty: BTreeSet<usize> = BTreeSet::new();
-    let mut barriers = 0;
-    let mut barrier = |s: &mut String, dirty: &mut BTreeSet<usize>, reads: &BTreeSet<usize>| {
-        if !dirty.is_disjoint(reads) {
-            writeln!(s, "{pad}__syncthreads();").expect("write");
-            dirty.clear();
-            barriers += 1;
-        }
-    };
     for (g, st) in d.store.iter().enumerate() {
-        if st.needs.is_empty() {
-            continue;
-        }
         let body = &k.ir.point_fns[g].body;
-        let (across, any) = (read_across(k, body), read_any(k, body));
-        let own_box = match st.ring {
-            Some(_) => st.hull,
-            None => st.needs.values().next().copied().expect("needed"),
-        };
-        let own = |dz: i32, target: &dyn Fn(usize) -> String| {
-            format!(
-                "{pad}if ({}) {{\n{}{pad}}}\n",
-                d.condition(g, own_box),
-                d.compute(g, dz, target, &format!("{pad}    "))
-            )
-        };
-        match st.ring {
-            Some((lo, hi)) => {
-                if lo < hi {
-                    // The first plane also fills the ring's older planes.
-                    let mut first = String::new();
-                    let mut reads_dirty = dirty.clone();
-                    barrier(&mut first, &mut reads_dirty, &across);
-                    for dz in lo..hi {
-                        first.push_str(&own(dz, &|o| ring_slot(&d, g, o, dz)));
-                    }
-                    writeln!(s, "{pad}if (to == 0) {{\n{first}{pad}}}").expect("write");
-                }
-                barrier(&mut s, &mut dirty, &across);
-                s.push_str(&own(hi, &|o| ring_slot(&d, g, o, hi)));
-                for &dz in &st.arrays {
+        if let Some((lo, hi)) = st.ring {
+            // The first plane also fills the ring's older planes.
+            let mut first = String::new();
+            let mut first_dirty = dirty.clone();
+            for dz in lo..hi {
+                d.barrier(body, [0, 0, dz], false, &mut first_dirty, &mut first);
+                first.push_str(&d.own(g, dz, st.hull, &|o| ring_slot(&d, g, o, dz), &format!("{pad}    ")));
+            }
+            writeln!(s, "{pad}if (to == 0) {{\n{first}{pad}}}").expect("write");
+            d.barrier(body, [0, 0, hi], false, &mut dirty, &mut s);
+            s.push_str(&d.own(g, hi, st.hull, &|o| ring_slot(&d, g, o, hi), pad));
+        }
+        for &dz in st.array_at.keys() {
+            match st.ring {
+                Some(_) => {
                     writeln!(s, "{pad}if ({}) {{", d.condition(g, st.needs[&dz])).expect("write");
                     for o in 0..st.types.len() {
                         writeln!(s, "{pad}    {} = {};", d.read(g, o, dz, 0, 0), ring_slot(&d, g, o, dz))
                             .expect("write");
                     }
                     writeln!(s, "{pad}}}").expect("write");
-                    barrier(&mut s, &mut dirty, &any);
-                    s.push_str(&d.halo(g, dz, pad));
+                }
+                None => {
+                    d.barrier(body, [0, 0, dz], false, &mut dirty, &mut s);
+                    s.push_str(&d.own(g, dz, st.needs[&dz], &|o| d.read(g, o, dz, 0, 0), pad));
                 }
             }
-            None => {
-                let dz = st.arrays[0];
-                barrier(&mut s, &mut dirty, &across);
-                s.push_str(&own(dz, &|o| d.read(g, o, dz, 0, 0)));
-                barrier(&mut s, &mut dirty, &any);
-                s.push_str(&d.halo(g, dz, pad));
-            }
+            d.barrier(body, [0, 0, dz], true, &mut dirty, &mut s);
+            s.push_str(&d.halo(g, dz, pad));
         }
-        dirty.insert(g);
+        if st.ring.is_some() || !st.array_at.is_empty() {
+            dirty.insert(g);
+        }
     }
-    barrier(&mut s, &mut dirty, &read_across(k, &k.ir.body));
-    writeln!(s, "{pad}if (active) {{").expect("write");
-    s.push_str(&print_stmts(k.ir, &k.ir.body, &Site { depot: &d, dz: 0 }, pad.len() + 4));
+    d.barrier(&k.ir.body, [0; 3], false, &mut dirty, &mut s);
+    let inner = format!("{pad}    ");
+    let (pre, inline) = d.unstored(&k.ir.body, [0; 3], &inner);
+    write!(s, "{pad}if (active) {{\n{pre}").expect("write");
+    s.push_str(&print_stmts(k.ir, &k.ir.body, &Site { depot: &d, at: [0; 3], inline }, inner.len()));
     writeln!(s, "{pad}}}").expect("write");
-    if barriers > 0 || !dirty.is_empty() {
+    if s.contains("__syncthreads") || d.store.iter().any(|st| st.ring.is_some()) {
         // The next plane overwrites storage other threads may still read.
         writeln!(s, "{pad}__syncthreads();").expect("write");
     }
@@ -442,12 +532,4 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
         shared_bytes: bytes,
         line_points: 1,
     })
-}
-
-/// The ring slot of output `output` of function `func` at plane offset `dz`, at the thread's
-/// own point.
-fn ring_slot(d: &Depot, func: usize, output: usize, dz: i32) -> String {
-    let s = &d.store[func];
-    let (lo, hi) = s.ring.expect("a ring");
-    format!("{}[((to + {}) % {}) * {} + __tid]", var(func, output, None), dz - lo, hi - lo + 1, d.tile())
 }

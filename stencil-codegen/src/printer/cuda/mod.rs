@@ -82,12 +82,15 @@ pub enum Strategy {
 }
 
 impl Strategy {
-    /// The strategy the runtime picks when none is given: z-marching with 16-byte accesses
-    /// (the fastest strategy in every `gpu_bench` measurement; see the README's "What the GPU
-    /// rewards") for 3D stencils, one thread per point for 1D
-    /// and 2D, where there is no third axis to march along.
+    /// The strategy the runtime picks when none is given: for 3D stencils the depot kernel where
+    /// they have point functions (the Euler stage with point functions: 1.8× the inlined form,
+    /// see the README's "Point functions"), else z-marching with 16-byte accesses (the fastest
+    /// strategy in every `gpu_bench` measurement; see "What the GPU rewards"); one thread per
+    /// point for 1D and 2D, where there is no third axis to march along.
     pub fn default_for(ir: &StencilIr) -> Strategy {
-        if ir.dim == 3 {
+        if ir.dim == 3 && !ir.point_fns.is_empty() {
+            Strategy::Depot { block_x: 32, block_y: 8, planes: 16 }
+        } else if ir.dim == 3 {
             Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 }
         } else {
             Strategy::PointPerThread { block: [128, 2, 1] }
