@@ -258,23 +258,38 @@ impl Depot<'_> {
             for (v, t) in vars.iter().zip(&self.store[h].types) {
                 writeln!(code, "{pad}{t} {v};").expect("write");
             }
-            code.push_str(&self.compute(h, p, &|o| vars[o].clone(), pad));
+            code.push_str(&self.compute(h, p, &|o| vars[o].clone(), None, pad));
             inline.insert((h, r), vars);
         }
         (code, inline)
     }
 
     /// Computes function `func` at `at` from the current (`tc`, `tm`) and `idx`, and writes its
-    /// outputs with `target(output)` (a C lvalue).
-    fn compute(&self, func: usize, at: [i32; 3], target: &dyn Fn(usize) -> String, pad: &str) -> String {
+    /// outputs with `target(output)` (a C lvalue), only where `guard` holds if given.
+    fn compute(
+        &self,
+        func: usize,
+        at: [i32; 3],
+        target: &dyn Fn(usize) -> String,
+        guard: Option<&str>,
+        pad: &str,
+    ) -> String {
         let f = &self.k.ir.point_fns[func];
         let inner = format!("{pad}    ");
         let (pre, inline) = self.unstored(&f.body, at, &inner);
         let mut s = format!("{pad}{{\n{pre}");
         s.push_str(&print_stmts(self.k.ir, &f.body, &Site { depot: self, at, inline }, inner.len()));
-        for (o, local) in f.outputs.iter().enumerate() {
-            writeln!(s, "{inner}{} = {};", target(o), self.k.ir.locals[*local].name).expect("write");
+        let stores: String = f
+            .outputs
+            .iter()
+            .enumerate()
+            .map(|(o, local)| format!("{} = {}; ", target(o), self.k.ir.locals[*local].name))
+            .collect();
+        match guard {
+            Some(g) => writeln!(s, "{inner}if ({g}) {{ {stores}}}"),
+            None => writeln!(s, "{inner}{}", stores.trim_end()),
         }
+        .expect("write");
         writeln!(s, "{pad}}}").expect("write");
         s
     }
@@ -357,17 +372,59 @@ impl Depot<'_> {
             self.tile(),
             self.condition(func, s.needs[&dz])
         );
-        out.push_str(&self.compute(func, [0, 0, dz], &|o| self.read(func, o, dz, 0, 0), &format!("{pad}    ")));
+        out.push_str(&self.compute(func, [0, 0, dz], &|o| self.read(func, o, dz, 0, 0), None, &format!("{pad}    ")));
         writeln!(out, "{pad}}}").expect("write");
         out
     }
 
     /// Function `func`'s own point at plane offset `dz` (where `b` says it is computed), into
-    /// `target`.
+    /// `target`. Every thread computes it, at its point clamped into where the function may be
+    /// computed (inside the tile widened by `b` and the range widened by the hull, a non-empty
+    /// region: the block holds a point of the range), and stores it only where its point itself
+    /// qualifies: the code has no branch, so the compiler may interleave the block's independent
+    /// functions.
     fn own(&self, func: usize, dz: i32, b: Box2, target: &dyn Fn(usize) -> String, pad: &str) -> String {
+        let h = self.store[func].hull;
+        let [bx, by] = self.block;
+        let clamp = |t: &str, lo: i32, hi: i32, origin: &str, h_lo: i32, n: &str, h_hi: i32| {
+            format!("min(max({t}, max({lo}, {h_lo} - {origin})), min({hi}, {n} - 1{} - {origin}))", signed(h_hi))
+        };
         let inner = format!("{pad}    ");
-        format!("{pad}if ({}) {{\n{}{pad}}}\n", self.condition(func, b), self.compute(func, [0, 0, dz], target, &inner))
+        format!(
+            "{pad}{{
+{inner}const bool __ok = {};
+{inner}const int __tc = {}, __tm = {};
+{inner}const int tc = __tc, tm = __tm;
+{inner}const long long idx = base + tc + tm * S_M;
+{}{pad}}}
+",
+            self.condition(func, b),
+            clamp("tc", b[0], bx - 1 + b[1], "c0", h[0], "n_c", h[1]),
+            clamp("tm", b[2], by - 1 + b[3], "m0", h[2], "n_m", h[3]),
+            self.compute(func, [0, 0, dz], target, Some("__ok"), &inner)
+        )
     }
+}
+
+/// The functions with storage, in groups of consecutive ones whose code reads no storage of
+/// another in its group (computed together, between two barriers).
+fn groups(d: &Depot) -> Vec<Vec<usize>> {
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    for (g, st) in d.store.iter().enumerate() {
+        if st.ring.is_none() && st.array_at.is_empty() {
+            continue;
+        }
+        let mut reads = BTreeMap::new();
+        let ring = st.ring.map_or(Vec::new(), |(lo, hi)| (lo..=hi).collect());
+        for dz in ring.into_iter().chain(st.array_at.keys().copied()) {
+            d.reads(&d.k.ir.point_fns[g].body, [0, 0, dz], true, &mut reads);
+        }
+        match groups.last_mut() {
+            Some(last) if !last.iter().any(|f| reads.contains_key(f)) => last.push(g),
+            _ => groups.push(vec![g]),
+        }
+    }
+    groups
 }
 
 /// The shared array of output `output` of function `func`: its ring (`dz` = `None`) or its
@@ -477,41 +534,54 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
     let pad = "        ";
     // Functions whose storage was written since the last barrier.
     let mut dirty: BTreeSet<usize> = BTreeSet::new();
-    for (g, st) in d.store.iter().enumerate() {
-        let body = &k.ir.point_fns[g].body;
-        if let Some((lo, hi)) = st.ring {
-            // The first plane also fills the ring's older planes.
-            let mut first = String::new();
-            let mut first_dirty = dirty.clone();
-            for dz in lo..hi {
-                d.barrier(body, [0, 0, dz], false, &mut first_dirty, &mut first);
-                first.push_str(&d.own(g, dz, st.hull, &|o| ring_slot(&d, g, o, dz), &format!("{pad}    ")));
+    for group in groups(&d) {
+        // One barrier before the group if any of its code reads what other threads wrote.
+        for &g in &group {
+            let st = &d.store[g];
+            let body = &k.ir.point_fns[g].body;
+            let ring = st.ring.map_or(Vec::new(), |(lo, hi)| (lo..=hi).collect());
+            for dz in ring.into_iter().chain(st.array_at.keys().copied()) {
+                d.barrier(body, [0, 0, dz], true, &mut dirty, &mut s);
             }
-            writeln!(s, "{pad}if (to == 0) {{\n{first}{pad}}}").expect("write");
-            d.barrier(body, [0, 0, hi], false, &mut dirty, &mut s);
-            s.push_str(&d.own(g, hi, st.hull, &|o| ring_slot(&d, g, o, hi), pad));
         }
-        for &dz in st.array_at.keys() {
+        // The first plane also fills the rings' older planes.
+        for &g in &group {
+            if let Some((lo, hi)) = d.store[g].ring {
+                let first: String = (lo..hi)
+                    .map(|dz| d.own(g, dz, d.store[g].hull, &|o| ring_slot(&d, g, o, dz), &format!("{pad}    ")))
+                    .collect();
+                writeln!(s, "{pad}if (to == 0) {{\n{first}{pad}}}").expect("write");
+            }
+        }
+        // The own points (independent of each other: one stretch of code), then the tile parts of
+        // the rings' arrays, then the halos.
+        for &g in &group {
+            let st = &d.store[g];
             match st.ring {
-                Some(_) => {
-                    writeln!(s, "{pad}if ({}) {{", d.condition(g, st.needs[&dz])).expect("write");
-                    for o in 0..st.types.len() {
-                        writeln!(s, "{pad}    {} = {};", d.read(g, o, dz, 0, 0), ring_slot(&d, g, o, dz))
-                            .expect("write");
-                    }
-                    writeln!(s, "{pad}}}").expect("write");
-                }
+                Some((_, hi)) => s.push_str(&d.own(g, hi, st.hull, &|o| ring_slot(&d, g, o, hi), pad)),
                 None => {
-                    d.barrier(body, [0, 0, dz], false, &mut dirty, &mut s);
-                    s.push_str(&d.own(g, dz, st.needs[&dz], &|o| d.read(g, o, dz, 0, 0), pad));
+                    for (&dz, b) in st.needs.iter().filter(|(dz, _)| st.array_at.contains_key(dz)) {
+                        s.push_str(&d.own(g, dz, *b, &|o| d.read(g, o, dz, 0, 0), pad));
+                    }
                 }
             }
-            d.barrier(body, [0, 0, dz], true, &mut dirty, &mut s);
-            s.push_str(&d.halo(g, dz, pad));
         }
-        if st.ring.is_some() || !st.array_at.is_empty() {
-            dirty.insert(g);
+        for &g in &group {
+            let st = &d.store[g];
+            for &dz in st.array_at.keys().filter(|_| st.ring.is_some()) {
+                writeln!(s, "{pad}if ({}) {{", d.condition(g, st.needs[&dz])).expect("write");
+                for o in 0..st.types.len() {
+                    writeln!(s, "{pad}    {} = {};", d.read(g, o, dz, 0, 0), ring_slot(&d, g, o, dz)).expect("write");
+                }
+                writeln!(s, "{pad}}}").expect("write");
+            }
         }
+        for &g in &group {
+            for &dz in d.store[g].array_at.keys() {
+                s.push_str(&d.halo(g, dz, pad));
+            }
+        }
+        dirty.extend(group);
     }
     d.barrier(&k.ir.body, [0; 3], false, &mut dirty, &mut s);
     let inner = format!("{pad}    ");
