@@ -334,20 +334,7 @@ impl Depot<'_> {
             return String::new();
         }
         // Row `q` of the rows outside the tile, and point `q` of the row ends.
-        let row_m = if above == 0 {
-            format!("__q{}", signed(r[2]))
-        } else if below == 0 {
-            format!("__q + {by}")
-        } else {
-            format!("(__q < {below} ? __q{} : __q + {})", signed(r[2]), by - below)
-        };
-        let end_c = if right == 0 {
-            format!("__q{}", signed(r[0]))
-        } else if left == 0 {
-            format!("__q + {bx}")
-        } else {
-            format!("(__q < {left} ? __q{} : __q + {})", signed(r[0]), bx - left)
-        };
+        let (row_m, end_c) = (two_runs(below, above, r[2], by), two_runs(left, right, r[0], bx));
         let (rows_pos, ends_pos) = (
             format!("const int __q = __h / {w}; tm = {row_m}; tc = __h % {w}{};", signed(r[0])),
             format!(
@@ -442,6 +429,16 @@ fn var(func: usize, output: usize, dz: Option<i32>) -> String {
 fn ring_slot(d: &Depot, func: usize, output: usize, dz: i32) -> String {
     let (lo, hi) = d.store[func].ring.expect("a ring");
     format!("{}[((to + {}) % {}) * {} + __tid]", var(func, output, None), dz - lo, hi - lo + 1, d.tile())
+}
+
+/// C: the coordinate of `__q` over two runs of `first` and `second` points, which start at
+/// `a` and at `b` (the rows below and above the tile, or the ends left and right of it).
+fn two_runs(first: i32, second: i32, a: i32, b: i32) -> String {
+    match (first, second) {
+        (_, 0) => format!("__q{}", signed(a)),
+        (0, _) => format!("__q{}", signed(b)),
+        _ => format!("(__q < {first} ? __q{} : __q{})", signed(a), signed(b - first)),
+    }
 }
 
 /// `" + 3"`, `" - 2"` or `""`.
