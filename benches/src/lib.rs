@@ -40,7 +40,7 @@ pub use stencil_tests::canonical::Diffusion7F64;
 /// The 25-point acoustic update in f64 (the canonical `star25_f64`).
 pub use stencil_tests::canonical::Star25F64 as Acoustic25F64;
 
-pub mod euler_points;
+pub mod euler_written_out;
 
 use stencil_runtime::prelude::*;
 

@@ -421,3 +421,19 @@ pub fn lopsided(idx: Idx3, u: &Field3<f64>, v: &Field3<f64>, out: &mut Field3<f6
     let (e0, e1) = d(idx.ix::<-1, 1, -1>());
     out[idx] = d0 * e0 - d1 * e1 + b(idx.ix::<1, 1, 0>());
 }
+
+/// [`lopsided`] with `b` costly enough for a ring of planes in the depot kernel: `d`, needed on
+/// one plane at a single point off the tile point, reads `b` at the point it is needed for,
+/// which is another thread's entry of `b`'s ring (so `b` is computed there instead).
+#[stencil]
+pub fn lopsided_ring(idx: Idx3, u: &Field3<f64>, v: &Field3<f64>, out: &mut Field3<f64>) {
+    let a = |p: Idx3| u[p] * v[p.ix::<0, 1, 0>()] + 0.25;
+    let b = |p: Idx3| {
+        let s = a(p.ix::<1, 0, -1>()) + a(p.ix::<1, 0, 1>()) * u[p.ix::<0, 0, 1>()];
+        s * (u[p] + 1.0) / (v[p] * v[p] + 2.0) - u[p] * v[p] * 3.0
+    };
+    let d = |p: Idx3| (b(p.ix::<1, -1, 0>()), a(p.ix::<-1, 1, 1>()) - v[p]);
+    let (d0, d1) = d(idx.ix::<0, 0, 1>());
+    let (e0, e1) = d(idx.ix::<-1, 1, -1>());
+    out[idx] = d0 * e0 - d1 * e1 + b(idx.ix::<1, 1, 0>());
+}

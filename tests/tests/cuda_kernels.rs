@@ -147,6 +147,9 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("point_fns_point".into(), cuda_kernel::<FluxPoints, 3>(point, &s1, &inner).unwrap()));
     let depot = Strategy::Depot { block_x: 32, block_y: 4, planes: 8 };
     out.push(("point_fns_depot".into(), cuda_kernel::<FluxPoints, 3>(depot, &s1, &inner).unwrap()));
+    let s3 = Shape3::new([64, 64, 64]).halo(3);
+    let lopsided = cuda_kernel::<LopsidedRing, 3>(depot, &s3, &Loop3D::interior(&s3)).unwrap();
+    out.push(("point_fns_lopsided_ring_depot".into(), lopsided));
     let kij2 = Shape3::new([64, 64, 64]).halo(2).order(Order::Kij);
     out.push((
         "point_fns_nested_depot_kij".into(),

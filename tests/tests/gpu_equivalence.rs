@@ -242,7 +242,7 @@ fn halo_fills_match_the_host() {
 /// not the output's), f64, against the host's CPU nest.
 #[test]
 fn point_functions_every_strategy_both_layouts() {
-    use stencil_tests::canonical::{FluxUpdate, Lopsided, Nested};
+    use stencil_tests::canonical::{FluxUpdate, Lopsided, LopsidedRing, Nested};
     let g = gpu();
     let mut rng = Rng(11);
     for order in [Order::Ijk, Order::Kij] {
@@ -272,15 +272,17 @@ fn point_functions_every_strategy_both_layouts() {
         for range in [Loop3D::interior(&wide), Loop3D::interior(&wide).shrink([3, 1, 2])] {
             let mut want = prev.clone();
             range.run(Lopsided, (&u, &v, &mut want)).unwrap();
+            let mut want_ring = prev.clone();
+            range.run(LopsidedRing, (&u, &v, &mut want_ring)).unwrap();
             for s in strategies() {
                 let mut dout = up(&g, &prev);
                 range.with_strategy(s).run_on(&g, Lopsided, (&du, &dv, &mut dout)).unwrap();
-                assert_same(
-                    &format!("lopsided {order:?} {s} {range:?}"),
-                    &want,
-                    &dout.download().unwrap(),
-                    f64::to_bits,
-                );
+                let got = dout.download().unwrap();
+                assert_same(&format!("lopsided {order:?} {s} {range:?}"), &want, &got, f64::to_bits);
+                let mut dout = up(&g, &prev);
+                range.with_strategy(s).run_on(&g, LopsidedRing, (&du, &dv, &mut dout)).unwrap();
+                let got = dout.download().unwrap();
+                assert_same(&format!("lopsided_ring {order:?} {s} {range:?}"), &want_ring, &got, f64::to_bits);
             }
         }
     }

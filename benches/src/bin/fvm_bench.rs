@@ -5,14 +5,16 @@
 //! same run, against the minimal traffic of 80 B/cell (read 5 doubles, write 5) and against the
 //! stage's own minimal bytes (fused also reads q_n: 120 B/cell; split writes and re-reads 15 flux
 //! fields: 480 B/cell). The halo fill of a stage's input (5 fields x 3 axes, one kernel) is timed as
-//! its own row. Then the fused HLLC stage written with point functions (`Points`: under the
-//! usual strategies its kernel is the inlined form; under `depot_*` each point function's values
-//! live in shared memory), each row with the number of output values whose bits differ from the
-//! fused stage's. Each row reports its own error instead of stopping the run.
+//! its own row. The fused stage's primitive state and face fluxes are point functions: under the
+//! usual strategies its kernel is the inlined form (each face solved by both of its cells), under
+//! `depot_*` (the default) each value lives in shared memory, computed once per block. Then the
+//! same HLLC stage written out (`WrittenOut`: six face solves per cell in the stencil itself),
+//! each row with the number of output values whose bits differ from the fused stage's. Each row
+//! reports its own error instead of stopping the run.
 //!
-//! `fvm_bench [n] [--points-only]` (default 256).
+//! `fvm_bench [n] [--fused-only]` (default 256).
 
-use stencil_bench::euler_points::EulerStagePoints;
+use stencil_bench::euler_written_out::EulerStageWrittenOut;
 use stencil_bench::median;
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme, State};
 use stencil_runtime::cuda::Gpu;
@@ -34,9 +36,9 @@ fn strategies() -> Vec<Option<Strategy>> {
     ]
 }
 
-/// The strategies of the point-function stage: those above, then depot kernels (each point
-/// function's values kept in shared memory, computed once per block).
-fn points_strategies() -> Vec<Option<Strategy>> {
+/// The strategies of the fused stage (point functions): those above, then depot kernels (each
+/// point function's values kept in shared memory, computed once per block).
+fn fused_strategies() -> Vec<Option<Strategy>> {
     let depot = |block_x, block_y, planes| Some(Strategy::Depot { block_x, block_y, planes });
     let mut all = strategies();
     all.extend([
@@ -72,13 +74,13 @@ struct Args {
     /// Cells per axis.
     #[arg(default_value_t = 256)]
     n: usize,
-    /// Only the point-function stage (against one fused stage's bits).
+    /// Only the fused HLLC stage and its written-out form.
     #[arg(long)]
-    points_only: bool,
+    fused_only: bool,
 }
 
 fn main() -> Result<(), Error> {
-    let Args { n, points_only } = clap::Parser::parse();
+    let Args { n, fused_only } = clap::Parser::parse();
     let gpu = Gpu::new(0)?;
     let cells = n * n * n;
     let copy = gpu.copy_bandwidth_gbs(cells * 8, 20)?;
@@ -106,15 +108,17 @@ fn main() -> Result<(), Error> {
     println!("\n| scheme | riemann | strategy | ms/stage | Gcell/s | GB/s at 80 B/cell | % copy (80 B) | own bytes/cell | % copy (own) |");
     println!("|---|---|---|---:|---:|---:|---:|---:|---:|");
     let mut best: Vec<(String, f64)> = Vec::new();
-    let riemanns = if points_only { vec![] } else { vec![Riemann::Hllc, Riemann::Rusanov] };
+    let riemanns = if fused_only { vec![Riemann::Hllc] } else { vec![Riemann::Hllc, Riemann::Rusanov] };
+    let schemes = if fused_only { vec![Scheme::Fused] } else { vec![Scheme::Fused, Scheme::Split] };
     for riemann in riemanns {
-        for scheme in [Scheme::Fused, Scheme::Split] {
+        for &scheme in &schemes {
             let e = Euler { riemann, scheme, ..base };
             let own = match scheme {
                 Scheme::Fused => 120.0,
                 Scheme::Split => 480.0,
             };
-            for strategy in strategies() {
+            let list = if scheme == Scheme::Fused { fused_strategies() } else { strategies() };
+            for strategy in list {
                 let label = strategy.map_or("default".to_string(), |s| s.to_string());
                 let e = Euler { strategy, ..e };
                 let row = time(&gpu, || e.stage(&gpu, &mut state, 1, dt));
@@ -135,15 +139,15 @@ fn main() -> Result<(), Error> {
             }
         }
     }
-    // The same stage written with point functions (the inlined form: each value once per thread;
-    // the depot: once per block), against the fused stage's bits.
+    // The same stage with every value written out (six face solves per cell), against the fused
+    // stage's bits.
     let e = Euler { riemann: Riemann::Hllc, scheme: Scheme::Fused, ..base };
     e.stage(&gpu, &mut state, 1, dt)?;
     let want: Vec<_> = state.q2.iter().map(|f| gpu.download(f)).collect::<Result<_, _>>()?;
     let (kappa, beta) = e.limiter.kappa_beta();
     let [cx, cy, cz] = e.h.map(|h| dt / h);
     let interior = Loop3D::interior(gpu.shape_of(&state.q[0]));
-    for strategy in points_strategies() {
+    for strategy in strategies() {
         let label = strategy.map_or("default".to_string(), |s| s.to_string());
         let mut run = || -> Result<(), Error> {
             let State { q, q1, q2, .. } = &mut state;
@@ -161,7 +165,7 @@ fn main() -> Result<(), Error> {
                 q.each_ref(),
                 q2.each_mut(),
             );
-            Ok(gpu.run_with(&interior, EulerStagePoints, strategy, args)?)
+            Ok(gpu.run_with(&interior, EulerStageWrittenOut, strategy, args)?)
         };
         match time(&gpu, &mut run) {
             Ok(ms) => {
@@ -176,22 +180,22 @@ fn main() -> Result<(), Error> {
                     .sum::<Result<usize, Error>>()?;
                 let rate = cells as f64 / (ms * 1e-3);
                 println!(
-                    "| Points | Hllc | {label} | {ms:.3} | {:.3} | {:.0} | {:.1}% | 120 | {:.1}% | values differing from fused: {differ}",
+                    "| WrittenOut | Hllc | {label} | {ms:.3} | {:.3} | {:.0} | {:.1}% | 120 | {:.1}% | values differing from fused: {differ}",
                     rate / 1e9,
                     rate * 80.0 / 1e9,
                     100.0 * rate * 80.0 / 1e9 / copy,
                     100.0 * rate * 120.0 / 1e9 / copy
                 );
-                best.push((format!("Points Hllc {label}"), ms));
+                best.push((format!("WrittenOut Hllc {label}"), ms));
             }
-            Err(err) => println!("| Points | Hllc | {label} | error: {err} | | | | | |"),
+            Err(err) => println!("| WrittenOut | Hllc | {label} | error: {err} | | | | | |"),
         }
     }
     match time(&gpu, || base.fill_halos(&gpu, &mut state.q1)) {
         Ok(ms) => println!("\nhalo fill of one stage's input (5 fields x 3 axes, one kernel): {ms:.3} ms"),
         Err(err) => println!("\nhalo fill: error: {err}"),
     }
-    for key in ["Fused Hllc", "Split Hllc", "Points Hllc", "Fused Rusanov", "Split Rusanov"] {
+    for key in ["Fused Hllc", "Split Hllc", "WrittenOut Hllc", "Fused Rusanov", "Split Rusanov"] {
         if let Some((name, ms)) =
             best.iter().filter(|(name, _)| name.starts_with(key)).min_by(|a, b| a.1.total_cmp(&b.1))
         {

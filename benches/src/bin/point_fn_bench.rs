@@ -1,19 +1,19 @@
 //! Point functions on the CPU: one SSP-RK3 stage of the Euler model (HLLC, Koren, 256³ would
 //! take minutes here: n³ cells, f64) written three ways, timed in one run on a random valid state:
 //!
-//! - *fused* (the model's `euler_fused_hllc`): one stencil, every face solved by both cells that
-//!   share it (six solves per cell);
-//! - *point functions* (`stencil_bench::euler_points`): the same stage with the face fluxes as point functions
-//!   (`let fx = |p: Idx3| ...;` evaluated at `idx` and `idx.ix(-1, 0, 0)`), which the CPU nest
-//!   computes once per face along rows and across the rows of a block (x and y faces once, z
-//!   faces twice);
+//! - *fused, written out* (`stencil_bench::euler_written_out`): one stencil, every face solved
+//!   by both cells that share it (six solves per cell);
+//! - *point functions* (the model's `euler_fused_hllc`): the same stage with the primitive state
+//!   and the face fluxes as point functions (`let fx = |p: Idx3| ...;` evaluated at `idx` and
+//!   `idx.ix(-1, 0, 0)`), which the CPU nest computes once per face along rows and across the
+//!   rows of a block;
 //! - *split* (the model's three face-flux stencils and update): every face solved once, through
 //!   15 flux fields in memory.
 //!
 //! All three give the same bits (checked here). `point_fn_bench [--n N] [--runs R]`.
 
 use std::time::Instant;
-use stencil_bench::euler_points::EulerStagePoints;
+use stencil_bench::euler_written_out::EulerStageWrittenOut;
 use stencil_bench::median;
 use stencil_examples::euler::{
     EulerFluxXHllc, EulerFluxYHllc, EulerFluxZHllc, EulerFusedHllc, EulerUpdate, GAMMA, HALO,
@@ -79,11 +79,12 @@ fn main() {
     let mut fluxes: [Fields; 3] = std::array::from_fn(|_| std::array::from_fn(|_| Field3::zeros(shape)));
     let t_fused = time(&mut || {
         let out: [&mut Field3<f64>; 5] = fused.each_mut();
-        range.run(EulerFusedHllc, (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out)).unwrap();
+        let args = (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out);
+        range.run(EulerStageWrittenOut, args).unwrap();
     });
     let t_points = time(&mut || {
         let out: [&mut Field3<f64>; 5] = points.each_mut();
-        range.run(EulerStagePoints, (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out)).unwrap();
+        range.run(EulerFusedHllc, (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out)).unwrap();
     });
     let t_split = time(&mut || {
         // The flux at i+1/2 of every cell, and one layer below the range along each axis.
@@ -113,21 +114,21 @@ fn main() {
     // What a GPU kernel of each computes per cell (the IR with the point functions inlined).
     let flops = |ir: &stencil_runtime::codegen::StencilIr| stencil_runtime::codegen::analysis::flops_per_point(ir);
     let (fused_flops, points_flops) =
-        (flops(<EulerFusedHllc as Stencil<3>>::ir()), flops(<EulerStagePoints as Stencil<3>>::ir()));
+        (flops(<EulerStageWrittenOut as Stencil<3>>::ir()), flops(<EulerFusedHllc as Stencil<3>>::ir()));
     let threads = rayon::current_num_threads();
     println!(
         "Euler stage (HLLC, Koren), {n}³ cells f64, {threads} threads, median of {} runs; all three the same bits",
         args.runs
     );
     println!(
-        "operations per cell where the point functions are inlined (a GPU kernel): fused {fused_flops}, \
+        "operations per cell where the point functions are inlined (a GPU kernel): written out {fused_flops}, \
          point functions {points_flops}"
     );
     println!("| variant | ms/stage | M cells/s | vs fused |");
     println!("|---|---:|---:|---:|");
     let cells = (n * n * n) as f64;
     for (name, t) in [
-        ("fused (6 face solves per cell)", t_fused),
+        ("written out (6 face solves per cell)", t_fused),
         ("point functions", t_points),
         ("split (15 flux fields)", t_split),
     ] {

@@ -148,9 +148,14 @@ impl Storage {
         [b[0].min(0), block[0] - 1 + b[1].max(0), b[2].min(0), block[1] - 1 + b[3].max(0)]
     }
 
-    /// Whether the values at plane offset `dz` are stored (else computed where read).
-    fn stores(&self, dz: i32) -> bool {
-        self.array_at.contains_key(&dz) || self.ring.is_some_and(|(lo, hi)| (lo..=hi).contains(&dz))
+    /// Whether the value at `p` (layout axes, from the reading thread's own point) is stored
+    /// (else computed where read): on a plane with an array, or in the ring at the thread's own
+    /// point (another thread's ring entry is never read: a needs box is relative to the point
+    /// read for, so a function computed off the tile point it is needed for can read a callee
+    /// whose box on that plane is the point itself at another thread's point).
+    fn stores(&self, p: [i32; 3]) -> bool {
+        let in_ring = self.ring.is_some_and(|(lo, hi)| (lo..=hi).contains(&p[2]));
+        self.array_at.contains_key(&p[2]) || (in_ring && (p[0], p[1]) == (0, 0))
     }
 }
 
@@ -249,7 +254,7 @@ impl Depot<'_> {
         let mut inline = BTreeMap::new();
         for (h, r) in calls(self.k, body) {
             let p = plus3(at, r);
-            if self.store[h].stores(p[2]) {
+            if self.store[h].stores(p) {
                 continue;
             }
             let n = self.inlined.get();
@@ -300,7 +305,7 @@ impl Depot<'_> {
     fn reads(&self, body: &[Stmt], at: [i32; 3], halo: bool, out: &mut BTreeMap<usize, bool>) {
         for (h, r) in calls(self.k, body) {
             let p = plus3(at, r);
-            if self.store[h].stores(p[2]) {
+            if self.store[h].stores(p) {
                 *out.entry(h).or_insert(false) |= halo || (p[0], p[1]) != (0, 0);
             } else {
                 self.reads(&self.k.ir.point_fns[h].body, p, halo, out);
