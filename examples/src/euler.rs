@@ -53,8 +53,8 @@
 //!   `i−1`), `q` and `q_n`. Every face is solved once, at the price of 30 more fields of traffic
 //!   per cell. Seed 000's face-value reuse (section 4.1, keep `qR` of cell `i` as `qL` of `i+1`
 //!   in registers) gets the split variant's arithmetic with the fused variant's traffic: that is
-//!   what the fused stencil's point functions give (on an H100, 256³: 5.4 Gcell/s for the fused
-//!   stage under the depot kernel, 4.5 for the split stage, 2.9 for the fused stage inlined).
+//!   what the fused stencil's point functions give (HLLC on an H100, 256³: 5.4 Gcell/s for the
+//!   fused stage under the depot kernel, 4.5 for the split stage, 2.9 for the fused stage inlined).
 //!   Fused and split compute every face with the same operations, so they agree bit for bit.
 //!
 //! **Boundaries**, per axis ([`Boundary`]): before every stage the halos (2 cells) of the stage's
