@@ -214,6 +214,32 @@ fn bad_blocks_are_errors() {
     let e = cuda_kernel::<Diffusion, 3>(Strategy::ZMarch { block_x: 32, block_y: 2, points_per_thread: 0 }, &s, &r)
         .unwrap_err();
     assert!(e.to_string().contains("points_per_thread"), "{e}");
+    let e = cuda_kernel::<Diffusion, 3>(Strategy::Depot { block_x: 32, block_y: 2, planes: 0 }, &s, &r).unwrap_err();
+    assert!(e.to_string().contains("planes must be at least 1"), "{e}");
+    // A ring of 9 planes of 8 f64 values: 9 x 8 x 8 B = 576 B per thread, 147 KB for 256
+    // threads, 295 KB for 512.
+    let s4 = Shape3::new([64, 64, 64]).halo(4);
+    let r4 = Loop3D::interior(&s4);
+    assert!(cuda_kernel::<DeepRing, 3>(Strategy::Depot { block_x: 32, block_y: 8, planes: 8 }, &s4, &r4).is_ok());
+    let e = cuda_kernel::<DeepRing, 3>(Strategy::Depot { block_x: 32, block_y: 16, planes: 8 }, &s4, &r4).unwrap_err();
+    let e = e.to_string();
+    assert!(e.contains("depot_32x16x8") && e.contains("294912 bytes of shared memory per block"), "{e}");
+    assert!(e.contains("use a smaller block or another strategy"), "{e}");
+}
+
+/// A point function of 8 values needed on 9 planes (a ring of 9 planes in the depot kernel).
+#[stencil]
+fn deep_ring(idx: Idx3, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let f = |p: Idx3| {
+        let a = u[p] * 1.5 + 0.25;
+        [a, a * a, a * 3.0 - 1.0, a / 7.0, a + 2.0, a * 0.5, a - 0.125, a * a * a]
+    };
+    let (l, h) = (f(idx.ix::<0, 0, -4>()), f(idx.ix::<0, 0, 4>()));
+    let mut s = 0.0;
+    for v in 0..8 {
+        s += l[v] * h[7 - v];
+    }
+    out[idx] = s + f(idx)[3];
 }
 
 #[test]

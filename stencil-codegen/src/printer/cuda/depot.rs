@@ -502,7 +502,7 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, planes: u32) ->
         return Err(StrategyError::BadBlock {
             strategy: format!("depot_{block_x}x{block_y}x{planes}"),
             reason: format!(
-                "the point functions' values need {bytes} bytes of shared memory per block, more than {MAX_SHARED_BYTES}: use a smaller block"
+                "the point functions' values need {bytes} bytes of shared memory per block, more than {MAX_SHARED_BYTES}: use a smaller block or another strategy (`range.with_strategy(..)`)"
             ),
         });
     }
