@@ -61,7 +61,26 @@ fn main() {
             functor = g.functor(),
             args = args.join(", "),
         );
+        // The same launch on any executor, under a CUDA strategy (the GPU fuzz test).
+        if launcher != "launch" {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "fn {launcher}_on_{seed}<E: stencil_runtime::Executor>(exec: &E, strategy: Option<stencil_runtime::Strategy>, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    \
+             let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n{reds}    exec.run_with(range, {functor}, strategy, ({args},))?;\n    Ok(vec![{got}])\n}}\n",
+            outs = outs.join(", "),
+            got = got.join(", "),
+            n = g.outputs,
+            functor = g.functor(),
+            args = args.join(", "),
+        );
     }
+    let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` on `exec` under `strategy`.\npub fn launch_on<E: stencil_runtime::Executor>(exec: &E, strategy: Option<stencil_runtime::Strategy>, seed: u64, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
+    for seed in 0..count {
+        let _ = writeln!(out, "        {seed} => launch_on_{seed}(exec, strategy, range, in64, in32, scalars, outs),");
+    }
+    out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
     for (launcher, n) in [("launch", count), ("launch_sweep", sweeps)] {
         let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` ({launcher}).\npub fn {launcher}(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
         for seed in 0..n {

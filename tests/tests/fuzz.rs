@@ -33,7 +33,7 @@ use stencil_tests::fuzz::interp::{run_column, run_point, Point, Value};
 use stencil_tests::SplitMix64;
 
 mod compiled {
-    #![allow(unused_parens, unused_variables, clippy::all)]
+    #![allow(unused_parens, unused_variables, dead_code, clippy::all)]
     use stencil_runtime::prelude::*;
     include!(concat!(env!("OUT_DIR"), "/fuzz_stencils.rs"));
 }
