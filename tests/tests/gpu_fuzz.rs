@@ -63,8 +63,9 @@ fn random_stencils_under_the_depot_kernel_match_one_thread_per_point() {
             let launch = |strategy: Strategy| {
                 let mut outs: Vec<DeviceField<f64, 3>> =
                     (0..g.outputs).map(|_| gpu.upload(&Field3::filled(shape, POISON)).expect("upload")).collect();
-                let reduced = compiled::launch_on(&gpu, Some(strategy), seed, &range, &in64, &in32, &scalars, &mut outs)
-                    .unwrap_or_else(|e| panic!("stencil {seed} under {strategy}: {e}"));
+                let reduced =
+                    compiled::launch_on(&gpu, Some(strategy), seed, &range, &in64, &in32, &scalars, &mut outs)
+                        .unwrap_or_else(|e| panic!("stencil {seed} under {strategy}: {e}"));
                 let outs: Vec<Field3<f64>> = outs.iter().map(|f| gpu.download(f).expect("download")).collect();
                 (outs, reduced)
             };
