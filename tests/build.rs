@@ -1,6 +1,7 @@
 //! Writes the random stencils of the differential fuzz test (`tests/tests/fuzz.rs`) into
 //! `$OUT_DIR/fuzz_stencils.rs`: `STENCIL_FUZZ_STENCILS` of them (default 48), each with a
-//! launcher that takes its inputs by kind. The generator is `src/fuzz/gen.rs`, shared with the
+//! launcher that takes its inputs by kind, on any executor (`launch_on`; `launch` on the host).
+//! The generator is `src/fuzz/gen.rs`, shared with the
 //! test, which rebuilds each stencil from its seed.
 
 #[path = "src/fuzz/gen.rs"]
@@ -51,23 +52,11 @@ fn main() {
             .map(|(r, ty)| format!("    let mut r{r} = {ty}::<f64>::new();\n"))
             .collect();
         let got: Vec<String> = (0..g.reductions.len()).map(|r| format!("r{r}.get()")).collect();
+        // One launcher per stencil, on any executor under a CUDA strategy (the host ignores it):
+        // the CPU fuzz tests run it on `Host`, the GPU fuzz test on the GPU.
         let _ = writeln!(
             out,
-            "fn {launcher}_{seed}(range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    \
-             let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n{reds}    range.run({functor}, ({args},))?;\n    Ok(vec![{got}])\n}}\n",
-            outs = outs.join(", "),
-            got = got.join(", "),
-            n = g.outputs,
-            functor = g.functor(),
-            args = args.join(", "),
-        );
-        // The same launch on any executor, under a CUDA strategy (the GPU fuzz test).
-        if launcher != "launch" {
-            continue;
-        }
-        let _ = writeln!(
-            out,
-            "fn {launcher}_on_{seed}<E: stencil_runtime::Executor>(exec: &E, strategy: Option<stencil_runtime::Strategy>, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    \
+            "fn {launcher}_{seed}<E: Executor>(exec: &E, strategy: Option<Strategy>, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    \
              let [{outs}] = outs else {{ panic!(\"{n} outputs\") }};\n{reds}    exec.run_with(range, {functor}, strategy, ({args},))?;\n    Ok(vec![{got}])\n}}\n",
             outs = outs.join(", "),
             got = got.join(", "),
@@ -76,17 +65,15 @@ fn main() {
             args = args.join(", "),
         );
     }
-    let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` on `exec` under `strategy`.\npub fn launch_on<E: stencil_runtime::Executor>(exec: &E, strategy: Option<stencil_runtime::Strategy>, seed: u64, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
-    for seed in 0..count {
-        let _ = writeln!(out, "        {seed} => launch_on_{seed}(exec, strategy, range, in64, in32, scalars, outs),");
-    }
-    out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
+    out += "use stencil_runtime::{Executor, Host, Strategy};\n";
     for (launcher, n) in [("launch", count), ("launch_sweep", sweeps)] {
-        let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` ({launcher}).\npub fn {launcher}(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
+        let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` ({launcher}) on `exec` under `strategy`.\npub fn {launcher}_on<E: Executor>(exec: &E, strategy: Option<Strategy>, seed: u64, range: &Loop3D, in64: &[E::Field<f64, 3>], in32: &[E::Field<f32, 3>], scalars: &[f64], outs: &mut [E::Field<f64, 3>]) -> Result<Vec<f64>, LaunchError> {{\n    match seed {{");
         for seed in 0..n {
-            let _ = writeln!(out, "        {seed} => {launcher}_{seed}(range, in64, in32, scalars, outs),");
+            let _ =
+                writeln!(out, "        {seed} => {launcher}_{seed}(exec, strategy, range, in64, in32, scalars, outs),");
         }
         out += "        _ => panic!(\"no compiled stencil {seed}\"),\n    }\n}\n";
+        let _ = writeln!(out, "/// Runs compiled fuzz stencil `seed` ({launcher}) on the host.\npub fn {launcher}(seed: u64, range: &Loop3D, in64: &[Field3<f64>], in32: &[Field3<f32>], scalars: &[f64], outs: &mut [Field3<f64>]) -> Result<Vec<f64>, LaunchError> {{\n    {launcher}_on(&Host, None, seed, range, in64, in32, scalars, outs)\n}}");
     }
     let path = std::path::Path::new(&std::env::var("OUT_DIR").expect("OUT_DIR")).join("fuzz_stencils.rs");
     std::fs::write(path, out).expect("writes the fuzz stencils");
