@@ -3,7 +3,9 @@
 //! sedimentation; three sweeps) on the host, against the same step hand-written the usual way
 //! of column physics (each column copied into local arrays, walked level by level and copied
 //! back; columns in parallel with rayon), and against a STREAM triad measured in the same run.
-//! The hand-written step must give the same bits.
+//! The hand-written step must give the same bits. `--order` picks the fields' element order:
+//! `ijk` (columns across the contiguous axis), `kij` (each column contiguous) or `both` (the
+//! default: one table, the two orders' steps from the same state, which must give the same bits).
 //!
 //! Effective bandwidth counts the minimal bytes: 88 B per point for the diffusion (the up sweep
 //! reads `ρ, t, q_v` and writes `c', d'_t, d'_q`; the down sweep reads those three and writes
@@ -11,7 +13,7 @@
 //! rain flux), 176 B for the step. The sweeps' parts are timed apart: the diffusion moves memory,
 //! warm rain computes (an `exp`, two `powf` and a `sqrt` per point).
 
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use rayon::prelude::*;
 use stencil_bench::time;
 use stencil_examples::column::{moist_bubble, Column, State};
@@ -30,6 +32,20 @@ struct Args {
     /// Timed steps (the median is reported) after one warm-up step.
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// The fields' element order.
+    #[arg(long, value_enum, default_value_t = Orders::Both)]
+    order: Orders,
+}
+
+/// Element orders to measure.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Orders {
+    /// `Order::Ijk`: the column axis is the slowest.
+    Ijk,
+    /// `Order::Kij`: the column axis is the contiguous one.
+    Kij,
+    /// Both, one after the other.
+    Both,
 }
 
 /// Minimal bytes per point of each part of a step.
@@ -141,51 +157,90 @@ fn same_bits(a: &Field3<f64>, b: &Field3<f64>) -> bool {
     a.as_slice().iter().zip(b.as_slice()).all(|(x, y)| x.to_bits() == y.to_bits())
 }
 
+/// `state` with its fields in element order `order` (same values, halo included).
+fn reordered(state: &State<Field3<f64>>, order: Order) -> State<Field3<f64>> {
+    state.map(|f| Field3::from_fn(f.shape().order(order), |g| f.get(g).expect("same points")))
+}
+
+/// Whether `a` and `b` (of any element orders) hold the same bits at every interior point.
+fn same_values(a: &Field3<f64>, b: &Field3<f64>) -> bool {
+    let [nx, ny, nz] = a.shape().interior();
+    (0..nz as isize).all(|k| {
+        (0..ny as isize)
+            .all(|j| (0..nx as isize).all(|i| a.get([i, j, k]).map(f64::to_bits) == b.get([i, j, k]).map(f64::to_bits)))
+    })
+}
+
 fn main() {
-    let Args { n, levels, runs } = Args::parse();
+    let Args { n, levels, runs, order } = Args::parse();
     let size = [n, n, levels];
     let points = (n * n * levels) as f64;
     let threads = rayon::current_num_threads();
     println!("column model step on {n} x {n} x {levels} f64 ({threads} threads), median of {runs}");
     let initial = moist_bubble(size, DZ);
     let triad = triad_gbs(n * n * levels, runs);
-
-    let mut generated = Column::new(&Host, &initial, DIFFUSIVITY, DZ).expect("fields");
-    let t_gen = time(runs, || generated.step(&Host, DT).expect("step"));
-    // The parts alone (on a copy: the compared run stays at 1 + runs steps).
-    let mut parts = Column::new(&Host, &initial, DIFFUSIVITY, DZ).expect("fields");
-    let t_diffuse = time(runs, || parts.diffuse(&Host, DT).expect("diffusion"));
-    let t_rain = time(runs, || parts.rain(&Host, DT).expect("warm rain"));
-
-    let mut hand = moist_bubble(size, DZ);
-    let mut rain_out = Field3::zeros(*hand.t.shape());
-    let r = DIFFUSIVITY * DT / (DZ * DZ);
-    let t_hand = time(runs, || hand_step(&mut hand, &mut rain_out, r));
-
-    // Both ran 1 + runs steps from the same state.
-    let equal = [
-        (&generated.state.t, &hand.t),
-        (&generated.state.qv, &hand.qv),
-        (&generated.state.qc, &hand.qc),
-        (&generated.state.qr, &hand.qr),
-        (&generated.rain_out, &rain_out),
-    ]
-    .iter()
-    .all(|(a, b)| same_bits(a, b));
-    assert!(equal, "the hand-written step and the sweeps differ");
+    let orders: &[Order] = match order {
+        Orders::Ijk => &[Order::Ijk],
+        Orders::Kij => &[Order::Kij],
+        Orders::Both => &[Order::Ijk, Order::Kij],
+    };
 
     println!("STREAM triad: {triad:.1} GB/s");
-    println!("| step | ms | M points/s | effective GB/s | % of triad |");
-    println!("|---|---:|---:|---:|---:|");
+    println!("| order | step | ms | M points/s | effective GB/s | % of triad |");
+    println!("|---|---|---:|---:|---:|---:|");
     let step_bytes = DIFFUSION_BYTES + RAIN_BYTES;
-    for (name, s, bytes) in [
-        ("generated: diffusion (2 sweeps)", t_diffuse, DIFFUSION_BYTES),
-        ("generated: warm rain (1 sweep)", t_rain, RAIN_BYTES),
-        ("generated: whole step (3 sweeps)", t_gen, step_bytes),
-        ("hand-written column loops: whole step", t_hand, step_bytes),
-    ] {
-        let gbs = bytes * points / s / 1e9;
-        println!("| {name} | {:.1} | {:.0} | {gbs:.1} | {:.0}% |", s * 1e3, points / s / 1e6, 100.0 * gbs / triad);
+    let mut results: Vec<Field3<f64>> = Vec::new();
+    for &order in orders {
+        let initial = reordered(&initial, order);
+        let mut generated = Column::new(&Host, &initial, DIFFUSIVITY, DZ).expect("fields");
+        let t_gen = time(runs, || generated.step(&Host, DT).expect("step"));
+        // The parts alone (on a copy: the compared run stays at 1 + runs steps).
+        let mut parts = Column::new(&Host, &initial, DIFFUSIVITY, DZ).expect("fields");
+        let t_diffuse = time(runs, || parts.diffuse(&Host, DT).expect("diffusion"));
+        let t_rain = time(runs, || parts.rain(&Host, DT).expect("warm rain"));
+
+        let mut hand = reordered(&initial, order);
+        let mut rain_out = Field3::zeros(*hand.t.shape());
+        let r = DIFFUSIVITY * DT / (DZ * DZ);
+        let t_hand = time(runs, || hand_step(&mut hand, &mut rain_out, r));
+
+        // Both ran 1 + runs steps from the same state.
+        let equal = [
+            (&generated.state.t, &hand.t),
+            (&generated.state.qv, &hand.qv),
+            (&generated.state.qc, &hand.qc),
+            (&generated.state.qr, &hand.qr),
+            (&generated.rain_out, &rain_out),
+        ]
+        .iter()
+        .all(|(a, b)| same_bits(a, b));
+        assert!(equal, "the hand-written step and the sweeps differ ({order:?})");
+        // Every order's step gives the same bits.
+        let fields =
+            [generated.state.t, generated.state.qv, generated.state.qc, generated.state.qr, generated.rain_out];
+        if results.is_empty() {
+            results = fields.into();
+        } else {
+            assert!(
+                results.iter().zip(&fields).all(|(a, b)| same_values(a, b)),
+                "the orders' steps differ ({order:?})"
+            );
+        }
+
+        for (name, s, bytes) in [
+            ("generated: diffusion (2 sweeps)", t_diffuse, DIFFUSION_BYTES),
+            ("generated: warm rain (1 sweep)", t_rain, RAIN_BYTES),
+            ("generated: whole step (3 sweeps)", t_gen, step_bytes),
+            ("hand-written column loops: whole step", t_hand, step_bytes),
+        ] {
+            let gbs = bytes * points / s / 1e9;
+            println!(
+                "| {order:?} | {name} | {:.1} | {:.0} | {gbs:.1} | {:.0}% |",
+                s * 1e3,
+                points / s / 1e6,
+                100.0 * gbs / triad
+            );
+        }
     }
-    println!("both give the same bits after {} steps", runs + 1);
+    println!("the hand-written steps and every order's sweeps give the same bits after {} steps", runs + 1);
 }

@@ -15,6 +15,13 @@
 //! function also takes the level, the rows of written fields at levels already passed, and the
 //! tile's carried locals (one value per column, loaded into a plain local at the top of the row
 //! loop and stored back at its end).
+//!
+//! Where the column axis is the contiguous one (`Order::Kij`) those rows would be single points,
+//! so a sweep also has a column function, which the runtime calls instead for such fields: the
+//! rows of its blocks are whole columns, and it walks each column through all its levels in the
+//! sweep's order, the level its position in the column, the carried locals plain locals set
+//! before the first level. A written field is one window of the column that also holds the
+//! levels it reads back (read at fixed distances from the level written).
 
 mod point_fns;
 
@@ -323,10 +330,18 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
                 ir.name,
                 i32::MAX
             );
+            let columns = print_columns(
+                ir,
+                ColumnNest { scalars: &scalars, readers: &readers, writers: &writers, read_rows: &read_rows },
+                &printer,
+                rt,
+            );
+            let (column_items, column_call) = (&columns.items, &columns.call);
             quote! {
                 if #range.len_per_axis()[#axis] > i32::MAX as usize {
                     return ::core::result::Result::Err(#rt::LaunchError::Range(#too_many.to_string()));
                 }
+                #column_items
                 #rt::__private::for_each_column(
                     #range,
                     &#shape,
@@ -337,6 +352,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
                         let (#(#tiles,)*) = #state;
                         (#closure)(#block, #out)
                     },
+                    #column_call,
                 )
             }
         }
@@ -418,6 +434,216 @@ fn passed_row_name(fa: &FieldAccess, i: usize) -> Ident {
     ident(&naming::passed_row(&fa.name, i))
 }
 
+// The column nest's names (generated names start with `__`, which user names never do).
+/// The column function (one column through all its levels).
+const COLUMN_FN: &str = "__column_fn";
+/// The column block function (the loop over the columns of a block), and its AVX2 and AVX-512
+/// builds.
+const COLUMN_BLOCK_FN: &str = "__column_block_fn";
+const COLUMN_BLOCK_FN_AVX2: &str = "__column_block_fn_avx2";
+const COLUMN_BLOCK_FN_AVX512: &str = "__column_block_fn_avx512";
+
+/// Levels of written field `fa`'s column window below the column (the farthest passed level
+/// read back going up).
+fn below_name(fa: &FieldAccess) -> Ident {
+    ident(&format!("__below_{}", fa.name))
+}
+
+/// Levels of written field `fa`'s column window above the column.
+fn above_name(fa: &FieldAccess) -> Ident {
+    ident(&format!("__above_{}", fa.name))
+}
+
+/// Where the `i`-th offset of written field `fa` (a passed level) lies in its column window from
+/// the level written.
+fn at_name(fa: &FieldAccess, i: usize) -> Ident {
+    ident(&format!("__at_{}_{i}", fa.name))
+}
+
+/// Whether written field `fa` is read back at a level a sweep has passed.
+fn reads_back(fa: &FieldAccess) -> bool {
+    fa.offsets.iter().any(|o| *o != [0; 3])
+}
+
+/// What a sweep's column nest shares with its row nest: the scalars (name, type), the read and
+/// written fields, and the read rows (name, element type).
+struct ColumnNest<'a> {
+    scalars: &'a [(Ident, Ident)],
+    readers: &'a [&'a FieldAccess],
+    writers: &'a [&'a FieldAccess],
+    read_rows: &'a [(Ident, Ident)],
+}
+
+/// A sweep's column nest: its functions, and the closure that `for_each_column` calls with a
+/// block of whole columns and the level count.
+struct Columns {
+    items: TokenStream,
+    call: TokenStream,
+}
+
+/// The column nest of sweep `ir` (module docs), its statements printed by the row nest's
+/// `printer` as a column function's.
+fn print_columns(ir: &StencilIr, nest: ColumnNest<'_>, printer: &NestPrinter<'_>, rt: &TokenStream) -> Columns {
+    let sw = ir.sweep.as_ref().expect("a column sweep");
+    let ColumnNest { scalars, readers, writers, read_rows } = nest;
+    let [block, base, len, x, level, levels, r, isa] = [
+        naming::BLOCK,
+        naming::BASE,
+        naming::LEN,
+        naming::X,
+        naming::LEVEL,
+        naming::LEVELS,
+        naming::ROW_INDEX,
+        naming::ISA,
+    ]
+    .map(ident);
+    let [column_fn, block_fn, block_avx2, block_avx512] =
+        [COLUMN_FN, COLUMN_BLOCK_FN, COLUMN_BLOCK_FN_AVX2, COLUMN_BLOCK_FN_AVX512].map(ident);
+    let elem = |fa: &FieldAccess| ident(fa.elem.rust_name());
+    // Written fields read back, and each passed level they are read at.
+    let back: Vec<&FieldAccess> = writers.iter().copied().filter(|fa| reads_back(fa)).collect();
+    let passed: Vec<(&FieldAccess, usize)> = back
+        .iter()
+        .flat_map(|fa| fa.offsets.iter().enumerate().filter(|(_, o)| **o != [0; 3]).map(move |(i, _)| (*fa, i)))
+        .collect();
+    let write_rows: Vec<(Ident, Ident)> = writers.iter().map(|fa| (row_name(fa, 0), elem(fa))).collect();
+    let belows: Vec<Ident> = back.iter().map(|fa| below_name(fa)).collect();
+    let ats: Vec<Ident> = passed.iter().map(|(fa, i)| at_name(fa, *i)).collect();
+    // The column function: one column, its rows the column's levels in storage order.
+    let column_params = {
+        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
+        let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+        let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
+        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #levels: i32, #(#belows: usize,)* #(#ats: usize,)*)
+    };
+    let column_args = {
+        let s = scalars.iter().map(|(n, _)| n);
+        let r = read_rows.iter().map(|(n, _)| n);
+        let w = write_rows.iter().map(|(n, _)| n);
+        quote!(#len, #(#s,)* #(#r,)* #(#w,)* #levels, #(#belows,)* #(#ats,)*)
+    };
+    // Re-slicing to `len` drops the bounds checks of the rows read at the level written.
+    let reslice = read_rows.iter().map(|(n, _)| quote!(let #n = &#n[..#len];)).chain(
+        writers.iter().filter(|fa| !reads_back(fa)).map(|fa| {
+            let n = row_name(fa, 0);
+            quote!(let #n = &mut #n[..#len];)
+        }),
+    );
+    let (walk, at_level) = match sw.order {
+        SweepOrder::Forward => (quote!(0..#len), quote!(#x as i32)),
+        SweepOrder::Backward => (quote!((0..#len).rev()), quote!((#len - 1 - #x) as i32)),
+    };
+    let start = printer.stmts_in(&sw.carried, true);
+    let body = printer.stmts_in(&ir.body, true);
+    // The column block function: the columns of a block, each field's column (a window that
+    // also holds the levels read back, for a written field), then the column function.
+    let block_params = {
+        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
+        let d = readers.iter().map(|fa| {
+            let (n, t) = (data_name(fa), elem(fa));
+            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+            quote!(#n: &[#t], #(#offs: isize,)*)
+        });
+        let w = writers.iter().map(|fa| {
+            let (n, t) = (data_name(fa), elem(fa));
+            quote!(#n: &#rt::__private::RowWriter<'_, #t>)
+        });
+        let p = passed.iter().map(|(fa, i)| offset_name(fa, *i));
+        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #levels: i32, #(#w,)* #(#p: isize,)*)
+    };
+    let block_args = {
+        let s = scalars.iter().map(|(n, _)| n);
+        let d = readers.iter().map(|fa| {
+            let n = data_name(fa);
+            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+            quote!(#n, #(#offs,)*)
+        });
+        let w = writers.iter().map(|fa| data_name(fa));
+        let p = passed.iter().map(|(fa, i)| offset_name(fa, *i));
+        quote!(#block, #(#s,)* #(#d)* #levels, #(&#w,)* #(#p,)*)
+    };
+    let windows = back.iter().map(|fa| {
+        let (below, above) = (below_name(fa), above_name(fa));
+        let back_at: Vec<usize> = (0..fa.offsets.len()).filter(|i| fa.offsets[*i] != [0; 3]).collect();
+        let offs: Vec<Ident> = back_at.iter().map(|i| offset_name(fa, *i)).collect();
+        let at = back_at.iter().zip(&offs).map(|(i, off)| {
+            let at = at_name(fa, *i);
+            quote!(let #at: usize = #below.wrapping_add_signed(#off);)
+        });
+        quote! {
+            let #below: usize = 0isize #(.min(#offs))*.unsigned_abs();
+            let #above: usize = 0isize #(.max(#offs))*.unsigned_abs();
+            #(#at)*
+        }
+    });
+    let read_slices = readers.iter().flat_map(|fa| {
+        let (data, base, len) = (data_name(fa), &base, &len);
+        (0..fa.offsets.len()).map(move |i| {
+            let (row, off) = (row_name(fa, i), offset_name(fa, i));
+            quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
+        })
+    });
+    let write_slices = writers.iter().map(|fa| {
+        let (row, data) = (row_name(fa, 0), data_name(fa));
+        let (below, above) = if reads_back(fa) {
+            let (b, a) = (below_name(fa), above_name(fa));
+            (quote!(#b), quote!(#a))
+        } else {
+            (quote!(0), quote!(0))
+        };
+        quote! {
+            // SAFETY: this block's column (`for_each_column` hands each column to one task), and
+            // the levels of the same column it reads back; no other reference to them is alive.
+            let #row = unsafe { #data.column_window(#base, #below, #len, #above) };
+        }
+    });
+    let items = quote! {
+        #[inline(always)]
+        fn #column_fn(#column_params) {
+            #(#reslice)*
+            #start
+            for #x in #walk {
+                let #level: i32 = #at_level;
+                #body
+            }
+        }
+        #[inline(always)]
+        fn #block_fn(#block_params) {
+            let #len = #block.len;
+            #(#windows)*
+            for #r in 0..#block.rows {
+                let #base = #block.row_base(#r);
+                #(#read_slices)*
+                #(#write_slices)*
+                #column_fn(#column_args);
+            }
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2")]
+        fn #block_avx2(#block_params) {
+            #block_fn(#block_args)
+        }
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+        fn #block_avx512(#block_params) {
+            #block_fn(#block_args)
+        }
+    };
+    let call = quote! {
+        |#block, #levels| {
+            match #isa {
+                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
+                _ => #block_fn(#block_args),
+            }
+        }
+    };
+    Columns { items, call }
+}
+
 /// Locals that `body` reads or assigns.
 fn used_locals(body: &[Stmt]) -> HashSet<LocalId> {
     let mut set = assigned_locals(body);
@@ -471,11 +697,29 @@ impl NestPrinter<'_> {
         self.accesses.iter().find(|f| f.param == param).expect("field parameter")
     }
 
-    fn stmts(&self, body: &[Stmt]) -> TokenStream {
-        body.iter().map(|s| self.stmt(s)).collect()
+    /// Where the level written lies in written field `fa`'s row (or column window).
+    fn written_at(&self, fa: &FieldAccess, column: bool) -> TokenStream {
+        let x = &self.x;
+        if column && reads_back(fa) {
+            let below = below_name(fa);
+            quote!(#x + #below)
+        } else {
+            quote!(#x)
+        }
     }
 
-    fn stmt(&self, s: &Stmt) -> TokenStream {
+    fn stmts(&self, body: &[Stmt]) -> TokenStream {
+        self.stmts_in(body, false)
+    }
+
+    /// `body` printed for the row function (`column` false) or a sweep's column function
+    /// (`print_columns`: a written field read back is a window of its column, the level written
+    /// at `x + below` in it, a passed level at `x + at`).
+    fn stmts_in(&self, body: &[Stmt], column: bool) -> TokenStream {
+        body.iter().map(|s| self.stmt(s, column)).collect()
+    }
+
+    fn stmt(&self, s: &Stmt, column: bool) -> TokenStream {
         match s {
             Stmt::Let { local, init } => {
                 let l = &self.ir.locals[*local];
@@ -484,7 +728,7 @@ impl NestPrinter<'_> {
                 let m = if self.assigned.contains(local) && init.is_some() { quote!(mut) } else { quote!() };
                 match init {
                     Some(e) => {
-                        let e = self.expr(e);
+                        let e = self.expr(e, column);
                         quote! { let #m #name: #ty = #e; }
                     }
                     None => quote! { let #name: #ty; },
@@ -492,17 +736,18 @@ impl NestPrinter<'_> {
             }
             Stmt::Assign { local, value } => {
                 let name = ident(&self.ir.locals[*local].name);
-                let v = self.expr(value);
+                let v = self.expr(value, column);
                 quote! { #name = #v; }
             }
             Stmt::Store { field, value } => {
-                let (row, x) = (row_name(self.access(*field), 0), &self.x);
-                let v = self.expr(value);
-                quote! { #row[#x] = #v; }
+                let fa = self.access(*field);
+                let (row, at) = (row_name(fa, 0), self.written_at(fa, column));
+                let v = self.expr(value, column);
+                quote! { #row[#at] = #v; }
             }
             Stmt::Fold { reduction, value } => {
                 let acc = ident(&naming::acc(&self.ir.params[*reduction].name));
-                let v = self.expr(value);
+                let v = self.expr(value, column);
                 match self.ir.params[*reduction].kind {
                     ParamKind::Reduction(r) if r.op == ReduceOp::Sum => quote! { #acc += #v; },
                     ParamKind::Reduction(r) => {
@@ -513,19 +758,19 @@ impl NestPrinter<'_> {
                 }
             }
             Stmt::If { cond, then_body, else_body } => {
-                let c = self.expr(cond);
-                let t = self.stmts(then_body);
+                let c = self.expr(cond, column);
+                let t = self.stmts_in(then_body, column);
                 if else_body.is_empty() {
                     quote! { if #c { #t } }
                 } else {
-                    let e = self.stmts(else_body);
+                    let e = self.stmts_in(else_body, column);
                     quote! { if #c { #t } else { #e } }
                 }
             }
         }
     }
 
-    fn expr(&self, e: &Expr) -> TokenStream {
+    fn expr(&self, e: &Expr, column: bool) -> TokenStream {
         match &e.kind {
             ExprKind::Lit(l) => literal(*l, e.ty),
             ExprKind::Local(id) => {
@@ -539,17 +784,29 @@ impl NestPrinter<'_> {
             ExprKind::Load { field, offset } => {
                 let fa = self.access(*field);
                 let i = fa.offsets.iter().position(|o| o == offset);
-                let row = match (fa.writable, i) {
-                    (true, _) if *offset == [0; 3] => row_name(fa, 0),
-                    (true, Some(i)) => passed_row_name(fa, i),
-                    (false, Some(i)) => row_name(fa, i),
-                    (_, None) => unreachable!("every offset read is analysed"),
-                };
                 let x = &self.x;
-                quote!(#row[#x])
+                match (fa.writable, i) {
+                    (true, _) if *offset == [0; 3] => {
+                        let (row, at) = (row_name(fa, 0), self.written_at(fa, column));
+                        quote!(#row[#at])
+                    }
+                    (true, Some(i)) if column => {
+                        let (row, at) = (row_name(fa, 0), at_name(fa, i));
+                        quote!(#row[#x + #at])
+                    }
+                    (true, Some(i)) => {
+                        let row = passed_row_name(fa, i);
+                        quote!(#row[#x])
+                    }
+                    (false, Some(i)) => {
+                        let row = row_name(fa, i);
+                        quote!(#row[#x])
+                    }
+                    (_, None) => unreachable!("every offset read is analysed"),
+                }
             }
             ExprKind::Unary(op, a) => {
-                let a = self.expr(a);
+                let a = self.expr(a, column);
                 match op {
                     UnOp::Neg if self.wrapping && e.ty.is_int() => quote!(#a.wrapping_neg()),
                     UnOp::Neg => quote!((-#a)),
@@ -558,7 +815,7 @@ impl NestPrinter<'_> {
             }
             ExprKind::Binary(op, a, b) => {
                 let int = a.ty.is_int();
-                let (a, b) = (self.expr(a), self.expr(b));
+                let (a, b) = (self.expr(a, column), self.expr(b, column));
                 // A point function is also computed at points nobody reads (a block's widened
                 // rows): its integer arithmetic wraps instead of panicking on overflow there.
                 let wrapping = match op {
@@ -581,18 +838,18 @@ impl NestPrinter<'_> {
                 }
             }
             ExprKind::Cast(a) => {
-                let a = self.expr(a);
+                let a = self.expr(a, column);
                 let ty = ident(e.ty.rust_name());
                 quote!((#a as #ty))
             }
             ExprKind::Call(f, args) => {
-                let recv = self.expr(&args[0]);
-                let rest = args[1..].iter().map(|a| self.expr(a));
+                let recv = self.expr(&args[0], column);
+                let rest = args[1..].iter().map(|a| self.expr(a, column));
                 let m = ident(f.rust_name());
                 quote!(#recv.#m(#(#rest),*))
             }
             ExprKind::Select(c, a, b) => {
-                let (c, a, b) = (self.expr(c), self.expr(a), self.expr(b));
+                let (c, a, b) = (self.expr(c, column), self.expr(a, column), self.expr(b, column));
                 quote!((if #c { #a } else { #b }))
             }
             ExprKind::Level => {
