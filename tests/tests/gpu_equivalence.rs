@@ -84,6 +84,44 @@ fn star25_every_strategy() {
     }
 }
 
+/// The 25-point star (reach 4, a tile halo of 2 vectors of 2 lanes or 4 of 1) over ranges starting
+/// at every offset of a 128-byte line: the 2.5D tile's threads before the range load its left halo.
+#[test]
+fn star25_ranges_starting_anywhere_in_a_line() {
+    let g = gpu();
+    let mut rng = Rng(22);
+    let strategies = [
+        stencil_runtime::Strategy::Stream25D { tile_x: 32, tile_y: 8 },
+        stencil_runtime::Strategy::Stream25D { tile_x: 16, tile_y: 5 },
+        stencil_runtime::Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 8 },
+    ];
+    for order in [Order::Ijk, Order::Kij] {
+        let long = |a: usize| if order == Order::Ijk { a == 0 } else { a == 2 };
+        let shape = Shape3::new(std::array::from_fn(|a| if long(a) { 83 } else { 11 })).halo(4).order(order);
+        let (u, up_, v2) = (
+            random(shape, &mut rng, |v| v as f32),
+            random(shape, &mut rng, |v| v as f32),
+            random(shape, &mut rng, |v| (v * v) as f32),
+        );
+        let (du, dup, dv) = (up(&g, &u), up(&g, &up_), up(&g, &v2));
+        for begin in 0..36 {
+            let len = 1 + (begin * 11 + 3) % 45;
+            let n = shape.extent();
+            let i0: [usize; 3] = std::array::from_fn(|a| if long(a) { 4 + begin } else { 4 });
+            let i1: [usize; 3] = std::array::from_fn(|a| if long(a) { n[a] - 4 - begin - len } else { 5 });
+            let range = Loop3D::from_parts(n, i0, i1);
+            let mut cpu = Field3::filled(shape, f32::NAN);
+            range.run(Star25, (0.3, &u, &up_, &v2, &mut cpu)).unwrap();
+            for s in strategies {
+                let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+                range.with_strategy(s).run_on(&g, Star25, (0.3, &du, &dup, &dv, &mut dout)).unwrap();
+                let what = format!("star25 {order:?} from {begin}, {len} points, {s}");
+                assert_same(&what, &cpu, &dout.download().unwrap(), f32_bits);
+            }
+        }
+    }
+}
+
 #[test]
 fn multi_output_branches_every_strategy_both_layouts() {
     let g = gpu();
@@ -302,6 +340,8 @@ fn ranges_starting_anywhere_in_a_line() {
         stencil_runtime::Strategy::PointPerThread { block: [32, 4, 2] },
         stencil_runtime::Strategy::PointPerThread { block: [16, 2, 3] },
         stencil_runtime::Strategy::PointPerThread { block: [5, 3, 2] },
+        stencil_runtime::Strategy::Stream25D { tile_x: 32, tile_y: 4 },
+        stencil_runtime::Strategy::Stream25D { tile_x: 16, tile_y: 3 },
     ];
     // Ijk: the contiguous axis is i; Kij: it is k. The range moves along the contiguous axis.
     for order in [Order::Ijk, Order::Kij] {

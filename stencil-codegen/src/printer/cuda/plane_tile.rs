@@ -110,13 +110,16 @@ impl PlaneTile {
     pub fn declarations(&self, k: &KernelParts) -> String {
         let [tx, ty] = self.block;
         let l = self.lanes;
+        let left = self.tiles.iter().map(|t| t.left).max().unwrap_or(0) * l;
         let right = self.tiles.iter().map(|t| t.right).max().unwrap_or(0) * l;
         let above = self.tiles.iter().map(|t| t.above).max().unwrap_or(0);
         let mut s = String::new();
-        writeln!(s, "    const bool active = c < n_c && m < n_m;").expect("write");
-        writeln!(s, "    const bool loader = c < n_c + {right} && m < n_m + {above};").expect("write");
+        // Threads start at the line at or before the range's first point (`c` may be negative):
+        // those before it compute nothing, and load only what lies in the stencil's reach.
+        writeln!(s, "    const bool active = c >= 0 && c < n_c && m < n_m;").expect("write");
+        writeln!(s, "    const bool loader = c >= -{left} && c < n_c + {right} && m < n_m + {above};").expect("write");
         writeln!(s, "    const int tid = threadIdx.x + {tx} * threadIdx.y;").expect("write");
-        writeln!(s, "    const int c0 = blockIdx.x * {}, m0 = blockIdx.y * {ty};", tx * l).expect("write");
+        writeln!(s, "    const int c0 = c - (int)threadIdx.x * {l}, m0 = blockIdx.y * {ty};").expect("write");
         s.push_str("    extern __shared__ __align__(16) unsigned char smem[];\n");
         for t in &self.tiles {
             let (w, rows) = (t.width(self.block), t.rows(self.block));
@@ -156,7 +159,7 @@ impl PlaneTile {
 {place}        const int gm = m0 + row - {below}, gc = c0 + (col - {left}) * {l};
         ht{v} = row * {w} + col;
         ho{v} = (long long)(gm - m) * S_M + (gc - c);
-        hv{v} = j < {cells} && gm < n_m + {above} && gc < n_c + {right_el};
+        hv{v} = j < {cells} && gm < n_m + {above} && gc >= -{left_el} && gc < n_c + {right_el};
         if (hv{v}) h{v} = {load};
     }}
 ",
@@ -165,6 +168,7 @@ impl PlaneTile {
                     below = t.below,
                     left = t.left,
                     above = t.above,
+                    left_el = t.left * l,
                     right_el = t.right * l,
                     load = vector_load(&t.vt, l, &name, &format!("idx + ho{v}")),
                 )

@@ -134,11 +134,11 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
             format!("__ldg(reinterpret_cast<const {vt}*>(&{}[idx{}]))", k.name(q.field), super::kernel::plus(lin))
         }
     };
-    // Without a tile, threads start at the 128-byte line at or before the range's first point
-    // (those before it return at once), so that every warp's accesses cover whole lines: with
-    // the range 64 bytes into a line, an in-place 25-point update ran at 63% of copy against
-    // 86% aligned (H100, 1000³ f32).
-    let line_points = if tile.is_some() { 1 } else { k.line_points(block_x * lanes as u32) };
+    // Threads start at the 128-byte line at or before the range's first point (without a tile
+    // those before it return at once; with one they load the tile's left halo), so that every
+    // warp's accesses cover whole lines: with the range 64 bytes into a line, an in-place
+    // 25-point update ran at 63% of copy against 86% aligned (H100, 1000³ f32).
+    let line_points = k.line_points(block_x * lanes as u32);
     let mut s = k.header(block_x * block_y);
     s.push_str(&format!(
         "    {}
