@@ -11,7 +11,13 @@
 //! and both in one pass, each launch timed whole (both passes and the read of the result), as %
 //! of the copy bandwidth measured in the same process.
 //!
-//! `gpu_bench [n] [--launch-only | --reduce] [--only LABEL]` (default 512; `--only` keeps the
+//! `gpu_bench --columns [--levels L]`: the column model's sweeps (`stencil_examples::column`,
+//! one thread per column; n² columns of L levels, f64, default 512² × 128): the two diffusion
+//! sweeps, the warm-rain sweep and the whole step, as effective bandwidth (minimal bytes: 88 per
+//! point for the diffusion, 88 for warm rain) in % of the copy measured in the same process, and
+//! the state after one step against the host's.
+//!
+//! `gpu_bench [n] [--launch-only | --reduce | --columns] [--only LABEL]` (default 512; `--only` keeps the
 //! strategies whose label contains LABEL and skips the compile and launch-path parts: one kernel
 //! to profile).
 
@@ -359,6 +365,62 @@ fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The column model's sweeps on the GPU (module docs), checked against one host step.
+fn column_sweeps(gpu: &Gpu, n: usize, levels: usize) -> Result<(), Box<dyn std::error::Error>> {
+    use stencil_examples::column::{moist_bubble, Column};
+    const DT: f64 = 5.0;
+    const DZ: f64 = 100.0;
+    const DIFFUSIVITY: f64 = 20.0;
+    const BYTES: f64 = 88.0;
+    let bytes = n * n * levels * 8;
+    let copy = gpu.copy_bandwidth_gbs(bytes, 20)?;
+    println!(
+        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        gpu.compute_capability().0,
+        gpu.compute_capability().1,
+        bytes >> 20
+    );
+    let initial = moist_bubble([n, n, levels], DZ);
+    // One step on each executor from the same state: the diffusion gives the host's bits, warm
+    // rain agrees to rounding (CUDA's `exp` and `pow` may differ from Rust's in the last bit).
+    let mut host = Column::new(&Host, &initial, DIFFUSIVITY, DZ)?;
+    host.step(&Host, DT)?;
+    let mut dev = Column::new(gpu, &initial, DIFFUSIVITY, DZ)?;
+    dev.diffuse(gpu, DT)?;
+    let diffused_t = dev.state.t.download()?;
+    let mut check = Column::new(&Host, &initial, DIFFUSIVITY, DZ)?;
+    check.diffuse(&Host, DT)?;
+    let same = diffused_t.as_slice().iter().zip(check.state.t.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
+    dev.rain(gpu, DT)?;
+    let worst = [(&dev.state.t, &host.state.t), (&dev.state.qv, &host.state.qv), (&dev.state.qr, &host.state.qr)]
+        .into_iter()
+        .map(|(d, h)| {
+            let d = d.download().expect("download");
+            d.as_slice().iter().zip(h.as_slice()).map(|(a, b)| (a - b).abs() / b.abs().max(1e-30)).fold(0.0, f64::max)
+        })
+        .fold(0.0, f64::max);
+    println!(
+        "one step against the host: diffusion {}, largest relative difference after warm rain {worst:.1e}",
+        if same { "bit-equal" } else { "DIFFERENT" }
+    );
+    let diffuse_ms = time_launches(gpu, || dev.diffuse(gpu, DT))?;
+    let rain_ms = time_launches(gpu, || dev.rain(gpu, DT))?;
+    let step_ms = time_launches(gpu, || dev.step(gpu, DT))?;
+    let points = (n * n * levels) as f64;
+    println!("\n| {n} × {n} × {levels} f64 | ms | M points/s | effective GB/s | % of copy ({copy:.0} GB/s) |");
+    println!("|---|---:|---:|---:|---:|");
+    for (what, ms, b) in [
+        ("diffusion (2 sweeps, 88 B/point)", diffuse_ms, BYTES),
+        ("warm rain (1 sweep, 88 B/point)", rain_ms, BYTES),
+        ("whole step (3 sweeps)", step_ms, 2.0 * BYTES),
+    ] {
+        let gbs = b * points / (ms * 1e-3) / 1e9;
+        println!("| {what} | {ms:.3} | {:.0} | {gbs:.0} | {:.1}% |", points / (ms * 1e-3) / 1e6, 100.0 * gbs / copy);
+    }
+    Ok(())
+}
+
 /// Command line (the module docs say what each part measures).
 /// S1 (the 7-point diffusion, f32) run for many steps: the single-step sweeps of the fastest
 /// strategies against sweeps of several steps (`run_steps_with`), as effective bandwidth (8 bytes
@@ -474,6 +536,12 @@ struct Args {
     /// With --steps: only the tilings whose label contains this.
     #[arg(long, requires = "steps")]
     tilings: Option<String>,
+    /// The column model's sweeps (n² columns) instead.
+    #[arg(long, conflicts_with_all = ["exchange", "overlap", "reduce", "launch_only", "steps"])]
+    columns: bool,
+    /// With --columns: levels per column.
+    #[arg(long, requires = "columns", default_value_t = 128)]
+    levels: usize,
     /// Only the strategies whose label contains this (skips the compile and launch-path parts).
     #[arg(long)]
     only: Option<String>,
@@ -494,6 +562,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.steps {
         return temporal_blocking(&gpu, n, args.tilings.as_deref());
+    }
+    if args.columns {
+        return column_sweeps(&gpu, n, args.levels);
     }
     if args.launch_only {
         println!("device: {} (sm_{}{})", gpu.name(), gpu.compute_capability().0, gpu.compute_capability().1);
