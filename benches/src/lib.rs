@@ -24,6 +24,21 @@ pub fn time(runs: usize, mut f: impl FnMut()) -> f64 {
     )
 }
 
+/// The device-to-device copy bandwidth of `gpu` over `bytes` (GB/s, read + written), measured
+/// and printed with the device's name: the reference the GPU benchmarks give their % of copy
+/// against.
+#[cfg(feature = "cuda")]
+pub fn copy_bandwidth(gpu: &stencil_runtime::cuda::Gpu, bytes: usize) -> Result<f64, stencil_runtime::LaunchError> {
+    let copy = gpu.copy_bandwidth_gbs(bytes, 20)?;
+    let (major, minor) = gpu.compute_capability();
+    println!(
+        "device: {} (sm_{major}{minor}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
+        gpu.name(),
+        bytes >> 20
+    );
+    Ok(copy)
+}
+
 /// The median of a sample.
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));

@@ -15,7 +15,7 @@
 //! `fvm_bench [n] [--fused-only]` (default 256).
 
 use stencil_bench::euler_written_out::EulerStageWrittenOut;
-use stencil_bench::median;
+use stencil_bench::{copy_bandwidth, median};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme, State};
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
@@ -83,14 +83,7 @@ fn main() -> Result<(), Error> {
     let Args { n, fused_only } = clap::Parser::parse();
     let gpu = Gpu::new(0)?;
     let cells = n * n * n;
-    let copy = gpu.copy_bandwidth_gbs(cells * 8, 20)?;
-    println!(
-        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
-        gpu.name(),
-        gpu.compute_capability().0,
-        gpu.compute_capability().1,
-        (cells * 8) >> 20
-    );
+    let copy = copy_bandwidth(&gpu, cells * 8)?;
     let mut base = Euler::cube(n, 1.0);
     base.boundaries = [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow];
     let q0 = base.from_primitive(|[x, y, z]| {

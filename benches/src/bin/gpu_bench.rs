@@ -22,7 +22,7 @@
 //! to profile).
 
 use std::time::Instant;
-use stencil_bench::{median, Acoustic25, Diffusion7};
+use stencil_bench::{copy_bandwidth, median, Acoustic25, Diffusion7};
 use stencil_runtime::cuda::{DiskCache, Gpu};
 use stencil_runtime::prelude::*;
 use stencil_runtime::DeviceField3;
@@ -318,14 +318,7 @@ fn overlap(n: usize, csv_path: Option<&str>) -> Result<(), Box<dyn std::error::E
 fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
     let n = 1024;
     let bytes = n * n * n * 4;
-    let copy = gpu.copy_bandwidth_gbs(bytes, 20)?;
-    println!(
-        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
-        gpu.name(),
-        gpu.compute_capability().0,
-        gpu.compute_capability().1,
-        bytes >> 20
-    );
+    let copy = copy_bandwidth(gpu, bytes)?;
     let shape = Shape3::new([n, n, n]);
     let host = Field3::from_fn(shape, |[i, j, k]| ((i * 7 + j * 13 + k * 3) % 1001) as f32 * 1e-3);
     let exact: f64 = host.as_slice().iter().map(|&v| v as f64).sum();
@@ -373,14 +366,7 @@ fn column_sweeps(gpu: &Gpu, n: usize, levels: usize) -> Result<(), Box<dyn std::
     const DIFFUSIVITY: f64 = 20.0;
     const BYTES: f64 = 88.0;
     let bytes = n * n * levels * 8;
-    let copy = gpu.copy_bandwidth_gbs(bytes, 20)?;
-    println!(
-        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
-        gpu.name(),
-        gpu.compute_capability().0,
-        gpu.compute_capability().1,
-        bytes >> 20
-    );
+    let copy = copy_bandwidth(gpu, bytes)?;
     let initial = moist_bubble([n, n, levels], DZ);
     // One step on each executor from the same state: the diffusion gives the host's bits, warm
     // rain agrees to rounding (CUDA's `exp` and `pow` may differ from Rust's in the last bit).
@@ -571,14 +557,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         return launch_overhead(&gpu);
     }
     let copy_bytes = n * n * n * 4;
-    let copy = gpu.copy_bandwidth_gbs(copy_bytes, 20)?;
-    println!(
-        "device: {} (sm_{}{}); device-to-device copy of {} MiB: {copy:.0} GB/s (read + written)",
-        gpu.name(),
-        gpu.compute_capability().0,
-        gpu.compute_capability().1,
-        copy_bytes >> 20
-    );
+    let copy = copy_bandwidth(&gpu, copy_bytes)?;
     let points = (n * n * n) as f64;
     let mut rows = Vec::new();
     let only = args.only;

@@ -274,17 +274,12 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
     };
 
     let body = printer.stmts(&ir.body);
+    let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
+    let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
     let outputs_tuple = quote!((#(&#writer_data,)*));
     let closure = quote! {
         |#block, #out| {
-            match #isa {
-                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
-                _ => #block_fn(#block_args),
-            }
+            #dispatch
         }
     };
     // Without reductions the nest is exactly what it was before they existed.
@@ -396,21 +391,54 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             let #len = #block.len;
             #block_body
         }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        fn #block_avx2(#block_params) {
-            #block_fn(#block_args)
-        }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
-        fn #block_avx512(#block_params) {
-            #block_fn(#block_args)
-        }
+        #twins
         let #isa = #rt::__private::isa();
         #reduce_setup
         #runner;
         #reduce_finish
         ::core::result::Result::Ok(())
+    }
+}
+
+/// A block function and its twins compiled for AVX2 and AVX-512 (each calls it, so the same body
+/// is vectorised for the wider instruction set).
+struct IsaBuilds {
+    plain: Ident,
+    avx2: Ident,
+    avx512: Ident,
+}
+
+impl IsaBuilds {
+    /// The twins' definitions, taking `params` and passing `args` on.
+    fn twins(&self, params: &TokenStream, args: &TokenStream) -> TokenStream {
+        let IsaBuilds { plain, avx2, avx512 } = self;
+        quote! {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2")]
+            fn #avx2(#params) {
+                #plain(#args)
+            }
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+            fn #avx512(#params) {
+                #plain(#args)
+            }
+        }
+    }
+
+    /// The call of the build for the level `isa` names.
+    fn dispatch(&self, rt: &TokenStream, isa: &Ident, args: &TokenStream) -> TokenStream {
+        let IsaBuilds { plain, avx2, avx512 } = self;
+        quote! {
+            match #isa {
+                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx512 => unsafe { #avx512(#args) },
+                #[cfg(target_arch = "x86_64")]
+                #rt::__private::Isa::Avx2 => unsafe { #avx2(#args) },
+                _ => #plain(#args),
+            }
+        }
     }
 }
 
@@ -597,6 +625,8 @@ fn print_columns(ir: &StencilIr, nest: ColumnNest<'_>, printer: &NestPrinter<'_>
             let #row = unsafe { #data.column_window(#base, #below, #len, #above) };
         }
     });
+    let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
+    let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
     let items = quote! {
         #[inline(always)]
         fn #column_fn(#column_params) {
@@ -618,27 +648,11 @@ fn print_columns(ir: &StencilIr, nest: ColumnNest<'_>, printer: &NestPrinter<'_>
                 #column_fn(#column_args);
             }
         }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2")]
-        fn #block_avx2(#block_params) {
-            #block_fn(#block_args)
-        }
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
-        fn #block_avx512(#block_params) {
-            #block_fn(#block_args)
-        }
+        #twins
     };
     let call = quote! {
         |#block, #levels| {
-            match #isa {
-                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx512 => unsafe { #block_avx512(#block_args) },
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx2 => unsafe { #block_avx2(#block_args) },
-                _ => #block_fn(#block_args),
-            }
+            #dispatch
         }
     };
     Columns { items, call }
