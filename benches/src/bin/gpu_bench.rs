@@ -15,7 +15,8 @@
 //! one thread per column; n² columns of L levels, f64, default 512² × 128): the two diffusion
 //! sweeps, the warm-rain sweep and the whole step, as effective bandwidth (minimal bytes: 88 per
 //! point for the diffusion, 88 for warm rain) in % of the copy measured in the same process, and
-//! the state after one step against the host's.
+//! the state after one step against the host's; for fields of both orders (`Ijk`: columns
+//! across a warp side by side; `Kij`: each column contiguous, a warp's threads a column apart).
 //!
 //! `gpu_bench [n] [--launch-only | --reduce | --columns] [--only LABEL]` (default 512; `--only` keeps the
 //! strategies whose label contains LABEL and skips the compile and launch-path parts: one kernel
@@ -360,54 +361,72 @@ fn reductions(gpu: &Gpu) -> Result<(), Box<dyn std::error::Error>> {
 
 /// The column model's sweeps on the GPU (module docs), checked against one host step.
 fn column_sweeps(gpu: &Gpu, n: usize, levels: usize) -> Result<(), Box<dyn std::error::Error>> {
-    use stencil_examples::column::{moist_bubble, Column};
+    use stencil_examples::column::{moist_bubble, Column, State};
     const DT: f64 = 5.0;
     const DZ: f64 = 100.0;
     const DIFFUSIVITY: f64 = 20.0;
     const BYTES: f64 = 88.0;
     let bytes = n * n * levels * 8;
     let copy = copy_bandwidth(gpu, bytes)?;
-    let initial = moist_bubble([n, n, levels], DZ);
-    // One step on each executor from the same state: the diffusion gives the host's bits, warm
-    // rain agrees to rounding (CUDA's `exp` and `pow` may differ from Rust's in the last bit).
-    let mut host = Column::new(&Host, &initial, DIFFUSIVITY, DZ)?;
-    host.step(&Host, DT)?;
-    let mut dev = Column::new(gpu, &initial, DIFFUSIVITY, DZ)?;
-    dev.diffuse(gpu, DT)?;
-    let diffused_t = dev.state.t.download()?;
-    let mut check = Column::new(&Host, &initial, DIFFUSIVITY, DZ)?;
-    check.diffuse(&Host, DT)?;
-    let same = diffused_t.as_slice().iter().zip(check.state.t.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
-    dev.rain(gpu, DT)?;
-    let worst = [(&dev.state.t, &host.state.t), (&dev.state.qv, &host.state.qv), (&dev.state.qr, &host.state.qr)]
-        .into_iter()
-        .map(|(d, h)| {
-            let d = d.download().expect("download");
-            d.as_slice().iter().zip(h.as_slice()).map(|(a, b)| (a - b).abs() / b.abs().max(1e-30)).fold(0.0, f64::max)
-        })
-        .fold(0.0, f64::max);
-    println!(
-        "one step against the host: diffusion {}, largest relative difference after warm rain {worst:.1e}",
-        if same { "bit-equal" } else { "DIFFERENT" }
-    );
-    let diffuse_ms = time_launches(gpu, || dev.diffuse(gpu, DT))?;
-    let rain_ms = time_launches(gpu, || dev.rain(gpu, DT))?;
-    let step_ms = time_launches(gpu, || dev.step(gpu, DT))?;
+    let ijk = moist_bubble([n, n, levels], DZ);
     let points = (n * n * levels) as f64;
-    println!("\n| {n} × {n} × {levels} f64 | ms | M points/s | effective GB/s | % of copy ({copy:.0} GB/s) |");
-    println!("|---|---:|---:|---:|---:|");
-    for (what, ms, b) in [
-        ("diffusion (2 sweeps, 88 B/point)", diffuse_ms, BYTES),
-        ("warm rain (1 sweep, 88 B/point)", rain_ms, BYTES),
-        ("whole step (3 sweeps)", step_ms, 2.0 * BYTES),
-    ] {
-        let gbs = b * points / (ms * 1e-3) / 1e9;
-        println!("| {what} | {ms:.3} | {:.0} | {gbs:.0} | {:.1}% |", points / (ms * 1e-3) / 1e6, 100.0 * gbs / copy);
+    println!("\n| {n} × {n} × {levels} f64 | order | ms | M points/s | effective GB/s | % of copy ({copy:.0} GB/s) |");
+    println!("|---|---|---:|---:|---:|---:|");
+    let mut checks = Vec::new();
+    for order in [Order::Ijk, Order::Kij] {
+        let reorder = |f: &Field3<f64>| Field3::from_fn(f.shape().order(order), |g| f.get(g).expect("a point of f"));
+        let initial: State<Field3<f64>> = ijk.map(reorder);
+        // One step on each executor from the same state: the diffusion gives the host's bits,
+        // warm rain agrees to rounding (CUDA's `exp` and `pow` may differ from Rust's in the
+        // last bit).
+        let mut host = Column::new(&Host, &initial, DIFFUSIVITY, DZ)?;
+        host.diffuse(&Host, DT)?;
+        let mut dev = Column::new(gpu, &initial, DIFFUSIVITY, DZ)?;
+        dev.diffuse(gpu, DT)?;
+        let same = dev
+            .state
+            .t
+            .download()?
+            .as_slice()
+            .iter()
+            .zip(host.state.t.as_slice())
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        host.rain(&Host, DT)?;
+        dev.rain(gpu, DT)?;
+        let worst = [(&dev.state.t, &host.state.t), (&dev.state.qv, &host.state.qv), (&dev.state.qr, &host.state.qr)]
+            .into_iter()
+            .map(|(d, h)| {
+                let d = d.download().expect("download");
+                d.as_slice()
+                    .iter()
+                    .zip(h.as_slice())
+                    .map(|(a, b)| (a - b).abs() / b.abs().max(1e-30))
+                    .fold(0.0, f64::max)
+            })
+            .fold(0.0, f64::max);
+        checks.push(format!(
+            "{order:?}: one step against the host: diffusion {}, largest relative difference after warm rain {worst:.1e}",
+            if same { "bit-equal" } else { "DIFFERENT" }
+        ));
+        let diffuse_ms = time_launches(gpu, || dev.diffuse(gpu, DT))?;
+        let rain_ms = time_launches(gpu, || dev.rain(gpu, DT))?;
+        let step_ms = time_launches(gpu, || dev.step(gpu, DT))?;
+        for (what, ms, b) in [
+            ("diffusion (2 sweeps, 88 B/point)", diffuse_ms, BYTES),
+            ("warm rain (1 sweep, 88 B/point)", rain_ms, BYTES),
+            ("whole step (3 sweeps)", step_ms, 2.0 * BYTES),
+        ] {
+            let gbs = b * points / (ms * 1e-3) / 1e9;
+            let rate = points / (ms * 1e-3) / 1e6;
+            println!("| {what} | {order:?} | {ms:.3} | {rate:.0} | {gbs:.0} | {:.1}% |", 100.0 * gbs / copy);
+        }
+    }
+    for line in checks {
+        println!("{line}");
     }
     Ok(())
 }
 
-/// Command line (the module docs say what each part measures).
 /// S1 (the 7-point diffusion, f32) run for many steps: the single-step sweeps of the fastest
 /// strategies against sweeps of several steps (`run_steps_with`), as effective bandwidth (8 bytes
 /// per point and step) in % of the copy measured in this process; each tiling's result is

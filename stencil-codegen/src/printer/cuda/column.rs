@@ -3,7 +3,9 @@
 //! level are consecutive when the column axis is not the contiguous one); each thread declares
 //! the carried locals in registers and walks its column's levels in the sweep's order. A written
 //! field read at a passed level is a plain global load of what the same thread stored earlier.
-//! The requested strategy does not apply: every sweep runs this kernel.
+//! The requested strategy does not apply: every sweep runs this kernel, except where the column
+//! axis is the contiguous one (`column_staged.rs`, which stages a warp's columns through shared
+//! memory).
 
 use super::c_body::print_stmts;
 use super::kernel::KernelParts;
@@ -20,6 +22,11 @@ pub(super) fn print(k: &KernelParts, sweep: &Sweep) -> CudaKernel {
     // The layout axis of the column (the stencil's last axis), and the block: one thread along
     // it, `COLUMN_BLOCK` along the other two in layout order.
     let column = k.geo.layout.iter().position(|&a| a == k.ir.dim - 1).expect("the column axis is a layout axis");
+    if column == 0 {
+        if let Some(kernel) = super::column_staged::print(k, sweep) {
+            return kernel;
+        }
+    }
     // The real axes across the columns, in layout order (a 2D stencil's phantom axis and a 1D
     // stencil's two get one thread): 64 x 4 threads over two, 256 over one.
     let across: Vec<usize> = (0..3).filter(|&l| l != column && k.geo.layout[l] < k.ir.dim).collect();

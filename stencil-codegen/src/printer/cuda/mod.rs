@@ -10,6 +10,7 @@
 
 mod c_body;
 mod column;
+mod column_staged;
 mod depot;
 mod kernel;
 mod plane_tile;
