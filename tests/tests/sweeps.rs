@@ -196,8 +196,15 @@ fn sweeps_carry_their_order_in_the_ir_and_print_one_thread_per_column() {
         assert_eq!((k.block, k.points_per_block), ([64, 4, 1], [64, 4, u32::MAX]));
         assert!(k.source.contains("sweep_levels - 1 - sweep_level"), "{}", k.source);
     }
+    // Where the column axis is the contiguous one, each warp stages its 32 columns through
+    // shared memory: 32 columns by 4 warps, a chunk of levels at a time, in the sweep's order.
     let kij = shape.order(Order::Kij);
     let k = cuda_kernel::<ThomasForward, 3>(Strategy::default_for(ThomasForward::ir()), &kij, &Loop3D::interior(&kij))
         .unwrap();
-    assert_eq!((k.block, k.points_per_block), ([1, 64, 4], [u32::MAX, 64, 4]));
+    assert_eq!((k.block, k.points_per_block), ([32, 4, 1], [u32::MAX, 32, 4]));
+    assert!(k.shared_bytes > 0 && k.source.contains("__syncwarp()") && k.source.contains("__a0 + __r"), "{}", k.source);
+    let k =
+        cuda_kernel::<ThomasBackward, 3>(Strategy::default_for(ThomasBackward::ir()), &kij, &Loop3D::interior(&kij))
+            .unwrap();
+    assert!(k.source.contains("__a1 - __r") && k.source.contains("sweep_levels - 1 - __q"), "{}", k.source);
 }
