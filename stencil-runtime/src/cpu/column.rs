@@ -1,14 +1,15 @@
 //! Column sweeps on the CPU: every column (the points that share all coordinates but the last)
 //! is updated one level at a time, in the sweep's order, by one task; the columns of a task are
 //! the rows of a tile of the plane across the columns, so each level is handed to the generated
-//! body as one block of rows (runs along the contiguous axis, vectorised across columns). Where
-//! the column axis itself is the contiguous one (`Order::Kij`), a row is one point.
+//! body as one block of rows (runs along the contiguous axis, vectorised across columns).
 //!
 //! Soundness of the parallel writes rests on the facts `for_each_row` relies on, plus one: a
 //! written field is read at another offset only at a level of the same column that the sweep
-//! has passed (the IR allows no other), which the same task wrote in an earlier block.
+//! has passed (the IR allows no other), which the same task wrote in an earlier block or which
+//! lies below (above) the range.
 //!
-//! Where the column axis is the contiguous one (`Order::Kij`), walking a tile level by level
+//! Where the column axis is the contiguous one (`Order::Kij` fields, and any 1D sweep), walking
+//! a tile level by level
 //! would hand the body blocks of one-point rows. Instead each task gets a block whose rows are
 //! whole columns (runs along the contiguous axis, all the levels of the range), and the generated
 //! column function walks one column through all its levels in the sweep's order, its carried
@@ -25,8 +26,8 @@ pub use stencil_codegen::ir::SweepOrder;
 const ROW_POINTS: usize = 1024;
 /// Rows of a task's tile at most (along the next axis across the columns).
 const TILE_ROWS: usize = 4;
-/// Points of the columns handed to one task at most when the column axis is the contiguous one
-/// (whole columns, at least one).
+/// Points of the columns handed to one task when the column axis is the contiguous one (whole
+/// columns: at least one, even a longer one).
 const COLUMN_POINTS: usize = 16384;
 
 /// Calls `body(state, block, level, levels, outputs)` for every level of every column of
@@ -112,7 +113,9 @@ fn for_each_contiguous_column<const D: usize>(
     let extent = |a: Option<usize>| a.map_or(1, |a| n[a]);
     let stride = |a: Option<usize>| a.map_or(0, |a| strides[a]);
     let (row_count, tile_count) = (extent(rows_axis), extent(tile_axis));
-    let bm = (COLUMN_POINTS / levels).clamp(1, row_count);
+    // At most COLUMN_POINTS per block, and blocks enough for four tasks per thread.
+    let want = (rayon::current_num_threads() * 4).div_ceil(tile_count.max(1));
+    let bm = (COLUMN_POINTS / levels).clamp(1, row_count).min(row_count.div_ceil(want).max(1));
     let tiles = [row_count.div_ceil(bm), tile_count];
     let flush = tuning().flush_denormals;
     run_tasks(tiles.iter().product(), |t| {
@@ -138,7 +141,11 @@ impl<T: Element> RowWriter<'_, T> {
     /// No other reference to any of these values may be alive while the result is: only the
     /// callee of [`for_each_column`]'s `columns` calls this, once per column of its block, for
     /// the column's own levels and the levels of the same column it reads back (every column
-    /// lies in its own contiguous run of storage, and blocks hold distinct columns).
+    /// lies in its own contiguous run of storage, and blocks hold distinct columns). The window
+    /// stays inside its column only if `below` is at most the levels stored below `base` in the
+    /// column and `len + above` at most the levels from `base` to the column's end: the launch
+    /// checks that (`launch::validate` refuses a range whose reach along the column axis leaves
+    /// a field), and the bounds check here only catches a window leaving the whole field.
     #[inline(always)]
     #[allow(clippy::mut_from_ref)]
     pub unsafe fn column_window(&self, base: usize, below: usize, len: usize, above: usize) -> &mut [T] {
