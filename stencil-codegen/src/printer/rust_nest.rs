@@ -228,26 +228,15 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
             (quote!(#level: i32, #levels: i32, #(#d)* #(#c,)*), quote!(#level, #levels, #(#da)* #(#ca,)*))
         }
     };
+    let (input_params, input_args) = inputs(&scalars, &readers);
     let block_params = {
-        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
-        let d = readers.iter().map(|fa| {
-            let (n, t) = (data_name(fa), elem(fa));
-            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
-            quote!(#n: &[#t], #(#offs: isize,)*)
-        });
         let p = &pf.block_params;
-        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #sweep_block_params #p #reduce_params #out: &mut #outputs_ty)
+        quote!(#block: #rt::__private::RowBlock, #input_params #sweep_block_params #p #reduce_params #out: &mut #outputs_ty)
     };
     let block_args = {
-        let s = scalars.iter().map(|(n, _)| n);
-        let d = readers.iter().map(|fa| {
-            let n = data_name(fa);
-            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
-            quote!(#n, #(#offs,)*)
-        });
         let p = if reductions.is_empty() { quote!() } else { quote!(#slots, #(#partials,)*) };
         let pfa = &pf.block_args;
-        quote!(#block, #(#s,)* #(#d)* #sweep_block_args #pfa #p #out)
+        quote!(#block, #input_args #sweep_block_args #pfa #p #out)
     };
     // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
     // levels) and the row's slice of each carried local.
@@ -442,6 +431,24 @@ impl IsaBuilds {
     }
 }
 
+/// The scalar and read-field parameters of a block function (each read field's data and the
+/// offset of each of its reads), and the arguments that pass them on.
+fn inputs(scalars: &[(Ident, Ident)], readers: &[&FieldAccess]) -> (TokenStream, TokenStream) {
+    let ps = scalars.iter().map(|(n, t)| quote!(#n: #t));
+    let pd = readers.iter().map(|fa| {
+        let (n, t) = (data_name(fa), ident(fa.elem.rust_name()));
+        let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+        quote!(#n: &[#t], #(#offs: isize,)*)
+    });
+    let a_s = scalars.iter().map(|(n, _)| n);
+    let ad = readers.iter().map(|fa| {
+        let n = data_name(fa);
+        let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
+        quote!(#n, #(#offs,)*)
+    });
+    (quote!(#(#ps,)* #(#pd)*), quote!(#(#a_s,)* #(#ad)*))
+}
+
 fn ident(name: &str) -> Ident {
     Ident::new(name, Span::call_site())
 }
@@ -565,30 +572,19 @@ fn print_columns(ir: &StencilIr, nest: ColumnNest<'_>, printer: &NestPrinter<'_>
     let body = printer.stmts_in(&ir.body, true);
     // The column block function: the columns of a block, each field's column (a window that
     // also holds the levels read back, for a written field), then the column function.
+    let (input_params, input_args) = inputs(scalars, readers);
     let block_params = {
-        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
-        let d = readers.iter().map(|fa| {
-            let (n, t) = (data_name(fa), elem(fa));
-            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
-            quote!(#n: &[#t], #(#offs: isize,)*)
-        });
         let w = writers.iter().map(|fa| {
             let (n, t) = (data_name(fa), elem(fa));
             quote!(#n: &#rt::__private::RowWriter<'_, #t>)
         });
         let p = passed.iter().map(|(fa, i)| offset_name(fa, *i));
-        quote!(#block: #rt::__private::RowBlock, #(#s,)* #(#d)* #levels: i32, #(#w,)* #(#p: isize,)*)
+        quote!(#block: #rt::__private::RowBlock, #input_params #levels: i32, #(#w,)* #(#p: isize,)*)
     };
     let block_args = {
-        let s = scalars.iter().map(|(n, _)| n);
-        let d = readers.iter().map(|fa| {
-            let n = data_name(fa);
-            let offs = (0..fa.offsets.len()).map(move |i| offset_name(fa, i));
-            quote!(#n, #(#offs,)*)
-        });
         let w = writers.iter().map(|fa| data_name(fa));
         let p = passed.iter().map(|(fa, i)| offset_name(fa, *i));
-        quote!(#block, #(#s,)* #(#d)* #levels, #(&#w,)* #(#p,)*)
+        quote!(#block, #input_args #levels, #(&#w,)* #(#p,)*)
     };
     let windows = back.iter().map(|fa| {
         let (below, above) = (below_name(fa), above_name(fa));
