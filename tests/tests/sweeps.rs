@@ -180,6 +180,24 @@ fn a_sweep_reading_below_its_first_level_needs_the_halo() {
     assert!(e.to_string().contains("`x`"), "{e}");
 }
 
+/// A sweep reading 16 f64 fields: their tiles of even 4 levels exceed a warp's 16 KiB.
+#[stencil(sweep = forward)]
+fn wide_sum(idx: Idx3, q: [&Field3<f64>; 16], out: &mut Field3<f64>) {
+    let mut s = 0.0;
+    for v in 0..16 {
+        s += q[v][idx];
+    }
+    out[idx] = s;
+}
+
+#[test]
+fn a_kij_sweep_too_wide_to_stage_keeps_one_thread_per_column() {
+    let kij = Shape3::new([8, 8, 8]).halo(1).order(Order::Kij);
+    let k = cuda_kernel::<WideSum, 3>(Strategy::default_for(WideSum::ir()), &kij, &Loop3D::interior(&kij)).unwrap();
+    assert_eq!((k.block, k.points_per_block, k.shared_bytes), ([1, 64, 4], [u32::MAX, 64, 4], 0), "{}", k.source);
+    assert!(!k.source.contains("__syncwarp"), "{}", k.source);
+}
+
 #[test]
 fn sweeps_carry_their_order_in_the_ir_and_print_one_thread_per_column() {
     use stencil_runtime::codegen::ir::SweepOrder;
