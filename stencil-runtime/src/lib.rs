@@ -149,8 +149,8 @@ pub use cuda_source::{
 };
 pub use device_args::ArgValue;
 pub use domain::{
-    CompCommBinder, Decomposition, Domains, HaloExchange, HaloWidths, Halos, Neighbour, Overlap, PhaseTimes, Subdomain,
-    Transport, World,
+    CompCommBinder, Decomposition, DistField, Distributed, Domains, HaloExchange, HaloWidths, Halos, Neighbour,
+    Overlap, PhaseTimes, Subdomain, Transport, World,
 };
 pub use error::LaunchError;
 pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
@@ -183,6 +183,7 @@ pub mod __private {
         PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
     };
     pub use crate::device_args::{field_arg, reduction_arg, ScalarArg};
+    pub use crate::executor::FieldMap;
     pub use crate::launch::validate;
     pub use crate::stencil::decode_ir;
     pub use stencil_codegen::ir::IR_FORMAT;

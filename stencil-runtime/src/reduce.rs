@@ -158,6 +158,10 @@ pub trait Reducer: fmt::Debug + Send {
     fn elem(&self) -> ScalarType;
     /// Folds a launch's result, given as `f64` (exact for an `f32` result), into the value.
     fn fold_f64(&mut self, result: f64);
+    /// The value so far, as `f64` (exact).
+    fn value_f64(&self) -> f64;
+    /// Back to the identity.
+    fn reset_value(&mut self);
 }
 
 macro_rules! reduction {
@@ -208,6 +212,12 @@ macro_rules! reduction {
             }
             fn fold_f64(&mut self, result: f64) {
                 self.fold(T::from_f64(result));
+            }
+            fn value_f64(&self) -> f64 {
+                self.value.to_f64()
+            }
+            fn reset_value(&mut self) {
+                self.reset();
             }
         }
     };

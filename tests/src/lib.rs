@@ -9,6 +9,7 @@
 //! with its source text and a plain-Rust reference.
 
 pub mod canonical;
+pub mod distributed_check;
 pub mod exchange_check;
 pub mod fuzz;
 pub mod reducing;

@@ -349,6 +349,36 @@ fn stencil_impl(
         ParamKind::Reduction(_) => quote!(#rt::__private::reduction_arg::<#dim>(#n)),
     });
     let unpack_erased = unpack(&format_ident!("args"));
+    // `map_args`: each argument of the tuple with its fields taken through the map (scalars
+    // copied, reductions reborrowed), so that one launch's arguments become those of a part.
+    let mapped = declared.iter().enumerate().map(|(k, u)| {
+        let at = syn::Index::from(k);
+        let one = |v: TokenStream| match ir.params[u.params.start].kind {
+            ParamKind::Scalar(_) => v,
+            ParamKind::Field(f) => {
+                let t = format_ident!("{}", f.elem.rust_name());
+                if f.writable {
+                    quote!(map.field_mut::<#t, #dim>(&mut **#v))
+                } else {
+                    quote!(map.field::<#t, #dim>(#v))
+                }
+            }
+            ParamKind::Reduction(_) => quote!(&mut **#v),
+        };
+        match (ir.params[u.params.start].kind, u.array) {
+            (ParamKind::Scalar(_), _) => quote!(args.#at),
+            (ParamKind::Field(f), false) if !f.writable => one(quote!(args.#at)),
+            (_, false) => one(quote!((&mut args.#at))),
+            (ParamKind::Field(f), true) if !f.writable => {
+                let body = one(quote!(v));
+                quote!(args.#at.map(|v| #body))
+            }
+            (_, true) => {
+                let body = one(quote!(v));
+                quote!(args.#at.each_mut().map(|v| #body))
+            }
+        }
+    });
     let name = &ir.name;
     let fields = analysis.fields.iter().map(|fa| {
         let (n, lo, hi, w) = (&fa.name, fa.lo, fa.hi, fa.writable);
@@ -376,6 +406,14 @@ fn stencil_impl(
             fn erase_args<#exec: #rt::Executor>(args: Self::Args<'_, #exec>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {
                 #unpack_erased
                 ::std::vec![#(#erased),*]
+            }
+
+            #[allow(unused_variables, clippy::all)]
+            fn map_args<'m, 'b: 'm, X: #rt::Executor, Y: #rt::Executor, M: #rt::__private::FieldMap<X, Y>>(
+                args: &'m mut Self::Args<'b, X>,
+                map: &M,
+            ) -> Self::Args<'m, Y> {
+                (#(#mapped,)*)
             }
 
             #[allow(unused_variables, unused_mut, unused_parens, clippy::all, clippy::pedantic, clippy::nursery)]

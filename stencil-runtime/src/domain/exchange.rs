@@ -108,13 +108,15 @@ struct Plan<B, const D: usize> {
 pub struct HaloExchange<E: Executor, const D: usize> {
     domains: Domains<E, D>,
     slots: Vec<Slot<D>>,
+    /// Per axis, whether the halos across the periodic wrap (the grid's edge) are exchanged too.
+    wrap: [bool; D],
     plan: Option<Plan<E::Buffer, D>>,
 }
 
 impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// An exchange of no field yet over `domains`.
     pub fn new(domains: &Domains<E, D>) -> Self {
-        HaloExchange { domains: domains.clone(), slots: Vec::new(), plan: None }
+        HaloExchange { domains: domains.clone(), slots: Vec::new(), wrap: [true; D], plan: None }
     }
 
     /// Adds a field of element type `T` named `name` (for errors), exchanged `depth` layers
@@ -129,6 +131,19 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         });
         self.plan = None;
         self
+    }
+
+    /// This exchange leaving the halos across the periodic wrap alone on the axes where `wrap` is
+    /// false (only the cuts between subdomains move there).
+    pub(crate) fn set_wrap(&mut self, wrap: [bool; D]) {
+        self.wrap = wrap;
+        self.plan = None;
+    }
+
+    /// [`HaloExchange::append`] for a field known by its element type's name and size.
+    pub(crate) fn append_erased(&mut self, name: String, element: &'static str, elem_bytes: usize, depth: [usize; D]) {
+        self.slots.push(Slot { name, element, elem_bytes, depth });
+        self.plan = None;
     }
 
     /// The domains.
@@ -350,6 +365,11 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                     let mut dir = [0i8; D];
                     dir[axis] = if side == 0 { -1 } else { 1 };
                     let Neighbour::Domain(j) = d.neighbour(&s, dir) else { continue };
+                    let across_wrap =
+                        if side == 0 { s.coords[axis] == 0 } else { s.coords[axis] + 1 == d.grid()[axis] };
+                    if across_wrap && !self.wrap[axis] {
+                        continue;
+                    }
                     let peer = match self.domains.local_index(j) {
                         Some(i) => Peer::Local(i),
                         None => Peer::Remote { rank: self.domains.rank_of(j), subdomain: j },

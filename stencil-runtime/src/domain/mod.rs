@@ -7,9 +7,10 @@
 //! by the computation ([`CompCommBinder`], [`Overlap`]).
 
 // One-way dependencies: decomposition, reach, transport, world <- domains <- exchange (which also holds
-// `Domains::exchange`, a one-field HaloExchange), binder.
+// `Domains::exchange`, a one-field HaloExchange), binder <- distributed.
 mod binder;
 mod decomposition;
+mod distributed;
 mod domains;
 mod exchange;
 mod reach;
@@ -18,6 +19,7 @@ mod world;
 
 pub use binder::{CompCommBinder, Halos, Overlap};
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
+pub use distributed::{DistField, Distributed};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::{HaloExchange, PhaseTimes};
 pub use reach::{HaloWidths, ReachError};

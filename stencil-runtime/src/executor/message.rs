@@ -33,6 +33,19 @@ impl<'a, const D: usize> ErasedField<'a, D> {
         }
     }
 
+    /// A field known by its storage alone: what the distributed executor passes for the parts
+    /// of the fields it exchanges. The caller keeps the storage alive and unaliased by Rust
+    /// references for `'a`.
+    pub(crate) fn from_raw(
+        shape: Shape<D>,
+        address: u64,
+        home: usize,
+        element: &'static str,
+        elem_bytes: usize,
+    ) -> Self {
+        ErasedField { shape, address, home, element, elem_bytes, _borrow: PhantomData }
+    }
+
     /// The field's shape.
     pub fn shape(&self) -> &Shape<D> {
         &self.shape

@@ -79,6 +79,37 @@ pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
 
     /// Erases the arguments for a kernel launch, in parameter order.
     fn erase_args<E: Executor>(args: Self::Args<'_, E>) -> Vec<ArgValue<'_, D>>;
+
+    /// The arguments with every field taken through `map` (scalars copied, reductions
+    /// reborrowed): how the distributed executor hands one launch's arguments to each part, and
+    /// (with the identity map) a reborrow.
+    #[doc(hidden)]
+    fn map_args<'m, 'b: 'm, X: Executor, Y: Executor, M: FieldMap<X, Y>>(
+        args: &'m mut Self::Args<'b, X>,
+        map: &M,
+    ) -> Self::Args<'m, Y>;
+}
+
+/// Takes fields of executor `X` to fields of executor `Y` (a distributed field to one of its
+/// parts, or a field to itself): what [`Stencil::map_args`] applies to each field argument.
+#[doc(hidden)]
+pub trait FieldMap<X: Executor, Y: Executor> {
+    /// A read field.
+    fn field<'a, T: Element, const D: usize>(&self, field: &'a X::Field<T, D>) -> &'a Y::Field<T, D>;
+    /// A written field.
+    fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut X::Field<T, D>) -> &'a mut Y::Field<T, D>;
+}
+
+/// The identity [`FieldMap`]: [`Stencil::map_args`] with it reborrows a launch's arguments.
+pub(crate) struct Same;
+
+impl<X: Executor> FieldMap<X, X> for Same {
+    fn field<'a, T: Element, const D: usize>(&self, field: &'a X::Field<T, D>) -> &'a X::Field<T, D> {
+        field
+    }
+    fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut X::Field<T, D>) -> &'a mut X::Field<T, D> {
+        field
+    }
 }
 
 /// One field's halo fills: per axis, the fill of both ends of that axis, or `None` to leave it.

@@ -1,0 +1,166 @@
+//! A small model written once against `E: Executor` (three stencils of reach 2 and 1 with
+//! corners, a stencil over a global sub-range, a reduction, halo fills with walls or wrap, two
+//! element types), run on the [`Distributed`] executor and on one host domain: the interiors
+//! must be the same bits. Shared by the host test (`distributed.rs`), the GPU test
+//! (`gpu_distributed.rs`) and the ranks test.
+
+use crate::SplitMix64;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Decomposition, Distributed, Domains, Element, Executor, Overlap};
+
+/// Reach 2 along every axis (a 13-point star).
+#[stencil]
+pub fn star13(idx: Idx3, c: f64, u: &Field3<f64>, w: &mut Field3<f64>) {
+    let near = u[idx.ix::<1, 0, 0>()]
+        + u[idx.ix::<-1, 0, 0>()]
+        + u[idx.ix::<0, 1, 0>()]
+        + u[idx.ix::<0, -1, 0>()]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()];
+    let far = u[idx.ix::<2, 0, 0>()]
+        + u[idx.ix::<-2, 0, 0>()]
+        + u[idx.ix::<0, 2, 0>()]
+        + u[idx.ix::<0, -2, 0>()]
+        + u[idx.ix::<0, 0, 2>()]
+        + u[idx.ix::<0, 0, -2>()];
+    w[idx] = u[idx] + c * (4.0 * near - far - 18.0 * u[idx]);
+}
+
+/// Reach 1 with edges and a corner (what the exchange's later axes carry).
+#[stencil]
+pub fn corners(idx: Idx3, w: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
+    out[idx] = 0.5 * w[idx]
+        + 0.125 * (w[idx.ix::<1, 1, 0>()] + w[idx.ix::<-1, 1, 0>()])
+        + 0.0625 * (w[idx.ix::<0, -1, 1>()] + w[idx.ix::<1, 1, 1>()] - w[idx.ix::<-1, -1, -1>()])
+        + 0.25 * u[idx];
+}
+
+/// A point update (no offset: needs no exchange).
+#[stencil]
+pub fn damp(idx: Idx3, s: f64, u: &mut Field3<f64>) {
+    u[idx] = s * u[idx];
+}
+
+/// An `f32` field smoothed along x and y.
+#[stencil]
+pub fn smooth32(idx: Idx3, v: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = 0.5 * v[idx]
+        + 0.125 * (v[idx.ix::<1, 0, 0>()] + v[idx.ix::<-1, 0, 0>()] + v[idx.ix::<0, 1, 0>()] + v[idx.ix::<0, -1, 0>()]);
+}
+
+/// The largest magnitude.
+#[stencil]
+pub fn peak(idx: Idx3, u: &Field3<f64>, m: &mut Max<f64>) {
+    m.fold(u[idx].abs());
+}
+
+/// One random case: the grid, process grid, periodic axes and walls, and a sub-range.
+#[derive(Clone, Copy, Debug)]
+pub struct Case {
+    /// Global interior extent.
+    pub global: [usize; 3],
+    /// Process grid.
+    pub grid: [usize; 3],
+    /// Periodic axes.
+    pub periodic: [bool; 3],
+    /// The fill of each walled axis.
+    pub walls: [HaloFill; 3],
+    /// Begin and end (global interior coordinates) of the damped sub-range.
+    pub damped: ([usize; 3], [usize; 3]),
+    /// Seed of the initial values.
+    pub seed: u64,
+}
+
+impl Case {
+    /// A random case whose subdomains are at least 2 points thick (the halo of `u`).
+    pub fn random(rng: &mut SplitMix64, seed: u64) -> Case {
+        let fills = [HaloFill::Mirror, HaloFill::MirrorNegated, HaloFill::ZeroGradient];
+        let grid: [usize; 3] = std::array::from_fn(|_| rng.int(1, 3) as usize);
+        let global: [usize; 3] = std::array::from_fn(|a| 2 * grid[a] + rng.int(0, 7) as usize);
+        let damped = {
+            let b: [usize; 3] = std::array::from_fn(|a| rng.int(0, global[a] as i64 - 1) as usize);
+            (b, std::array::from_fn(|a| rng.int(b[a] as i64 + 1, global[a] as i64) as usize))
+        };
+        Case {
+            global,
+            grid,
+            periodic: std::array::from_fn(|_| rng.int(0, 1) == 1),
+            walls: std::array::from_fn(|_| fills[rng.int(0, 2) as usize]),
+            damped,
+            seed,
+        }
+    }
+
+    /// The decomposition.
+    pub fn decomposition(&self) -> Decomposition<3> {
+        Decomposition::new(self.global, self.grid, self.periodic, [2, 2, 2]).expect("the case fits")
+    }
+
+    /// The fill of each axis: `Periodic` where it wraps, the wall elsewhere.
+    pub fn fills(&self) -> [Option<HaloFill>; 3] {
+        std::array::from_fn(|a| Some(if self.periodic[a] { HaloFill::Periodic } else { self.walls[a] }))
+    }
+}
+
+/// What the model leaves: `u`, `v` and the largest magnitude each step.
+pub struct Outcome {
+    /// `u` (global, halo zero beyond the interior on a distributed run).
+    pub u: Field3<f64>,
+    /// `v`.
+    pub v: Field3<f32>,
+    /// The reduction of each step.
+    pub peaks: Vec<f64>,
+}
+
+/// The model: `steps` steps of fill, star13, corners, a damped sub-range and the f32 smoothing.
+pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome, LaunchError> {
+    let shape = Shape3::new(case.global).halo(2);
+    let shape32 = Shape3::new(case.global).halo(1);
+    let mut rng = SplitMix64::new(case.seed);
+    let u0 = Field3::from_fn(shape, |_| rng.uniform(-1.0, 1.0));
+    let v0 = Field3::from_fn(shape32, |_| rng.uniform(-1.0, 1.0) as f32);
+    let (mut u, mut v) = (exec.upload(&u0)?, exec.upload(&v0)?);
+    let (mut w, mut out, mut v_out) = (exec.alloc(shape)?, exec.alloc(shape)?, exec.alloc(shape32)?);
+    let interior = Loop3D::interior(&shape);
+    let (b, e) = case.damped;
+    let damped = Loop3D::from_bounds(shape.extent(), b.map(|x| x + 2), e.map(|x| x + 2)).expect("inside");
+    let mut peaks = Vec::new();
+    for _ in 0..steps {
+        exec.fill_halos(&mut [(&mut u, case.fills())])?;
+        exec.run(&interior, Star13, (0.05, &u, &mut w))?;
+        exec.run(&interior, Corners, (&w, &u, &mut out))?;
+        std::mem::swap(&mut u, &mut out);
+        exec.run(&damped, Damp, (0.75, &mut u))?;
+        exec.run(&Loop3D::interior(&shape32), Smooth32, (&v, &mut v_out))?;
+        std::mem::swap(&mut v, &mut v_out);
+        let mut m = Max::new();
+        exec.run(&interior, Peak, (&u, &mut m))?;
+        peaks.push(m.get());
+    }
+    Ok(Outcome { u: exec.download(&u)?, v: exec.download(&v)?, peaks })
+}
+
+/// Bits of a field's interior.
+pub fn interior_bits<T: Element + Into<f64>>(f: &Field<T, 3>) -> Vec<u64> {
+    f.read_range(&Loop3D::interior(f.shape())).expect("interior").into_iter().map(|x| x.into().to_bits()).collect()
+}
+
+/// Runs `case` on `domains` (the executors of this process's subdomains) in both overlap modes
+/// and compares with one host domain; returns the points compared. On ranks other than 0 the
+/// comparison is of what every rank downloads.
+pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> Result<usize, String> {
+    let one = model(&Host, case, steps).map_err(|e| e.to_string())?;
+    let mut compared = 0;
+    for overlap in [Overlap::None, Overlap::OneDivided] {
+        let exec = Distributed::new(domains.clone()).with_overlap(overlap).map_err(|e| e.to_string())?;
+        let many = model(&exec, case, steps).map_err(|e| format!("{case:?}, {overlap:?}: {e}"))?;
+        if interior_bits(&many.u) != interior_bits(&one.u) || interior_bits(&many.v) != interior_bits(&one.v) {
+            return Err(format!("{case:?}, {overlap:?}: the distributed run differs from one domain"));
+        }
+        if many.peaks.iter().map(|p| p.to_bits()).ne(one.peaks.iter().map(|p| p.to_bits())) {
+            return Err(format!("{case:?}, {overlap:?}: reductions {:?} vs {:?}", many.peaks, one.peaks));
+        }
+        compared += 2 * case.global.iter().product::<usize>();
+    }
+    Ok(compared)
+}

@@ -1,0 +1,157 @@
+//! The distributed executor on host subdomains: a model written once gives the single-domain
+//! bits for random process grids, uneven splits, periodic and walled axes, in every overlap mode
+//! (`stencil_tests::distributed_check`); halos are exchanged exactly when a launch reads a stale
+//! field at an offset; misuse is an error that says what to change.
+
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Decomposition, Distributed, Domains, Overlap};
+use stencil_tests::distributed_check::{check, Case, Corners, Damp, Star13};
+use stencil_tests::SplitMix64;
+
+#[test]
+fn a_model_written_once_gives_the_single_domain_bits_on_random_process_grids() {
+    let mut rng = SplitMix64::new(27);
+    let mut compared = 0;
+    for seed in 0..24 {
+        let case = Case::random(&mut rng, seed);
+        let d = case.decomposition();
+        compared += check(Domains::new(d, vec![Host; d.len()]).unwrap(), &case, 3).unwrap();
+    }
+    assert!(compared > 20_000, "only {compared} points compared");
+}
+
+fn setup(grid: [usize; 3], periodic: [bool; 3]) -> (Distributed<Host, 3>, Shape3) {
+    let d = Decomposition::new([12, 10, 8], grid, periodic, [2, 2, 2]).unwrap();
+    (Distributed::host(d).unwrap(), Shape3::new([12, 10, 8]).halo(2))
+}
+
+#[test]
+fn a_stale_field_read_at_an_offset_is_exchanged_once_and_only_then() {
+    let (exec, shape) = setup([2, 2, 1], [false; 3]);
+    let all = Loop3D::interior(&shape);
+    let u0 = Field3::from_fn(shape, |[i, j, k]| (i + 3 * j + 7 * k) as f64);
+    let mut u = exec.upload(&u0).unwrap();
+    let (mut w, mut out) = (exec.alloc(shape).unwrap(), exec.alloc(shape).unwrap());
+    // Uploaded: current, nothing to exchange.
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+    assert_eq!(exec.exchanges(), 0);
+    // `w` was written: reading it at an offset exchanges it, once.
+    exec.run(&all, Corners, (&w, &u, &mut out)).unwrap();
+    assert_eq!(exec.exchanges(), 1);
+    // Read again, still current: no exchange.
+    exec.run(&all, Corners, (&w, &u, &mut out)).unwrap();
+    assert_eq!(exec.exchanges(), 1);
+    // A point update reads and writes at offset 0: no exchange, but `u` is stale afterwards.
+    exec.run(&all, Damp, (0.5, &mut u)).unwrap();
+    assert_eq!(exec.exchanges(), 1);
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+    assert_eq!(exec.exchanges(), 2);
+    // Two stale fields of one launch travel in one exchange.
+    exec.run(&all, Damp, (0.5, &mut u)).unwrap();
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+    assert_eq!(exec.exchanges(), 3);
+    exec.run(&all, Damp, (0.5, &mut u)).unwrap();
+    exec.run(&all, Corners, (&w, &u, &mut out)).unwrap();
+    assert_eq!(exec.exchanges(), 4, "w (read at offsets) is stale; u (read at 0) needs none");
+    // An explicit halo fill exchanges what is stale, and a second one nothing.
+    exec.fill_halos(&mut [(&mut out, [Some(HaloFill::Mirror); 3])]).unwrap();
+    exec.fill_halos(&mut [(&mut out, [Some(HaloFill::Mirror); 3])]).unwrap();
+    assert_eq!(exec.exchanges(), 5);
+}
+
+#[test]
+fn without_the_exchange_the_result_would_differ() {
+    // The planted bug: the same launches on the parts' executors, with no exchange between
+    // them, give other values; the distributed executor gives the single-domain ones.
+    let (exec, shape) = setup([3, 1, 1], [false; 3]);
+    let all = Loop3D::interior(&shape);
+    let u0 = Field3::from_fn(shape, |[i, j, k]| ((i * i + 3 * j + k) % 13) as f64);
+    let run = |exec: &Distributed<Host, 3>| {
+        let mut u = exec.upload(&u0).unwrap();
+        let (mut w, mut out) = (exec.alloc(shape).unwrap(), exec.alloc(shape).unwrap());
+        exec.run(&all, Damp, (0.5, &mut u)).unwrap();
+        exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+        exec.run(&all, Corners, (&w, &u, &mut out)).unwrap();
+        exec.download(&out).unwrap()
+    };
+    let (mut u, mut w, mut out) = (u0.clone(), Field3::zeros(shape), Field3::zeros(shape));
+    all.run(Damp, (0.5, &mut u)).unwrap();
+    all.run(Star13, (0.1, &u, &mut w)).unwrap();
+    all.run(Corners, (&w, &u, &mut out)).unwrap();
+    let got = run(&exec);
+    assert_eq!(got.read_range(&all).unwrap(), out.read_range(&all).unwrap());
+    // The parts by hand, without exchanges: wrong next to the cuts.
+    let domains = exec.domains();
+    let parts = domains.scatter(&u0).unwrap();
+    let mut wrong = Vec::new();
+    for (s, mut p) in domains.subdomains().zip(parts) {
+        let r = Loop3D::interior(&s.shape(&shape));
+        let (mut pw, mut po) = (Field3::zeros(*p.shape()), Field3::zeros(*p.shape()));
+        r.run(Damp, (0.5, &mut p)).unwrap();
+        r.run(Star13, (0.1, &p, &mut pw)).unwrap();
+        r.run(Corners, (&pw, &p, &mut po)).unwrap();
+        wrong.push(po);
+    }
+    let wrong = domains.gather(&shape, &wrong).unwrap().unwrap();
+    assert_ne!(wrong.read_range(&all).unwrap(), out.read_range(&all).unwrap());
+}
+
+#[test]
+fn one_subdomain_per_axis_split_and_wrap_give_the_single_domain_bits() {
+    // Hand-picked edges of the random test: one subdomain along a periodic axis (its halo from
+    // itself), thin subdomains (2 points, the halo), every axis split.
+    let cases = [
+        ([4, 5, 6], [1, 1, 3], [true, false, true]),
+        ([9, 4, 4], [4, 1, 2], [false, true, false]),
+        ([6, 6, 6], [3, 3, 3], [true, true, true]),
+    ];
+    for (seed, (global, grid, periodic)) in cases.into_iter().enumerate() {
+        let case = Case {
+            global,
+            grid,
+            periodic,
+            walls: [HaloFill::Mirror, HaloFill::ZeroGradient, HaloFill::MirrorNegated],
+            damped: ([1, 0, 2], [3, 4, 4]),
+            seed: seed as u64,
+        };
+        let d = case.decomposition();
+        check(Domains::new(d, vec![Host; d.len()]).unwrap(), &case, 2).unwrap();
+    }
+}
+
+#[test]
+fn misuse_is_an_error_that_says_what_to_change() {
+    let (exec, shape) = setup([2, 1, 1], [false, true, false]);
+    let all = Loop3D::interior(&shape);
+    // A field of another grid.
+    let e = exec.alloc::<f64, 3>(Shape3::new([12, 10, 9]).halo(2)).unwrap_err().to_string();
+    assert!(e.contains("[12, 10, 8]") && e.contains("whole grid"), "{e}");
+    // A halo narrower than the reach.
+    let thin = Shape3::new([12, 10, 8]).halo(1);
+    let (u, mut w) = (exec.alloc::<f64, 3>(thin).unwrap(), exec.alloc::<f64, 3>(thin).unwrap());
+    let inner = all.shrink([1, 1, 1]);
+    let inner =
+        Loop3D::from_bounds(thin.extent(), inner.begin().map(|b| b - 1), inner.end().map(|e| e as usize - 1)).unwrap();
+    let e = exec.run(&inner, Star13, (0.1, &u, &mut w)).unwrap_err().to_string();
+    assert!(e.contains("`star13`") && e.contains("`u`") && e.contains("axis 0") && e.contains("at least 2"), "{e}");
+    // A field of another distributed executor.
+    let (other, _) = setup([2, 1, 1], [false, true, false]);
+    let foreign = other.alloc::<f64, 3>(shape).unwrap();
+    let mut w = exec.alloc::<f64, 3>(shape).unwrap();
+    let e = exec.run(&all, Star13, (0.1, &foreign, &mut w)).unwrap_err().to_string();
+    assert!(e.contains("field `u`") && e.contains("not a field of this distributed executor"), "{e}");
+    // Periodic along a split axis the decomposition does not wrap; a wall along one it wraps.
+    let e = exec.fill_halos(&mut [(&mut w, [Some(HaloFill::Periodic), None, None])]).unwrap_err().to_string();
+    assert!(e.contains("axis 0") && e.contains("periodic"), "{e}");
+    let e = exec.fill_halos(&mut [(&mut w, [None, Some(HaloFill::Mirror), None])]).unwrap_err().to_string();
+    assert!(e.contains("axis 1") && e.contains("makes periodic"), "{e}");
+    // A subdomain thinner than the halo.
+    let d = Decomposition::new([12, 10, 8], [12, 1, 1], [false; 3], [1, 1, 1]).unwrap();
+    let e = Distributed::host(d).unwrap().alloc::<f64, 3>(shape).unwrap_err().to_string();
+    assert!(e.contains("thinner than the halo") && e.contains("fewer subdomains"), "{e}");
+    // A field of another dimension.
+    let e = exec.alloc::<f64, 2>(Shape2::new([12, 10])).unwrap_err().to_string();
+    assert!(e.contains("2D field") && e.contains("3D grid"), "{e}");
+    // Two-divided overlap needs the next launch.
+    assert!(exec.clone().with_overlap(Overlap::TwoDivided).is_err());
+}
