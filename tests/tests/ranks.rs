@@ -10,6 +10,7 @@
 use mpi::topology::Communicator;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, HaloFill, World};
+use stencil_tests::distributed_check;
 use stencil_tests::exchange_check::{check_domains, Case};
 
 /// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank,
@@ -90,6 +91,31 @@ fn main() {
     let d = Decomposition::auto([8; 3], n as usize, [false; 3], [1; 3]).unwrap();
     let e = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host, Host]).expect_err("refused");
     assert!(e.to_string().contains("2 executors on rank"), "{e}");
+    // The distributed executor over the ranks: a model written once gives one host domain's
+    // bits (downloads on every rank, reductions over every rank), in both overlap modes.
+    for (per_rank, seed) in [(1, 40), (2, 41)] {
+        let global = [9 + n as usize, 8, 7];
+        let d = Decomposition::auto(global, n as usize * per_rank, [true, false, false], [2; 3]).expect("fits");
+        let walls = [HaloFill::Mirror, HaloFill::ZeroGradient, HaloFill::MirrorNegated];
+        let case = distributed_check::Case {
+            global,
+            grid: d.grid(),
+            periodic: d.periodic(),
+            walls,
+            damped: ([1, 2, 0], [6, 7, 4]),
+            seed,
+        };
+        let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
+        checked += distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed: {e}"));
+        #[cfg(feature = "cuda")]
+        if let Ok(count @ 1..) = stencil_runtime::cuda::Gpu::count() {
+            let first = world.rank() as usize * per_rank;
+            let gpus = (first..first + per_rank).map(|i| stencil_runtime::cuda::Gpu::new(i % count).unwrap()).collect();
+            let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
+            checked +=
+                distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed on GPUs: {e}"));
+        }
+    }
     let total = World::mpi(world.duplicate()).sum(checked as f64);
     if world.rank() == 0 {
         println!("ranks: {n} rank(s), {total} halo and field points checked: OK");
