@@ -53,10 +53,19 @@ fn a_stale_field_read_at_an_offset_is_exchanged_once_and_only_then() {
     exec.run(&all, Damp, (0.5, &mut u)).unwrap();
     exec.run(&all, Corners, (&w, &u, &mut out)).unwrap();
     assert_eq!(exec.exchanges(), 4, "w (read at offsets) is stale; u (read at 0) needs none");
-    // An explicit halo fill exchanges what is stale, and a second one nothing.
+    // Halo fills are done when a launch first reads the field at an offset: two fills asked,
+    // then two launches, one exchange.
     exec.fill_halos(&mut [(&mut out, [Some(HaloFill::Mirror); 3])]).unwrap();
     exec.fill_halos(&mut [(&mut out, [Some(HaloFill::Mirror); 3])]).unwrap();
+    assert_eq!(exec.exchanges(), 4);
+    exec.run(&all, Corners, (&out, &u, &mut w)).unwrap();
+    exec.run(&all, Corners, (&out, &u, &mut w)).unwrap();
     assert_eq!(exec.exchanges(), 5);
+    // A fill asked for a field that is then written is done before the write (from the values
+    // it was asked for), and needs no exchange when the field is current.
+    exec.fill_halos(&mut [(&mut w, [Some(HaloFill::Mirror); 3])]).unwrap();
+    exec.run(&all, Damp, (0.5, &mut w)).unwrap();
+    assert_eq!(exec.exchanges(), 6, "w was stale: its fill exchanges it");
 }
 
 #[test]

@@ -5,70 +5,97 @@
 //! themselves.
 //!
 //! **Automatic halos.** Each distributed field knows, per axis, how many halo layers hold its
-//! neighbours' current values; a launch that writes it makes that zero. Before a launch, every
-//! field the stencil reads at an offset whose halo is not current that deep is exchanged: all such
-//! fields of the launch in one message per neighbour and axis, as deep as the stencil's recorded
-//! reach needs ([`HaloExchange`] underneath). The physical boundary is the model's: the same
-//! [`Executor::fill_halos`] call as on one device fills it (and exchanges first), so the halos are
-//! those of the single-domain run, and so are the results, bit for bit.
+//! neighbours' current values across the cuts between subdomains; a launch that writes it makes
+//! that zero. Before a launch, every field the stencil reads at an offset whose halo is not
+//! current that deep is exchanged: all such fields of the launch in one message per neighbour and
+//! axis, as deep as the stencil's recorded reach needs ([`HaloExchange`] underneath).
+//!
+//! **The grid's edge** is the model's, as on one device: [`Executor::fill_halos`] asks for the
+//! fills of the physical boundary (and `Periodic` for the wrap of an axis the decomposition makes
+//! periodic). They are done when a launch first needs them: before the next launch that reads the
+//! field at an offset (with the exchange of that launch) or writes it. So the halos, and the
+//! results, are those of the single-domain run, bit for bit.
 //!
 //! **Overlap** ([`Distributed::with_overlap`]): with [`Overlap::OneDivided`], a launch that needs
-//! an exchange runs each part's inner region during the exchange and its boundary slabs after it
-//! ([`CompCommBinder`] underneath); every mode gives the same bits.
+//! an exchange or a fill runs each part's inner region meanwhile and the slabs next to the
+//! exchanged and filled sides after ([`CompCommBinder`] underneath); every mode gives the same
+//! bits.
+//!
+//! # Many GPUs
+//!
+//! A complete program: a model written once, run on four subdomains, the same bits as one
+//! domain (the README's multi-GPU example).
 //!
 //! ```
 //! use stencil_runtime::prelude::*;
-//! use stencil_runtime::{Decomposition, Distributed};
+//! use stencil_runtime::{Decomposition, Distributed, Overlap};
 //!
 //! #[stencil]
-//! fn smooth(idx: Idx2, u: &Field2<f64>, out: &mut Field2<f64>) {
-//!     out[idx] = 0.5 * u[idx] + 0.125 * (u[idx.ix::<1, 0>()] + u[idx.ix::<-1, 0>()] + u[idx.ix::<0, 1>()] + u[idx.ix::<0, -1>()]);
+//! fn diffusion(idx: Idx3, c: f32, u: &Field3<f32>, u_new: &mut Field3<f32>) {
+//!     let near = u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()]
+//!         + u[idx.ix::<0, -1, 0>()] + u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()];
+//!     u_new[idx] = u[idx] + c * (near - 6.0 * u[idx]);
 //! }
 //!
-//! /// Written once for any executor.
-//! fn run<E: Executor>(exec: &E, u0: &Field2<f64>, steps: usize) -> Result<Field2<f64>, LaunchError> {
-//!     let (mut u, mut out) = (exec.upload(u0)?, exec.alloc(*u0.shape())?);
-//!     let range = Loop2D::interior(u0.shape());
+//! /// The model, written for one device: no subdomain, halo exchange or message in it.
+//! fn diffuse<E: Executor>(exec: &E, u0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, LaunchError> {
+//!     let (mut u, mut u_new) = (exec.upload(u0)?, exec.alloc(*u0.shape())?);
+//!     let interior = Loop3D::interior(u0.shape());
+//!     let walls = [Some(HaloFill::Periodic), Some(HaloFill::Mirror), Some(HaloFill::Mirror)];
 //!     for _ in 0..steps {
-//!         exec.fill_halos(&mut [(&mut u, [Some(HaloFill::Periodic), None])])?;
-//!         exec.run(&range, Smooth, (&u, &mut out))?;
-//!         std::mem::swap(&mut u, &mut out);
+//!         exec.fill_halos(&mut [(&mut u, walls)])?; // the physical boundary, as on one device
+//!         exec.run(&interior, Diffusion, (0.1, &u, &mut u_new))?;
+//!         std::mem::swap(&mut u, &mut u_new);
 //!     }
 //!     exec.download(&u)
 //! }
 //!
-//! let shape = Shape2::new([40, 30]).halo(1);
-//! let u0 = Field2::from_fn(shape, |[i, j]| ((i * 7 + j * 3) % 11) as f64);
-//! // Six host subdomains (3 x 2), periodic along x, walled along y.
-//! let d = Decomposition::new([40, 30], [3, 2], [true, false], [1, 1])?;
-//! let many = run(&Distributed::host(d)?, &u0, 5)?;
-//! let one = run(&Host, &u0, 5)?;
-//! assert_eq!(many.read_range(&Loop2D::interior(&shape))?, one.read_range(&Loop2D::interior(&shape))?);
+//! let n = [96, 64, 48];
+//! let u0 = Field3::from_fn(Shape3::new(n).halo(1), |[i, j, k]| ((i * j + k) % 17) as f32);
+//! // Four subdomains (the process grid of least halo surface), periodic along x. Halos move before
+//! // the launches that read them; with one-divided overlap each part's inner region is updated
+//! // while they travel, and the slabs next to the cuts after.
+//! let grid = Decomposition::auto(n, 4, [true, false, false], [1; 3])?;
+//! let exec = Distributed::host(grid)?.with_overlap(Overlap::OneDivided)?;
+//! let (many, one) = (diffuse(&exec, &u0, 50)?, diffuse(&Host, &u0, 50)?);
+//! let interior = Loop3D::interior(u0.shape());
+//! assert_eq!(many.read_range(&interior)?, one.read_range(&interior)?); // the same bits
+//! // The same four subdomains on the GPUs of this process (peer copies between them).
+//! #[cfg(feature = "cuda")]
+//! if let Ok(gpus) = Distributed::gpus(grid) {
+//!     let on_gpus = diffuse(&gpus.with_overlap(Overlap::OneDivided)?, &u0, 50)?;
+//!     assert_eq!(on_gpus.read_range(&interior)?, one.read_range(&interior)?);
+//! }
+//! // Over MPI ranks: Distributed::new(Domains::over_ranks(World::mpi(comm), grid, executors)?).
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod field;
+mod halos;
+
+pub use field::DistField;
+
 use super::binder::{CompCommBinder, Overlap};
-use super::decomposition::{Decomposition, Neighbour, Subdomain};
+use super::decomposition::{Decomposition, Subdomain};
 use super::domains::Domains;
 use super::exchange::HaloExchange;
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
-use crate::executor::{
-    from_le_bytes, to_le_bytes, BoxPart, ErasedField, Executor, FieldMap, FieldStorage, Host, HostBuffer, Same,
-    SideJob, Stencil,
-};
+use crate::executor::{from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Same, SideJob, Stencil};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
 use crate::reduce::{ReduceOp, Reducer};
 use crate::stencil::FieldInfo;
+use field::{Head, MarkWritten, Part};
+use halos::Settle;
 use std::any::Any;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use stencil_codegen::printer::cuda::Strategy;
 
-/// Homes ([`FieldStorage::home`]) of distributed fields: one per executor built, far from the
+/// Homes ([`FieldStorage::home`](crate::FieldStorage::home)) of distributed fields: one per executor built, far from the
 /// host's 0 and the devices' context identifiers.
 static NEXT_HOME: AtomicUsize = AtomicUsize::new(0);
 const HOME_BASE: usize = usize::MAX / 2;
@@ -82,13 +109,13 @@ pub struct Distributed<E: Executor, const G: usize> {
 struct Inner<E: Executor, const G: usize> {
     domains: Domains<E, G>,
     home: usize,
-    /// The executor's lock: every call holds it, so that an exchange writing the halos of a field
-    /// that launches read never runs beside another call on the same fields.
+    /// The executor's lock: every call holds it while it works on fields, so that an exchange or
+    /// a fill writing the halos of a field that launches read never runs beside another call.
     state: Mutex<State<E, G>>,
 }
 
-/// The overlap mode, the exchanges built so far (by their fields' element types and depths) and
-/// how many ran.
+/// The overlap mode, the exchanges built so far (by their fields' element types and depths and
+/// the wrapped axes) and how many ran.
 struct State<E: Executor, const G: usize> {
     overlap: Overlap,
     built: HashMap<Vec<(&'static str, [usize; G])>, HaloExchange<E, G>>,
@@ -115,17 +142,35 @@ impl<const G: usize> Distributed<Host, G> {
     }
 }
 
+#[cfg(feature = "cuda")]
+impl<const G: usize> Distributed<crate::cuda::Gpu, G> {
+    /// Every subdomain of `decomposition` on the GPUs of this process, subdomain `i` on GPU
+    /// `i % count` (several subdomains share a GPU when there are more than GPUs; messages
+    /// between GPUs are peer copies).
+    pub fn gpus(decomposition: Decomposition<G>) -> Result<Self, LaunchError> {
+        use crate::cuda::Gpu;
+        let count = Gpu::count()?;
+        if count == 0 {
+            return Err(LaunchError::Decomposition(
+                "Distributed::gpus: the CUDA driver sees no GPU: run on the host (`Distributed::host`)".into(),
+            ));
+        }
+        let gpus = (0..decomposition.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self::new(Domains::new(decomposition, gpus)?))
+    }
+}
+
 impl<E: Executor, const G: usize> Distributed<E, G> {
     /// The executor of the subdomains `domains` holds (of every rank of its world: each rank
-    /// builds its own and runs the same program), exchanging without overlap.
+    /// builds its own and runs the same program), without overlap.
     pub fn new(domains: Domains<E, G>) -> Self {
         let home = HOME_BASE + NEXT_HOME.fetch_add(1, Ordering::Relaxed);
         let state = Mutex::new(State { overlap: Overlap::None, built: HashMap::new(), exchanges: 0 });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
 
-    /// This executor (and its clones) with `overlap` for the launches that need an exchange:
-    /// [`Overlap::None`] (the default) or [`Overlap::OneDivided`].
+    /// This executor (and its clones) with `overlap` for the launches that need an exchange or a
+    /// fill: [`Overlap::None`] (the default) or [`Overlap::OneDivided`].
     pub fn with_overlap(self, overlap: Overlap) -> Result<Self, LaunchError> {
         if overlap == Overlap::TwoDivided {
             return Err(LaunchError::Decomposition(
@@ -149,7 +194,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     }
 
     /// How many halo exchanges ran so far on this executor and its clones (each moves every field
-    /// that one launch or one halo fill needed, in one message per neighbour and axis).
+    /// that one launch needed, in one message per neighbour and axis).
     pub fn exchanges(&self) -> usize {
         self.lock().map_or(0, |s| s.exchanges)
     }
@@ -162,8 +207,9 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     ) -> Result<Option<Field<T, D>>, LaunchError> {
         let domains = self.domains_of::<D>()?;
         let _lock = self.lock()?;
-        self.check_home(field.head.home, "gather", "its field")?;
-        domains.gather(&field.head.global, &field.parts)
+        self.check_home(field.head().home, "gather", "its field")?;
+        // SAFETY: the lock is held.
+        domains.gather(&field.head().global, unsafe { field.parts_shared() })
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State<E, G>>, LaunchError> {
@@ -227,44 +273,6 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         }
         Ok(())
     }
-
-    /// Exchanges the halos of `fields` (each with its depth per axis) in one [`HaloExchange`],
-    /// across the periodic wrap only on the axes `wrap` names, and records them current that deep
-    /// (the cuts between subdomains; the wrap is the grid's edge, filled only when asked, as on one
-    /// domain).
-    fn exchange<const D: usize>(
-        &self,
-        state: &mut State<E, G>,
-        fields: &[ToExchange<'_, D>],
-        wrap: [bool; D],
-    ) -> Result<(), LaunchError> {
-        let mut key: Vec<(&'static str, [usize; G])> = fields.iter().map(|(h, d, _)| (h.element, same(*d))).collect();
-        key.push(("wrap", same(wrap.map(usize::from))));
-        let domains = &self.inner.domains;
-        let ex = state.built.entry(key).or_insert_with(|| {
-            let mut ex = HaloExchange::new(domains);
-            ex.set_wrap(same(wrap));
-            for (h, depth, name) in fields {
-                ex.append_erased(name.clone(), h.element, h.elem_bytes, same(*depth));
-            }
-            ex
-        });
-        let mut lists: Vec<Vec<ErasedField<'_, G>>> = (0..domains.execs().len())
-            .map(|i| {
-                let part = |h: &Head<D>| {
-                    let (shape, address, home) = h.parts[i];
-                    ErasedField::from_raw(same(shape), address, home, h.element, h.elem_bytes)
-                };
-                fields.iter().map(|(h, _, _)| part(h)).collect()
-            })
-            .collect();
-        ex.exchange(&mut lists)?;
-        state.exchanges += 1;
-        for (h, depth, _) in fields {
-            h.make_current(*depth);
-        }
-        Ok(())
-    }
 }
 
 /// Whether the exchange fills halos along axis `a` (a split or periodic axis).
@@ -275,131 +283,6 @@ fn exchanged<const D: usize>(d: &Decomposition<D>, a: usize) -> bool {
 /// A value of a type known to be `B` (the same dimension under another name).
 fn same<A: Any + Copy, B: Any + Copy>(a: A) -> B {
     *(&a as &dyn Any).downcast_ref::<B>().expect("the distributed executor checked the dimension")
-}
-
-/// A field to exchange: its head, the depth per axis, and its name for messages.
-type ToExchange<'h, const D: usize> = (&'h Head<D>, [usize; D], String);
-
-/// What a distributed field tells the executor without its type: where its parts are and how
-/// current their halos are. First in [`DistField`] (`repr(C)`), so that its address is the
-/// field's [`FieldStorage::address`].
-struct Head<const D: usize> {
-    home: usize,
-    global: Shape<D>,
-    element: &'static str,
-    elem_bytes: usize,
-    /// Per part: shape, storage address and home.
-    parts: Vec<(Shape<D>, u64, usize)>,
-    /// Per axis, how many halo layers hold the neighbours' current values.
-    current: [AtomicUsize; D],
-}
-
-impl<const D: usize> Head<D> {
-    fn depth(&self) -> [usize; D] {
-        std::array::from_fn(|a| self.current[a].load(Ordering::Relaxed))
-    }
-
-    fn make_current(&self, depth: [usize; D]) {
-        for (c, d) in self.current.iter().zip(depth) {
-            c.fetch_max(d, Ordering::Relaxed);
-        }
-    }
-
-    fn make_stale(&self) {
-        self.current.iter().for_each(|c| c.store(0, Ordering::Relaxed));
-    }
-}
-
-/// A field of the global grid on a [`Distributed`] executor: one part per local subdomain (each of
-/// [`Subdomain::shape`] of the global shape), and how current its halos are.
-#[repr(C)]
-pub struct DistField<F, const D: usize> {
-    head: Head<D>,
-    parts: Vec<F>,
-}
-
-impl<F, const D: usize> DistField<F, D> {
-    fn new<T: Element>(home: usize, global: Shape<D>, parts: Vec<F>, current: [usize; D]) -> Self
-    where
-        F: FieldStorage<T, D>,
-    {
-        let views = parts.iter().map(|p| (*p.shape(), p.address(), p.home())).collect();
-        let head = Head {
-            home,
-            global,
-            element: T::NAME,
-            elem_bytes: std::mem::size_of::<T>(),
-            parts: views,
-            current: current.map(AtomicUsize::new),
-        };
-        DistField { head, parts }
-    }
-
-    /// The parts, one per local subdomain in order, to change by hand: their halos count as stale
-    /// afterwards.
-    pub fn parts_mut(&mut self) -> &mut [F] {
-        self.head.make_stale();
-        &mut self.parts
-    }
-}
-
-impl<F, const D: usize> std::fmt::Debug for DistField<F, D> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "DistField({} of {}, {} local parts, halo current {:?} deep)",
-            self.head.element,
-            self.head.global.describe(),
-            self.parts.len(),
-            self.head.depth()
-        )
-    }
-}
-
-impl<T: Element, F: FieldStorage<T, D>, const D: usize> FieldStorage<T, D> for DistField<F, D> {
-    fn shape(&self) -> &Shape<D> {
-        &self.head.global
-    }
-    fn address(&self) -> u64 {
-        &self.head as *const Head<D> as u64
-    }
-    fn home(&self) -> usize {
-        self.head.home
-    }
-}
-
-/// Part `i` of each distributed field.
-struct Part(usize);
-
-impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, E> for Part {
-    fn field<'a, T: Element, const D: usize>(&self, f: &'a DistField<E::Field<T, D>, D>) -> &'a E::Field<T, D> {
-        &f.parts[self.0]
-    }
-    fn field_mut<'a, T: Element, const D: usize>(
-        &self,
-        f: &'a mut DistField<E::Field<T, D>, D>,
-    ) -> &'a mut E::Field<T, D> {
-        &mut f.parts[self.0]
-    }
-}
-
-/// Every written field marked stale.
-struct MarkWritten;
-
-impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>> for MarkWritten {
-    fn field<'a, T: Element, const D: usize>(
-        &self,
-        f: &'a DistField<E::Field<T, D>, D>,
-    ) -> &'a DistField<E::Field<T, D>, D> {
-        f
-    }
-    fn field_mut<'a, T: Element, const D: usize>(
-        &self,
-        f: &'a mut DistField<E::Field<T, D>, D>,
-    ) -> &'a mut DistField<E::Field<T, D>, D> {
-        f.head.make_stale();
-        f
-    }
 }
 
 /// The points of a global `range` that subdomain `s` computes, in its part's storage
@@ -478,7 +361,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if world.size() == 1 {
             return Ok(got.expect("one process is rank 0"));
         }
-        let like = field.head.global;
+        let like = field.head().global;
         let (at, extent) = (like.halo_widths(), like.interior());
         let mut bytes = match &got {
             Some(g) => {
@@ -499,6 +382,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         }
     }
 
+    /// Copies every part, halos and pending fills included.
     fn copy<T: Element, const D: usize>(
         &self,
         dst: &mut Self::Field<T, D>,
@@ -506,22 +390,26 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     ) -> Result<(), LaunchError> {
         let domains = self.domains_of::<D>()?;
         let _lock = self.lock()?;
-        self.check_home(dst.head.home, "copy", "the destination")?;
-        self.check_home(src.head.home, "copy", "the source")?;
-        if dst.head.global != src.head.global {
+        self.check_home(dst.head().home, "copy", "the destination")?;
+        self.check_home(src.head().home, "copy", "the source")?;
+        if dst.head().global != src.head().global {
             return Err(LaunchError::CopyShape {
-                source_shape: src.head.global.describe(),
-                destination_shape: dst.head.global.describe(),
+                source_shape: src.head().global.describe(),
+                destination_shape: dst.head().global.describe(),
             });
         }
-        for ((e, d), s) in domains.execs().iter().zip(&mut dst.parts).zip(&src.parts) {
+        // SAFETY: the lock is held; `dst` is another field (it is borrowed mutably).
+        let from = unsafe { src.parts_shared() };
+        for ((e, d), s) in domains.execs().iter().zip(dst.parts_exclusive().iter_mut()).zip(from) {
             e.copy(d, s)?;
         }
-        dst.head.make_stale();
-        dst.head.make_current(src.head.depth());
+        dst.head().make_stale();
+        dst.head().make_current(src.head().depth());
+        dst.head().set_pending(src.head().pending());
         Ok(())
     }
 
+    /// The global field's values in `range` ([`Executor::download`]: its halo reads zero).
     fn read_range<T: Element, const D: usize>(
         &self,
         field: &Self::Field<T, D>,
@@ -569,65 +457,53 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if range.points() == 0 {
             return Ok(());
         }
-        // The fields read at an offset whose halo is not current as deep as the stencil reaches.
-        let mut stale: Vec<ToExchange<'_, D>> = Vec::new();
-        for &(info, head) in &heads {
-            // SAFETY: `head` is the address of the `Head` that starts a `DistField` of this
-            // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
-            let head = unsafe { &*head };
-            let need: [usize; D] = std::array::from_fn(|a| {
-                if info.writable || !exchanged(d, a) {
-                    0
-                } else {
-                    (-info.lo[a]).max(info.hi[a]).max(0) as usize
-                }
-            });
-            let halo = head.global.halo_widths();
-            if let Some(a) = (0..D).find(|&a| need[a] > halo[a]) {
-                return Err(LaunchError::Decomposition(format!(
-                    "stencil `{}` reads field `{}` {} points away along axis {a}, but its halo is {} wide there: \
-                     allocate it with a halo of at least {} along axis {a}",
-                    S::INFO.name,
-                    info.name,
-                    need[a],
-                    halo[a],
-                    need[a]
-                )));
-            }
-            let current = head.depth();
-            if (0..D).all(|a| need[a] <= current[a]) {
-                continue;
-            }
-            match stale.iter_mut().find(|(h, _, _)| std::ptr::eq(*h, head)) {
-                Some((_, depth, _)) => *depth = std::array::from_fn(|a| depth[a].max(need[a])),
-                None => {
-                    let depth = std::array::from_fn(|a| need[a].max(current[a].min(halo[a])));
-                    stale.push((head, depth, format!("`{}` of stencil `{}`", info.name, S::INFO.name)));
+        // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
+        // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
+        let heads: Vec<(&FieldInfo, &Head<D>)> = heads.into_iter().map(|(i, h)| (i, unsafe { &*h })).collect();
+        // Written fields with fills pending: done now, from the values before this launch.
+        let mut written = Vec::new();
+        for &(info, head) in heads.iter().filter(|(i, h)| i.writable && h.pending().is_some()) {
+            written.extend(Settle::of(self, head, info, S::INFO.name, true)?);
+        }
+        if !written.is_empty() {
+            self.settle::<S, D>(&mut state, &mut args, &written)?;
+        }
+        // Fields read at an offset: stale across the cuts, or with fills pending.
+        let mut read: Vec<Settle<'_, D>> = Vec::new();
+        for &(info, head) in heads.iter().filter(|(i, _)| !i.writable) {
+            if let Some(s) = Settle::of(self, head, info, S::INFO.name, false)? {
+                match read.iter_mut().find(|r| std::ptr::eq(r.head, s.head)) {
+                    Some(r) => {
+                        r.depth = std::array::from_fn(|a| r.depth[a].max(s.depth[a]));
+                        r.reach = std::array::from_fn(|a| r.reach[a].max(s.reach[a]));
+                    }
+                    None => read.push(s),
                 }
             }
         }
         let ranges: Vec<Option<Loop<D>>> = domains.subdomains().map(|s| cut(range, &global, &s, d.grid())).collect();
         let execs = domains.execs();
-        if stale.is_empty() || state.overlap == Overlap::None {
-            if !stale.is_empty() {
-                self.exchange(&mut state, &stale, [false; D])?;
-            }
+        if read.is_empty() || state.overlap == Overlap::None {
+            self.settle::<S, D>(&mut state, &mut args, &read)?;
             for (i, (exec, r)) in execs.iter().zip(&ranges).enumerate() {
                 if let Some(r) = r {
                     exec.run_with(r, stencil, strategy, S::map_args(&mut args, &Part(i)))?;
                 }
             }
         } else {
-            // Inner regions during the exchange, then the slabs next to the exchanged sides.
-            let reach: [usize; D] = std::array::from_fn(|a| stale.iter().map(|(_, d, _)| d[a]).max().unwrap_or(0));
+            // Inner regions meanwhile, then the slabs next to the exchanged (and filled) sides.
+            let reach: [usize; D] = std::array::from_fn(|a| read.iter().map(|s| s.reach[a]).max().unwrap_or(0));
             let empty = Loop::within(global.extent(), [0; D], [0; D]);
             let whole: Vec<Loop<D>> = ranges.iter().map(|r| r.unwrap_or(empty)).collect();
-            let binder = CompCommBinder::new(domains, whole, reach, Overlap::OneDivided)?
+            let mut binder = CompCommBinder::new(domains, whole, reach, Overlap::OneDivided)?
                 .contiguous_axis(global.contiguous_axis());
+            if read.iter().any(|s| s.fill) {
+                binder = binder.filling_boundary();
+            }
             binder.step(
                 domains,
                 &mut args,
-                |_, _| self.exchange(&mut state, &stale, [false; D]),
+                |args, _| self.settle::<S, D>(&mut state, args, &read),
                 |exec, i, r, args| match r.points() {
                     0 => Ok(()),
                     _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
@@ -648,19 +524,19 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(())
     }
 
-    /// Exchanges the halos of the fields (where not current to their full width), then fills the
-    /// sides of each part on the physical boundary: the halos the same call gives on one
-    /// device. `Periodic` is what the exchange does along an axis the decomposition makes periodic,
-    /// and is refused along a split axis that it does not; other fills are refused along periodic axes.
+    /// Asks for halo fills, done when a launch first needs them (see the module docs): the
+    /// physical-boundary sides of each part as asked, and `Periodic` along an axis the
+    /// decomposition makes periodic by the exchange across the wrap. Refused: `Periodic` along a
+    /// split axis that the decomposition does not wrap, and other fills along a periodic one.
     fn fill_halo_sides<T: Element, const D: usize>(
         &self,
         jobs: &mut [SideJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError> {
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
-        let mut state = self.lock()?;
+        let _lock = self.lock()?;
         for (k, (f, fills)) in jobs.iter().enumerate() {
-            self.check_home(f.head.home, "fill_halos", &format!("field {k} of the call"))?;
+            self.check_home(f.head().home, "fill_halos", &format!("field {k} of the call"))?;
             for (a, sides) in fills.iter().enumerate() {
                 for fill in sides.iter().flatten() {
                     let periodic = *fill == HaloFill::Periodic;
@@ -682,47 +558,8 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 }
             }
         }
-        // The fields whose cuts are stale or that wrap, grouped by the axes they wrap (one exchange
-        // per group; a call of one kind of fill is one exchange).
-        let mut groups: Vec<([bool; D], Vec<ToExchange<'_, D>>)> = Vec::new();
-        for (k, (f, fills)) in jobs.iter().enumerate() {
-            let wrap: [bool; D] =
-                std::array::from_fn(|a| fills[a].contains(&Some(HaloFill::Periodic)) && d.periodic()[a]);
-            let halo = f.head.global.halo_widths();
-            let want: [usize; D] = std::array::from_fn(|a| if exchanged(d, a) { halo[a] } else { 0 });
-            let current = f.head.depth();
-            if wrap.contains(&true) || (0..D).any(|a| current[a] < want[a]) {
-                let entry = (&f.head, want, format!("field {k} of fill_halos"));
-                match groups.iter_mut().find(|(w, _)| *w == wrap) {
-                    Some((_, list)) => list.push(entry),
-                    None => groups.push((wrap, vec![entry])),
-                }
-            }
-        }
-        for (wrap, fields) in &groups {
-            self.exchange(&mut state, fields, *wrap)?;
-        }
-        for (i, s) in domains.subdomains().enumerate() {
-            let boundary: [[bool; 2]; D] = std::array::from_fn(|a| {
-                [-1i8, 1].map(|side| {
-                    let mut dir = [0i8; D];
-                    dir[a] = side;
-                    d.neighbour(&s, dir) == Neighbour::Boundary
-                })
-            });
-            let mut part_jobs: Vec<SideJob<'_, E::Field<T, D>, D>> = jobs
-                .iter_mut()
-                .map(|(f, fills)| {
-                    let per_side = std::array::from_fn(|a| {
-                        let keep = |side: usize| fills[a][side].filter(|_| boundary[a][side]);
-                        [keep(0), keep(1)]
-                    });
-                    (&mut f.parts[i], per_side)
-                })
-                .collect();
-            if part_jobs.iter().any(|(_, fills)| fills.iter().flatten().any(Option::is_some)) {
-                domains.exec(i).fill_halo_sides(&mut part_jobs)?;
-            }
+        for (f, fills) in jobs.iter() {
+            f.head().ask(*fills);
         }
         Ok(())
     }
@@ -774,7 +611,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
 
 fn buffers(what: &str) -> LaunchError {
     LaunchError::Decomposition(format!(
-        "`{what}` on a distributed executor: it moves halos itself (before the launches that need them, and in \
-         `fill_halos`); message buffers belong to its subdomains' executors (`Distributed::domains().exec(i)`)"
+        "`{what}` on a distributed executor: it moves halos itself (before the launches that need them); message \
+         buffers belong to its subdomains' executors (`Distributed::domains().exec(i)`)"
     ))
 }

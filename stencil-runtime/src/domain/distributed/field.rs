@@ -1,0 +1,205 @@
+//! [`DistField`]: a field of the global grid on a [`Distributed`](super::Distributed) executor,
+//! and the maps that take a launch's distributed fields to their parts.
+
+use super::Distributed;
+use crate::executor::{Executor, FieldMap, FieldStorage};
+use crate::field::{Element, HaloFill, Shape};
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+/// Per axis, the fill of the low and the high side (`None`: leave it).
+pub(super) type Sides<const D: usize> = [[Option<HaloFill>; 2]; D];
+
+/// What a distributed field tells the executor without its type: where its parts are, how
+/// current their halos are and which fills are pending. First in [`DistField`] (`repr(C)`), so
+/// that its address is the field's [`FieldStorage::address`].
+pub(super) struct Head<const D: usize> {
+    pub(super) home: usize,
+    pub(super) global: Shape<D>,
+    pub(super) element: &'static str,
+    pub(super) elem_bytes: usize,
+    /// Per part: shape, storage address and home.
+    pub(super) parts: Vec<(Shape<D>, u64, usize)>,
+    /// Per axis, how many halo layers hold the neighbours' current values across the cuts
+    /// between subdomains.
+    current: [AtomicUsize; D],
+    /// The fills `fill_halos` asked for and not done yet: done before the next launch that reads
+    /// the field at an offset or writes it.
+    pending: Mutex<Option<Sides<D>>>,
+}
+
+impl<const D: usize> Head<D> {
+    pub(super) fn depth(&self) -> [usize; D] {
+        std::array::from_fn(|a| self.current[a].load(Ordering::Relaxed))
+    }
+
+    pub(super) fn make_current(&self, depth: [usize; D]) {
+        for (c, d) in self.current.iter().zip(depth) {
+            c.fetch_max(d, Ordering::Relaxed);
+        }
+    }
+
+    pub(super) fn make_stale(&self) {
+        self.current.iter().for_each(|c| c.store(0, Ordering::Relaxed));
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, Option<Sides<D>>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn pending(&self) -> Option<Sides<D>> {
+        *self.lock_pending()
+    }
+
+    /// Adds fills to the pending ones (a side asked again takes the later fill).
+    pub(super) fn ask(&self, fills: Sides<D>) {
+        let mut p = self.lock_pending();
+        let mut sides = p.unwrap_or([[None; 2]; D]);
+        for (now, new) in sides.iter_mut().flatten().zip(fills.iter().flatten()) {
+            *now = new.or(*now);
+        }
+        *p = Some(sides);
+    }
+
+    pub(super) fn set_pending(&self, sides: Option<Sides<D>>) {
+        *self.lock_pending() = sides;
+    }
+
+    pub(super) fn take_pending(&self) -> Option<Sides<D>> {
+        self.lock_pending().take()
+    }
+}
+
+/// A field of the global grid on a [`Distributed`] executor: one part per local subdomain (each of
+/// [`Subdomain::shape`](crate::Subdomain::shape) of the global shape), how current its halos are
+/// and the halo fills still to do.
+#[repr(C)]
+pub struct DistField<F, const D: usize> {
+    head: Head<D>,
+    /// Touched only through `&mut self`, or under the executor's lock (which every call of the
+    /// executor holds while it works on the parts), so an exchange may fill the halos of a field
+    /// that a launch takes by shared reference.
+    parts: UnsafeCell<Vec<F>>,
+}
+
+// SAFETY: the parts are reached through a shared `DistField` only under the lock of the executor
+// that owns the field (its home is checked first), one call at a time; see `parts_locked`.
+unsafe impl<F: Send + Sync, const D: usize> Sync for DistField<F, D> {}
+
+impl<F, const D: usize> DistField<F, D> {
+    pub(super) fn new<T: Element>(home: usize, global: Shape<D>, parts: Vec<F>, current: [usize; D]) -> Self
+    where
+        F: FieldStorage<T, D>,
+    {
+        let views = parts.iter().map(|p| (*p.shape(), p.address(), p.home())).collect();
+        let head = Head {
+            home,
+            global,
+            element: T::NAME,
+            elem_bytes: std::mem::size_of::<T>(),
+            parts: views,
+            current: current.map(AtomicUsize::new),
+            pending: Mutex::new(None),
+        };
+        DistField { head, parts: UnsafeCell::new(parts) }
+    }
+
+    pub(super) fn head(&self) -> &Head<D> {
+        &self.head
+    }
+
+    /// The parts, from a shared field.
+    ///
+    /// # Safety
+    /// The caller holds the lock of the executor the field belongs to, and no reference to the
+    /// parts taken under another call is still alive (the executor hands none out).
+    #[allow(clippy::mut_from_ref)]
+    pub(super) unsafe fn parts_locked(&self) -> &mut Vec<F> {
+        // SAFETY: the caller's contract: no other reference to the parts is alive.
+        unsafe { &mut *self.parts.get() }
+    }
+
+    /// The parts, from a shared field, to read.
+    ///
+    /// # Safety
+    /// The caller holds the lock of the executor the field belongs to (no call changes the parts
+    /// while it is held elsewhere).
+    pub(super) unsafe fn parts_shared(&self) -> &Vec<F> {
+        // SAFETY: the caller's contract: nothing changes the parts meanwhile.
+        unsafe { &*self.parts.get() }
+    }
+
+    /// The parts, from an exclusive field.
+    pub(super) fn parts_exclusive(&mut self) -> &mut Vec<F> {
+        self.parts.get_mut()
+    }
+
+    /// The parts, one per local subdomain in order, to change by hand: their halos count as stale
+    /// afterwards (fills asked for and not done yet are still done).
+    pub fn parts_mut(&mut self) -> &mut [F] {
+        self.head.make_stale();
+        self.parts.get_mut()
+    }
+}
+
+impl<F, const D: usize> std::fmt::Debug for DistField<F, D> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "DistField({} of {}, {} local parts, halo current {:?} deep)",
+            self.head.element,
+            self.head.global.describe(),
+            self.head.parts.len(),
+            self.head.depth()
+        )
+    }
+}
+
+impl<T: Element, F: FieldStorage<T, D>, const D: usize> FieldStorage<T, D> for DistField<F, D> {
+    fn shape(&self) -> &Shape<D> {
+        &self.head.global
+    }
+    fn address(&self) -> u64 {
+        &self.head as *const Head<D> as u64
+    }
+    fn home(&self) -> usize {
+        self.head.home
+    }
+}
+
+/// Part `i` of each distributed field. Used under the executor's lock only.
+pub(super) struct Part(pub(super) usize);
+
+impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, E> for Part {
+    fn field<'a, T: Element, const D: usize>(&self, f: &'a DistField<E::Field<T, D>, D>) -> &'a E::Field<T, D> {
+        // SAFETY: the executor calls this under its lock, and the part references of one launch
+        // are dropped before anything takes the parts mutably.
+        unsafe { &f.parts_shared()[self.0] }
+    }
+    fn field_mut<'a, T: Element, const D: usize>(
+        &self,
+        f: &'a mut DistField<E::Field<T, D>, D>,
+    ) -> &'a mut E::Field<T, D> {
+        &mut f.parts_exclusive()[self.0]
+    }
+}
+
+/// Every written field marked stale.
+pub(super) struct MarkWritten;
+
+impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>> for MarkWritten {
+    fn field<'a, T: Element, const D: usize>(
+        &self,
+        f: &'a DistField<E::Field<T, D>, D>,
+    ) -> &'a DistField<E::Field<T, D>, D> {
+        f
+    }
+    fn field_mut<'a, T: Element, const D: usize>(
+        &self,
+        f: &'a mut DistField<E::Field<T, D>, D>,
+    ) -> &'a mut DistField<E::Field<T, D>, D> {
+        f.head.make_stale();
+        f
+    }
+}
