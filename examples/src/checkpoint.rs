@@ -14,7 +14,7 @@
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
 //! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
-//! drivers ([`diffusion_decomposed`], [`acoustic_decomposed`], [`euler_decomposed`],
+//! drivers ([`acoustic_decomposed`], [`euler_decomposed`],
 //! [`swe_decomposed`]) write and read their parts through one helper, [`Parts`], generic over the
 //! executor and the dimension.
 
@@ -75,6 +75,9 @@ pub struct Plan {
     pub dir: PathBuf,
     /// The checkpoint to resume from.
     pub restart: Option<PathBuf>,
+    /// Whether this process writes the global checkpoints (rank 0 of a run over ranks: every
+    /// rank computes the same global field, one writes it).
+    pub writer: bool,
 }
 
 impl Plan {
@@ -85,12 +88,19 @@ impl Plan {
             every: args.checkpoint_every,
             dir: args.checkpoint_dir.clone(),
             restart: args.restart.clone(),
+            writer: true,
         }
+    }
+
+    /// This plan, writing only where `writer` (rank 0 of a run over ranks).
+    pub fn written_by(mut self, writer: bool) -> Self {
+        self.writer = writer;
+        self
     }
 
     /// A plan that writes every `every` steps into `dir` and does not restart.
     pub fn every(model: &str, every: usize, dir: &Path) -> Self {
-        Plan { model: model.into(), every: Some(every), dir: dir.into(), restart: None }
+        Plan { model: model.into(), every: Some(every), dir: dir.into(), restart: None, writer: true }
     }
 
     /// The same plan restarting from `path`.
@@ -109,8 +119,11 @@ impl Plan {
         self.every.is_some_and(|n| step.is_multiple_of(n) || last)
     }
 
-    /// Writes a single-domain checkpoint of step `step`.
+    /// Writes a single-domain checkpoint of step `step` (where this process is the writer).
     fn save(&self, c: &Checkpoint<'_>, step: usize) -> Result<(), Error> {
+        if !self.writer {
+            return Ok(());
+        }
         std::fs::create_dir_all(&self.dir).map_err(|e| format!("{}: {e}", self.dir.display()))?;
         c.write(self.path(step))?;
         Ok(())
@@ -328,10 +341,11 @@ fn diffusion_settings(setup: &diffusion::Setup) -> [(&'static str, f64); 3] {
 /// a restart checks too).
 const DIFFUSION: &str = "diffusion3d";
 
-/// [`diffusion::simulate`] with checkpoints: from the setup's initial field, or from the
-/// checkpoint `plan.restart`, to step `setup.steps`, writing a checkpoint after every
-/// `plan.every` steps and after the last; returns the final field and the first step run
-/// (0 without a restart). `after_step(s)` is called after step `s` (counted from the start of
+/// [`diffusion::simulate`] with checkpoints, on any executor (subdomains too: the checkpoint
+/// holds the global field, so a run may restart on another placement): from the setup's
+/// initial field, or from the checkpoint `plan.restart`, to step `setup.steps`, writing a
+/// checkpoint after every `plan.every` steps and after the last; returns the final field and
+/// the first step run (0 without a restart). `after_step(s)` is called after step `s` (counted from the start of
 /// the run, not of the restart). Pairs of steps are replayed as in [`diffusion::time_loop`].
 pub fn diffusion<E: Executor, T: Real + IoElement>(
     exec: &E,
@@ -370,56 +384,6 @@ pub fn diffusion<E: Executor, T: Real + IoElement>(
     }
     let [f, _] = buffers;
     Ok((exec.download(&f)?, start))
-}
-
-/// [`diffusion::simulate_decomposed`] with checkpoints: every subdomain's field written as one
-/// part per subdomain (by the process that holds it) after every `plan.every` steps and after
-/// the last, or the run resumed from the parts of `plan.restart` (all parts present, of this
-/// decomposition). Each step exchanges the halos, then updates every subdomain. Returns the
-/// final global field on rank 0 (`None` elsewhere) and the first step run.
-pub fn diffusion_decomposed<E: Executor, T: Real + IoElement>(
-    domains: &Domains<E, 3>,
-    setup: &diffusion::Setup,
-    plan: &Plan,
-    mut after_step: impl FnMut(usize),
-) -> Result<(Option<Field3<T>>, usize), Error> {
-    let like = setup.shape();
-    let d = domains.decomposition();
-    if d.global() != setup.n || d.periodic().contains(&true) || like.halo_widths() != diffusion::halo()?.0 {
-        return Err("the decomposition must split the setup's grid with no periodic axis (`Setup::decompose`)".into());
-    }
-    let parts = Parts::new(plan, DIFFUSION, DIFFUSION, domains, setup.n, &["f"], &diffusion_settings(setup));
-    let (mut f, start) = match parts.read()? {
-        Some(read) => {
-            let host = parts.fields::<T>(&read, "f", &like)?;
-            let fields = host.iter().zip(domains.execs()).map(|(h, e)| e.upload(h)).collect::<Result<_, _>>()?;
-            (fields, read.first().map_or(0, |c| c.step as usize))
-        }
-        None => (domains.scatter(&setup.initial::<T>()?)?, 0),
-    };
-    if start > setup.steps {
-        return Err(format!("the checkpoint is of step {start}, past the run's last step {}", setup.steps).into());
-    }
-    // The second buffer: a copy (its physical-boundary halo is the fixed zero).
-    let mut g: Vec<E::Field<T, 3>> = f
-        .iter()
-        .zip(domains.execs())
-        .map(|(x, e)| e.download(x).and_then(|h| e.upload(&h)))
-        .collect::<Result<_, _>>()?;
-    let c = setup.coefficients();
-    let ranges: Vec<Loop3D> = parts.subdomains().iter().map(|s| Loop3D::interior(&s.shape(&like))).collect();
-    for s in start + 1..=setup.steps {
-        domains.exchange(&mut f)?;
-        for (i, e) in domains.execs().iter().enumerate() {
-            T::step(e, &ranges[i], &c, &f[i], &mut g[i])?;
-        }
-        std::mem::swap(&mut f, &mut g);
-        after_step(s);
-        if parts.due(s, s == setup.steps) {
-            parts.save(domains, s, s as f64 * setup.dt(), &[], &[("f", f.iter().collect())])?;
-        }
-    }
-    Ok((domains.gather(&like, &f)?, start))
 }
 
 // ---------------------------------------------------------------------------------------------

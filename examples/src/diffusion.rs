@@ -16,19 +16,15 @@
 //! below the discretisation error. Runs long enough for the Gaussian to reach the walls warn.
 //!
 //! The model is written once, against [`Executor`]: [`run`] and [`simulate`] take the host
-//! ([`Host`]) or a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda`
-//! feature), and [`time_loop`] replays a recorded pair of steps (a CUDA graph on a GPU).
-//! [`simulate_decomposed`] runs the same steps over subdomains ([`Domains`]: host subdomains or
-//! one GPU per subdomain), with a halo exchange before each step; its result is the single-domain
-//! one, bit for bit.
+//! ([`Host`]), a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda` feature) or subdomains
+//! ([`Distributed`](stencil_runtime::Distributed): host subdomains, GPUs, MPI ranks; it moves the
+//! halos the stencil reads, and its result is the single-domain one, bit for bit). [`time_loop`]
+//! replays a recorded pair of steps (a CUDA graph on a GPU).
 
 use std::time::Instant;
 use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{
-    CompCommBinder, Decomposition, Domains, Element, ErasedField, Executor, HaloExchange, HaloWidths, Halos, Overlap,
-    Recorded,
-};
+use stencil_runtime::{Decomposition, Element, Executor, HaloWidths, Recorded};
 
 /// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
 #[stencil]
@@ -175,8 +171,6 @@ pub struct Setup {
     pub cfl: f64,
     /// Initial standard deviation of the Gaussian, as a fraction of the shortest side of the box.
     pub sigma0: f64,
-    /// How a decomposed run lays each step's halo exchange against its computation.
-    pub overlap: Overlap,
 }
 
 /// Diffusivity of every run (the problem is nondimensional: the shortest side of the box is 1).
@@ -186,7 +180,7 @@ impl Setup {
     /// A cubic grid of `n^3` points with the default time step (0.9 of the stability limit) and
     /// Gaussian (standard deviation 0.06 of the box).
     pub fn cube(n: usize, steps: usize) -> Self {
-        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06, overlap: Overlap::TwoDivided }
+        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06 }
     }
 
     /// Grid spacing, the same on every axis: the shortest side of the box has length 1.
@@ -372,13 +366,20 @@ pub fn run<E: Executor, T: Real>(
     after_step: impl FnMut(usize),
 ) -> Result<Outcome, LaunchError> {
     let (f, seconds) = simulate::<E, T>(exec, setup, after_step)?;
-    let t = setup.end_time();
-    Ok(Outcome {
-        seconds,
-        gpts_per_s: (setup.shape().interior_points() * setup.steps) as f64 / seconds / 1e9,
-        error: setup.error(&f, t),
-        wall_value: setup.wall_value(t),
-    })
+    Ok(Outcome::of(setup, &f, setup.steps, seconds))
+}
+
+impl Outcome {
+    /// The outcome of a run of `setup` that ended with `f` after `steps` steps in `seconds`.
+    pub fn of<T: Real>(setup: &Setup, f: &Field3<T>, steps: usize, seconds: f64) -> Outcome {
+        let t = setup.end_time();
+        Outcome {
+            seconds,
+            gpts_per_s: (setup.shape().interior_points() * steps) as f64 / seconds / 1e9,
+            error: setup.error(f, t),
+            wall_value: setup.wall_value(t),
+        }
+    }
 }
 
 /// The halo the scheme needs: the reach of the stencils' reads of `f` (both precisions), as the
@@ -396,109 +397,4 @@ impl Setup {
         let halo = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
         Ok(Decomposition::with_grid(self.n, domains, grid, [false; 3], halo)?)
     }
-}
-
-/// Runs `setup` over the subdomains of `domains` (one process, or this rank's share of MPI
-/// ranks) in precision `T` and returns the final global field (on the host, on rank 0; `None` on
-/// other ranks) with the seconds the time loop took: the same result as [`simulate`], bit for
-/// bit, for any process grid (every point is updated by the same stencil from the same values;
-/// only where the halo comes from differs).
-///
-/// The initial field ([`Setup::initial`]) is cut into the subdomains' fields
-/// ([`Domains::scatter`]) on each subdomain's executor. Each step exchanges the halos of the
-/// current fields (one [`HaloExchange`] built once; halos on the physical boundary keep their
-/// fixed zero) and runs the stencil over every subdomain's interior on its executor, the two
-/// laid against each other as `setup.overlap` says ([`CompCommBinder`]), and swaps. At the end the parts are gathered on rank 0 ([`Domains::gather`]).
-///
-/// Before the clock starts, one exchange and step run on scratch copies (kernels compiled, peer
-/// access enabled, launches checked). The time includes a final synchronisation of every
-/// executor, not the set-up or the copies. `after_step(s)` is called after step `s` (1-based)
-/// has been issued. Steps are issued one by one (not recorded: the exchange copies between
-/// executors).
-///
-/// Errors: a decomposition of another global extent than `setup.n`, a periodic axis (the
-/// model's boundary is a fixed zero halo), or a setup whose halo is not [`halo`].
-pub fn simulate_decomposed<E: Executor, T: Real>(
-    domains: &Domains<E, 3>,
-    setup: &Setup,
-    mut after_step: impl FnMut(usize),
-) -> Result<(Option<Field3<T>>, f64), LaunchError> {
-    let d = domains.decomposition();
-    let like = setup.shape();
-    let needed = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
-    if like.halo_widths() != needed {
-        return Err(LaunchError::Decomposition(format!(
-            "the setup's fields have a halo of {:?}, but the diffusion stencil reads {needed:?} around a point: \
-             use `Setup::shape`'s halo of the stencil's reach",
-            like.halo_widths()
-        )));
-    }
-    if d.global() != setup.n {
-        return Err(LaunchError::Decomposition(format!(
-            "the decomposition splits a {:?} grid, but the setup has {:?} points: decompose `setup.n` \
-             (`Setup::decompose`)",
-            d.global(),
-            setup.n
-        )));
-    }
-    if d.periodic().contains(&true) {
-        return Err(LaunchError::Decomposition(format!(
-            "the decomposition wraps around axes {:?}, but the diffusion model's boundary is a fixed zero halo: \
-             decompose with no periodic axis",
-            d.periodic()
-        )));
-    }
-    let coefficients = setup.coefficients();
-    let ranges: Vec<Loop3D> = domains.subdomains().map(|s| Loop3D::interior(&s.shape(&like))).collect();
-    let initial = setup.initial::<T>()?;
-    let mut exchange = HaloExchange::new(domains);
-    exchange.append::<T>("f", HaloWidths(needed));
-    let binder = CompCommBinder::new(domains, ranges, needed, setup.overlap)?
-        .contiguous_axis(like.element_order().axes::<3>()[0]);
-    // The state: the fields `f` the step reads and `f_new` it writes, per subdomain.
-    type Pair<F> = (Vec<F>, Vec<F>);
-    let mut fill = |(f, f_new): &mut Pair<E::Field<T, 3>>, halos: Halos| {
-        let fields = if halos == Halos::Read { f } else { f_new };
-        exchange.exchange(&mut fields.iter_mut().map(|f| vec![ErasedField::of(f)]).collect::<Vec<_>>())
-    };
-    let update = |exec: &E, i: usize, range: &Loop3D, (f, f_new): &mut Pair<E::Field<T, 3>>| {
-        T::step(exec, range, &coefficients, &f[i], &mut f_new[i])
-    };
-    {
-        let mut scratch = (domains.scatter(&initial)?, domains.scatter(&initial)?);
-        binder.prime(&mut scratch, &mut fill)?;
-        binder.step(domains, &mut scratch, &mut fill, update)?;
-    }
-    // Both sets carry the same (zero) physical-boundary halo, so the boundary stays fixed.
-    let mut state = (domains.scatter(&initial)?, domains.scatter(&initial)?);
-    binder.prime(&mut state, &mut fill)?;
-    domains.synchronize()?;
-    let start = Instant::now();
-    for s in 1..=setup.steps {
-        binder.step(domains, &mut state, &mut fill, update)?;
-        std::mem::swap(&mut state.0, &mut state.1);
-        after_step(s);
-    }
-    domains.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let f = state.0;
-    Ok((domains.gather(&like, &f)?, seconds))
-}
-
-/// [`run`] over subdomains ([`simulate_decomposed`]); the outcome on rank 0, `None` on the
-/// other ranks.
-pub fn run_decomposed<E: Executor, T: Real>(
-    domains: &Domains<E, 3>,
-    setup: &Setup,
-    after_step: impl FnMut(usize),
-) -> Result<Option<Outcome>, LaunchError> {
-    let (f, seconds) = simulate_decomposed::<E, T>(domains, setup, after_step)?;
-    let Some(f) = f else { return Ok(None) };
-    let t = setup.end_time();
-    Ok(Some(Outcome {
-        seconds,
-        gpts_per_s: (setup.shape().interior_points() * setup.steps) as f64 / seconds / 1e9,
-        error: setup.error(&f, t),
-        wall_value: setup.wall_value(t),
-    }))
 }

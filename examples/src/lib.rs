@@ -8,5 +8,6 @@ pub mod euler;
 pub mod logging;
 pub mod output;
 pub mod placement;
+pub mod progress;
 pub mod swe;
 pub mod velocity;

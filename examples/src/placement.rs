@@ -3,7 +3,7 @@
 //! MPI ranks with the `mpi` feature) and the subdomains of each, and the printout of a
 //! decomposition.
 
-use stencil_runtime::{Decomposition, Domains, Host, LaunchError, World};
+use stencil_runtime::{Decomposition, Distributed, Domains, Executor, Host, LaunchError, Overlap, World};
 
 /// The processes of a run: the ranks `mpiexec` started (a build with the `mpi` feature), else
 /// this one. Keep it alive for the whole run (dropping it ends MPI). On ranks other than 0 the
@@ -68,11 +68,11 @@ impl Processes {
     /// `STENCIL_TRANSPORT` says (`auto`, `mpi`, `nccl`: [`stencil_runtime::Transport`]). Notes on
     /// stderr when GPUs run several subdomains, and the transport between ranks.
     #[cfg(feature = "cuda")]
-    pub fn gpu_domains(
+    pub fn gpu_domains<const D: usize>(
         &self,
-        d: Decomposition<3>,
+        d: Decomposition<D>,
         bin: &str,
-    ) -> Result<Domains<stencil_runtime::cuda::Gpu, 3>, Box<dyn std::error::Error>> {
+    ) -> Result<Domains<stencil_runtime::cuda::Gpu, D>, Box<dyn std::error::Error>> {
         use stencil_runtime::cuda::Gpu;
         let count = Gpu::count()?;
         if count == 0 {
@@ -94,6 +94,58 @@ impl Processes {
             eprintln!("{bin}: halo messages between ranks: {}", domains.transport());
         }
         Ok(domains)
+    }
+}
+
+/// A run written once for any executor: what [`Processes::on_executor`] calls with the executor
+/// the options chose.
+pub trait OnExecutor {
+    /// What the run returns.
+    type Output;
+    /// Runs on `exec`.
+    fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>>;
+}
+
+impl Processes {
+    /// Runs `job` where `target` says: on the host, on one GPU, or on the subdomains of
+    /// `decomposition` (host subdomains, or GPUs as [`Processes::gpu_domains`] places them, over
+    /// this process's ranks) through the distributed executor with `overlap`. The same code for
+    /// every placement: `job` never knows which.
+    pub fn on_executor<J: OnExecutor, const D: usize>(
+        &self,
+        target: Target,
+        decomposition: Option<Decomposition<D>>,
+        overlap: Overlap,
+        bin: &str,
+        job: J,
+    ) -> Result<J::Output, Box<dyn std::error::Error>> {
+        let rebuild = |flag: &str| -> Box<dyn std::error::Error> {
+            format!(
+                "{flag}: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features \
+                 cuda --bin {bin} -- {flag}`"
+            )
+            .into()
+        };
+        let _ = &rebuild;
+        if target.domains().is_some() && decomposition.is_none() {
+            return Err("a decomposed run needs its decomposition".into());
+        }
+        match (target, decomposition) {
+            (Target::HostDomains(_), Some(d)) => {
+                job.run(&Distributed::new(self.host_domains(d)?).with_overlap(overlap)?)
+            }
+            #[cfg(feature = "cuda")]
+            (Target::GpuDomains(_), Some(d)) => {
+                job.run(&Distributed::new(self.gpu_domains(d, bin)?).with_overlap(overlap)?)
+            }
+            #[cfg(feature = "cuda")]
+            (Target::Gpu(ordinal), _) => job.run(&stencil_runtime::cuda::Gpu::new(ordinal)?),
+            #[cfg(not(feature = "cuda"))]
+            (Target::GpuDomains(_), _) => Err(rebuild("--gpus 2")),
+            #[cfg(not(feature = "cuda"))]
+            (Target::Gpu(_), _) => Err(rebuild("--gpu 0")),
+            _ => job.run(&Host),
+        }
     }
 }
 

@@ -1,7 +1,8 @@
 //! Checkpoint and restart of every model: `N` steps, a checkpoint, a restart and `N` more steps
 //! give the fields of `2N` steps run straight through the model's own run function, bit for
-//! bit (single domain for each model; decomposed for diffusion, and for the acoustic and Euler
-//! models in `checkpoint_decomposed.rs`), and a checkpoint that does not
+//! bit (single domain for each model; diffusion on the distributed executor, restarted on other
+//! placements; the acoustic and Euler models decomposed in `checkpoint_decomposed.rs`), and a
+//! checkpoint that does not
 //! fit the run (model, grid, precision, layout, settings, decomposition) or is damaged is an
 //! error that says so.
 
@@ -15,9 +16,8 @@ use stencil_examples::checkpoint::{self, Plan};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler};
 use stencil_examples::swe::{self, circular_dam, Edge, Solver};
-use stencil_runtime::io::checkpoint::part_path;
 use stencil_runtime::io::IoError;
-use stencil_runtime::{Domains, Field, Host, Order};
+use stencil_runtime::{Distributed, Field, Host, Order, Overlap};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -71,40 +71,28 @@ fn diffusion_restarts_bit_for_bit() {
 }
 
 #[test]
-fn decomposed_diffusion_restarts_bit_for_bit_from_its_parts() {
-    let dir = scratch("diffusion-parts");
+fn decomposed_diffusion_checkpoints_and_restarts_on_any_placement() {
+    // The same checkpoint code on the distributed executor: the global field, written once;
+    // a restart may run on another placement (two subdomains, one domain) and give the same bits.
+    let dir = scratch("diffusion-distributed");
     let setup = small_setup(10, Order::Ijk);
     let (straight, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
-    let d = setup.decompose(4, None).unwrap();
-    let domains = Domains::new(d, vec![Host; 4]).unwrap();
+    let four = Distributed::host(setup.decompose(4, None).unwrap()).unwrap();
     let plan = Plan::every("diffusion3d", 5, &dir);
-    let (whole, _) = checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &plan, |_| {}).unwrap();
-    assert_eq!(interior_bits(&whole.unwrap()), interior_bits(&straight));
-    for i in 0..4 {
-        assert!(part_path(plan.path(5), i, 4).is_file(), "part {i} of 4");
-    }
+    let (whole, _) = checkpoint::diffusion::<_, f64>(&four, &setup, &plan, |_| {}).unwrap();
+    assert_eq!(interior_bits(&whole), interior_bits(&straight));
+    assert!(plan.path(5).is_file() && plan.path(10).is_file());
     let restart = plan.clone().restart_from(&plan.path(5));
-    let (resumed, start) = checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &restart, |_| {}).unwrap();
+    let two = Distributed::host(setup.decompose(2, None).unwrap()).unwrap().with_overlap(Overlap::OneDivided).unwrap();
+    let (on_two, start) = checkpoint::diffusion::<_, f64>(&two, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 5);
-    assert_eq!(interior_bits(&resumed.unwrap()), interior_bits(&straight), "decomposed restart at step 5");
-
-    // Another decomposition: the parts of 4 are not those of 2.
-    let two = Domains::new(setup.decompose(2, None).unwrap(), vec![Host; 2]).unwrap();
-    let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&two, &setup, &restart, |_| {}).unwrap_err());
-    assert_eq!(e.code(), "S0411", "{e}");
-    assert!(e.to_string().contains("parts of a run of [4] subdomains"), "{e}");
-    // A single-domain restart from a decomposed checkpoint.
-    let e = io_error(checkpoint::diffusion::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap_err());
-    assert_eq!(e.code(), "S0408", "{e}");
-    assert!(e.to_string().contains("decomposition") && e.to_string().contains(".part-I-of-N"), "{e}");
-    // A part missing.
-    std::fs::remove_file(part_path(plan.path(5), 2, 4)).unwrap();
-    let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &restart, |_| {}).unwrap_err());
-    assert!(e.to_string().contains("parts [2] of the 4"), "{e}");
-    // A part of another run put in its place (its step differs).
-    std::fs::copy(part_path(plan.path(10), 2, 4), part_path(plan.path(5), 2, 4)).unwrap();
-    let e = io_error(checkpoint::diffusion_decomposed::<Host, f64>(&domains, &setup, &restart, |_| {}).unwrap_err());
-    assert!(e.to_string().contains("step (against part 0)"), "{e}");
+    assert_eq!(interior_bits(&on_two), interior_bits(&straight), "restart at step 5 on two subdomains");
+    let (on_one, _) = checkpoint::diffusion::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap();
+    assert_eq!(interior_bits(&on_one), interior_bits(&straight), "restart at step 5 on one domain");
+    // A process that is not the writer (a rank other than 0) writes nothing.
+    let quiet = Plan::every("quiet", 5, &dir).written_by(false);
+    checkpoint::diffusion::<_, f64>(&four, &setup, &quiet, |_| {}).unwrap();
+    assert!(!quiet.path(5).exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -350,13 +338,14 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
         checkpoint::diffusion::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
     assert_eq!(bits(&resumed), bits(&straight), "diffusion on a GPU, restarted at step 4");
 
-    let domains = Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
-    // The files are named after the model: the parts go to a directory of their own.
+    let domains =
+        stencil_runtime::Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
+    let two = stencil_runtime::Distributed::new(domains);
     let parts = Plan::every("diffusion3d", 4, &dir.join("parts"));
-    checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &parts, |_| {}).unwrap();
+    checkpoint::diffusion::<_, f32>(&two, &setup, &parts, |_| {}).unwrap();
     let restart = parts.clone().restart_from(&parts.path(8));
-    let (resumed, _) = checkpoint::diffusion_decomposed::<Gpu, f32>(&domains, &setup, &restart, |_| {}).unwrap();
-    assert_eq!(interior_bits(&resumed.unwrap()), interior_bits(&straight), "two GPU subdomains, restarted at step 8");
+    let (resumed, _) = checkpoint::diffusion::<_, f32>(&two, &setup, &restart, |_| {}).unwrap();
+    assert_eq!(interior_bits(&resumed), interior_bits(&straight), "two GPU subdomains, restarted at step 8");
 
     let mut model = acoustic::Model::layered(24, 12);
     model.pml = 5;

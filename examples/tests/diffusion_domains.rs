@@ -1,11 +1,14 @@
-//! The diffusion model over subdomains equals the single-domain run bit for bit:
-//! [`simulate_decomposed`] (halo exchange, then the stencil over every subdomain's interior) against
-//! [`simulate`], over many process grids (1×1×N, N×1×1, uneven splits, subdomains one point
+//! The diffusion model over subdomains equals the single-domain run bit for bit: the one
+//! [`simulate`] on the distributed executor (which exchanges the halos the stencil reads) against
+//! [`simulate`] on the host, in both overlap modes, over many process grids (1×1×N, N×1×1, uneven splits, subdomains one point
 //! thick, grids drawn by a small fixed-seed generator), both element orders and both precisions.
 //! With the `cuda` feature, the same over two subdomains on GPUs (skipped without a GPU).
 
-use stencil_examples::diffusion::{halo, simulate, simulate_decomposed, Real, Setup};
-use stencil_runtime::{Decomposition, Domains, Field3, Host, LaunchError, Order, Overlap};
+use stencil_examples::diffusion::{halo, simulate, Real, Setup};
+use stencil_runtime::{Decomposition, Distributed, Field3, Host, LaunchError, Order, Overlap};
+
+/// The overlap modes of the distributed executor.
+const MODES: [Overlap; 2] = [Overlap::None, Overlap::OneDivided];
 
 /// A small xorshift generator: the same cases on every run, no dependency.
 struct Rng(u64);
@@ -61,20 +64,18 @@ fn check<T: Real>(order: Order) {
     for (case, (n, grid)) in cases().into_iter().enumerate() {
         let steps = 5 + case % 3;
         // Every overlap mode: the same bits (the step's regions run in another order).
-        let mut setup = setup(n, order, steps);
-        setup.overlap = Overlap::ALL[case % 3];
+        let setup = setup(n, order, steps);
+        let mode = MODES[case % 2];
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the case's grid fits");
-        let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
+        let exec = Distributed::host(d).unwrap().with_overlap(mode).unwrap();
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");
         let mut issued = Vec::new();
-        let (split, _) = simulate_decomposed::<Host, T>(&domains, &setup, |s| issued.push(s)).expect("decomposed run");
-        let split = split.expect("one process is rank 0");
+        let (split, _) = simulate::<_, T>(&exec, &setup, |s| issued.push(s)).expect("decomposed run");
         assert_eq!(issued, (1..=steps).collect::<Vec<_>>(), "after_step once per step, in order");
         assert!(
             bits(&split) == bits(&single),
-            "{} {order:?}, grid {n:?} over {grid:?}, {steps} steps, {:?}: the decomposed run differs from the single-domain one",
-            T::NAME,
-            setup.overlap
+            "{} {order:?}, grid {n:?} over {grid:?}, {steps} steps, {mode:?}: the decomposed run differs from the single-domain one",
+            T::NAME
         );
         // The comparison means something: the field moved, and it is not zero at the cuts.
         let initial = setup.initial::<T>().unwrap();
@@ -101,9 +102,7 @@ fn auto_decomposition_equals_one_domain() {
     for domains in [2, 3, 4, 6, 8] {
         let d = setup.decompose(domains, None).expect("an automatic grid fits");
         assert_eq!(d.len(), domains);
-        let domains = Domains::new(d, vec![Host; d.len()]).expect("one executor per subdomain");
-        let (split, _) = simulate_decomposed::<Host, f64>(&domains, &setup, |_| {}).expect("decomposed run");
-        let split = split.expect("one process is rank 0");
+        let (split, _) = simulate::<_, f64>(&Distributed::host(d).unwrap(), &setup, |_| {}).expect("decomposed run");
         assert!(bits(&split) == bits(&single), "auto grid {:?} differs", d.grid());
     }
 }
@@ -117,15 +116,16 @@ fn bad_decompositions_are_refused() {
     assert!(message(setup.decompose(5, Some([5, 1, 1]))).contains("does not fit"));
     assert!(message(setup.decompose(0, None)).contains("0 subdomains"));
     let h = halo().expect("the stencils read `f`").0;
-    // A periodic axis, or another global extent, would not be the model's run: refused.
-    let periodic = Decomposition::new([4, 4, 4], [2, 1, 1], [true, false, false], h).expect("fits");
-    let domains = Domains::new(periodic, vec![Host; 2]).expect("one executor per subdomain");
-    let e = simulate_decomposed::<Host, f32>(&domains, &setup, |_| {}).expect_err("periodic refused");
-    assert!(e.to_string().contains("fixed zero halo"), "{e}");
+    // Another global extent is refused when the fields are allocated, naming the grid.
     let other = Decomposition::new([4, 4, 5], [2, 1, 1], [false; 3], h).expect("fits");
-    let domains = Domains::new(other, vec![Host; 2]).expect("one executor per subdomain");
-    let e = simulate_decomposed::<Host, f32>(&domains, &setup, |_| {}).expect_err("another extent refused");
-    assert!(e.to_string().contains("setup has"), "{e}");
+    let e = simulate::<_, f32>(&Distributed::host(other).unwrap(), &setup, |_| {}).expect_err("another extent refused");
+    assert!(e.to_string().contains("[4, 4, 5]") && e.to_string().contains("whole grid"), "{e}");
+    // A periodic axis is the model's business: it asks for no periodic fill, so the wrap is left
+    // alone, as on one domain (the same bits).
+    let periodic = Decomposition::new([4, 4, 4], [2, 1, 1], [true, false, false], h).expect("fits");
+    let (wrapped, _) = simulate::<_, f64>(&Distributed::host(periodic).unwrap(), &setup, |_| {}).unwrap();
+    let (single, _) = simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    assert!(bits(&wrapped) == bits(&single));
 }
 
 /// Two subdomains on GPUs (`Gpu::new(0)` and `Gpu::new(1 % count)`: two GPUs where there are,
@@ -145,14 +145,13 @@ fn gpu_domains_equal_host_one_domain() {
     let second = Gpu::new(1 % count).expect("a GPU that exists opens");
     let h = halo().expect("the stencils read `f`").0;
     fn one<T: Real>(gpus: &[Gpu; 2], n: [usize; 3], grid: [usize; 3], order: Order, h: [usize; 3]) {
-        let mut setup = setup(n, order, 7);
+        let setup = setup(n, order, 7);
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the grid fits");
-        let domains = Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
+        let domains = stencil_runtime::Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
-        for mode in Overlap::ALL {
-            setup.overlap = mode;
-            let (split, _) = simulate_decomposed::<Gpu, T>(&domains, &setup, |_| {}).expect("GPU subdomains run");
-            let split = split.expect("one process is rank 0");
+        for mode in MODES {
+            let exec = Distributed::new(domains.clone()).with_overlap(mode).unwrap();
+            let (split, _) = simulate::<_, T>(&exec, &setup, |_| {}).expect("GPU subdomains run");
             assert!(
                 bits(&split) == bits(&single),
                 "{} {order:?}, {n:?} over {grid:?} on GPUs, {mode:?}: differs from the host single-domain run",

@@ -13,7 +13,7 @@ use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
 use stencil_examples::swe::{self, DomainSolver, Edge, Solver};
-use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap, World};
+use stencil_runtime::{Decomposition, Distributed, Domains, Executor, Host, Order, Overlap, World};
 
 /// Bits of a field's storage, widened to f64 (exact for f32, signed zeros included).
 fn bits<T: Copy + Into<f64>>(v: &[T]) -> Vec<u64> {
@@ -62,23 +62,21 @@ impl Attach for stencil_runtime::cuda::Gpu {
 }
 
 fn diffusion<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    let mut setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
+    let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
     let (single, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
-    // Every overlap mode: the exchange between ranks during the inner region, or not.
-    for mode in Overlap::ALL {
-        setup.overlap = mode;
-        let (split, _) = diffusion::simulate_decomposed::<E, f32>(&domains(world, d, exec), &setup, |_| {}).unwrap();
-        if let Some(split) = split {
-            let what = format!("diffusion over grid {:?}, {mode:?}", d.grid());
-            assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "{what}");
-        }
+    // The model's one code path on the distributed executor, in both overlap modes: every rank
+    // downloads the global field.
+    for mode in [Overlap::None, Overlap::OneDivided] {
+        let on = Distributed::new(domains(world, d, exec)).with_overlap(mode).unwrap();
+        let (split, _) = diffusion::simulate::<_, f32>(&on, &setup, |_| {}).unwrap();
+        let what = format!("diffusion over grid {:?}, {mode:?}, rank {}", d.grid(), world.rank());
+        assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "{what}");
     }
 }
 
-/// Checkpoints over ranks: every rank writes the parts of its subdomains, then every rank
-/// restarts from them (reading its own parts, and the headers of all); both runs end with the
-/// single-domain run's field.
+/// Checkpoints over ranks: rank 0 writes the global field, then every rank restarts from it; both
+/// runs end with the single-domain run's field on every rank.
 fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 8) };
@@ -89,19 +87,17 @@ fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn
         let _ = std::fs::remove_dir_all(&dir);
     }
     world.sum(0.0); // every rank waits for the clean-up
-    let plan = Plan::every("diffusion3d", 3, &dir);
-    let doms = domains(world, d, exec);
-    let (whole, _) = checkpoint::diffusion_decomposed::<E, f64>(&doms, &setup, &plan, |_| {}).unwrap();
-    world.sum(0.0); // every part is written
+    let plan = Plan::every("diffusion3d", 3, &dir).written_by(world.rank() == 0);
+    let on = Distributed::new(domains(world, d, exec));
+    let (whole, _) = checkpoint::diffusion::<_, f64>(&on, &setup, &plan, |_| {}).unwrap();
+    world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, start) = checkpoint::diffusion_decomposed::<E, f64>(&doms, &setup, &restart, |_| {}).unwrap();
+    let (resumed, start) = checkpoint::diffusion::<_, f64>(&on, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 6);
-    if let (Some(whole), Some(resumed)) = (whole, resumed) {
-        let what = format!("diffusion checkpoints over grid {:?}", d.grid());
-        let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
-        assert_eq!(differing(&interior(&whole), &interior(&single)), 0, "{what}");
-        assert_eq!(differing(&interior(&resumed), &interior(&single)), 0, "{what}: restarted at step 6");
-    }
+    let what = format!("diffusion checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
+    let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
+    assert_eq!(differing(&interior(&whole), &interior(&single)), 0, "{what}");
+    assert_eq!(differing(&interior(&resumed), &interior(&single)), 0, "{what}: restarted at step 6");
     world.sum(0.0);
     if world.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);

@@ -33,7 +33,8 @@ fn the_readme_quickstart_is_the_runtime_doctest() {
 fn the_readme_multi_gpu_program_is_the_distributed_executor_doctest() {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
-    let module = std::fs::read_to_string(format!("{root}/stencil-runtime/src/domain/distributed/mod.rs")).expect("module");
+    let module =
+        std::fs::read_to_string(format!("{root}/stencil-runtime/src/domain/distributed/mod.rs")).expect("module");
     let docs: String = module
         .lines()
         .filter_map(|l| l.strip_prefix("//!"))
@@ -43,5 +44,8 @@ fn the_readme_multi_gpu_program_is_the_distributed_executor_doctest() {
     let in_docs: Vec<&str> =
         first_block_after(&docs, "# Many GPUs\n", "```").into_iter().filter(|l| !l.starts_with("# ")).collect();
     assert!((30..=60).contains(&in_docs.len()), "the program has {} lines", in_docs.len());
-    assert_eq!(in_readme, in_docs, "README.md's multi-GPU program differs from the doctest in domain/distributed/mod.rs");
+    assert_eq!(
+        in_readme, in_docs,
+        "README.md's multi-GPU program differs from the doctest in domain/distributed/mod.rs"
+    );
 }

@@ -1,16 +1,17 @@
 //! ASUCA's `Diffusion3d` on the CPU (or a GPU): a Gaussian diffusing in a box, checked against the
 //! analytic heat kernel. `cargo run --release -- --help` lists the options. `--domains N` splits
-//! the grid over N host subdomains (halo exchange between them), `--gpus N` over N subdomains on
-//! GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives the process grid. `--checkpoint-every N`
-//! writes a checkpoint every N steps (one part per subdomain when decomposed), `--restart FILE`
-//! resumes from one (`stencil_examples::checkpoint`).
+//! the grid over N host subdomains, `--gpus N` over N subdomains on GPUs (with the `cuda`
+//! feature), under `mpiexec` over the ranks too; `--grid PX,PY,PZ` gives the process grid. The
+//! model's code is the same everywhere (`Distributed` moves the halos). `--checkpoint-every N`
+//! writes a checkpoint of the global field every N steps, `--restart FILE` resumes from one on
+//! any placement (`stencil_examples::checkpoint`).
 
 use clap::{Parser, ValueEnum};
-use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
-use stencil_examples::diffusion::{self, Outcome, Setup};
-use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
-use stencil_runtime::{Decomposition, Domains, Executor, Host, Order, Overlap};
+use stencil_examples::diffusion::{self, Outcome, Real, Setup};
+use stencil_examples::placement::{print_decomposition, OnExecutor, OverlapArgs, PlacementArgs, Processes};
+use stencil_examples::progress;
+use stencil_runtime::{Executor, Order, Overlap};
 
 /// 3D diffusion (7-point explicit scheme) of a Gaussian, against the analytic heat kernel.
 #[derive(Parser, Debug)]
@@ -84,23 +85,19 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Layout::Ijk => Order::Ijk,
         Layout::Kij => Order::Kij,
     };
-    let setup = Setup { n, order, overlap: args.overlap.or(Overlap::TwoDivided), ..Setup::cube(n[0], args.steps) };
+    let setup = Setup { n, order, cfl: args.cfl, ..Setup::cube(n[0], args.steps) };
     let target = args.placement.target("diffusion3d")?;
     processes.check(target)?;
+    args.checkpoint.check()?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = match target {
-        Target::HostDomains(domains) | Target::GpuDomains(domains) => {
-            Some(setup.decompose(domains, args.placement.grid)?)
-        }
-        Target::Host | Target::Gpu(_) => None,
-    };
-    let (layout, precision) =
-        (format!("{:?}", args.layout).to_lowercase(), format!("{:?}", args.precision).to_lowercase());
+    let decomposition = target.domains().map(|domains| setup.decompose(domains, args.placement.grid)).transpose()?;
     println!(
-        "diffusion3d: {}x{}x{} {layout} {precision}, {} steps of dt = {:.3e} (cfl {}), t = {:.3e}, {} threads",
+        "diffusion3d: {}x{}x{} {} {}, {} steps of dt = {:.3e} (cfl {}), t = {:.3e}, {} threads",
         n[0],
         n[1],
         n[2],
+        format!("{:?}", args.layout).to_lowercase(),
+        format!("{:?}", args.precision).to_lowercase(),
         setup.steps,
         setup.dt(),
         setup.cfl,
@@ -110,18 +107,16 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if let Some(d) = &decomposition {
         print_decomposition(d);
     }
-    args.checkpoint.check()?;
-    let outcome = if args.checkpoint.active() {
-        let plan = Plan::new("diffusion3d", &args.checkpoint);
+    let plan = args.checkpoint.active().then(|| {
+        let plan = Plan::new("diffusion3d", &args.checkpoint).written_by(processes.world().rank() == 0);
         if let Some(n) = plan.every {
             println!("checkpoints every {n} steps into {}", plan.dir.display());
         }
-        run_checkpointed(processes, target, decomposition, &setup, args.precision, &plan)?
-    } else {
-        run_plain(processes, target, decomposition, &setup, args.precision)?
-    };
-    // Ranks other than 0 hold no global result.
-    let Some(outcome) = outcome else { return Ok(()) };
+        plan
+    });
+    let job = Diffuse { setup: &setup, precision: args.precision, plan: plan.as_ref() };
+    let overlap = args.overlap.or(Overlap::OneDivided);
+    let outcome = processes.on_executor(target, decomposition, overlap, "diffusion3d", job)?;
     if outcome.wall_value > 1e-6 {
         eprintln!(
             "diffusion3d: warning: the Gaussian has reached the walls (u = {:.1e} on the ghost layer); \
@@ -136,207 +131,43 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     Ok(())
 }
 
-/// The run without checkpoints: the model's own run functions.
-fn run_plain(
-    processes: &Processes,
-    target: Target,
-    decomposition: Option<Decomposition<3>>,
-    setup: &Setup,
+/// The run on whatever executor the options chose, with a progress bar, checkpointed or not.
+struct Diffuse<'a> {
+    setup: &'a Setup,
     precision: Precision,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    let outcome = match (target, decomposition) {
-        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, setup, precision)?),
-        (Target::HostDomains(_), Some(d)) => run_domains_with_progress(&processes.host_domains(d)?, setup, precision)?,
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, setup, precision)?,
-        _ => Some(run_with_progress(&Host, setup, precision)?),
-    };
-    Ok(outcome)
+    plan: Option<&'a Plan>,
 }
 
-/// The run with checkpoints (`stencil_examples::checkpoint`), on the host, a GPU or subdomains;
-/// the outcome on rank 0. The time covers the steps run (from the restart on) and the
-/// checkpoints written.
-fn run_checkpointed(
-    processes: &Processes,
-    target: Target,
-    decomposition: Option<Decomposition<3>>,
-    setup: &Setup,
-    precision: Precision,
-    plan: &Plan,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    match (target, decomposition) {
-        (Target::HostDomains(_), Some(d)) => checkpointed_domains(&processes.host_domains(d)?, setup, precision, plan),
-        (Target::GpuDomains(_), Some(d)) => checkpointed_gpus(processes, d, setup, precision, plan),
-        (Target::Gpu(ordinal), _) => checkpointed_gpu(ordinal, setup, precision, plan),
-        _ => checkpointed(&Host, setup, precision, plan),
-    }
-}
+impl OnExecutor for Diffuse<'_> {
+    type Output = Outcome;
 
-/// The outcome of a checkpointed run that ended with `f` after running steps `start + 1..`.
-fn outcome_of<T: diffusion::Real>(
-    setup: &Setup,
-    f: &stencil_runtime::Field3<T>,
-    start: usize,
-    seconds: f64,
-) -> Outcome {
-    if start > 0 {
-        println!("restarted from step {start}");
-    }
-    let t = setup.end_time();
-    Outcome {
-        seconds,
-        gpts_per_s: (setup.shape().interior_points() * (setup.steps - start)) as f64 / seconds / 1e9,
-        error: setup.error(f, t),
-        wall_value: setup.wall_value(t),
-    }
-}
-
-/// [`checkpoint::diffusion`] on `exec` with a progress bar.
-fn checkpointed<E: Executor>(
-    exec: &E,
-    setup: &Setup,
-    precision: Precision,
-    plan: &Plan,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    let bar = progress_bar(setup.steps);
-    bar.println(format!("running on {}", exec.describe()));
-    let clock = std::time::Instant::now();
-    let outcome = match precision {
-        Precision::F32 => checkpoint::diffusion::<E, f32>(exec, setup, plan, |s| bar.set_position(s as u64))
-            .map(|(f, start)| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())),
-        Precision::F64 => checkpoint::diffusion::<E, f64>(exec, setup, plan, |s| bar.set_position(s as u64))
-            .map(|(f, start)| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())),
-    };
-    bar.finish_and_clear();
-    Ok(Some(outcome?))
-}
-
-/// [`checkpoint::diffusion_decomposed`] over `domains` with a progress bar.
-fn checkpointed_domains<E: Executor>(
-    domains: &Domains<E, 3>,
-    setup: &Setup,
-    precision: Precision,
-    plan: &Plan,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    let bar = progress_bar(setup.steps);
-    let clock = std::time::Instant::now();
-    let outcome = match precision {
-        Precision::F32 => {
-            checkpoint::diffusion_decomposed::<E, f32>(domains, setup, plan, |s| bar.set_position(s as u64))
-                .map(|(f, start)| f.map(|f| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())))
+    fn run<E: Executor>(self, exec: &E) -> Result<Outcome, Box<dyn std::error::Error>> {
+        match self.precision {
+            Precision::F32 => self.run_in::<E, f32>(exec),
+            Precision::F64 => self.run_in::<E, f64>(exec),
         }
-        Precision::F64 => {
-            checkpoint::diffusion_decomposed::<E, f64>(domains, setup, plan, |s| bar.set_position(s as u64))
-                .map(|(f, start)| f.map(|f| outcome_of(setup, &f, start, clock.elapsed().as_secs_f64())))
-        }
-    };
-    bar.finish_and_clear();
-    outcome
-}
-
-#[cfg(feature = "cuda")]
-fn checkpointed_gpu(ordinal: usize, setup: &Setup, precision: Precision, plan: &Plan) -> CheckpointedOutcome {
-    checkpointed(&stencil_runtime::cuda::Gpu::new(ordinal)?, setup, precision, plan)
-}
-
-#[cfg(feature = "cuda")]
-fn checkpointed_gpus(
-    processes: &Processes,
-    d: Decomposition<3>,
-    setup: &Setup,
-    precision: Precision,
-    plan: &Plan,
-) -> CheckpointedOutcome {
-    checkpointed_domains(&processes.gpu_domains(d, "diffusion3d")?, setup, precision, plan)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn checkpointed_gpu(_: usize, _: &Setup, _: Precision, _: &Plan) -> CheckpointedOutcome {
-    Err("this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpu 0`".into())
-}
-
-#[cfg(not(feature = "cuda"))]
-fn checkpointed_gpus(_: &Processes, _: Decomposition<3>, _: &Setup, _: Precision, _: &Plan) -> CheckpointedOutcome {
-    Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpus 2`".into())
-}
-
-/// What a checkpointed run returns.
-type CheckpointedOutcome = Result<Option<Outcome>, Box<dyn std::error::Error>>;
-
-/// Runs `setup` on `exec` in `precision` with a progress bar.
-fn run_with_progress<E: Executor>(
-    exec: &E,
-    setup: &Setup,
-    precision: Precision,
-) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let bar = progress_bar(setup.steps);
-    bar.println(format!("running on {}", exec.describe()));
-    let outcome = match precision {
-        Precision::F32 => diffusion::run::<E, f32>(exec, setup, |_| bar.inc(1)),
-        Precision::F64 => diffusion::run::<E, f64>(exec, setup, |_| bar.inc(1)),
-    };
-    bar.finish_and_clear();
-    Ok(outcome?)
-}
-
-/// A progress bar of `steps` steps.
-fn progress_bar(steps: usize) -> ProgressBar {
-    let bar = ProgressBar::new(steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
-            .expect("a valid template"),
-    );
-    bar
-}
-
-/// Runs `setup` over the subdomains of `domains` in `precision` with a progress bar (the outcome
-/// on rank 0).
-fn run_domains_with_progress<E: Executor>(
-    domains: &Domains<E, 3>,
-    setup: &Setup,
-    precision: Precision,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    let bar = progress_bar(setup.steps);
-    for (s, exec) in domains.subdomains().zip(domains.execs()) {
-        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
     }
-    let outcome = match precision {
-        Precision::F32 => diffusion::run_decomposed::<E, f32>(domains, setup, |_| bar.inc(1)),
-        Precision::F64 => diffusion::run_decomposed::<E, f64>(domains, setup, |_| bar.inc(1)),
-    };
-    bar.finish_and_clear();
-    Ok(outcome?)
 }
 
-/// [`run_domains_with_progress`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
-#[cfg(feature = "cuda")]
-fn run_on_gpus(
-    processes: &Processes,
-    d: Decomposition<3>,
-    setup: &Setup,
-    precision: Precision,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    run_domains_with_progress(&processes.gpu_domains(d, "diffusion3d")?, setup, precision)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpus(
-    _: &Processes,
-    _: Decomposition<3>,
-    _: &Setup,
-    _: Precision,
-) -> Result<Option<Outcome>, Box<dyn std::error::Error>> {
-    Err("--gpus: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpus 2`".into())
-}
-
-/// [`run_with_progress`] on GPU `ordinal`.
-#[cfg(feature = "cuda")]
-fn run_on_gpu(ordinal: usize, setup: &Setup, precision: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
-    let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    run_with_progress(&gpu, setup, precision)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpu(_: usize, _: &Setup, _: Precision) -> Result<Outcome, Box<dyn std::error::Error>> {
-    Err("this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda -- --gpu 0`".into())
+impl Diffuse<'_> {
+    fn run_in<E: Executor, T: Real + stencil_runtime::io::IoElement>(
+        &self,
+        exec: &E,
+    ) -> Result<Outcome, Box<dyn std::error::Error>> {
+        let bar = progress::steps(self.setup.steps);
+        bar.println(format!("running on {}", exec.describe()));
+        let outcome = match self.plan {
+            None => diffusion::run::<E, T>(exec, self.setup, |_| bar.inc(1))?,
+            Some(plan) => {
+                let clock = std::time::Instant::now();
+                let (f, start) = checkpoint::diffusion::<E, T>(exec, self.setup, plan, |s| bar.set_position(s as u64))?;
+                if start > 0 {
+                    println!("restarted from step {start}");
+                }
+                Outcome::of(self.setup, &f, self.setup.steps - start, clock.elapsed().as_secs_f64())
+            }
+        };
+        bar.finish_and_clear();
+        Ok(outcome)
+    }
 }
