@@ -149,6 +149,112 @@ impl Processes {
     }
 }
 
+/// Bytes a model holds per grid point (halo points included): on its executor (every field of
+/// its state), and on the host while it runs (the global fields it builds there, such as the
+/// initial state and the result).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Bytes per point on the executor.
+    pub executor: usize,
+    /// Bytes per point of the global grid on the host.
+    pub host: usize,
+}
+
+/// Memory free for a run, in bytes: the host's (when known) and each GPU's this process sees.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Memory {
+    /// Free host memory (Linux `MemAvailable`).
+    pub host: Option<u64>,
+    /// Free memory of GPU `i`.
+    pub gpus: Vec<u64>,
+}
+
+impl Memory {
+    /// What this machine has free; the GPUs are asked only where `target` runs on them.
+    pub fn of_this_machine(target: Target) -> Memory {
+        let host = std::fs::read_to_string("/proc/meminfo").ok().and_then(|info| {
+            let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+            Some(line.split_whitespace().nth(1)?.parse::<u64>().ok()? * 1024)
+        });
+        #[allow(unused_mut)]
+        let mut gpus = Vec::new();
+        #[cfg(feature = "cuda")]
+        if matches!(target, Target::Gpu(_) | Target::GpuDomains(_)) {
+            use stencil_runtime::cuda::Gpu;
+            for i in 0..Gpu::count().unwrap_or(0) {
+                gpus.extend(Gpu::new(i).and_then(|g| g.memory_info()).ok().map(|(free, _)| free as u64));
+            }
+        }
+        let _ = target;
+        Memory { host, gpus }
+    }
+}
+
+/// Gigabytes, for messages.
+fn gb(bytes: u64) -> String {
+    format!("{:.1} GB", bytes as f64 / 1e9)
+}
+
+/// Refuses a run that would not fit in `memory` before anything is allocated: a grid of `global`
+/// interior points with halo `halo`, a model of `footprint`, placed as `target` (the subdomains of
+/// `decomposition` over `ranks` ranks, subdomain `i` on GPU `i % count`). The message names the
+/// bytes needed where they do not fit and a placement that would (`--gpus N`).
+pub fn check_fits<const D: usize>(
+    target: Target,
+    decomposition: Option<&Decomposition<D>>,
+    global: [usize; D],
+    halo: [usize; D],
+    footprint: Footprint,
+    memory: &Memory,
+    ranks: usize,
+) -> Result<(), String> {
+    let points = |extent: [usize; D]| (0..D).map(|a| (extent[a] + 2 * halo[a]) as u64).product::<u64>();
+    let whole = points(global);
+    // Per local part (this rank's share; every rank holds as much).
+    let parts: Vec<u64> = match decomposition {
+        Some(d) => {
+            d.subdomains().take(d.len() / ranks.max(1)).map(|s| points(s.extent) * footprint.executor as u64).collect()
+        }
+        None => vec![whole * footprint.executor as u64],
+    };
+    let on_host = matches!(target, Target::Host | Target::HostDomains(_));
+    let host_need = whole * footprint.host as u64 + if on_host { parts.iter().sum() } else { 0 };
+    if let Some(free) = memory.host.filter(|&free| host_need > free) {
+        return Err(format!(
+            "the grid {global:?} needs {} of host memory on each rank ({} bytes per point of the global grid{}), but {} are free: use fewer points{}",
+            gb(host_need),
+            footprint.host,
+            if on_host { ", and the fields of the run" } else { "" },
+            gb(free),
+            if on_host { ", or run on GPUs (--gpus N)" } else { "" }
+        ));
+    }
+    if on_host || memory.gpus.is_empty() {
+        return Ok(());
+    }
+    let count = memory.gpus.len();
+    let mut per_gpu = vec![0u64; count];
+    let first = match target {
+        Target::Gpu(g) => g,
+        _ => 0,
+    };
+    for (i, bytes) in parts.iter().enumerate() {
+        per_gpu[(first + i) % count] += bytes;
+    }
+    let Some(g) = (0..count).find(|&g| per_gpu[g] > memory.gpus[g]) else { return Ok(()) };
+    let total = whole * footprint.executor as u64;
+    let smallest = *memory.gpus.iter().min().expect("at least one GPU");
+    let n = total.div_ceil(smallest.max(1)).max(2);
+    Err(format!(
+        "the grid {global:?} needs {} on GPU {g} ({} bytes per point), but {} are free there: split it over more GPUs (--gpus {n}: about {} per GPU{}) or use fewer points",
+        gb(per_gpu[g]),
+        footprint.executor,
+        gb(memory.gpus[g]),
+        gb(total / n),
+        if n > (count * ranks.max(1)) as u64 { format!("; this machine has {count}, so over several ranks or nodes") } else { String::new() }
+    ))
+}
+
 /// Where to run: flattened into each example's options (`#[command(flatten)]`).
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct PlacementArgs {
@@ -274,6 +380,34 @@ pub fn print_decomposition<const D: usize>(d: &Decomposition<D>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_that_does_not_fit_is_refused_with_the_bytes_and_a_placement_that_fits() {
+        // Diffusion (two f32 fields on the executor, two global f32 fields on the host) on a
+        // machine of one 139 GB GPU and 120 GB of host memory.
+        let fp = Footprint { executor: 8, host: 8 };
+        let one_gpu = Memory { host: Some(120_000_000_000), gpus: vec![139_000_000_000] };
+        let n = [3000; 3];
+        let e = check_fits::<3>(Target::Gpu(0), None, [2000; 3], [1; 3], fp, &one_gpu, 1);
+        assert_eq!(e, Ok(()), "2000^3 fits");
+        let e = check_fits::<3>(Target::Gpu(0), None, n, [1; 3], Footprint { host: 4, ..fp }, &one_gpu, 1).unwrap_err();
+        assert!(e.contains("216.") && e.contains("GPU 0") && e.contains("--gpus 2") && e.contains("139.0 GB"), "{e}");
+        // The host cannot hold the global fields either: said first, before any GPU.
+        let e = check_fits::<3>(Target::Gpu(0), None, n, [1; 3], fp, &one_gpu, 1).unwrap_err();
+        assert!(e.contains("host memory") && e.contains("216.") && e.contains("120.0 GB"), "{e}");
+        // Four GPUs of 80 GB: split over 4 it fits, over 2 it does not.
+        let four = Memory { host: Some(400_000_000_000), gpus: vec![80_000_000_000; 4] };
+        let d4 = Decomposition::auto(n, 4, [false; 3], [1; 3]).unwrap();
+        assert_eq!(check_fits(Target::GpuDomains(4), Some(&d4), n, [1; 3], fp, &four, 1), Ok(()));
+        let d2 = Decomposition::auto(n, 2, [false; 3], [1; 3]).unwrap();
+        let e = check_fits(Target::GpuDomains(2), Some(&d2), n, [1; 3], fp, &four, 1).unwrap_err();
+        assert!(e.contains("--gpus 3"), "{e}");
+        // Host subdomains: the parts are on the host too.
+        let e = check_fits(Target::HostDomains(4), Some(&d4), n, [1; 3], fp, &four, 1).unwrap_err();
+        assert!(e.contains("host memory") && e.contains("--gpus N"), "{e}");
+        // Unknown host memory: not refused on its account.
+        assert_eq!(check_fits::<3>(Target::Host, None, [64; 3], [1; 3], fp, &Memory::default(), 1), Ok(()));
+    }
 
     #[test]
     fn options_resolve_or_say_what_contradicts() {

@@ -595,7 +595,7 @@ impl<E: Executor> DomainSolver<E> {
         }
         if d.periodic() != model.edges.map(|e| e == Edge::Periodic) {
             return Err(format!(
-                "the decomposition wraps around axes {:?}, but the edges are {:?}: decompose with the periodic                  edges as the periodic axes (`Model::decompose`)",
+                "the decomposition wraps around axes {:?}, but the edges are {:?}: decompose with the periodic edges as the periodic axes (`Model::decompose`)",
                 d.periodic(),
                 model.edges
             )

@@ -9,7 +9,9 @@
 use clap::{Parser, ValueEnum};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::diffusion::{self, Outcome, Real, Setup};
-use stencil_examples::placement::{print_decomposition, OnExecutor, OverlapArgs, PlacementArgs, Processes};
+use stencil_examples::placement::{
+    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
+};
 use stencil_examples::progress;
 use stencil_runtime::{Executor, Order, Overlap};
 
@@ -91,6 +93,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     args.checkpoint.check()?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = target.domains().map(|domains| setup.decompose(domains, args.placement.grid)).transpose()?;
+    // Two fields on the executor, the initial and the final global field on the host.
+    let bytes = match args.precision {
+        Precision::F32 => 4,
+        Precision::F64 => 8,
+    };
+    let footprint = Footprint { executor: 2 * bytes, host: 2 * bytes };
+    let memory = Memory::of_this_machine(target);
+    let ranks = processes.world().size();
+    check_fits(target, decomposition.as_ref(), n, [1; 3], footprint, &memory, ranks)?;
     println!(
         "diffusion3d: {}x{}x{} {} {}, {} steps of dt = {:.3e} (cfl {}), t = {:.3e}, {} threads",
         n[0],
