@@ -85,6 +85,11 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     let mut parts: Vec<_> = d.subdomains().map(|s| Field3::<f32>::zeros(s.shape(&like))).collect();
     let e = domains.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
     assert!(e.to_string().contains("declare the axis periodic"), "{e}");
+    // Along an axis the decomposition already wraps, the message says so (not "declare it").
+    let wrapped = Decomposition::new([8, 8, 8], [2, 1, 1], [true, false, false], [1; 3]).unwrap();
+    let wrapped = Domains::new(wrapped, vec![Host, Host]).unwrap();
+    let e = wrapped.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
+    assert!(e.to_string().contains("already makes periodic") && !e.to_string().contains("declare"), "{e}");
     let mut too_few = vec![Field3::<f32>::zeros(d.subdomain(0).shape(&like))];
     let e = domains.exchange(&mut too_few).unwrap_err();
     assert!(e.to_string().contains("pass one list of fields per subdomain"), "{e}");

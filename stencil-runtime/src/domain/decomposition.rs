@@ -285,14 +285,20 @@ impl<const D: usize> Decomposition<D> {
     /// an axis split over several subdomains (its values are on the other end of the grid; make
     /// the axis periodic in the decomposition instead, and the exchange wraps it).
     pub fn check_boundary_fills(&self, fills: &[Option<crate::field::HaloFill>; D]) -> Result<(), String> {
-        match (0..D).find(|&a| fills[a] == Some(crate::field::HaloFill::Periodic) && self.grid[a] > 1) {
-            Some(a) => Err(format!(
-                "a Periodic boundary fill along axis {a}, which is split over {} subdomains: declare the axis \
-                 periodic in the Decomposition (the exchange then wraps it) and give it no boundary fill",
-                self.grid[a]
-            )),
-            None => Ok(()),
+        let Some(a) = (0..D).find(|&a| fills[a] == Some(crate::field::HaloFill::Periodic) && self.grid[a] > 1) else {
+            return Ok(());
+        };
+        if self.periodic[a] {
+            return Err(format!(
+                "a Periodic boundary fill along axis {a}, which the Decomposition already makes periodic: the \
+                 exchange fills its halo from the other end; give that axis no boundary fill (None)"
+            ));
         }
+        Err(format!(
+            "a Periodic boundary fill along axis {a}, which is split over {} subdomains: declare the axis periodic in \
+             the Decomposition (the exchange then wraps it) and give it no boundary fill",
+            self.grid[a]
+        ))
     }
 
     /// The subdomain owning a global interior coordinate, if it is inside the grid.
