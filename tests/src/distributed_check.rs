@@ -110,6 +110,9 @@ pub struct Outcome {
     pub v: Field3<f32>,
     /// The reduction of each step.
     pub peaks: Vec<f64>,
+    /// Each step: every point of `u` (halo included) after its fills, and the damped sub-range of
+    /// `u` at the end (bits).
+    pub probes: Vec<Vec<u64>>,
 }
 
 /// The model: `steps` steps of fill, star13, corners, a damped sub-range and the f32 smoothing.
@@ -125,8 +128,11 @@ pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome
     let (b, e) = case.damped;
     let damped = Loop3D::from_bounds(shape.extent(), b.map(|x| x + 2), e.map(|x| x + 2)).expect("inside");
     let mut peaks = Vec::new();
+    let mut probes = Vec::new();
+    let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<u64>>();
     for _ in 0..steps {
         exec.fill_halos(&mut [(&mut u, case.fills())])?;
+        probes.push(bits(exec.read_range(&u, &Loop3D::whole(&shape))?));
         exec.run(&interior, Star13, (0.05, &u, &mut w))?;
         exec.run(&interior, Corners, (&w, &u, &mut out))?;
         std::mem::swap(&mut u, &mut out);
@@ -136,8 +142,9 @@ pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome
         let mut m = Max::new();
         exec.run(&interior, Peak, (&u, &mut m))?;
         peaks.push(m.get());
+        probes.push(bits(exec.read_range(&u, &damped)?));
     }
-    Ok(Outcome { u: exec.download(&u)?, v: exec.download(&v)?, peaks })
+    Ok(Outcome { u: exec.download(&u)?, v: exec.download(&v)?, peaks, probes })
 }
 
 /// Bits of a field's interior.
@@ -159,6 +166,9 @@ pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> 
         }
         if many.peaks.iter().map(|p| p.to_bits()).ne(one.peaks.iter().map(|p| p.to_bits())) {
             return Err(format!("{case:?}, {overlap:?}: reductions {:?} vs {:?}", many.peaks, one.peaks));
+        }
+        if let Some(s) = (0..one.probes.len()).find(|&s| many.probes[s] != one.probes[s]) {
+            return Err(format!("{case:?}, {overlap:?}: read_range {s} (step {}) differs", s / 2));
         }
         compared += 2 * case.global.iter().product::<usize>();
     }

@@ -140,6 +140,28 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         Ok(())
     }
 
+    /// Does the pending fills of one field now (for a read of its halo): the exchange of its full
+    /// halo where stale or wrapped, then the physical-boundary fills on its parts.
+    pub(super) fn settle_field<T: Element, const D: usize>(
+        &self,
+        state: &mut State<E, G>,
+        field: &DistField<E::Field<T, D>, D>,
+    ) -> Result<(), LaunchError> {
+        let head = field.head();
+        let Some(sides) = head.pending() else { return Ok(()) };
+        let d = self.domains_of::<D>()?.decomposition();
+        let halo = head.global.halo_widths();
+        let wrap = std::array::from_fn(|a| d.periodic()[a] && sides[a].contains(&Some(HaloFill::Periodic)));
+        let depth = std::array::from_fn(|a| if exchanged(d, a) { halo[a] } else { 0 });
+        let s = Settle { head, depth, wrap, fill: true, reach: [0; D], name: "the field read".into() };
+        if s.needs_exchange() {
+            self.exchange(state, &[&s], wrap)?;
+        }
+        let sides = head.take_pending().unwrap_or(sides);
+        // SAFETY: the caller holds the executor's lock; no part reference of a launch is alive.
+        self.fill_physical(unsafe { field.parts_locked() }, sides)
+    }
+
     /// Fills the sides of each part that lie on the physical boundary as `sides` asks (the
     /// `Periodic` ones along axes the exchange wraps are done already).
     pub(super) fn fill_physical<T: Element, const D: usize>(

@@ -409,13 +409,73 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(())
     }
 
-    /// The global field's values in `range` ([`Executor::download`]: its halo reads zero).
+    /// The values at the points of `range` (a range of the global grid, axis 0 fastest), each read
+    /// from the part that owns it (and the global halo from the parts next to it, after the fills
+    /// asked for), on every rank: what a receiver or a probe reads each step.
     fn read_range<T: Element, const D: usize>(
         &self,
         field: &Self::Field<T, D>,
         range: &Loop<D>,
     ) -> Result<Vec<T>, LaunchError> {
-        Ok(self.download(field)?.read_range(range)?)
+        let domains = self.domains_of::<D>()?;
+        let d = domains.decomposition();
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "read_range", "its field")?;
+        let global = field.head().global;
+        crate::range::row_runs(&global, range).map_err(crate::field::FieldError::Range)?;
+        let (begin, end, h) = (range.begin(), range.end(), global.halo_widths());
+        let in_halo = (0..D).any(|a| begin[a] < h[a] || end[a] > (h[a] + global.interior()[a]) as isize);
+        if in_halo && range.points() > 0 {
+            self.settle_field(&mut state, field)?;
+        }
+        let len = range.len_per_axis();
+        let mut out = vec![T::default(); range.points()];
+        // Puts the values of the box `local` of subdomain `s` (axis 0 fastest) into `out`.
+        let place = |s: &Subdomain<D>, local: &Loop<D>, values: &[T], out: &mut [T]| {
+            let (lb, ll) = (local.begin(), local.len_per_axis());
+            for (k, &v) in values.iter().enumerate() {
+                let (mut rest, mut at, mut stride) = (k, 0, 1);
+                for a in 0..D {
+                    let g = lb[a] + rest % ll[a] + s.offset[a];
+                    rest /= ll[a];
+                    at += (g - begin[a]) * stride;
+                    stride *= len[a];
+                }
+                out[at] = v;
+            }
+        };
+        // SAFETY: the lock is held.
+        let parts = unsafe { field.parts_shared() };
+        let mut mine = Vec::new();
+        for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(parts) {
+            if let Some(local) = cut(range, &global, &s, d.grid()) {
+                let values = exec.read_range(part, &local)?;
+                place(&s, &local, &values, &mut out);
+                to_le_bytes(&values, &mut mine);
+            }
+        }
+        let world = domains.world();
+        if world.size() == 1 {
+            return Ok(out);
+        }
+        // Rank 0 places every rank's values and sends the whole range to every rank.
+        let per_rank = domains.execs().len();
+        if let Some(all) = world.gather_bytes(&mine) {
+            for (rank, bytes) in all.iter().enumerate().skip(1) {
+                let mut rest = &bytes[..];
+                for s in d.subdomains().skip(rank * per_rank).take(per_rank) {
+                    if let Some(local) = cut(range, &global, &s, d.grid()) {
+                        let (values, tail) = rest.split_at(local.points() * std::mem::size_of::<T>());
+                        place(&s, &local, &from_le_bytes::<T>(values), &mut out);
+                        rest = tail;
+                    }
+                }
+            }
+        }
+        let mut bytes = Vec::new();
+        to_le_bytes(&out, &mut bytes);
+        world.broadcast_bytes(&mut bytes);
+        Ok(from_le_bytes(&bytes))
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(
