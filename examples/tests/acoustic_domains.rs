@@ -151,3 +151,26 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);
     }
 }
+
+/// The single-domain `run`, unchanged, on the distributed executor: the same bits for every
+/// process grid (regions are global sub-ranges cut to each part, the source injected where it
+/// lies, the receivers read from the parts that own them).
+fn written_once<T: Wave>() {
+    use stencil_runtime::Distributed;
+    let m = model();
+    let snapshot = Some(m.steps / 2);
+    let reference = run::<Host, T>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    for (g, grid) in GRIDS.into_iter().enumerate() {
+        let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
+        let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
+        let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+        let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+        assert_same(&format!("run on the distributed executor, grid {grid:?}, {overlap:?}"), &out, &reference);
+    }
+}
+
+#[test]
+fn the_single_domain_run_on_the_distributed_executor_equals_it() {
+    written_once::<f32>();
+    written_once::<f64>();
+}

@@ -241,3 +241,31 @@ fn a_stage_past_the_third_is_refused() {
     let m = e.stage(&Host, &mut s, 3, 1e-3).unwrap_err().to_string();
     assert!(m.contains("stages 0, 1 and 2, not 3"), "{m}");
 }
+
+/// The single-domain `Euler::run`, unchanged, on the distributed executor: the same cells, step
+/// count and times for every process grid (its CFL step is a global reduction, its halo fills
+/// are those the executor does when the stages read them).
+#[test]
+fn the_single_domain_run_on_the_distributed_executor_equals_it() {
+    use stencil_runtime::Distributed;
+    let mut runs = 0;
+    for boundaries in BOUNDARIES {
+        for (riemann, scheme) in [(Riemann::Hllc, Scheme::Fused), (Riemann::Rusanov, Scheme::Split)] {
+            let e = model(boundaries, scheme, riemann);
+            let q0 = initial(&e);
+            let t_end = t_end(&e, &q0, 3.4);
+            let (q, steps, calls) = single(&e, &q0, t_end, 1);
+            for grid in GRIDS {
+                let d = e.decompose(grid.iter().product(), Some(grid)).unwrap();
+                let overlap = [Overlap::None, Overlap::OneDivided][runs % 2];
+                let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+                let mut calls_d = Vec::new();
+                let (qd, steps_d) = e.run(&exec, &q0, t_end, 1, |s, t| calls_d.push((s, t.to_bits()))).unwrap();
+                let what = format!("{boundaries:?} {riemann:?} {scheme:?} grid {grid:?} {overlap:?}, executor");
+                assert_eq!(differing(&e, &qd, &q), 0, "{what}: cells differ from the single-domain run");
+                assert_eq!((steps_d, &calls_d), (steps, &calls), "{what}");
+                runs += 1;
+            }
+        }
+    }
+}

@@ -154,3 +154,28 @@ fn decompositions_that_do_not_fit_are_refused_with_a_reason() {
     assert!(e.contains("axis 0"), "{e}");
     assert!(walls.decompose(4, Some([3, 1])).is_err());
 }
+
+/// The single-domain `Solver`, unchanged, on the distributed executor (2D): the same cells and
+/// time steps for every process grid and edge set.
+#[test]
+fn the_single_domain_solver_on_the_distributed_executor_equals_it() {
+    use stencil_runtime::{Distributed, Overlap};
+    for (e, edges) in EDGES.into_iter().enumerate() {
+        let m = model(edges);
+        let q0 = initial(&m, e as u64);
+        let ((cells, dts), t_end) = single(m, &q0, 3.6);
+        for (g, grid) in GRIDS.into_iter().enumerate() {
+            let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
+            let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
+            let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+            let mut solver = Solver::new(exec, m, &q0).unwrap();
+            let mut dts_d = Vec::new();
+            while stencil_examples::swe::running(solver.t, t_end) {
+                dts_d.push(solver.cfl_step(Some(t_end)).unwrap().to_bits());
+            }
+            let what = format!("{edges:?} grid {grid:?} {overlap:?}, executor");
+            assert_eq!(bits(&solver.state().unwrap()), cells, "{what}: cells differ");
+            assert_eq!(dts_d, dts, "{what}: time steps differ");
+        }
+    }
+}
