@@ -149,6 +149,13 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
             assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}, {overlap:?}"), &out, &reference);
         }
         eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);
+        // The single-domain `run`, unchanged, on the same GPUs through the distributed executor.
+        for overlap in [Overlap::None, Overlap::OneDivided] {
+            let exec = stencil_runtime::Distributed::new(domains.clone()).with_overlap(overlap).unwrap();
+            let out = run::<_, f32>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+            assert_same(&format!("run on the executor, grid {grid:?}, {count} GPU(s), {overlap:?}"), &out, &reference);
+        }
+        eprintln!("grid {grid:?}: the single-domain run on the distributed executor is bit-equal to the host");
     }
 }
 

@@ -228,6 +228,11 @@ mod gpu {
                     assert_eq!(steps_g, steps_d, "{what}: step count vs the GPU single domain");
                     assert_eq!(vs_host, 0, "{what}: GPU subdomains differ from the host single domain");
                     assert_eq!((steps_d, &calls_d), (steps, &calls), "{what}: steps vs the host");
+                    // The single-domain run, unchanged, on the same GPUs through the executor.
+                    let exec = stencil_runtime::Distributed::new(domains).with_overlap(Overlap::OneDivided).unwrap();
+                    let (qx, steps_x) = e.run(&exec, &q0, t_end, 1, |_, _| {}).unwrap();
+                    assert_eq!((differing(&e, &qx, &q), steps_x), (0, steps), "{what}: run on the executor");
+                    eprintln!("{what}: the single-domain run on the distributed executor is bit-equal");
                 }
             }
         }

@@ -517,6 +517,17 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if range.points() == 0 {
             return Ok(());
         }
+        if S::ir().sweep.is_some() && d.grid()[D - 1] > 1 {
+            return Err(LaunchError::Decomposition(format!(
+                "stencil `{}` sweeps its columns along axis {}, which the decomposition splits over {} subdomains: a \
+                 column must lie in one subdomain; use a process grid of 1 along axis {} (process grid {:?})",
+                S::INFO.name,
+                D - 1,
+                d.grid()[D - 1],
+                D - 1,
+                d.grid()
+            )));
+        }
         // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
         // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
         let heads: Vec<(&FieldInfo, &Head<D>)> = heads.into_iter().map(|(i, h)| (i, unsafe { &*h })).collect();
