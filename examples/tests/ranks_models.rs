@@ -221,6 +221,19 @@ fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E
             assert!(reference.traces.iter().flatten().any(|v| *v != 0.0), "{what}: the wave reached no receiver");
         }
     }
+    // The single-domain run, unchanged, on the distributed executor over the ranks (every rank
+    // gets the fields and the traces).
+    for overlap in [Overlap::None, Overlap::OneDivided] {
+        let on = Distributed::new(domains(world, d, exec)).with_overlap(overlap).unwrap();
+        let out = acoustic::run::<_, f32>(&on, &s, &m, Some(20), |_| {}).unwrap();
+        let what = format!("acoustic run on the executor over grid {:?}, {overlap:?}, rank {}", d.grid(), world.rank());
+        assert_eq!(differing(out.last.u.as_slice(), reference.last.u.as_slice()), 0, "{what}: final u");
+        let (a, b) = (out.snapshot.unwrap(), reference.snapshot.as_ref().unwrap());
+        assert_eq!(differing(a.u.as_slice(), b.u.as_slice()), 0, "{what}: snapshot");
+        for (step, (a, b)) in out.traces.iter().zip(&reference.traces).enumerate() {
+            assert_eq!(differing(a, b), 0, "{what}: receivers after step {}", step + 1);
+        }
+    }
 }
 
 fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
@@ -253,6 +266,16 @@ fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
             };
             assert_eq!(differing(&cells(&split), &cells(&single)), 0, "{what}");
         }
+        // The single-domain run, unchanged, on the distributed executor over the ranks.
+        let on = Distributed::new(domains(world, d, exec)).with_overlap(Overlap::OneDivided).unwrap();
+        let (q, steps_x) = e.run(&on, &q0, t_end, 1, |_, _| {}).unwrap();
+        let cells = |q| {
+            let mut out = Vec::new();
+            e.for_each_cell(q, |_, c| out.extend(c));
+            out
+        };
+        let what = format!("{what}, run on the executor, rank {}", world.rank());
+        assert_eq!((differing(&cells(&q), &cells(&single)), steps_x), (0, steps), "{what}");
     }
 }
 
