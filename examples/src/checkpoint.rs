@@ -14,7 +14,7 @@
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
 //! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
-//! drivers ([`acoustic_decomposed`], [`euler_decomposed`],
+//! drivers ([`euler_decomposed`],
 //! [`swe_decomposed`]) write and read their parts through one helper, [`Parts`], generic over the
 //! executor and the dimension.
 
@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use stencil_runtime::io::checkpoint::{part_counts, read_parts, write_parts, Checkpoint, Part};
 use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, Element, Overlap, Shape, Subdomain};
+use stencil_runtime::{Decomposition, Domains, Element, Shape, Subdomain};
 
 use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
@@ -450,8 +450,9 @@ fn velocity_of<T: Wave>(model: &acoustic::Model) -> Result<Field3<T>, Error> {
     Ok(Field3::<T>::try_from_fn(model.shape(), |g| T::from_f64(model.velocity(g).powi(2) * dt2))?)
 }
 
-/// [`acoustic::run`] with checkpoints (the whole state: `u`, `u_prev`, `vdt2`, `eta`, `phi` and
-/// the receiver traces so far), from the model's initial state or from `plan.restart`, to step
+/// [`acoustic::run`] with checkpoints, on any executor (subdomains too: the global state, written
+/// by the writer; a restart may run on another placement) (the whole state: `u`, `u_prev`,
+/// `vdt2`, `eta`, `phi` and the receiver traces so far), from the model's initial state or from `plan.restart`, to step
 /// `model.steps`; the wavefields after step `snapshot` too, if that step is run. Returns the
 /// model's outcome (every step's traces, also after a restart; the time covers the steps run
 /// but the first, and the checkpoints) and the first step run.
@@ -531,105 +532,6 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     let last = state.wavefields(exec)?;
     let traces = model.receiver_traces(traces)?;
     Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))
-}
-
-/// [`acoustic::run_decomposed`] with checkpoints: the whole state of every subdomain (`u`,
-/// `u_prev`, `vdt2`, `eta`, `phi`, and the values of the receivers in it so far as `traces`,
-/// indexed `[receiver, step]`) written as one part per subdomain by the process that holds it,
-/// after every `plan.every` steps and after the last; or the run resumed from the parts of
-/// `plan.restart` (every part of this decomposition there, each checked as [`acoustic()`] checks
-/// a single-domain checkpoint, the velocity model included). Returns the outcome on rank 0
-/// (`None` elsewhere; every step's traces, also after a restart) and the first step run.
-pub fn acoustic_decomposed<E: Executor, T: Wave + IoElement>(
-    domains: &Domains<E, 3>,
-    strategies: &RegionStrategies,
-    overlap: Overlap,
-    model: &acoustic::Model,
-    snapshot: Option<usize>,
-    plan: &Plan,
-    after_step: impl FnMut(usize),
-) -> Result<(Option<acoustic::Outcome<T>>, usize), Error> {
-    model.check()?;
-    let shape = model.shape();
-    let settings = acoustic_settings(model);
-    let parts = Parts::new(plan, ACOUSTIC, ACOUSTIC, domains, shape.interior(), &ACOUSTIC_FIELDS, &settings);
-    // Each local subdomain's receivers.
-    let counts: Vec<usize> =
-        parts.subdomains().iter().map(|s| acoustic::receivers_in(model, s)).collect::<Result<_, _>>()?;
-    let resume = match parts.read()? {
-        None => None,
-        Some(read) => {
-            let start = read.first().map_or(0, |c| c.step as usize);
-            if start > model.steps {
-                return Err(
-                    format!("the checkpoint is of step {start}, past the run's last step {}", model.steps).into()
-                );
-            }
-            let f = |name: &str| parts.fields::<T>(&read, name, &shape);
-            let (u, u_prev, vdt2, eta, phi) = (f("u")?, f("u_prev")?, f("vdt2")?, f("eta")?, f("phi")?);
-            let velocity = velocity_of::<T>(model)?;
-            for ((c, sub), v) in read.iter().zip(parts.subdomains()).zip(&vdt2) {
-                check_velocity(c, &sub.part_of(&velocity), v)?;
-            }
-            drop(velocity);
-            let mut traces = Vec::with_capacity(read.len());
-            for (c, &n) in read.iter().zip(&counts) {
-                let recorded = c.field::<T, 2>("traces", &Shape2::new([n, start]).align(1))?;
-                // Step after step, as the run keeps them.
-                let values = (0..start as isize)
-                    .flat_map(|s| (0..n as isize).map(move |r| [r, s]))
-                    .map(|at| recorded.get(at).expect("in the field"))
-                    .collect();
-                traces.push(values);
-            }
-            let states = u
-                .into_iter()
-                .zip(u_prev)
-                .zip(vdt2)
-                .zip(eta)
-                .zip(phi)
-                .map(|((((u, u_prev), vdt2), eta), phi)| acoustic::State { u, u_prev, vdt2, eta, phi })
-                .collect();
-            Some(acoustic::Resume { step: start, states, traces })
-        }
-    };
-    let start = resume.as_ref().map_or(0, |r| r.step);
-    let save = |step: usize, states: &[acoustic::State<E::Field<T, 3>>], traces: &[Vec<T>]| -> Result<(), Error> {
-        if !parts.due(step, step == model.steps) {
-            return Ok(());
-        }
-        let column = |name: &str| -> Result<Vec<Field3<T>>, LaunchError> {
-            let fields: Vec<&E::Field<T, 3>> = states
-                .iter()
-                .map(|s| match name {
-                    "u" => &s.u,
-                    "u_prev" => &s.u_prev,
-                    "vdt2" => &s.vdt2,
-                    "eta" => &s.eta,
-                    _ => &s.phi,
-                })
-                .collect();
-            download(domains, &fields)
-        };
-        let host: Vec<(&str, Vec<Field3<T>>)> =
-            acoustic::FIELDS.iter().map(|&n| Ok((n, column(n)?))).collect::<Result<_, LaunchError>>()?;
-        let recorded: Vec<Field2<T>> = traces
-            .iter()
-            .zip(&counts)
-            .map(|(v, &n)| Field2::from_fn(Shape2::new([n, step]).align(1), |[r, s]| v[s as usize * n + r as usize]))
-            .collect();
-        let mut out = parts.empty(step, step as f64 * model.dt, &[]);
-        for (i, c) in out.iter_mut().enumerate() {
-            for (name, fields) in &host {
-                c.push(name, &fields[i])?;
-            }
-            c.push("traces", &recorded[i])?;
-        }
-        parts.write(step, &out)
-    };
-    let outcome =
-        acoustic::run_decomposed_from(domains, strategies, overlap, model, snapshot, resume, after_step, save)?;
-    Ok((outcome, start))
 }
 
 // ---------------------------------------------------------------------------------------------

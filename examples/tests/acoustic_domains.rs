@@ -1,12 +1,13 @@
-//! The acoustic model over subdomains equals the single-domain run bit for bit: the same
-//! regions (inner and six PML slabs, cut by the subdomain boundaries), the source on the
-//! subdomain that owns it, the receiver line assembled across subdomains, the halo of `u`
-//! exchanged before every step and that of `eta` once. Host subdomains over several process
-//! grids (uneven splits, subdomains that hold only PML, a source next to a subdomain boundary);
-//! with `--features cuda`, GPU subdomains against the host's single-domain run.
+//! The acoustic model over subdomains equals the single-domain run bit for bit: the one `run`
+//! on the distributed executor (the regions, inner and six PML slabs, cut by the subdomain
+//! boundaries; the source on the subdomain that owns it; the receivers read from the parts that
+//! own them; the halos of `u` and `eta` exchanged when the stencils read them). Host subdomains
+//! over several process grids (uneven splits, subdomains that hold only PML, a source next to a
+//! subdomain boundary); with `--features cuda`, GPU subdomains against the host's single-domain
+//! run.
 
-use stencil_examples::acoustic::{run, run_decomposed, ExchangePlan, Model, Outcome, RegionStrategies, Wave};
-use stencil_runtime::{Decomposition, Domains, Host, Overlap};
+use stencil_examples::acoustic::{run, Model, Outcome, RegionStrategies, Wave};
+use stencil_runtime::{Decomposition, Distributed, Host, Overlap};
 
 /// A small layered model (uneven sizes, the grid 33 x 31 x 32 with the PML) whose wavefront
 /// reaches the PML and crosses the subdomain boundaries of every grid below within the run.
@@ -54,21 +55,14 @@ fn host_grids<T: Wave>() {
     assert!(max > 0.0 && corner != 0.0 && trace_max > 0.0, "the wavefront has not reached the PML corner");
     for (g, grid) in GRIDS.into_iter().enumerate() {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
-        let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
-        // Every overlap mode over the grids (the regions then run in another order).
-        let overlap = Overlap::ALL[g % 3];
-        let out = run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), overlap, &m, snapshot, |_| {})
-            .unwrap()
-            .expect("one process is rank 0");
+        let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
+        let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+        let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
         assert_same(&format!("grid {grid:?}, {overlap:?}"), &out, &reference);
     }
     // The automatic grid as well.
     let d = m.decompose(4, None).unwrap();
-    let domains = Domains::new(d, vec![Host; 4]).unwrap();
-    let out =
-        run_decomposed::<Host, T>(&domains, &RegionStrategies::default(), Overlap::TwoDivided, &m, snapshot, |_| {})
-            .unwrap()
-            .expect("one process is rank 0");
+    let out = run::<_, T>(&Distributed::host(d).unwrap(), &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
     assert_same(&format!("auto grid {:?}", d.grid()), &out, &reference);
 }
 
@@ -83,12 +77,11 @@ fn host_subdomains_equal_the_single_domain_run_f64() {
 }
 
 #[test]
-fn the_exchange_plan_comes_from_the_stencils_reach() {
-    let plan = ExchangePlan::of::<f32>().unwrap();
-    assert_eq!(plan.every_step, ["u"], "u is read 4 points around and changes every step");
-    assert_eq!(plan.once, ["eta"], "eta is read 1 point around (grad eta) and never changes");
-    assert_eq!(plan.halo, [4; 3]);
-    assert!(model().shape().halo_widths().iter().zip(plan.halo).all(|(h, r)| *h >= r));
+fn the_halo_covers_the_stencils_reach() {
+    // The 25-point star reads u 4 points around; grad eta reads eta 1 point around.
+    assert_eq!(<f32 as Wave>::reach("u").unwrap().0, [4; 3]);
+    assert_eq!(<f32 as Wave>::reach("eta").unwrap().0, [1; 3]);
+    assert!(model().shape().halo_widths().iter().all(|&h| h >= 4));
 }
 
 #[test]
@@ -99,20 +92,13 @@ fn bad_decompositions_are_errors() {
     let e = m.decompose(12, Some([12, 1, 1])).unwrap_err();
     assert!(e.to_string().contains("thinner than the halo"), "{e}");
     assert!(m.decompose(0, None).is_err());
-    // A decomposition of another grid, or one that wraps around.
+    // A decomposition of another grid is refused when the state is allocated.
     let global = m.shape().interior();
     let wrong = Decomposition::new([global[0] - 1, global[1], global[2]], [2, 1, 1], [false; 3], [4; 3]).unwrap();
-    let domains = Domains::new(wrong, vec![Host; 2]).unwrap();
-    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), Overlap::None, &m, None, |_| {})
+    let e = run::<_, f32>(&Distributed::host(wrong).unwrap(), &RegionStrategies::default(), &m, None, |_| {})
         .err()
         .unwrap();
-    assert!(e.to_string().contains("Model::decompose"), "{e}");
-    let periodic = Decomposition::new(global, [2, 1, 1], [true, false, false], [4; 3]).unwrap();
-    let domains = Domains::new(periodic, vec![Host; 2]).unwrap();
-    let e = run_decomposed::<Host, f32>(&domains, &RegionStrategies::default(), Overlap::None, &m, None, |_| {})
-        .err()
-        .unwrap();
-    assert!(e.to_string().contains("periodic"), "{e}");
+    assert!(e.to_string().contains("whole grid"), "{e}");
 }
 
 /// GPU subdomains (subdomain i on GPU i % count) against the host's single-domain run.
@@ -140,15 +126,13 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
         let gpus: Vec<Gpu> = (0..d.len()).map(|i| Gpu::new(i % count).unwrap()).collect();
         eprintln!("grid {grid:?} on {}", gpus[0].describe());
-        let domains = Domains::new(d, gpus).unwrap();
-        for (strategy, overlap) in strategies.into_iter().flat_map(|s| Overlap::ALL.map(|o| (s, o))) {
+        let domains = stencil_runtime::Domains::new(d, gpus).unwrap();
+        for strategy in strategies {
             let s = RegionStrategies::uniform(strategy);
-            let out = run_decomposed::<Gpu, f32>(&domains, &s, overlap, &m, snapshot, |_| {})
-                .unwrap()
-                .expect("one process is rank 0");
-            assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}, {overlap:?}"), &out, &reference);
+            let exec = Distributed::new(domains.clone()).with_overlap(Overlap::OneDivided).unwrap();
+            let out = run::<_, f32>(&exec, &s, &m, snapshot, |_| {}).unwrap();
+            assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
         }
-        eprintln!("grid {grid:?}: bit-equal to the host ({} steps)", m.steps);
         // The single-domain `run`, unchanged, on the same GPUs through the distributed executor.
         for overlap in [Overlap::None, Overlap::OneDivided] {
             let exec = stencil_runtime::Distributed::new(domains.clone()).with_overlap(overlap).unwrap();
@@ -157,27 +141,4 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         }
         eprintln!("grid {grid:?}: the single-domain run on the distributed executor is bit-equal to the host");
     }
-}
-
-/// The single-domain `run`, unchanged, on the distributed executor: the same bits for every
-/// process grid (regions are global sub-ranges cut to each part, the source injected where it
-/// lies, the receivers read from the parts that own them).
-fn written_once<T: Wave>() {
-    use stencil_runtime::Distributed;
-    let m = model();
-    let snapshot = Some(m.steps / 2);
-    let reference = run::<Host, T>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
-    for (g, grid) in GRIDS.into_iter().enumerate() {
-        let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
-        let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
-        let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
-        let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
-        assert_same(&format!("run on the distributed executor, grid {grid:?}, {overlap:?}"), &out, &reference);
-    }
-}
-
-#[test]
-fn the_single_domain_run_on_the_distributed_executor_equals_it() {
-    written_once::<f32>();
-    written_once::<f64>();
 }

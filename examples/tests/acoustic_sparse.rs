@@ -4,8 +4,8 @@
 //! the interpolation of the node traces and (the scheme being linear in its source) the weighted
 //! sum of the runs with the source on each node; over subdomains, the single-domain run.
 
-use stencil_examples::acoustic::{run, run_decomposed, Model, Outcome, RegionStrategies};
-use stencil_runtime::{Domains, Host, Overlap};
+use stencil_examples::acoustic::{run, Model, Outcome, RegionStrategies};
+use stencil_runtime::{Distributed, Host, Overlap};
 
 fn model() -> Model {
     let mut m = Model::layered(20, 50);
@@ -109,13 +109,10 @@ fn sparse_positions_over_subdomains_equal_one_domain() {
         [9.0 * m.h, 8.0 * m.h, 6.0 * m.h],
     ]);
     let reference = outcome(&m);
-    for (grid, overlap) in [([2, 1, 1], Overlap::None), ([1, 2, 2], Overlap::TwoDivided)] {
+    for (grid, overlap) in [([2, 1, 1], Overlap::None), ([1, 2, 2], Overlap::OneDivided), ([3, 2, 1], Overlap::None)] {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
-        let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
-        let out =
-            run_decomposed::<Host, f64>(&domains, &RegionStrategies::default(), overlap, &m, Some(m.steps / 2), |_| {})
-                .unwrap()
-                .expect("one process");
+        let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+        let out = run::<_, f64>(&exec, &RegionStrategies::default(), &m, Some(m.steps / 2), |_| {}).unwrap();
         assert_eq!(bits(out.last.u.as_slice()), bits(reference.last.u.as_slice()), "{grid:?}");
         for (a, b) in out.traces.iter().zip(&reference.traces) {
             assert_eq!(bits(a), bits(b), "{grid:?}");

@@ -3,25 +3,26 @@
 //! Writes a seismogram, the traces, a wavefield section and the 3D wavefield. The pictures show
 //! the wavefield mid-run (`--snapshot`): by the last step of the default run the direct wave and
 //! the reflection have left the physical domain.
-//! `--domains N` splits the grid (PML included) over N host subdomains (halo exchange between
-//! them), `--gpus N` over N subdomains on GPUs (with the `cuda` feature); `--grid PX,PY,PZ` gives
-//! the process grid. The outputs are those of the single-domain run, bit for bit.
-//! `--checkpoint-every N` writes the whole state (and the traces so far) every N steps,
-//! `--restart FILE` resumes from such a checkpoint, with the same outputs as an uninterrupted run
-//! (single domain, host or GPU; or host subdomains, `--domains`, over MPI ranks too: one part per
-//! subdomain, restarted with the same decomposition; not `--gpus`).
+//! `--domains N` splits the grid (PML included) over N host subdomains, `--gpus N` over N
+//! subdomains on GPUs (with the `cuda` feature), under `mpiexec` over the ranks too; `--grid
+//! PX,PY,PZ` gives the process grid. The model's code is the same everywhere (`Distributed`), and
+//! so are the outputs, bit for bit. `--checkpoint-every N` writes the whole state (and the traces
+//! so far) every N steps, `--restart FILE` resumes from such a checkpoint on any placement, with
+//! the same outputs as an uninterrupted run.
 //! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
+use stencil_examples::placement::{
+    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
+};
+use stencil_examples::progress;
 use stencil_examples::velocity;
-use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host, Overlap};
+use stencil_runtime::{Executor, Field3, Overlap};
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
@@ -115,9 +116,7 @@ fn read_positions(path: &std::path::Path) -> Result<Vec<[f64; 3]>, String> {
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
-    // Two-divided by default: on one H200 (priority streams), two subdomains of 256³ ran at 76.6
-    // GPts/s two-divided against 73.2 without overlap.
-    let overlap = args.overlap.or(Overlap::TwoDivided);
+    let overlap = args.overlap.or(Overlap::OneDivided);
     let mut model = Model::layered(args.size, args.steps);
     if let Some(path) = &args.velocity {
         let grid = velocity::read(path, args.velocity_var.as_deref())?;
@@ -157,12 +156,14 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let target = args.placement.target("acoustic3d")?;
     processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = match target {
-        Target::HostDomains(domains) | Target::GpuDomains(domains) => {
-            Some(model.decompose(domains, args.placement.grid)?)
-        }
-        Target::Host | Target::Gpu(_) => None,
-    };
+    let decomposition = target.domains().map(|n| model.decompose(n, args.placement.grid)).transpose()?;
+    // Five fields on the executor; the initial state, the snapshot and the last wavefields on
+    // the host.
+    let footprint = Footprint { executor: 5 * 4, host: 9 * 4 };
+    let memory = Memory::of_this_machine(target);
+    let halo = model.shape().halo_widths();
+    let ranks = processes.world().size();
+    check_fits(target, decomposition.as_ref(), model.shape().interior(), halo, footprint, &memory, ranks)?;
     let total = model.shape().interior();
     let [nx, ny, nz] = model.n;
     let physical = if nx == ny && ny == nz { format!("{nx}^3") } else { format!("{nx}x{ny}x{nz}") };
@@ -194,28 +195,18 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
     args.checkpoint.check()?;
-    let run = match (target, decomposition) {
-        (Target::GpuDomains(_), _) if args.checkpoint.active() => {
-            return Err("--checkpoint-every and --restart do not run on GPU subdomains (--gpus) in acoustic3d: run \
-                        on host subdomains (--domains, over MPI ranks too) or on one GPU (--gpu)"
-                .into())
+    let plan = args.checkpoint.active().then(|| {
+        let plan = Plan::new("acoustic3d", &args.checkpoint).written_by(processes.world().rank() == 0);
+        if let Some(n) = plan.every {
+            println!("checkpoints every {n} steps into {}", plan.dir.display());
         }
-        (Target::HostDomains(_), Some(d)) if args.checkpoint.active() => {
-            checkpointed_domains(&processes.host_domains(d)?, &model, snapshot, overlap, &args.checkpoint)?
-        }
-        (Target::Gpu(ordinal), _) if args.checkpoint.active() => {
-            Some(checkpointed_on_gpu(ordinal, &model, snapshot, &args.checkpoint)?)
-        }
-        _ if args.checkpoint.active() => Some(checkpointed(&Host, &model, snapshot, &args.checkpoint)?),
-        (Target::Gpu(ordinal), _) => Some(run_on_gpu(ordinal, &model, snapshot)?),
-        (Target::HostDomains(_), Some(d)) => {
-            run_domains_with_progress(&processes.host_domains(d)?, &model, snapshot, overlap)?
-        }
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, d, &model, snapshot, overlap)?,
-        _ => Some(run_with_progress(&Host, &model, snapshot)?),
-    };
-    // Ranks other than 0 hold no global result.
-    let Some(run) = run else { return Ok(()) };
+        plan
+    });
+    let job = Acoustic { model: &model, snapshot, plan: plan.as_ref() };
+    let run = processes.on_executor(target, decomposition, overlap, "acoustic3d", job)?;
+    if processes.world().rank() != 0 {
+        return Ok(()); // every rank holds the outcome; rank 0 reports it and writes the files
+    }
     let points = total.iter().product::<usize>();
     println!(
         "{} steps; steps 2..{} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; the first \
@@ -298,163 +289,34 @@ fn write_outputs(
     Ok(written)
 }
 
-/// Runs `model` on `exec` (each stencil's default strategy) with a progress bar.
-fn run_with_progress<E: Executor>(
-    exec: &E,
-    model: &Model,
+/// The run on whatever executor the options chose (each stencil's default strategy), with a
+/// progress bar, checkpointed or not.
+struct Acoustic<'a> {
+    model: &'a Model,
     snapshot: usize,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    let bar = progress_bar(model.steps);
-    bar.println(format!("running on {}", exec.describe()));
-    let run = acoustic::run::<E, f32>(exec, &Default::default(), model, Some(snapshot), |_| bar.inc(1));
-    bar.finish_and_clear();
-    run
+    plan: Option<&'a Plan>,
 }
 
-/// [`checkpoint::acoustic`] on `exec` (each stencil's default strategy) with a progress bar.
-fn checkpointed<E: Executor>(
-    exec: &E,
-    model: &Model,
-    snapshot: usize,
-    args: &CheckpointArgs,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    let plan = Plan::new("acoustic3d", args);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
+impl OnExecutor for Acoustic<'_> {
+    type Output = Outcome<f32>;
+
+    fn run<E: Executor>(self, exec: &E) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
+        let (model, snapshot) = (self.model, Some(self.snapshot));
+        let bar = progress::steps(model.steps);
+        bar.println(format!("running on {}", exec.describe()));
+        let run = match self.plan {
+            None => acoustic::run::<E, f32>(exec, &Default::default(), model, snapshot, |_| bar.inc(1)),
+            Some(plan) => checkpoint::acoustic::<E, f32>(exec, &Default::default(), model, snapshot, plan, |s| {
+                bar.set_position(s as u64)
+            })
+            .map(|(outcome, start)| {
+                if start > 0 {
+                    println!("restarted from step {start} (the traces before it come from the checkpoint)");
+                }
+                outcome
+            }),
+        };
+        bar.finish_and_clear();
+        run
     }
-    let bar = progress_bar(model.steps);
-    bar.println(format!("running on {}", exec.describe()));
-    let run = checkpoint::acoustic::<E, f32>(exec, &Default::default(), model, Some(snapshot), &plan, |s| {
-        bar.set_position(s as u64)
-    });
-    bar.finish_and_clear();
-    let (outcome, start) = run?;
-    if start > 0 {
-        println!("restarted from step {start} (the traces before it come from the checkpoint)");
-    }
-    Ok(outcome)
-}
-
-#[cfg(feature = "cuda")]
-fn checkpointed_on_gpu(
-    ordinal: usize,
-    model: &Model,
-    snapshot: usize,
-    args: &CheckpointArgs,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    checkpointed(&stencil_runtime::cuda::Gpu::new(ordinal)?, model, snapshot, args)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn checkpointed_on_gpu(
-    _: usize,
-    _: &Model,
-    _: usize,
-    _: &CheckpointArgs,
-) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    Err("this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
-        .into())
-}
-
-/// [`checkpoint::acoustic_decomposed`] over `domains` (each stencil's default strategy) with a
-/// progress bar: each process writes the parts of its subdomains.
-fn checkpointed_domains<E: Executor>(
-    domains: &Domains<E, 3>,
-    model: &Model,
-    snapshot: usize,
-    overlap: Overlap,
-    args: &CheckpointArgs,
-) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
-    let plan = Plan::new("acoustic3d", args);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {} (one part per subdomain)", plan.dir.display());
-    }
-    let bar = progress_bar(model.steps);
-    for (s, exec) in domains.subdomains().zip(domains.execs()) {
-        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
-    }
-    let run = checkpoint::acoustic_decomposed::<E, f32>(
-        domains,
-        &Default::default(),
-        overlap,
-        model,
-        Some(snapshot),
-        &plan,
-        |s| bar.set_position(s as u64),
-    );
-    bar.finish_and_clear();
-    let (outcome, start) = run?;
-    if start > 0 && outcome.is_some() {
-        println!("restarted from step {start} (the traces before it come from the checkpoint's parts)");
-    }
-    Ok(outcome)
-}
-
-/// A progress bar of `steps` steps.
-fn progress_bar(steps: usize) -> ProgressBar {
-    let bar = ProgressBar::new(steps as u64);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} {pos}/{len} steps, {elapsed_precise} elapsed, eta {eta}")
-            .expect("a valid template"),
-    );
-    bar
-}
-
-/// Runs `model` over the subdomains of `domains` (each stencil's default strategy) with a
-/// progress bar.
-fn run_domains_with_progress<E: Executor>(
-    domains: &Domains<E, 3>,
-    model: &Model,
-    snapshot: usize,
-    overlap: Overlap,
-) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
-    let bar = progress_bar(model.steps);
-    for (s, exec) in domains.subdomains().zip(domains.execs()) {
-        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
-    }
-    let run = acoustic::run_decomposed::<E, f32>(domains, &Default::default(), overlap, model, Some(snapshot), |_| {
-        bar.inc(1)
-    });
-    bar.finish_and_clear();
-    run
-}
-
-/// [`run_domains_with_progress`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
-#[cfg(feature = "cuda")]
-fn run_on_gpus(
-    processes: &Processes,
-    d: Decomposition<3>,
-    model: &Model,
-    snapshot: usize,
-    overlap: Overlap,
-) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
-    run_domains_with_progress(&processes.gpu_domains(d, "acoustic3d")?, model, snapshot, overlap)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpus(
-    _: &Processes,
-    _: Decomposition<3>,
-    _: &Model,
-    _: usize,
-    _: Overlap,
-) -> Result<Option<Outcome<f32>>, Box<dyn std::error::Error>> {
-    Err("--gpus: this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpus 2`"
-        .into())
-}
-
-/// [`run_with_progress`] on GPU `ordinal`.
-#[cfg(feature = "cuda")]
-fn run_on_gpu(ordinal: usize, model: &Model, snapshot: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    run_with_progress(&gpu, model, snapshot)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpu(_: usize, _: &Model, _: usize) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-    Err("this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin acoustic3d -- --gpu 0`"
-        .into())
 }

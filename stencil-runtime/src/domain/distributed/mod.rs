@@ -199,8 +199,9 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         self.lock().map_or(0, |s| s.exchanges)
     }
 
-    /// The global field on rank 0 (`None` on the other ranks): [`Executor::download`] without
-    /// sending it to every rank. Every rank calls it.
+    /// The global field's interior on rank 0 (`None` on the other ranks; the halo zero): what
+    /// [`Executor::download`] gives without its halo and without sending it to every rank.
+    /// Every rank calls it.
     pub fn gather<T: Element, const D: usize>(
         &self,
         field: &DistField<E::Field<T, D>, D>,
@@ -354,32 +355,20 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(DistField::new(self.inner.home, *host.shape(), parts, host.shape().halo_widths()))
     }
 
-    /// The global field on every rank: the interior assembled from the parts, the halo zero.
+    /// The global field on every rank, halo included: each point from the part that owns it
+    /// ([`Executor::read_range`] over the whole field, after the fills asked for).
     fn download<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<Field<T, D>, LaunchError> {
-        let world = self.inner.domains.world().clone();
-        let got = self.gather(field)?;
-        if world.size() == 1 {
-            return Ok(got.expect("one process is rank 0"));
-        }
         let like = field.head().global;
-        let (at, extent) = (like.halo_widths(), like.interior());
-        let mut bytes = match &got {
-            Some(g) => {
-                let mut b = Vec::new();
-                to_le_bytes(&g.read_box(at, extent)?, &mut b);
-                b
+        let values = self.read_range(field, &Loop::whole(&like))?;
+        let (h, n) = (like.halo_widths(), like.extent());
+        Ok(Field::try_from_fn(like, |g| {
+            let (mut at, mut stride) = (0, 1);
+            for a in 0..D {
+                at += (g[a] + h[a] as isize) as usize * stride;
+                stride *= n[a];
             }
-            None => vec![0; extent.iter().product::<usize>() * std::mem::size_of::<T>()],
-        };
-        world.broadcast_bytes(&mut bytes);
-        match got {
-            Some(g) => Ok(g),
-            None => {
-                let mut g = Field::try_zeros(like)?;
-                g.write_box(at, extent, &from_le_bytes::<T>(&bytes))?;
-                Ok(g)
-            }
-        }
+            values[at]
+        })?)
     }
 
     /// Copies every part, halos and pending fills included.
