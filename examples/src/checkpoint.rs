@@ -14,9 +14,10 @@
 //! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
 //! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
 //! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
-//! drivers ([`euler_decomposed`],
-//! [`swe_decomposed`]) write and read their parts through one helper, [`Parts`], generic over the
-//! executor and the dimension.
+//! driver of the shallow water model ([`swe_decomposed`]) writes and reads its parts through one
+//! helper, [`Parts`], generic over the executor and the dimension. The other models' drivers run
+//! on any executor, the distributed one included: their checkpoints hold the global fields,
+//! written by one process, and a restart may run on another placement.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -28,7 +29,7 @@ use stencil_runtime::{Decomposition, Domains, Element, Shape, Subdomain};
 
 use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
-use crate::euler::{self, Conserved, Euler};
+use crate::euler::{Conserved, Euler};
 use crate::swe;
 
 /// A boxed error, as the models return them.
@@ -604,52 +605,6 @@ pub fn euler<E: Executor>(
         }
     }
     Ok((s.download(exec)?, steps, start))
-}
-
-/// What [`euler_decomposed`] returns: the final state on rank 0 (`None` elsewhere), the step
-/// count and the first step run.
-pub type EulerDecomposed = (Option<Conserved<Field3<f64>>>, usize, usize);
-
-/// [`Euler::run_decomposed`] with checkpoints: every subdomain's conserved fields, the time,
-/// the step count and the CFL step in use, written as one part per subdomain by the process
-/// that holds it after every `plan.every` steps and after the last; or the run resumed from the
-/// parts of `plan.restart` (every part of this decomposition there, each checked as [`euler()`]
-/// checks a single-domain checkpoint). Returns the final state on rank 0 (`None` elsewhere),
-/// the step count and the first step run.
-pub fn euler_decomposed<E: Executor>(
-    e: &Euler,
-    domains: &Domains<E, 3>,
-    q: &Conserved<Field3<f64>>,
-    t_end: f64,
-    dt_every: usize,
-    plan: &Plan,
-    after_step: impl FnMut(usize, f64),
-) -> Result<EulerDecomposed, Error> {
-    let shape = e.shape();
-    let parts = Parts::new(plan, "euler3d", &euler_name(e), domains, e.n, &EULER_FIELDS, &euler_settings(e, dt_every));
-    let resume = match parts.read()? {
-        None => None,
-        Some(read) => {
-            let [a, b, c, d, f] = EULER_FIELDS.map(|name| parts.fields::<f64>(&read, name, &shape));
-            let q = a?.into_iter().zip(b?).zip(c?).zip(d?).zip(f?).map(|((((a, b), c), d), f)| [a, b, c, d, f]);
-            let (t, steps, dt_cfl) = match read.first() {
-                Some(c) => (c.time, c.step as usize, c.get_scalar("dt_cfl")?),
-                None => return Err("this process holds no subdomain to restart".into()),
-            };
-            Some(euler::Resume { q: q.collect(), t, steps, dt_cfl })
-        }
-    };
-    let start = resume.as_ref().map_or(0, |r| r.steps);
-    let save = |steps: usize, t: f64, dt_cfl: f64, states: &[euler::State<E>]| -> Result<(), Error> {
-        if !parts.due(steps, t >= t_end) {
-            return Ok(());
-        }
-        let fields: Vec<(&str, Vec<&E::Field<f64, 3>>)> =
-            EULER_FIELDS.iter().enumerate().map(|(v, &n)| (n, states.iter().map(|s| &s.q[v]).collect())).collect();
-        parts.save(domains, steps, t, &[("dt_cfl", dt_cfl)], &fields)
-    };
-    let (q, steps) = e.run_decomposed_from(domains, q, resume, t_end, dt_every, after_step, save)?;
-    Ok((q, steps, start))
 }
 
 // ---------------------------------------------------------------------------------------------

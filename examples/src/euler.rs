@@ -62,20 +62,15 @@
 //! reflective (mirror; the normal momentum mirrored with its sign flipped) or outflow (zero
 //! gradient).
 //!
-//! **Subdomains** ([`Euler::run_decomposed`]): the same steps over the subdomains of a
-//! [`Decomposition`] ([`Domains`]: host subdomains, or one GPU per subdomain), one [`State`] per
-//! subdomain. Before every stage the five input fields are exchanged between neighbours
-//! (periodic axes wrap there) and the physical-boundary sides are filled with the axes' fills;
-//! the CFL step is the maximum rate over all subdomains. The halo the subdomains need is the
-//! stencils' reach ([`Euler::halo_needed`]). Every cell is updated by the same operations on the
-//! same values as in the single-domain [`Euler::run`], so the result is the same bit for bit.
+//! **Subdomains**: [`Euler::run`] on the distributed executor
+//! ([`Distributed`](stencil_runtime::Distributed), over [`Euler::decompose`]): the halos the
+//! stencils read move when they read them (periodic axes wrap when the stage's halo fill asks),
+//! the CFL step is a reduction over every subdomain. Every cell is updated by the same operations
+//! on the same values as on one domain, so the result is the same bit for bit.
 
 use stencil_runtime::domain::ReachError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{
-    CompCommBinder, Decomposition, Domains, ErasedField, Executor, HaloExchange, HaloFill, HaloWidths, Halos,
-    LaunchError, Loop, Overlap, Stencil, Strategy,
-};
+use stencil_runtime::{Decomposition, Executor, HaloFill, HaloWidths, LaunchError, Loop, Stencil, Strategy};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -440,24 +435,6 @@ pub type Conserved<F> = [F; 5];
 /// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
 pub const RK3: [(f64, f64); 3] = [(0.0, 1.0), (0.75, 0.25), (1.0 / 3.0, 2.0 / 3.0)];
 
-/// What [`Euler::run_decomposed`] returns: the final state gathered on rank 0 (`None` on the
-/// other ranks) and the number of steps.
-pub type Decomposed = (Option<Conserved<Field3<f64>>>, usize);
-
-/// Where a decomposed run resumes ([`Euler::run_decomposed_from`]; `crate::checkpoint` reads it
-/// from a checkpoint's parts): each local subdomain's conserved fields on the host (in order),
-/// the time, the steps taken and the CFL step in use.
-pub struct Resume {
-    /// Each local subdomain's state (its shape: the subdomain's of [`Euler::shape`]).
-    pub q: Vec<Conserved<Field3<f64>>>,
-    /// The simulated time.
-    pub t: f64,
-    /// Steps taken.
-    pub steps: usize,
-    /// The CFL step of the last computation (reused until the next one).
-    pub dt_cfl: f64,
-}
-
 /// A run's settings: grid, physics and numerics.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Euler {
@@ -482,10 +459,6 @@ pub struct Euler {
     /// The CUDA kernel strategy of every stencil launch (`None`: each stencil's default; the
     /// host ignores it).
     pub strategy: Option<Strategy>,
-    /// How a decomposed run lays each stage's halo exchange against the stage
-    /// ([`CompCommBinder`]); the fused scheme only: the split scheme's face fluxes are shared
-    /// between the inner region and the slabs, so it exchanges first, whatever this says.
-    pub overlap: Overlap,
 }
 
 /// The fields a time step works on, on executor `E`: the state, two stage buffers and (split
@@ -540,7 +513,6 @@ impl Euler {
             scheme: Scheme::Fused,
             boundaries: [Boundary::Periodic; 3],
             strategy: None,
-            overlap: Overlap::None,
         }
     }
 
@@ -731,7 +703,7 @@ impl Euler {
     ///   the fluxes) whose flux reads `q` further down by the flux stencil's low reach.
     ///
     /// The rate and (split) update stencils read `q` only at the cell. The fields' halo
-    /// ([`HALO`]) must be at least this ([`Euler::run_decomposed`] checks).
+    /// ([`HALO`]) must be at least this ([`Euler::decompose`] checks).
     pub fn halo_needed(&self) -> Result<HaloWidths<3>, Error> {
         match (self.scheme, self.riemann) {
             (Scheme::Fused, Riemann::Hllc) => Ok(reads_of_q::<EulerFusedHllc>(HaloWidths::none())?),
@@ -766,242 +738,6 @@ impl Euler {
             .into());
         }
         Ok(halo)
-    }
-
-    /// [`Euler::run`] over the subdomains of `domains`: the same steps, the same step count and
-    /// the same final cells, bit for bit, for any process grid (the returned halo is zero, as
-    /// [`Decomposition::gather`] leaves it).
-    ///
-    /// The host state `q` (shape [`Euler::shape`]) is cut into one [`State`] per subdomain
-    /// ([`Decomposition::scatter`]), on the subdomain's executor. Before each stage the five
-    /// input fields are exchanged between neighbours ([`Domains::exchange`], one call per field;
-    /// periodic axes wrap there), then the physical-boundary sides get the fills of the walled
-    /// and outflow axes ([`Domains::fill_boundary`], all five fields of a subdomain in one
-    /// call): together what [`Euler::fill_halos`] gives the whole grid. Then every subdomain
-    /// runs the stage over its cells ([`Euler::stage`]; the split scheme's face ranges are the
-    /// subdomain's). The CFL step is a global reduction: the largest rate of every subdomain
-    /// ([`EulerRate`]), then the largest over all (NaN once one is NaN), as in [`Euler::dt`].
-    /// At the end the subdomains' states are downloaded and gathered.
-    ///
-    /// Errors: a decomposition of another grid than `self.n`, or whose periodic axes are not
-    /// this run's periodic boundaries; fields whose halo does not cover the stencils' reach; a
-    /// state `q` not of shape [`Euler::shape`]; and [`Euler::run`]'s.
-    pub fn run_decomposed<E: Executor>(
-        &self,
-        domains: &Domains<E, 3>,
-        q: &Conserved<Field3<f64>>,
-        t_end: f64,
-        dt_every: usize,
-        after_step: impl FnMut(usize, f64),
-    ) -> Result<Decomposed, Error> {
-        self.run_decomposed_from(domains, q, None, t_end, dt_every, after_step, |_, _, _, _| Ok(()))
-    }
-
-    /// [`Euler::run_decomposed`] from `resume` (`None`: from `q` at time 0, step 0), calling
-    /// `save(steps, t, dt_cfl, states)` after every step with the step count, the time, the CFL
-    /// step in use and the local subdomains' states (a checkpoint writer: a run resumed from
-    /// what it saw goes on as the run that saw it, bit for bit).
-    #[allow(clippy::too_many_arguments)]
-    pub fn run_decomposed_from<E: Executor>(
-        &self,
-        domains: &Domains<E, 3>,
-        q: &Conserved<Field3<f64>>,
-        resume: Option<Resume>,
-        t_end: f64,
-        dt_every: usize,
-        mut after_step: impl FnMut(usize, f64),
-        mut save: impl FnMut(usize, f64, f64, &[State<E>]) -> Result<(), Error>,
-    ) -> Result<Decomposed, Error> {
-        let d = domains.decomposition();
-        let halo = self.checked_halo()?;
-        if d.global() != self.n {
-            return Err(format!(
-                "the decomposition splits a {:?} grid, but the model has {:?} cells: decompose `n` \
-                 (`Euler::decompose`)",
-                d.global(),
-                self.n
-            )
-            .into());
-        }
-        let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
-        if d.periodic() != periodic {
-            return Err(format!(
-                "the decomposition wraps around axes {:?}, but the boundaries are {:?}: decompose with the periodic \
-                 boundaries as the periodic axes (`Euler::decompose`)",
-                d.periodic(),
-                self.boundaries
-            )
-            .into());
-        }
-        let like = self.shape();
-        if let Some(f) = q.iter().find(|f| *f.shape() != like) {
-            return Err(format!(
-                "the initial state has {}, but the model's fields are {}: build it with `Euler::from_primitive`",
-                f.shape().describe(),
-                like.describe()
-            )
-            .into());
-        }
-        let (mut states, mut t, mut steps, mut dt_cfl) = match resume {
-            None => {
-                let states = domains
-                    .subdomains()
-                    .zip(domains.execs())
-                    .map(|(s, exec)| State::new(exec, &q.each_ref().map(|f| s.part_of(f))))
-                    .collect::<Result<Vec<_>, _>>()?;
-                (states, 0.0, 0, 0.0)
-            }
-            Some(r) => {
-                let count = domains.execs().len();
-                if r.q.len() != count {
-                    return Err(format!(
-                        "a resumed run needs the states of this process's {count} subdomains, not {}",
-                        r.q.len()
-                    )
-                    .into());
-                }
-                let states =
-                    r.q.iter()
-                        .zip(domains.execs())
-                        .map(|(q, exec)| State::new(exec, q))
-                        .collect::<Result<Vec<_>, _>>()?;
-                (states, r.t, r.steps, r.dt_cfl)
-            }
-        };
-        let mut exchange = HaloExchange::new(domains);
-        for name in ["rho", "mx", "my", "mz", "e"] {
-            exchange.append::<f64>(name, HaloWidths(halo));
-        }
-        // Each stage on the binder: its input's halos exchanged against the stage (fused scheme).
-        let mode = if self.scheme == Scheme::Fused { self.overlap } else { Overlap::None };
-        let ranges: Vec<Loop3D> =
-            states.iter().zip(domains.execs()).map(|(s, e)| Loop3D::interior(e.shape_of(&s.q[0]))).collect();
-        let binder = CompCommBinder::new(domains, ranges, self.halo_needed()?.0, mode)?.filling_boundary();
-        // The halos of stage `k`'s input (`k` = 3: the next step's, which stage 2 writes into q1).
-        let mut fill = |states: &mut Vec<State<E>>, k: usize| -> Result<(), LaunchError> {
-            self.fill_decomposed(domains, &mut exchange, states, if k == 3 { 1 } else { k })
-        };
-        binder.prime(&mut states, |states, _| fill(states, 0))?;
-        while t < t_end {
-            if steps % dt_every.max(1) == 0 {
-                dt_cfl = self.dt_decomposed(domains, &states)?;
-            }
-            let dt = dt_cfl.min(t_end - t);
-            check_dt(dt, t)?;
-            for k in 0..3 {
-                binder.step(
-                    domains,
-                    &mut states,
-                    |states, halos| fill(states, if halos == Halos::Written { k + 1 } else { k }),
-                    |exec, i, range, states| self.stage_over(exec, &mut states[i], k, dt, range),
-                )?;
-            }
-            for s in &mut states {
-                std::mem::swap(&mut s.q, &mut s.q1);
-            }
-            t = if t_end - t <= dt { t_end } else { t + dt };
-            steps += 1;
-            after_step(steps, t);
-            save(steps, t, dt_cfl, &states)?;
-        }
-        let mut gathered = Vec::with_capacity(5);
-        for v in 0..5 {
-            let column: Vec<&E::Field<f64, 3>> = states.iter().map(|s| &s.q[v]).collect();
-            gathered.push(domains.gather(&like, &column)?);
-        }
-        let q: Option<Vec<Field3<f64>>> = gathered.into_iter().collect();
-        Ok((
-            q.map(|q| <[Field3<f64>; 5]>::try_from(q).map_err(|_| "five fields").expect("five gathered fields")),
-            steps,
-        ))
-    }
-
-    /// The CFL time step of the subdomain states: the largest rate of each subdomain
-    /// ([`EulerRate`] on its executor), then the largest over all subdomains of all ranks.
-    fn dt_decomposed<E: Executor>(&self, domains: &Domains<E, 3>, states: &[State<E>]) -> Result<f64, Error> {
-        let local = states.iter().enumerate().map(|(i, s)| self.max_rate(domains.exec(i), s));
-        Ok(self.cfl / domains.max(local.collect::<Result<Vec<_>, _>>()?))
-    }
-
-    /// Fills the halos of stage `k`'s input (`q`, `q1`, `q2` for `k` = 0, 1, 2) of every
-    /// subdomain state: the exchange of each of the five fields, then the physical-boundary
-    /// sides of the non-periodic axes.
-    fn fill_decomposed<E: Executor>(
-        &self,
-        domains: &Domains<E, 3>,
-        exchange: &mut HaloExchange<E, 3>,
-        states: &mut Vec<State<E>>,
-        k: usize,
-    ) -> Result<(), LaunchError> {
-        // The exchange takes one field per subdomain as a slice: move the input fields out of
-        // the states (the input brought to `q` first), one column per variable, and back after.
-        let front = |s: &mut State<E>| match k {
-            1 => std::mem::swap(&mut s.q, &mut s.q1),
-            2 => std::mem::swap(&mut s.q, &mut s.q2),
-            _ => {}
-        };
-        let mut columns: [Vec<E::Field<f64, 3>>; 5] = Default::default();
-        let mut rest = Vec::with_capacity(states.len());
-        for mut s in states.drain(..) {
-            front(&mut s);
-            let State { q, q1, q2, flux } = s;
-            for (column, field) in columns.iter_mut().zip(q) {
-                column.push(field);
-            }
-            rest.push((q1, q2, flux));
-        }
-        let filled = self.fill_columns(domains, exchange, &mut columns);
-        let mut columns = columns.map(|c| c.into_iter());
-        for (q1, q2, flux) in rest {
-            let q = columns.each_mut().map(|c| c.next().expect("one field per subdomain"));
-            let mut s = State { q, q1, q2, flux };
-            front(&mut s);
-            states.push(s);
-        }
-        filled
-    }
-
-    /// [`Euler::fill_decomposed`] on the input fields, one column per variable.
-    fn fill_columns<E: Executor>(
-        &self,
-        domains: &Domains<E, 3>,
-        exchange: &mut HaloExchange<E, 3>,
-        columns: &mut [Vec<E::Field<f64, 3>>; 5],
-    ) -> Result<(), LaunchError> {
-        {
-            let [r, mx, my, mz, e] = columns.each_mut().map(|c| c.iter_mut());
-            let mut fields: Vec<Vec<ErasedField<'_, 3>>> = r
-                .zip(mx)
-                .zip(my)
-                .zip(mz)
-                .zip(e)
-                .map(|((((r, mx), my), mz), e)| {
-                    vec![
-                        ErasedField::of(r),
-                        ErasedField::of(mx),
-                        ErasedField::of(my),
-                        ErasedField::of(mz),
-                        ErasedField::of(e),
-                    ]
-                })
-                .collect();
-            exchange.exchange(&mut fields)?;
-        }
-        // Periodic axes came with the exchange (the decomposition wraps them).
-        let fills = |v: usize| {
-            [0, 1, 2].map(|axis| {
-                let b = self.boundaries[axis];
-                (b != Boundary::Periodic).then(|| b.fill(axis, v))
-            })
-        };
-        let [r, mx, my, mz, e] = columns;
-        domains.fill_boundary(&mut [
-            (&mut r[..], fills(0)),
-            (&mut mx[..], fills(1)),
-            (&mut my[..], fills(2)),
-            (&mut mz[..], fills(3)),
-            (&mut e[..], fills(4)),
-        ])
     }
 }
 

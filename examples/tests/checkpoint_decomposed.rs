@@ -50,11 +50,6 @@ impl Rng {
     }
 }
 
-/// Host subdomains of a decomposition.
-fn host_domains(d: stencil_runtime::Decomposition<3>) -> Domains<Host, 3> {
-    Domains::new(d, vec![Host; d.len()]).unwrap()
-}
-
 /// Every part of the checkpoint `path` of `count` parts is there.
 fn assert_parts(path: &Path, count: usize) {
     for i in 0..count {
@@ -145,43 +140,54 @@ fn decomposed_euler_restarts_bit_for_bit() {
     let t_end = 0.03;
     let cases = [
         ([Boundary::Reflective; 3], Scheme::Fused, [2, 1, 1], 1, Overlap::None),
-        ([Boundary::Periodic, Boundary::Reflective, Boundary::Outflow], Scheme::Fused, [1, 3, 1], 2, Overlap::ALL[1]),
+        (
+            [Boundary::Periodic, Boundary::Reflective, Boundary::Outflow],
+            Scheme::Fused,
+            [1, 3, 1],
+            2,
+            Overlap::OneDivided,
+        ),
         ([Boundary::Outflow, Boundary::Periodic, Boundary::Reflective], Scheme::Split, [2, 1, 2], 1, Overlap::None),
         (
             [Boundary::Reflective, Boundary::Outflow, Boundary::Periodic],
             Scheme::Fused,
             [3, 2, 1],
             3,
-            *Overlap::ALL.last().unwrap(),
+            Overlap::OneDivided,
         ),
     ];
     for (case, (boundaries, scheme, grid, dt_every, overlap)) in cases.into_iter().enumerate() {
-        let (mut e, q0) = blast(boundaries, scheme);
-        e.overlap = overlap;
+        let (e, q0) = blast(boundaries, scheme);
         let (single, steps) = e.run(&Host, &q0, t_end, dt_every, |_, _| {}).unwrap();
         assert!(steps > 6, "{steps} steps");
-        let count = grid.iter().product();
-        let domains = host_domains(e.decompose(count, Some(grid)).unwrap());
+        let on = |grid: [usize; 3]| {
+            let d = e.decompose(grid.iter().product(), Some(grid)).unwrap();
+            Distributed::host(d).unwrap().with_overlap(overlap).unwrap()
+        };
+        let exec = on(grid);
         let plan = Plan::every("euler3d", 3, &dir.join(format!("case-{case}")));
         let what = format!("euler {boundaries:?} {scheme:?} {overlap:?} over grid {grid:?}, dt every {dt_every}");
-        let (whole, whole_steps, start) =
-            checkpoint::euler_decomposed(&e, &domains, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        let (whole, whole_steps, start) = checkpoint::euler(&e, &exec, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
         assert_eq!((whole_steps, start), (steps, 0), "{what}");
-        let whole = whole.unwrap();
+        // Restarts on this grid, on another one and on one domain.
+        let elsewhere = on([grid[2], grid[0], grid[1]]);
         for at in [3, 6] {
-            assert_parts(&plan.path(at), count);
             let restart = plan.clone().restart_from(&plan.path(at));
-            let (resumed, resumed_steps, start) =
-                checkpoint::euler_decomposed(&e, &domains, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap();
-            assert_eq!((start, resumed_steps), (at, steps), "{what}");
-            let resumed = resumed.unwrap();
-            for v in 0..5 {
-                assert_eq!(interior_bits(&whole[v]), interior_bits(&single[v]), "{what}: variable {v}");
-                assert_eq!(
-                    interior_bits(&resumed[v]),
-                    interior_bits(&single[v]),
-                    "{what}: variable {v}, restart at {at}"
-                );
+            let runs = [
+                checkpoint::euler(&e, &exec, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                checkpoint::euler(&e, &elsewhere, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                checkpoint::euler(&e, &Host, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+            ];
+            for (r, (resumed, resumed_steps, start)) in runs.iter().enumerate() {
+                assert_eq!((*start, *resumed_steps), (at, steps), "{what}");
+                for v in 0..5 {
+                    assert_eq!(interior_bits(&whole[v]), interior_bits(&single[v]), "{what}: variable {v}");
+                    assert_eq!(
+                        interior_bits(&resumed[v]),
+                        interior_bits(&single[v]),
+                        "{what}: variable {v}, restart {r} at {at}"
+                    );
+                }
             }
         }
     }
@@ -191,58 +197,31 @@ fn decomposed_euler_restarts_bit_for_bit() {
 #[test]
 fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     let dir = scratch("refused");
-    // Euler: 4 subdomains over [2, 2, 1].
+    // Euler over [2, 2, 1]: a restart with other settings or numerics, or from a damaged file,
+    // is refused.
     let (e, q0) = blast([Boundary::Reflective; 3], Scheme::Fused);
     let t_end = 0.02;
-    let domains = host_domains(e.decompose(4, Some([2, 2, 1])).unwrap());
+    let exec = Distributed::host(e.decompose(4, Some([2, 2, 1])).unwrap()).unwrap();
     let plan = Plan::every("euler3d", 2, &dir);
-    checkpoint::euler_decomposed(&e, &domains, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
+    checkpoint::euler(&e, &exec, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
     let path = plan.path(2);
     let restart = plan.clone().restart_from(&path);
-    let refuse = |domains: &Domains<Host, 3>, e: &Euler, dt_every: usize, plan: &Plan| {
-        checkpoint::euler_decomposed(e, domains, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
+    let refuse = |e: &Euler, dt_every: usize, plan: &Plan| {
+        checkpoint::euler(e, &exec, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
     };
-    // Another process grid of as many subdomains: part 0's box differs.
-    let e1 = io_error(refuse(&host_domains(e.decompose(4, Some([4, 1, 1])).unwrap()), &e, 1, &restart));
-    assert_eq!(e1.code(), "S0408", "{e1}");
-    assert!(e1.to_string().contains("decomposition") && e1.to_string().contains("process grid [2, 2, 1]"), "{e1}");
-    // Another number of subdomains: its parts are not there.
-    let e2 = io_error(refuse(&host_domains(e.decompose(2, None).unwrap()), &e, 1, &restart));
-    assert_eq!(e2.code(), "S0411", "{e2}");
-    assert!(e2.to_string().contains("parts of a run of [4] subdomains"), "{e2}");
-    // Another setting, other numerics.
-    let e3 = io_error(refuse(&domains, &e, 2, &restart));
+    let e3 = io_error(refuse(&e, 2, &restart));
     assert!(e3.to_string().contains("dt_every"), "{e3}");
     let other = Euler { limiter: stencil_examples::euler::Limiter::Minmod, ..e };
-    let e4 = io_error(refuse(&domains, &other, 1, &restart));
+    let e4 = io_error(refuse(&other, 1, &restart));
     assert!(e4.to_string().contains("Minmod") && e4.to_string().contains("Koren"), "{e4}");
-    // A single-domain restart from the parts, and a decomposed one from a single-domain file.
-    let e5 = io_error(checkpoint::euler(&e, &Host, &q0, t_end, 1, &restart, |_, _| {}).map(drop).unwrap_err());
-    assert!(e5.to_string().contains(".part-I-of-N"), "{e5}");
-    let single = Plan::every("euler3d", 2, &dir.join("single"));
-    checkpoint::euler(&e, &Host, &q0, t_end, 1, &single, |_, _| {}).unwrap();
-    let e6 = io_error(refuse(&domains, &e, 1, &single.clone().restart_from(&single.path(2))));
-    assert_eq!(e6.code(), "S0408", "{e6}");
-    assert!(e6.to_string().contains("4 parts") && e6.to_string().contains("a single-domain checkpoint"), "{e6}");
-    // A damaged part: a flipped bit in a field.
-    let part = part_path(&path, 3, 4);
-    let good = std::fs::read(&part).unwrap();
+    // A damaged file: a flipped bit in a field.
+    let good = std::fs::read(&path).unwrap();
     let mut flipped = good.clone();
     let at = good.len() - 100;
     flipped[at] ^= 0x01;
-    std::fs::write(&part, &flipped).unwrap();
-    let e7 = io_error(refuse(&domains, &e, 1, &restart));
+    std::fs::write(&path, &flipped).unwrap();
+    let e7 = io_error(refuse(&e, 1, &restart));
     assert_eq!(e7.code(), "S0407", "{e7}");
-    assert!(e7.to_string().contains("part-3-of-4"), "{e7}");
-    // A missing part.
-    std::fs::remove_file(&part).unwrap();
-    let e8 = io_error(refuse(&domains, &e, 1, &restart));
-    assert_eq!(e8.code(), "S0411", "{e8}");
-    assert!(e8.to_string().contains("parts [3] of the 4"), "{e8}");
-    // A part of another step in its place.
-    std::fs::copy(part_path(plan.path(4), 3, 4), &part).unwrap();
-    let e9 = io_error(refuse(&domains, &e, 1, &restart));
-    assert!(e9.to_string().contains("step (against part 0)"), "{e9}");
 
     // Acoustic: another velocity model or time step over the same decomposition.
     let mut rng = Rng(7);
@@ -263,11 +242,11 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     other.dt *= 0.9;
     let e11 = io_error(run(&other, &arestart).unwrap_err());
     assert!(e11.to_string().contains("dt is"), "{e11}");
-    // Another model's checkpoint (the acoustic run's, of the global state: not parts).
+    // Another model's checkpoint.
     let e12 = io_error(
-        checkpoint::euler_decomposed(
+        checkpoint::euler(
             &e,
-            &host_domains(e.decompose(3, Some([1, 3, 1])).unwrap()),
+            &exec,
             &q0,
             t_end,
             1,
@@ -277,8 +256,7 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
         .map(drop)
         .unwrap_err(),
     );
-    assert_eq!(e12.code(), "S0408", "{e12}");
-    assert!(e12.to_string().contains("single-domain checkpoint") && e12.to_string().contains("3 parts"), "{e12}");
+    assert!(e12.to_string().contains("acoustic3d"), "{e12}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 

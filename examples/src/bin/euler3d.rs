@@ -2,11 +2,11 @@
 //! 000): a sphere of high pressure in a closed box (reflecting walls) of gas at rest, run to
 //! `--t-end` on the CPU (or a GPU), printing the conserved totals at the start and the end and
 //! writing a PNG of the density in the mid-height xy plane. `--domains N` splits the grid over N
-//! host subdomains (halo exchange between them), `--gpus N` over N subdomains on GPUs (with the
-//! `cuda` feature); `--grid PX,PY,PZ` gives the process grid. The result is the single-domain
-//! one, bit for bit. `--checkpoint-every N` writes the state every N steps, `--restart FILE`
-//! resumes from such a checkpoint (single domain, host or GPU; or host subdomains, `--domains`,
-//! over MPI ranks too: one part per subdomain; not `--gpus`), bit for bit.
+//! host subdomains, `--gpus N` over N subdomains on GPUs (with the `cuda` feature), under
+//! `mpiexec` over the ranks too; `--grid PX,PY,PZ` gives the process grid. The model's code is
+//! the same everywhere (`Distributed`), and the result is the single-domain one, bit for bit.
+//! `--checkpoint-every N` writes the state every N steps, `--restart FILE` resumes from such a
+//! checkpoint on any placement, bit for bit.
 //! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
 
 use std::path::PathBuf;
@@ -17,8 +17,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{print_decomposition, OverlapArgs, PlacementArgs, Processes, Target};
-use stencil_runtime::{Decomposition, Domains, Executor, Field3, Host, Overlap};
+use stencil_examples::placement::{
+    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
+};
+use stencil_runtime::{Executor, Field3, Overlap};
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
 enum SchemeArg {
@@ -104,11 +106,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     let mut e = Euler::cube(args.size, 1.0);
     e.cfl = args.cfl;
-    // No overlap by default: on one H200, two subdomains ran 307 (64³) and 1166 (128³) M
-    // cell-updates/s per stage without it, 120-126 and 648-650 with it (the fused stage on
-    // two-cell slabs runs far below its whole-subdomain rate); measure it where the exchange
-    // crosses links.
-    e.overlap = args.overlap.or(Overlap::None);
+    // No overlap by default: with the hand-written binder on one H200, two subdomains ran 307
+    // (64³) and 1166 (128³) M cell-updates/s per stage without it, 120-126 and 648-650 with it
+    // (the fused stage on two-cell slabs runs far below its whole-subdomain rate).
+    let overlap = args.overlap.or(Overlap::None);
     e.boundaries = [Boundary::Reflective; 3];
     e.scheme = match args.scheme {
         SchemeArg::Fused => Scheme::Fused,
@@ -125,10 +126,14 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let target = args.placement.target("euler3d")?;
     processes.check(target)?;
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = match target {
-        Target::HostDomains(domains) | Target::GpuDomains(domains) => Some(e.decompose(domains, args.placement.grid)?),
-        Target::Host | Target::Gpu(_) => None,
-    };
+    let decomposition = target.domains().map(|n| e.decompose(n, args.placement.grid)).transpose()?;
+    // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
+    // executor; the initial and the final state on the host.
+    let fields = if e.scheme == Scheme::Split { 30 } else { 15 };
+    let footprint = Footprint { executor: fields * 8, host: 10 * 8 };
+    let memory = Memory::of_this_machine(target);
+    let (halo, ranks) = (e.shape().halo_widths(), processes.world().size());
+    check_fits(target, decomposition.as_ref(), e.n, halo, footprint, &memory, ranks)?;
     let q0 = e.from_primitive(|x| {
         let r2: f64 = x.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
         let p = if r2 < 0.01 { 10.0 } else { 0.1 };
@@ -170,30 +175,23 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         }
     };
     args.checkpoint.check()?;
-    let run = match (target, decomposition) {
-        (Target::GpuDomains(_), _) if args.checkpoint.active() => {
-            Err("--checkpoint-every and --restart do not run on GPU subdomains (--gpus) in euler3d: run on host \
-                 subdomains (--domains, over MPI ranks too) or on one GPU (--gpu)"
-                .into())
+    let plan = args.checkpoint.active().then(|| {
+        let plan = Plan::new("euler3d", &args.checkpoint).written_by(processes.world().rank() == 0);
+        if let Some(n) = plan.every {
+            println!("checkpoints every {n} steps into {}", plan.dir.display());
         }
-        (Target::HostDomains(_), Some(d)) if args.checkpoint.active() => processes
-            .host_domains(d)
-            .map_err(Into::into)
-            .and_then(|domains| checkpointed_domains(&e, &q0, args, &domains, &bar, progress)),
-        (Target::Gpu(ordinal), _) if args.checkpoint.active() => checkpointed_on_gpu(&e, &q0, args, ordinal, progress),
-        _ if args.checkpoint.active() => checkpointed(&e, &Host, &q0, args, progress),
-        (Target::Gpu(ordinal), _) => run_on_gpu(&e, &q0, args, ordinal, &bar, progress),
-        (Target::HostDomains(_), Some(d)) => processes
-            .host_domains(d)
-            .map_err(Into::into)
-            .and_then(|domains| run_domains(&e, &q0, args, &domains, &bar, progress)),
-        (Target::GpuDomains(_), Some(d)) => run_on_gpus(processes, &e, &q0, args, d, &bar, progress),
-        _ => e.run(&Host, &q0, args.t_end, args.dt_every, progress).map(|(q, steps)| (Some(q), steps)),
-    };
+        plan
+    });
+    let job = Blast { e: &e, q0: &q0, t_end: args.t_end, dt_every: args.dt_every, plan: plan.as_ref(), progress };
+    let run = processes.on_executor(target, decomposition, overlap, "euler3d", job);
     bar.finish_and_clear();
-    let (q, steps) = run?;
-    // Ranks other than 0 hold no global result.
-    let Some(q) = q else { return Ok(()) };
+    let (q, steps, restart) = run?;
+    if restart > 0 {
+        println!("restarted from step {restart}");
+    }
+    if processes.world().rank() != 0 {
+        return Ok(()); // every rank holds the state; rank 0 reports it and writes the picture
+    }
     let seconds = clock.get().elapsed().as_secs_f64();
     let cells = (args.size as f64).powi(3);
     let first = first.get().unwrap_or(1);
@@ -239,149 +237,26 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
     (slice, lo, hi)
 }
 
-/// [`checkpoint::euler`] on `exec`.
-fn checkpointed<E: Executor>(
-    e: &Euler,
-    exec: &E,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    let plan = Plan::new("euler3d", &args.checkpoint);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
+/// The run on whatever executor the options chose, checkpointed or not: the final state, the
+/// step count and the step it restarted from (0 without a restart).
+struct Blast<'a, P> {
+    e: &'a Euler,
+    q0: &'a Conserved<Field3<f64>>,
+    t_end: f64,
+    dt_every: usize,
+    plan: Option<&'a Plan>,
+    progress: P,
+}
+
+impl<P: FnMut(usize, f64)> OnExecutor for Blast<'_, P> {
+    type Output = (Conserved<Field3<f64>>, usize, usize);
+
+    fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
+        let Blast { e, q0, t_end, dt_every, plan, progress } = self;
+        println!("running on {}, CFL step from a download every {dt_every} steps", exec.describe());
+        match plan {
+            Some(plan) => checkpoint::euler(e, exec, q0, t_end, dt_every, plan, progress),
+            None => e.run(exec, q0, t_end, dt_every, progress).map(|(q, steps)| (q, steps, 0)),
+        }
     }
-    let (q, steps, start) = checkpoint::euler(e, exec, q0, args.t_end, args.dt_every, &plan, progress)?;
-    if start > 0 {
-        println!("restarted from step {start}");
-    }
-    Ok((Some(q), steps))
-}
-
-#[cfg(feature = "cuda")]
-fn checkpointed_on_gpu(
-    e: &Euler,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    ordinal: usize,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    checkpointed(e, &stencil_runtime::cuda::Gpu::new(ordinal)?, q0, args, progress)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn checkpointed_on_gpu(
-    _: &Euler,
-    _: &Conserved<Field3<f64>>,
-    _: &Args,
-    _: usize,
-    _: impl FnMut(usize, f64),
-) -> Outcome {
-    Err("this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpu 0`"
-        .into())
-}
-
-/// The final state (on rank 0) and the step count.
-type Outcome = Result<(Option<Conserved<Field3<f64>>>, usize), Box<dyn std::error::Error>>;
-
-/// [`checkpoint::euler_decomposed`] over `domains`, naming each subdomain's executor first:
-/// each process writes the parts of its subdomains.
-fn checkpointed_domains<E: Executor>(
-    e: &Euler,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    domains: &Domains<E, 3>,
-    bar: &ProgressBar,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    let plan = Plan::new("euler3d", &args.checkpoint);
-    if let Some(n) = plan.every {
-        bar.println(format!("checkpoints every {n} steps into {} (one part per subdomain)", plan.dir.display()));
-    }
-    for (s, exec) in domains.subdomains().zip(domains.execs()) {
-        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
-    }
-    let (q, steps, start) = checkpoint::euler_decomposed(e, domains, q0, args.t_end, args.dt_every, &plan, progress)?;
-    if start > 0 && q.is_some() {
-        println!("restarted from step {start}");
-    }
-    Ok((q, steps))
-}
-
-/// [`Euler::run_decomposed`] over `domains`, naming each subdomain's executor first.
-fn run_domains<E: Executor>(
-    e: &Euler,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    domains: &Domains<E, 3>,
-    bar: &ProgressBar,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    for (s, exec) in domains.subdomains().zip(domains.execs()) {
-        bar.println(format!("subdomain {} on {}", s.index, exec.describe()));
-    }
-    e.run_decomposed(domains, q0, args.t_end, args.dt_every, progress)
-}
-
-/// [`run_domains`] with subdomain i on GPU `i % count` ([`Processes::gpu_domains`]).
-#[cfg(feature = "cuda")]
-fn run_on_gpus(
-    processes: &Processes,
-    e: &Euler,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    d: Decomposition<3>,
-    bar: &ProgressBar,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    run_domains(e, q0, args, &processes.gpu_domains(d, "euler3d")?, bar, progress)
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpus(
-    _: &Processes,
-    _: &Euler,
-    _: &Conserved<Field3<f64>>,
-    _: &Args,
-    _: Decomposition<3>,
-    _: &ProgressBar,
-    _: impl FnMut(usize, f64),
-) -> Outcome {
-    Err("--gpus: this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpus 2`"
-        .into())
-}
-
-/// [`Euler::run`] on GPU `ordinal` with each stencil's default strategy.
-#[cfg(feature = "cuda")]
-fn run_on_gpu(
-    e: &Euler,
-    q0: &Conserved<Field3<f64>>,
-    args: &Args,
-    ordinal: usize,
-    bar: &ProgressBar,
-    progress: impl FnMut(usize, f64),
-) -> Outcome {
-    let gpu = stencil_runtime::cuda::Gpu::new(ordinal)?;
-    bar.println(format!(
-        "running on GPU {ordinal}: {}, CFL step from a download every {} steps",
-        gpu.name(),
-        args.dt_every
-    ));
-    e.run(&gpu, q0, args.t_end, args.dt_every, progress).map(|(q, steps)| (Some(q), steps))
-}
-
-#[cfg(not(feature = "cuda"))]
-fn run_on_gpu(
-    _: &Euler,
-    _: &Conserved<Field3<f64>>,
-    _: &Args,
-    _: usize,
-    _: &ProgressBar,
-    _: impl FnMut(usize, f64),
-) -> Outcome {
-    Err("this build has no GPU support: rebuild with \
-         `cargo run --release -p stencil-examples --features cuda --bin euler3d -- --gpu 0`"
-        .into())
 }
