@@ -11,21 +11,17 @@
 //! another model, grid, precision, field set, setting or decomposition with an error that names
 //! the difference.
 //!
-//! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits), or, for a decomposed run, one file per
-//! subdomain `DIR/MODEL-STEP.ckpt.part-I-of-N`, each written by the rank that holds it; restart
-//! from a decomposed checkpoint with the name without the `.part-...` suffix. The decomposed
-//! driver of the shallow water model ([`swe_decomposed`]) writes and reads its parts through one
-//! helper, [`Parts`], generic over the executor and the dimension. The other models' drivers run
-//! on any executor, the distributed one included: their checkpoints hold the global fields,
-//! written by one process, and a restart may run on another placement.
+//! Files: `DIR/MODEL-STEP.ckpt` (the step with 8 digits). The drivers run on any executor, the
+//! distributed one included: a checkpoint holds the global fields, written by one process
+//! ([`Plan::written_by`]), and a restart may run on another placement (other subdomains, other
+//! ranks, one GPU).
 
-use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use stencil_runtime::io::checkpoint::{part_counts, read_parts, write_parts, Checkpoint, Part};
+use stencil_runtime::io::checkpoint::{part_counts, Checkpoint};
 use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, Element, Shape, Subdomain};
+use stencil_runtime::Element;
 
 use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
@@ -181,153 +177,6 @@ fn snapshot_of<'a, T: IoElement, const D: usize>(
         c.push(name, f)?;
     }
     Ok(c)
-}
-
-// ---------------------------------------------------------------------------------------------
-// Decomposed runs
-
-/// The checkpoints of a decomposed run, for every model: each process writes one part per
-/// subdomain it holds (`DIR/MODEL-STEP.ckpt.part-I-of-N`, [`write_parts`]) and, on a restart,
-/// reads its own parts after checking that every part of this decomposition is there and
-/// agrees with the others ([`read_parts`]); every part it reads is checked against the run
-/// (model, grid, field set, settings), as a single-domain restart is. The fields of a part are
-/// its subdomain's, halo included ([`Subdomain::shape`] of the global shape).
-pub struct Parts<const D: usize> {
-    /// The plan, its model being the name in file names.
-    plan: Plan,
-    /// The model's name in the checkpoints (may include its numerics).
-    model: String,
-    global: [usize; D],
-    fields: Vec<&'static str>,
-    settings: Vec<(&'static str, f64)>,
-    decomposition: Decomposition<D>,
-    /// This process's subdomains, in order.
-    subdomains: Vec<Subdomain<D>>,
-    local: Range<usize>,
-}
-
-impl<const D: usize> Parts<D> {
-    /// The checkpoints of `plan` (files named after `file`) of a run of `model` over `domains` on
-    /// a `global` grid, with the fields `fields` and the settings `settings`.
-    pub fn new<E: Executor>(
-        plan: &Plan,
-        file: &str,
-        model: &str,
-        domains: &Domains<E, D>,
-        global: [usize; D],
-        fields: &[&'static str],
-        settings: &[(&'static str, f64)],
-    ) -> Self {
-        Parts {
-            plan: Plan { model: file.into(), ..plan.clone() },
-            model: model.into(),
-            global,
-            fields: fields.to_vec(),
-            settings: settings.to_vec(),
-            decomposition: *domains.decomposition(),
-            subdomains: domains.subdomains().collect(),
-            local: domains.local_range(),
-        }
-    }
-
-    /// Whether a checkpoint is due after step `step` (`last`: the run's last step).
-    pub fn due(&self, step: usize, last: bool) -> bool {
-        self.plan.due(step, last)
-    }
-
-    /// The checkpoint of step `step` (without a part suffix).
-    pub fn path(&self, step: usize) -> PathBuf {
-        self.plan.path(step)
-    }
-
-    /// The parts this process holds of the restart checkpoint (`None` without a restart), one
-    /// per local subdomain in order, each checked against the run; all agree on the step and
-    /// time ([`read_parts`]). A single-domain checkpoint, a missing part or a part of another
-    /// decomposition is an [`IoError`] that says so.
-    pub fn read(&self) -> Result<Option<Vec<Checkpoint<'static>>>, Error> {
-        let Some(path) = &self.plan.restart else { return Ok(None) };
-        let count = self.decomposition.len();
-        if path.is_file() && part_counts(path).is_empty() {
-            return Err(IoError::Mismatch {
-                path: path.clone(),
-                what: "decomposition".into(),
-                expected: format!("{count} parts (`.part-I-of-{count}`)"),
-                found: "a single-domain checkpoint".into(),
-            }
-            .into());
-        }
-        let parts = read_parts(path, &self.decomposition, self.local.clone())?;
-        for c in &parts {
-            check(c, &self.model, &self.global, &self.fields, &self.settings)?;
-        }
-        Ok(Some(parts))
-    }
-
-    /// Field `name` of every local part, on the host, each of its subdomain's shape of `like`.
-    pub fn fields<T: IoElement>(
-        &self,
-        parts: &[Checkpoint<'_>],
-        name: &str,
-        like: &Shape<D>,
-    ) -> Result<Vec<Field<T, D>>, IoError> {
-        parts.iter().zip(&self.subdomains).map(|(c, s)| c.field::<T, D>(name, &s.shape(like))).collect()
-    }
-
-    /// This process's subdomains, in order.
-    pub fn subdomains(&self) -> &[Subdomain<D>] {
-        &self.subdomains
-    }
-
-    /// One empty checkpoint per local subdomain after step `step` at time `time`: the run's
-    /// settings, the scalars `scalars` and the subdomain's [`Part`]; push the fields, then
-    /// [`Parts::write`].
-    pub fn empty<'a>(&self, step: usize, time: f64, scalars: &[(&str, f64)]) -> Vec<Checkpoint<'a>> {
-        self.subdomains
-            .iter()
-            .map(|sub| {
-                let mut c = Checkpoint::new(&self.model, step as u64, time, &self.global);
-                self.settings.iter().chain(scalars).for_each(|(n, v)| c.scalar(n, *v));
-                c.with_part(Part::of(&self.decomposition, sub.index))
-            })
-            .collect()
-    }
-
-    /// Writes this process's parts of the checkpoint of step `step` (from [`Parts::empty`]).
-    pub fn write(&self, step: usize, parts: &[Checkpoint<'_>]) -> Result<(), Error> {
-        let dir = &self.plan.dir;
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        write_parts(self.path(step), parts)?;
-        Ok(())
-    }
-
-    /// Writes the checkpoint of step `step` at time `time` with the scalars `scalars` and the
-    /// fields `fields` (name, then one field per local subdomain on its executor), downloaded
-    /// from the executors of `domains`.
-    pub fn save<E: Executor, T: IoElement>(
-        &self,
-        domains: &Domains<E, D>,
-        step: usize,
-        time: f64,
-        scalars: &[(&str, f64)],
-        fields: &[(&str, Vec<&E::Field<T, D>>)],
-    ) -> Result<(), Error> {
-        let host = fields.iter().map(|(_, fs)| download(domains, fs)).collect::<Result<Vec<_>, _>>()?;
-        let mut parts = self.empty(step, time, scalars);
-        for ((name, _), host) in fields.iter().zip(&host) {
-            for (c, f) in parts.iter_mut().zip(host) {
-                c.push(name, f)?;
-            }
-        }
-        self.write(step, &parts)
-    }
-}
-
-/// Host copies of one field per local subdomain of `domains` (each on its executor).
-pub fn download<E: Executor, T: Element, const D: usize>(
-    domains: &Domains<E, D>,
-    fields: &[&E::Field<T, D>],
-) -> Result<Vec<Field<T, D>>, LaunchError> {
-    fields.iter().zip(domains.execs()).map(|(f, e)| e.download(f)).collect()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -657,50 +506,6 @@ pub fn swe<E: Executor>(
             let q = solver.state()?;
             let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
             plan.save(&snapshot_of(&name, solver.steps, solver.t, &model.n, &settings, &fields)?, solver.steps)?;
-        }
-    }
-    Ok((solver, start))
-}
-
-/// [`swe::DomainSolver::run_until`] with checkpoints: every subdomain's `h`, `hu`, `hv` (halo
-/// included), the time and the step count, written as one part per subdomain by the process
-/// that holds it after every `plan.every` steps and after the last; or the run resumed from the
-/// parts of `plan.restart` (every part of this decomposition there, each checked as [`swe()`]
-/// checks a single-domain checkpoint: model, edges, grid, fields, CFL number and cell size).
-/// `after_step` as there. Returns the solver (its [`swe::DomainSolver::gather`] gives the global
-/// state on rank 0) and the first step run.
-pub fn swe_decomposed<E: Executor>(
-    domains: &Domains<E, 2>,
-    model: swe::Model,
-    q0: &swe::State<Field2<f64>>,
-    t_end: f64,
-    plan: &Plan,
-    mut after_step: impl FnMut(&swe::DomainSolver<E>),
-) -> Result<(swe::DomainSolver<E>, usize), Error> {
-    let shape = model.shape();
-    let parts = Parts::new(plan, "swe2d", &swe_name(&model), domains, model.n, &SWE_FIELDS, &swe_settings(&model));
-    let mut solver = match parts.read()? {
-        None => swe::DomainSolver::new(domains, model, q0)?,
-        Some(read) => {
-            let f = |name: &str| parts.fields::<f64>(&read, name, &shape);
-            let (h, hu, hv) = (f("h")?, f("hu")?, f("hv")?);
-            let q = h.into_iter().zip(hu).zip(hv).map(|((h, hu), hv)| swe::State { h, hu, hv }).collect();
-            let (t, steps) = match read.first() {
-                Some(c) => (c.time, c.step as usize),
-                None => return Err("this process holds no subdomain to restart".into()),
-            };
-            swe::DomainSolver::resume(domains, model, swe::Resume { q, t, steps })?
-        }
-    };
-    let start = solver.steps;
-    while swe::running(solver.t, t_end) {
-        solver.cfl_step(Some(t_end))?;
-        after_step(&solver);
-        if parts.due(solver.steps, !swe::running(solver.t, t_end)) {
-            let q = &solver.q;
-            let fields: Vec<(&str, Vec<&E::Field<f64, 2>>)> =
-                vec![("h", q.h.iter().collect()), ("hu", q.hu.iter().collect()), ("hv", q.hv.iter().collect())];
-            parts.save(domains, solver.steps, solver.t, &[], &fields)?;
         }
     }
     Ok((solver, start))

@@ -34,22 +34,18 @@
 //! **Where it runs.** [`Solver`] is written once against [`stencil_runtime::Executor`]: the same
 //! code runs on the host ([`Host`]) or a GPU, where [`Solver::strategy`] picks the kernels.
 //!
-//! **Subdomains** ([`DomainSolver`]): the same steps over the subdomains of a [`Decomposition`]
-//! ([`Domains`]: host subdomains in one process or over MPI ranks), written against the executor
-//! too. Before every stage the halos of `h`, `hu`, `hv` ([`HALO`] deep) are exchanged between
-//! neighbours (a periodic axis wraps there, onto the subdomain itself when it is not split) and the
-//! sides on the physical boundary get the walls' and outflow's fills; then [`SweStage`] runs over
-//! every subdomain's cells. The CFL step is the largest [`SweSpeed`] over all subdomains of all
-//! ranks ([`Domains::max`]): a maximum, whatever the order. Every cell is updated by the same
-//! operations on the same values as in the single-domain run, so the result is the same bit for
-//! bit for any process grid.
+//! **Subdomains**: [`Solver`] on the distributed executor
+//! ([`Distributed`](stencil_runtime::Distributed), over [`Model::decompose`]; host subdomains,
+//! GPUs, MPI ranks): the halos of `h`, `hu`, `hv` move when [`SweStage`] reads them (a periodic
+//! axis wraps when the stage's halo fill asks), and the CFL step is the largest [`SweSpeed`] over
+//! every subdomain of every rank: a maximum, whatever the order. Every cell is updated by the
+//! same operations on the same values as in the single-domain run, so the result is the same bit
+//! for bit for any process grid.
 //!
 //! Dry cells (`h = 0`) are not handled: the depth must stay positive.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{
-    Decomposition, Domains, ErasedField, Executor, HaloExchange, HaloFill, HaloWidths, Loop, Strategy,
-};
+use stencil_runtime::{Decomposition, Executor, HaloFill, HaloWidths, Loop, Strategy};
 
 /// The error type of the drivers: launch, halo and decomposition errors.
 pub type Error = Box<dyn std::error::Error>;
@@ -235,28 +231,6 @@ impl<F> State<F> {
     /// Mutable references to the three fields.
     pub fn as_mut(&mut self) -> State<&mut F> {
         State { h: &mut self.h, hu: &mut self.hu, hv: &mut self.hv }
-    }
-}
-
-impl<F> State<Vec<F>> {
-    /// The fields of subdomain `i` of a state held as one column per variable.
-    pub fn at(&self, i: usize) -> State<&F> {
-        State { h: &self.h[i], hu: &self.hu[i], hv: &self.hv[i] }
-    }
-
-    /// Mutable references to the fields of subdomain `i`.
-    pub fn at_mut(&mut self, i: usize) -> State<&mut F> {
-        State { h: &mut self.h[i], hu: &mut self.hu[i], hv: &mut self.hv[i] }
-    }
-
-    /// The number of subdomains.
-    pub fn len(&self) -> usize {
-        self.h.len()
-    }
-
-    /// Whether there is no subdomain.
-    pub fn is_empty(&self) -> bool {
-        self.h.is_empty()
     }
 }
 
@@ -489,244 +463,6 @@ impl<E: Executor> Solver<E> {
             after_step(self);
         }
         Ok(())
-    }
-}
-
-/// Where a decomposed run resumes ([`DomainSolver::resume`]; `crate::checkpoint` reads it
-/// from a checkpoint's parts): each local subdomain's state on the host (in order, each of its
-/// subdomain's shape of [`Model::shape`]), the time and the steps taken.
-pub struct Resume {
-    /// Each local subdomain's state.
-    pub q: Vec<State<Field2<f64>>>,
-    /// The simulated time, s.
-    pub t: f64,
-    /// Steps taken.
-    pub steps: usize,
-}
-
-/// [`Solver`] over the subdomains of a decomposition ([`Domains`]: host subdomains, in one
-/// process or over MPI ranks; GPUs too, the code being the executor's): this process's
-/// subdomains' states, one column per variable, and the halo exchange between them. Its steps,
-/// times and cells are the single-domain [`Solver`]'s, bit for bit, for any process grid (see
-/// the module docs).
-pub struct DomainSolver<E: Executor> {
-    /// The problem.
-    pub model: Model,
-    /// The CUDA kernel strategy of [`SweStage`] and [`SweSpeed`] (`None`: each stencil's
-    /// default; the host ignores it).
-    pub strategy: Option<Strategy>,
-    /// The state at the current time: each field of every local subdomain, in order.
-    pub q: State<Vec<E::Field<f64, 2>>>,
-    stage1: State<Vec<E::Field<f64, 2>>>,
-    stage2: State<Vec<E::Field<f64, 2>>>,
-    domains: Domains<E, 2>,
-    ranges: Vec<Loop<2>>,
-    exchange: HaloExchange<E, 2>,
-    /// The simulated time, s.
-    pub t: f64,
-    /// Steps taken.
-    pub steps: usize,
-}
-
-impl<E: Executor> DomainSolver<E> {
-    /// A solver over `domains` starting from the global host state `q` (of shape
-    /// [`Model::shape`]; every rank passes the same), cut into the local subdomains' parts on
-    /// their executors. Errors: a decomposition of another grid than the model's, or whose
-    /// periodic axes are not the model's periodic edges; a state of another shape.
-    pub fn new(domains: &Domains<E, 2>, model: Model, q: &State<Field2<f64>>) -> Result<Self, Error> {
-        let like = model.shape();
-        if let Some(f) = [&q.h, &q.hu, &q.hv].into_iter().find(|f| *f.shape() != like) {
-            return Err(format!(
-                "the initial state has {}, but the model's fields are {}: build it with `Model::initial`",
-                f.shape().describe(),
-                like.describe()
-            )
-            .into());
-        }
-        Self::check(domains, &model)?;
-        let q = q.try_map(|f| domains.scatter(f))?;
-        Self::with_state(domains, model, q, 0.0, 0)
-    }
-
-    /// A solver over `domains` resuming from `r` (this process's subdomains' states, the time
-    /// and the step count), as the run that saved them goes on.
-    pub fn resume(domains: &Domains<E, 2>, model: Model, r: Resume) -> Result<Self, Error> {
-        Self::check(domains, &model)?;
-        let count = domains.execs().len();
-        if r.q.len() != count {
-            return Err(format!(
-                "a resumed run needs the states of this process's {count} subdomains, not {}",
-                r.q.len()
-            )
-            .into());
-        }
-        let like = model.shape();
-        let mut q = State { h: Vec::new(), hu: Vec::new(), hv: Vec::new() };
-        for ((part, s), exec) in r.q.iter().zip(domains.subdomains()).zip(domains.execs()) {
-            let shape = s.shape(&like);
-            if let Some(f) = [&part.h, &part.hu, &part.hv].into_iter().find(|f| *f.shape() != shape) {
-                return Err(format!(
-                    "subdomain {}'s resumed state has {}, but its fields are {}",
-                    s.index,
-                    f.shape().describe(),
-                    shape.describe()
-                )
-                .into());
-            }
-            let up = part.try_map(|f| exec.upload(f))?;
-            q.h.push(up.h);
-            q.hu.push(up.hu);
-            q.hv.push(up.hv);
-        }
-        Self::with_state(domains, model, q, r.t, r.steps)
-    }
-
-    /// Refuses a decomposition that does not fit the model.
-    fn check(domains: &Domains<E, 2>, model: &Model) -> Result<(), Error> {
-        let d = domains.decomposition();
-        model.checked_halo()?;
-        if d.global() != model.n {
-            return Err(format!(
-                "the decomposition splits a {:?} grid, but the model has {:?} cells: decompose `n`                  (`Model::decompose`)",
-                d.global(),
-                model.n
-            )
-            .into());
-        }
-        if d.periodic() != model.edges.map(|e| e == Edge::Periodic) {
-            return Err(format!(
-                "the decomposition wraps around axes {:?}, but the edges are {:?}: decompose with the periodic edges as the periodic axes (`Model::decompose`)",
-                d.periodic(),
-                model.edges
-            )
-            .into());
-        }
-        Ok(())
-    }
-
-    /// The solver of the local subdomains' state `q` (on their executors) at time `t` after
-    /// `steps` steps, with zeroed stage buffers and the exchange of `h`, `hu`, `hv`.
-    fn with_state(
-        domains: &Domains<E, 2>,
-        model: Model,
-        q: State<Vec<E::Field<f64, 2>>>,
-        t: f64,
-        steps: usize,
-    ) -> Result<Self, Error> {
-        let zeros = || -> Result<State<Vec<E::Field<f64, 2>>>, LaunchError> {
-            let column = || -> Result<Vec<E::Field<f64, 2>>, LaunchError> {
-                q.h.iter().zip(domains.execs()).map(|(f, e)| e.alloc(*e.shape_of(f))).collect()
-            };
-            Ok(State { h: column()?, hu: column()?, hv: column()? })
-        };
-        let (stage1, stage2) = (zeros()?, zeros()?);
-        let ranges = q.h.iter().zip(domains.execs()).map(|(f, e)| Loop2D::interior(e.shape_of(f))).collect();
-        let mut exchange = HaloExchange::new(domains);
-        for name in ["h", "hu", "hv"] {
-            exchange.append::<f64>(name, HaloWidths([HALO; 2]));
-        }
-        Ok(DomainSolver {
-            model,
-            strategy: None,
-            q,
-            stage1,
-            stage2,
-            domains: domains.clone(),
-            ranges,
-            exchange,
-            t,
-            steps,
-        })
-    }
-
-    /// The domains.
-    pub fn domains(&self) -> &Domains<E, 2> {
-        &self.domains
-    }
-
-    /// Refills the halos of every local subdomain's `q`: the exchange of the three fields
-    /// between neighbours (the periodic axes wrap there), then the physical-boundary sides with
-    /// the fills of the walls and outflow edges: what [`Solver`]'s fill gives the whole grid.
-    fn fill(
-        exchange: &mut HaloExchange<E, 2>,
-        edges: [Edge; 2],
-        q: &mut State<Vec<E::Field<f64, 2>>>,
-    ) -> Result<(), LaunchError> {
-        {
-            let State { h, hu, hv } = q.as_mut();
-            let mut fields: Vec<Vec<ErasedField<'_, 2>>> = h
-                .iter_mut()
-                .zip(hu.iter_mut())
-                .zip(hv.iter_mut())
-                .map(|((h, hu), hv)| vec![ErasedField::of(h), ErasedField::of(hu), ErasedField::of(hv)])
-                .collect();
-            exchange.exchange(&mut fields)?;
-        }
-        let fills = |normal: Option<usize>| Edge::fills(edges, normal, true);
-        exchange.domains().fill_boundary(&mut [
-            (&mut q.h[..], fills(None)),
-            (&mut q.hu[..], fills(Some(0))),
-            (&mut q.hv[..], fills(Some(1))),
-        ])
-    }
-
-    /// One SSP-RK3 step of `dt` seconds over every local subdomain.
-    pub fn step(&mut self, dt: f64) -> Result<(), Error> {
-        let DomainSolver { model, strategy, q, stage1, stage2, domains, ranges, exchange, .. } = self;
-        let edges = model.edges;
-        ssp_rk3(
-            q,
-            stage1,
-            stage2,
-            |s| Self::fill(exchange, edges, s),
-            |k, n, s, o| {
-                for (i, (exec, range)) in domains.execs().iter().zip(&*ranges).enumerate() {
-                    run_stage(exec, range, *strategy, model, k, dt, n.at(i), s.at(i), o.at_mut(i))?;
-                }
-                Ok(())
-            },
-        )?;
-        self.t += dt;
-        self.steps += 1;
-        Ok(())
-    }
-
-    /// One step with the CFL time step of the current state, the fastest speed being the
-    /// largest of every subdomain of every rank ([`Domains::max`]), cut to end exactly at
-    /// `t_end` if given; returns the step taken. Every rank calls it.
-    pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Error> {
-        let local = (0..self.ranges.len())
-            .map(|i| fastest(self.domains.exec(i), &self.ranges[i], self.strategy, self.q.at(i)))
-            .collect::<Result<Vec<_>, _>>()?;
-        let dt = cfl_dt(&self.model, self.domains.max(local), self.t, t_end)?;
-        self.step(dt)?;
-        Ok(dt)
-    }
-
-    /// CFL steps until `t_end`; `after_step(solver)` after each.
-    pub fn run_until(&mut self, t_end: f64, mut after_step: impl FnMut(&Self)) -> Result<(), Error> {
-        while running(self.t, t_end) {
-            self.cfl_step(Some(t_end))?;
-            after_step(self);
-        }
-        Ok(())
-    }
-
-    /// Host copies of the local subdomains' states, in order (halos included; waits for the
-    /// work issued so far).
-    pub fn states(&self) -> Result<Vec<State<Field2<f64>>>, LaunchError> {
-        (0..self.ranges.len()).map(|i| self.q.at(i).try_map(|f| self.domains.exec(i).download(*f))).collect()
-    }
-
-    /// The global state assembled from every subdomain on rank 0 (`None` on the other ranks;
-    /// its halo is zero, as [`Domains::gather`] leaves it). Every rank calls it.
-    pub fn gather(&self) -> Result<Option<State<Field2<f64>>>, LaunchError> {
-        let like = self.model.shape();
-        let gathered = self.q.try_map(|column| self.domains.gather(&like, column))?;
-        Ok(match gathered {
-            State { h: Some(h), hu: Some(hu), hv: Some(hv) } => Some(State { h, hu, hv }),
-            _ => None,
-        })
     }
 }
 

@@ -1,24 +1,23 @@
 //! Checkpoint and restart of decomposed runs on host subdomains, for the acoustic, Euler and
 //! shallow water models (diffusion's are in `checkpoint_restart.rs`): over several process grids,
 //! uneven splits included, `N` steps, a checkpoint, a restart and `N` more steps give the run of
-//! `2N` steps straight through, bit for bit, and the single-domain run's fields. The acoustic
-//! model's checkpoints are of the global state (the distributed executor), and a restart runs on
-//! another process grid; Euler's and shallow water's are one part per subdomain, and a restart
-//! from parts that do not fit the run (another decomposition, a missing or damaged part, a
-//! single-domain checkpoint, other settings) is an error that says what differs.
+//! `2N` steps straight through, bit for bit, and the single-domain run's fields. The
+//! models' checkpoints are of the global state (the one driver of each model, on the distributed
+//! executor), a restart runs on another process grid or on one domain, and a restart that does
+//! not fit the run (other settings or numerics, a damaged file, another model's checkpoint) is an
+//! error that says what differs.
 
 mod common;
 
 use common::{bits, interior_bits};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use stencil_examples::acoustic::{self, RegionStrategies};
 use stencil_examples::checkpoint::{self, Plan};
 use stencil_examples::euler::{Boundary, Euler, Scheme};
 use stencil_examples::swe::{self, Edge};
-use stencil_runtime::io::checkpoint::part_path;
 use stencil_runtime::io::IoError;
-use stencil_runtime::{Distributed, Domains, Field, Host, Overlap};
+use stencil_runtime::{Distributed, Field, Host, Overlap};
 
 /// A fresh scratch folder for one test.
 fn scratch(name: &str) -> PathBuf {
@@ -47,13 +46,6 @@ impl Rng {
         self.0 ^= self.0 >> 7;
         self.0 ^= self.0 << 17;
         (self.0 % n as u64) as usize
-    }
-}
-
-/// Every part of the checkpoint `path` of `count` parts is there.
-fn assert_parts(path: &Path, count: usize) {
-    for i in 0..count {
-        assert!(part_path(path, i, count).is_file(), "part {i} of {count} of {}", path.display());
     }
 }
 
@@ -278,7 +270,7 @@ fn swe_bits(q: &swe::State<Field<f64, 2>>) -> Vec<u64> {
 }
 
 #[test]
-fn decomposed_swe_restarts_bit_for_bit() {
+fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
     let dir = scratch("swe");
     let t_end = 0.25;
     let cases = [
@@ -294,75 +286,41 @@ fn decomposed_swe_restarts_bit_for_bit() {
         single.run_until(t_end, |_| {}).unwrap();
         assert!(single.steps > 6, "{} steps", single.steps);
         let single_bits = swe_bits(&single.state().unwrap());
-        let count = grid.iter().product();
-        let domains = Domains::new(model.decompose(count, Some(grid)).unwrap(), vec![Host; count]).unwrap();
+        let on = |grid: [usize; 2]| Distributed::host(model.decompose(grid[0] * grid[1], Some(grid)).unwrap()).unwrap();
         let plan = Plan::every("swe2d", 3, &dir.join(format!("case-{case}")));
         let what = format!("swe {edges:?} over grid {grid:?}");
-        let (whole, start) = checkpoint::swe_decomposed(&domains, model, &q0, t_end, &plan, |_| {}).unwrap();
+        let (whole, start) = checkpoint::swe(on(grid), model, &q0, t_end, &plan, |_| {}).unwrap();
         assert_eq!((whole.steps, whole.t.to_bits(), start), (single.steps, single.t.to_bits(), 0), "{what}");
-        assert_eq!(swe_bits(&whole.gather().unwrap().unwrap()), single_bits, "{what}");
+        assert_eq!(swe_bits(&whole.state().unwrap()), single_bits, "{what}");
         for at in [3, 6] {
-            assert_parts(&plan.path(at), count);
+            // Restarted on the transposed grid.
             let restart = plan.clone().restart_from(&plan.path(at));
             let mut times = Vec::new();
             let (resumed, start) =
-                checkpoint::swe_decomposed(&domains, model, &q0, t_end, &restart, |s| times.push(s.steps)).unwrap();
+                checkpoint::swe(on([grid[1], grid[0]]), model, &q0, t_end, &restart, |s| times.push(s.steps)).unwrap();
             assert_eq!(start, at, "{what}");
             assert_eq!(times.first(), Some(&(at + 1)), "{what}: the first step after the restart");
             assert_eq!((resumed.steps, resumed.t.to_bits()), (single.steps, single.t.to_bits()), "{what}");
-            assert_eq!(swe_bits(&resumed.gather().unwrap().unwrap()), single_bits, "{what}: restart at {at}");
+            assert_eq!(swe_bits(&resumed.state().unwrap()), single_bits, "{what}: restart at {at}");
         }
     }
-    std::fs::remove_dir_all(&dir).unwrap();
-}
-
-#[test]
-fn decomposed_swe_restarts_that_do_not_fit_are_refused_with_what_differs() {
-    let dir = scratch("swe-refused");
+    // Refused: other edges, another CFL number, a damaged file.
     let (model, q0) = dam_break([Edge::Wall, Edge::Wall]);
-    let t_end = 0.15;
-    let on = |count: usize, grid: Option<[usize; 2]>| {
-        Domains::new(model.decompose(count, grid).unwrap(), vec![Host; count]).unwrap()
+    let plan = Plan::every("swe2d", 2, &dir.join("refused"));
+    let exec = Distributed::host(model.decompose(4, Some([2, 2])).unwrap()).unwrap();
+    checkpoint::swe(exec.clone(), model, &q0, 0.15, &plan, |_| {}).unwrap();
+    let restart = plan.clone().restart_from(&plan.path(2));
+    let refuse = |model: swe::Model| {
+        io_error(checkpoint::swe(exec.clone(), model, &q0, 0.15, &restart, |_| {}).map(drop).unwrap_err())
     };
-    let domains = on(4, Some([2, 2]));
-    let plan = Plan::every("swe2d", 2, &dir);
-    checkpoint::swe_decomposed(&domains, model, &q0, t_end, &plan, |_| {}).unwrap();
-    let path = plan.path(2);
-    let restart = plan.clone().restart_from(&path);
-    let refuse = |domains: &Domains<Host, 2>, model: swe::Model, plan: &Plan| {
-        io_error(checkpoint::swe_decomposed(domains, model, &q0, t_end, plan, |_| {}).map(drop).unwrap_err())
-    };
-    // Another process grid of as many subdomains, another number of subdomains.
-    let e1 = refuse(&on(4, Some([4, 1])), model, &restart);
-    assert_eq!(e1.code(), "S0408", "{e1}");
-    assert!(e1.to_string().contains("process grid [2, 2]"), "{e1}");
-    let e2 = refuse(&on(2, None), model, &restart);
-    assert_eq!(e2.code(), "S0411", "{e2}");
-    assert!(e2.to_string().contains("parts of a run of [4] subdomains"), "{e2}");
-    // Other edges (as periodic as these: the same decomposition), another CFL number.
-    let e3 = refuse(&domains, swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model }, &restart);
+    let e3 = refuse(swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model });
     assert!(e3.to_string().contains("Outflow"), "{e3}");
-    let e4 = refuse(&domains, swe::Model { cfl: 0.4, ..model }, &restart);
+    let e4 = refuse(swe::Model { cfl: 0.4, ..model });
     assert!(e4.to_string().contains("cfl"), "{e4}");
-    // A single-domain restart from the parts, and a decomposed one from a single-domain file.
-    let e5 = io_error(checkpoint::swe(Host, model, &q0, t_end, &restart, |_| {}).map(drop).unwrap_err());
-    assert!(e5.to_string().contains(".part-I-of-N"), "{e5}");
-    let single = Plan::every("swe2d", 2, &dir.join("single"));
-    checkpoint::swe(Host, model, &q0, t_end, &single, |_| {}).unwrap();
-    let e6 = refuse(&domains, model, &single.clone().restart_from(&single.path(2)));
-    assert!(e6.to_string().contains("4 parts") && e6.to_string().contains("a single-domain checkpoint"), "{e6}");
-    // A damaged part, then a missing one.
-    let part = part_path(&path, 1, 4);
-    let mut flipped = std::fs::read(&part).unwrap();
+    let mut flipped = std::fs::read(plan.path(2)).unwrap();
     let at = flipped.len() - 50;
     flipped[at] ^= 0x01;
-    std::fs::write(&part, &flipped).unwrap();
-    let e7 = refuse(&domains, model, &restart);
-    assert_eq!(e7.code(), "S0407", "{e7}");
-    assert!(e7.to_string().contains("part-1-of-4"), "{e7}");
-    std::fs::remove_file(&part).unwrap();
-    let e8 = refuse(&domains, model, &restart);
-    assert_eq!(e8.code(), "S0411", "{e8}");
-    assert!(e8.to_string().contains("parts [1] of the 4"), "{e8}");
+    std::fs::write(plan.path(2), &flipped).unwrap();
+    assert_eq!(refuse(model).code(), "S0407");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -12,7 +12,7 @@
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
 use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
-use stencil_examples::swe::{self, DomainSolver, Edge, Solver};
+use stencil_examples::swe::{self, Edge, Solver};
 use stencil_runtime::{Decomposition, Distributed, Domains, Executor, Host, Order, Overlap, World};
 
 /// Bits of a field's storage, widened to f64 (exact for f32, signed zeros included).
@@ -264,8 +264,9 @@ fn swe_cells(q: &swe::State<stencil_runtime::Field2<f64>>) -> Vec<f64> {
     [&q.h, &q.hu, &q.hv].into_iter().flat_map(|f| f.interior_view().iter().copied().collect::<Vec<_>>()).collect()
 }
 
-/// The shallow water model over the ranks (walls and periodic, outflow and periodic edges):
-/// every time step on every rank and the cells on rank 0 equal the single-domain run's.
+/// The shallow water model's `Solver` on the distributed executor over the ranks (walls and
+/// periodic, outflow and periodic edges): every time step and the cells on every rank equal the
+/// single-domain run's.
 fn swe<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     for edges in [[Edge::Wall, Edge::Periodic], [Edge::Periodic, Edge::Outflow]] {
         let (model, q0) = dam_break(edges);
@@ -277,20 +278,20 @@ fn swe<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
         }
         let d = model.decompose(world.size() * per_rank, None).unwrap();
         let what = format!("swe {edges:?} over grid {:?}", d.grid());
-        let mut split = DomainSolver::new(&domains(world, d, exec), model, &q0).unwrap();
+        let mut split = Solver::new(Distributed::new(domains(world, d, exec)), model, &q0).unwrap();
         let mut dts_d = Vec::new();
         while swe::running(split.t, t_end) {
             dts_d.push(split.cfl_step(Some(t_end)).unwrap().to_bits());
         }
         assert!(dts.len() > 3, "{what}: {} steps", dts.len());
         assert_eq!(dts_d, dts, "{what}: time steps");
-        if let Some(q) = split.gather().unwrap() {
-            assert_eq!(differing(&swe_cells(&q), &swe_cells(&single.state().unwrap())), 0, "{what}");
-        }
+        let q = split.state().unwrap();
+        assert_eq!(differing(&swe_cells(&q), &swe_cells(&single.state().unwrap())), 0, "{what}");
     }
 }
 
-/// The decomposed shallow water run with checkpoints over ranks, restarted from the parts.
+/// The shallow water run with checkpoints on the distributed executor over ranks: rank 0 writes
+/// the global state, every rank restarts from it.
 fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
     use stencil_examples::checkpoint::{self, Plan};
     let (model, q0) = dam_break([Edge::Periodic, Edge::Wall]);
@@ -300,24 +301,21 @@ fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize
     assert!(single.steps > 3, "{} steps", single.steps);
     let d = model.decompose(world.size() * per_rank, None).unwrap();
     let dir = checkpoint_dir(world, "swe", per_rank);
-    let plan = Plan::every("swe2d", 3, &dir);
-    let doms = domains(world, d, exec);
-    let (whole, _) = checkpoint::swe_decomposed(&doms, model, &q0, t_end, &plan, |_| {}).unwrap();
-    world.sum(0.0); // every part is written
+    let plan = Plan::every("swe2d", 3, &dir).written_by(world.rank() == 0);
+    let on = Distributed::new(domains(world, d, exec));
+    let (whole, _) = checkpoint::swe(on.clone(), model, &q0, t_end, &plan, |_| {}).unwrap();
+    world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(3));
-    let (resumed, start) = checkpoint::swe_decomposed(&doms, model, &q0, t_end, &restart, |_| {}).unwrap();
+    let (resumed, start) = checkpoint::swe(on, model, &q0, t_end, &restart, |_| {}).unwrap();
     let what = format!("swe checkpoints over grid {:?}", d.grid());
     assert_eq!(
         (whole.steps, resumed.steps, start, whole.t.to_bits(), resumed.t.to_bits()),
         (single.steps, single.steps, 3, single.t.to_bits(), single.t.to_bits()),
         "{what}"
     );
-    let (whole, resumed) = (whole.gather().unwrap(), resumed.gather().unwrap());
-    if let (Some(whole), Some(resumed)) = (whole, resumed) {
-        let reference = swe_cells(&single.state().unwrap());
-        assert_eq!(differing(&swe_cells(&whole), &reference), 0, "{what}");
-        assert_eq!(differing(&swe_cells(&resumed), &reference), 0, "{what}: restarted at step 3");
-    }
+    let reference = swe_cells(&single.state().unwrap());
+    assert_eq!(differing(&swe_cells(&whole.state().unwrap()), &reference), 0, "{what}");
+    assert_eq!(differing(&swe_cells(&resumed.state().unwrap()), &reference), 0, "{what}: restarted at step 3");
     world.sum(0.0);
     if world.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);

@@ -1,12 +1,13 @@
-//! The shallow water model over host subdomains equals the single-domain run bit for bit: a
+//! The shallow water model over host subdomains (its one `Solver` on the distributed executor)
+//! equals the single-domain run bit for bit: a
 //! small grid of odd sizes (13×11 cells, so most splits below are uneven) with walls, outflow and
 //! periodic edges (a periodic axis split or not: unsplit, the exchange wraps it onto the
 //! subdomain itself), a perturbed dam break that moves in every direction, run a few CFL steps
 //! (the last one shortened) over several process grids, 1×N and N×1 included. Every cell of
 //! `h`, `hu`, `hv`, the step count and every time step must agree to the bit.
 
-use stencil_examples::swe::{DomainSolver, Edge, Model, Solver, State};
-use stencil_runtime::{Domains, Field2, Host};
+use stencil_examples::swe::{Edge, Model, Solver, State};
+use stencil_runtime::{Distributed, Field2, Host, Overlap};
 
 const N: [usize; 2] = [13, 11];
 
@@ -73,16 +74,17 @@ fn single(m: Model, q0: &State<Field2<f64>>, steps: f64) -> (Run, f64) {
     ((bits(&solver.state().unwrap()), dts), t_end)
 }
 
+/// The single-domain `Solver` on the distributed executor over `grid`.
 fn decomposed(m: Model, grid: [usize; 2], q0: &State<Field2<f64>>, t_end: f64) -> Run {
     let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
     assert_eq!(d.grid(), grid);
-    let domains = Domains::new(d, vec![Host; d.len()]).unwrap();
-    let mut solver = DomainSolver::new(&domains, m, q0).unwrap();
+    let overlap = if grid[0].is_multiple_of(2) { Overlap::OneDivided } else { Overlap::None };
+    let mut solver = Solver::new(Distributed::host(d).unwrap().with_overlap(overlap).unwrap(), m, q0).unwrap();
     let mut dts = Vec::new();
     while stencil_examples::swe::running(solver.t, t_end) {
         dts.push(solver.cfl_step(Some(t_end)).unwrap().to_bits());
     }
-    (bits(&solver.gather().unwrap().expect("one process is rank 0")), dts)
+    (bits(&solver.state().unwrap()), dts)
 }
 
 #[test]
@@ -115,13 +117,13 @@ fn run_until_and_after_step_agree_with_the_single_domain() {
     let mut single = Solver::new(Host, m, &q0).unwrap();
     let mut times = Vec::new();
     single.run_until(t_end, |s| times.push((s.steps, s.t.to_bits()))).unwrap();
-    let domains = Domains::new(m.decompose(6, Some([2, 3])).unwrap(), vec![Host; 6]).unwrap();
-    let mut split = DomainSolver::new(&domains, m, &q0).unwrap();
+    let exec = Distributed::host(m.decompose(6, Some([2, 3])).unwrap()).unwrap();
+    let mut split = Solver::new(exec, m, &q0).unwrap();
     let mut times_d = Vec::new();
     split.run_until(t_end, |s| times_d.push((s.steps, s.t.to_bits()))).unwrap();
     assert!(times.len() > 3, "{} steps", times.len());
     assert_eq!(times_d, times);
-    let q = split.gather().unwrap().unwrap();
+    let q = split.state().unwrap();
     assert_eq!(bits(&q), bits(&single.state().unwrap()));
     // Mass is conserved by walls and periodic edges alike.
     let (m0, m1) = (m.mass(&q0), m.mass(&q));
@@ -135,47 +137,22 @@ fn halo_is_the_stencils_reach() {
 
 #[test]
 fn decompositions_that_do_not_fit_are_refused_with_a_reason() {
-    let err = |r: Result<DomainSolver<Host>, Box<dyn std::error::Error>>| r.err().map(|e| e.to_string()).unwrap();
     let walls = model([Edge::Wall, Edge::Wall]);
     let q0 = initial(&walls, 1);
+    let err = |d: stencil_runtime::Decomposition<2>| {
+        Solver::new(Distributed::host(d).unwrap(), walls, &q0).err().map(|e| e.to_string()).unwrap()
+    };
     // Another grid.
     let other = Model { n: [12, 11], ..walls };
-    let domains = Domains::new(other.decompose(2, None).unwrap(), vec![Host; 2]).unwrap();
-    assert!(err(DomainSolver::new(&domains, walls, &q0)).contains("decompose `n`"));
-    // Periodic axes that are not the model's.
+    let e = err(other.decompose(2, None).unwrap());
+    assert!(e.contains("[12, 11]") && e.contains("whole grid"), "{e}");
+    // A periodic axis that is not the model's: the walls asked along it are refused.
     let periodic = model([Edge::Periodic, Edge::Wall]);
-    let domains = Domains::new(periodic.decompose(2, None).unwrap(), vec![Host; 2]).unwrap();
-    assert!(err(DomainSolver::new(&domains, walls, &q0)).contains("periodic"));
-    // A state of another shape.
-    let domains = Domains::new(walls.decompose(2, None).unwrap(), vec![Host; 2]).unwrap();
-    assert!(err(DomainSolver::new(&domains, walls, &initial(&other, 1))).contains("initial state"));
+    let mut solver = Solver::new(Distributed::host(periodic.decompose(2, None).unwrap()).unwrap(), walls, &q0).unwrap();
+    let e = solver.cfl_step(None).unwrap_err().to_string();
+    assert!(e.contains("makes periodic"), "{e}");
     // Subdomains thinner than the halo, and a grid of the wrong count.
     let e = walls.decompose(7, Some([7, 1])).unwrap_err().to_string();
     assert!(e.contains("axis 0"), "{e}");
     assert!(walls.decompose(4, Some([3, 1])).is_err());
-}
-
-/// The single-domain `Solver`, unchanged, on the distributed executor (2D): the same cells and
-/// time steps for every process grid and edge set.
-#[test]
-fn the_single_domain_solver_on_the_distributed_executor_equals_it() {
-    use stencil_runtime::{Distributed, Overlap};
-    for (e, edges) in EDGES.into_iter().enumerate() {
-        let m = model(edges);
-        let q0 = initial(&m, e as u64);
-        let ((cells, dts), t_end) = single(m, &q0, 3.6);
-        for (g, grid) in GRIDS.into_iter().enumerate() {
-            let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
-            let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
-            let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
-            let mut solver = Solver::new(exec, m, &q0).unwrap();
-            let mut dts_d = Vec::new();
-            while stencil_examples::swe::running(solver.t, t_end) {
-                dts_d.push(solver.cfl_step(Some(t_end)).unwrap().to_bits());
-            }
-            let what = format!("{edges:?} grid {grid:?} {overlap:?}, executor");
-            assert_eq!(bits(&solver.state().unwrap()), cells, "{what}: cells differ");
-            assert_eq!(dts_d, dts, "{what}: time steps differ");
-        }
-    }
 }
