@@ -28,7 +28,7 @@
 //! [`Column`] is written once against [`Executor`]: the host, or a GPU (one thread per column).
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Domains, Executor, LaunchError};
+use stencil_runtime::{Executor, LaunchError};
 
 /// Upward elimination of the Thomas algorithm for `x = t` and `x = qv` at once.
 #[stencil(sweep = forward)]
@@ -169,6 +169,18 @@ impl<F> State<F> {
     pub fn map<G>(&self, mut f: impl FnMut(&F) -> G) -> State<G> {
         State { t: f(&self.t), qv: f(&self.qv), qc: f(&self.qc), qr: f(&self.qr), p: f(&self.p), rho: f(&self.rho) }
     }
+
+    /// Each field through `f`, stopping at the first error.
+    pub fn try_map<G, Err>(&self, mut f: impl FnMut(&F) -> Result<G, Err>) -> Result<State<G>, Err> {
+        Ok(State {
+            t: f(&self.t)?,
+            qv: f(&self.qv)?,
+            qc: f(&self.qc)?,
+            qr: f(&self.qr)?,
+            p: f(&self.p)?,
+            rho: f(&self.rho)?,
+        })
+    }
 }
 
 /// A moist, conditionally unstable atmosphere at rest: hydrostatic pressure and density of an
@@ -262,34 +274,6 @@ impl<E: Executor> Column<E> {
         let fields = (&s.p, &s.rho, &mut s.t, &mut s.qv, &mut s.qc, &mut s.qr, &mut self.rain_out);
         exec.run(&range, WarmRain, (dt, self.dz, fields.0, fields.1, fields.2, fields.3, fields.4, fields.5, fields.6))
     }
-}
-
-/// The column model over the local subdomains of `domains`, one [`Column`] each, started from
-/// the parts of the global state `initial`. The columns are independent, so the subdomains
-/// exchange nothing; but a sweep walks the levels of its own range, so the decomposition must
-/// keep columns whole (a process grid of 1 along the vertical axis): anything else is an error.
-pub fn decomposed<E: Executor>(
-    domains: &Domains<E, 3>,
-    initial: &State<Field3<f64>>,
-    diffusivity: f64,
-    dz: f64,
-) -> Result<Vec<Column<E>>, Box<dyn std::error::Error>> {
-    let grid = domains.decomposition().grid();
-    if grid[2] != 1 {
-        return Err(format!(
-            "the column model needs whole columns, but the process grid {grid:?} splits the vertical axis into {} \
-             parts: split x and y only (e.g. --grid {},{},1)",
-            grid[2],
-            grid[0],
-            grid[1] * grid[2]
-        )
-        .into());
-    }
-    domains
-        .subdomains()
-        .zip(domains.execs())
-        .map(|(sub, exec)| Ok(Column::new(exec, &initial.map(|f| sub.part_of(f)), diffusivity, dz)?))
-        .collect()
 }
 
 /// The water in each column, `Σ_k ρ Δz (q_v + q_c + q_r)` (kg/m²), indexed `[i][j]`.
