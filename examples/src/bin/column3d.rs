@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use stencil_examples::column::{column_water, moist_bubble, Column, State};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{OnExecutor, PlacementArgs, Processes};
+use stencil_examples::placement::{check_fits, Footprint, Memory, OnExecutor, PlacementArgs, Processes};
 use stencil_runtime::{Decomposition, Executor, Field3, Loop3D, Overlap};
 
 /// A moist bubble raining out: implicit vertical diffusion and warm rain in every column.
@@ -74,6 +74,12 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
             Some(Decomposition::with_grid(n, domains, grid, [false; 3], [0, 0, 1])?)
         }
     };
+    // Six state fields, three scratch fields and the rain flux on the executor (f64), the initial
+    // and the final state on the host.
+    let footprint = Footprint { executor: 10 * 8, host: 12 * 8 };
+    let memory = Memory::of_this_machine(target);
+    let ranks = processes.world().size();
+    check_fits(target, decomposition.as_ref(), n, [0, 0, 1], footprint, &memory, ranks)?;
     let initial = moist_bubble(n, args.dz);
     let job = Rain { initial: &initial, args };
     let (ground_rain, state, seconds) = processes.on_executor(target, decomposition, Overlap::None, "column3d", job)?;

@@ -15,7 +15,9 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{parse_grid_of, print_decomposition, OnExecutor, PlacementArgs, Processes};
+use stencil_examples::placement::{
+    check_fits, parse_grid_of, print_decomposition, Footprint, Memory, OnExecutor, PlacementArgs, Processes,
+};
 use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
 use stencil_runtime::{Executor, Field2, Overlap};
 
@@ -93,6 +95,12 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let model = Model { n: [args.size; 2], dx: [dx; 2], edges: [Edge::Wall; 2], cfl: args.cfl };
     // Decompose before anything runs, so that a grid that does not fit is reported at once.
     let decomposition = target.domains().map(|n| model.decompose(n, args.grid)).transpose()?;
+    // The state and two stage states on the executor (nine f64 fields), the initial and the final
+    // state on the host.
+    let footprint = Footprint { executor: 9 * 8, host: 6 * 8 };
+    let memory = Memory::of_this_machine(target);
+    let ranks = processes.world().size();
+    check_fits(target, decomposition.as_ref(), model.n, model.shape().halo_widths(), footprint, &memory, ranks)?;
     let q0 = model.initial(circular_dam(args.radius, args.h_in, args.h_out));
     println!(
         "swe2d: {n}x{n} cells of {dx:.4} m ({len} m basin, walls), dam r = {r} m, h = {hi} m inside, {ho} m \
