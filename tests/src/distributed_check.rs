@@ -164,6 +164,13 @@ pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> 
         if interior_bits(&many.u) != interior_bits(&one.u) || interior_bits(&many.v) != interior_bits(&one.v) {
             return Err(format!("{case:?}, {overlap:?}: the distributed run differs from one domain"));
         }
+        // The download holds the global halo too (from the parts next to the grid's edge).
+        let whole = |f: &Field<f64, 3>| -> Vec<u64> {
+            f.read_range(&Loop3D::whole(f.shape())).expect("whole").into_iter().map(f64::to_bits).collect()
+        };
+        if whole(&many.u) != whole(&one.u) {
+            return Err(format!("{case:?}, {overlap:?}: the downloaded halo differs from one domain's"));
+        }
         if many.peaks.iter().map(|p| p.to_bits()).ne(one.peaks.iter().map(|p| p.to_bits())) {
             return Err(format!("{case:?}, {overlap:?}: reductions {:?} vs {:?}", many.peaks, one.peaks));
         }

@@ -164,11 +164,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     // The clock starts after the first step, which prepares the kernels (compiles them on a
     // GPU); the next step's time-step download waits for it.
     // (After a restart, the first step run is the restart's.)
+    // It stops after the last step is issued, before the final state is downloaded: each
+    // step's time-step download waits for the step before it.
     let clock = std::cell::Cell::new(Instant::now());
+    let stop = std::cell::Cell::new(None::<Instant>);
     let first = std::cell::Cell::new(None);
     let progress = |step: usize, t: f64| {
         bar.set_position((1000.0 * t / args.t_end) as u64);
         bar.set_message(format!("{t:.4} (step {step})"));
+        stop.set(Some(Instant::now()));
         if first.get().is_none() {
             first.set(Some(step));
             clock.set(Instant::now());
@@ -192,7 +196,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if processes.world().rank() != 0 {
         return Ok(()); // every rank holds the state; rank 0 reports it and writes the picture
     }
-    let seconds = clock.get().elapsed().as_secs_f64();
+    let seconds = stop.get().map_or(0.0, |t| (t - clock.get()).as_secs_f64()).max(1e-9);
     let cells = (args.size as f64).powi(3);
     let first = first.get().unwrap_or(1);
     let timed = steps.saturating_sub(first).max(1);

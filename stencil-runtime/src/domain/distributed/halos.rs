@@ -24,7 +24,8 @@ pub(super) struct Settle<'h, const D: usize> {
     pub(super) fill: bool,
     /// How far the stencil reads it per axis (for the overlap's inner region).
     pub(super) reach: [usize; D],
-    pub(super) name: String,
+    /// The field's and the stencil's names, for messages.
+    pub(super) name: (&'static str, &'static str),
 }
 
 impl<'h, const D: usize> Settle<'h, D> {
@@ -36,7 +37,7 @@ impl<'h, const D: usize> Settle<'h, D> {
         exec: &Distributed<E, G>,
         head: &'h Head<D>,
         info: &FieldInfo,
-        stencil: &str,
+        stencil: &'static str,
         all: bool,
     ) -> Result<Option<Self>, LaunchError> {
         let d = exec.domains_of::<D>()?.decomposition();
@@ -55,7 +56,7 @@ impl<'h, const D: usize> Settle<'h, D> {
             return Ok(None);
         }
         let current = head.depth();
-        let name = format!("`{}` of stencil `{stencil}`", info.name);
+        let name = (info.name, stencil);
         let Some(sides) = pending else {
             let stale = (0..D).any(|a| need[a] > current[a]);
             let depth = std::array::from_fn(|a| need[a].max(current[a].min(halo[a])));
@@ -90,7 +91,8 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             let mut ex = HaloExchange::new(domains);
             ex.set_wrap(same(wrap));
             for f in fields {
-                ex.append_erased(f.name.clone(), f.head.element, f.head.elem_bytes, same(f.depth));
+                let name = format!("`{}` of stencil `{}`", f.name.0, f.name.1);
+                ex.append_erased(name, f.head.element, f.head.elem_bytes, same(f.depth));
             }
             ex
         });
@@ -119,6 +121,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         args: &mut S::Args<'_, Self>,
         list: &[Settle<'_, D>],
     ) -> Result<(), LaunchError> {
+        let _span = tracing::debug_span!(target: "stencil::distributed", "settle", fields = list.len()).entered();
         let mut groups: Vec<([bool; D], Vec<&Settle<'_, D>>)> = Vec::new();
         for s in list.iter().filter(|s| s.needs_exchange()) {
             match groups.iter_mut().find(|(w, _)| *w == s.wrap) {
@@ -153,7 +156,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         let halo = head.global.halo_widths();
         let wrap = std::array::from_fn(|a| d.periodic()[a] && sides[a].contains(&Some(HaloFill::Periodic)));
         let depth = std::array::from_fn(|a| if exchanged(d, a) { halo[a] } else { 0 });
-        let s = Settle { head, depth, wrap, fill: true, reach: [0; D], name: "the field read".into() };
+        let s = Settle { head, depth, wrap, fill: true, reach: [0; D], name: ("the field read", "read_range") };
         if s.needs_exchange() {
             self.exchange(state, &[&s], wrap)?;
         }
@@ -169,6 +172,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         parts: &mut [E::Field<T, D>],
         sides: Sides<D>,
     ) -> Result<(), LaunchError> {
+        let _span = tracing::debug_span!(target: "stencil::distributed", "fill").entered();
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
         for (i, (s, part)) in domains.subdomains().zip(parts).enumerate() {

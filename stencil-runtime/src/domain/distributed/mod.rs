@@ -230,9 +230,15 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     }
 
     fn check_home(&self, home: usize, what: &str, field: &str) -> Result<(), LaunchError> {
+        self.check_home_with(home, || (what.to_string(), field.to_string()))
+    }
+
+    /// [`Distributed::check_home`] with the names made only for the error.
+    fn check_home_with(&self, home: usize, names: impl FnOnce() -> (String, String)) -> Result<(), LaunchError> {
         if home == self.inner.home {
             return Ok(());
         }
+        let (what, field) = names();
         Err(LaunchError::Decomposition(format!(
             "{what}: {field} is not a field of this distributed executor ({}): allocate it with this executor's \
              `alloc` or `upload` (fields of another executor or decomposition cannot be mixed)",
@@ -356,19 +362,62 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     }
 
     /// The global field on every rank, halo included: each point from the part that owns it
-    /// ([`Executor::read_range`] over the whole field, after the fills asked for).
+    /// (the global halo from the parts next to it, after the fills asked for). Each part is
+    /// downloaded whole and its box copied row by row; over ranks, rank 0 assembles the field and
+    /// sends it to every rank.
     fn download<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<Field<T, D>, LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let d = domains.decomposition();
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "download", "its field")?;
+        self.settle_field(&mut state, field)?;
         let like = field.head().global;
-        let values = self.read_range(field, &Loop::whole(&like))?;
-        let (h, n) = (like.halo_widths(), like.extent());
-        Ok(Field::try_from_fn(like, |g| {
-            let (mut at, mut stride) = (0, 1);
-            for a in 0..D {
-                at += (g[a] + h[a] as isize) as usize * stride;
-                stride *= n[a];
+        let whole = Loop::whole(&like);
+        let mut global = Field::try_zeros(like)?;
+        // Copies the box of `part` (a host copy of subdomain `s`'s part) that `s` owns.
+        let place = |s: &Subdomain<D>, part: &Field<T, D>, global: &mut Field<T, D>| -> Result<(), LaunchError> {
+            if let Some(local) = cut(&whole, &like, s, d.grid()) {
+                let values = part.read_box(local.begin(), local.len_per_axis())?;
+                global.write_box(
+                    std::array::from_fn(|a| local.begin()[a] + s.offset[a]),
+                    local.len_per_axis(),
+                    &values,
+                )?;
             }
-            values[at]
-        })?)
+            Ok(())
+        };
+        // SAFETY: the lock is held.
+        let parts = unsafe { field.parts_shared() };
+        let mut mine = Vec::new();
+        for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(parts) {
+            let host = exec.download(part)?;
+            place(&s, &host, &mut global)?;
+            to_le_bytes(host.as_slice(), &mut mine);
+        }
+        let world = domains.world();
+        if world.size() == 1 {
+            return Ok(global);
+        }
+        // Rank 0 places every rank's parts and sends the whole field to every rank.
+        let per_rank = domains.execs().len();
+        if let Some(all) = world.gather_bytes(&mine) {
+            for (rank, bytes) in all.iter().enumerate().skip(1) {
+                let mut rest = &bytes[..];
+                for s in d.subdomains().skip(rank * per_rank).take(per_rank) {
+                    let shape = s.shape(&like);
+                    let (values, tail) = rest.split_at(shape.len() * std::mem::size_of::<T>());
+                    rest = tail;
+                    let mut host = Field::try_zeros(shape)?;
+                    host.as_mut_slice().copy_from_slice(&from_le_bytes::<T>(values));
+                    place(&s, &host, &mut global)?;
+                }
+            }
+        }
+        let mut bytes = Vec::new();
+        to_le_bytes(global.as_slice(), &mut bytes);
+        world.broadcast_bytes(&mut bytes);
+        global.as_mut_slice().copy_from_slice(&from_le_bytes::<T>(&bytes));
+        Ok(global)
     }
 
     /// Copies every part, halos and pending fills included.
@@ -474,6 +523,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         strategy: Option<Strategy>,
         mut args: S::Args<'_, Self>,
     ) -> Result<(), LaunchError> {
+        let _span = tracing::debug_span!(target: "stencil::distributed", "run", stencil = S::INFO.name).entered();
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
         let mut state = self.lock()?;
@@ -489,8 +539,8 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 match a {
                     ArgValue::Field { shape, ptr, home } => {
                         let info = infos.next().expect("one FieldInfo per field parameter");
-                        let what = format!("stencil `{}`", S::INFO.name);
-                        self.check_home(home, &what, &format!("field `{}`", info.name))?;
+                        let names = || (format!("stencil `{}`", S::INFO.name), format!("field `{}`", info.name));
+                        self.check_home_with(home, names)?;
                         shapes.push((info.name, shape));
                         heads.push((info, ptr as *const Head<D>));
                     }
@@ -596,7 +646,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let d = domains.decomposition();
         let _lock = self.lock()?;
         for (k, (f, fills)) in jobs.iter().enumerate() {
-            self.check_home(f.head().home, "fill_halos", &format!("field {k} of the call"))?;
+            self.check_home_with(f.head().home, || ("fill_halos".into(), format!("field {k} of the call")))?;
             for (a, sides) in fills.iter().enumerate() {
                 for fill in sides.iter().flatten() {
                     let periodic = *fill == HaloFill::Periodic;
