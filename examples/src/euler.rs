@@ -45,7 +45,7 @@
 //! - *fused*: one stencil per cell reconstructs the six faces, solves the Riemann problems and
 //!   applies the RK combination. It reads `q` (radius 2 along each axis) and `q_n` and writes
 //!   `q_out`: 15 fields of traffic. Its primitive state and face fluxes are point functions
-//!   (`let fx = |p: Idx3| ...;`, see the README), so the CPU nest and the GPU's default (depot)
+//!   (`let fx = |p: Idx3| ...;`, see the guide's chapter on writing stencils), so the CPU nest and the GPU's default (depot)
 //!   kernel solve each face about once; a GPU strategy that inlines them solves every face twice
 //!   (once by each neighbour).
 //! - *split*: a face-flux stencil per axis writes the flux at `i+1/2` into 5 fields (one extra

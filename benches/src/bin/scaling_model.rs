@@ -45,7 +45,7 @@ const SLAB_FIXED_US: f64 = 6.0;
 /// `STENCIL_TRANSPORT=nccl`, 2026-11-24): (stencil, quantity, measured with peer copies in one
 /// process, measured over NCCL between two ranks). Weak: 512³ per GPU; strong: 512³ on 2 GPUs;
 /// "overlap" is the faster divided mode; where repeated runs gave a range, its lower end (the
-/// README's table of that run gives the ranges).
+/// scaling page of the performance docs gives the ranges).
 const MEASURED_2GPU: [(&str, &str, f64, f64); 8] = [
     ("diffusion 7-point f32", "weak, no overlap", 0.861, 0.919),
     ("diffusion 7-point f32", "weak, overlap", 0.981, 0.970),

@@ -21,7 +21,7 @@ impl Gpu {
     /// [`crate::steps::sweep_lengths`]) and refuses a stencil or a pair that cannot run so
     /// ([`LaunchError::StepPair`]); `None` runs the steps one by one, as `run_steps` does (on an
     /// H100 the best tiling of the 7-point diffusion is within 2% of the best single steps and
-    /// the others are slower: see the README's "Several steps per sweep").
+    /// the others are slower: see the guide's GPU chapter, "Several steps per sweep").
     ///
     /// A stencil runs several steps per sweep when it is 3D, reads the pair's first field (and
     /// does not write it), writes the second and no other field, writes it at every point and

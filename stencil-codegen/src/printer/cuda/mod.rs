@@ -85,7 +85,7 @@ pub enum Strategy {
 impl Strategy {
     /// The strategy the runtime picks when none is given: for 3D stencils the depot kernel where
     /// they have point functions (the Euler stage with point functions: 1.8× the inlined form,
-    /// see the README's "Point functions"), else z-marching with 16-byte accesses (the fastest
+    /// see the guide's chapter on writing stencils, "Point functions"), else z-marching with 16-byte accesses (the fastest
     /// strategy in every `gpu_bench` measurement; see "What the GPU rewards"); one thread per
     /// point for 1D and 2D, where there is no third axis to march along.
     pub fn default_for(ir: &StencilIr) -> Strategy {
