@@ -142,3 +142,17 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         eprintln!("grid {grid:?}: the single-domain run on the distributed executor is bit-equal to the host");
     }
 }
+
+/// The halo traffic of a step: `u` is exchanged once per step (the region launches read it, none
+/// writes it), `eta` never (uploaded current, read around a point, never written).
+#[test]
+fn a_step_exchanges_u_once() {
+    let mut m = model();
+    m.steps = 6;
+    let d = m.decompose(4, Some([2, 2, 1])).unwrap();
+    let exec = Distributed::host(d).unwrap();
+    run::<_, f32>(&exec, &RegionStrategies::default(), &m, None, |_| {}).unwrap();
+    // Uploaded fields are current: the first step exchanges nothing, every later one `u` (the
+    // previous step wrote it, as `u_prev`, before the swap).
+    assert_eq!(exec.exchanges(), m.steps - 1, "exchanges in {} steps", m.steps);
+}
