@@ -255,22 +255,25 @@ pub fn check_fits<const D: usize>(
     ))
 }
 
-/// Where to run: flattened into each example's options (`#[command(flatten)]`).
+/// Where to run: flattened into each example's options (`#[command(flatten)]`). Each option can
+/// come from the environment too (`STENCIL_GPU`, `STENCIL_DOMAINS`, `STENCIL_GPUS`,
+/// `STENCIL_GRID`; the command line wins), so a batch script can place a run without changing
+/// its command.
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
 pub struct PlacementArgs {
     /// Run on this GPU (needs a build with `--features cuda`).
-    #[arg(long)]
+    #[arg(long, env = "STENCIL_GPU")]
     pub gpu: Option<usize>,
     /// Split the grid over N host subdomains (halo exchange between them).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "STENCIL_DOMAINS")]
     pub domains: Option<usize>,
     /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
     /// build with `--features cuda`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "STENCIL_GPUS")]
     pub gpus: Option<usize>,
     /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
     /// N). Chosen for the least halo surface when not given.
-    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid)]
+    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid, env = "STENCIL_GRID")]
     pub grid: Option<[usize; 3]>,
 }
 
@@ -281,7 +284,7 @@ pub struct OverlapArgs {
     /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
     /// travel, then the boundary slabs) or two (the slabs first, then the inner region while
     /// their halos travel). Default: the model's fastest measured mode ([`OverlapArgs::or`]).
-    #[arg(long, value_parser = stencil_runtime::Overlap::parse)]
+    #[arg(long, value_parser = stencil_runtime::Overlap::parse, env = "STENCIL_OVERLAP")]
     pub overlap: Option<stencil_runtime::Overlap>,
 }
 

@@ -43,3 +43,24 @@ fn a_grid_that_splits_the_columns_is_refused() {
     let (ok, text) = run(&["--size", "8", "--levels", "8", "--steps", "1", "--domains", "2", "--grid", "1,1,2"]);
     assert!(!ok && text.contains("sweeps its columns along axis 2") && text.contains("1 along axis 2"), "{text}");
 }
+
+#[test]
+fn the_placement_can_come_from_the_environment() {
+    let out = std::env::temp_dir().join(format!("column3d-env-{}", std::process::id()));
+    let args = ["--size", "12", "--levels", "8", "--steps", "2", "--out", out.to_str().unwrap()];
+    let run_with = |vars: &[(&str, &str)], extra: &[&str]| {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_column3d"));
+        cmd.args(args).args(extra).envs(vars.iter().copied());
+        let out = cmd.output().expect("column3d runs");
+        (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+    };
+    let (ok, text) = run_with(&[("STENCIL_DOMAINS", "4"), ("STENCIL_GRID", "2,2,1")], &[]);
+    assert!(ok && text.contains("process grid [2, 2, 1]"), "{text}");
+    // The command line wins over the environment.
+    let (ok, text) = run_with(&[("STENCIL_DOMAINS", "4")], &["--domains", "3"]);
+    assert!(ok && text.contains("process grid [1, 3, 1]"), "{text}");
+    // A malformed value is a message and a non-zero exit.
+    let (ok, text) = run_with(&[("STENCIL_GPUS", "two")], &[]);
+    assert!(!ok && text.contains("invalid value 'two'"), "{text}");
+    std::fs::remove_dir_all(&out).ok();
+}

@@ -51,19 +51,19 @@ struct Args {
     #[arg(long, default_value = "swe2d-out")]
     out: PathBuf,
     /// Run on this GPU (needs a build with `--features cuda`).
-    #[arg(long)]
+    #[arg(long, env = "STENCIL_GPU")]
     gpu: Option<usize>,
     /// Split the grid over N host subdomains (over the MPI ranks of `mpiexec -n R` with the `mpi`
     /// feature, N a multiple of R).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "STENCIL_DOMAINS")]
     domains: Option<usize>,
     /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
     /// build with `--features cuda`).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", env = "STENCIL_GPUS")]
     gpus: Option<usize>,
     /// Process grid of the subdomains, e.g. 2,3 or 2x3 (with --domains or --gpus; its product
     /// must be N). Chosen for the least halo surface when not given.
-    #[arg(long, value_name = "PX,PY", value_parser = parse_grid_of::<2>)]
+    #[arg(long, value_name = "PX,PY", value_parser = parse_grid_of::<2>, env = "STENCIL_GRID")]
     grid: Option<[usize; 2]>,
     /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
     #[command(flatten)]
