@@ -370,15 +370,15 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
             c.push("traces", &recorded)?;
             plan.save(&c, s + 1)?;
         }
-        if s == start && model.steps > start + 1 {
-            // The first step prepares the kernels: not timed, as in the model's run.
+        if s + 1 == start + acoustic::WARM_UP.min(model.steps - start - 1) {
+            // The first steps prepare the kernels: not timed, as in the model's run.
             exec.synchronize()?;
             clock = std::time::Instant::now();
         }
     }
     exec.synchronize()?;
     let seconds = clock.elapsed().as_secs_f64();
-    let timed_steps = (model.steps - start).saturating_sub(1).max(1);
+    let timed_steps = (model.steps - start).saturating_sub(acoustic::WARM_UP).max(1);
     let last = state.wavefields(exec)?;
     let traces = model.receiver_traces(traces)?;
     Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))

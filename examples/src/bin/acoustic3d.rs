@@ -209,9 +209,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     let points = total.iter().product::<usize>();
     println!(
-        "{} steps; steps 2..{} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; the first \
-         step prepares the kernels and is not timed)",
+        "{} steps; steps {}..{} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; the first \
+         steps prepare the kernels and are not timed)",
         model.steps,
+        model.steps + 1 - run.timed_steps,
         model.steps,
         run.seconds,
         (points * run.timed_steps) as f64 / run.seconds / 1e9,
