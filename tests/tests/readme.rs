@@ -8,20 +8,29 @@ fn first_block_after<'a>(text: &'a str, marker: &str, fence: &str) -> Vec<&'a st
     text[from..].lines().skip_while(|l| *l != fence).skip(1).take_while(|l| !l.starts_with("```")).collect()
 }
 
-#[test]
-fn the_readme_quickstart_is_the_runtime_doctest() {
+/// The README and the module docs (`//!` lines, their marker removed) of the file `path`.
+fn readme_and_docs(path: &str) -> (String, String) {
     let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
     let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
-    let lib = std::fs::read_to_string(format!("{root}/stencil-runtime/src/lib.rs")).expect("lib.rs");
-    let lib_text: String = lib
+    let source = std::fs::read_to_string(format!("{root}/{path}")).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let docs = source
         .lines()
         .filter_map(|l| l.strip_prefix("//!"))
         .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
         .collect();
-    let in_readme = first_block_after(&readme, "## Quickstart\n", "```rust");
-    // The doctest's hidden lines (`# ...`) are not shown in the README.
-    let in_docs: Vec<&str> =
-        first_block_after(&lib_text, "# Quickstart\n", "```").into_iter().filter(|l| !l.starts_with("# ")).collect();
+    (readme, docs)
+}
+
+/// The doctest's lines after `marker`, without its hidden lines (`# ...`, not shown in the README).
+fn doctest_after<'a>(docs: &'a str, marker: &str) -> Vec<&'a str> {
+    first_block_after(docs, marker, "```").into_iter().filter(|l| !l.starts_with("# ")).collect()
+}
+
+#[test]
+fn the_readme_quickstart_is_the_runtime_doctest() {
+    let (readme, docs) = readme_and_docs("stencil-runtime/src/lib.rs");
+    let (in_readme, in_docs) =
+        (first_block_after(&readme, "## Quickstart\n", "```rust"), doctest_after(&docs, "# Quickstart\n"));
     assert!(in_docs.len() > 20, "the doctest has {} lines", in_docs.len());
     assert_eq!(
         in_readme, in_docs,
@@ -31,18 +40,9 @@ fn the_readme_quickstart_is_the_runtime_doctest() {
 
 #[test]
 fn the_readme_multi_gpu_program_is_the_distributed_executor_doctest() {
-    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-    let readme = std::fs::read_to_string(format!("{root}/README.md")).expect("README.md");
-    let module =
-        std::fs::read_to_string(format!("{root}/stencil-runtime/src/domain/distributed/mod.rs")).expect("module");
-    let docs: String = module
-        .lines()
-        .filter_map(|l| l.strip_prefix("//!"))
-        .map(|l| format!("{}\n", l.strip_prefix(' ').unwrap_or(l)))
-        .collect();
-    let in_readme = first_block_after(&readme, "## Many GPUs", "```rust");
-    let in_docs: Vec<&str> =
-        first_block_after(&docs, "# Many GPUs\n", "```").into_iter().filter(|l| !l.starts_with("# ")).collect();
+    let (readme, docs) = readme_and_docs("stencil-runtime/src/domain/distributed/mod.rs");
+    let (in_readme, in_docs) =
+        (first_block_after(&readme, "## Many GPUs", "```rust"), doctest_after(&docs, "# Many GPUs\n"));
     assert!((30..=60).contains(&in_docs.len()), "the program has {} lines", in_docs.len());
     assert_eq!(
         in_readme, in_docs,

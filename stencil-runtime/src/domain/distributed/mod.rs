@@ -312,6 +312,37 @@ fn cut<const D: usize>(range: &Loop<D>, global: &Shape<D>, s: &Subdomain<D>, gri
     Some(Loop::within(s.shape(global).extent(), lo, hi))
 }
 
+/// Over several ranks, on rank 0: the bytes every other rank sent for its subdomains (`mine` on
+/// each, its subdomains' in order, `bytes_of` each), handed to `place` subdomain by subdomain.
+/// Every rank calls it.
+fn from_other_ranks<const D: usize>(
+    world: &super::World,
+    d: &Decomposition<D>,
+    per_rank: usize,
+    mine: &[u8],
+    bytes_of: impl Fn(&Subdomain<D>) -> usize,
+    mut place: impl FnMut(&Subdomain<D>, &[u8]) -> Result<(), LaunchError>,
+) -> Result<(), LaunchError> {
+    let Some(all) = world.gather_bytes(mine) else { return Ok(()) };
+    for (rank, bytes) in all.iter().enumerate().skip(1) {
+        let mut rest = &bytes[..];
+        for s in d.subdomains().skip(rank * per_rank).take(per_rank) {
+            let (values, tail) = rest.split_at(bytes_of(&s).min(rest.len()));
+            rest = tail;
+            place(&s, values)?;
+        }
+    }
+    Ok(())
+}
+
+/// Rank 0's `values` on every rank.
+fn share<T: Element>(world: &super::World, values: &mut [T]) {
+    let mut bytes = Vec::new();
+    to_le_bytes(values, &mut bytes);
+    world.broadcast_bytes(&mut bytes);
+    values.copy_from_slice(&from_le_bytes::<T>(&bytes));
+}
+
 /// Over several ranks, a reduction's launches over the local parts fold into the identity, and
 /// the ranks' results combine into the value it held before.
 fn combine_over_ranks(world: &super::World, prev: f64, r: &mut dyn Reducer) {
@@ -400,23 +431,13 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         }
         // Rank 0 places every rank's parts and sends the whole field to every rank.
         let per_rank = domains.execs().len();
-        if let Some(all) = world.gather_bytes(&mine) {
-            for (rank, bytes) in all.iter().enumerate().skip(1) {
-                let mut rest = &bytes[..];
-                for s in d.subdomains().skip(rank * per_rank).take(per_rank) {
-                    let shape = s.shape(&like);
-                    let (values, tail) = rest.split_at(shape.len() * std::mem::size_of::<T>());
-                    rest = tail;
-                    let mut host = Field::try_zeros(shape)?;
-                    host.as_mut_slice().copy_from_slice(&from_le_bytes::<T>(values));
-                    place(&s, &host, &mut global)?;
-                }
-            }
-        }
-        let mut bytes = Vec::new();
-        to_le_bytes(global.as_slice(), &mut bytes);
-        world.broadcast_bytes(&mut bytes);
-        global.as_mut_slice().copy_from_slice(&from_le_bytes::<T>(&bytes));
+        let bytes_of = |s: &Subdomain<D>| s.shape(&like).len() * std::mem::size_of::<T>();
+        from_other_ranks(world, d, per_rank, &mine, bytes_of, |s, values| {
+            let mut host = Field::try_zeros(s.shape(&like))?;
+            host.as_mut_slice().copy_from_slice(&from_le_bytes::<T>(values));
+            place(s, &host, &mut global)
+        })?;
+        share(world, global.as_mut_slice());
         Ok(global)
     }
 
@@ -498,22 +519,16 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         }
         // Rank 0 places every rank's values and sends the whole range to every rank.
         let per_rank = domains.execs().len();
-        if let Some(all) = world.gather_bytes(&mine) {
-            for (rank, bytes) in all.iter().enumerate().skip(1) {
-                let mut rest = &bytes[..];
-                for s in d.subdomains().skip(rank * per_rank).take(per_rank) {
-                    if let Some(local) = cut(range, &global, &s, d.grid()) {
-                        let (values, tail) = rest.split_at(local.points() * std::mem::size_of::<T>());
-                        place(&s, &local, &from_le_bytes::<T>(values), &mut out);
-                        rest = tail;
-                    }
-                }
+        let bytes_of =
+            |s: &Subdomain<D>| cut(range, &global, s, d.grid()).map_or(0, |l| l.points()) * std::mem::size_of::<T>();
+        from_other_ranks(world, d, per_rank, &mine, bytes_of, |s, values| {
+            if let Some(local) = cut(range, &global, s, d.grid()) {
+                place(s, &local, &from_le_bytes::<T>(values), &mut out);
             }
-        }
-        let mut bytes = Vec::new();
-        to_le_bytes(&out, &mut bytes);
-        world.broadcast_bytes(&mut bytes);
-        Ok(from_le_bytes(&bytes))
+            Ok(())
+        })?;
+        share(world, &mut out);
+        Ok(out)
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(
