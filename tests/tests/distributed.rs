@@ -164,3 +164,48 @@ fn misuse_is_an_error_that_says_what_to_change() {
     // Two-divided overlap needs the next launch.
     assert!(exec.clone().with_overlap(Overlap::TwoDivided).is_err());
 }
+
+#[stencil]
+fn blur1(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) {
+    out[idx] = 0.25 * u[idx.ix::<-1>()] + 0.5 * u[idx] + 0.25 * u[idx.ix::<1>()];
+}
+
+#[test]
+fn copies_carry_pending_fills_and_changed_parts_are_stale() {
+    // A 1D periodic line over three subdomains: `copy` takes the source's halo state (its fill
+    // asked for and not done yet), `parts_mut` makes a field stale, and both give the
+    // single-domain bits.
+    let shape = Shape1::new([17]).halo(1);
+    let u0 = Field1::from_fn(shape, |[i]| ((i * 7) % 5) as f64);
+    let exec = Distributed::host(Decomposition::new([17], [3], [true], [1]).unwrap()).unwrap();
+    let all = Loop1D::interior(&shape);
+    let periodic = [Some(HaloFill::Periodic)];
+    // One domain.
+    let (mut u, mut out) = (u0.clone(), Field1::zeros(shape));
+    u.fill_halo(0, HaloFill::Periodic).unwrap();
+    let mut copy = Field1::zeros(shape);
+    Host.copy(&mut copy, &u).unwrap();
+    all.run(Blur1, (&copy, &mut out)).unwrap();
+    // Distributed: the fill is pending when the copy is made.
+    let mut du = exec.upload(&u0).unwrap();
+    exec.fill_halos(&mut [(&mut du, periodic)]).unwrap();
+    let mut dcopy = exec.alloc(shape).unwrap();
+    exec.copy(&mut dcopy, &du).unwrap();
+    let mut dout = exec.alloc(shape).unwrap();
+    exec.run(&all, Blur1, (&dcopy, &mut dout)).unwrap();
+    assert_eq!(exec.download(&dout).unwrap().read_range(&all).unwrap(), out.read_range(&all).unwrap());
+    // Parts changed by hand are stale: the next reader exchanges them.
+    let before = exec.exchanges();
+    for p in dcopy.parts_mut() {
+        p.as_mut_slice().iter_mut().for_each(|v| *v *= 2.0);
+    }
+    exec.run(&all, Blur1, (&dcopy, &mut dout)).unwrap();
+    assert_eq!(exec.exchanges(), before + 1, "parts_mut makes the field stale");
+    // The downloaded halo is the one filled on one domain (the periodic wrap).
+    let got = exec.download(&du).unwrap();
+    assert_eq!(got.read_range(&Loop1D::whole(&shape)).unwrap(), u.read_range(&Loop1D::whole(&shape)).unwrap());
+    // The interior on rank 0 only, halo zero.
+    let gathered = exec.gather(&du).unwrap().expect("one process is rank 0");
+    assert_eq!(gathered.read_range(&all).unwrap(), u.read_range(&all).unwrap());
+    assert_eq!(gathered.get([-1]), Some(0.0));
+}
