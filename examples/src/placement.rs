@@ -119,14 +119,6 @@ impl Processes {
         bin: &str,
         job: J,
     ) -> Result<J::Output, Box<dyn std::error::Error>> {
-        let rebuild = |flag: &str| -> Box<dyn std::error::Error> {
-            format!(
-                "{flag}: this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features \
-                 cuda --bin {bin} -- {flag}`"
-            )
-            .into()
-        };
-        let _ = &rebuild;
         if target.domains().is_some() && decomposition.is_none() {
             return Err("a decomposed run needs its decomposition".into());
         }
@@ -141,9 +133,11 @@ impl Processes {
             #[cfg(feature = "cuda")]
             (Target::Gpu(ordinal), _) => job.run(&stencil_runtime::cuda::Gpu::new(ordinal)?),
             #[cfg(not(feature = "cuda"))]
-            (Target::GpuDomains(_), _) => Err(rebuild("--gpus 2")),
-            #[cfg(not(feature = "cuda"))]
-            (Target::Gpu(_), _) => Err(rebuild("--gpu 0")),
+            (Target::GpuDomains(_) | Target::Gpu(_), _) => Err(format!(
+                "this build has no GPU support: rebuild with `cargo run --release -p stencil-examples --features cuda \
+                 --bin {bin}` (--gpu N, --gpus N)"
+            )
+            .into()),
             _ => job.run(&Host),
         }
     }
