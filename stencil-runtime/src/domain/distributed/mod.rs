@@ -420,12 +420,14 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         // SAFETY: the lock is held.
         let parts = unsafe { field.parts_shared() };
         let mut mine = Vec::new();
+        let world = domains.world();
         for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(parts) {
             let host = exec.download(part)?;
             place(&s, &host, &mut global)?;
-            to_le_bytes(host.as_slice(), &mut mine);
+            if world.size() > 1 {
+                to_le_bytes(host.as_slice(), &mut mine);
+            }
         }
-        let world = domains.world();
         if world.size() == 1 {
             return Ok(global);
         }
@@ -506,14 +508,16 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         // SAFETY: the lock is held.
         let parts = unsafe { field.parts_shared() };
         let mut mine = Vec::new();
+        let world = domains.world();
         for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(parts) {
             if let Some(local) = cut(range, &global, &s, d.grid()) {
                 let values = exec.read_range(part, &local)?;
                 place(&s, &local, &values, &mut out);
-                to_le_bytes(&values, &mut mine);
+                if world.size() > 1 {
+                    to_le_bytes(&values, &mut mine);
+                }
             }
         }
-        let world = domains.world();
         if world.size() == 1 {
             return Ok(out);
         }
