@@ -55,7 +55,7 @@ fn host_grids<T: Wave>() {
     assert!(max > 0.0 && corner != 0.0 && trace_max > 0.0, "the wavefront has not reached the PML corner");
     for (g, grid) in GRIDS.into_iter().enumerate() {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
-        let overlap = [Overlap::None, Overlap::OneDivided][g % 2];
+        let overlap = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided][g % 3];
         let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
         let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
         assert_same(&format!("grid {grid:?}, {overlap:?}"), &out, &reference);

@@ -73,7 +73,7 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
     let grids = [[2, 1, 1], [1, 3, 1], [1, 1, 2], [2, 2, 1], [1, 2, 2]];
     for (case, grid) in grids.into_iter().enumerate() {
         let model = acoustic_model(&mut rng, 2 * n);
-        let overlap = [Overlap::None, Overlap::OneDivided][rng.below(2)];
+        let overlap = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided][rng.below(3)];
         let single = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
         let on = |grid: [usize; 3]| {
             let d = model.decompose(grid.iter().product(), Some(grid)).unwrap();

@@ -8,7 +8,7 @@ use stencil_examples::diffusion::{halo, simulate, Real, Setup};
 use stencil_runtime::{Decomposition, Distributed, Field3, Host, LaunchError, Order, Overlap};
 
 /// The overlap modes of the distributed executor.
-const MODES: [Overlap; 2] = [Overlap::None, Overlap::OneDivided];
+const MODES: [Overlap; 3] = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided];
 
 /// A small xorshift generator: the same cases on every run, no dependency.
 struct Rng(u64);
@@ -65,7 +65,7 @@ fn check<T: Real>(order: Order) {
         let steps = 5 + case % 3;
         // Every overlap mode: the same bits (the step's regions run in another order).
         let setup = setup(n, order, steps);
-        let mode = MODES[case % 2];
+        let mode = MODES[case % 3];
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the case's grid fits");
         let exec = Distributed::host(d).unwrap().with_overlap(mode).unwrap();
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");

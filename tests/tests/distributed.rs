@@ -161,8 +161,6 @@ fn misuse_is_an_error_that_says_what_to_change() {
     // A field of another dimension.
     let e = exec.alloc::<f64, 2>(Shape2::new([12, 10])).unwrap_err().to_string();
     assert!(e.contains("2D field") && e.contains("3D grid"), "{e}");
-    // Two-divided overlap needs the next launch.
-    assert!(exec.clone().with_overlap(Overlap::TwoDivided).is_err());
 }
 
 #[stencil]
@@ -208,4 +206,32 @@ fn copies_carry_pending_fills_and_changed_parts_are_stale() {
     let gathered = exec.gather(&du).unwrap().expect("one process is rank 0");
     assert_eq!(gathered.read_range(&all).unwrap(), u.read_range(&all).unwrap());
     assert_eq!(gathered.get([-1]), Some(0.0));
+}
+
+#[test]
+fn two_divided_overlap_moves_the_exchange_into_the_writer() {
+    // Damp writes u, Star13 reads it 2 deep. The first time, Star13 exchanges u; from then on
+    // Damp computes the slabs next to the cuts first and exchanges u itself while its inner
+    // region runs, and Star13 finds u current. The bits are those of one domain.
+    let (exec, shape) = setup([2, 1, 2], [false; 3]);
+    let exec = exec.with_overlap(Overlap::TwoDivided).unwrap();
+    let all = Loop3D::interior(&shape);
+    let u0 = Field3::from_fn(shape, |[i, j, k]| ((i * 5 + j * 3 + k) % 11) as f64);
+    let (mut u, mut w) = (exec.upload(&u0).unwrap(), exec.alloc(shape).unwrap());
+    let (mut hu, mut hw) = (u0.clone(), Field3::zeros(shape));
+    for step in 0..4 {
+        exec.run(&all, Damp, (0.9, &mut u)).unwrap();
+        let after_damp = exec.exchanges();
+        exec.run(&all, Star13, (0.05, &u, &mut w)).unwrap();
+        let after_star = exec.exchanges();
+        match step {
+            0 => assert_eq!((after_damp, after_star), (0, 1), "learning: the reader exchanges"),
+            s => assert_eq!((after_damp, after_star), (s + 1, s + 1), "step {s}: the writer exchanges"),
+        }
+        all.run(Damp, (0.9, &mut hu)).unwrap();
+        all.run(Star13, (0.05, &hu, &mut hw)).unwrap();
+        exec.copy(&mut u, &w).unwrap();
+        hu.as_mut_slice().copy_from_slice(hw.as_slice());
+    }
+    assert_eq!(exec.download(&w).unwrap().read_range(&all).unwrap(), hw.read_range(&all).unwrap());
 }

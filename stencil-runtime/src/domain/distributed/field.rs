@@ -27,7 +27,14 @@ pub(super) struct Head<const D: usize> {
     /// The fills `fill_halos` asked for and not done yet: done before the next launch that reads
     /// the field at an offset or writes it.
     pending: Mutex<Option<Sides<D>>>,
+    /// The launch that wrote the field last: its stencil and the place of the field among the
+    /// fields it writes (what two-divided overlap learns from).
+    writer: Mutex<Option<Writer>>,
 }
+
+/// A written field of a stencil: the stencil (the address of its IR text) and the field's place
+/// among the fields it writes.
+pub(super) type Writer = (usize, usize);
 
 impl<const D: usize> Head<D> {
     pub(super) fn depth(&self) -> [usize; D] {
@@ -69,6 +76,14 @@ impl<const D: usize> Head<D> {
     pub(super) fn take_pending(&self) -> Option<Sides<D>> {
         self.lock_pending().take()
     }
+
+    pub(super) fn writer(&self) -> Option<Writer> {
+        *self.writer.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn set_writer(&self, w: Writer) {
+        *self.writer.lock().unwrap_or_else(|p| p.into_inner()) = Some(w);
+    }
 }
 
 /// A field of the global grid on a [`Distributed`] executor: one part per local subdomain (each of
@@ -101,6 +116,7 @@ impl<F, const D: usize> DistField<F, D> {
             parts: views,
             current: current.map(AtomicUsize::new),
             pending: Mutex::new(None),
+            writer: Mutex::new(None),
         };
         DistField { head, parts: UnsafeCell::new(parts) }
     }
@@ -185,10 +201,17 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, E> for Part {
     }
 }
 
-/// Every written field marked stale.
-pub(super) struct MarkWritten;
+/// Every written field marked stale (its writer recorded), except across the cuts as deep as
+/// `early` says for the written fields whose halos the launch exchanged itself (two-divided).
+pub(super) struct MarkWritten<'a> {
+    /// The stencil (the address of its IR text).
+    pub(super) stencil: usize,
+    /// Per written field (in order), the depth exchanged by the launch, if it was.
+    pub(super) early: &'a [Option<Vec<usize>>],
+    pub(super) next: std::cell::Cell<usize>,
+}
 
-impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>> for MarkWritten {
+impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>> for MarkWritten<'_> {
     fn field<'a, T: Element, const D: usize>(
         &self,
         f: &'a DistField<E::Field<T, D>, D>,
@@ -199,7 +222,32 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>>
         &self,
         f: &'a mut DistField<E::Field<T, D>, D>,
     ) -> &'a mut DistField<E::Field<T, D>, D> {
+        let k = self.next.replace(self.next.get() + 1);
         f.head.make_stale();
+        if let Some(Some(depth)) = self.early.get(k) {
+            f.head.make_current(std::array::from_fn(|a| depth[a]));
+        }
+        f.head.set_writer((self.stencil, k));
+        f
+    }
+}
+
+/// The heads of the written fields, in order.
+pub(super) struct CollectWritten<const D: usize>(pub(super) std::cell::RefCell<Vec<*const Head<D>>>);
+
+impl<E: Executor, const G: usize, const H: usize> FieldMap<Distributed<E, G>, Distributed<E, G>> for CollectWritten<H> {
+    fn field<'a, T: Element, const D: usize>(
+        &self,
+        f: &'a DistField<E::Field<T, D>, D>,
+    ) -> &'a DistField<E::Field<T, D>, D> {
+        f
+    }
+    fn field_mut<'a, T: Element, const D: usize>(
+        &self,
+        f: &'a mut DistField<E::Field<T, D>, D>,
+    ) -> &'a mut DistField<E::Field<T, D>, D> {
+        // The launch's dimension is the collector's (`H == D`): the address is of a `Head<H>`.
+        self.0.borrow_mut().push(&f.head as *const Head<D> as *const Head<H>);
         f
     }
 }

@@ -67,7 +67,7 @@ impl<'h, const D: usize> Settle<'h, D> {
         Ok(Some(Settle { head, depth, wrap, fill: true, reach, name }))
     }
 
-    fn needs_exchange(&self) -> bool {
+    pub(super) fn needs_exchange(&self) -> bool {
         let current = self.head.depth();
         self.wrap.contains(&true) || (0..D).any(|a| self.depth[a] > current[a])
     }

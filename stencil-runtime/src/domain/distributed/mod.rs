@@ -87,7 +87,7 @@ use crate::launch::validate;
 use crate::range::Loop;
 use crate::reduce::{ReduceOp, Reducer};
 use crate::stencil::FieldInfo;
-use field::{Head, MarkWritten, Part};
+use field::{CollectWritten, Head, MarkWritten, Part, Writer};
 use halos::Settle;
 use std::any::Any;
 use std::collections::HashMap;
@@ -120,6 +120,9 @@ struct State<E: Executor, const G: usize> {
     overlap: Overlap,
     built: HashMap<Vec<(&'static str, [usize; G])>, HaloExchange<E, G>>,
     exchanges: usize,
+    /// Two-divided overlap: per written field of a stencil, how deep the next launch read it
+    /// at an offset last time (that launch's writer exchanges it itself from then on).
+    ahead: HashMap<Writer, Vec<usize>>,
 }
 
 impl<E: Executor, const G: usize> Clone for Distributed<E, G> {
@@ -165,20 +168,17 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// builds its own and runs the same program), without overlap.
     pub fn new(domains: Domains<E, G>) -> Self {
         let home = HOME_BASE + NEXT_HOME.fetch_add(1, Ordering::Relaxed);
-        let state = Mutex::new(State { overlap: Overlap::None, built: HashMap::new(), exchanges: 0 });
+        let state =
+            Mutex::new(State { overlap: Overlap::None, built: HashMap::new(), exchanges: 0, ahead: HashMap::new() });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
 
     /// This executor (and its clones) with `overlap` for the launches that need an exchange or a
-    /// fill: [`Overlap::None`] (the default) or [`Overlap::OneDivided`].
+    /// fill: [`Overlap::None`] (the default), [`Overlap::OneDivided`], or [`Overlap::TwoDivided`]:
+    /// one-divided, and besides, a launch whose written field the next launch read at an offset
+    /// last time computes the slabs next to the cuts first and exchanges that field while it
+    /// computes its inner region (the data flow is learned from the launches as they run).
     pub fn with_overlap(self, overlap: Overlap) -> Result<Self, LaunchError> {
-        if overlap == Overlap::TwoDivided {
-            return Err(LaunchError::Decomposition(
-                "Distributed::with_overlap(Overlap::TwoDivided): a launch cannot start the exchange its successor needs \
-                 yet; choose Overlap::None or Overlap::OneDivided (or a CompCommBinder over the Domains)"
-                    .into(),
-            ));
-        }
         self.lock()?.overlap = overlap;
         Ok(self)
     }
@@ -610,9 +610,62 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 }
             }
         }
+        // Two-divided: learn which launch's written field this one reads at an offset, and
+        // whether this launch's written fields are read so next (then it exchanges them itself).
+        let two = state.overlap == Overlap::TwoDivided;
+        let stencil_id = S::IR.as_ptr() as usize;
+        let written_infos: Vec<&FieldInfo> = S::INFO.fields.iter().filter(|f| f.writable).collect();
+        let mut early: Vec<Option<Vec<usize>>> = Vec::new();
+        if two {
+            for s in read.iter().filter(|s| !s.fill && s.needs_exchange()) {
+                if let Some(w) = s.head.writer() {
+                    let depth = state.ahead.entry(w).or_insert_with(|| vec![0; D]);
+                    depth.iter_mut().zip(s.depth).for_each(|(d, n)| *d = (*d).max(n));
+                }
+            }
+            early = (0..written_infos.len()).map(|k| state.ahead.get(&(stencil_id, k)).cloned()).collect();
+        }
         let ranges: Vec<Option<Loop<D>>> = domains.subdomains().map(|s| cut(range, &global, &s, d.grid())).collect();
         let execs = domains.execs();
-        if read.is_empty() || state.overlap == Overlap::None {
+        let empty = Loop::within(global.extent(), [0; D], [0; D]);
+        let whole: Vec<Loop<D>> = ranges.iter().map(|r| r.unwrap_or(empty)).collect();
+        if early.iter().any(Option::is_some) {
+            // The reads first; then the slabs next to the cuts, and the inner regions while the
+            // fields they wrote travel (as deep as their next reader reads them).
+            self.settle::<S, D>(&mut state, &mut args, &read)?;
+            let reach: [usize; D] = std::array::from_fn(|a| early.iter().flatten().map(|d| d[a]).max().unwrap_or(0));
+            let binder = CompCommBinder::new(domains, whole, reach, Overlap::TwoDivided)?
+                .contiguous_axis(global.contiguous_axis());
+            binder.step(
+                domains,
+                &mut args,
+                |args, _| {
+                    let collect = CollectWritten::<D>(std::cell::RefCell::new(Vec::new()));
+                    S::map_args(args, &collect);
+                    let heads = collect.0.into_inner();
+                    let list: Vec<Settle<'_, D>> = heads
+                        .iter()
+                        .zip(&early)
+                        .zip(&written_infos)
+                        .filter_map(|((&h, e), info)| {
+                            let e = e.as_ref()?;
+                            let depth: [usize; D] = std::array::from_fn(|a| e[a]);
+                            // SAFETY: the address of the head of a written field of this launch,
+                            // taken just now from its arguments.
+                            let head = unsafe { &*h };
+                            let name = (info.name, S::INFO.name);
+                            Some(Settle { head, depth, wrap: [false; D], fill: false, reach: depth, name })
+                        })
+                        .collect();
+                    let refs: Vec<&Settle<'_, D>> = list.iter().collect();
+                    self.exchange(&mut state, &refs, [false; D])
+                },
+                |exec, i, r, args| match r.points() {
+                    0 => Ok(()),
+                    _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
+                },
+            )?;
+        } else if read.is_empty() || state.overlap == Overlap::None {
             self.settle::<S, D>(&mut state, &mut args, &read)?;
             for (i, (exec, r)) in execs.iter().zip(&ranges).enumerate() {
                 if let Some(r) = r {
@@ -622,8 +675,6 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         } else {
             // Inner regions meanwhile, then the slabs next to the exchanged (and filled) sides.
             let reach: [usize; D] = std::array::from_fn(|a| read.iter().map(|s| s.reach[a]).max().unwrap_or(0));
-            let empty = Loop::within(global.extent(), [0; D], [0; D]);
-            let whole: Vec<Loop<D>> = ranges.iter().map(|r| r.unwrap_or(empty)).collect();
             let mut binder = CompCommBinder::new(domains, whole, reach, Overlap::OneDivided)?
                 .contiguous_axis(global.contiguous_axis());
             if read.iter().any(|s| s.fill) {
@@ -639,7 +690,8 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 },
             )?;
         }
-        S::map_args(&mut args, &MarkWritten);
+        let exchanged: &[Option<Vec<usize>>] = if early.iter().any(Option::is_some) { &early } else { &[] };
+        S::map_args(&mut args, &MarkWritten { stencil: stencil_id, early: exchanged, next: std::cell::Cell::new(0) });
         if !reductions.is_empty() {
             let world = domains.world();
             let erased = S::erase_args(S::map_args(&mut args, &Same));
