@@ -276,8 +276,9 @@ pub struct PlacementArgs {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct OverlapArgs {
     /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
-    /// travel, then the boundary slabs) or two (the slabs first, then the inner region while
-    /// their halos travel). Default: the model's fastest measured mode ([`OverlapArgs::or`]).
+    /// travel, then the boundary slabs) or two (as one, and a launch whose output the next launch
+    /// reads around a point computes its boundary slabs first and sends their halos while its
+    /// inner region runs). Default: the model's fastest measured mode ([`OverlapArgs::or`]).
     #[arg(long, value_parser = stencil_runtime::Overlap::parse, env = "STENCIL_OVERLAP")]
     pub overlap: Option<stencil_runtime::Overlap>,
 }
