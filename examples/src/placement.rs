@@ -62,11 +62,13 @@ impl Processes {
         Domains::over_ranks(self.world.clone(), d, vec![Host; per_rank.max(1)])
     }
 
-    /// This rank's subdomains of `d` on GPUs: subdomain `i` (of all ranks) on GPU `i % count`
-    /// of the GPUs this process sees (under `mpiexec` on one node, one rank per GPU by default;
-    /// `CUDA_VISIBLE_DEVICES` per rank narrows it). Messages between ranks travel as
-    /// `STENCIL_TRANSPORT` says (`auto`, `mpi`, `nccl`: [`stencil_runtime::Transport`]). Notes on
-    /// stderr when GPUs run several subdomains, and the transport between ranks.
+    /// This rank's subdomains of `d` on GPUs, by its rank among the processes of its node
+    /// ([`World::gpu_ordinals`]): the node's processes take the GPUs this process sees in turn
+    /// (`CUDA_VISIBLE_DEVICES` and Slurm's per-task binding narrow them), sharing them when
+    /// there are more subdomains than GPUs (an error with `STENCIL_OVERSUBSCRIBE=0`). Messages
+    /// between ranks travel as `STENCIL_TRANSPORT` says (`auto`, `mpi`, `nccl`:
+    /// [`stencil_runtime::Transport`]). Notes on stderr when GPUs run several subdomains, and
+    /// the transport between ranks.
     #[cfg(feature = "cuda")]
     pub fn gpu_domains<const D: usize>(
         &self,
@@ -75,17 +77,16 @@ impl Processes {
     ) -> Result<Domains<stencil_runtime::cuda::Gpu, D>, Box<dyn std::error::Error>> {
         use stencil_runtime::cuda::Gpu;
         let count = Gpu::count()?;
-        if count == 0 {
-            return Err("--gpus: the CUDA driver sees no GPU".into());
-        }
         let ranks = self.world.size();
         let per_rank = (d.len() / ranks).max(1);
-        let first = self.world.rank() * per_rank;
-        let gpus = (first..first + per_rank).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
-        if d.len() > count * ranks && self.world.rank() == 0 {
+        let ordinals = self.world.gpu_ordinals(per_rank, count)?;
+        let gpus = ordinals.iter().map(|&g| Gpu::new(g)).collect::<Result<Vec<_>, _>>()?;
+        let node = self.world.node_rank()?;
+        if (node.rank + 1) * per_rank > count {
             eprintln!(
-                "{bin}: note: {} subdomains on {count} GPU(s) per rank: some GPUs run several subdomains",
-                d.len()
+                "{bin}: note: process {} of its node runs {per_rank} subdomain(s) on GPUs {ordinals:?} of {count}: \
+                 some GPUs run several subdomains",
+                node.rank
             );
         }
         let domains =

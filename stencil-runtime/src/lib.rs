@@ -150,7 +150,7 @@ pub use cuda_source::{
 pub use device_args::ArgValue;
 pub use domain::{
     CompCommBinder, Decomposition, DistField, Distributed, Domains, HaloExchange, HaloWidths, Halos, Neighbour,
-    Overlap, PhaseTimes, Subdomain, Transport, World,
+    NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
 };
 pub use error::LaunchError;
 pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};

@@ -116,6 +116,43 @@ fn main() {
                 distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed on GPUs: {e}"));
         }
     }
+    // GPUs by node-local rank: the ranks split into two simulated nodes, in blocks (0, 1 | 2, 3)
+    // and round robin (0, 2 | 1, 3); each node's processes take its GPUs in turn, so no two
+    // processes of a node share one (the global rank modulo the GPU count would put ranks 0 and
+    // 2 of a round-robin node on the same GPU).
+    if n % 2 == 0 {
+        use mpi::topology::Color;
+        let r = world.rank() as usize;
+        for (layout, color) in [("blocks", r / (n as usize / 2)), ("round robin", r % 2)] {
+            let node = world.split_by_color(Color::with_value(color as i32)).expect("a node communicator");
+            let local = stencil_runtime::domain::node_rank_of(&node);
+            let gpus_per_node = n as usize / 2;
+            let mine = local.gpus(1, gpus_per_node, false).unwrap_or_else(|e| panic!("{layout}: {e}"));
+            let all = World::mpi(node.duplicate()).gather_bytes(&[mine[0] as u8]);
+            if let Some(all) = all {
+                let mut got: Vec<u8> = all.into_iter().flatten().collect();
+                got.sort_unstable();
+                assert_eq!(
+                    got,
+                    (0..gpus_per_node as u8).collect::<Vec<_>>(),
+                    "{layout}: one GPU per process of a node"
+                );
+            }
+            // Two subdomains per process on a node with one GPU per process: a process whose two
+            // would go past the node's GPUs is refused unless sharing is allowed.
+            let two = local.gpus(2, gpus_per_node, false);
+            if (local.rank + 1) * 2 <= gpus_per_node {
+                assert_eq!(two, Ok(vec![2 * local.rank, 2 * local.rank + 1]), "{layout}");
+            } else {
+                let e = two.expect_err("more subdomains than GPUs");
+                assert!(e.contains("STENCIL_OVERSUBSCRIBE=1"), "{e}");
+                assert!(local.gpus(2, gpus_per_node, true).is_ok());
+            }
+        }
+    }
+    // On this machine every rank shares one node: the node-local rank is the rank.
+    let here = World::mpi(world.duplicate()).node_rank().expect("node rank");
+    assert_eq!((here.rank, here.size), (world.rank() as usize, Some(n as usize)));
     let total = World::mpi(world.duplicate()).sum(checked as f64);
     if world.rank() == 0 {
         println!("ranks: {n} rank(s), {total} halo and field points checked: OK");

@@ -13,6 +13,7 @@ mod decomposition;
 mod distributed;
 mod domains;
 mod exchange;
+mod node;
 mod reach;
 mod transport;
 mod world;
@@ -22,6 +23,9 @@ pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain}
 pub use distributed::{DistField, Distributed};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::{HaloExchange, PhaseTimes};
+#[cfg(feature = "mpi")]
+pub use node::node_rank_of;
+pub use node::NodeRank;
 pub use reach::{HaloWidths, ReachError};
 pub use transport::Transport;
 #[cfg_attr(not(feature = "nccl"), allow(unused_imports))]

@@ -1,0 +1,162 @@
+//! Where a process sits on its node ([`NodeRank`]), and which GPUs its subdomains take: GPUs are
+//! assigned by the rank among the processes of the same node, not by the global rank, so that a
+//! job whose ranks are spread over nodes in any order (blocks, round robin) uses every GPU of
+//! every node once. The node-local rank comes from MPI (the ranks that share memory,
+//! `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`) in an MPI world, else from the launcher's
+//! environment: `SLURM_LOCALID` (`srun`), `OMPI_COMM_WORLD_LOCAL_RANK` (Open MPI's `mpirun`),
+//! `MPI_LOCALRANKID` (MPICH's `mpiexec`). The GPUs counted are those the process sees, so
+//! `CUDA_VISIBLE_DEVICES` and Slurm's per-task binding (`--gpus-per-task`, `--gpu-bind`), which
+//! narrow them, are respected.
+
+use super::world::World;
+use crate::error::LaunchError;
+
+/// A process's place among the processes of its node.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeRank {
+    /// Its rank among them (0 first).
+    pub rank: usize,
+    /// How many there are, where known.
+    pub size: Option<usize>,
+}
+
+/// The launchers' variables for the node-local rank, each with its node's process count.
+const LAUNCHERS: [(&str, &str); 3] = [
+    ("SLURM_LOCALID", "SLURM_NTASKS_PER_NODE"),
+    ("OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"),
+    ("MPI_LOCALRANKID", "MPI_LOCALNRANKS"),
+];
+
+impl NodeRank {
+    /// The only process of its node.
+    pub const ALONE: NodeRank = NodeRank { rank: 0, size: Some(1) };
+
+    /// The node-local rank a launcher set, read through `var` (the environment, or a table in a
+    /// test): the first of `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`
+    /// that is set, with the count from `SLURM_NTASKS_PER_NODE`, `OMPI_COMM_WORLD_LOCAL_SIZE` or
+    /// `MPI_LOCALNRANKS`. `None` when none is set; an error names a variable that is not a
+    /// number.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<NodeRank>, String> {
+        for (rank_var, size_var) in LAUNCHERS {
+            let Some(text) = var(rank_var) else { continue };
+            let rank = text.trim().parse().map_err(|_| {
+                format!("{rank_var}={text:?} is not a node-local rank: the launcher sets a number (0, 1, ...)")
+            })?;
+            // Slurm writes `4(x2)` for uneven layouts: the count is then unknown.
+            let size = var(size_var).and_then(|s| s.trim().parse().ok());
+            return Ok(Some(NodeRank { rank, size }));
+        }
+        Ok(None)
+    }
+
+    /// The GPU ordinals of this process's `per_rank` subdomains among the `count` GPUs it sees:
+    /// the node's processes take consecutive blocks (`rank · per_rank ..`), wrapping around when
+    /// the node runs more subdomains than it has GPUs, which is an error unless `oversubscribe`
+    /// (the error names the node, its processes, subdomains and GPUs).
+    pub fn gpus(self, per_rank: usize, count: usize, oversubscribe: bool) -> Result<Vec<usize>, String> {
+        if count == 0 {
+            return Err(format!("{}: the CUDA driver sees no GPU", node_name()));
+        }
+        let first = self.rank * per_rank;
+        if first + per_rank > count && !oversubscribe {
+            let processes = self.size.map_or_else(|| format!("at least {}", self.rank + 1), |s| s.to_string());
+            return Err(format!(
+                "{}: {processes} processes with {per_rank} subdomain(s) each, but {count} GPU(s): process {} of the node \
+                 would share a GPU; start fewer ranks per node (e.g. srun --ntasks-per-node={}) or allow sharing with \
+                 STENCIL_OVERSUBSCRIBE=1",
+                node_name(),
+                self.rank,
+                (count / per_rank.max(1)).max(1)
+            ));
+        }
+        Ok((first..first + per_rank).map(|i| i % count).collect())
+    }
+}
+
+/// The host's name, for messages.
+fn node_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| format!("node {}", s.trim()))
+        .unwrap_or_else(|_| "this node".into())
+}
+
+impl World {
+    /// This process's place among the processes of its node: in an MPI world, among the ranks
+    /// that share its memory; else from the launcher's environment ([`NodeRank::from_vars`]),
+    /// or [`NodeRank::ALONE`].
+    pub fn node_rank(&self) -> Result<NodeRank, LaunchError> {
+        #[cfg(feature = "mpi")]
+        if let Some(comm) = self.communicator() {
+            use mpi::topology::Communicator;
+            return Ok(node_rank_of(&comm.split_shared(self.rank() as i32)));
+        }
+        let from_env = NodeRank::from_vars(|name| std::env::var(name).ok()).map_err(LaunchError::Decomposition)?;
+        Ok(from_env.unwrap_or(NodeRank::ALONE))
+    }
+
+    /// The GPU ordinals of this process's `per_rank` subdomains among the `count` GPUs it sees,
+    /// by its node-local rank ([`NodeRank::gpus`]); sharing a GPU is allowed unless
+    /// `STENCIL_OVERSUBSCRIBE=0`.
+    pub fn gpu_ordinals(&self, per_rank: usize, count: usize) -> Result<Vec<usize>, LaunchError> {
+        let oversubscribe = std::env::var("STENCIL_OVERSUBSCRIBE").map_or(true, |v| v.trim() != "0");
+        self.node_rank()?.gpus(per_rank, count, oversubscribe).map_err(LaunchError::Decomposition)
+    }
+}
+
+/// The place of this rank among the ranks of `node` (a communicator of one node's ranks, as
+/// `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)` gives, or a test's split).
+#[cfg(feature = "mpi")]
+pub fn node_rank_of(node: &mpi::topology::SimpleCommunicator) -> NodeRank {
+    use mpi::topology::Communicator;
+    NodeRank { rank: node.rank() as usize, size: Some(node.size() as usize) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn vars<'a>(table: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| table.iter().find(|(n, _)| *n == name).map(|(_, v)| v.to_string())
+    }
+
+    #[test]
+    fn each_launchers_variables_are_read() {
+        let read = |t: &[(&str, &str)]| NodeRank::from_vars(vars(t)).unwrap();
+        assert_eq!(read(&[]), None);
+        assert_eq!(
+            read(&[("SLURM_LOCALID", "3"), ("SLURM_NTASKS_PER_NODE", "4")]),
+            Some(NodeRank { rank: 3, size: Some(4) })
+        );
+        assert_eq!(
+            read(&[("SLURM_LOCALID", "1"), ("SLURM_NTASKS_PER_NODE", "4(x2)")]),
+            Some(NodeRank { rank: 1, size: None })
+        );
+        assert_eq!(
+            read(&[("OMPI_COMM_WORLD_LOCAL_RANK", "2"), ("OMPI_COMM_WORLD_LOCAL_SIZE", "8")]),
+            Some(NodeRank { rank: 2, size: Some(8) })
+        );
+        assert_eq!(
+            read(&[("MPI_LOCALRANKID", "5"), ("MPI_LOCALNRANKS", "6")]),
+            Some(NodeRank { rank: 5, size: Some(6) })
+        );
+        // Slurm first: srun under an MPI that sets its own too.
+        assert_eq!(read(&[("MPI_LOCALRANKID", "5"), ("SLURM_LOCALID", "0")]).map(|n| n.rank), Some(0));
+        let e = NodeRank::from_vars(vars(&[("OMPI_COMM_WORLD_LOCAL_RANK", "two")])).unwrap_err();
+        assert!(e.contains("OMPI_COMM_WORLD_LOCAL_RANK") && e.contains("\"two\""), "{e}");
+    }
+
+    #[test]
+    fn gpus_follow_the_node_local_rank() {
+        let at = |rank, size| NodeRank { rank, size: Some(size) };
+        // 4 processes on a node of 4 GPUs: one each; 2 per process on a node of 8.
+        assert_eq!((0..4).map(|r| at(r, 4).gpus(1, 4, false).unwrap()).collect::<Vec<_>>(), [[0], [1], [2], [3]]);
+        assert_eq!(at(3, 4).gpus(2, 8, false).unwrap(), [6, 7]);
+        // Per-task binding: each process sees one GPU, its own.
+        assert_eq!(at(3, 4).gpus(1, 1, true).unwrap(), [0]);
+        // More subdomains on the node than GPUs: an error naming the counts, or shared when allowed.
+        let e = at(2, 4).gpus(1, 2, false).unwrap_err();
+        assert!(e.contains("4 processes") && e.contains("2 GPU(s)") && e.contains("STENCIL_OVERSUBSCRIBE=1"), "{e}");
+        assert_eq!(at(2, 4).gpus(1, 2, true).unwrap(), [0]);
+        assert!(NodeRank::ALONE.gpus(1, 0, true).unwrap_err().contains("no GPU"));
+    }
+}
