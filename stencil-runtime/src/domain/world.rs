@@ -11,7 +11,29 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub struct World {
     #[cfg(feature = "mpi")]
-    comm: Option<Arc<mpi::topology::SimpleCommunicator>>,
+    comm: Option<Arc<Comm>>,
+}
+
+/// An MPI communicator that the executors' threads may hold. MPICH's handle is an integer and
+/// Open MPI's a pointer, so only the latter is not `Send` by itself; the runtime makes MPI calls
+/// on one thread at a time either way (an executor's calls are serialised by its lock, and a
+/// model's time loop runs on one thread), as MPI's default threading level asks.
+#[cfg(feature = "mpi")]
+struct Comm(mpi::topology::SimpleCommunicator);
+
+// SAFETY: see `Comm`: the communicator is used by one thread at a time.
+#[cfg(feature = "mpi")]
+unsafe impl Send for Comm {}
+// SAFETY: as above; shared references make no MPI call concurrently.
+#[cfg(feature = "mpi")]
+unsafe impl Sync for Comm {}
+
+#[cfg(feature = "mpi")]
+impl std::ops::Deref for Comm {
+    type Target = mpi::topology::SimpleCommunicator;
+    fn deref(&self) -> &Self::Target {
+        &self.0
+    }
 }
 
 impl std::fmt::Debug for World {
@@ -53,7 +75,7 @@ impl World {
     /// The ranks of `comm` (rsmpi), each holding a consecutive block of subdomains.
     #[cfg(feature = "mpi")]
     pub fn mpi(comm: mpi::topology::SimpleCommunicator) -> Self {
-        World { comm: Some(Arc::new(comm)) }
+        World { comm: Some(Arc::new(Comm(comm))) }
     }
 
     /// This process's rank (0 in a single process).
@@ -94,7 +116,7 @@ impl World {
     /// The communicator, for MPI calls of the model's own.
     #[cfg(feature = "mpi")]
     pub fn communicator(&self) -> Option<&mpi::topology::SimpleCommunicator> {
-        self.comm.as_deref()
+        self.comm.as_deref().map(|c| &c.0)
     }
 
     /// The maximum of `v` over all processes (NaN if any is NaN).
