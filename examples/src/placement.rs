@@ -81,7 +81,7 @@ impl Processes {
         let per_rank = (d.len() / ranks).max(1);
         let ordinals = self.world.gpu_ordinals(per_rank, count)?;
         let gpus = ordinals.iter().map(|&g| Gpu::new(g)).collect::<Result<Vec<_>, _>>()?;
-        let node = self.world.node_rank()?;
+        let node = self.world.node_rank()?.for_gpus(count, |name| std::env::var(name).ok());
         if (node.rank + 1) * per_rank > count {
             eprintln!(
                 "{bin}: note: process {} of its node runs {per_rank} subdomain(s) on GPUs {ordinals:?} of {count}: \

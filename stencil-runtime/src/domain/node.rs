@@ -5,8 +5,9 @@
 //! `MPI_Comm_split_type(MPI_COMM_TYPE_SHARED)`) in an MPI world, else from the launcher's
 //! environment: `SLURM_LOCALID` (`srun`), `OMPI_COMM_WORLD_LOCAL_RANK` (Open MPI's `mpirun`),
 //! `MPI_LOCALRANKID` (MPICH's `mpiexec`). The GPUs counted are those the process sees, so
-//! `CUDA_VISIBLE_DEVICES` and Slurm's per-task binding (`--gpus-per-task`, `--gpu-bind`), which
-//! narrow them, are respected.
+//! `CUDA_VISIBLE_DEVICES` and Slurm's per-task binding, which narrow them, are respected: a task
+//! that sees only the GPUs Slurm gave it (`--gpus-per-task`) takes them all
+//! ([`NodeRank::for_gpus`]).
 
 use super::world::World;
 use crate::error::LaunchError;
@@ -47,6 +48,18 @@ impl NodeRank {
             return Ok(Some(NodeRank { rank, size }));
         }
         Ok(None)
+    }
+
+    /// This process's place for choosing among the `count` GPUs it sees, read through `var`: the
+    /// first of its node where Slurm gave each task GPUs of its own (`--gpus-per-task=K`, which
+    /// sets `SLURM_GPUS_PER_TASK`) and the process sees no more than those `K`: every GPU it
+    /// sees is then its own. Otherwise itself (a task that sees the node's GPUs takes its turn).
+    pub fn for_gpus(self, count: usize, var: impl Fn(&str) -> Option<String>) -> NodeRank {
+        let own = var("SLURM_GPUS_PER_TASK").and_then(|k| k.trim().parse::<usize>().ok());
+        match own {
+            Some(k) if count <= k => NodeRank::ALONE,
+            _ => self,
+        }
     }
 
     /// The GPU ordinals of this process's `per_rank` subdomains among the `count` GPUs it sees:
@@ -95,11 +108,12 @@ impl World {
     }
 
     /// The GPU ordinals of this process's `per_rank` subdomains among the `count` GPUs it sees,
-    /// by its node-local rank ([`NodeRank::gpus`]); sharing a GPU is allowed unless
-    /// `STENCIL_OVERSUBSCRIBE=0`.
+    /// by its node-local rank ([`NodeRank::for_gpus`], [`NodeRank::gpus`]); sharing a GPU is
+    /// allowed unless `STENCIL_OVERSUBSCRIBE=0`.
     pub fn gpu_ordinals(&self, per_rank: usize, count: usize) -> Result<Vec<usize>, LaunchError> {
         let oversubscribe = std::env::var("STENCIL_OVERSUBSCRIBE").map_or(true, |v| v.trim() != "0");
-        self.node_rank()?.gpus(per_rank, count, oversubscribe).map_err(LaunchError::Decomposition)
+        let node = self.node_rank()?.for_gpus(count, |name| std::env::var(name).ok());
+        node.gpus(per_rank, count, oversubscribe).map_err(LaunchError::Decomposition)
     }
 }
 
@@ -151,7 +165,15 @@ mod tests {
         // 4 processes on a node of 4 GPUs: one each; 2 per process on a node of 8.
         assert_eq!((0..4).map(|r| at(r, 4).gpus(1, 4, false).unwrap()).collect::<Vec<_>>(), [[0], [1], [2], [3]]);
         assert_eq!(at(3, 4).gpus(2, 8, false).unwrap(), [6, 7]);
-        // Per-task binding: each process sees one GPU, its own.
+        // Per-task binding (`--gpus-per-task=1`): each process sees one GPU, its own, and takes it
+        // without counting as sharing; a task that sees more than its share takes its turn.
+        let slurm = |k: &'static str| move |name: &str| (name == "SLURM_GPUS_PER_TASK").then(|| k.to_string());
+        assert_eq!(at(3, 4).for_gpus(1, slurm("1")).gpus(1, 1, false).unwrap(), [0]);
+        assert_eq!(at(3, 4).for_gpus(2, slurm("2")).gpus(2, 2, false).unwrap(), [0, 1]);
+        assert_eq!(at(3, 4).for_gpus(4, slurm("1")), at(3, 4));
+        assert_eq!(at(3, 4).for_gpus(1, |_| None), at(3, 4));
+        // Without the binding, one GPU seen by the node's fourth process is shared.
+        assert!(at(3, 4).gpus(1, 1, false).is_err());
         assert_eq!(at(3, 4).gpus(1, 1, true).unwrap(), [0]);
         // More subdomains on the node than GPUs: an error naming the counts, or shared when allowed.
         let e = at(2, 4).gpus(1, 2, false).unwrap_err();
