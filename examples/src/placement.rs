@@ -279,7 +279,8 @@ pub struct OverlapArgs {
     /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
     /// travel, then the boundary slabs) or two (as one, and a launch whose output the next launch
     /// reads around a point computes its boundary slabs first and sends their halos while its
-    /// inner region runs). Default: the model's fastest measured mode ([`OverlapArgs::or`]).
+    /// inner region runs). Default: the mode measured fastest for the model (one for diffusion3d
+    /// and acoustic3d, none for euler3d).
     #[arg(long, value_parser = stencil_runtime::Overlap::parse, env = "STENCIL_OVERLAP")]
     pub overlap: Option<stencil_runtime::Overlap>,
 }
