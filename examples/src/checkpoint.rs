@@ -1,6 +1,7 @@
-//! Checkpoint and restart of the example models (`--checkpoint-every N`, `--restart FILE`):
-//! the time loops of the models, resumable, writing a checkpoint
-//! ([`stencil_runtime::io::checkpoint`]) every `N` steps.
+//! Checkpoint and restart of the example models (`--checkpoint-every N`, `--restart FILE`): each
+//! model's run as [`crate::driver`] drives it (one time loop for all of them), resumable, writing
+//! a checkpoint ([`stencil_runtime::io::checkpoint`]) every `N` steps. This module says what
+//! each model's checkpoint holds and how a run is built from one.
 //!
 //! Each driver runs the same steps as the model's own run function (the same stencils in the
 //! same order on the same values), so a run of `2N` steps and a run of `N` steps, a checkpoint
@@ -25,6 +26,7 @@ use stencil_runtime::Element;
 
 use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
+use crate::driver::{self, Identity, Stepping};
 use crate::euler::{Conserved, Euler};
 use crate::swe;
 
@@ -112,12 +114,12 @@ impl Plan {
     }
 
     /// Whether a checkpoint is due after step `step` (`last`: the run's last step).
-    fn due(&self, step: usize, last: bool) -> bool {
+    pub(crate) fn due(&self, step: usize, last: bool) -> bool {
         self.every.is_some_and(|n| step.is_multiple_of(n) || last)
     }
 
     /// Writes a single-domain checkpoint of step `step` (where this process is the writer).
-    fn save(&self, c: &Checkpoint<'_>, step: usize) -> Result<(), Error> {
+    pub(crate) fn save(&self, c: &Checkpoint<'_>, step: usize) -> Result<(), Error> {
         if !self.writer {
             return Ok(());
         }
@@ -127,7 +129,7 @@ impl Plan {
     }
 
     /// The restart checkpoint, checked against the run: model, grid, field set and settings.
-    fn load(
+    pub(crate) fn load(
         &self,
         global: &[usize],
         fields: &[&str],
@@ -191,49 +193,71 @@ fn diffusion_settings(setup: &diffusion::Setup) -> [(&'static str, f64); 3] {
 /// a restart checks too).
 const DIFFUSION: &str = "diffusion3d";
 
+/// A diffusion run on `E` as the time loop drives it: the two buffers and the steps run.
+struct DiffusionRun<'a, E: Executor, T: Real> {
+    exec: &'a E,
+    setup: &'a diffusion::Setup,
+    buffers: [E::Field<T, 3>; 2],
+    step: usize,
+}
+
+impl<E: Executor, T: Real + IoElement> Stepping for DiffusionRun<'_, E, T> {
+    fn clock(&self) -> (usize, f64) {
+        (self.step, self.step as f64 * self.setup.dt())
+    }
+
+    fn finished(&self) -> bool {
+        self.step >= self.setup.steps
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (from, dt) = (self.step, self.setup.dt());
+        let steps = steps.min(self.setup.steps - from);
+        let range = Loop3D::interior(&self.setup.shape());
+        let c = self.setup.coefficients();
+        let step = |e: &E, f: &E::Field<T, 3>, g: &mut E::Field<T, 3>| T::step(e, &range, &c, f, g);
+        diffusion::time_loop(self.exec, steps, &mut self.buffers, step, |k| {
+            after_step(from + k, (from + k) as f64 * dt)
+        })?;
+        self.step += steps;
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let f = self.exec.download(&self.buffers[0])?;
+        let (step, time) = self.clock();
+        write(&snapshot_of(&id.name, step, time, &id.grid, &id.settings, &[("f", &f)])?)
+    }
+}
+
 /// [`diffusion::simulate`] with checkpoints, on any executor (subdomains too: the checkpoint
 /// holds the global field, so a run may restart on another placement): from the setup's
 /// initial field, or from the checkpoint `plan.restart`, to step `setup.steps`, writing a
 /// checkpoint after every `plan.every` steps and after the last; returns the final field and
-/// the first step run (0 without a restart). `after_step(s)` is called after step `s` (counted from the start of
-/// the run, not of the restart). Pairs of steps are replayed as in [`diffusion::time_loop`].
+/// the first step run (0 without a restart). `after_step(s)` is called after step `s` (counted
+/// from the start of the run, not of the restart). Pairs of steps are replayed as in
+/// [`diffusion::time_loop`].
 pub fn diffusion<E: Executor, T: Real + IoElement>(
     exec: &E,
     setup: &diffusion::Setup,
     plan: &Plan,
     mut after_step: impl FnMut(usize),
 ) -> Result<(Field3<T>, usize), Error> {
-    let shape = setup.shape();
-    let model = DIFFUSION.to_string();
-    let plan = Plan { model: model.clone(), ..plan.clone() };
-    let settings = diffusion_settings(setup);
-    let (host, start) = match plan.load(&setup.n, &["f"], &settings)? {
-        Some(c) => (c.field::<T, 3>("f", &shape)?, c.step as usize),
-        None => (setup.initial::<T>()?, 0),
-    };
-    if start > setup.steps {
-        return Err(format!("the checkpoint is of step {start}, past the run's last step {}", setup.steps).into());
-    }
-    let range = Loop3D::interior(&shape);
-    let c = setup.coefficients();
-    let step = |e: &E, f: &E::Field<T, 3>, g: &mut E::Field<T, 3>| T::step(e, &range, &c, f, g);
-    let mut buffers = [exec.upload(&host)?, exec.upload(&host)?];
-    let mut s = start;
-    while s < setup.steps {
-        let next = match plan.every {
-            Some(n) => ((s / n + 1) * n).min(setup.steps),
-            None => setup.steps,
+    let settings = diffusion_settings(setup).to_vec();
+    let id = Identity { name: DIFFUSION.into(), grid: setup.n.to_vec(), fields: vec!["f"], settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<DiffusionRun<'_, E, T>, Error> {
+        let (host, step) = match c {
+            Some(c) => (c.field::<T, 3>("f", &setup.shape())?, c.step as usize),
+            None => (setup.initial::<T>()?, 0),
         };
-        let from = s;
-        diffusion::time_loop(exec, next - s, &mut buffers, step, |k| after_step(from + k))?;
-        s = next;
-        if plan.due(s, s == setup.steps) {
-            let f = exec.download(&buffers[0])?;
-            plan.save(&snapshot_of(&model, s, s as f64 * setup.dt(), &setup.n, &settings, &[("f", &f)])?, s)?;
+        if step > setup.steps {
+            return Err(format!("the checkpoint is of step {step}, past the run's last step {}", setup.steps).into());
         }
-    }
-    let [f, _] = buffers;
-    Ok((exec.download(&f)?, start))
+        Ok(DiffusionRun { exec, setup, buffers: [exec.upload(&host)?, exec.upload(&host)?], step })
+    };
+    let plan = Plan { model: DIFFUSION.into(), ..plan.clone() };
+    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
+    Ok((exec.download(&run.buffers[0])?, start))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -300,12 +324,71 @@ fn velocity_of<T: Wave>(model: &acoustic::Model) -> Result<Field3<T>, Error> {
     Ok(Field3::<T>::try_from_fn(model.shape(), |g| T::from_f64(model.velocity(g).powi(2) * dt2))?)
 }
 
+/// An acoustic run on `E` as the time loop drives it: the state, the traces so far, the
+/// snapshot asked for, and the clock that starts after the warm-up steps.
+struct AcousticRun<'a, E: Executor, T: Wave> {
+    exec: &'a E,
+    strategies: &'a RegionStrategies,
+    model: &'a acoustic::Model,
+    state: acoustic::State<E::Field<T, 3>>,
+    traces: Vec<Vec<T>>,
+    receivers: Loop3D,
+    snapshot: Option<usize>,
+    snap: Option<acoustic::Wavefields<T>>,
+    first: usize,
+    step: usize,
+    clock: std::time::Instant,
+}
+
+impl<E: Executor, T: Wave + IoElement> Stepping for AcousticRun<'_, E, T> {
+    fn clock(&self) -> (usize, f64) {
+        (self.step, self.step as f64 * self.model.dt)
+    }
+
+    fn finished(&self) -> bool {
+        self.step >= self.model.steps
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (model, exec) = (self.model, self.exec);
+        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+        let end = self.step.saturating_add(steps).min(model.steps);
+        for s in self.step..end {
+            T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
+            self.traces.push(exec.read_range(&self.state.u, &self.receivers)?);
+            if self.snapshot == Some(s + 1) {
+                self.snap = Some(self.state.wavefields(exec)?);
+            }
+            self.step = s + 1;
+            after_step(s + 1, (s + 1) as f64 * model.dt);
+            if s + 1 == self.first + acoustic::WARM_UP.min(model.steps - self.first - 1) {
+                // The first steps prepare the kernels: not timed, as in the model's run.
+                exec.synchronize()?;
+                self.clock = std::time::Instant::now();
+            }
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let d = |f: &E::Field<T, 3>| self.exec.download(f);
+        let s = &self.state;
+        let (u, u_prev, vdt2, eta, phi) = (d(&s.u)?, d(&s.u_prev)?, d(&s.vdt2)?, d(&s.eta)?, d(&s.phi)?);
+        let recorded = traces_field(&self.traces, self.receivers.points());
+        let (step, time) = self.clock();
+        let fields = [("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)];
+        let mut c = snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
+        c.push("traces", &recorded)?;
+        write(&c)
+    }
+}
+
 /// [`acoustic::run`] with checkpoints, on any executor (subdomains too: the global state, written
 /// by the writer; a restart may run on another placement) (the whole state: `u`, `u_prev`,
-/// `vdt2`, `eta`, `phi` and the receiver traces so far), from the model's initial state or from `plan.restart`, to step
-/// `model.steps`; the wavefields after step `snapshot` too, if that step is run. Returns the
-/// model's outcome (every step's traces, also after a restart; the time covers the steps run
-/// but the first, and the checkpoints) and the first step run.
+/// `vdt2`, `eta`, `phi` and the receiver traces so far), from the model's initial state or from
+/// `plan.restart`, to step `model.steps`; the wavefields after step `snapshot` too, if that step
+/// is run. Returns the model's outcome (every step's traces, also after a restart; the time
+/// covers the steps run but the first, and the checkpoints) and the first step run.
 pub fn acoustic<E: Executor, T: Wave + IoElement>(
     exec: &E,
     strategies: &RegionStrategies,
@@ -315,73 +398,55 @@ pub fn acoustic<E: Executor, T: Wave + IoElement>(
     mut after_step: impl FnMut(usize),
 ) -> Result<(acoustic::Outcome<T>, usize), Error> {
     model.check()?;
-    let name = ACOUSTIC.to_string();
-    let plan = Plan { model: name.clone(), ..plan.clone() };
-    let shape = model.shape();
-    let global = shape.interior();
+    let (grid, settings) = (model.shape().interior().to_vec(), acoustic_settings(model).to_vec());
+    let id = Identity { name: ACOUSTIC.into(), grid, fields: ACOUSTIC_FIELDS.to_vec(), settings };
     let receivers = model.receiver_range()?;
-    let count = receivers.points();
-    let settings = acoustic_settings(model);
-    let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
-    let (host, start) = match plan.load(&global, &ACOUSTIC_FIELDS, &settings)? {
-        Some(c) => {
-            let f = |n: &str| c.field::<T, 3>(n, &shape);
-            let state =
-                acoustic::State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
-            // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
-            check_velocity(&c, &velocity_of::<T>(model)?, &state.vdt2)?;
-            let start = c.step as usize;
-            let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
-            traces.extend(
-                (0..start as isize).map(|s| (0..count as isize).map(|r| recorded.get([r, s]).expect("in")).collect()),
-            );
-            (state, start)
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<AcousticRun<'_, E, T>, Error> {
+        let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
+        let (host, first) = match c {
+            Some(c) => {
+                let f = |n: &str| c.field::<T, 3>(n, &model.shape());
+                let (u, u_prev, vdt2, eta, phi) = (f("u")?, f("u_prev")?, f("vdt2")?, f("eta")?, f("phi")?);
+                let state = acoustic::State { u, u_prev, vdt2, eta, phi };
+                // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
+                check_velocity(c, &velocity_of::<T>(model)?, &state.vdt2)?;
+                let (start, count) = (c.step as usize, receivers.points());
+                let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
+                traces.extend(
+                    (0..start as isize)
+                        .map(|s| (0..count as isize).map(|r| recorded.get([r, s]).expect("in")).collect()),
+                );
+                (state, start)
+            }
+            None => (model.initial::<T>()?, 0),
+        };
+        if first > model.steps {
+            return Err(format!("the checkpoint is of step {first}, past the run's last step {}", model.steps).into());
         }
-        None => (model.initial::<T>()?, 0),
+        let state = host.upload(exec)?;
+        let clock = std::time::Instant::now();
+        Ok(AcousticRun {
+            exec,
+            strategies,
+            model,
+            state,
+            traces,
+            receivers,
+            snapshot,
+            snap: None,
+            first,
+            step: first,
+            clock,
+        })
     };
-    if start > model.steps {
-        return Err(format!("the checkpoint is of step {start}, past the run's last step {}", model.steps).into());
-    }
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let mut state = host.upload(exec)?;
-    drop(host);
-    let mut snap = None;
-    let mut clock = std::time::Instant::now();
-    for s in start..model.steps {
-        T::step(exec, strategies, &regions, &c, &mut state, &model.source_at(s)?)?;
-        traces.push(exec.read_range(&state.u, &receivers)?);
-        if snapshot == Some(s + 1) {
-            snap = Some(state.wavefields(exec)?);
-        }
-        after_step(s + 1);
-        if plan.due(s + 1, s + 1 == model.steps) {
-            let d = |f: &E::Field<T, 3>| exec.download(f);
-            let (u, u_prev, vdt2, eta, phi) =
-                (d(&state.u)?, d(&state.u_prev)?, d(&state.vdt2)?, d(&state.eta)?, d(&state.phi)?);
-            let recorded = traces_field(&traces, count);
-            let mut c = snapshot_of(
-                &name,
-                s + 1,
-                (s + 1) as f64 * model.dt,
-                &global,
-                &settings,
-                &[("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)],
-            )?;
-            c.push("traces", &recorded)?;
-            plan.save(&c, s + 1)?;
-        }
-        if s + 1 == start + acoustic::WARM_UP.min(model.steps - start - 1) {
-            // The first steps prepare the kernels: not timed, as in the model's run.
-            exec.synchronize()?;
-            clock = std::time::Instant::now();
-        }
-    }
+    let plan = Plan { model: ACOUSTIC.into(), ..plan.clone() };
+    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
     exec.synchronize()?;
-    let seconds = clock.elapsed().as_secs_f64();
+    let seconds = run.clock.elapsed().as_secs_f64();
     let timed_steps = (model.steps - start).saturating_sub(acoustic::WARM_UP).max(1);
-    let last = state.wavefields(exec)?;
-    let traces = model.receiver_traces(traces)?;
-    Ok((acoustic::Outcome { last, snapshot: snap, traces, seconds, timed_steps }, start))
+    let last = run.state.wavefields(exec)?;
+    let traces = model.receiver_traces(run.traces)?;
+    Ok((acoustic::Outcome { last, snapshot: run.snap, traces, seconds, timed_steps }, start))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -401,6 +466,61 @@ fn euler_settings(e: &Euler, dt_every: usize) -> [(&'static str, f64); 4] {
     [("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)]
 }
 
+/// An Euler run on `E` as the time loop drives it: the state, its time and steps, and the CFL
+/// step in use.
+struct EulerRun<'a, E: Executor> {
+    e: &'a Euler,
+    exec: &'a E,
+    s: crate::euler::State<E>,
+    t: f64,
+    steps: usize,
+    dt_cfl: f64,
+    t_end: f64,
+    dt_every: usize,
+}
+
+impl<E: Executor> Stepping for EulerRun<'_, E> {
+    fn clock(&self) -> (usize, f64) {
+        (self.steps, self.t)
+    }
+
+    fn finished(&self) -> bool {
+        self.t >= self.t_end
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (e, exec, t_end) = (self.e, self.exec, self.t_end);
+        for _ in 0..steps {
+            if self.t >= t_end {
+                break;
+            }
+            if self.steps.is_multiple_of(self.dt_every.max(1)) {
+                self.dt_cfl = e.dt(exec, &self.s)?;
+            }
+            let dt = self.dt_cfl.min(t_end - self.t);
+            if !(dt.is_finite() && dt > 0.0) {
+                let t = self.t;
+                return Err(
+                    format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into()
+                );
+            }
+            e.step(exec, &mut self.s, dt)?;
+            self.t = if t_end - self.t <= dt { t_end } else { self.t + dt };
+            self.steps += 1;
+            after_step(self.steps, self.t);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let q = self.s.download(self.exec)?;
+        let fields: Vec<(&str, &Field3<f64>)> = EULER_FIELDS.iter().copied().zip(q.iter()).collect();
+        let mut c = snapshot_of(&id.name, self.steps, self.t, &id.grid, &id.settings, &fields)?;
+        c.scalar("dt_cfl", self.dt_cfl);
+        write(&c)
+    }
+}
+
 /// [`Euler::run`] with checkpoints: from `q` or from `plan.restart` (its state, time, step
 /// count and the CFL step in use) to time `t_end`; returns the final state, the step count and
 /// the first step run. The model's name in checkpoints includes its scheme, Riemann solver,
@@ -412,48 +532,24 @@ pub fn euler<E: Executor>(
     t_end: f64,
     dt_every: usize,
     plan: &Plan,
-    mut after_step: impl FnMut(usize, f64),
+    after_step: impl FnMut(usize, f64),
 ) -> Result<(Conserved<Field3<f64>>, usize, usize), Error> {
-    let (name, settings) = (euler_name(e), euler_settings(e, dt_every));
+    let (name, settings) = (euler_name(e), euler_settings(e, dt_every).to_vec());
+    let id = Identity { name, grid: e.n.to_vec(), fields: EULER_FIELDS.to_vec(), settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<EulerRun<'_, E>, Error> {
+        let run = |s, t, steps, dt_cfl| EulerRun { e, exec, s, t, steps, dt_cfl, t_end, dt_every };
+        Ok(match c {
+            Some(c) => {
+                let [a, b, cc, d, f] = EULER_FIELDS.map(|name| c.field::<f64, 3>(name, &e.shape()));
+                let s = crate::euler::State::new(exec, &[a?, b?, cc?, d?, f?])?;
+                run(s, c.time, c.step as usize, c.get_scalar("dt_cfl")?)
+            }
+            None => run(crate::euler::State::new(exec, q)?, 0.0, 0, 0.0),
+        })
+    };
     let plan = Plan { model: "euler3d".into(), ..plan.clone() };
-    let shape = e.shape();
-    let loaded = match plan.restart.as_ref() {
-        Some(_) => {
-            // The model check first, with the numerics in the name.
-            let c =
-                Plan { model: name.clone(), ..plan.clone() }.load(&e.n, &EULER_FIELDS, &settings)?.expect("restart");
-            let q = EULER_FIELDS.map(|name| c.field::<f64, 3>(name, &shape));
-            let [a, b, cc, d, f] = q;
-            Some(([a?, b?, cc?, d?, f?], c.time, c.step as usize, c.get_scalar("dt_cfl")?))
-        }
-        None => None,
-    };
-    let (mut s, mut t, start, mut dt_cfl) = match loaded {
-        Some((q, t, steps, dt_cfl)) => (crate::euler::State::new(exec, &q)?, t, steps, dt_cfl),
-        None => (crate::euler::State::new(exec, q)?, 0.0, 0, 0.0),
-    };
-    let mut steps = start;
-    while t < t_end {
-        if steps % dt_every.max(1) == 0 {
-            dt_cfl = e.dt(exec, &s)?;
-        }
-        let dt = dt_cfl.min(t_end - t);
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into());
-        }
-        e.step(exec, &mut s, dt)?;
-        t = if t_end - t <= dt { t_end } else { t + dt };
-        steps += 1;
-        after_step(steps, t);
-        if plan.due(steps, t >= t_end) {
-            let q = s.download(exec)?;
-            let fields: Vec<(&str, &Field3<f64>)> = EULER_FIELDS.iter().copied().zip(q.iter()).collect();
-            let mut c = snapshot_of(&name, steps, t, &e.n, &settings, &fields)?;
-            c.scalar("dt_cfl", dt_cfl);
-            plan.save(&c, steps)?;
-        }
-    }
-    Ok((s.download(exec)?, steps, start))
+    let (run, start) = driver::run(&id, &plan, build, after_step)?;
+    Ok((run.s.download(exec)?, run.steps, start))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -473,40 +569,65 @@ fn swe_settings(model: &swe::Model) -> [(&'static str, f64); 3] {
     [("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])]
 }
 
+/// A shallow-water run as the time loop drives it: the solver and the end time.
+struct SweRun<E: Executor> {
+    solver: swe::Solver<E>,
+    t_end: f64,
+}
+
+impl<E: Executor> Stepping for SweRun<E> {
+    fn clock(&self) -> (usize, f64) {
+        (self.solver.steps, self.solver.t)
+    }
+
+    fn finished(&self) -> bool {
+        !swe::running(self.solver.t, self.t_end)
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        for _ in 0..steps {
+            if self.finished() {
+                break;
+            }
+            self.solver.cfl_step(Some(self.t_end))?;
+            after_step(self.solver.steps, self.solver.t);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let q = self.solver.state()?;
+        let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
+        let (step, time) = self.clock();
+        write(&snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?)
+    }
+}
+
 /// [`swe::Solver::run_until`] with checkpoints: a solver from `q0`, or from `plan.restart` (its
-/// state, time and step count), run to `t_end`; `after_step` as there. Returns the solver and
-/// the first step run.
+/// state, time and step count), run to `t_end`; `after_step(steps, t)` after each step. Returns
+/// the solver and the first step run.
 pub fn swe<E: Executor>(
     exec: E,
     model: swe::Model,
     q0: &swe::State<Field2<f64>>,
     t_end: f64,
     plan: &Plan,
-    mut after_step: impl FnMut(&swe::Solver<E>),
+    after_step: impl FnMut(usize, f64),
 ) -> Result<(swe::Solver<E>, usize), Error> {
-    let name = swe_name(&model);
-    let plan = Plan { model: "swe2d".into(), ..plan.clone() };
-    let settings = swe_settings(&model);
-    let shape = model.shape();
-    let mut solver = match (Plan { model: name.clone(), ..plan.clone() }).load(&model.n, &SWE_FIELDS, &settings)? {
-        Some(c) => {
-            let f = |n: &str| c.field::<f64, 2>(n, &shape);
-            let q = swe::State { h: f("h")?, hu: f("hu")?, hv: f("hv")? };
-            let mut solver = swe::Solver::new(exec, model, &q)?;
-            (solver.t, solver.steps) = (c.time, c.step as usize);
-            solver
-        }
-        None => swe::Solver::new(exec, model, q0)?,
+    let (fields, settings) = (SWE_FIELDS.to_vec(), swe_settings(&model).to_vec());
+    let id = Identity { name: swe_name(&model), grid: model.n.to_vec(), fields, settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<SweRun<E>, Error> {
+        let solver = match c {
+            Some(c) => {
+                let f = |n: &str| c.field::<f64, 2>(n, &model.shape());
+                let mut solver = swe::Solver::new(exec, model, &swe::State { h: f("h")?, hu: f("hu")?, hv: f("hv")? })?;
+                (solver.t, solver.steps) = (c.time, c.step as usize);
+                solver
+            }
+            None => swe::Solver::new(exec, model, q0)?,
+        };
+        Ok(SweRun { solver, t_end })
     };
-    let start = solver.steps;
-    while swe::running(solver.t, t_end) {
-        solver.cfl_step(Some(t_end))?;
-        after_step(&solver);
-        if plan.due(solver.steps, !swe::running(solver.t, t_end)) {
-            let q = solver.state()?;
-            let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
-            plan.save(&snapshot_of(&name, solver.steps, solver.t, &model.n, &settings, &fields)?, solver.steps)?;
-        }
-    }
-    Ok((solver, start))
+    let (run, start) = driver::run(&id, &Plan { model: "swe2d".into(), ..plan.clone() }, build, after_step)?;
+    Ok((run.solver, start))
 }

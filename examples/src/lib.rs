@@ -4,6 +4,7 @@ pub mod acoustic;
 pub mod checkpoint;
 pub mod column;
 pub mod diffusion;
+pub mod driver;
 pub mod euler;
 pub mod logging;
 pub mod output;

@@ -289,7 +289,7 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
         let on = |grid: [usize; 2]| Distributed::host(model.decompose(grid[0] * grid[1], Some(grid)).unwrap()).unwrap();
         let plan = Plan::every("swe2d", 3, &dir.join(format!("case-{case}")));
         let what = format!("swe {edges:?} over grid {grid:?}");
-        let (whole, start) = checkpoint::swe(on(grid), model, &q0, t_end, &plan, |_| {}).unwrap();
+        let (whole, start) = checkpoint::swe(on(grid), model, &q0, t_end, &plan, |_, _| {}).unwrap();
         assert_eq!((whole.steps, whole.t.to_bits(), start), (single.steps, single.t.to_bits(), 0), "{what}");
         assert_eq!(swe_bits(&whole.state().unwrap()), single_bits, "{what}");
         for at in [3, 6] {
@@ -297,7 +297,7 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
             let restart = plan.clone().restart_from(&plan.path(at));
             let mut times = Vec::new();
             let (resumed, start) =
-                checkpoint::swe(on([grid[1], grid[0]]), model, &q0, t_end, &restart, |s| times.push(s.steps)).unwrap();
+                checkpoint::swe(on([grid[1], grid[0]]), model, &q0, t_end, &restart, |s, _| times.push(s)).unwrap();
             assert_eq!(start, at, "{what}");
             assert_eq!(times.first(), Some(&(at + 1)), "{what}: the first step after the restart");
             assert_eq!((resumed.steps, resumed.t.to_bits()), (single.steps, single.t.to_bits()), "{what}");
@@ -308,10 +308,10 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
     let (model, q0) = dam_break([Edge::Wall, Edge::Wall]);
     let plan = Plan::every("swe2d", 2, &dir.join("refused"));
     let exec = Distributed::host(model.decompose(4, Some([2, 2])).unwrap()).unwrap();
-    checkpoint::swe(exec.clone(), model, &q0, 0.15, &plan, |_| {}).unwrap();
+    checkpoint::swe(exec.clone(), model, &q0, 0.15, &plan, |_, _| {}).unwrap();
     let restart = plan.clone().restart_from(&plan.path(2));
     let refuse = |model: swe::Model| {
-        io_error(checkpoint::swe(exec.clone(), model, &q0, 0.15, &restart, |_| {}).map(drop).unwrap_err())
+        io_error(checkpoint::swe(exec.clone(), model, &q0, 0.15, &restart, |_, _| {}).map(drop).unwrap_err())
     };
     let e3 = refuse(swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model });
     assert!(e3.to_string().contains("Outflow"), "{e3}");

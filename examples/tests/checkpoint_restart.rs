@@ -260,9 +260,9 @@ fn swe_restarts_bit_for_bit() {
     straight.run_until(t_end, |_| {}).unwrap();
     assert!(straight.steps >= 8, "{} steps", straight.steps);
     let plan = Plan::every("swe2d", 4, &dir);
-    let (whole, _) = checkpoint::swe(Host, model, &q0, t_end, &plan, |_| {}).unwrap();
+    let (whole, _) = checkpoint::swe(Host, model, &q0, t_end, &plan, |_, _| {}).unwrap();
     let (resumed, start) =
-        checkpoint::swe(Host, model, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
+        checkpoint::swe(Host, model, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {}).unwrap();
     assert_eq!(start, 4);
     let (a, b, c) = (straight.state().unwrap(), whole.state().unwrap(), resumed.state().unwrap());
     assert_eq!((resumed.steps, resumed.t.to_bits()), (straight.steps, straight.t.to_bits()));
@@ -272,7 +272,7 @@ fn swe_restarts_bit_for_bit() {
     }
     // Other boundaries are another model.
     let walls_and_outflow = swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model };
-    let e = checkpoint::swe(Host, walls_and_outflow, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_| {})
+    let e = checkpoint::swe(Host, walls_and_outflow, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {})
         .map(drop)
         .unwrap_err();
     assert!(e.to_string().contains("Outflow"), "{e}");

@@ -303,10 +303,10 @@ fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize
     let dir = checkpoint_dir(world, "swe", per_rank);
     let plan = Plan::every("swe2d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _) = checkpoint::swe(on.clone(), model, &q0, t_end, &plan, |_| {}).unwrap();
+    let (whole, _) = checkpoint::swe(on.clone(), model, &q0, t_end, &plan, |_, _| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(3));
-    let (resumed, start) = checkpoint::swe(on, model, &q0, t_end, &restart, |_| {}).unwrap();
+    let (resumed, start) = checkpoint::swe(on, model, &q0, t_end, &restart, |_, _| {}).unwrap();
     let what = format!("swe checkpoints over grid {:?}", d.grid());
     assert_eq!(
         (whole.steps, resumed.steps, start, whole.t.to_bits(), resumed.t.to_bits()),

@@ -184,9 +184,9 @@ impl OnExecutor for DamBreak<'_> {
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let DamBreak { model, q0, t_end, plan, bar } = self;
         bar.println(format!("running on {}", exec.describe()));
-        let progress = |s: &Solver<E>| {
-            bar.set_position((s.t / t_end * 1000.0).round() as u64);
-            bar.set_message(format!("t = {:.3} s, step {}", s.t, s.steps));
+        let progress = |steps: usize, t: f64| {
+            bar.set_position((t / t_end * 1000.0).round() as u64);
+            bar.set_message(format!("t = {t:.3} s, step {steps}"));
         };
         if plan.every.is_some() || plan.restart.is_some() {
             let (solver, start) = checkpoint::swe(exec.clone(), model, q0, t_end, plan, progress)?;
@@ -196,7 +196,7 @@ impl OnExecutor for DamBreak<'_> {
             return Ok((solver.steps, solver.state()?));
         }
         let mut solver = Solver::new(exec.clone(), model, q0)?;
-        solver.run_until(t_end, progress)?;
+        solver.run_until(t_end, |s| progress(s.steps, s.t))?;
         Ok((solver.steps, solver.state()?))
     }
 }
