@@ -18,7 +18,7 @@ use stencil_examples::output::write_png_image;
 use stencil_examples::placement::{
     check_fits, parse_grid_of, print_decomposition, Footprint, Memory, OnExecutor, PlacementArgs, Processes,
 };
-use stencil_examples::swe::{circular_dam, Edge, Model, Solver, State};
+use stencil_examples::swe::{circular_dam, Edge, Model, State};
 use stencil_runtime::{Executor, Field2, Overlap};
 
 /// Circular dam break: depth --h-in within --radius of the centre of a walled square basin,
@@ -188,15 +188,11 @@ impl OnExecutor for DamBreak<'_> {
             bar.set_position((t / t_end * 1000.0).round() as u64);
             bar.set_message(format!("t = {t:.3} s, step {steps}"));
         };
-        if plan.every.is_some() || plan.restart.is_some() {
-            let (solver, start) = checkpoint::swe(exec.clone(), model, q0, t_end, plan, progress)?;
-            if start > 0 {
-                println!("restarted from step {start}");
-            }
-            return Ok((solver.steps, solver.state()?));
+        // One loop with or without checkpoints (`plan` may write none and restart from none).
+        let (solver, start) = checkpoint::swe(exec.clone(), model, q0, t_end, plan, progress)?;
+        if start > 0 {
+            println!("restarted from step {start}");
         }
-        let mut solver = Solver::new(exec.clone(), model, q0)?;
-        solver.run_until(t_end, |s| progress(s.steps, s.t))?;
         Ok((solver.steps, solver.state()?))
     }
 }
