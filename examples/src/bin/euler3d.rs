@@ -179,14 +179,11 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         }
     };
     args.checkpoint.check()?;
-    let plan = args.checkpoint.active().then(|| {
-        let plan = Plan::new("euler3d", &args.checkpoint).written_by(processes.world().rank() == 0);
-        if let Some(n) = plan.every {
-            println!("checkpoints every {n} steps into {}", plan.dir.display());
-        }
-        plan
-    });
-    let job = Blast { e: &e, q0: &q0, t_end: args.t_end, dt_every: args.dt_every, plan: plan.as_ref(), progress };
+    let plan = Plan::new("euler3d", &args.checkpoint).written_by(processes.world().rank() == 0);
+    if let Some(n) = plan.every {
+        println!("checkpoints every {n} steps into {}", plan.dir.display());
+    }
+    let job = Blast { e: &e, q0: &q0, t_end: args.t_end, dt_every: args.dt_every, plan: &plan, progress };
     let run = processes.on_executor(target, decomposition, overlap, "euler3d", job);
     bar.finish_and_clear();
     let (q, steps, restart) = run?;
@@ -241,14 +238,15 @@ fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) 
     (slice, lo, hi)
 }
 
-/// The run on whatever executor the options chose, checkpointed or not: the final state, the
-/// step count and the step it restarted from (0 without a restart).
+/// The run on whatever executor the options chose, checkpointed or not (one loop: `plan` may
+/// write none and restart from none): the final state, the step count and the step it
+/// restarted from (0 without a restart).
 struct Blast<'a, P> {
     e: &'a Euler,
     q0: &'a Conserved<Field3<f64>>,
     t_end: f64,
     dt_every: usize,
-    plan: Option<&'a Plan>,
+    plan: &'a Plan,
     progress: P,
 }
 
@@ -258,9 +256,6 @@ impl<P: FnMut(usize, f64)> OnExecutor for Blast<'_, P> {
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Blast { e, q0, t_end, dt_every, plan, progress } = self;
         println!("running on {}, CFL step from a download every {dt_every} steps", exec.describe());
-        match plan {
-            Some(plan) => checkpoint::euler(e, exec, q0, t_end, dt_every, plan, progress),
-            None => e.run(exec, q0, t_end, dt_every, progress).map(|(q, steps)| (q, steps, 0)),
-        }
+        checkpoint::euler(e, exec, q0, t_end, dt_every, plan, progress)
     }
 }
