@@ -109,7 +109,7 @@ pub trait OnExecutor {
 
 impl Processes {
     /// Runs `job` where `target` says: on the host, on one GPU, or on the subdomains of
-    /// `decomposition` (host subdomains, or GPUs as [`Processes::gpu_domains`] places them, over
+    /// `decomposition` (host subdomains, or GPUs as `Processes::gpu_domains` places them, over
     /// this process's ranks) through the distributed executor with `overlap`. The same code for
     /// every placement: `job` never knows which.
     pub fn on_executor<J: OnExecutor, const D: usize>(
