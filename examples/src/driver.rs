@@ -56,10 +56,86 @@ pub fn run<M: Stepping>(
         let done = model.clock().0;
         let segment = plan.every.map_or(usize::MAX, |n| (done / n + 1) * n - done);
         model.advance(segment, &mut after_step)?;
-        let (step, _) = model.clock();
+        let (step, time) = model.clock();
+        if step == done && !model.finished() {
+            return Err(format!("the run stopped advancing at step {step} (t = {time}) before its end").into());
+        }
         if plan.due(step, model.finished()) {
             model.save(id, &mut |c| plan.save(c, step))?;
         }
     }
     Ok((model, start))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A model of `end` steps that records the segments it is given and the steps it saves at;
+    /// `stall` makes it stop advancing at that step.
+    struct Toy {
+        step: usize,
+        end: usize,
+        stall: Option<usize>,
+        segments: Vec<usize>,
+        saved: std::cell::RefCell<Vec<usize>>,
+    }
+
+    impl Stepping for Toy {
+        fn clock(&self) -> (usize, f64) {
+            (self.step, self.step as f64 * 0.5)
+        }
+        fn finished(&self) -> bool {
+            self.step >= self.end
+        }
+        fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+            self.segments.push(steps.min(self.end - self.step));
+            for _ in 0..steps {
+                if self.finished() || self.stall == Some(self.step) {
+                    break;
+                }
+                self.step += 1;
+                after_step(self.step, self.clock().1);
+            }
+            Ok(())
+        }
+        fn save(&self, _: &Identity, _: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+            self.saved.borrow_mut().push(self.step);
+            Ok(())
+        }
+    }
+
+    /// The driver's loop with the toy: the steps the callback saw, and the toy (its segments
+    /// and the steps it was saved at).
+    fn drive(end: usize, every: Option<usize>, stall: Option<usize>) -> Result<(Vec<usize>, Toy), Error> {
+        let id = Identity { name: "toy".into(), grid: vec![1], fields: vec![], settings: vec![] };
+        let plan = Plan { every, ..Plan::every("toy", 1, std::path::Path::new("unused")) };
+        let mut seen = Vec::new();
+        let toy = |_: Option<&Checkpoint<'static>>| {
+            Ok(Toy { step: 0, end, stall, segments: vec![], saved: Default::default() })
+        };
+        let (toy, start) = run(&id, &plan, toy, |s, t| {
+            assert_eq!(t, s as f64 * 0.5);
+            seen.push(s);
+        })?;
+        assert_eq!(start, 0);
+        Ok((seen, toy))
+    }
+
+    #[test]
+    fn segments_end_where_checkpoints_are_due_and_every_step_is_seen_once() {
+        let (seen, toy) = drive(10, Some(3), None).unwrap();
+        assert_eq!(seen, (1..=10).collect::<Vec<_>>());
+        assert_eq!(toy.segments, [3, 3, 3, 1]);
+        assert_eq!(*toy.saved.borrow(), [3, 6, 9, 10]);
+        let (seen, toy) = drive(7, None, None).unwrap();
+        assert_eq!((seen.len(), toy.segments), (7, vec![7]));
+        assert!(toy.saved.borrow().is_empty());
+    }
+
+    #[test]
+    fn a_run_that_stops_advancing_is_an_error_not_a_hang() {
+        let e = drive(10, Some(4), Some(5)).map(drop).unwrap_err().to_string();
+        assert!(e.contains("stopped advancing at step 5"), "{e}");
+    }
 }
