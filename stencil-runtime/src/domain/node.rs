@@ -55,7 +55,8 @@ impl NodeRank {
     /// sets `SLURM_GPUS_PER_TASK`) and the process sees no more than those `K`: every GPU it
     /// sees is then its own. Otherwise itself (a task that sees the node's GPUs takes its turn).
     pub fn for_gpus(self, count: usize, var: impl Fn(&str) -> Option<String>) -> NodeRank {
-        let own = var("SLURM_GPUS_PER_TASK").and_then(|k| k.trim().parse::<usize>().ok());
+        // `K`, or `TYPE:K` when the job asked for a GPU type (`--gpus-per-task=h100:2`).
+        let own = var("SLURM_GPUS_PER_TASK").and_then(|k| k.rsplit(':').next()?.trim().parse::<usize>().ok());
         match own {
             Some(k) if count <= k => NodeRank::ALONE,
             _ => self,
@@ -170,7 +171,9 @@ mod tests {
         let slurm = |k: &'static str| move |name: &str| (name == "SLURM_GPUS_PER_TASK").then(|| k.to_string());
         assert_eq!(at(3, 4).for_gpus(1, slurm("1")).gpus(1, 1, false).unwrap(), [0]);
         assert_eq!(at(3, 4).for_gpus(2, slurm("2")).gpus(2, 2, false).unwrap(), [0, 1]);
+        assert_eq!(at(3, 4).for_gpus(2, slurm("h100:2")).gpus(2, 2, false).unwrap(), [0, 1]);
         assert_eq!(at(3, 4).for_gpus(4, slurm("1")), at(3, 4));
+        assert_eq!(at(3, 4).for_gpus(1, slurm("many")), at(3, 4));
         assert_eq!(at(3, 4).for_gpus(1, |_| None), at(3, 4));
         // Without the binding, one GPU seen by the node's fourth process is shared.
         assert!(at(3, 4).gpus(1, 1, false).is_err());

@@ -246,7 +246,9 @@ impl<E: Executor, const G: usize, const H: usize> FieldMap<Distributed<E, G>, Di
         &self,
         f: &'a mut DistField<E::Field<T, D>, D>,
     ) -> &'a mut DistField<E::Field<T, D>, D> {
-        // The launch's dimension is the collector's (`H == D`): the address is of a `Head<H>`.
+        // A `Stencil<H>`'s fields are `H`-dimensional (the macro makes them so); checked here, so
+        // that the address kept is of a `Head<H>` and never of another type.
+        assert_eq!(D, H, "a {D}-dimensional field in a {H}-dimensional launch");
         self.0.borrow_mut().push(&f.head as *const Head<D> as *const Head<H>);
         f
     }
