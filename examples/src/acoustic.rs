@@ -44,9 +44,15 @@
 //! receivers are read from the parts that own them, and the halos of `u` and `eta` move when the
 //! stencils read them; the results are those of one domain, bit for bit.
 
-use stencil_runtime::domain::ReachError;
+use std::time::Instant;
+
+use stencil_runtime::io::checkpoint::Checkpoint;
+use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Element, Executor, HaloWidths, Loop, Regions, Stencil, Strategy};
+use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, Strategy};
+
+use crate::checkpoint::{self, Error, Plan};
+use crate::driver::{self, Identity, Stepping};
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
 pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0];
@@ -181,9 +187,6 @@ impl<T: Element> State<Field3<T>> {
     }
 }
 
-/// The fields of a [`State`] by the names the stencils give their parameters.
-pub const FIELDS: [&str; 5] = ["u", "u_prev", "vdt2", "eta", "phi"];
-
 impl<F> State<F> {
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
@@ -229,7 +232,7 @@ impl RegionStrategies {
 
 /// A field element the model runs in (`f32` for the model, `f64` for tests), with the launches
 /// of its three stencils on any [`Executor`].
-pub trait Wave: Element + Into<f64> {
+pub trait Wave: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
 
@@ -267,14 +270,6 @@ pub trait Wave: Element + Into<f64> {
             RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).map(|((k, r), s)| (k, r, s)).collect();
         step_regions(exec, &regions, c, state, source)
     }
-
-    /// The halo the stencils of a step need around field `field` (a parameter name, one of
-    /// [`FIELDS`]): the widest reach of its reads over the three stencils, as the macro
-    /// recorded it. An error when no stencil has a parameter of that name.
-    fn reach(field: &str) -> Result<HaloWidths<3>, ReachError>;
-
-    /// Whether one of the stencils of a step writes field `field`.
-    fn writes(field: &str) -> bool;
 }
 
 /// One step on `exec` over the given regions (each with its stencil and strategy; disjoint, so
@@ -298,21 +293,6 @@ pub fn step_regions<E: Executor, T: Wave>(
     }
     std::mem::swap(&mut state.u, &mut state.u_prev);
     Ok(())
-}
-
-/// `widths` widened by the reads of `field` by stencil `S`, if `S` has a parameter of that name
-/// (`None` in, `None` out while no stencil has had it).
-fn widen<S: Stencil<3>>(widths: Option<HaloWidths<3>>, field: &str) -> Result<Option<HaloWidths<3>>, ReachError> {
-    if S::INFO.fields.iter().any(|f| f.name == field) {
-        Ok(Some(widths.unwrap_or_else(HaloWidths::none).read_by::<S>(field)?))
-    } else {
-        Ok(widths)
-    }
-}
-
-/// Whether stencil `S` writes its parameter `field`.
-fn written_by<S: Stencil<3>>(field: &str) -> bool {
-    S::INFO.fields.iter().any(|f| f.name == field && f.writable)
 }
 
 /// Implements [`Wave`] for `$t` with the stencils' instantiations for it.
@@ -352,22 +332,6 @@ macro_rules! impl_wave {
                 s: &mut State<E::Field<Self, 3>>,
             ) -> Result<(), LaunchError> {
                 exec.run(point, AcousticInject::<$t>::new(), (amount, &s.vdt2, &mut s.u_prev))
-            }
-
-            fn reach(field: &str) -> Result<HaloWidths<3>, ReachError> {
-                let widths = widen::<AcousticInner<$t>>(None, field)?;
-                let widths = widen::<AcousticPml<$t>>(widths, field)?;
-                match widen::<AcousticInject<$t>>(widths, field)? {
-                    Some(widths) => Ok(widths),
-                    // No stencil has it: the PML stencil (which has every field) says so.
-                    None => HaloWidths::of::<AcousticPml<$t>>(field),
-                }
-            }
-
-            fn writes(field: &str) -> bool {
-                written_by::<AcousticInner<$t>>(field)
-                    || written_by::<AcousticPml<$t>>(field)
-                    || written_by::<AcousticInject<$t>>(field)
             }
         }
     };
@@ -589,105 +553,32 @@ impl Model {
             .expect("the interior is the physical domain plus a PML on each side")
     }
 
-    /// Storage coordinates of a point of the physical domain.
-    pub fn storage_of(&self, physical: [usize; 3]) -> [usize; 3] {
-        physical.map(|p| p + self.pml + HALO)
+    /// The physical domain: the grid without the absorbing layer.
+    pub fn physical(&self) -> Loop3D {
+        Loop3D::interior(&self.shape()).shrink([self.pml; 3])
     }
 
-    /// The one-point ranges of the source's nodes with their weights: the grid point `source`
-    /// with weight 1, or the nodes of `source_position`'s cell ([`Model::interpolation`]).
-    pub fn source_nodes(&self) -> Result<Vec<(Loop3D, f64)>, LaunchError> {
-        let nodes = match self.source_position {
-            Some(p) => self.interpolation(p),
-            None => vec![(self.source, 1.0)],
-        };
-        nodes
-            .into_iter()
-            .map(|(node, w)| {
-                let s = self.storage_of(node);
-                Ok((Loop::from_bounds(self.shape().extent(), s, s.map(|v| v + 1))?, w))
-            })
-            .collect()
+    /// The source: the grid point `source`, or `source_position` spread over its cell's nodes.
+    pub fn sources(&self) -> Result<SparsePoints<3>, LaunchError> {
+        Ok(match self.source_position {
+            Some(p) => SparsePoints::new(&self.physical(), [self.h; 3], &[p])?,
+            None => SparsePoints::on_nodes(&self.physical(), &[self.source.map(|p| p + self.pml + HALO)])?,
+        })
     }
 
-    /// The points read after every step: the receiver line along x through the physical domain
-    /// at the source's y and the receiver depth, or, with `receiver_positions`, the box of the
-    /// nodes the receivers interpolate from ([`Model::receiver_traces`] turns its values into
-    /// the receivers' values).
-    pub fn receiver_range(&self) -> Result<Loop3D, LaunchError> {
-        let (begin, end) = match &self.receiver_positions {
+    /// The receivers: the line along x through the physical domain at the source's y and the
+    /// receiver depth, or the points `receiver_positions` (trilinear between nodes).
+    pub fn receivers(&self) -> Result<SparsePoints<3>, LaunchError> {
+        Ok(match &self.receiver_positions {
+            Some(positions) => SparsePoints::new(&self.physical(), [self.h; 3], positions)?,
             None => {
-                let begin = self.storage_of([0, self.source[1], self.receiver_depth]);
-                (begin, [begin[0] + self.n[0], begin[1] + 1, begin[2] + 1])
+                let line: Vec<_> = (0..self.n[0]).map(|i| [i, self.source[1], self.receiver_depth]).collect();
+                SparsePoints::on_nodes(
+                    &self.physical(),
+                    &line.iter().map(|p| p.map(|v| v + self.pml + HALO)).collect::<Vec<_>>(),
+                )?
             }
-            Some(positions) => {
-                let (mut lo, mut hi) = ([usize::MAX; 3], [0; 3]);
-                for (node, _) in positions.iter().flat_map(|p| self.interpolation(*p)) {
-                    for a in 0..3 {
-                        (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
-                    }
-                }
-                (self.storage_of(lo), self.storage_of(hi))
-            }
-        };
-        Ok(Loop::from_bounds(self.shape().extent(), begin, end)?)
-    }
-
-    /// The nodes (physical indices) of the cell holding `position` (metres from the first
-    /// physical point) and their trilinear weights, the zero weights left out: one node of
-    /// weight 1 when the position is a node. The nodes come in a fixed order (x fastest).
-    pub fn interpolation(&self, position: [f64; 3]) -> Vec<([usize; 3], f64)> {
-        let per_axis: [Vec<(usize, f64)>; 3] = std::array::from_fn(|a| {
-            let g = position[a] / self.h;
-            let i0 = (g.floor().max(0.0) as usize).min(self.n[a] - 1);
-            let frac = g - i0 as f64;
-            if frac <= 0.0 || i0 + 1 >= self.n[a] {
-                vec![(i0, 1.0)]
-            } else {
-                vec![(i0, 1.0 - frac), (i0 + 1, frac)]
-            }
-        });
-        let mut nodes = Vec::with_capacity(8);
-        for &(k, wz) in &per_axis[2] {
-            for &(j, wy) in &per_axis[1] {
-                for &(i, wx) in &per_axis[0] {
-                    nodes.push(([i, j, k], wx * wy * wz));
-                }
-            }
-        }
-        nodes
-    }
-
-    /// The receivers' traces from the values of [`Model::receiver_range`] after every step
-    /// (`raw[s]`, axis 0 fastest): unchanged for the receiver line; with `receiver_positions`,
-    /// each receiver's trilinear interpolation (in the order of [`Model::interpolation`]; a
-    /// receiver on a node reads that node's value exactly).
-    pub fn receiver_traces<T: Wave>(&self, raw: Vec<Vec<T>>) -> Result<Vec<Vec<T>>, LaunchError> {
-        let Some(positions) = &self.receiver_positions else { return Ok(raw) };
-        let range = self.receiver_range()?;
-        let (begin, len) = (range.begin(), range.len_per_axis());
-        let weights: Vec<Vec<(usize, f64)>> = positions
-            .iter()
-            .map(|p| {
-                let at = |node: [usize; 3]| {
-                    let s = self.storage_of(node);
-                    (s[0] - begin[0]) + len[0] * ((s[1] - begin[1]) + len[1] * (s[2] - begin[2]))
-                };
-                self.interpolation(*p).into_iter().map(|(node, w)| (at(node), w)).collect()
-            })
-            .collect();
-        Ok(raw
-            .into_iter()
-            .map(|row| {
-                weights
-                    .iter()
-                    .map(|nodes| match nodes.as_slice() {
-                        [(at, _)] => row[*at],
-                        _ => T::from_f64(nodes.iter().map(|&(at, w)| w * row[at].into()).sum()),
-                    })
-                    .collect()
-            })
-            .collect())
+        })
     }
 
     /// Velocity at a global coordinate (outside the physical domain, the nearest layer's, or the
@@ -737,14 +628,19 @@ impl Model {
     /// needs and the memory available).
     pub fn initial<T: Wave>(&self) -> Result<State<Field3<T>>, LaunchError> {
         let shape = self.shape();
-        let dt2 = self.dt * self.dt;
         Ok(State {
             u: Field3::try_zeros(shape)?,
             u_prev: Field3::try_zeros(shape)?,
-            vdt2: Field3::try_from_fn(shape, |g| T::from_f64(self.velocity(g).powi(2) * dt2))?,
+            vdt2: self.vdt2()?,
             eta: Field3::try_from_fn(shape, |g| T::from_f64(self.eta(g)))?,
             phi: Field3::try_zeros(shape)?,
         })
+    }
+
+    /// `V² Δt²` per point of the grid.
+    pub fn vdt2<T: Wave>(&self) -> Result<Field3<T>, LaunchError> {
+        let dt2 = self.dt * self.dt;
+        Ok(Field3::try_from_fn(self.shape(), |g| T::from_f64(self.velocity(g).powi(2) * dt2))?)
     }
 
     /// The discrete energy in the physical domain,
@@ -778,12 +674,10 @@ impl Model {
     /// source, its one-point range and the amount times the node's weight (none once the wavelet
     /// has died out, so no launch is spent on it).
     pub fn source_at<T: Wave>(&self, step: usize) -> Result<Vec<(Loop3D, T)>, LaunchError> {
-        let amount = self.source_amount(step);
         if step as f64 * self.dt >= 3.0 / self.f0 {
             return Ok(Vec::new());
         }
-        let weighted = |w: f64| if w == 1.0 { amount } else { amount * w };
-        Ok(self.source_nodes()?.into_iter().map(|(range, w)| (range, T::from_f64(weighted(w)))).collect())
+        Ok(self.sources()?.spread(0, self.source_amount(step)).map(|(range, a)| (range, T::from_f64(a))).collect())
     }
 }
 
@@ -825,47 +719,143 @@ impl<T: Element> Outcome<T> {
 /// and tunings). Shorter runs time their last step.
 pub const WARM_UP: usize = 2;
 
-/// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
-/// them), recording the receivers after every step (one small read each) and the wavefields
-/// after step `snapshot` (1-based, if given); `after_step(s)` is called after step `s`, e.g. for
-/// a progress bar. The time covers the steps and the receiver reads; not the snapshot (the
-/// steps before it are finished first, then its download is left out of the time), the set-up
-/// or the final download.
+/// [`run_with`] without checkpoints.
 pub fn run<E: Executor, T: Wave>(
     exec: &E,
     strategies: &RegionStrategies,
     model: &Model,
     snapshot: Option<usize>,
+    after_step: impl FnMut(usize),
+) -> Result<Outcome<T>, Error> {
+    Ok(run_with(exec, strategies, model, snapshot, &Plan::none(), after_step)?.0)
+}
+
+/// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
+/// them), recording the receivers after every step and the wavefields after step `snapshot`
+/// (1-based, if given); `after_step(s)` is called after step `s`. Checkpoints (the whole state
+/// and the traces so far) as `plan` says, and a restart from `plan.restart`, on any executor (a
+/// restart may run on another placement). Returns the outcome (every step's traces, also after a
+/// restart) and the first step run. The time covers the steps run after the [`WARM_UP`] and the
+/// receiver reads; not the snapshot's download, the set-up or the final download.
+pub fn run_with<E: Executor, T: Wave>(
+    exec: &E,
+    strategies: &RegionStrategies,
+    model: &Model,
+    snapshot: Option<usize>,
+    plan: &Plan,
     mut after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, Box<dyn std::error::Error>> {
+) -> Result<(Outcome<T>, usize), Error> {
     model.check()?;
-    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-    let receivers = model.receiver_range()?;
-    let mut state = model.initial::<T>()?.upload(exec)?;
-    let mut traces = Vec::with_capacity(model.steps);
-    let mut snap = None;
-    let mut start = std::time::Instant::now();
-    for s in 0..model.steps {
-        T::step(exec, strategies, &regions, &c, &mut state, &model.source_at(s)?)?;
-        traces.push(exec.read_range(&state.u, &receivers)?);
-        if snapshot == Some(s + 1) {
-            exec.synchronize()?;
-            let pause = std::time::Instant::now();
-            snap = Some(state.wavefields(exec)?);
-            start += pause.elapsed();
-        }
-        after_step(s + 1);
-        if s + 1 == WARM_UP.min(model.steps - 1) {
-            // The first steps prepare the kernels (compile and tune them on a GPU): not timed.
-            exec.synchronize()?;
-            start = std::time::Instant::now();
-        }
-    }
+    let receivers = model.receivers()?;
+    let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
+    let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
+    let listening = model.receiver_positions.as_ref().map_or(line.to_vec(), |p| p.concat());
+    let settings = vec![
+        ("dt", model.dt),
+        ("h", model.h),
+        ("f0", model.f0),
+        ("pml", model.pml as f64),
+        ("source_x", source[0]),
+        ("source_y", source[1]),
+        ("source_z", source[2]),
+        ("receivers", checkpoint::hash_setting(listening)),
+    ];
+    let fields = vec!["u", "u_prev", "vdt2", "eta", "phi", "traces"];
+    let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
+        let (host, traces, first) = match c {
+            Some(c) => {
+                let f = |n: &str| c.field::<T, 3>(n, &model.shape());
+                let state =
+                    State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
+                // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
+                checkpoint::expect_same(c, "velocity model (V² Δt² per point)", &model.vdt2()?, &state.vdt2)?;
+                let first = c.step as usize;
+                (state, checkpoint::records_of(c, "traces", receivers.len(), first)?, first)
+            }
+            None => (model.initial::<T>()?, Vec::with_capacity(model.steps), 0),
+        };
+        checkpoint::within_run(first, model.steps)?;
+        let (state, clock) = (host.upload(exec)?, Instant::now());
+        Ok(Running {
+            exec,
+            strategies,
+            model,
+            state,
+            traces,
+            receivers: &receivers,
+            snapshot,
+            snap: None,
+            first,
+            clock,
+        })
+    };
+    let plan = Plan { model: id.name.clone(), ..plan.clone() };
+    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
     exec.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let timed_steps = model.steps.saturating_sub(WARM_UP).max(1);
-    let traces = model.receiver_traces(traces)?;
-    Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces, seconds, timed_steps })
+    let seconds = run.clock.elapsed().as_secs_f64();
+    let timed_steps = (model.steps - start).saturating_sub(WARM_UP).max(1);
+    let (last, snapshot, traces) = (run.state.wavefields(exec)?, run.snap, run.traces);
+    Ok((Outcome { last, snapshot, traces, seconds, timed_steps }, start))
+}
+
+/// A run on `E` as the time loop drives it: the state, the traces so far, the snapshot asked
+/// for, and the clock that starts after the warm-up steps.
+struct Running<'a, E: Executor, T: Wave> {
+    exec: &'a E,
+    strategies: &'a RegionStrategies,
+    model: &'a Model,
+    state: State<E::Field<T, 3>>,
+    traces: Vec<Vec<T>>,
+    receivers: &'a SparsePoints<3>,
+    snapshot: Option<usize>,
+    snap: Option<Wavefields<T>>,
+    first: usize,
+    clock: Instant,
+}
+
+impl<E: Executor, T: Wave> Stepping for Running<'_, E, T> {
+    fn clock(&self) -> (usize, f64) {
+        (self.traces.len(), self.traces.len() as f64 * self.model.dt)
+    }
+
+    fn finished(&self) -> bool {
+        self.traces.len() >= self.model.steps
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (model, exec) = (self.model, self.exec);
+        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+        for s in self.traces.len()..self.traces.len().saturating_add(steps).min(model.steps) {
+            T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
+            self.traces.push(self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect());
+            if self.snapshot == Some(s + 1) {
+                exec.synchronize()?;
+                let pause = Instant::now();
+                self.snap = Some(self.state.wavefields(exec)?);
+                self.clock += pause.elapsed();
+            }
+            after_step(s + 1, (s + 1) as f64 * model.dt);
+            if s + 1 == self.first + WARM_UP.min(model.steps - self.first - 1) {
+                // The first steps prepare the kernels (compile and tune them on a GPU): not timed.
+                exec.synchronize()?;
+                self.clock = Instant::now();
+            }
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let d = |f: &E::Field<T, 3>| self.exec.download(f);
+        let s = &self.state;
+        let (u, u_prev, vdt2, eta, phi) = (d(&s.u)?, d(&s.u_prev)?, d(&s.vdt2)?, d(&s.eta)?, d(&s.phi)?);
+        let (step, time) = self.clock();
+        let fields = [("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)];
+        let mut c = checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
+        let traces = checkpoint::records_field(&self.traces, self.receivers.len());
+        c.push("traces", &traces)?;
+        write(&c)
+    }
 }
 
 impl Model {

@@ -24,7 +24,6 @@ use stencil_runtime::io::{IoElement, IoError};
 use stencil_runtime::prelude::*;
 use stencil_runtime::Element;
 
-use crate::acoustic::{self, Coefficients, RegionStrategies, Wave};
 use crate::diffusion::{self, Real};
 use crate::driver::{self, Identity, Stepping};
 use crate::euler::{Conserved, Euler};
@@ -97,6 +96,11 @@ impl Plan {
         self
     }
 
+    /// A plan that neither writes nor restarts.
+    pub fn none() -> Self {
+        Plan { model: String::new(), every: None, dir: PathBuf::new(), restart: None, writer: true }
+    }
+
     /// A plan that writes every `every` steps into `dir` and does not restart.
     pub fn every(model: &str, every: usize, dir: &Path) -> Self {
         Plan { model: model.into(), every: Some(every), dir: dir.into(), restart: None, writer: true }
@@ -164,8 +168,62 @@ fn check(
     settings.iter().try_for_each(|(name, v)| c.expect_scalar(name, *v))
 }
 
+/// Per-step records (`rows[s][r]`, e.g. receiver traces) as a 2D field indexed `[r, s]`, so that
+/// a checkpoint carries them and a restarted run writes the whole record.
+pub(crate) fn records_field<T: Element>(rows: &[Vec<T>], width: usize) -> Field2<T> {
+    Field2::from_fn(Shape2::new([width, rows.len()]).align(1), |[r, s]| rows[s as usize][r as usize])
+}
+
+/// The first `steps` records of width `width` of checkpoint field `name`
+/// ([`records_field`]'s inverse).
+pub(crate) fn records_of<T: IoElement>(
+    c: &Checkpoint<'_>,
+    name: &str,
+    width: usize,
+    steps: usize,
+) -> Result<Vec<Vec<T>>, IoError> {
+    let f = c.field::<T, 2>(name, &Shape2::new([width, steps]).align(1))?;
+    Ok((0..steps as isize).map(|s| (0..width as isize).map(|r| f.get([r, s]).expect("in")).collect()).collect())
+}
+
+/// Checks that field `what` of checkpoint `c` (`found`) is this run's (`expected`), point by
+/// point: e.g. a material model, where another one is another run.
+pub(crate) fn expect_same<T: Element, const D: usize>(
+    c: &Checkpoint<'_>,
+    what: &str,
+    expected: &Field<T, D>,
+    found: &Field<T, D>,
+) -> Result<(), IoError> {
+    let differ = expected.as_slice().iter().zip(found.as_slice()).filter(|(a, b)| a != b).count();
+    if differ > 0 {
+        return Err(IoError::Mismatch {
+            path: c.path().to_path_buf(),
+            what: what.into(),
+            expected: "this run's".into(),
+            found: format!("another one, at {differ} of {} points", found.shape().points()),
+        });
+    }
+    Ok(())
+}
+
+/// 52 bits of an FNV-1a hash of `values` (exact as an `f64` setting): a setting for a list,
+/// e.g. receiver positions.
+pub(crate) fn hash_setting(values: impl IntoIterator<Item = f64>) -> f64 {
+    let hash =
+        values.into_iter().fold(0xcbf2_9ce4_8422_2325u64, |h, v| (h ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3));
+    (hash >> 12) as f64
+}
+
+/// Refuses a checkpoint of step `step`, past the run's last step `last`.
+pub(crate) fn within_run(step: usize, last: usize) -> Result<(), Error> {
+    if step > last {
+        return Err(format!("the checkpoint is of step {step}, past the run's last step {last}").into());
+    }
+    Ok(())
+}
+
 /// A checkpoint of `fields` (names and host fields) with `settings` as scalars.
-fn snapshot_of<'a, T: IoElement, const D: usize>(
+pub(crate) fn snapshot_of<'a, T: IoElement, const D: usize>(
     model: &str,
     step: usize,
     time: f64,
@@ -258,195 +316,6 @@ pub fn diffusion<E: Executor, T: Real + IoElement>(
     let plan = Plan { model: DIFFUSION.into(), ..plan.clone() };
     let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
     Ok((exec.download(&run.buffers[0])?, start))
-}
-
-// ---------------------------------------------------------------------------------------------
-// acoustic3d
-
-/// The acoustic model's fields in checkpoints: the state, and the receiver traces so far
-/// (`traces`, a 2D field indexed `[receiver, step]`), so that a restarted run writes the whole
-/// seismogram.
-const ACOUSTIC_FIELDS: [&str; 6] = ["u", "u_prev", "vdt2", "eta", "phi", "traces"];
-
-/// The traces `traces[s][r]` as a field indexed `[r, s]`.
-fn traces_field<T: Element>(traces: &[Vec<T>], receivers: usize) -> Field2<T> {
-    Field2::from_fn(Shape2::new([receivers, traces.len()]).align(1), |[r, s]| traces[s as usize][r as usize])
-}
-
-/// The acoustic model's name in checkpoints.
-const ACOUSTIC: &str = "acoustic3d";
-
-/// The acoustic run's settings a checkpoint must match.
-fn acoustic_settings(model: &acoustic::Model) -> [(&'static str, f64); 8] {
-    // The source (metres) and the receivers (a hash of their positions or of the line) too: a
-    // restart with other ones would splice traces of two set-ups.
-    let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
-    let mut hash = 0xcbf2_9ce4_8422_2325u64;
-    let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
-    for v in model.receiver_positions.iter().flatten().flatten().chain(if model.receiver_positions.is_none() {
-        &line[..]
-    } else {
-        &[]
-    }) {
-        hash = (hash ^ v.to_bits()).wrapping_mul(0x0100_0000_01b3);
-    }
-    [
-        ("dt", model.dt),
-        ("h", model.h),
-        ("f0", model.f0),
-        ("pml", model.pml as f64),
-        ("source_x", source[0]),
-        ("source_y", source[1]),
-        ("source_z", source[2]),
-        // 52 bits of the hash: exact in an f64.
-        ("receivers", (hash >> 12) as f64),
-    ]
-}
-
-/// Checks the `vdt2` of a checkpoint `c` (V²Δt² per point) against this run's (`expected`):
-/// another velocity model is another run.
-fn check_velocity<T: Element>(c: &Checkpoint<'_>, expected: &Field3<T>, vdt2: &Field3<T>) -> Result<(), IoError> {
-    let differ = expected.as_slice().iter().zip(vdt2.as_slice()).filter(|(a, b)| a != b).count();
-    if differ > 0 {
-        return Err(IoError::Mismatch {
-            path: c.path().to_path_buf(),
-            what: "velocity model (V² Δt² per point)".into(),
-            expected: "this run's".into(),
-            found: format!("another one, at {differ} of {} points", vdt2.shape().points()),
-        });
-    }
-    Ok(())
-}
-
-/// This run's V²Δt² per point of the global grid, as the model computes it.
-fn velocity_of<T: Wave>(model: &acoustic::Model) -> Result<Field3<T>, Error> {
-    let dt2 = model.dt * model.dt;
-    Ok(Field3::<T>::try_from_fn(model.shape(), |g| T::from_f64(model.velocity(g).powi(2) * dt2))?)
-}
-
-/// An acoustic run on `E` as the time loop drives it: the state, the traces so far, the
-/// snapshot asked for, and the clock that starts after the warm-up steps.
-struct AcousticRun<'a, E: Executor, T: Wave> {
-    exec: &'a E,
-    strategies: &'a RegionStrategies,
-    model: &'a acoustic::Model,
-    state: acoustic::State<E::Field<T, 3>>,
-    traces: Vec<Vec<T>>,
-    receivers: Loop3D,
-    snapshot: Option<usize>,
-    snap: Option<acoustic::Wavefields<T>>,
-    first: usize,
-    step: usize,
-    clock: std::time::Instant,
-}
-
-impl<E: Executor, T: Wave + IoElement> Stepping for AcousticRun<'_, E, T> {
-    fn clock(&self) -> (usize, f64) {
-        (self.step, self.step as f64 * self.model.dt)
-    }
-
-    fn finished(&self) -> bool {
-        self.step >= self.model.steps
-    }
-
-    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        let (model, exec) = (self.model, self.exec);
-        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-        let end = self.step.saturating_add(steps).min(model.steps);
-        for s in self.step..end {
-            T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
-            self.traces.push(exec.read_range(&self.state.u, &self.receivers)?);
-            if self.snapshot == Some(s + 1) {
-                self.snap = Some(self.state.wavefields(exec)?);
-            }
-            self.step = s + 1;
-            after_step(s + 1, (s + 1) as f64 * model.dt);
-            if s + 1 == self.first + acoustic::WARM_UP.min(model.steps - self.first - 1) {
-                // The first steps prepare the kernels: not timed, as in the model's run.
-                exec.synchronize()?;
-                self.clock = std::time::Instant::now();
-            }
-        }
-        Ok(())
-    }
-
-    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let d = |f: &E::Field<T, 3>| self.exec.download(f);
-        let s = &self.state;
-        let (u, u_prev, vdt2, eta, phi) = (d(&s.u)?, d(&s.u_prev)?, d(&s.vdt2)?, d(&s.eta)?, d(&s.phi)?);
-        let recorded = traces_field(&self.traces, self.receivers.points());
-        let (step, time) = self.clock();
-        let fields = [("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)];
-        let mut c = snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
-        c.push("traces", &recorded)?;
-        write(&c)
-    }
-}
-
-/// [`acoustic::run`] with checkpoints, on any executor (subdomains too: the global state, written
-/// by the writer; a restart may run on another placement) (the whole state: `u`, `u_prev`,
-/// `vdt2`, `eta`, `phi` and the receiver traces so far), from the model's initial state or from
-/// `plan.restart`, to step `model.steps`; the wavefields after step `snapshot` too, if that step
-/// is run. Returns the model's outcome (every step's traces, also after a restart; the time
-/// covers the steps run but the first, and the checkpoints) and the first step run.
-pub fn acoustic<E: Executor, T: Wave + IoElement>(
-    exec: &E,
-    strategies: &RegionStrategies,
-    model: &acoustic::Model,
-    snapshot: Option<usize>,
-    plan: &Plan,
-    mut after_step: impl FnMut(usize),
-) -> Result<(acoustic::Outcome<T>, usize), Error> {
-    model.check()?;
-    let (grid, settings) = (model.shape().interior().to_vec(), acoustic_settings(model).to_vec());
-    let id = Identity { name: ACOUSTIC.into(), grid, fields: ACOUSTIC_FIELDS.to_vec(), settings };
-    let receivers = model.receiver_range()?;
-    let build = |c: Option<&Checkpoint<'static>>| -> Result<AcousticRun<'_, E, T>, Error> {
-        let mut traces: Vec<Vec<T>> = Vec::with_capacity(model.steps);
-        let (host, first) = match c {
-            Some(c) => {
-                let f = |n: &str| c.field::<T, 3>(n, &model.shape());
-                let (u, u_prev, vdt2, eta, phi) = (f("u")?, f("u_prev")?, f("vdt2")?, f("eta")?, f("phi")?);
-                let state = acoustic::State { u, u_prev, vdt2, eta, phi };
-                // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
-                check_velocity(c, &velocity_of::<T>(model)?, &state.vdt2)?;
-                let (start, count) = (c.step as usize, receivers.points());
-                let recorded = c.field::<T, 2>("traces", &Shape2::new([count, start]).align(1))?;
-                traces.extend(
-                    (0..start as isize)
-                        .map(|s| (0..count as isize).map(|r| recorded.get([r, s]).expect("in")).collect()),
-                );
-                (state, start)
-            }
-            None => (model.initial::<T>()?, 0),
-        };
-        if first > model.steps {
-            return Err(format!("the checkpoint is of step {first}, past the run's last step {}", model.steps).into());
-        }
-        let state = host.upload(exec)?;
-        let clock = std::time::Instant::now();
-        Ok(AcousticRun {
-            exec,
-            strategies,
-            model,
-            state,
-            traces,
-            receivers,
-            snapshot,
-            snap: None,
-            first,
-            step: first,
-            clock,
-        })
-    };
-    let plan = Plan { model: ACOUSTIC.into(), ..plan.clone() };
-    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
-    exec.synchronize()?;
-    let seconds = run.clock.elapsed().as_secs_f64();
-    let timed_steps = (model.steps - start).saturating_sub(acoustic::WARM_UP).max(1);
-    let last = run.state.wavefields(exec)?;
-    let traces = model.receiver_traces(run.traces)?;
-    Ok((acoustic::Outcome { last, snapshot: run.snap, traces, seconds, timed_steps }, start))
 }
 
 // ---------------------------------------------------------------------------------------------

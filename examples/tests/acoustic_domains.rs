@@ -6,8 +6,8 @@
 //! subdomain boundary); with `--features cuda`, GPU subdomains against the host's single-domain
 //! run.
 
-use stencil_examples::acoustic::{run, Model, Outcome, RegionStrategies, Wave};
-use stencil_runtime::{Decomposition, Distributed, Host, Overlap};
+use stencil_examples::acoustic::{run, AcousticInner, AcousticPml, Model, Outcome, RegionStrategies, Wave};
+use stencil_runtime::{Decomposition, Distributed, HaloWidths, Host, Overlap};
 
 /// A small layered model (uneven sizes, the grid 33 x 31 x 32 with the PML) whose wavefront
 /// reaches the PML and crosses the subdomain boundaries of every grid below within the run.
@@ -79,8 +79,8 @@ fn host_subdomains_equal_the_single_domain_run_f64() {
 #[test]
 fn the_halo_covers_the_stencils_reach() {
     // The 25-point star reads u 4 points around; grad eta reads eta 1 point around.
-    assert_eq!(<f32 as Wave>::reach("u").unwrap().0, [4; 3]);
-    assert_eq!(<f32 as Wave>::reach("eta").unwrap().0, [1; 3]);
+    assert_eq!(HaloWidths::of::<AcousticInner<f32>>("u").unwrap().0, [4; 3]);
+    assert_eq!(HaloWidths::of::<AcousticPml<f32>>("eta").unwrap().0, [1; 3]);
     assert!(model().shape().halo_widths().iter().all(|&h| h >= 4));
 }
 

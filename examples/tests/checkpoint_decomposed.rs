@@ -82,7 +82,7 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
         let exec = on(grid);
         let plan = Plan::every("acoustic3d", n, &dir.join(format!("case-{case}")));
         let what = format!("acoustic over grid {grid:?}, {overlap:?}, source {:?}", model.source);
-        let (whole, start) = checkpoint::acoustic::<_, f32>(&exec, &strategies, &model, None, &plan, |_| {}).unwrap();
+        let (whole, start) = acoustic::run_with::<_, f32>(&exec, &strategies, &model, None, &plan, |_| {}).unwrap();
         assert_eq!(start, 0);
         assert_eq!(bits(&whole.last.u), bits(&single.last.u), "{what}: a run writing checkpoints");
         assert_eq!(trace_bits(&whole.traces), trace_bits(&single.traces), "{what}: traces");
@@ -92,7 +92,7 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
         let elsewhere = on(grids[(case + 1) % grids.len()]);
         let mut seen = Vec::new();
         let (resumed, start) =
-            checkpoint::acoustic::<_, f32>(&elsewhere, &strategies, &model, Some(n + 2), &restart, |s| seen.push(s))
+            acoustic::run_with::<_, f32>(&elsewhere, &strategies, &model, Some(n + 2), &restart, |s| seen.push(s))
                 .unwrap();
         assert_eq!((start, seen), (n, (n + 1..=2 * n).collect::<Vec<_>>()), "{what}");
         assert_eq!(bits(&resumed.last.u), bits(&single.last.u), "{what}: u after a restart at step {n}");
@@ -104,7 +104,7 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
         assert_eq!(bits(&resumed.snapshot.unwrap().u), bits(&snap.last.u), "{what}: the snapshot after the restart");
         // A restart from the last checkpoint runs no step and gives the same outcome.
         let at_end = plan.clone().restart_from(&plan.path(2 * n));
-        let (end, start) = checkpoint::acoustic::<_, f32>(&exec, &strategies, &model, None, &at_end, |_| {}).unwrap();
+        let (end, start) = acoustic::run_with::<_, f32>(&exec, &strategies, &model, None, &at_end, |_| {}).unwrap();
         assert_eq!(start, 2 * n);
         assert_eq!(bits(&end.last.u), bits(&single.last.u), "{what}: restarted at the last step");
         assert_eq!(trace_bits(&end.traces), trace_bits(&single.traces), "{what}: traces from the checkpoint only");
@@ -221,9 +221,8 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     let strategies = RegionStrategies::default();
     let exec = Distributed::host(model.decompose(3, Some([1, 3, 1])).unwrap()).unwrap();
     let aplan = Plan::every("acoustic3d", 2, &dir.join("acoustic"));
-    let run = |m: &acoustic::Model, p: &Plan| {
-        checkpoint::acoustic::<_, f32>(&exec, &strategies, m, None, p, |_| {}).map(drop)
-    };
+    let run =
+        |m: &acoustic::Model, p: &Plan| acoustic::run_with::<_, f32>(&exec, &strategies, m, None, p, |_| {}).map(drop);
     run(&model, &aplan).unwrap();
     let arestart = aplan.clone().restart_from(&aplan.path(2));
     let mut slower = model.clone();

@@ -126,7 +126,7 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let mut model = acoustic::Model::layered(12, 2);
     model.pml = 2;
     let aplan = Plan::every("acoustic3d", 2, &dir);
-    checkpoint::acoustic::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &aplan, |_| {}).unwrap();
+    acoustic::run_with::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &aplan, |_| {}).unwrap();
     let e = refuse(&setup, false, &plan.clone().restart_from(&aplan.path(2)));
     assert_eq!(e.code(), "S0408", "{e}");
     assert!(e.to_string().contains("model is \"acoustic3d\", but this run's is \"diffusion3d\""), "{e}");
@@ -163,12 +163,12 @@ fn acoustic_restarts_bit_for_bit() {
     let strategies = RegionStrategies::default();
     let straight = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
     let plan = Plan::every("acoustic3d", n, &dir);
-    let (whole, _) = checkpoint::acoustic::<Host, f32>(&Host, &strategies, &model, None, &plan, |_| {}).unwrap();
+    let (whole, _) = acoustic::run_with::<Host, f32>(&Host, &strategies, &model, None, &plan, |_| {}).unwrap();
     assert_eq!(bits(&whole.last.u), bits(&straight.last.u));
     assert_eq!(whole.traces, straight.traces);
     let restart = plan.clone().restart_from(&plan.path(n));
     let (resumed, start) =
-        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &model, Some(n + 2), &restart, |_| {}).unwrap();
+        acoustic::run_with::<Host, f32>(&Host, &strategies, &model, Some(n + 2), &restart, |_| {}).unwrap();
     assert_eq!(start, n);
     assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "u after a restart at step {n}");
     assert_eq!(bits(&resumed.last.u_prev), bits(&straight.last.u_prev));
@@ -180,26 +180,22 @@ fn acoustic_restarts_bit_for_bit() {
     // Another time step is another run.
     let mut other = model.clone();
     other.dt *= 0.9;
-    let e =
-        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("dt is"), "{e}");
     // Another velocity model (the same time step) is another run too.
     let mut slower = model.clone();
     slower.layers[1].v = 2400.0;
-    let e =
-        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("velocity model (V² Δt² per point)"), "{e}");
     // Another source position or other receivers would splice the traces of two set-ups.
     let mut moved = model.clone();
     moved.source_position = Some([1.5 * model.h, 2.0 * model.h, 3.0 * model.h]);
-    let e =
-        checkpoint::acoustic::<Host, f32>(&Host, &strategies, &moved, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &moved, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("source_x"), "{e}");
     let mut listening = model.clone();
     listening.receiver_positions = Some(vec![[0.0, 0.0, 0.0]]);
-    let e = checkpoint::acoustic::<Host, f32>(&Host, &strategies, &listening, None, &restart, |_| {})
-        .map(drop)
-        .unwrap_err();
+    let e =
+        acoustic::run_with::<Host, f32>(&Host, &strategies, &listening, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("receivers"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -352,9 +348,9 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
     let strategies = RegionStrategies::default();
     let straight = acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, |_| {}).unwrap();
     let plan = Plan::every("acoustic3d", 6, &dir);
-    checkpoint::acoustic::<Gpu, f32>(&gpu, &strategies, &model, None, &plan, |_| {}).unwrap();
+    acoustic::run_with::<Gpu, f32>(&gpu, &strategies, &model, None, &plan, |_| {}).unwrap();
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, _) = checkpoint::acoustic::<Gpu, f32>(&gpu, &strategies, &model, None, &restart, |_| {}).unwrap();
+    let (resumed, _) = acoustic::run_with::<Gpu, f32>(&gpu, &strategies, &model, None, &restart, |_| {}).unwrap();
     assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "acoustic on a GPU, restarted at step 6");
     assert_eq!(resumed.traces, straight.traces);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -132,10 +132,10 @@ fn acoustic_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(
     let dir = checkpoint_dir(world, "acoustic", per_rank);
     let plan = Plan::every("acoustic3d", 6, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _) = checkpoint::acoustic::<_, f32>(&on, &s, &m, None, &plan, |_| {}).unwrap();
+    let (whole, _) = acoustic::run_with::<_, f32>(&on, &s, &m, None, &plan, |_| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, start) = checkpoint::acoustic::<_, f32>(&on, &s, &m, None, &restart, |_| {}).unwrap();
+    let (resumed, start) = acoustic::run_with::<_, f32>(&on, &s, &m, None, &restart, |_| {}).unwrap();
     assert_eq!(start, 6);
     {
         let what = format!("acoustic checkpoints over grid {:?}, rank {}", d.grid(), world.rank());

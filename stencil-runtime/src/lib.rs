@@ -135,6 +135,7 @@ pub mod launch;
 pub mod range;
 pub mod reduce;
 pub mod regions;
+pub mod sparse;
 mod stencil;
 pub mod steps;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
@@ -161,6 +162,7 @@ pub use index::{Idx1, Idx2, Idx3};
 pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
 pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
+pub use sparse::SparsePoints;
 pub use stencil::{FieldInfo, StencilInfo};
 pub use stencil_codegen as codegen;
 pub use stencil_macros::{stencil, stencil_fn};

@@ -15,7 +15,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
-use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
+use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
 use stencil_examples::placement::{
     check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
@@ -195,14 +195,11 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
 
     args.checkpoint.check()?;
-    let plan = args.checkpoint.active().then(|| {
-        let plan = Plan::new("acoustic3d", &args.checkpoint).written_by(processes.world().rank() == 0);
-        if let Some(n) = plan.every {
-            println!("checkpoints every {n} steps into {}", plan.dir.display());
-        }
-        plan
-    });
-    let job = Acoustic { model: &model, snapshot, plan: plan.as_ref() };
+    let plan = Plan::new("acoustic3d", &args.checkpoint).written_by(processes.world().rank() == 0);
+    if let Some(n) = plan.every {
+        println!("checkpoints every {n} steps into {}", plan.dir.display());
+    }
+    let job = Acoustic { model: &model, snapshot, plan: &plan };
     let run = processes.on_executor(target, decomposition, overlap, "acoustic3d", job)?;
     if processes.world().rank() != 0 {
         return Ok(()); // every rank holds the outcome; rank 0 reports it and writes the files
@@ -295,7 +292,7 @@ fn write_outputs(
 struct Acoustic<'a> {
     model: &'a Model,
     snapshot: usize,
-    plan: Option<&'a Plan>,
+    plan: &'a Plan,
 }
 
 impl OnExecutor for Acoustic<'_> {
@@ -305,19 +302,13 @@ impl OnExecutor for Acoustic<'_> {
         let (model, snapshot) = (self.model, Some(self.snapshot));
         let bar = progress::steps(model.steps);
         bar.println(format!("running on {}", exec.describe()));
-        let run = match self.plan {
-            None => acoustic::run::<E, f32>(exec, &Default::default(), model, snapshot, |_| bar.inc(1)),
-            Some(plan) => checkpoint::acoustic::<E, f32>(exec, &Default::default(), model, snapshot, plan, |s| {
-                bar.set_position(s as u64)
-            })
-            .map(|(outcome, start)| {
-                if start > 0 {
-                    println!("restarted from step {start} (the traces before it come from the checkpoint)");
-                }
-                outcome
-            }),
-        };
+        let strategies = Default::default();
+        let run =
+            acoustic::run_with::<E, f32>(exec, &strategies, model, snapshot, self.plan, |s| bar.set_position(s as u64));
+        if let Ok((_, start @ 1..)) = &run {
+            bar.println(format!("restarted from step {start} (the traces before it come from the checkpoint)"));
+        }
         bar.finish_and_clear();
-        run
+        Ok(run?.0)
     }
 }

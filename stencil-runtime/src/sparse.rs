@@ -1,0 +1,244 @@
+//! Sparse points: sources and receivers at any coordinates of a grid, between its nodes.
+//!
+//! [`SparsePoints`] places each point in the cell of a region that holds it and gives it the
+//! cell's nodes with multilinear weights (trilinear in 3D). A source is injected by launching
+//! the model's injection stencil on each node's one-point range ([`SparsePoints::spread`]); a
+//! receiver is sampled with [`SparsePoints::sample`], which reads the box of all the receivers'
+//! nodes in one [`Executor::read_range`] and interpolates. Both work on every executor: on the
+//! distributed one, each node range is cut to the part that owns it and the read is gathered.
+
+use crate::{Element, Executor, LaunchError, Loop, RangeError};
+
+/// Points at any coordinates of a region of a grid, each with the nodes of its cell and their
+/// multilinear weights (the zero weights left out: a point on a node has that node alone, with
+/// weight 1, so it reads and writes exactly that node's value).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SparsePoints<const D: usize> {
+    extent: [usize; D],
+    nodes: Vec<Vec<([usize; D], f64)>>,
+    bounds: ([usize; D], [usize; D]),
+}
+
+impl<const D: usize> SparsePoints<D> {
+    /// Places `positions` in `region` (a range of storage coordinates, e.g. the physical domain
+    /// without an absorbing layer), whose nodes lie `spacing[a]` apart along axis `a`. Positions
+    /// are in the units of `spacing` from the region's first node. An error names the first
+    /// position that lies outside the region (between its first and last node, bounds included).
+    pub fn new(region: &Loop<D>, spacing: [f64; D], positions: &[[f64; D]]) -> Result<Self, RangeError> {
+        let (first, len) = (region.begin(), region.len_per_axis());
+        if let Some(a) = (0..D).find(|&a| len[a] == 0 || spacing[a].is_nan() || spacing[a] <= 0.0) {
+            return Err(RangeError(format!(
+                "SparsePoints::new: axis {a} of region {region:?} has {} nodes and spacing {}: give a non-empty \
+                 region and a spacing > 0",
+                len[a], spacing[a]
+            )));
+        }
+        let last: [f64; D] = std::array::from_fn(|a| (len[a] - 1) as f64 * spacing[a]);
+        let mut nodes = Vec::with_capacity(positions.len());
+        for (p, position) in positions.iter().enumerate() {
+            if let Some(a) = (0..D).find(|&a| !(0.0..=last[a]).contains(&position[a])) {
+                return Err(RangeError(format!(
+                    "sparse point {p} at {position:?} lies outside the region along axis {a}: give coordinates \
+                     from 0 to {last:?} (node spacing {spacing:?} from the region's first node)"
+                )));
+            }
+            let per_axis: [Vec<(usize, f64)>; D] = std::array::from_fn(|a| {
+                let g = position[a] / spacing[a];
+                let i0 = (g.floor().max(0.0) as usize).min(len[a] - 1);
+                let frac = g - i0 as f64;
+                if frac <= 0.0 || i0 + 1 >= len[a] {
+                    vec![(first[a] + i0, 1.0)]
+                } else {
+                    vec![(first[a] + i0, 1.0 - frac), (first[a] + i0 + 1, frac)]
+                }
+            });
+            nodes.push(outer_product(&per_axis));
+        }
+        Ok(Self::from_nodes(region.extent(), nodes))
+    }
+
+    /// Points on the nodes `at` (storage coordinates of a grid of extent `region.extent()`), each
+    /// with weight 1: e.g. a line of receivers on grid points. An error names a node outside
+    /// `region`.
+    pub fn on_nodes(region: &Loop<D>, at: &[[usize; D]]) -> Result<Self, RangeError> {
+        let (begin, end) = (region.begin(), region.end());
+        if let Some((p, node)) =
+            at.iter().enumerate().find(|(_, n)| (0..D).any(|a| n[a] < begin[a] || n[a] as isize >= end[a]))
+        {
+            return Err(RangeError(format!("sparse point {p} at node {node:?} lies outside the region {region:?}")));
+        }
+        Ok(Self::from_nodes(region.extent(), at.iter().map(|&n| vec![(n, 1.0)]).collect()))
+    }
+
+    fn from_nodes(extent: [usize; D], nodes: Vec<Vec<([usize; D], f64)>>) -> Self {
+        let (mut lo, mut hi) = ([usize::MAX; D], [0; D]);
+        for (node, _) in nodes.iter().flatten() {
+            for a in 0..D {
+                (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
+            }
+        }
+        if nodes.is_empty() {
+            lo = [0; D];
+        }
+        SparsePoints { extent, nodes, bounds: (lo, hi) }
+    }
+
+    /// How many points there are.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The nodes of point `p` (storage coordinates) and their weights, in a fixed order (axis 0
+    /// fastest).
+    pub fn nodes(&self, p: usize) -> &[([usize; D], f64)] {
+        &self.nodes[p]
+    }
+
+    /// What injecting `amount` at point `p` adds at each node: the node's one-point range and
+    /// `amount` times its weight (`amount` itself, exactly, for a weight of 1).
+    pub fn spread(&self, p: usize, amount: f64) -> impl Iterator<Item = (Loop<D>, f64)> + '_ {
+        self.nodes[p].iter().map(move |&(node, w)| {
+            let range = Loop::within(self.extent, node, node.map(|v| v + 1));
+            (range, if w == 1.0 { amount } else { amount * w })
+        })
+    }
+
+    /// The box of every point's nodes: what [`SparsePoints::sample`] reads.
+    pub fn bounding_box(&self) -> Loop<D> {
+        Loop::within(self.extent, self.bounds.0, self.bounds.1)
+    }
+
+    /// Every point's value of `field` on `exec`, interpolated from its nodes (a point on a node
+    /// reads that node's value exactly): one read of [`SparsePoints::bounding_box`].
+    pub fn sample<E: Executor, T: Element + Into<f64>>(
+        &self,
+        exec: &E,
+        field: &E::Field<T, D>,
+    ) -> Result<Vec<f64>, LaunchError> {
+        if self.nodes.is_empty() {
+            return Ok(Vec::new());
+        }
+        let values = exec.read_range(field, &self.bounding_box())?;
+        let (lo, len) = (self.bounds.0, self.bounding_box().len_per_axis());
+        let at = |node: &[usize; D]| (0..D).rev().fold(0, |offset, a| offset * len[a] + (node[a] - lo[a]));
+        Ok(self
+            .nodes
+            .iter()
+            .map(|nodes| match nodes.as_slice() {
+                [(node, _)] => values[at(node)].into(),
+                _ => nodes.iter().map(|(node, w)| w * values[at(node)].into()).sum(),
+            })
+            .collect())
+    }
+}
+
+/// The nodes of a cell from its per-axis nodes and weights: every combination, axis 0 fastest,
+/// with the product of the weights taken in axis order.
+fn outer_product<const D: usize>(per_axis: &[Vec<(usize, f64)>; D]) -> Vec<([usize; D], f64)> {
+    let total: usize = per_axis.iter().map(Vec::len).product();
+    (0..total)
+        .map(|mut index| {
+            let (mut node, mut weight) = ([0; D], 1.0);
+            for (a, choices) in per_axis.iter().enumerate() {
+                let (i, w) = choices[index % choices.len()];
+                index /= choices.len();
+                node[a] = i;
+                weight = if a == 0 { w } else { weight * w };
+            }
+            (node, weight)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{Field3, Host, Loop3D, Shape3};
+
+    /// A small deterministic generator (splitmix64) for random positions and values.
+    fn random(state: &mut u64) -> f64 {
+        *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = *state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// The region: interior 10 × 7 × 5 with a layer of 2 cut off each side, halo 1.
+    fn setup() -> (Shape3, Loop3D) {
+        let shape = Shape3::new([10, 7, 5]).halo(1);
+        (shape, Loop3D::interior(&shape).shrink([2, 2, 1]))
+    }
+
+    #[test]
+    fn sample_is_the_trilinear_interpolation_of_an_independent_formula() {
+        let (shape, region) = setup();
+        let mut seed = 7;
+        let field = Field3::from_fn(shape, |_| random(&mut seed));
+        let h = [0.5, 2.0, 1.5];
+        let len = region.len_per_axis();
+        let positions: Vec<[f64; 3]> =
+            (0..20).map(|_| std::array::from_fn(|a| random(&mut seed) * (len[a] - 1) as f64 * h[a])).collect();
+        let points = SparsePoints::new(&region, h, &positions).unwrap();
+        let sampled = points.sample(&Host, &field).unwrap();
+        let begin = region.begin();
+        for (p, x) in positions.iter().enumerate() {
+            // f(x) = Σ over the 8 corners of Π (1 - |x_a - corner_a|), in storage coordinates.
+            let g: [f64; 3] = std::array::from_fn(|a| begin[a] as f64 + x[a] / h[a]);
+            let base = g.map(|v| v.floor() as usize);
+            let mut expected = 0.0;
+            for corner in 0..8 {
+                let node: [usize; 3] = std::array::from_fn(|a| base[a] + (corner >> a & 1));
+                let w: f64 = (0..3).map(|a| (1.0 - (g[a] - node[a] as f64).abs()).max(0.0)).product();
+                if w > 0.0 {
+                    let s = node.map(|v| v as isize - 1);
+                    expected += w * field.get(s).unwrap();
+                }
+            }
+            assert!((sampled[p] - expected).abs() <= 1e-12, "point {p}: {} against {expected}", sampled[p]);
+            let weights: f64 = points.nodes(p).iter().map(|(_, w)| w).sum();
+            assert!((weights - 1.0).abs() <= 1e-12);
+        }
+    }
+
+    #[test]
+    fn points_on_nodes_read_and_spread_exactly() {
+        let (shape, region) = setup();
+        let mut seed = 3;
+        let field = Field3::from_fn(shape, |_| random(&mut seed));
+        let begin = region.begin();
+        // The region's first and last node, and one inside: weight 1, the exact value.
+        let nodes = [begin, [begin[0] + 5, begin[1] + 2, begin[2] + 2], [begin[0] + 5, begin[1] + 2, begin[2] + 2]];
+        let at = [[0.0; 3], [5.0, 2.0, 2.0], [5.0, 2.0, 2.0]];
+        for points in
+            [SparsePoints::new(&region, [1.0; 3], &at).unwrap(), SparsePoints::on_nodes(&region, &nodes).unwrap()]
+        {
+            let sampled = points.sample(&Host, &field).unwrap();
+            for (p, node) in nodes.iter().enumerate() {
+                assert_eq!(sampled[p], field.get(node.map(|v| v as isize - 1)).unwrap());
+                let spread: Vec<_> = points.spread(p, 0.3).collect();
+                assert_eq!(spread.len(), 1);
+                assert_eq!((spread[0].0.begin(), spread[0].0.points(), spread[0].1), (*node, 1, 0.3));
+            }
+        }
+    }
+
+    #[test]
+    fn points_outside_the_region_are_refused_by_index() {
+        let (_, region) = setup();
+        let len = region.len_per_axis();
+        let beyond = (len[1] - 1) as f64 + 0.01;
+        let err = SparsePoints::new(&region, [1.0; 3], &[[1.0; 3], [0.0, beyond, 0.0]]).unwrap_err();
+        assert!(err.0.contains("sparse point 1") && err.0.contains("axis 1"), "{err}");
+        let err = SparsePoints::new(&region, [1.0; 3], &[[f64::NAN, 0.0, 0.0]]).unwrap_err();
+        assert!(err.0.contains("sparse point 0"), "{err}");
+        let err = SparsePoints::on_nodes(&region, &[[0, 0, 0]]).unwrap_err();
+        assert!(err.0.contains("sparse point 0"), "{err}");
+        assert!(SparsePoints::new(&region, [0.0, 1.0, 1.0], &[]).is_err());
+    }
+}
