@@ -22,9 +22,15 @@
 //! replays a recorded pair of steps (a CUDA graph on a GPU).
 
 use std::time::Instant;
+
 use stencil_runtime::domain::ReachError;
+use stencil_runtime::io::checkpoint::Checkpoint;
+use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Element, Executor, HaloWidths, Recorded};
+
+use crate::checkpoint::{self, Error, Plan};
+use crate::driver::{self, Identity, Stepping};
 
 /// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
 #[stencil]
@@ -93,7 +99,7 @@ pub struct Coefficients {
 }
 
 /// A field element the example runs in: `f32` or `f64`, each with its stencil.
-pub trait Real: Element + Into<f64> {
+pub trait Real: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
     /// One step `f -> f_new` over `range` on `exec` (the stencil's default strategy).
@@ -328,43 +334,100 @@ pub struct Outcome {
     pub wall_value: f64,
 }
 
-/// Runs `setup` on `exec` in precision `T` and returns the final field (on the host) with the
-/// seconds the time loop took. The fields are uploaded once, stepped by [`time_loop`] and
-/// downloaded once. Before the clock starts, one pair of steps runs on scratch copies of the
-/// initial field (kernels compiled, launches checked; the result is not touched by it). The time
-/// includes a final synchronisation, not the set-up or the copies.
+/// [`run_with`] without checkpoints: the final field (on the host) and the seconds of the time
+/// loop.
 pub fn simulate<E: Executor, T: Real>(
     exec: &E,
     setup: &Setup,
     after_step: impl FnMut(usize),
-) -> Result<(Field3<T>, f64), LaunchError> {
-    let range = Loop3D::interior(&setup.shape());
-    let coefficients = setup.coefficients();
-    let step = |e: &E, f: &E::Field<T, 3>, f_new: &mut E::Field<T, 3>| T::step(e, &range, &coefficients, f, f_new);
-    let host = setup.initial::<T>()?;
-    {
+) -> Result<(Field3<T>, f64), Error> {
+    let (f, seconds, _) = run_with(exec, setup, &Plan::none(), after_step)?;
+    Ok((f, seconds))
+}
+
+/// Runs `setup` on `exec` in precision `T` from its initial field, or from the checkpoint
+/// `plan.restart` (written on any placement), to step `setup.steps`, writing checkpoints as
+/// `plan` says. The fields are uploaded once, stepped by [`time_loop`] and downloaded once.
+/// Returns the final field (on the host), the seconds of the time loop and the first step run.
+/// Before the clock starts, one pair of steps runs on scratch copies of the initial field
+/// (kernels compiled, launches checked; the result is not touched by it). The time includes a
+/// final synchronisation and the checkpoints, not the set-up or the copies.
+pub fn run_with<E: Executor, T: Real>(
+    exec: &E,
+    setup: &Setup,
+    plan: &Plan,
+    mut after_step: impl FnMut(usize),
+) -> Result<(Field3<T>, f64, usize), Error> {
+    let settings = vec![("dt", setup.dt()), ("cfl", setup.cfl), ("sigma0", setup.sigma0)];
+    let id = Identity { name: "diffusion3d".into(), grid: setup.n.to_vec(), fields: vec!["f"], settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
+        let (host, step) = match c {
+            Some(c) => (c.field::<T, 3>("f", &setup.shape())?, c.step as usize),
+            None => (setup.initial::<T>()?, 0),
+        };
+        checkpoint::within_run(step, setup.steps)?;
         let [mut a, mut b] = [exec.upload(&host)?, exec.upload(&host)?];
-        step(exec, &a, &mut b)?;
-        step(exec, &b, &mut a)?;
+        let clock = Instant::now();
+        let mut run = Running { exec, setup, buffers: [exec.upload(&host)?, exec.upload(&host)?], step, clock };
+        run.step(exec, &a, &mut b)?;
+        run.step(exec, &b, &mut a)?;
+        // Both buffers carry the same (zero) halo, so the boundary stays fixed across swaps.
+        exec.synchronize()?;
+        run.clock = Instant::now();
+        Ok(run)
+    };
+    let plan = Plan { model: id.name.clone(), ..plan.clone() };
+    let (run, first) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
+    exec.synchronize()?;
+    let seconds = run.clock.elapsed().as_secs_f64();
+    Ok((exec.download(&run.buffers[0])?, seconds, first))
+}
+
+/// A run on `E` as the time loop drives it: the two buffers and the steps run.
+struct Running<'a, E: Executor, T: Real> {
+    exec: &'a E,
+    setup: &'a Setup,
+    buffers: [E::Field<T, 3>; 2],
+    step: usize,
+    clock: Instant,
+}
+
+impl<E: Executor, T: Real> Running<'_, E, T> {
+    /// One step `f -> f_new` over the interior.
+    fn step(&self, exec: &E, f: &E::Field<T, 3>, f_new: &mut E::Field<T, 3>) -> Result<(), LaunchError> {
+        T::step(exec, &Loop3D::interior(&self.setup.shape()), &self.setup.coefficients(), f, f_new)
     }
-    // Both buffers carry the same (zero) halo, so the boundary stays fixed across swaps.
-    let mut buffers = [exec.upload(&host)?, exec.upload(&host)?];
-    exec.synchronize()?;
-    let start = Instant::now();
-    time_loop(exec, setup.steps, &mut buffers, step, after_step)?;
-    exec.synchronize()?;
-    let seconds = start.elapsed().as_secs_f64();
-    let [f, _] = buffers;
-    Ok((exec.download(&f)?, seconds))
+}
+
+impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
+    fn clock(&self) -> (usize, f64) {
+        (self.step, self.step as f64 * self.setup.dt())
+    }
+
+    fn finished(&self) -> bool {
+        self.step >= self.setup.steps
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (from, dt) = (self.step, self.setup.dt());
+        let steps = steps.min(self.setup.steps - from);
+        let (range, c) = (Loop3D::interior(&self.setup.shape()), self.setup.coefficients());
+        let step = |e: &E, f: &E::Field<T, 3>, g: &mut E::Field<T, 3>| T::step(e, &range, &c, f, g);
+        time_loop(self.exec, steps, &mut self.buffers, step, |k| after_step(from + k, (from + k) as f64 * dt))?;
+        self.step += steps;
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let f = self.exec.download(&self.buffers[0])?;
+        let (step, time) = self.clock();
+        write(&checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &[("f", &f)])?)
+    }
 }
 
 /// Runs `setup` on `exec` in precision `T` ([`simulate`]) and checks the result against the
 /// analytic solution; `after_step` as in [`time_loop`].
-pub fn run<E: Executor, T: Real>(
-    exec: &E,
-    setup: &Setup,
-    after_step: impl FnMut(usize),
-) -> Result<Outcome, LaunchError> {
+pub fn run<E: Executor, T: Real>(exec: &E, setup: &Setup, after_step: impl FnMut(usize)) -> Result<Outcome, Error> {
     let (f, seconds) = simulate::<E, T>(exec, setup, after_step)?;
     Ok(Outcome::of(setup, &f, setup.steps, seconds))
 }

@@ -69,8 +69,12 @@
 //! on the same values as on one domain, so the result is the same bit for bit.
 
 use stencil_runtime::domain::ReachError;
+use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, HaloWidths, LaunchError, Loop, Stencil, Strategy};
+
+use crate::checkpoint::{self, Plan};
+use crate::driver::{self, Identity, Stepping};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -857,4 +861,105 @@ pub fn exact_riemann(left: [f64; 3], right: [f64; 3], gamma: f64, xi: f64) -> [f
             pr * (c / cr).powf(2.0 * g / (g - 1.0)),
         ]
     }
+}
+
+/// The names of the conserved fields in checkpoints.
+const EULER_FIELDS: [&str; 5] = ["rho", "rho_u", "rho_v", "rho_w", "energy"];
+
+/// The Euler model's name in checkpoints: with its scheme, Riemann solver, limiter and
+/// boundaries.
+fn euler_name(e: &Euler) -> String {
+    format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries)
+}
+
+/// The Euler run's settings a checkpoint must match.
+fn euler_settings(e: &Euler, dt_every: usize) -> [(&'static str, f64); 4] {
+    [("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)]
+}
+
+/// An Euler run on `E` as the time loop drives it: the state, its time and steps, and the CFL
+/// step in use.
+struct Running<'a, E: Executor> {
+    e: &'a Euler,
+    exec: &'a E,
+    s: State<E>,
+    t: f64,
+    steps: usize,
+    dt_cfl: f64,
+    t_end: f64,
+    dt_every: usize,
+}
+
+impl<E: Executor> Stepping for Running<'_, E> {
+    fn clock(&self) -> (usize, f64) {
+        (self.steps, self.t)
+    }
+
+    fn finished(&self) -> bool {
+        self.t >= self.t_end
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        let (e, exec, t_end) = (self.e, self.exec, self.t_end);
+        for _ in 0..steps {
+            if self.t >= t_end {
+                break;
+            }
+            if self.steps.is_multiple_of(self.dt_every.max(1)) {
+                self.dt_cfl = e.dt(exec, &self.s)?;
+            }
+            let dt = self.dt_cfl.min(t_end - self.t);
+            if !(dt.is_finite() && dt > 0.0) {
+                let t = self.t;
+                return Err(
+                    format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into()
+                );
+            }
+            e.step(exec, &mut self.s, dt)?;
+            self.t = if t_end - self.t <= dt { t_end } else { self.t + dt };
+            self.steps += 1;
+            after_step(self.steps, self.t);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let q = self.s.download(self.exec)?;
+        let fields: Vec<(&str, &Field3<f64>)> = EULER_FIELDS.iter().copied().zip(q.iter()).collect();
+        let mut c = checkpoint::snapshot_of(&id.name, self.steps, self.t, &id.grid, &id.settings, &fields)?;
+        c.scalar("dt_cfl", self.dt_cfl);
+        write(&c)
+    }
+}
+
+/// A run of `e` on `exec` on the time-loop driver, with checkpoints as `plan` says (the
+/// independent [`Euler::run`] is its reference): from `q` or from `plan.restart` (its state, time, step
+/// count and the CFL step in use) to time `t_end`; returns the final state, the step count and
+/// the first step run. The model's name in checkpoints includes its scheme, Riemann solver,
+/// limiter and boundaries, so a restart with other numerics is refused.
+pub fn run_with<E: Executor>(
+    e: &Euler,
+    exec: &E,
+    q: &Conserved<Field3<f64>>,
+    t_end: f64,
+    dt_every: usize,
+    plan: &Plan,
+    after_step: impl FnMut(usize, f64),
+) -> Result<(Conserved<Field3<f64>>, usize, usize), Error> {
+    let (name, settings) = (euler_name(e), euler_settings(e, dt_every).to_vec());
+    let id = Identity { name, grid: e.n.to_vec(), fields: EULER_FIELDS.to_vec(), settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E>, Error> {
+        let run = |s, t, steps, dt_cfl| Running { e, exec, s, t, steps, dt_cfl, t_end, dt_every };
+        Ok(match c {
+            Some(c) => {
+                let [a, b, cc, d, f] = EULER_FIELDS.map(|name| c.field::<f64, 3>(name, &e.shape()));
+                let s = State::new(exec, &[a?, b?, cc?, d?, f?])?;
+                run(s, c.time, c.step as usize, c.get_scalar("dt_cfl")?)
+            }
+            None => run(State::new(exec, q)?, 0.0, 0, 0.0),
+        })
+    };
+    let plan = Plan { model: "euler3d".into(), ..plan.clone() };
+    let (run, start) = driver::run(&id, &plan, build, after_step)?;
+    Ok((run.s.download(exec)?, run.steps, start))
 }

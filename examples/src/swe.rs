@@ -44,8 +44,12 @@
 //!
 //! Dry cells (`h = 0`) are not handled: the depth must stay positive.
 
+use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, HaloWidths, Loop, Strategy};
+
+use crate::checkpoint::{self, Plan};
+use crate::driver::{self, Identity, Stepping};
 
 /// The error type of the drivers: launch, halo and decomposition errors.
 pub type Error = Box<dyn std::error::Error>;
@@ -469,4 +473,81 @@ impl<E: Executor> Solver<E> {
 /// The circular dam break: depth `h_in` within `radius` of the centre, `h_out` outside, at rest.
 pub fn circular_dam(radius: f64, h_in: f64, h_out: f64) -> impl Fn([f64; 2]) -> [f64; 3] {
     move |[x, y]| [if x * x + y * y < radius * radius { h_in } else { h_out }, 0.0, 0.0]
+}
+
+/// The names of the shallow-water fields in checkpoints.
+const SWE_FIELDS: [&str; 3] = ["h", "hu", "hv"];
+
+/// The shallow-water model's name in checkpoints: with its edges, so a restart with other
+/// boundaries is refused.
+fn swe_name(model: &Model) -> String {
+    format!("swe2d {:?}", model.edges)
+}
+
+/// The shallow-water run's settings a checkpoint must match.
+fn swe_settings(model: &Model) -> [(&'static str, f64); 3] {
+    [("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])]
+}
+
+/// A shallow-water run as the time loop drives it: the solver and the end time.
+struct Running<E: Executor> {
+    solver: Solver<E>,
+    t_end: f64,
+}
+
+impl<E: Executor> Stepping for Running<E> {
+    fn clock(&self) -> (usize, f64) {
+        (self.solver.steps, self.solver.t)
+    }
+
+    fn finished(&self) -> bool {
+        !running(self.solver.t, self.t_end)
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        for _ in 0..steps {
+            if self.finished() {
+                break;
+            }
+            self.solver.cfl_step(Some(self.t_end))?;
+            after_step(self.solver.steps, self.solver.t);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let q = self.solver.state()?;
+        let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
+        let (step, time) = self.clock();
+        write(&checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?)
+    }
+}
+
+/// [`Solver::run_until`] on the time-loop driver, with checkpoints: a solver from `q0`, or from `plan.restart` (its
+/// state, time and step count), run to `t_end`; `after_step(steps, t)` after each step. Returns
+/// the solver and the first step run.
+pub fn run_with<E: Executor>(
+    exec: E,
+    model: Model,
+    q0: &State<Field2<f64>>,
+    t_end: f64,
+    plan: &Plan,
+    after_step: impl FnMut(usize, f64),
+) -> Result<(Solver<E>, usize), Error> {
+    let (fields, settings) = (SWE_FIELDS.to_vec(), swe_settings(&model).to_vec());
+    let id = Identity { name: swe_name(&model), grid: model.n.to_vec(), fields, settings };
+    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<E>, Error> {
+        let solver = match c {
+            Some(c) => {
+                let f = |n: &str| c.field::<f64, 2>(n, &model.shape());
+                let mut solver = Solver::new(exec, model, &State { h: f("h")?, hu: f("hu")?, hv: f("hv")? })?;
+                (solver.t, solver.steps) = (c.time, c.step as usize);
+                solver
+            }
+            None => Solver::new(exec, model, q0)?,
+        };
+        Ok(Running { solver, t_end })
+    };
+    let (run, start) = driver::run(&id, &Plan { model: "swe2d".into(), ..plan.clone() }, build, after_step)?;
+    Ok((run.solver, start))
 }

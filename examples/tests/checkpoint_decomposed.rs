@@ -13,8 +13,8 @@ use common::{bits, interior_bits};
 use std::path::PathBuf;
 
 use stencil_examples::acoustic::{self, RegionStrategies};
-use stencil_examples::checkpoint::{self, Plan};
-use stencil_examples::euler::{Boundary, Euler, Scheme};
+use stencil_examples::checkpoint::Plan;
+use stencil_examples::euler::{self, Boundary, Euler, Scheme};
 use stencil_examples::swe::{self, Edge};
 use stencil_runtime::io::IoError;
 use stencil_runtime::{Distributed, Field, Host, Overlap};
@@ -159,16 +159,16 @@ fn decomposed_euler_restarts_bit_for_bit() {
         let exec = on(grid);
         let plan = Plan::every("euler3d", 3, &dir.join(format!("case-{case}")));
         let what = format!("euler {boundaries:?} {scheme:?} {overlap:?} over grid {grid:?}, dt every {dt_every}");
-        let (whole, whole_steps, start) = checkpoint::euler(&e, &exec, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        let (whole, whole_steps, start) = euler::run_with(&e, &exec, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
         assert_eq!((whole_steps, start), (steps, 0), "{what}");
         // Restarts on this grid, on another one and on one domain.
         let elsewhere = on([grid[2], grid[0], grid[1]]);
         for at in [3, 6] {
             let restart = plan.clone().restart_from(&plan.path(at));
             let runs = [
-                checkpoint::euler(&e, &exec, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
-                checkpoint::euler(&e, &elsewhere, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
-                checkpoint::euler(&e, &Host, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                euler::run_with(&e, &exec, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                euler::run_with(&e, &elsewhere, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                euler::run_with(&e, &Host, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
             ];
             for (r, (resumed, resumed_steps, start)) in runs.iter().enumerate() {
                 assert_eq!((*start, *resumed_steps), (at, steps), "{what}");
@@ -195,11 +195,11 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     let t_end = 0.02;
     let exec = Distributed::host(e.decompose(4, Some([2, 2, 1])).unwrap()).unwrap();
     let plan = Plan::every("euler3d", 2, &dir);
-    checkpoint::euler(&e, &exec, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
+    euler::run_with(&e, &exec, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
     let path = plan.path(2);
     let restart = plan.clone().restart_from(&path);
     let refuse = |e: &Euler, dt_every: usize, plan: &Plan| {
-        checkpoint::euler(e, &exec, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
+        euler::run_with(e, &exec, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
     };
     let e3 = io_error(refuse(&e, 2, &restart));
     assert!(e3.to_string().contains("dt_every"), "{e3}");
@@ -235,7 +235,7 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     assert!(e11.to_string().contains("dt is"), "{e11}");
     // Another model's checkpoint.
     let e12 = io_error(
-        checkpoint::euler(
+        euler::run_with(
             &e,
             &exec,
             &q0,
@@ -288,7 +288,7 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
         let on = |grid: [usize; 2]| Distributed::host(model.decompose(grid[0] * grid[1], Some(grid)).unwrap()).unwrap();
         let plan = Plan::every("swe2d", 3, &dir.join(format!("case-{case}")));
         let what = format!("swe {edges:?} over grid {grid:?}");
-        let (whole, start) = checkpoint::swe(on(grid), model, &q0, t_end, &plan, |_, _| {}).unwrap();
+        let (whole, start) = swe::run_with(on(grid), model, &q0, t_end, &plan, |_, _| {}).unwrap();
         assert_eq!((whole.steps, whole.t.to_bits(), start), (single.steps, single.t.to_bits(), 0), "{what}");
         assert_eq!(swe_bits(&whole.state().unwrap()), single_bits, "{what}");
         for at in [3, 6] {
@@ -296,7 +296,7 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
             let restart = plan.clone().restart_from(&plan.path(at));
             let mut times = Vec::new();
             let (resumed, start) =
-                checkpoint::swe(on([grid[1], grid[0]]), model, &q0, t_end, &restart, |s, _| times.push(s)).unwrap();
+                swe::run_with(on([grid[1], grid[0]]), model, &q0, t_end, &restart, |s, _| times.push(s)).unwrap();
             assert_eq!(start, at, "{what}");
             assert_eq!(times.first(), Some(&(at + 1)), "{what}: the first step after the restart");
             assert_eq!((resumed.steps, resumed.t.to_bits()), (single.steps, single.t.to_bits()), "{what}");
@@ -307,10 +307,10 @@ fn decomposed_swe_restarts_bit_for_bit_on_any_placement() {
     let (model, q0) = dam_break([Edge::Wall, Edge::Wall]);
     let plan = Plan::every("swe2d", 2, &dir.join("refused"));
     let exec = Distributed::host(model.decompose(4, Some([2, 2])).unwrap()).unwrap();
-    checkpoint::swe(exec.clone(), model, &q0, 0.15, &plan, |_, _| {}).unwrap();
+    swe::run_with(exec.clone(), model, &q0, 0.15, &plan, |_, _| {}).unwrap();
     let restart = plan.clone().restart_from(&plan.path(2));
     let refuse = |model: swe::Model| {
-        io_error(checkpoint::swe(exec.clone(), model, &q0, 0.15, &restart, |_, _| {}).map(drop).unwrap_err())
+        io_error(swe::run_with(exec.clone(), model, &q0, 0.15, &restart, |_, _| {}).map(drop).unwrap_err())
     };
     let e3 = refuse(swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model });
     assert!(e3.to_string().contains("Outflow"), "{e3}");

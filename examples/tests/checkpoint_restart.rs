@@ -12,9 +12,9 @@ use common::{bits, interior_bits};
 use std::path::PathBuf;
 
 use stencil_examples::acoustic::{self, RegionStrategies};
-use stencil_examples::checkpoint::{self, Plan};
+use stencil_examples::checkpoint::Plan;
 use stencil_examples::diffusion::{self, Setup};
-use stencil_examples::euler::{Boundary, Euler};
+use stencil_examples::euler::{self, Boundary, Euler};
 use stencil_examples::swe::{self, circular_dam, Edge, Solver};
 use stencil_runtime::io::IoError;
 use stencil_runtime::{Distributed, Field, Host, Order, Overlap};
@@ -44,15 +44,15 @@ fn diffusion_restarts_bit_for_bit() {
         let (straight, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
         let plan = Plan::every("diffusion3d", every, &dir);
         let mut seen = Vec::new();
-        let (whole, start) = checkpoint::diffusion::<Host, f32>(&Host, &setup, &plan, |s| seen.push(s)).unwrap();
+        let (whole, _, start) = diffusion::run_with::<Host, f32>(&Host, &setup, &plan, |s| seen.push(s)).unwrap();
         assert_eq!((start, seen), (0, (1..=2 * n).collect::<Vec<_>>()));
         assert_eq!(bits(&whole), bits(&straight), "a run writing checkpoints computes what the model's run does");
         // Resume from each checkpoint written before the end.
         for at in (every..2 * n).step_by(every) {
             let path = plan.path(at);
             let mut seen = Vec::new();
-            let (resumed, start) =
-                checkpoint::diffusion::<Host, f32>(&Host, &setup, &plan.clone().restart_from(&path), |s| seen.push(s))
+            let (resumed, _, start) =
+                diffusion::run_with::<Host, f32>(&Host, &setup, &plan.clone().restart_from(&path), |s| seen.push(s))
                     .unwrap();
             assert_eq!((start, seen.first().copied()), (at, Some(at + 1)));
             assert_eq!(bits(&resumed), bits(&straight), "{order:?}: restart at step {at}");
@@ -63,9 +63,9 @@ fn diffusion_restarts_bit_for_bit() {
     let setup = small_setup(8, Order::Ijk);
     let (straight, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
     let plan = Plan::every("diffusion3d", 3, &dir);
-    checkpoint::diffusion::<Host, f64>(&Host, &setup, &plan, |_| {}).unwrap();
-    let (resumed, _) =
-        checkpoint::diffusion::<Host, f64>(&Host, &setup, &plan.clone().restart_from(&plan.path(3)), |_| {}).unwrap();
+    diffusion::run_with::<Host, f64>(&Host, &setup, &plan, |_| {}).unwrap();
+    let (resumed, _, _) =
+        diffusion::run_with::<Host, f64>(&Host, &setup, &plan.clone().restart_from(&plan.path(3)), |_| {}).unwrap();
     assert_eq!(bits(&resumed), bits(&straight));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -79,19 +79,19 @@ fn decomposed_diffusion_checkpoints_and_restarts_on_any_placement() {
     let (straight, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
     let four = Distributed::host(setup.decompose(4, None).unwrap()).unwrap();
     let plan = Plan::every("diffusion3d", 5, &dir);
-    let (whole, _) = checkpoint::diffusion::<_, f64>(&four, &setup, &plan, |_| {}).unwrap();
+    let (whole, _, _) = diffusion::run_with::<_, f64>(&four, &setup, &plan, |_| {}).unwrap();
     assert_eq!(interior_bits(&whole), interior_bits(&straight));
     assert!(plan.path(5).is_file() && plan.path(10).is_file());
     let restart = plan.clone().restart_from(&plan.path(5));
     let two = Distributed::host(setup.decompose(2, None).unwrap()).unwrap().with_overlap(Overlap::OneDivided).unwrap();
-    let (on_two, start) = checkpoint::diffusion::<_, f64>(&two, &setup, &restart, |_| {}).unwrap();
+    let (on_two, _, start) = diffusion::run_with::<_, f64>(&two, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 5);
     assert_eq!(interior_bits(&on_two), interior_bits(&straight), "restart at step 5 on two subdomains");
-    let (on_one, _) = checkpoint::diffusion::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap();
+    let (on_one, _, _) = diffusion::run_with::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap();
     assert_eq!(interior_bits(&on_one), interior_bits(&straight), "restart at step 5 on one domain");
     // A process that is not the writer (a rank other than 0) writes nothing.
     let quiet = Plan::every("quiet", 5, &dir).written_by(false);
-    checkpoint::diffusion::<_, f64>(&four, &setup, &quiet, |_| {}).unwrap();
+    diffusion::run_with::<_, f64>(&four, &setup, &quiet, |_| {}).unwrap();
     assert!(!quiet.path(5).exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -101,14 +101,14 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let dir = scratch("mismatch");
     let setup = small_setup(4, Order::Ijk);
     let plan = Plan::every("diffusion3d", 2, &dir);
-    checkpoint::diffusion::<Host, f32>(&Host, &setup, &plan, |_| {}).unwrap();
+    diffusion::run_with::<Host, f32>(&Host, &setup, &plan, |_| {}).unwrap();
     let path = plan.path(2);
     let restart = plan.clone().restart_from(&path);
     let refuse = |setup: &Setup, f64: bool, plan: &Plan| {
         let e = if f64 {
-            checkpoint::diffusion::<Host, f64>(&Host, setup, plan, |_| {}).map(drop)
+            diffusion::run_with::<Host, f64>(&Host, setup, plan, |_| {}).map(drop)
         } else {
-            checkpoint::diffusion::<Host, f32>(&Host, setup, plan, |_| {}).map(drop)
+            diffusion::run_with::<Host, f32>(&Host, setup, plan, |_| {}).map(drop)
         };
         io_error(e.unwrap_err())
     };
@@ -149,7 +149,7 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let e = refuse(&setup, false, &plan.clone().restart_from(&dir.join("nothing.ckpt")));
     assert_eq!(e.code(), "S0401", "{e}");
     // A checkpoint past the run's end.
-    let e = checkpoint::diffusion::<Host, f32>(&Host, &small_setup(1, Order::Ijk), &restart, |_| {}).unwrap_err();
+    let e = diffusion::run_with::<Host, f32>(&Host, &small_setup(1, Order::Ijk), &restart, |_| {}).unwrap_err();
     assert!(e.to_string().contains("past the run's last step"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -220,12 +220,12 @@ fn euler_restarts_bit_for_bit() {
         let (straight, steps) = e.run(&Host, &q0, t_end, dt_every, |_, _| {}).unwrap();
         assert!(steps > 6, "{steps} steps");
         let plan = Plan::every("euler3d", 3, &dir);
-        let (whole, whole_steps, _) = checkpoint::euler(&e, &Host, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        let (whole, whole_steps, _) = euler::run_with(&e, &Host, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
         assert_eq!(whole_steps, steps);
         for at in [3, 6] {
             let p = plan.path(at);
             let (resumed, resumed_steps, start) =
-                checkpoint::euler(&e, &Host, &q0, t_end, dt_every, &plan.clone().restart_from(&p), |_, _| {}).unwrap();
+                euler::run_with(&e, &Host, &q0, t_end, dt_every, &plan.clone().restart_from(&p), |_, _| {}).unwrap();
             assert_eq!((start, resumed_steps), (at, steps));
             for v in 0..5 {
                 assert_eq!(
@@ -241,7 +241,7 @@ fn euler_restarts_bit_for_bit() {
     let plan = Plan::every("euler3d", 3, &dir).restart_from(&dir.join("euler3d-00000003.ckpt"));
     let mut other = e;
     other.limiter = stencil_examples::euler::Limiter::Minmod;
-    let err = checkpoint::euler(&other, &Host, &q0, t_end, 2, &plan, |_, _| {}).map(drop).unwrap_err();
+    let err = euler::run_with(&other, &Host, &q0, t_end, 2, &plan, |_, _| {}).map(drop).unwrap_err();
     assert!(err.to_string().contains("Minmod") && err.to_string().contains("Koren"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -256,9 +256,9 @@ fn swe_restarts_bit_for_bit() {
     straight.run_until(t_end, |_| {}).unwrap();
     assert!(straight.steps >= 8, "{} steps", straight.steps);
     let plan = Plan::every("swe2d", 4, &dir);
-    let (whole, _) = checkpoint::swe(Host, model, &q0, t_end, &plan, |_, _| {}).unwrap();
+    let (whole, _) = swe::run_with(Host, model, &q0, t_end, &plan, |_, _| {}).unwrap();
     let (resumed, start) =
-        checkpoint::swe(Host, model, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {}).unwrap();
+        swe::run_with(Host, model, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {}).unwrap();
     assert_eq!(start, 4);
     let (a, b, c) = (straight.state().unwrap(), whole.state().unwrap(), resumed.state().unwrap());
     assert_eq!((resumed.steps, resumed.t.to_bits()), (straight.steps, straight.t.to_bits()));
@@ -268,7 +268,7 @@ fn swe_restarts_bit_for_bit() {
     }
     // Other boundaries are another model.
     let walls_and_outflow = swe::Model { edges: [Edge::Wall, Edge::Outflow], ..model };
-    let e = checkpoint::swe(Host, walls_and_outflow, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {})
+    let e = swe::run_with(Host, walls_and_outflow, &q0, t_end, &plan.clone().restart_from(&plan.path(4)), |_, _| {})
         .map(drop)
         .unwrap_err();
     assert!(e.to_string().contains("Outflow"), "{e}");
@@ -329,18 +329,18 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
     let setup = small_setup(10, Order::Kij);
     let (straight, _) = diffusion::simulate::<Gpu, f32>(&gpu, &setup, |_| {}).unwrap();
     let plan = Plan::every("diffusion3d", 4, &dir);
-    checkpoint::diffusion::<Gpu, f32>(&gpu, &setup, &plan, |_| {}).unwrap();
-    let (resumed, _) =
-        checkpoint::diffusion::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
+    diffusion::run_with::<Gpu, f32>(&gpu, &setup, &plan, |_| {}).unwrap();
+    let (resumed, _, _) =
+        diffusion::run_with::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
     assert_eq!(bits(&resumed), bits(&straight), "diffusion on a GPU, restarted at step 4");
 
     let domains =
         stencil_runtime::Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
     let two = stencil_runtime::Distributed::new(domains);
     let parts = Plan::every("diffusion3d", 4, &dir.join("parts"));
-    checkpoint::diffusion::<_, f32>(&two, &setup, &parts, |_| {}).unwrap();
+    diffusion::run_with::<_, f32>(&two, &setup, &parts, |_| {}).unwrap();
     let restart = parts.clone().restart_from(&parts.path(8));
-    let (resumed, _) = checkpoint::diffusion::<_, f32>(&two, &setup, &restart, |_| {}).unwrap();
+    let (resumed, _, _) = diffusion::run_with::<_, f32>(&two, &setup, &restart, |_| {}).unwrap();
     assert_eq!(interior_bits(&resumed), interior_bits(&straight), "two GPU subdomains, restarted at step 8");
 
     let mut model = acoustic::Model::layered(24, 12);

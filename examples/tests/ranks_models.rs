@@ -11,7 +11,7 @@
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
-use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
+use stencil_examples::euler::{self, Boundary, Euler, Riemann, Scheme};
 use stencil_examples::swe::{self, Edge, Solver};
 use stencil_runtime::{Decomposition, Distributed, Domains, Executor, Host, Order, Overlap, World};
 
@@ -78,7 +78,7 @@ fn diffusion<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> 
 /// Checkpoints over ranks: rank 0 writes the global field, then every rank restarts from it; both
 /// runs end with the single-domain run's field on every rank.
 fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    use stencil_examples::checkpoint::{self, Plan};
+    use stencil_examples::checkpoint::Plan;
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 8) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
     let (single, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
@@ -89,10 +89,10 @@ fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn
     world.sum(0.0); // every rank waits for the clean-up
     let plan = Plan::every("diffusion3d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _) = checkpoint::diffusion::<_, f64>(&on, &setup, &plan, |_| {}).unwrap();
+    let (whole, _, _) = diffusion::run_with::<_, f64>(&on, &setup, &plan, |_| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, start) = checkpoint::diffusion::<_, f64>(&on, &setup, &restart, |_| {}).unwrap();
+    let (resumed, _, start) = diffusion::run_with::<_, f64>(&on, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 6);
     let what = format!("diffusion checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
     let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
@@ -119,7 +119,7 @@ fn checkpoint_dir(world: &World, name: &str, per_rank: usize) -> std::path::Path
 /// global state, then every rank restarts from it; both end with the single-domain run's fields
 /// and traces on every rank.
 fn acoustic_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    use stencil_examples::checkpoint::{self, Plan};
+    use stencil_examples::checkpoint::Plan;
     let mut m = Model::layered(17, 12);
     m.n = [17, 15, 16];
     m.pml = 4;
@@ -155,7 +155,7 @@ fn acoustic_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(
 /// The decomposed Euler run with checkpoints over ranks (periodic, reflective and outflow axes,
 /// the CFL step computed every other step), restarted from the parts.
 fn euler_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    use stencil_examples::checkpoint::{self, Plan};
+    use stencil_examples::checkpoint::Plan;
     let mut e = Euler::cube(8, 1.0);
     e.n = [10, 9, 8];
     e.h = e.n.map(|n| 1.0 / n as f64);
@@ -171,10 +171,10 @@ fn euler_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usi
     let dir = checkpoint_dir(world, "euler", per_rank);
     let plan = Plan::every("euler3d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, whole_steps, _) = checkpoint::euler(&e, &on, &q0, t_end, 2, &plan, |_, _| {}).unwrap();
+    let (whole, whole_steps, _) = euler::run_with(&e, &on, &q0, t_end, 2, &plan, |_, _| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(3));
-    let (resumed, resumed_steps, start) = checkpoint::euler(&e, &on, &q0, t_end, 2, &restart, |_, _| {}).unwrap();
+    let (resumed, resumed_steps, start) = euler::run_with(&e, &on, &q0, t_end, 2, &restart, |_, _| {}).unwrap();
     let what = format!("euler checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
     assert_eq!((whole_steps, resumed_steps, start), (steps, steps, 3), "{what}");
     let cells = |q| {
@@ -293,7 +293,7 @@ fn swe<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
 /// The shallow water run with checkpoints on the distributed executor over ranks: rank 0 writes
 /// the global state, every rank restarts from it.
 fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    use stencil_examples::checkpoint::{self, Plan};
+    use stencil_examples::checkpoint::Plan;
     let (model, q0) = dam_break([Edge::Periodic, Edge::Wall]);
     let t_end = 0.3;
     let mut single = Solver::new(Host, model, &q0).unwrap();
@@ -303,10 +303,10 @@ fn swe_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize
     let dir = checkpoint_dir(world, "swe", per_rank);
     let plan = Plan::every("swe2d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _) = checkpoint::swe(on.clone(), model, &q0, t_end, &plan, |_, _| {}).unwrap();
+    let (whole, _) = swe::run_with(on.clone(), model, &q0, t_end, &plan, |_, _| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(3));
-    let (resumed, start) = checkpoint::swe(on, model, &q0, t_end, &restart, |_, _| {}).unwrap();
+    let (resumed, start) = swe::run_with(on, model, &q0, t_end, &restart, |_, _| {}).unwrap();
     let what = format!("swe checkpoints over grid {:?}", d.grid());
     assert_eq!(
         (whole.steps, resumed.steps, start, whole.t.to_bits(), resumed.t.to_bits()),

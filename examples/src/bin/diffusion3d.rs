@@ -7,7 +7,7 @@
 //! any placement (`stencil_examples::checkpoint`).
 
 use clap::{Parser, ValueEnum};
-use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
+use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::diffusion::{self, Outcome, Real, Setup};
 use stencil_examples::placement::{
     check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
@@ -167,17 +167,12 @@ impl Diffuse<'_> {
     ) -> Result<Outcome, Box<dyn std::error::Error>> {
         let bar = progress::steps(self.setup.steps);
         bar.println(format!("running on {}", exec.describe()));
-        let outcome = match self.plan {
-            None => diffusion::run::<E, T>(exec, self.setup, |_| bar.inc(1))?,
-            Some(plan) => {
-                let clock = std::time::Instant::now();
-                let (f, start) = checkpoint::diffusion::<E, T>(exec, self.setup, plan, |s| bar.set_position(s as u64))?;
-                if start > 0 {
-                    println!("restarted from step {start}");
-                }
-                Outcome::of(self.setup, &f, self.setup.steps - start, clock.elapsed().as_secs_f64())
-            }
-        };
+        let plan = self.plan.cloned().unwrap_or_else(Plan::none);
+        let (f, seconds, start) = diffusion::run_with::<E, T>(exec, self.setup, &plan, |s| bar.set_position(s as u64))?;
+        if start > 0 {
+            bar.println(format!("restarted from step {start}"));
+        }
+        let outcome = Outcome::of(self.setup, &f, self.setup.steps - start, seconds);
         bar.finish_and_clear();
         Ok(outcome)
     }

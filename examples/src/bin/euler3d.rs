@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use clap::{Parser, ValueEnum};
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
+use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
 use stencil_examples::placement::{
@@ -256,6 +256,6 @@ impl<P: FnMut(usize, f64)> OnExecutor for Blast<'_, P> {
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Blast { e, q0, t_end, dt_every, plan, progress } = self;
         println!("running on {}, CFL step from a download every {dt_every} steps", exec.describe());
-        checkpoint::euler(e, exec, q0, t_end, dt_every, plan, progress)
+        stencil_examples::euler::run_with(e, exec, q0, t_end, dt_every, plan, progress)
     }
 }

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
-use stencil_examples::checkpoint::{self, CheckpointArgs, Plan};
+use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::output::write_png_image;
 use stencil_examples::placement::{
     check_fits, parse_grid_of, print_decomposition, Footprint, Memory, OnExecutor, PlacementArgs, Processes,
@@ -189,7 +189,7 @@ impl OnExecutor for DamBreak<'_> {
             bar.set_message(format!("t = {t:.3} s, step {steps}"));
         };
         // One loop with or without checkpoints (`plan` may write none and restart from none).
-        let (solver, start) = checkpoint::swe(exec.clone(), model, q0, t_end, plan, progress)?;
+        let (solver, start) = stencil_examples::swe::run_with(exec.clone(), model, q0, t_end, plan, progress)?;
         if start > 0 {
             println!("restarted from step {start}");
         }
