@@ -43,3 +43,77 @@ fn one_subdomain_on_one_gpu_gives_the_plain_gpu_bits() {
     assert_eq!(interior_bits(&one.u), interior_bits(&many.u));
     assert_eq!(one.peaks, many.peaks);
 }
+
+/// A 7-point smoothing step, the step the recordings below replay.
+#[stencil_runtime::stencil]
+fn smooth(idx: stencil_runtime::Idx3, c: f64, f: &stencil_runtime::Field3<f64>, g: &mut stencil_runtime::Field3<f64>) {
+    g[idx] = f[idx]
+        + c * (f[idx.ix::<1, 0, 0>()]
+            + f[idx.ix::<-1, 0, 0>()]
+            + f[idx.ix::<0, 1, 0>()]
+            + f[idx.ix::<0, -1, 0>()]
+            + f[idx.ix::<0, 0, 1>()]
+            + f[idx.ix::<0, 0, -1>()]
+            - 6.0 * f[idx]);
+}
+
+/// `steps` smoothing steps `f → g → f …` on `exec`: the first `warm` run directly, the rest as
+/// replays of a recording of `per` steps (`per` = 2 swaps the buffers back; 1 does not). Returns
+/// the last field written and whether the executor recorded the step.
+fn smoothed<E: stencil_runtime::Executor>(
+    exec: &E,
+    f0: &stencil_runtime::Field3<f64>,
+    warm: usize,
+    per: usize,
+    replays: usize,
+) -> (stencil_runtime::Field3<f64>, bool) {
+    use stencil_runtime::{Loop3D, Recorded};
+    let range = Loop3D::interior(f0.shape()).shrink([1; 3]);
+    let step = move |e: &E, a: &E::Field<f64, 3>, b: &mut E::Field<f64, 3>| e.run(&range, Smooth, (0.1, a, b));
+    let mut fields = [exec.upload(f0).unwrap(), exec.upload(f0).unwrap()];
+    for _ in 0..warm {
+        let [a, b] = &mut fields;
+        step(exec, a, b).unwrap();
+        fields.swap(0, 1);
+    }
+    let recorded = {
+        let mut r = Recorded::new(exec, &mut fields, move |e, [a, b]: &mut [E::Field<f64, 3>; 2]| {
+            step(e, a, b)?;
+            if per == 2 {
+                step(e, b, a)?;
+            }
+            Ok(())
+        })
+        .unwrap();
+        for _ in 0..replays {
+            r.replay().unwrap();
+        }
+        r.is_recorded()
+    };
+    let last = if per == 2 { &fields[0] } else { &fields[1] };
+    (exec.download(last).unwrap(), recorded)
+}
+
+#[test]
+fn a_recorded_pair_of_steps_over_gpu_subdomains_replays_the_host_bits() {
+    use stencil_runtime::{Decomposition, Field3, Host, Overlap, Shape3};
+    let mut rng = SplitMix64::new(11);
+    let shape = Shape3::new([48, 40, 36]).halo(1);
+    let f0 = Field3::from_fn(shape, |_| rng.unit());
+    let (warm, replays) = (2, 5);
+    let (reference, _) = smoothed(&Host, &f0, warm + 2 * replays, 2, 0);
+    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided] {
+        let d = Decomposition::new(shape.interior(), [2, 2, 1], [false; 3], [1; 3]).unwrap();
+        let exec = Distributed::new(Domains::new(d, gpus(d.len())).unwrap()).with_overlap(overlap).unwrap();
+        let (out, recorded) = smoothed(&exec, &f0, warm, 2, replays);
+        assert!(recorded, "{overlap:?}: the pair of steps is one graph over the GPUs");
+        assert_eq!(interior_bits(&out), interior_bits(&reference), "{overlap:?}: replays against the host");
+        // One step (f → g) leaves f's and g's halo tracking changed: not recordable as a replayable
+        // step; it runs each time, with the same bits.
+        let (one, recorded) = smoothed(&exec, &f0, warm, 1, 3);
+        let (reference, _) = smoothed(&Host, &f0, warm + 1, 2, 0);
+        assert!(!recorded, "{overlap:?}: one unswapped step is not recorded");
+        assert_eq!(interior_bits(&one), interior_bits(&reference), "{overlap:?}: unrecorded steps against the host");
+    }
+    eprintln!("recorded steps over {} GPU(s): the host bits", Gpu::count().unwrap());
+}

@@ -23,7 +23,7 @@ use crate::field::{Element, Field, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
 use crate::stencil::FieldInfo;
-use cudarc::driver::sys::{CUgraphInstantiate_flags, CUstreamCaptureMode};
+use cudarc::driver::sys::{CUevent_flags, CUgraphInstantiate_flags, CUstreamCaptureMode};
 use cudarc::driver::CudaGraph;
 use std::sync::{Arc, PoisonError};
 use stencil_codegen::analysis::field_accesses;
@@ -249,6 +249,57 @@ impl Executor for Gpu {
     fn replay(&self, recording: &GpuGraph) -> Result<(), LaunchError> {
         recording.graph.launch().map_err(|e| LaunchError::Cuda(self.fail("replaying a recorded step", e)))
     }
+
+    fn record_group(
+        &self,
+        others: &[Self],
+        step: &mut dyn FnMut() -> Result<(), LaunchError>,
+    ) -> Result<Option<GpuGraph>, LaunchError> {
+        let others = other_streams(self, others);
+        let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        self.record(&mut |_| {
+            // The other streams (other GPUs too) join the capture: their work in the step comes
+            // after the recording's start and before its end, as graph nodes of their devices.
+            let start = self.stream().record_event(no_timing).map_err(|e| self.fail("recording an event", e))?;
+            for o in &others {
+                o.stream().wait(&start).map_err(|e| o.fail("joining a recording", e))?;
+            }
+            step()?;
+            for o in &others {
+                let done = o.stream().record_event(no_timing).map_err(|e| o.fail("recording an event", e))?;
+                self.stream().wait(&done).map_err(|e| self.fail("ending a recording", e))?;
+            }
+            Ok(())
+        })
+    }
+
+    fn replay_group(&self, others: &[Self], recording: &GpuGraph) -> Result<(), LaunchError> {
+        let others = other_streams(self, others);
+        let no_timing = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        for o in &others {
+            let before = o.stream().record_event(no_timing).map_err(|e| o.fail("recording an event", e))?;
+            self.stream().wait(&before).map_err(|e| self.fail("waiting before a replay", e))?;
+        }
+        self.replay(recording)?;
+        let after = self.stream().record_event(no_timing).map_err(|e| self.fail("recording an event", e))?;
+        for o in &others {
+            o.stream().wait(&after).map_err(|e| o.fail("waiting for a replay", e))?;
+        }
+        Ok(())
+    }
+}
+
+/// The handles of `others` on streams other than `gpu`'s, one per stream.
+fn other_streams<'a>(gpu: &Gpu, others: &'a [Gpu]) -> Vec<&'a Gpu> {
+    let mut seen = vec![gpu.cu_stream()];
+    others
+        .iter()
+        .filter(|o| {
+            let new = !seen.contains(&o.cu_stream());
+            seen.push(o.cu_stream());
+            new
+        })
+        .collect()
 }
 
 /// The lengths of `range` along the layout axes, the element offset of its first point, and the

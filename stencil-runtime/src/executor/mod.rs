@@ -283,6 +283,25 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// Issues a recording's work again, in order after earlier work.
     fn replay(&self, recording: &Self::Recording) -> Result<(), LaunchError>;
 
+    /// Records, as one recording, the work `step` issues on this executor and on `others` (on
+    /// GPUs: one graph over every device, started from this executor's stream); `None` where
+    /// this executor does not record. What a distributed executor records a step with.
+    #[doc(hidden)]
+    fn record_group(
+        &self,
+        _others: &[Self],
+        _step: &mut dyn FnMut() -> Result<(), LaunchError>,
+    ) -> Result<Option<Self::Recording>, LaunchError> {
+        Ok(None)
+    }
+
+    /// Replays a [`Executor::record_group`] recording after the earlier work of this executor
+    /// and of `others`, and before their later work.
+    #[doc(hidden)]
+    fn replay_group(&self, _others: &[Self], recording: &Self::Recording) -> Result<(), LaunchError> {
+        self.replay(recording)
+    }
+
     /// The shape of one of this executor's fields (a convenience for generic code).
     fn shape_of<'f, T: Element, const D: usize>(&self, field: &'f Self::Field<T, D>) -> &'f Shape<D> {
         field.shape()

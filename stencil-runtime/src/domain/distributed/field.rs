@@ -36,7 +36,28 @@ pub(super) struct Head<const D: usize> {
 /// among the fields it writes.
 pub(super) type Writer = (usize, usize);
 
+/// What a field's halo tracking holds: how current its halos are, the fills pending and the
+/// launch that wrote it last.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct Tracking<const D: usize> {
+    depth: [usize; D],
+    pending: Option<Sides<D>>,
+    writer: Option<Writer>,
+}
+
 impl<const D: usize> Head<D> {
+    pub(super) fn tracking(&self) -> Tracking<D> {
+        Tracking { depth: self.depth(), pending: self.pending(), writer: self.writer() }
+    }
+
+    pub(super) fn restore(&self, t: &Tracking<D>) {
+        for (c, d) in self.current.iter().zip(t.depth) {
+            c.store(d, Ordering::Relaxed);
+        }
+        self.set_pending(t.pending);
+        *self.writer.lock().unwrap_or_else(|p| p.into_inner()) = t.writer;
+    }
+
     pub(super) fn depth(&self) -> [usize; D] {
         std::array::from_fn(|a| self.current[a].load(Ordering::Relaxed))
     }

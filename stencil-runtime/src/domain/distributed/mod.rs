@@ -123,6 +123,36 @@ struct State<E: Executor, const G: usize> {
     /// Two-divided overlap: per written field of a stencil, how deep the next launch read it
     /// at an offset last time (that launch's writer exchanges it itself from then on).
     ahead: HashMap<Writer, Vec<usize>>,
+    /// While a step is recorded: the halo tracking of each field as the step first met it.
+    journal: Option<Vec<Journaled>>,
+}
+
+/// A field's halo tracking as a recorded step first met it: whether the step left it so, and
+/// how to put it back.
+struct Journaled {
+    head: usize,
+    unchanged: Box<dyn Fn() -> bool + Send>,
+    restore: Box<dyn Fn() + Send>,
+}
+
+impl<E: Executor, const G: usize> State<E, G> {
+    /// Notes `head`'s tracking, the first time a recorded step meets it.
+    fn journal<const D: usize>(&mut self, head: &Head<D>) {
+        let Some(journal) = self.journal.as_mut() else { return };
+        let addr = head as *const Head<D> as usize;
+        if journal.iter().any(|j| j.head == addr) {
+            return;
+        }
+        let before = head.tracking();
+        // SAFETY (both closures): `record` calls them before it returns, while the fields of the
+        // step it records are borrowed by the step and alive; the journal is dropped there.
+        let head_at = move || unsafe { &*(addr as *const Head<D>) };
+        journal.push(Journaled {
+            head: addr,
+            unchanged: Box::new(move || head_at().tracking() == before),
+            restore: Box::new(move || head_at().restore(&before)),
+        });
+    }
 }
 
 impl<E: Executor, const G: usize> Clone for Distributed<E, G> {
@@ -169,7 +199,13 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     pub fn new(domains: Domains<E, G>) -> Self {
         let home = HOME_BASE + NEXT_HOME.fetch_add(1, Ordering::Relaxed);
         let state =
-            Mutex::new(State { overlap: Overlap::None, built: HashMap::new(), exchanges: 0, ahead: HashMap::new() });
+            Mutex::new(State {
+                overlap: Overlap::None,
+                built: HashMap::new(),
+                exchanges: 0,
+                ahead: HashMap::new(),
+                journal: None,
+            });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
 
@@ -359,7 +395,7 @@ fn combine_over_ranks(world: &super::World, prev: f64, r: &mut dyn Reducer) {
 
 impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     type Field<T: Element, const D: usize> = DistField<E::Field<T, D>, D>;
-    type Recording = ();
+    type Recording = E::Recording;
     type Buffer = HostBuffer;
 
     fn describe(&self) -> String {
@@ -450,7 +486,8 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         src: &Self::Field<T, D>,
     ) -> Result<(), LaunchError> {
         let domains = self.domains_of::<D>()?;
-        let _lock = self.lock()?;
+        let mut state = self.lock()?;
+        state.journal(dst.head());
         self.check_home(dst.head().home, "copy", "the destination")?;
         self.check_home(src.head().home, "copy", "the source")?;
         if dst.head().global != src.head().global {
@@ -589,6 +626,9 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
         // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
         let heads: Vec<(&FieldInfo, &Head<D>)> = heads.into_iter().map(|(i, h)| (i, unsafe { &*h })).collect();
+        for (_, head) in &heads {
+            state.journal(*head);
+        }
         // Written fields with fills pending: done now, from the values before this launch.
         let mut written = Vec::new();
         for &(info, head) in heads.iter().filter(|(i, h)| i.writable && h.pending().is_some()) {
@@ -715,7 +755,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     ) -> Result<(), LaunchError> {
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
-        let _lock = self.lock()?;
+        let mut state = self.lock()?;
         for (k, (f, fills)) in jobs.iter().enumerate() {
             self.check_home_with(f.head().home, || ("fill_halos".into(), format!("field {k} of the call")))?;
             for (a, sides) in fills.iter().enumerate() {
@@ -740,6 +780,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             }
         }
         for (f, fills) in jobs.iter() {
+            state.journal(f.head());
             f.head().ask(*fills);
         }
         Ok(())
@@ -780,13 +821,37 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         work(&vec![self.clone(); n])
     }
 
-    /// Records nothing: the caller runs the step each time.
-    fn record(&self, _step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<()>, LaunchError> {
+    /// Records the step over every part as one recording of the parts' executors (on GPUs: one
+    /// CUDA graph over all the devices of this process, exchanges included), when the step
+    /// leaves every field's halo tracking as it found it (so that each replay meets the halos
+    /// the recording met: e.g. two steps that swap buffers). Otherwise, and over ranks (whose
+    /// messages are not recorded), `None`: the caller runs the step each time.
+    fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<E::Recording>, LaunchError> {
+        if self.inner.domains.world().size() > 1 {
+            return Ok(None);
+        }
+        let execs = self.inner.domains.execs();
+        self.lock()?.journal = Some(Vec::new());
+        let recorded = execs[0].record_group(&execs[1..], &mut || step(self));
+        let journal = self.lock()?.journal.take().unwrap_or_default();
+        let recording = recorded?;
+        if recording.is_some() && journal.iter().all(|j| (j.unchanged)()) {
+            return Ok(recording);
+        }
+        // Not recordable as one replayable step: the tracking as before, nothing recorded.
+        if recording.is_some() {
+            tracing::debug!(
+                target: "stencil::distributed",
+                "a recorded step left the halo tracking of a field changed: it runs unrecorded"
+            );
+        }
+        journal.iter().for_each(|j| (j.restore)());
         Ok(None)
     }
 
-    fn replay(&self, _recording: &()) -> Result<(), LaunchError> {
-        Ok(())
+    fn replay(&self, recording: &E::Recording) -> Result<(), LaunchError> {
+        let execs = self.inner.domains.execs();
+        execs[0].replay_group(&execs[1..], recording)
     }
 }
 
