@@ -472,6 +472,8 @@ pub enum ErrorKind {
         /// What was found.
         what: String,
     },
+    /// `#[stencil(adjoint(..))]` on a stencil that has no adjoint with respect to those fields.
+    Adjoint(crate::passes::adjoint::AdjointError),
 }
 
 impl fmt::Display for ErrorKind {
@@ -524,6 +526,7 @@ impl fmt::Display for ErrorKind {
             CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level, and may write nothing: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
+            Adjoint(e) => write!(f, "{e}"),
             Closure => write!(f, "a closure is allowed only as a point function, bound by `let` (`let flux = |p: Idx3| ...;`, then `flux(idx)` or `flux(idx.ix(..))`); for a function of values, write a `#[stencil_fn]` helper"),
             PointFnForm { name, what } => write!(f, "point function `{name}`: {what}"),
             PointFnInSweep { name } => write!(f, "point function `{name}`: a column sweep has no point functions (its levels depend on each other); compute the values in the body"),
