@@ -131,6 +131,11 @@ fn sub_range<const D: usize>(shape: &Shape<D>, margin: usize, rng: &mut SplitMix
     Loop::from_bounds(n, begin, end).expect("the shape leaves room")
 }
 
+/// A forward launch: linear inputs `x`, the output.
+type Forward<'a, const D: usize> = dyn Fn(&[Field<f64, D>], &mut Field<f64, D>) + 'a;
+/// An adjoint launch: the inputs' cotangents (accumulated into), the output's, the range mask.
+type Adjoint<'a, const D: usize> = dyn Fn(&mut [Field<f64, D>], &Field<f64, D>, &Field<f64, D>) + 'a;
+
 /// The dot-product test of one stencil with `inputs` linear inputs, over the forward range `r`
 /// and the adjoint range `q`: `forward(x, out)` runs the forward over `r` into a zeroed `out`;
 /// `adjoint(x_bar, y, mask)` runs the adjoint over `q`. Returns the relative error.
@@ -140,8 +145,8 @@ fn dot_test<const D: usize>(
     r: &Loop<D>,
     q: &Loop<D>,
     rng: &mut SplitMix64,
-    forward: &dyn Fn(&[Field<f64, D>], &mut Field<f64, D>),
-    adjoint: &dyn Fn(&mut [Field<f64, D>], &Field<f64, D>, &Field<f64, D>),
+    forward: &Forward<'_, D>,
+    adjoint: &Adjoint<'_, D>,
 ) -> f64 {
     let x: Vec<_> = (0..inputs).map(|_| random_on(shape, q, rng)).collect();
     let mut fx = Field::zeros(shape);

@@ -727,3 +727,143 @@ pub fn render(ir: &StencilIr, e: &Expr) -> String {
         ExprKind::PointValue { func, output, .. } => format!("{}(..).{output}", ir.point_fns[*func].name),
     }
 }
+
+#[cfg(all(test, feature = "frontend"))]
+mod tests {
+    use super::*;
+
+    fn lower(source: &str) -> StencilIr {
+        StencilIr::from_source(source).unwrap_or_else(|e| panic!("{}", e.kind))
+    }
+
+    fn adjoint_of(source: &str, wrt: &[&str]) -> Result<Adjoint, AdjointError> {
+        let ir = lower(source);
+        let ids: Vec<ParamId> = wrt.iter().map(|n| ir.params.iter().position(|p| p.name == *n).expect(n)).collect();
+        adjoint(&ir, &ids)
+    }
+
+    /// The taps of the store into `field`: (cotangent, offset) of every guarded term.
+    fn taps(adj: &Adjoint, field: &str) -> Vec<(String, [i32; 3])> {
+        let id = adj.ir.params.iter().position(|p| p.name == field).expect(field);
+        let mut out = Vec::new();
+        for stmt in &adj.ir.body {
+            if let Stmt::Store { field: f, value } = stmt {
+                if *f == id {
+                    value.visit(&mut |e| {
+                        if let ExprKind::Select(_, then, _) = &e.kind {
+                            then.visit(&mut |x| {
+                                if let ExprKind::Load { field, offset } = x.kind {
+                                    if adj.roles[field] == AdjointRole::Cotangent {
+                                        out.push((adj.ir.params[field].name.clone(), offset));
+                                    }
+                                }
+                            });
+                        }
+                    });
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    const WAVE: &str = "fn wave(idx: Idx3, dt2: f64, c: &Field3<f64>, u: &Field3<f64>, u_prev: &Field3<f64>, u_next: &mut Field3<f64>) {
+        let lap = u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] - 2.0 * u[idx];
+        u_next[idx] = 2.0 * u[idx] - u_prev[idx] + dt2 * c[idx.ix::<0, 1, 0>()] * lap;
+    }";
+
+    #[test]
+    fn the_adjoint_mirrors_the_parameters_and_gathers_at_negated_offsets() {
+        let adj = adjoint_of(WAVE, &["u", "u_prev"]).expect("linear");
+        let names: Vec<&str> = adj.ir.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["dt2", "c", "u_bar", "u_prev_bar", "u_next_bar", "range_mask"]);
+        use AdjointRole::*;
+        assert_eq!(adj.roles, [Scalar, Fixed, Gradient, Gradient, Cotangent, Mask]);
+        let writable: Vec<bool> = (0..6).map(|i| adj.ir.field(i).is_some_and(|f| f.writable)).collect();
+        assert_eq!(writable, [false, false, true, true, false, false]);
+        assert_eq!(adj.ir.name, "wave_adjoint");
+        // u is read at +1, -1 and 0 (twice, merged): the adjoint reads u_next_bar at -1, +1, 0.
+        let bar = "u_next_bar".to_string();
+        assert_eq!(
+            taps(&adj, "u_bar"),
+            [(bar.clone(), [-1, 0, 0]), (bar.clone(), [0, 0, 0]), (bar.clone(), [1, 0, 0])]
+        );
+        assert_eq!(taps(&adj, "u_prev_bar"), [(bar, [0, 0, 0])]);
+        // The coefficient c[+j] of the tap at forward offset +i is read at (-1, +1, 0).
+        let mut c_reads = Vec::new();
+        crate::ir::visit_exprs(&adj.ir.body, &mut |e| {
+            if let ExprKind::Load { field: 1, offset } = e.kind {
+                c_reads.push(offset);
+            }
+        });
+        c_reads.sort();
+        c_reads.dedup();
+        assert_eq!(c_reads, [[-1, 1, 0], [0, 1, 0], [1, 1, 0]]);
+    }
+
+    #[test]
+    fn a_taken_name_gets_an_underscore() {
+        let source =
+            "fn f(idx: Idx1, u_bar: f64, u: &Field1<f64>, out: &mut Field1<f64>) { out[idx] = u_bar * u[idx]; }";
+        let adj = adjoint_of(source, &["u"]).expect("linear");
+        let names: Vec<&str> = adj.ir.params.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["u_bar", "u_bar_", "out_bar", "range_mask"]);
+    }
+
+    fn kind(source: &str, wrt: &[&str]) -> AdjointErrorKind {
+        adjoint_of(source, wrt).expect_err("not linear").kind
+    }
+
+    #[test]
+    fn nonlinear_terms_are_named() {
+        let f = |body: &str| {
+            format!("fn f(idx: Idx1, k: f64, c: &Field1<f64>, u: &Field1<f64>, v: &Field1<f64>, out: &mut Field1<f64>) {{ {body} }}")
+        };
+        let product = kind(&f("out[idx] = u[idx] * v[idx.ix::<1>()];"), &["u", "v"]);
+        assert_eq!(
+            product,
+            AdjointErrorKind::Product { term: "u[idx] * v[idx.ix::<1>()]".into(), fields: "`u`, `v`".into() }
+        );
+        // The same product is linear in u alone (v held fixed).
+        assert!(adjoint_of(&f("out[idx] = u[idx] * v[idx.ix::<1>()];"), &["u"]).is_ok());
+        assert!(matches!(kind(&f("out[idx] = c[idx] / u[idx];"), &["u"]), AdjointErrorKind::Division { .. }));
+        assert!(matches!(kind(&f("out[idx] = u[idx].sin();"), &["u"]), AdjointErrorKind::Call { func: "sin", .. }));
+        assert!(matches!(
+            kind(&f("out[idx] = if u[idx] > k { c[idx] } else { 0.0 };"), &["u"]),
+            AdjointErrorKind::Condition { .. }
+        ));
+        assert!(matches!(kind(&f("out[idx] = (u[idx] as f32) as f64;"), &["u"]), AdjointErrorKind::Cast { .. }));
+        let err = adjoint_of(&f("let s = u[idx] * u[idx]; out[idx] = s;"), &["u"]).expect_err("nonlinear");
+        assert_eq!(err.site, Site::Local("s".into()));
+        // The old value of an output as a coefficient; once stored, the stored value is read.
+        let err = adjoint_of(&f("out[idx] = out[idx] * u[idx];"), &["u"]).expect_err("reads out");
+        assert_eq!(err.kind, AdjointErrorKind::CoefficientReadsOutput { field: "out".into() });
+        assert!(adjoint_of(&f("out[idx] = c[idx]; out[idx] = out[idx] * u[idx];"), &["u"]).is_ok());
+    }
+
+    #[test]
+    fn linear_forms_pass() {
+        let f = |body: &str| {
+            format!("fn f(idx: Idx1, k: f64, c: &Field1<f64>, u: &Field1<f64>, out: &mut Field1<f64>) {{ {body} }}")
+        };
+        for body in [
+            "out[idx] += k * u[idx.ix::<-1>()];",
+            "out[idx] = -(u[idx] - c[idx]) / (k * c[idx]);",
+            "out[idx] = u[idx].mul_add(c[idx], u[idx.ix::<1>()]);",
+            "let mut a = u[idx]; if c[idx] > 0.0 { a = 2.0 * a; } out[idx] = a;",
+            "out[idx] = if c[idx] > k { u[idx] } else { c[idx] };",
+            "out[idx] = c[idx].sqrt() * u[idx] + c[idx].max(k);",
+        ] {
+            assert!(adjoint_of(&f(body), &["u"]).is_ok(), "{body}");
+        }
+    }
+
+    #[test]
+    fn fields_must_be_read_and_not_written() {
+        let source = "fn f(idx: Idx1, u: &Field1<f64>, v: &Field1<f64>, out: &mut Field1<f64>) { out[idx] = u[idx]; }";
+        assert_eq!(kind(source, &["v"]), AdjointErrorKind::NotRead { field: "v".into() });
+        assert_eq!(kind(source, &["out"]), AdjointErrorKind::Written { field: "out".into() });
+        let sweep = "#[stencil(sweep = forward)] fn s(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) { out[idx] = u[idx]; }";
+        assert_eq!(kind(sweep, &["u"]), AdjointErrorKind::Sweep);
+    }
+}
