@@ -135,6 +135,7 @@ pub mod launch;
 pub mod range;
 pub mod reduce;
 pub mod regions;
+pub mod revolve;
 mod stencil;
 pub mod steps;
 #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
