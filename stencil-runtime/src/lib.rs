@@ -119,6 +119,7 @@
 // The macro names this crate `::stencil_runtime` when it expands inside it (its tests and docs).
 extern crate self as stencil_runtime;
 
+pub mod adjoint;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
