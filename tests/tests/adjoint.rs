@@ -99,6 +99,20 @@ fn heat<T>(idx: Idx2, k: T, u: &Field2<T>, out: &mut Field2<T>) {
     out[idx] = u[idx] + k * (u[idx.ix::<1, 0>()] + u[idx.ix::<-1, 0>()] + u[idx.ix::<0, 1>()] - 3.0 * u[idx]);
 }
 
+/// A helper function a stencil calls.
+#[stencil_fn]
+fn second_difference(left: f64, centre: f64, right: f64) -> f64 {
+    left - 2.0 * centre + right
+}
+
+/// A group of fields and a helper: the adjoint of a group is a group (`q_bar: [&mut ..; 2]`).
+#[stencil(adjoint(q))]
+fn coupled(idx: Idx2, w: [f64; 2], q: [&Field2<f64>; 2], out: &mut Field2<f64>) {
+    let dx = second_difference(q[0][idx.ix::<-1, 0>()], q[0][idx], q[0][idx.ix::<1, 0>()]);
+    let dy = second_difference(q[1][idx.ix::<0, -1>()], q[1][idx], q[1][idx.ix::<0, 1>()]);
+    out[idx] = w[0] * dx + w[1] * dy - q[1][idx.ix::<1, 1>()];
+}
+
 // ---- The harness ----
 
 /// A field random in `[-1, 1)` on `keep` and zero elsewhere.
@@ -313,6 +327,27 @@ fn generic_dot_product_2d() {
     let r = Loop2D::interior(&shape);
     let m = Field2::<f32>::from_fn(shape, |g| if range_contains(&r, &shape, g) { 1.0 } else { 0.0 });
     Host.run(&r, HeatAdjoint::<f32>::new(), (0.25, &mut ub, &u, &m)).expect("f32 adjoint");
+}
+
+#[test]
+fn groups_and_helpers_dot_product() {
+    let shape = Shape2::new([14, 13]).halo(1);
+    for_ranges(shape, 3, 1, 0x9a, |r, q, rng| {
+        let w = [rng.uniform(0.5, 1.5), rng.uniform(0.5, 1.5)];
+        let err = dot_test(
+            shape,
+            2,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Coupled, (w, [&x[0], &x[1]], out)).expect("forward"),
+            &|xb, y, m| {
+                let (a, b) = xb.split_at_mut(1);
+                Host.run(q, CoupledAdjoint, (w, [&mut a[0], &mut b[0]], y, m)).expect("adjoint")
+            },
+        );
+        assert!(err <= TOL, "coupled over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
 }
 
 // ---- A planted bug ----
