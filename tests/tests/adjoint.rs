@@ -13,10 +13,13 @@
 //! IR interpreter of the fuzz tests (which runs the honest IR to the same result as the nest).
 
 use stencil_runtime::codegen::ir::{ExprKind, ParamKind, StencilIr, Stmt};
+use stencil_runtime::cuda_source::cuda_kernel;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Loop, Stencil};
+use stencil_runtime::{Decomposition, Distributed, Loop, Stencil};
 use stencil_tests::fuzz::interp::{run_point, Point, Value};
 use stencil_tests::{for_each_in_range, nb, range_contains, SplitMix64};
+
+mod common;
 
 const TOL: f64 = 1e-12;
 
@@ -348,6 +351,49 @@ fn groups_and_helpers_dot_product() {
         );
         assert!(err <= TOL, "coupled over {r:?}, adjoint over {q:?}: relative error {err:e}");
     });
+}
+
+// ---- Other executors and strategies ----
+
+/// The wave's adjoint on four host subdomains gives the host's bits (its cotangent and mask are
+/// read at offsets, so their halos travel between subdomains first).
+#[test]
+fn the_adjoint_on_subdomains_gives_the_host_bits() {
+    let n = [14, 12, 10];
+    let shape = Shape3::new(n).halo(2);
+    let mut rng = SplitMix64::new(0xd15);
+    let r = Loop3D::interior(&shape).shrink([1; 3]);
+    let q = r.grow([1; 3]).expect("room");
+    let c = random(shape, &mut rng, 0.5, 1.5);
+    let y = random(shape, &mut rng, -1.0, 1.0);
+    let m = stencil_runtime::adjoint::range_mask(shape, &r);
+    let start = [random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0)];
+    let [mut a, mut b] = [start[0].try_clone().expect("clone"), start[1].try_clone().expect("clone")];
+    Host.run(&q, WaveAdjoint, (0.2, &c, &mut a, &mut b, &y, &m)).expect("host");
+    let grid = Decomposition::new(n, [2, 2, 1], [false; 3], [2; 3]).expect("grid");
+    let exec = Distributed::host(grid).expect("subdomains");
+    let (dc, dy, dm) = (exec.upload(&c).expect("c"), exec.upload(&y).expect("y"), exec.upload(&m).expect("m"));
+    let (mut da, mut db) = (exec.upload(&start[0]).expect("a"), exec.upload(&start[1]).expect("b"));
+    exec.run(&q, WaveAdjoint, (0.2, &dc, &mut da, &mut db, &dy, &dm)).expect("subdomains");
+    for (host, sub) in [(&a, &da), (&b, &db)] {
+        let got = exec.read_range(sub, &q).expect("read");
+        assert!(
+            got.iter().zip(host.read_range(&q).expect("read")).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "subdomains and host differ"
+        );
+    }
+}
+
+/// Every GPU strategy prints the adjoint's kernel (the printing path of any stencil; whether it
+/// compiles and runs is for a machine with a GPU).
+#[test]
+fn every_strategy_prints_the_adjoint() {
+    let shape = Shape3::new([40, 36, 32]).halo(4);
+    let range = Loop3D::interior(&shape);
+    for strategy in common::strategies() {
+        let kernel = cuda_kernel::<Star8Adjoint, 3>(strategy, &shape, &range).expect("a kernel");
+        assert!(kernel.source.contains("out_bar"), "{strategy:?}: no cotangent in\n{}", kernel.source);
+    }
 }
 
 // ---- A planted bug ----
