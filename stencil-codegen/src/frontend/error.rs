@@ -489,6 +489,7 @@ impl fmt::Display for ErrorKind {
             FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
             ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
             ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),
+            AttributeTwice { attribute, key: "adjoint" } => write!(f, "`adjoint(..)` is given twice to #[{attribute}]: name every field in one `adjoint(u, v, ..)`"),
             AttributeTwice { attribute, key } => write!(f, "`{key} = ..` is given twice to #[{attribute}]: keep one"),
             HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),

@@ -802,6 +802,29 @@ mod tests {
     }
 
     #[test]
+    fn every_output_contributes() {
+        let source = "fn two(idx: Idx1, u: &Field1<f64>, v: &Field1<f64>, a: &mut Field1<f64>, b: &mut Field1<f64>) {
+            a[idx] = u[idx.ix::<1>()] + v[idx];
+            b[idx] = 2.0 * u[idx.ix::<-1>()] * v[idx];
+            a[idx] = a[idx] - u[idx];
+        }";
+        let adj = adjoint_of(source, &["u"]).expect("linear");
+        let expected =
+            [("a_bar".to_string(), [-1, 0, 0]), ("a_bar".to_string(), [0, 0, 0]), ("b_bar".to_string(), [1, 0, 0])];
+        assert_eq!(taps(&adj, "u_bar"), expected);
+        assert_eq!(
+            adj.roles,
+            [
+                AdjointRole::Gradient,
+                AdjointRole::Fixed,
+                AdjointRole::Cotangent,
+                AdjointRole::Cotangent,
+                AdjointRole::Mask
+            ]
+        );
+    }
+
+    #[test]
     fn a_taken_name_gets_an_underscore() {
         let source =
             "fn f(idx: Idx1, u_bar: f64, u: &Field1<f64>, out: &mut Field1<f64>) { out[idx] = u_bar * u[idx]; }";
