@@ -10,6 +10,9 @@
 /// The attribute `#[stencil(sweep = ..)]` leaves on the function for the lowering
 /// (`#[__stencil_sweep(forward)]`); the functor does not keep it.
 pub const SWEEP_ATTR: &str = "__stencil_sweep";
+/// The attribute `#[stencil(adjoint(..))]` leaves on the function for the expansion
+/// (`#[__stencil_adjoint(u, v)]`); the functor does not keep it.
+pub const ADJOINT_ATTR: &str = "__stencil_adjoint";
 
 // ---- The Rust loop nest (`run_host`) ----
 

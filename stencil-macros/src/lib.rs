@@ -48,6 +48,13 @@ fn runtime() -> proc_macro2::TokenStream {
 /// `idx.level()` is the level's place in the sweep (0 first) and `idx.levels()` their number;
 /// `#[carry] let mut s = 0.0;` at the top of the body declares a local set once per column and
 /// kept from one level to the next. On a GPU a sweep runs one thread per column.
+///
+/// `#[stencil(adjoint(u, v))]` also emits the adjoint of the stencil with respect to the read
+/// fields `u` and `v` (its written values must be linear in them): a functor named after the
+/// stencil's with `Adjoint` appended (`WaveAdjoint`), in gather form, whose arguments are the
+/// forward's in the same places with `u_bar: &mut` (accumulated into) for `u`, `out_bar: &` for
+/// a written `out`, and a last `range_mask` (`stencil_runtime::adjoint::range_mask`). A term that
+/// is not linear in a named field is a compile error naming it.
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
     match stencil_codegen::expand(attr.into(), item.into(), runtime()) {

@@ -119,6 +119,7 @@
 // The macro names this crate `::stencil_runtime` when it expands inside it (its tests and docs).
 extern crate self as stencil_runtime;
 
+pub mod adjoint;
 pub mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
@@ -135,6 +136,7 @@ pub mod launch;
 pub mod range;
 pub mod reduce;
 pub mod regions;
+pub mod revolve;
 pub mod sparse;
 mod stencil;
 pub mod steps;

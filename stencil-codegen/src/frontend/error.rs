@@ -472,6 +472,8 @@ pub enum ErrorKind {
         /// What was found.
         what: String,
     },
+    /// `#[stencil(adjoint(..))]` on a stencil that has no adjoint with respect to those fields.
+    Adjoint(crate::passes::adjoint::AdjointError),
 }
 
 impl fmt::Display for ErrorKind {
@@ -487,6 +489,7 @@ impl fmt::Display for ErrorKind {
             FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
             ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
             ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),
+            AttributeTwice { attribute, key: "adjoint" } => write!(f, "`adjoint(..)` is given twice to #[{attribute}]: name every field in one `adjoint(u, v, ..)`"),
             AttributeTwice { attribute, key } => write!(f, "`{key} = ..` is given twice to #[{attribute}]: keep one"),
             HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
@@ -524,6 +527,7 @@ impl fmt::Display for ErrorKind {
             CarryInit { name } => write!(f, "carried local `{name}` is set once per column, before its first level, so its initial value may use literals, scalar parameters and earlier carried locals, not a field or the level, and may write nothing: start it at a constant (`#[carry] let mut {name} = 0.0;`) and set it from fields at the first level (`if idx.level() == 0 {{ {name} = ...; }}`)"),
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
+            Adjoint(e) => write!(f, "{e}"),
             Closure => write!(f, "a closure is allowed only as a point function, bound by `let` (`let flux = |p: Idx3| ...;`, then `flux(idx)` or `flux(idx.ix(..))`); for a function of values, write a `#[stencil_fn]` helper"),
             PointFnForm { name, what } => write!(f, "point function `{name}`: {what}"),
             PointFnInSweep { name } => write!(f, "point function `{name}`: a column sweep has no point functions (its levels depend on each other); compute the values in the body"),
@@ -553,7 +557,7 @@ impl fmt::Display for ErrorKind {
             HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
             FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
             BrokenHelper { stencil, helper } => write!(f, "`{stencil}` calls the helper `{helper}`, which has errors (reported where `{helper}` is defined): fix those first"),
-            AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
+            AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level), `adjoint(u, ..)` (also emit the adjoint stencil with respect to the read fields named) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
             AttributeArgument { attribute } => write!(f, "#[{attribute}] takes no argument but `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[{attribute}(crate = my_models::stencil_runtime)]`)"),
             HelperNoReturn => write!(f, "a #[stencil_fn] helper computes a value: declare its return type (`-> f64`, `-> [f64; 5]`, `-> (f64, f64)`) and end the body with it"),
             HelperReturn => write!(f, "`return` is not supported in a #[stencil_fn] helper: end the body with the value (use `if`/`else` as an expression for early results)"),

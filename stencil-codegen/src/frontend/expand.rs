@@ -4,6 +4,7 @@
 //! `#[stencil_fn]` expands to: the helper function itself and its `macro_rules!` twin (see
 //! [`super::collect`]).
 
+use super::adjoint;
 use super::error::{Error, ErrorKind};
 use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
@@ -56,15 +57,16 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 }
 
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
-/// `crate = path` (both) and `sweep = forward | backward` (`#[stencil]` only).
+/// `crate = path` (both), `sweep = forward | backward` and `adjoint(u, ..)` (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
     sweep: Option<SweepOrder>,
+    adjoint: Option<TokenStream>,
 }
 
 impl Attribute {
     fn parse(target: Target, attr: TokenStream) -> Result<Attribute, Error> {
-        let mut parsed = Attribute { runtime: None, sweep: None };
+        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None };
         if attr.is_empty() {
             return Ok(parsed);
         }
@@ -82,12 +84,18 @@ impl Attribute {
                     args.push(("crate", key.span, quote!(#path)));
                 } else {
                     let key: Ident = input.parse()?;
-                    if key != "sweep" || target != Target::Stencil {
+                    if key == "adjoint" && target == Target::Stencil {
+                        let fields;
+                        syn::parenthesized!(fields in input);
+                        let fields: TokenStream = fields.parse()?;
+                        args.push(("adjoint", key.span(), fields));
+                    } else if key != "sweep" || target != Target::Stencil {
                         return Err(syn::Error::new(key.span(), "argument"));
+                    } else {
+                        input.parse::<syn::Token![=]>()?;
+                        let word: Ident = input.parse()?;
+                        args.push(("sweep", key.span(), quote!(#word)));
                     }
-                    input.parse::<syn::Token![=]>()?;
-                    let word: Ident = input.parse()?;
-                    args.push(("sweep", key.span(), quote!(#word)));
                 }
                 if input.is_empty() {
                     return Ok(());
@@ -101,8 +109,9 @@ impl Attribute {
         syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
         for (key, span, value) in args {
             let twice = Error::new(span, ErrorKind::AttributeTwice { attribute: target.keyword(), key });
-            if key == "crate" {
-                if parsed.runtime.replace(value).is_some() {
+            if key == "crate" || key == "adjoint" {
+                let slot = if key == "crate" { &mut parsed.runtime } else { &mut parsed.adjoint };
+                if slot.replace(value).is_some() {
                     return Err(twice);
                 }
                 continue;
@@ -140,6 +149,10 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
         let marker = format_ident!("{}", naming::SWEEP_ATTR);
         let word = format_ident!("{}", order.word());
         func.attrs.push(syn::parse_quote!(#[#marker(#word)]));
+    }
+    if let Some(fields) = attr.adjoint {
+        let marker = format_ident!("{}", naming::ADJOINT_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
     }
     Ok(attr.runtime)
 }
@@ -215,6 +228,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
          depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
     );
     let check = quote! { const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch); };
+    let adjoint_of = adjoint::requested(func)?;
     let Some(param) = element_parameter(func)? else {
         let ir = lower_with_helpers(func, helpers)?;
         let declared = declared_params(func)?;
@@ -223,6 +237,20 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             "Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.",
             ir.name
         );
+        let adjoint = match &adjoint_of {
+            Some(names) => {
+                let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
+                let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
+                let adj_impl = stencil_impl(&adj, &adj_declared, &quote!(#name), rt);
+                quote! {
+                    #[doc = #doc]
+                    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+                    #vis struct #name;
+                    #adj_impl
+                }
+            }
+            None => quote!(),
+        };
         let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
         return Ok(quote! {
             #(#attrs)*
@@ -232,9 +260,12 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
 
             #check
             #stencil_impl
+            #adjoint
         });
     };
     let mut impls = Vec::new();
+    let mut adjoint_impls = Vec::new();
+    let mut adjoint_doc = String::new();
     let mut name = String::new();
     for elem in ELEMENT_TYPES {
         let instance = instantiate(func, &param, elem);
@@ -250,10 +281,23 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let t = format_ident!("{}", elem.rust_name());
         impls.push(stencil_impl(&ir, &declared, &quote!(#functor<#t>), rt));
+        if let Some(names) = &adjoint_of {
+            let (adj, adj_declared) = adjoint::companion(&instance, &ir, &declared, names)?;
+            let adj_name = adjoint::functor_ident(&functor);
+            adjoint_impls.push(stencil_impl(&adj, &adj_declared, &quote!(#adj_name<#t>), rt));
+            adjoint_doc = adjoint::doc(&ir.name, &adj);
+        }
         name = ir.functor_name();
     }
     let functor = format_ident!("{}", name, span = func.sig.ident.span());
     let functor_name = name.clone();
+    let adjoint = match adjoint_of {
+        Some(_) => {
+            let functor = adjoint::generic_functor(vis, &adjoint::functor_ident(&functor), &param, &adjoint_doc);
+            quote! { #functor #(#adjoint_impls)* }
+        }
+        None => quote!(),
+    };
     let doc = format!(
         "Functor of the `#[stencil]` function `{}`, generic over its element type `{param}` (`f32` or `f64`): \
          run it with `range.run({functor}::<f64>::new(), (args...))`.",
@@ -299,6 +343,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
 
         #check
         #(#impls)*
+        #adjoint
     })
 }
 

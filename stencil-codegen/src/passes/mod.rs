@@ -4,7 +4,11 @@
 //!   shifted to where it is evaluated (what the CUDA printer and the serialised form see);
 //!   [`inline_nested_point_fns`] does it inside the point functions only (what the CPU nest
 //!   computes them from).
+//! - [`adjoint()`]: a new stencil rather than a rewrite: the adjoint, in gather form, of a stencil
+//!   linear in some of its fields (`#[stencil(adjoint(u))]`).
 
+pub mod adjoint;
 mod inline_point_fns;
 
+pub use adjoint::adjoint;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};

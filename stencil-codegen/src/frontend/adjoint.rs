@@ -1,0 +1,220 @@
+//! `#[stencil(adjoint(u, v))]`: the companion adjoint stencil ([`crate::passes::adjoint()`]),
+//! emitted next to the forward functor as a functor of its own (`WaveAdjoint` for `wave`), so
+//! that it runs on every executor and strategy as any stencil does. Errors point at the
+//! statement that holds the nonlinear term, or at the name in the attribute.
+
+use super::error::{Error, ErrorKind};
+use super::lower::UserParam;
+use crate::ir::StencilIr;
+use crate::naming;
+use crate::passes::adjoint::{adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
+use proc_macro2::{Ident, TokenStream};
+use quote::{format_ident, quote, ToTokens};
+use syn::visit::Visit;
+
+/// The fields named by the marker attribute the `adjoint(..)` argument leaves on the function
+/// ([`naming::ADJOINT_ATTR`]), with their spans; `None` without one.
+pub fn requested(func: &syn::ItemFn) -> Result<Option<Vec<Ident>>, Error> {
+    let Some(attr) = func.attrs.iter().find(|a| a.path().is_ident(naming::ADJOINT_ATTR)) else {
+        return Ok(None);
+    };
+    let names = attr
+        .parse_args_with(syn::punctuated::Punctuated::<Ident, syn::Token![,]>::parse_terminated)
+        .map_err(|e| Error::new(e.span(), ErrorKind::Syntax { message: e.to_string() }))?;
+    Ok(Some(names.into_iter().collect()))
+}
+
+/// The adjoint of the lowered stencil `ir` (declared parameters `declared`) with respect to the
+/// fields `names`: its IR and its declared parameters (the forward's in the same places, renamed
+/// as the IR's, then the mask).
+pub fn companion(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let at_name =
+        |name: &Ident, kind| Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil }));
+    let mut wrt = Vec::new();
+    for name in names {
+        let Some(user) = declared.iter().find(|u| *name == u.name) else {
+            return Err(at_name(name, AdjointErrorKind::Unknown { name: name.to_string() }));
+        };
+        wrt.extend(user.params.clone());
+    }
+    let adj = adjoint(ir, &wrt).map_err(|e| {
+        let tokens = match (&e.site, &e.kind) {
+            (
+                Site::Stencil,
+                AdjointErrorKind::NotRead { field }
+                | AdjointErrorKind::Written { field }
+                | AdjointErrorKind::NotAField { name: field },
+            ) => {
+                let user =
+                    declared.iter().find(|u| ir.params[u.params.start..u.params.end].iter().any(|p| p.name == *field));
+                names.iter().find(|n| user.is_some_and(|u| **n == u.name)).map(|n| n.to_token_stream())
+            }
+            (Site::Stencil, _) => None,
+            (site, _) => locate(func, site),
+        };
+        let tokens = tokens.unwrap_or_else(|| names.first().map_or_else(TokenStream::new, |n| n.to_token_stream()));
+        Error::spanned(&tokens, ErrorKind::Adjoint(e))
+    })?;
+    // The declared parameters: same places; an array takes the name of its elements' role.
+    let taken = |name: &str| declared.iter().any(|u| u.name == name) || adj.ir.params.iter().any(|p| p.name == name);
+    let mut users: Vec<UserParam> = declared
+        .iter()
+        .map(|u| {
+            let renamed = matches!(adj.roles[u.params.start], AdjointRole::Gradient | AdjointRole::Cotangent);
+            let name = if !u.array {
+                adj.ir.params[u.params.start].name.clone()
+            } else if renamed {
+                let mut name = format!("{}{BAR_SUFFIX}", u.name);
+                while taken(&name) {
+                    name.push('_');
+                }
+                name
+            } else {
+                u.name.clone()
+            };
+            UserParam { name, ..u.clone() }
+        })
+        .collect();
+    let mask = adj.ir.params.len() - 1;
+    users.push(UserParam { name: adj.ir.params[mask].name.clone(), params: mask..mask + 1, array: false });
+    Ok((adj.ir, users))
+}
+
+/// The functor type of the adjoint of `forward` (`Wave` → `WaveAdjoint`), with `forward`'s span.
+pub fn functor_ident(forward: &Ident) -> Ident {
+    format_ident!("{}Adjoint", forward, span = forward.span())
+}
+
+/// The doc comment of the adjoint's functor.
+pub fn doc(forward: &str, adjoint: &StencilIr) -> String {
+    let params: Vec<&str> = adjoint.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "The adjoint of `#[stencil]` `{forward}` (from `#[stencil(adjoint(..))]`), in gather form; arguments \
+         `({})`. Each `_bar` field that is written is accumulated into (`u_bar[q] += ...`); `range_mask` is \
+         nonzero exactly on the forward launch's range. Run it over the forward range (inputs outside it held \
+         fixed) or over that range grown by the reach (every input a variable).",
+        params.join(", ")
+    )
+}
+
+/// The items of a generic adjoint functor `name<param>` (the forward's own boilerplate, by
+/// hand: derives would ask the element type for each trait).
+pub fn generic_functor(vis: &syn::Visibility, name: &Ident, param: &Ident, doc: &str) -> TokenStream {
+    let text = name.to_string();
+    quote! {
+        #[doc = #doc]
+        #vis struct #name<#param>(::core::marker::PhantomData<fn() -> #param>);
+        impl<#param> #name<#param> {
+            /// The functor (for the element type named by `::<f32>` or `::<f64>`).
+            #vis const fn new() -> Self {
+                #name(::core::marker::PhantomData)
+            }
+        }
+        impl<#param> ::core::clone::Clone for #name<#param> {
+            fn clone(&self) -> Self {
+                *self
+            }
+        }
+        impl<#param> ::core::marker::Copy for #name<#param> {}
+        impl<#param> ::core::default::Default for #name<#param> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+        impl<#param> ::core::fmt::Debug for #name<#param> {
+            fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                f.write_str(#text)
+            }
+        }
+        impl<#param> ::core::cmp::PartialEq for #name<#param> {
+            fn eq(&self, _: &Self) -> bool {
+                true
+            }
+        }
+        impl<#param> ::core::cmp::Eq for #name<#param> {}
+        impl<#param> ::core::hash::Hash for #name<#param> {
+            fn hash<H: ::core::hash::Hasher>(&self, _: &mut H) {}
+        }
+    }
+}
+
+/// The tokens of the statement of `func`'s body that `site` names: `let name = ..` (a shadowed
+/// local's IR name carries a suffix `_N`), `name = ..` or `out[idx] = ..` / `out[idx] += ..`,
+/// or the first `if` condition.
+fn locate(func: &syn::ItemFn, site: &Site) -> Option<TokenStream> {
+    struct Finder<'s> {
+        site: &'s Site,
+        names: Vec<String>,
+        found: Option<TokenStream>,
+    }
+    impl Finder<'_> {
+        fn take(&mut self, tokens: &impl ToTokens) {
+            if self.found.is_none() {
+                self.found = Some(tokens.to_token_stream());
+            }
+        }
+        fn is_target(&self, e: &syn::Expr) -> bool {
+            let target = match e {
+                syn::Expr::Index(i) => &*i.expr,
+                other => other,
+            };
+            matches!(target, syn::Expr::Path(p) if p.path.get_ident().is_some_and(|i| self.names.contains(&i.to_string())))
+        }
+    }
+    impl<'ast> Visit<'ast> for Finder<'_> {
+        fn visit_local(&mut self, l: &'ast syn::Local) {
+            let mut pat = &l.pat;
+            while let syn::Pat::Type(t) = pat {
+                pat = &t.pat;
+            }
+            if let (Site::Local(_), syn::Pat::Ident(i)) = (self.site, pat) {
+                if self.names.contains(&i.ident.to_string()) {
+                    self.take(l);
+                }
+            }
+            syn::visit::visit_local(self, l);
+        }
+        fn visit_expr_assign(&mut self, a: &'ast syn::ExprAssign) {
+            if self.is_target(&a.left) && !matches!(self.site, Site::Condition) {
+                self.take(a);
+            }
+            syn::visit::visit_expr_assign(self, a);
+        }
+        fn visit_expr_binary(&mut self, b: &'ast syn::ExprBinary) {
+            let compound = matches!(
+                b.op,
+                syn::BinOp::AddAssign(_)
+                    | syn::BinOp::SubAssign(_)
+                    | syn::BinOp::MulAssign(_)
+                    | syn::BinOp::DivAssign(_)
+            );
+            if compound && self.is_target(&b.left) && !matches!(self.site, Site::Condition) {
+                self.take(b);
+            }
+            syn::visit::visit_expr_binary(self, b);
+        }
+        fn visit_expr_if(&mut self, i: &'ast syn::ExprIf) {
+            if matches!(self.site, Site::Condition) {
+                self.take(&i.cond);
+            }
+            syn::visit::visit_expr_if(self, i);
+        }
+    }
+    let names = match site {
+        Site::Local(name) => {
+            let base = name.rsplit_once('_').filter(|(_, n)| n.parse::<u32>().is_ok()).map(|(b, _)| b.to_string());
+            std::iter::once(name.clone()).chain(base).collect()
+        }
+        Site::Store(field) => vec![field.clone()],
+        Site::Condition => Vec::new(),
+        Site::Stencil => return None,
+    };
+    let mut finder = Finder { site, names, found: None };
+    finder.visit_block(&func.block);
+    finder.found
+}

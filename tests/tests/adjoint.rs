@@ -1,0 +1,537 @@
+//! Adjoint stencils from `#[stencil(adjoint(..))]`, held to the dot-product test in `f64`:
+//! `⟨F x, y⟩ = ⟨x, Fᵀ y⟩` to a relative error of at most 1e-12, with random inputs, random fixed
+//! fields and random sub-ranges, on the host executor. `F` is the forward stencil as compiled (its
+//! linear part: the forward's other inputs are zero or held fixed), `Fᵀ` the generated adjoint.
+//!
+//! Each case runs the adjoint two ways: over the forward range `R` itself (the adjoint of the
+//! forward with every input outside `R` held fixed, so `x` is zero there), and over `R` grown by
+//! the reach (every input a variable). The cotangents `y` are random everywhere, also outside `R`
+//! (the range mask must ignore them), and the adjoint's outputs start random (it accumulates:
+//! the test subtracts their start, and checks that no point outside the adjoint's range changed).
+//!
+//! A planted bug must fail: the adjoint's IR with one cotangent load's offset flipped, run by the
+//! IR interpreter of the fuzz tests (which runs the honest IR to the same result as the nest).
+
+use stencil_runtime::codegen::ir::{ExprKind, ParamKind, StencilIr, Stmt};
+use stencil_runtime::cuda_source::cuda_kernel;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Decomposition, Distributed, Loop, Stencil};
+use stencil_tests::fuzz::interp::{run_point, Point, Value};
+use stencil_tests::{for_each_in_range, nb, range_contains, SplitMix64};
+
+mod common;
+
+const TOL: f64 = 1e-12;
+
+// ---- The stencils ----
+
+/// A 7-point explicit diffusion step.
+#[stencil(adjoint(u))]
+fn diffusion(idx: Idx3, k: f64, u: &Field3<f64>, u_new: &mut Field3<f64>) {
+    let near = u[idx.ix::<1, 0, 0>()]
+        + u[idx.ix::<-1, 0, 0>()]
+        + u[idx.ix::<0, 1, 0>()]
+        + u[idx.ix::<0, -1, 0>()]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()];
+    u_new[idx] = u[idx] + k * (near - 6.0 * u[idx]);
+}
+
+/// A second-order wave update with a variable velocity: `u⁺ = 2u − u⁻ + dt² c² Δu`.
+#[stencil(adjoint(u, u_prev))]
+fn wave(idx: Idx3, dt2: f64, c: &Field3<f64>, u: &Field3<f64>, u_prev: &Field3<f64>, u_next: &mut Field3<f64>) {
+    let lap = u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()]
+        - 6.0 * u[idx]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()];
+    u_next[idx] = 2.0 * u[idx] - u_prev[idx] + dt2 * c[idx] * c[idx] * lap;
+}
+
+/// The 25-point eighth-order star, accumulated into its output (`out += c · Δ₈u`).
+#[stencil(adjoint(u))]
+fn star8(idx: Idx3, w: [f64; 5], c: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let mut lap = 3.0 * w[0] * u[idx];
+    for r in 1..=4 {
+        lap += w[r] * (u[idx.ix(r, 0, 0)] + u[idx.ix(-r, 0, 0)]);
+        lap += w[r] * (u[idx.ix(0, r, 0)] + u[idx.ix(0, -r, 0)]);
+        lap += w[r] * (u[idx.ix(0, 0, r)] + u[idx.ix(0, 0, -r)]);
+    }
+    out[idx] += c[idx] * lap;
+}
+
+/// A damped wave step (a PML-like damping field `d`): divisions and products by fixed fields.
+#[stencil(adjoint(u, u_prev))]
+fn damped(
+    idx: Idx3,
+    dt: f64,
+    c2: &Field3<f64>,
+    d: &Field3<f64>,
+    u: &Field3<f64>,
+    u_prev: &Field3<f64>,
+    u_next: &mut Field3<f64>,
+) {
+    let lap = u[idx.ix::<1, 0, 0>()]
+        + u[idx.ix::<-1, 0, 0>()]
+        + u[idx.ix::<0, 1, 0>()]
+        + u[idx.ix::<0, -1, 0>()]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()]
+        - 6.0 * u[idx];
+    let damp = d[idx] * dt;
+    u_next[idx] = (2.0 * u[idx] - (1.0 - damp) * u_prev[idx] + dt * dt * c2[idx] * lap) / (1.0 + damp);
+}
+
+/// Diffusion in divergence form with a coefficient averaged onto the faces (coefficients read at
+/// neighbours, so the adjoint must evaluate them at shifted points), and a branch on a fixed field.
+#[stencil(adjoint(u))]
+fn faces(idx: Idx3, k: &Field3<f64>, region: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let east = 0.5 * (k[idx] + k[idx.ix::<1, 0, 0>()]) * (u[idx.ix::<1, 0, 0>()] - u[idx]);
+    let west = 0.5 * (k[idx] + k[idx.ix::<-1, 0, 0>()]) * (u[idx] - u[idx.ix::<-1, 0, 0>()]);
+    let north = 0.5 * (k[idx] + k[idx.ix::<0, 1, 0>()]) * (u[idx.ix::<0, 1, 0>()] - u[idx]);
+    let south = 0.5 * (k[idx] + k[idx.ix::<0, -1, 0>()]) * (u[idx] - u[idx.ix::<0, -1, 0>()]);
+    let mut v = east - west + north - south;
+    if region[idx] > 0.0 {
+        v = v.mul_add(2.0, u[idx.ix::<0, 0, 1>()] / k[idx]);
+    }
+    out[idx] = if region[idx.ix::<0, 0, -1>()] < 0.5 { v } else { -v };
+}
+
+/// A generic stencil: its adjoint is generic too.
+#[stencil(adjoint(u))]
+fn heat<T>(idx: Idx2, k: T, u: &Field2<T>, out: &mut Field2<T>) {
+    out[idx] = u[idx] + k * (u[idx.ix::<1, 0>()] + u[idx.ix::<-1, 0>()] + u[idx.ix::<0, 1>()] - 3.0 * u[idx]);
+}
+
+/// A helper function a stencil calls.
+#[stencil_fn]
+fn second_difference(left: f64, centre: f64, right: f64) -> f64 {
+    left - 2.0 * centre + right
+}
+
+/// A group of fields and a helper: the adjoint of a group is a group (`q_bar: [&mut ..; 2]`).
+#[stencil(adjoint(q))]
+fn coupled(idx: Idx2, w: [f64; 2], q: [&Field2<f64>; 2], out: &mut Field2<f64>) {
+    let dx = second_difference(q[0][idx.ix::<-1, 0>()], q[0][idx], q[0][idx.ix::<1, 0>()]);
+    let dy = second_difference(q[1][idx.ix::<0, -1>()], q[1][idx], q[1][idx.ix::<0, 1>()]);
+    out[idx] = w[0] * dx + w[1] * dy - q[1][idx.ix::<1, 1>()];
+}
+
+// ---- The harness ----
+
+/// A field random in `[-1, 1)` on `keep` and zero elsewhere.
+fn random_on<const D: usize>(shape: Shape<D>, keep: &Loop<D>, rng: &mut SplitMix64) -> Field<f64, D> {
+    Field::from_fn(shape, |g| if range_contains(keep, &shape, g) { rng.uniform(-1.0, 1.0) } else { 0.0 })
+}
+
+/// A field random in `[lo, hi)` everywhere.
+fn random<const D: usize>(shape: Shape<D>, rng: &mut SplitMix64, lo: f64, hi: f64) -> Field<f64, D> {
+    Field::from_fn(shape, |_| rng.uniform(lo, hi))
+}
+
+/// The forward range's mask: 1 on `range`, 0 elsewhere.
+fn mask<const D: usize>(shape: Shape<D>, range: &Loop<D>) -> Field<f64, D> {
+    Field::from_fn(shape, |g| if range_contains(range, &shape, g) { 1.0 } else { 0.0 })
+}
+
+/// `Σ a·b` over `range`.
+fn dot<const D: usize>(a: &Field<f64, D>, b: &Field<f64, D>, range: &Loop<D>) -> f64 {
+    let mut s = 0.0;
+    for_each_in_range(range, a.shape(), |g| s += nb(a, g, [0; D]) * nb(b, g, [0; D]));
+    s
+}
+
+/// A random sub-range of the interior of `shape` that keeps `margin` points from its edges.
+fn sub_range<const D: usize>(shape: &Shape<D>, margin: usize, rng: &mut SplitMix64) -> Loop<D> {
+    let n = shape.extent();
+    let begin: [usize; D] = std::array::from_fn(|_| margin + rng.int(0, 2) as usize);
+    let end: [usize; D] = std::array::from_fn(|a| n[a] - margin - rng.int(0, 2) as usize);
+    Loop::from_bounds(n, begin, end).expect("the shape leaves room")
+}
+
+/// A forward launch: linear inputs `x`, the output.
+type Forward<'a, const D: usize> = dyn Fn(&[Field<f64, D>], &mut Field<f64, D>) + 'a;
+/// An adjoint launch: the inputs' cotangents (accumulated into), the output's, the range mask.
+type Adjoint<'a, const D: usize> = dyn Fn(&mut [Field<f64, D>], &Field<f64, D>, &Field<f64, D>) + 'a;
+
+/// The dot-product test of one stencil with `inputs` linear inputs, over the forward range `r`
+/// and the adjoint range `q`: `forward(x, out)` runs the forward over `r` into a zeroed `out`;
+/// `adjoint(x_bar, y, mask)` runs the adjoint over `q`. Returns the relative error.
+fn dot_test<const D: usize>(
+    shape: Shape<D>,
+    inputs: usize,
+    r: &Loop<D>,
+    q: &Loop<D>,
+    rng: &mut SplitMix64,
+    forward: &Forward<'_, D>,
+    adjoint: &Adjoint<'_, D>,
+) -> f64 {
+    let x: Vec<_> = (0..inputs).map(|_| random_on(shape, q, rng)).collect();
+    let mut fx = Field::zeros(shape);
+    forward(&x, &mut fx);
+    let y = random(shape, rng, -1.0, 1.0);
+    let start: Vec<_> = (0..inputs).map(|_| random(shape, rng, -1.0, 1.0)).collect();
+    let mut x_bar: Vec<_> = start.iter().map(|s| s.try_clone().expect("clone")).collect();
+    adjoint(&mut x_bar, &y, &mask(shape, r));
+    let lhs = dot(&fx, &y, r);
+    let mut rhs = 0.0;
+    for (i, (xb, s)) in x_bar.iter().zip(&start).enumerate() {
+        let whole = Loop::whole(&shape);
+        for_each_in_range(&whole, &shape, |g| {
+            let (after, before) = (nb(xb, g, [0; D]), nb(s, g, [0; D]));
+            if range_contains(q, &shape, g) {
+                rhs += nb(&x[i], g, [0; D]) * (after - before);
+            } else {
+                assert_eq!(after.to_bits(), before.to_bits(), "input {i}: the adjoint wrote {g:?}, outside its range");
+            }
+        });
+    }
+    assert!(lhs.abs() > 1e-3, "a degenerate case: ⟨F x, y⟩ = {lhs}");
+    (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
+}
+
+/// Runs `check(r, q)` for several random sub-ranges, with `q = r` and `q = r` grown by `reach`.
+fn for_ranges<const D: usize>(
+    shape: Shape<D>,
+    margin: usize,
+    reach: usize,
+    seed: u64,
+    mut check: impl FnMut(&Loop<D>, &Loop<D>, &mut SplitMix64),
+) {
+    let mut rng = SplitMix64::new(seed);
+    for _ in 0..3 {
+        let r = sub_range(&shape, margin, &mut rng);
+        check(&r, &r, &mut rng);
+        let grown = r.grow([reach; D]).expect("the margin leaves room");
+        check(&r, &grown, &mut rng);
+    }
+}
+
+// ---- The dot-product tests ----
+
+#[test]
+fn diffusion_dot_product() {
+    let shape = Shape3::new([13, 11, 9]).halo(1);
+    for_ranges(shape, 3, 1, 0xd1f, |r, q, rng| {
+        let k = rng.uniform(0.05, 0.2);
+        let err = dot_test(
+            shape,
+            1,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Diffusion, (k, &x[0], out)).expect("forward"),
+            &|xb, y, m| Host.run(q, DiffusionAdjoint, (k, &mut xb[0], y, m)).expect("adjoint"),
+        );
+        assert!(err <= TOL, "diffusion over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+#[test]
+fn wave_dot_product() {
+    let shape = Shape3::new([12, 10, 11]).halo(1);
+    for_ranges(shape, 3, 1, 0x3a7e, |r, q, rng| {
+        let dt2 = rng.uniform(0.05, 0.3);
+        let c = random(shape, rng, 0.5, 1.5);
+        let err = dot_test(
+            shape,
+            2,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Wave, (dt2, &c, &x[0], &x[1], out)).expect("forward"),
+            &|xb, y, m| {
+                let (u_bar, u_prev_bar) = xb.split_at_mut(1);
+                Host.run(q, WaveAdjoint, (dt2, &c, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
+            },
+        );
+        assert!(err <= TOL, "wave over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+#[test]
+fn star8_dot_product() {
+    let shape = Shape3::new([20, 19, 18]).halo(4);
+    let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
+    for_ranges(shape, 8, 4, 0x25, |r, q, rng| {
+        let c = random(shape, rng, 0.5, 1.5);
+        let err = dot_test(
+            shape,
+            1,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Star8, (w, &c, &x[0], out)).expect("forward"),
+            &|xb, y, m| Host.run(q, Star8Adjoint, (w, &c, &mut xb[0], y, m)).expect("adjoint"),
+        );
+        assert!(err <= TOL, "star8 over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+#[test]
+fn damped_dot_product() {
+    let shape = Shape3::new([11, 12, 10]).halo(1);
+    for_ranges(shape, 3, 1, 0xda3b, |r, q, rng| {
+        let dt = rng.uniform(0.1, 0.5);
+        let c2 = random(shape, rng, 0.5, 2.0);
+        let d = random(shape, rng, 0.0, 3.0);
+        let err = dot_test(
+            shape,
+            2,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Damped, (dt, &c2, &d, &x[0], &x[1], out)).expect("forward"),
+            &|xb, y, m| {
+                let (u_bar, u_prev_bar) = xb.split_at_mut(1);
+                Host.run(q, DampedAdjoint, (dt, &c2, &d, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
+            },
+        );
+        assert!(err <= TOL, "damped over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+#[test]
+fn shifted_coefficients_and_branches_dot_product() {
+    let shape = Shape3::new([12, 12, 10]).halo(1);
+    for_ranges(shape, 3, 1, 0xface, |r, q, rng| {
+        let k = random(shape, rng, 0.5, 2.0);
+        let region = random(shape, rng, -1.0, 1.0);
+        let err = dot_test(
+            shape,
+            1,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Faces, (&k, &region, &x[0], out)).expect("forward"),
+            &|xb, y, m| Host.run(q, FacesAdjoint, (&k, &region, &mut xb[0], y, m)).expect("adjoint"),
+        );
+        assert!(err <= TOL, "faces over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+#[test]
+fn generic_dot_product_2d() {
+    let shape = Shape2::new([17, 15]).halo(1);
+    for_ranges(shape, 3, 1, 0x2d, |r, q, rng| {
+        let k = rng.uniform(0.1, 0.3);
+        let err = dot_test(
+            shape,
+            1,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Heat::<f64>::new(), (k, &x[0], out)).expect("forward"),
+            &|xb, y, m| Host.run(q, HeatAdjoint::<f64>::new(), (k, &mut xb[0], y, m)).expect("adjoint"),
+        );
+        assert!(err <= TOL, "heat over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+    // The f32 instance exists and runs.
+    let (u, mut ub) = (Field2::<f32>::filled(shape, 1.0), Field2::<f32>::zeros(shape));
+    let r = Loop2D::interior(&shape);
+    let m = Field2::<f32>::from_fn(shape, |g| if range_contains(&r, &shape, g) { 1.0 } else { 0.0 });
+    Host.run(&r, HeatAdjoint::<f32>::new(), (0.25, &mut ub, &u, &m)).expect("f32 adjoint");
+}
+
+#[test]
+fn groups_and_helpers_dot_product() {
+    let shape = Shape2::new([14, 13]).halo(1);
+    for_ranges(shape, 3, 1, 0x9a, |r, q, rng| {
+        let w = [rng.uniform(0.5, 1.5), rng.uniform(0.5, 1.5)];
+        let err = dot_test(
+            shape,
+            2,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, Coupled, (w, [&x[0], &x[1]], out)).expect("forward"),
+            &|xb, y, m| {
+                let (a, b) = xb.split_at_mut(1);
+                Host.run(q, CoupledAdjoint, (w, [&mut a[0], &mut b[0]], y, m)).expect("adjoint")
+            },
+        );
+        assert!(err <= TOL, "coupled over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+}
+
+// ---- Other executors and strategies ----
+
+/// The wave's adjoint on four host subdomains gives the host's bits (its cotangent and mask are
+/// read at offsets, so their halos travel between subdomains first).
+#[test]
+fn the_adjoint_on_subdomains_gives_the_host_bits() {
+    let n = [14, 12, 10];
+    let shape = Shape3::new(n).halo(2);
+    let mut rng = SplitMix64::new(0xd15);
+    let r = Loop3D::interior(&shape).shrink([1; 3]);
+    let q = r.grow([1; 3]).expect("room");
+    let c = random(shape, &mut rng, 0.5, 1.5);
+    let y = random(shape, &mut rng, -1.0, 1.0);
+    let m = stencil_runtime::adjoint::range_mask(shape, &r);
+    let start = [random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0)];
+    let [mut a, mut b] = [start[0].try_clone().expect("clone"), start[1].try_clone().expect("clone")];
+    Host.run(&q, WaveAdjoint, (0.2, &c, &mut a, &mut b, &y, &m)).expect("host");
+    let grid = Decomposition::new(n, [2, 2, 1], [false; 3], [2; 3]).expect("grid");
+    let exec = Distributed::host(grid).expect("subdomains");
+    let (dc, dy, dm) = (exec.upload(&c).expect("c"), exec.upload(&y).expect("y"), exec.upload(&m).expect("m"));
+    let (mut da, mut db) = (exec.upload(&start[0]).expect("a"), exec.upload(&start[1]).expect("b"));
+    exec.run(&q, WaveAdjoint, (0.2, &dc, &mut da, &mut db, &dy, &dm)).expect("subdomains");
+    for (host, sub) in [(&a, &da), (&b, &db)] {
+        let got = exec.read_range(sub, &q).expect("read");
+        assert!(
+            got.iter().zip(host.read_range(&q).expect("read")).all(|(x, y)| x.to_bits() == y.to_bits()),
+            "subdomains and host differ"
+        );
+    }
+}
+
+/// Every GPU strategy prints the adjoint's kernel (the printing path of any stencil; whether it
+/// compiles and runs is for a machine with a GPU).
+#[test]
+fn every_strategy_prints_the_adjoint() {
+    let shape = Shape3::new([40, 36, 32]).halo(4);
+    let range = Loop3D::interior(&shape);
+    for strategy in common::strategies() {
+        let kernel = cuda_kernel::<Star8Adjoint, 3>(strategy, &shape, &range).expect("a kernel");
+        assert!(kernel.source.contains("out_bar"), "{strategy:?}: no cotangent in\n{}", kernel.source);
+    }
+}
+
+// ---- A planted bug ----
+
+/// Runs `ir` (an adjoint: writes accumulate into its `&mut` fields) over `range` through the IR
+/// interpreter, `fields[p]` standing for parameter `p` (scalars are `scalars[p]`).
+fn interpret(ir: &StencilIr, range: &Loop3D, fields: &mut [Option<Field3<f64>>], scalars: &[f64]) {
+    let shape = *fields.iter().flatten().next().expect("a field").shape();
+    let mut stores = Vec::new();
+    for_each_in_range(range, &shape, |g| {
+        let load = |p: usize, o: [i32; 3]| {
+            let f = fields[p].as_ref().expect("a field parameter");
+            Value::F64(nb(f, g, [o[0] as isize, o[1] as isize, o[2] as isize]))
+        };
+        let scalar = |p: usize| Value::F64(scalars[p]);
+        for (p, v) in run_point(ir, &Point { load: &load, scalar: &scalar, level: None }) {
+            stores.push((p, g, v.to_f64()));
+        }
+    });
+    for (p, g, v) in stores {
+        fields[p].as_mut().expect("a field").set(g, v).expect("inside");
+    }
+}
+
+/// The adjoint's IR with one offset flipped: the first cotangent load (a read-only field the
+/// forward writes, `.._bar`) at a nonzero offset reads at the negated offset instead.
+fn flip_one_offset(ir: &StencilIr) -> StencilIr {
+    fn flip(e: &mut stencil_runtime::codegen::ir::Expr, ir: &StencilIr, done: &mut bool) {
+        if *done {
+            return;
+        }
+        match &mut e.kind {
+            ExprKind::Load { field, offset } => {
+                let cotangent = matches!(ir.params[*field].kind, ParamKind::Field(f) if !f.writable)
+                    && ir.params[*field].name.ends_with("_bar");
+                if cotangent && *offset != [0; 3] {
+                    *offset = offset.map(|v| -v);
+                    *done = true;
+                }
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => flip(a, ir, done),
+            ExprKind::Binary(_, a, b) => {
+                flip(a, ir, done);
+                flip(b, ir, done);
+            }
+            ExprKind::Call(_, args) => args.iter_mut().for_each(|a| flip(a, ir, done)),
+            ExprKind::Select(c, a, b) => {
+                flip(c, ir, done);
+                flip(a, ir, done);
+                flip(b, ir, done);
+            }
+            _ => {}
+        }
+    }
+    let mut out = ir.clone();
+    let mut done = false;
+    for stmt in &mut out.body {
+        if let Stmt::Store { value, .. } = stmt {
+            flip(value, ir, &mut done);
+        }
+    }
+    assert!(done, "no cotangent load at a nonzero offset in {}", ir.name);
+    out
+}
+
+/// The wave's adjoint IR run by the interpreter passes the dot-product test; with one offset
+/// flipped it fails.
+#[test]
+fn a_flipped_offset_fails_the_dot_product_test() {
+    let shape = Shape3::new([11, 10, 9]).halo(1);
+    let ir = <WaveAdjoint as Stencil<3>>::ir();
+    let flipped = flip_one_offset(ir);
+    let mut rng = SplitMix64::new(0xbad);
+    let r = sub_range(&shape, 3, &mut rng);
+    let q = r.grow([1; 3]).expect("room");
+    let dt2 = 0.2;
+    let c = random(shape, &mut rng, 0.5, 1.5);
+    let run = |adjoint: &StencilIr, rng: &mut SplitMix64| {
+        dot_test(
+            shape,
+            2,
+            &r,
+            &q,
+            rng,
+            &|x, out| Host.run(&r, Wave, (dt2, &c, &x[0], &x[1], out)).expect("forward"),
+            &|xb, y, m| {
+                // Parameters: dt2, c, u_bar, u_prev_bar, u_next_bar, range_mask.
+                let mut fields = vec![
+                    None,
+                    Some(c.try_clone().expect("clone")),
+                    Some(xb[0].try_clone().expect("clone")),
+                    Some(xb[1].try_clone().expect("clone")),
+                    Some(y.try_clone().expect("clone")),
+                    Some(m.try_clone().expect("clone")),
+                ];
+                interpret(adjoint, &q, &mut fields, &[dt2]);
+                xb[0] = fields[2].take().expect("u_bar");
+                xb[1] = fields[3].take().expect("u_prev_bar");
+            },
+        )
+    };
+    let honest = run(ir, &mut rng.clone());
+    assert!(honest <= TOL, "the interpreted adjoint: relative error {honest:e}");
+    let planted = run(&flipped, &mut rng);
+    assert!(planted > 1e-6, "a flipped offset passed the dot-product test: relative error {planted:e}");
+}
+
+/// The compiled adjoint computes what the interpreter computes from its IR.
+#[test]
+fn the_compiled_adjoint_matches_its_ir() {
+    let shape = Shape3::new([10, 9, 8]).halo(1);
+    let mut rng = SplitMix64::new(0x1e);
+    let r = sub_range(&shape, 3, &mut rng);
+    let q = r.grow([1; 3]).expect("room");
+    let dt2 = 0.3;
+    let c = random(shape, &mut rng, 0.5, 1.5);
+    let (y, m) = (random(shape, &mut rng, -1.0, 1.0), mask(shape, &r));
+    let (mut u_bar, mut u_prev_bar) = (random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0));
+    let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+    let mut fields = vec![None, clone(&c), clone(&u_bar), clone(&u_prev_bar), clone(&y), clone(&m)];
+    interpret(<WaveAdjoint as Stencil<3>>::ir(), &q, &mut fields, &[dt2]);
+    Host.run(&q, WaveAdjoint, (dt2, &c, &mut u_bar, &mut u_prev_bar, &y, &m)).expect("adjoint");
+    for (got, want) in [(&u_bar, &fields[2]), (&u_prev_bar, &fields[3])] {
+        let want = want.as_ref().expect("a field");
+        for_each_in_range(&Loop3D::whole(&shape), &shape, |g| {
+            let (x, w) = (nb(got, g, [0; 3]), nb(want, g, [0; 3]));
+            assert!((x - w).abs() <= 1e-14 * w.abs().max(1.0), "compiled {x} and interpreted {w} at {g:?}");
+        });
+    }
+}
+
+/// The adjoint's parameters mirror the forward's: same places, roles swapped, the mask last.
+#[test]
+fn the_adjoint_parameters_mirror_the_forward() {
+    let names: Vec<_> = <WaveAdjoint as Stencil<3>>::ir().params.iter().map(|p| p.name.clone()).collect();
+    assert_eq!(names, ["dt2", "c", "u_bar", "u_prev_bar", "u_next_bar", "range_mask"]);
+    let info = <Star8Adjoint as Stencil<3>>::INFO;
+    let reach = |name: &str| info.fields.iter().find(|f| f.name == name).map(|f| (f.lo, f.hi, f.writable));
+    assert_eq!(reach("out_bar"), Some(([-4, -4, -4], [4, 4, 4], false)));
+    assert_eq!(reach("u_bar"), Some(([0; 3], [0; 3], true)));
+}
