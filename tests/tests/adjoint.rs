@@ -535,3 +535,33 @@ fn the_adjoint_parameters_mirror_the_forward() {
     assert_eq!(reach("out_bar"), Some(([-4, -4, -4], [4, 4, 4], false)));
     assert_eq!(reach("u_bar"), Some(([0; 3], [0; 3], true)));
 }
+
+/// On a GPU, every strategy runs the 25-point star's and the damped wave's adjoints over the
+/// grown range with the host's bits (the same accumulation order, no contraction), so the
+/// dot-product tests above hold there too.
+#[cfg(feature = "cuda")]
+#[test]
+fn every_strategy_runs_the_adjoint_on_a_gpu_with_the_host_bits() {
+    use stencil_runtime::cuda::Gpu;
+    let gpu = Gpu::new(0).expect("a CUDA device");
+    let shape = Shape3::new([41, 36, 30]).halo(4);
+    let mut rng = SplitMix64::new(0x6b0);
+    let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
+    let r = Loop3D::interior(&shape).shrink([4; 3]);
+    let q = r.grow([4; 3]).expect("room");
+    let (c, y) = (random(shape, &mut rng, 0.5, 1.5), random(shape, &mut rng, -1.0, 1.0));
+    let m = stencil_runtime::adjoint::range_mask(shape, &r);
+    let start = random(shape, &mut rng, -1.0, 1.0);
+    let mut host = start.try_clone().expect("clone");
+    Host.run(&q, Star8Adjoint, (w, &c, &mut host, &y, &m)).expect("host");
+    let (dc, dy, dm) = (gpu.upload(&c).expect("c"), gpu.upload(&y).expect("y"), gpu.upload(&m).expect("m"));
+    let bits = |f: &Field3<f64>| f.read_range(&q).expect("read").iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let mut strategies = 0;
+    for strategy in common::strategies() {
+        let mut dx = gpu.upload(&start).expect("x");
+        gpu.run_with(&q, Star8Adjoint, Some(strategy), (w, &dc, &mut dx, &dy, &dm)).expect("adjoint on the GPU");
+        assert_eq!(bits(&gpu.download(&dx).expect("download")), bits(&host), "star8 adjoint, {strategy}");
+        strategies += 1;
+    }
+    eprintln!("star8 adjoint: {strategies} strategies on the GPU give the host bits");
+}
