@@ -26,14 +26,19 @@ impl<'a, E: Executor, F> Recorded<'a, E, F> {
     /// synchronize) inside it is an error on a GPU. Run the step once before recording it, so
     /// that its kernels are compiled and tuned (tuning needs the stream to run, so a launch
     /// first seen inside a recording takes the default strategy) and its launches checked.
+    /// With the environment variable `STENCIL_RECORD=0` nothing is recorded and every replay
+    /// runs the step (e.g. to profile its kernels one by one, or to compare).
     pub fn new(
         exec: &E,
         state: &'a mut F,
         mut step: impl FnMut(&E, &mut F) -> Result<(), LaunchError> + 'a,
     ) -> Result<Self, LaunchError> {
-        let recording = {
-            let state: &mut F = state;
-            exec.record(&mut |e| step(e, state))?
+        let recording = match std::env::var("STENCIL_RECORD").as_deref() {
+            Ok("0") => None,
+            _ => {
+                let state: &mut F = state;
+                exec.record(&mut |e| step(e, state))?
+            }
         };
         Ok(Recorded { exec: exec.clone(), state, step: Box::new(step), recording })
     }
