@@ -27,13 +27,24 @@
 use stencil_runtime::{Decomposition, Subdomain};
 
 const COPY_GBS: f64 = 4172.0;
-const NVLINK_GBS: f64 = 395.0;
-const NVLINK_LATENCY_US: f64 = 2.0;
 const IB_GBS: f64 = 50.0;
 const IB_LATENCY_US: f64 = 3.0;
 const GPUS_PER_NODE: usize = 8;
-/// GPU-side cost of one pack, copy or unpack operation besides its bytes.
-const OP_LATENCY_US: f64 = 4.0;
+/// One halo message inside a node with peer copies in one process, pack and unpack included:
+/// fixed cost and rate from the exchange alone on 2 × H200 (45 µs for 1 MiB per side, 73 µs for
+/// 4 MiB).
+const PEER_MESSAGE_US: f64 = 35.6;
+const PEER_MESSAGE_GBS: f64 = 112.0;
+/// The same over NCCL between ranks (23 µs and 50 µs).
+const NCCL_MESSAGE_US: f64 = 14.0;
+const NCCL_MESSAGE_GBS: f64 = 116.0;
+/// The same replayed as one recorded graph (assumed: NCCL's fixed cost; not measured).
+const RECORDED_MESSAGE_US: f64 = 14.0;
+/// Share of the exchange that stays exposed in a divided step: what its kernels take from the
+/// update running beside them (NCCL moves data with SM kernels; peer copies use the copy
+/// engines). From the 2-GPU weak runs: 2 of 45 µs exposed with peer copies, 4–10 of 23 over NCCL.
+const PEER_EXPOSED: f64 = 0.05;
+const NCCL_EXPOSED: f64 = 0.3;
 /// Share of the inner block's rate the boundary slabs reach.
 const SLAB_EFFICIENCY: f64 = 0.5;
 /// Fixed cost of splitting off one slab (its own launch, a partial last wave): measured on two
@@ -41,20 +52,37 @@ const SLAB_EFFICIENCY: f64 = 0.5;
 /// whole update, with one slab per subdomain (`scaling`, column "split, no exchange").
 const SLAB_FIXED_US: f64 = 6.0;
 
-/// Measured on 2 × H200 (NVLink NV18; `scaling` in one process and under `mpiexec -n 2` with
-/// `STENCIL_TRANSPORT=nccl`, 2026-11-24): (stencil, quantity, measured with peer copies in one
-/// process, measured over NCCL between two ranks). Weak: 512³ per GPU; strong: 512³ on 2 GPUs;
-/// "overlap" is the faster divided mode; where repeated runs gave a range, its lower end (the
-/// scaling page of the performance docs gives the ranges).
-const MEASURED_2GPU: [(&str, &str, f64, f64); 8] = [
-    ("diffusion 7-point f32", "weak, no overlap", 0.861, 0.919),
-    ("diffusion 7-point f32", "weak, overlap", 0.981, 0.970),
-    ("diffusion 7-point f32", "strong 512³, no overlap", 1.46, 1.64),
-    ("diffusion 7-point f32", "strong 512³, overlap", 1.86, 1.84),
-    ("acoustic 25-point f32", "weak, no overlap", 0.897, 0.927),
-    ("acoustic 25-point f32", "weak, overlap", 0.973, 0.968),
-    ("acoustic 25-point f32", "strong 512³, no overlap", 1.61, 1.71),
-    ("acoustic 25-point f32", "strong 512³, overlap", 1.88, 1.85),
+/// Host time one process spends per GPU and step issuing a divided step (the inner and slab
+/// launches, the packs, copies and unpacks of the exchange, their events): in one process one
+/// host thread issues for every GPU, so a step cannot be shorter than `GPUs × this`. Calibrated on
+/// 4 × H200: the strong 512³ diffusion step stays at 0.160 ms from 2 to 4 GPUs while its update
+/// halves (0.156 → 0.078 ms), i.e. 4 × 40 µs of issue; the exchange phases double from 2 to 4
+/// GPUs (pack / copy / unpack 16 / 47 / 16 → 32 / 100–107 / 32 µs) while they stay at 17 / 42 /
+/// 17 µs over NCCL with one rank per GPU, whose hosts issue side by side.
+const HOST_US_PER_GPU: f64 = 40.0;
+/// Host time per GPU and step with the whole step replayed as one recorded graph over every GPU of
+/// the process (one graph launch plus an event pair per GPU).
+const HOST_US_PER_GPU_RECORDED: f64 = 4.0;
+/// Host time per step of a rank driving one GPU over NCCL: its launches, and per neighbour the
+/// NCCL calls of its messages. Calibrated on 4 × H200: the strong 512³ diffusion step over NCCL
+/// takes 0.119 ms (2.48×) with two neighbours per rank where its GPU work is 0.09 ms; 2 GPUs (one
+/// neighbour, 0.161 ms) are not bound by it.
+const HOST_US_PER_RANK: f64 = 40.0;
+const HOST_US_PER_NCCL_MESSAGE: f64 = 40.0;
+
+/// Measured with `scaling` (best overlap mode), 512³ per GPU (weak) or 512³ in all (strong):
+/// (GPUs, stencil, quantity, with peer copies in one process, over NCCL with a rank per GPU).
+/// 2 GPUs: 2 × H200 (NVLink NV18), 2026-11-24, split along z, the lower ends of the ranges on the
+/// scaling page; 4 GPUs: 4 × H200 (NV18 between every pair), the auto process grid.
+const MEASURED: [(usize, &str, &str, f64, f64); 8] = [
+    (2, "diffusion 7-point f32", "weak, overlap", 0.981, 0.970),
+    (2, "diffusion 7-point f32", "strong, overlap", 1.86, 1.84),
+    (2, "acoustic 25-point f32", "weak, overlap", 0.973, 0.968),
+    (2, "acoustic 25-point f32", "strong, overlap", 1.88, 1.85),
+    (4, "diffusion 7-point f32", "weak, overlap", 0.946, 0.921),
+    (4, "diffusion 7-point f32", "strong, overlap", 1.82, 2.48),
+    (4, "acoustic 25-point f32", "weak, overlap", 0.922, 0.935),
+    (4, "acoustic 25-point f32", "strong, overlap", 3.09, 2.93),
 ];
 
 /// A stencil as the model sees it.
@@ -68,13 +96,59 @@ struct Stencil {
     bytes: usize,
 }
 
-/// Predicted milliseconds per step for subdomain `s` of `d`, with or without overlap.
-fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool) -> f64 {
+/// How the GPUs are driven: one process per node whose one host thread issues for all its GPUs
+/// (peer copies inside the node), the same with the step replayed as one recorded graph, or one
+/// rank per GPU (NCCL inside the node too).
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Drive {
+    OneProcess,
+    Recorded,
+    RankPerGpu,
+}
+
+/// Predicted milliseconds per step for subdomain `s` of `d`, with or without overlap: the GPU's
+/// step, or the host's issue of it where that is longer.
+fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive) -> f64 {
+    let gpus_here = d.len().min(GPUS_PER_NODE) as f64;
+    let host_ms = 1e-3
+        * match drive {
+            Drive::OneProcess if d.len() > 1 => gpus_here * HOST_US_PER_GPU,
+            Drive::Recorded if d.len() > 1 => gpus_here * HOST_US_PER_GPU_RECORDED,
+            Drive::RankPerGpu if d.len() > 1 => HOST_US_PER_RANK + neighbours(d, s) * HOST_US_PER_NCCL_MESSAGE,
+            _ => 0.0,
+        };
+    gpu_step_ms(st, d, s, overlap, drive).max(host_ms)
+}
+
+/// How many neighbours subdomain `s` exchanges with.
+fn neighbours(d: &Decomposition<3>, s: &Subdomain<3>) -> f64 {
+    let mut n = 0.0;
+    for axis in 0..3 {
+        for side in [-1i8, 1] {
+            let mut dir = [0i8; 3];
+            dir[axis] = side;
+            if matches!(d.neighbour(s, dir), stencil_runtime::Neighbour::Domain(_)) {
+                n += 1.0;
+            }
+        }
+    }
+    n
+}
+
+/// The GPU's part of [`step_ms`].
+fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive) -> f64 {
     let points: f64 = s.extent.iter().map(|&n| n as f64).product();
     let update = points / st.rate;
     let mut exchange = 0.0;
+    let mut slab_time = 0.0;
     let mut slab_points = 0.0;
-    let mut slabs = 0.0;
+    // A message inside a node: its fixed cost and rate as the exchange alone measured them (pack,
+    // copy, unpack, events); between nodes, NCCL's fixed cost at the adapter's bandwidth.
+    let (inside_us, inside_gbs) = match drive {
+        Drive::OneProcess => (PEER_MESSAGE_US, PEER_MESSAGE_GBS),
+        Drive::Recorded => (RECORDED_MESSAGE_US, PEER_MESSAGE_GBS),
+        Drive::RankPerGpu => (NCCL_MESSAGE_US, NCCL_MESSAGE_GBS),
+    };
     for axis in 0..3 {
         if d.grid()[axis] == 1 {
             continue;
@@ -87,29 +161,34 @@ fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool) 
             dir[axis] = side;
             let stencil_runtime::Neighbour::Domain(j) = d.neighbour(s, dir) else { continue };
             let same_node = j / GPUS_PER_NODE == s.index / GPUS_PER_NODE;
-            let (gbs, latency) = if same_node { (NVLINK_GBS, NVLINK_LATENCY_US) } else { (IB_GBS, IB_LATENCY_US) };
-            slowest = slowest.max(latency * 1e-6 + bytes / (gbs * 1e9));
+            let (us, gbs) = if same_node { (inside_us, inside_gbs) } else { (NCCL_MESSAGE_US + IB_LATENCY_US, IB_GBS) };
+            slowest = slowest.max(us * 1e-6 + bytes / (gbs * 1e9));
+            slab_time += face * st.halo as f64 / (st.rate * SLAB_EFFICIENCY) + SLAB_FIXED_US * 1e-6;
             slab_points += face * st.halo as f64;
-            slabs += 1.0;
         }
-        // Pack and unpack both sides: each reads and writes the message once.
-        let pack = 2.0 * (2.0 * 2.0 * bytes) / (COPY_GBS * 1e9) + 3.0 * OP_LATENCY_US * 1e-6;
-        exchange += slowest + pack;
+        // The axes one after the other.
+        exchange += slowest;
     }
     let seconds = if overlap {
-        let slab_time = slab_points / (st.rate * SLAB_EFFICIENCY) + slabs * SLAB_FIXED_US * 1e-6;
         let inner = (points - slab_points) / st.rate;
-        inner.max(exchange) + slab_time
+        let exposed = if drive == Drive::RankPerGpu { NCCL_EXPOSED } else { PEER_EXPOSED };
+        inner.max(exchange) + slab_time + exposed * exchange
     } else {
         update + exchange
     };
     seconds * 1e3
 }
 
-/// The slowest subdomain's step over `p` GPUs for a global grid `global`.
+/// The slowest subdomain's step over `p` GPUs for a global grid `global`, driven one process per
+/// node.
 fn predict(st: &Stencil, global: [usize; 3], p: usize, overlap: bool) -> Option<f64> {
+    predict_with(st, global, p, overlap, Drive::OneProcess)
+}
+
+/// [`predict`] with the GPUs driven as `drive` says.
+fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive) -> Option<f64> {
     let d = Decomposition::auto(global, p, [false; 3], [st.halo; 3]).ok()?;
-    d.subdomains().map(|s| step_ms(st, &d, &s, overlap)).reduce(f64::max)
+    d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive)).reduce(f64::max)
 }
 
 /// Command line.
@@ -129,10 +208,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     ];
     let gpus = [1usize, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
     let mut csv = String::from("stencil,kind,gpus,overlap,ms_per_step,efficiency\n");
+    let drives = [Drive::OneProcess, Drive::RankPerGpu, Drive::Recorded];
     for st in &stencils {
-        println!("\n{} ({:.0} GPts/s on one GPU, halo {}):", st.name, st.rate / 1e9, st.halo);
-        println!("\n| GPUs | weak 512³/GPU, no overlap | weak, overlap | strong 1024³, no overlap | strong, overlap |");
-        println!("|---:|---:|---:|---:|---:|");
+        println!("\n{} ({:.0} GPts/s on one GPU, halo {}), with one-divided overlap:", st.name, st.rate / 1e9, st.halo);
+        println!("\n| GPUs | weak 512³/GPU: one process per node | rank per GPU | recorded graph | strong 1024³: one process per node | rank per GPU | recorded graph |");
+        println!("|---:|---:|---:|---:|---:|---:|---:|");
         let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
         let strong1 = predict(st, [1024; 3], 1, false).expect("one GPU");
         for &p in &gpus {
@@ -141,39 +221,63 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let global = grid.map(|g| 512 * g);
             let mut cells = Vec::new();
             for (kind, global, base) in [("weak", global, weak1), ("strong", [1024; 3], strong1)] {
-                for overlap in [false, true] {
-                    let ms = predict(st, global, p, overlap);
-                    // Weak: efficiency t1 / tP; strong: speedup t1 / tP over P.
-                    let eff = ms.map(|ms| if kind == "weak" { base / ms } else { base / ms / p as f64 });
-                    if let (Some(ms), Some(eff)) = (ms, eff) {
-                        csv.push_str(&format!("{},{kind},{p},{overlap},{ms:.5},{eff:.4}\n", st.name));
+                for drive in drives {
+                    for overlap in [false, true] {
+                        let ms = predict_with(st, global, p, overlap, drive);
+                        // Weak: efficiency t1 / tP; strong: speedup t1 / tP over P.
+                        let eff = ms.map(|ms| if kind == "weak" { base / ms } else { base / ms / p as f64 });
+                        if let (Some(ms), Some(eff)) = (ms, eff) {
+                            csv.push_str(&format!("{},{kind},{p},{drive:?},{overlap},{ms:.5},{eff:.4}\n", st.name));
+                        }
+                        if overlap {
+                            cells.push(eff.map_or("–".to_string(), |e| format!("{:.1}%", 100.0 * e)));
+                        }
                     }
-                    cells.push(eff.map_or("–".to_string(), |e| format!("{:.1}%", 100.0 * e)));
                 }
             }
             println!("| {p} | {} |", cells.join(" | "));
         }
     }
-    println!("\nThe model against 2 × H200 (measured: peer copies in one process / NCCL between two ranks):\n");
-    println!("| stencil | 2 GPUs | predicted | measured, peer copies | measured, NCCL |");
-    println!("|---|---|---:|---:|---:|");
+    println!("\nThe model against 2 and 4 × H200 (measured: `scaling`, best overlap mode; peer copies in one process / NCCL with a rank per GPU):\n");
+    println!("| stencil | GPUs | quantity | predicted, one process | measured | predicted, ranks | measured |");
+    println!("|---|---:|---|---:|---:|---:|---:|");
+    let mut worst: f64 = 0.0;
     for st in &stencils {
         let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
-        for (name, quantity, peer, nccl) in MEASURED_2GPU.iter().filter(|m| m.0 == st.name) {
+        for (p, name, quantity, peer, nccl) in MEASURED.iter().filter(|m| m.1 == st.name) {
             let overlap = !quantity.contains("no overlap");
-            let predicted = if quantity.starts_with("weak") {
-                weak1 / predict(st, [512, 512, 1024], 2, overlap).expect("two GPUs")
-            } else {
-                weak1 / predict(st, [512; 3], 2, overlap).expect("two GPUs")
+            let weak = quantity.starts_with("weak");
+            let global = match (weak, p) {
+                (true, 2) => [512, 512, 1024],
+                (true, _) => {
+                    Decomposition::<3>::auto([512 * p; 3], *p, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g)
+                }
+                (false, _) => [512; 3],
             };
-            let show =
-                |v: f64| if quantity.starts_with("weak") { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
-            println!("| {name} | {quantity} | {} | {} | {} |", show(predicted), show(*peer), show(*nccl));
+            let at = |drive| weak1 / predict_with(st, global, *p, overlap, drive).expect("predicted");
+            let (one, ranks) = (at(Drive::OneProcess), at(Drive::RankPerGpu));
+            let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
+            // Points of efficiency (strong: of speedup / P) between prediction and measurement.
+            let points = |a: f64, b: f64| if weak { 100.0 * (a - b).abs() } else { 100.0 * (a - b).abs() / *p as f64 };
+            worst = worst.max(points(one, *peer)).max(points(ranks, *nccl));
+            println!(
+                "| {name} | {p} | {quantity} | {} | {} | {} | {} |",
+                show(one),
+                show(*peer),
+                show(ranks),
+                show(*nccl)
+            );
         }
     }
+    println!("\nlargest difference: {worst:.1} points of efficiency (strong: of speedup per GPU)");
     println!(
         "\nweak: efficiency t(1 GPU) / t(P GPUs) at a fixed block per GPU; strong: speedup / P on one grid. \
-         {GPUS_PER_NODE} GPUs per node: NVLink {NVLINK_GBS} GB/s inside, InfiniBand {IB_GBS} GB/s between nodes."
+         {GPUS_PER_NODE} GPUs per node, InfiniBand {IB_GBS} GB/s between nodes."
+    );
+    println!(
+        "messages inside a node: {PEER_MESSAGE_US} µs + bytes / {PEER_MESSAGE_GBS} GB/s with peer copies, {NCCL_MESSAGE_US} µs + \
+         bytes / {NCCL_MESSAGE_GBS} GB/s over NCCL; host issue {HOST_US_PER_GPU} µs per GPU and step in one process \
+         ({HOST_US_PER_GPU_RECORDED} µs replayed as a graph)"
     );
     if let Some(path) = csv_path {
         std::fs::write(&path, csv)?;

@@ -42,7 +42,7 @@ pub(crate) struct GpuInner {
     /// Kernels prepared for stencil launches (see `executor.rs`).
     pub(crate) launches: Mutex<HashMap<LaunchKey, Arc<Prepared>>>,
     /// Contexts (by `Gpu::home`) this one has peer access to (see `peer.rs`).
-    pub(crate) peers: Mutex<std::collections::HashSet<usize>>,
+    pub(crate) peers: Mutex<std::collections::HashMap<usize, bool>>,
     /// The runtime's own kernels (halo fill, message packing) by entry point,
     /// loaded on first use ([`Gpu::builtin_kernel`]).
     builtin: Mutex<HashMap<&'static str, Kernel>>,
@@ -96,7 +96,7 @@ impl Gpu {
                 disk,
                 launches: Mutex::new(HashMap::new()),
                 builtin: Mutex::new(HashMap::new()),
-                peers: Mutex::new(std::collections::HashSet::new()),
+                peers: Mutex::new(std::collections::HashMap::new()),
                 last_kernel: Mutex::new(None),
                 reductions: Mutex::new(HashMap::new()),
                 tune_settings: Mutex::new(tune_settings),

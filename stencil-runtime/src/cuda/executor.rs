@@ -264,12 +264,17 @@ impl Executor for Gpu {
             for o in &others {
                 o.stream().wait(&start).map_err(|e| o.fail("joining a recording", e))?;
             }
-            step()?;
+            let issued = step();
+            // Joined back even when the step failed, so that the capture ends on every stream.
             for o in &others {
-                let done = o.stream().record_event(no_timing).map_err(|e| o.fail("recording an event", e))?;
-                self.stream().wait(&done).map_err(|e| self.fail("ending a recording", e))?;
+                let done = o.stream().record_event(no_timing).map_err(|e| o.fail("recording an event", e));
+                let joined =
+                    done.and_then(|done| self.stream().wait(&done).map_err(|e| self.fail("ending a recording", e)));
+                if issued.is_ok() {
+                    joined?;
+                }
             }
-            Ok(())
+            issued
         })
     }
 

@@ -208,13 +208,17 @@ pub(crate) fn copy_buffer(
     if bytes == 0 {
         return Ok(());
     }
-    ordered_between(gpu, src_gpu, || {
+    ordered_between(gpu, src_gpu, |direct| {
         gpu.bind()?;
         // SAFETY: both ranges lie in their allocations (checked above), alive while borrowed,
         // and the copy is ordered after the source's earlier work.
         let r = unsafe {
             if src_gpu.home() == gpu.home() {
                 sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
+            } else if direct {
+                // Peer access on: a copy between unified addresses, which (unlike a peer copy
+                // between contexts) a recorded step can hold.
+                sys::cuMemcpyAsync(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
             } else {
                 sys::cuMemcpyPeerAsync(
                     dst.device_ptr(),

@@ -198,14 +198,13 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// builds its own and runs the same program), without overlap.
     pub fn new(domains: Domains<E, G>) -> Self {
         let home = HOME_BASE + NEXT_HOME.fetch_add(1, Ordering::Relaxed);
-        let state =
-            Mutex::new(State {
-                overlap: Overlap::None,
-                built: HashMap::new(),
-                exchanges: 0,
-                ahead: HashMap::new(),
-                journal: None,
-            });
+        let state = Mutex::new(State {
+            overlap: Overlap::None,
+            built: HashMap::new(),
+            exchanges: 0,
+            ahead: HashMap::new(),
+            journal: None,
+        });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
 
@@ -826,7 +825,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     /// leaves every field's halo tracking as it found it (so that each replay meets the halos
     /// the recording met: e.g. two steps that swap buffers). Otherwise, and over ranks (whose
     /// messages are not recorded), `None`: the caller runs the step each time.
-    fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<E::Recording>, LaunchError> {
+    fn record(
+        &self,
+        step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>,
+    ) -> Result<Option<E::Recording>, LaunchError> {
         if self.inner.domains.world().size() > 1 {
             return Ok(None);
         }
@@ -834,16 +836,22 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         self.lock()?.journal = Some(Vec::new());
         let recorded = execs[0].record_group(&execs[1..], &mut || step(self));
         let journal = self.lock()?.journal.take().unwrap_or_default();
-        let recording = recorded?;
-        if recording.is_some() && journal.iter().all(|j| (j.unchanged)()) {
-            return Ok(recording);
-        }
+        let recording = match recorded {
+            Ok(Some(r)) if journal.iter().all(|j| (j.unchanged)()) => return Ok(Some(r)),
+            Ok(Some(_)) => "it leaves the halo tracking of a field changed".to_string(),
+            Ok(None) => String::new(),
+            // Work the parts' executors cannot record (e.g. copies between devices without peer
+            // access): the step runs launch by launch.
+            #[cfg(feature = "cuda")]
+            Err(LaunchError::Cuda(e @ crate::cuda::CudaError::NotRecordable { .. })) => e.to_string(),
+            Err(e) => {
+                journal.iter().for_each(|j| (j.restore)());
+                return Err(e);
+            }
+        };
         // Not recordable as one replayable step: the tracking as before, nothing recorded.
-        if recording.is_some() {
-            tracing::debug!(
-                target: "stencil::distributed",
-                "a recorded step left the halo tracking of a field changed: it runs unrecorded"
-            );
+        if !recording.is_empty() {
+            tracing::debug!(target: "stencil::distributed", "a step runs unrecorded: {recording}");
         }
         journal.iter().for_each(|j| (j.restore)());
         Ok(None)
