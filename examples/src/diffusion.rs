@@ -288,8 +288,9 @@ pub struct ErrorNorms {
 /// after step `s` (1-based) has been issued, e.g. for a progress bar (on a GPU the work may still
 /// be running).
 ///
-/// Pairs of steps (`buffers[0] → buffers[1] → buffers[0]`) are recorded once as a [`Recorded`]
-/// step and replayed (one CUDA graph launch per pair on a GPU; on the host the pair simply runs);
+/// Pairs of steps (`buffers[0] → buffers[1] → buffers[0]`) after the first are recorded once as a
+/// [`Recorded`] step and replayed (one CUDA graph launch per pair on a GPU, one graph over all
+/// the GPUs of the distributed executor; on the host the pair simply runs);
 /// an odd last step is a plain step followed by a swap. The result is the same, bit for bit, as
 /// issuing every step by hand. Run `step` once on fields of the same shapes beforehand, so that
 /// kernels are compiled and launches checked before the recording (as [`simulate`] does).
@@ -302,11 +303,20 @@ pub fn time_loop<E: Executor, F>(
 ) -> Result<(), LaunchError> {
     let pairs = steps / 2;
     if pairs > 0 {
+        // The first pair runs as it is: on a distributed executor it brings the fields' halos to
+        // the state every later pair starts from, which a recording needs to be replayable.
+        let [a, b] = &mut *buffers;
+        step(exec, a, b)?;
+        step(exec, b, a)?;
+        after_step(1);
+        after_step(2);
+    }
+    if pairs > 1 {
         let mut pair = Recorded::new(exec, &mut *buffers, |e, [a, b]: &mut [F; 2]| {
             step(e, a, b)?;
             step(e, b, a)
         })?;
-        for p in 0..pairs {
+        for p in 1..pairs {
             pair.replay()?;
             after_step(2 * p + 1);
             after_step(2 * p + 2);
