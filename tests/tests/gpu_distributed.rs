@@ -102,6 +102,19 @@ fn a_recorded_pair_of_steps_over_gpu_subdomains_replays_the_host_bits() {
     let f0 = Field3::from_fn(shape, |_| rng.unit());
     let (warm, replays) = (2, 5);
     let (reference, _) = smoothed(&Host, &f0, warm + 2 * replays, 2, 0);
+    let several = Gpu::count().unwrap() > 1;
+    let reference_of = |steps| smoothed(&Host, &f0, steps, 2, 0).0;
+    {
+        // Recording over several GPUs is on only when asked for (STENCIL_RECORD=1); the
+        // replays are right either way.
+        std::env::remove_var("STENCIL_RECORD");
+        let d = Decomposition::new(shape.interior(), [2, 2, 1], [false; 3], [1; 3]).unwrap();
+        let exec = Distributed::new(Domains::new(d, gpus(d.len())).unwrap());
+        let (out, recorded) = smoothed(&exec, &f0, 2, 2, 3);
+        assert_eq!(recorded, !several, "recorded over several GPUs without being asked");
+        assert_eq!(interior_bits(&out), interior_bits(&reference_of(8)));
+        std::env::set_var("STENCIL_RECORD", "1");
+    }
     for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided] {
         let d = Decomposition::new(shape.interior(), [2, 2, 1], [false; 3], [1; 3]).unwrap();
         let exec = Distributed::new(Domains::new(d, gpus(d.len())).unwrap()).with_overlap(overlap).unwrap();

@@ -207,7 +207,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         Stencil { name: "acoustic 25-point f32", rate: 0.784 * COPY_GBS * 1e9 / 16.0, halo: 4, bytes: 4 },
     ];
     let gpus = [1usize, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096];
-    let mut csv = String::from("stencil,kind,gpus,overlap,ms_per_step,efficiency\n");
+    let mut csv = String::from("stencil,kind,gpus,drive,overlap,ms_per_step,efficiency\n");
     let drives = [Drive::OneProcess, Drive::RankPerGpu, Drive::Recorded];
     for st in &stencils {
         println!("\n{} ({:.0} GPts/s on one GPU, halo {}), with one-divided overlap:", st.name, st.rate / 1e9, st.halo);

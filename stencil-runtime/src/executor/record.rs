@@ -27,7 +27,8 @@ impl<'a, E: Executor, F> Recorded<'a, E, F> {
     /// that its kernels are compiled and tuned (tuning needs the stream to run, so a launch
     /// first seen inside a recording takes the default strategy) and its launches checked.
     /// With the environment variable `STENCIL_RECORD=0` nothing is recorded and every replay
-    /// runs the step (e.g. to profile its kernels one by one, or to compare).
+    /// runs the step (e.g. to profile its kernels one by one, or to compare); a distributed
+    /// executor records a step over several GPUs only with `STENCIL_RECORD=1`.
     pub fn new(
         exec: &E,
         state: &'a mut F,
