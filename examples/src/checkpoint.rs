@@ -38,18 +38,22 @@ pub struct CheckpointArgs {
     /// with the settings it was written with.
     #[arg(long, value_name = "FILE")]
     pub restart: Option<PathBuf>,
+    /// Check the whole state for values that are not finite (NaN, infinity) every N steps (a
+    /// download of every field); checkpoints are always checked before they are written.
+    #[arg(long, value_name = "N")]
+    pub check_every: Option<usize>,
 }
 
 impl CheckpointArgs {
-    /// Whether the run writes or reads checkpoints.
+    /// Whether the run writes, reads or checks checkpoints of its state.
     pub fn active(&self) -> bool {
-        self.checkpoint_every.is_some() || self.restart.is_some()
+        self.checkpoint_every.is_some() || self.restart.is_some() || self.check_every.is_some()
     }
 
     /// Refuses `--checkpoint-every 0`.
     pub fn check(&self) -> Result<(), Error> {
-        if self.checkpoint_every == Some(0) {
-            return Err("--checkpoint-every 0: give a number of steps of at least 1".into());
+        if self.checkpoint_every == Some(0) || self.check_every == Some(0) {
+            return Err("--checkpoint-every 0 or --check-every 0: give a number of steps of at least 1".into());
         }
         Ok(())
     }
@@ -69,6 +73,8 @@ pub struct Plan {
     /// Whether this process writes the global checkpoints (rank 0 of a run over ranks: every
     /// rank computes the same global field, one writes it).
     pub writer: bool,
+    /// Check the state for values that are not finite every this many steps.
+    pub check_every: Option<usize>,
 }
 
 impl Plan {
@@ -80,6 +86,7 @@ impl Plan {
             dir: args.checkpoint_dir.clone(),
             restart: args.restart.clone(),
             writer: true,
+            check_every: args.check_every,
         }
     }
 
@@ -91,12 +98,19 @@ impl Plan {
 
     /// A plan that neither writes nor restarts.
     pub fn none() -> Self {
-        Plan { model: String::new(), every: None, dir: PathBuf::new(), restart: None, writer: true }
+        Plan { model: String::new(), every: None, dir: PathBuf::new(), restart: None, writer: true, check_every: None }
     }
 
     /// A plan that writes every `every` steps into `dir` and does not restart.
     pub fn every(model: &str, every: usize, dir: &Path) -> Self {
-        Plan { model: model.into(), every: Some(every), dir: dir.into(), restart: None, writer: true }
+        Plan {
+            model: model.into(),
+            every: Some(every),
+            dir: dir.into(),
+            restart: None,
+            writer: true,
+            check_every: None,
+        }
     }
 
     /// The same plan restarting from `path`.

@@ -39,8 +39,9 @@ pub trait Stepping {
 /// Runs a model to its end. The checkpoint `plan.restart`, if given, is read and checked against
 /// `id` first, before `build` makes the model from it (or from the initial state, given `None`),
 /// so that a restart that does not fit is refused before anything is allocated. Writes a
-/// checkpoint every `plan.every` steps and after the last (files named by `plan.model`);
-/// `after_step(step, time)` after every step. Returns the model and the first step run (0
+/// checkpoint every `plan.every` steps and after the last (files named by `plan.model`), and
+/// checks the state every `plan.check_every` steps and before each checkpoint: values that are
+/// not finite stop the run with an error; `after_step(step, time)` after every step. Returns the model and the first step run (0
 /// without a restart).
 pub fn run<M: Stepping>(
     id: &Identity,
@@ -52,19 +53,41 @@ pub fn run<M: Stepping>(
     let restart = named.load(&id.grid, &id.fields, &id.settings)?;
     let mut model = build(restart.as_ref())?;
     let start = model.clock().0;
+    let next = |done: usize, every: Option<usize>| every.map_or(usize::MAX, |n| (done / n + 1) * n - done);
     while !model.finished() {
         let done = model.clock().0;
-        let segment = plan.every.map_or(usize::MAX, |n| (done / n + 1) * n - done);
-        model.advance(segment, &mut after_step)?;
+        model.advance(next(done, plan.every).min(next(done, plan.check_every)), &mut after_step)?;
         let (step, time) = model.clock();
         if step == done && !model.finished() {
             return Err(format!("the run stopped advancing at step {step} (t = {time}) before its end").into());
         }
-        if plan.due(step, model.finished()) {
-            model.save(id, &mut |c| plan.save(c, step))?;
+        let checked = plan.check_every.is_some_and(|n| step.is_multiple_of(n));
+        let saved = plan.due(step, model.finished());
+        if checked || saved {
+            model.save(id, &mut |c| {
+                finite(c, step, time)?;
+                if saved {
+                    plan.save(c, step)?;
+                }
+                Ok(())
+            })?;
         }
     }
     Ok((model, start))
+}
+
+/// Refuses a state (as its checkpoint holds it) with values that are not finite, naming the
+/// field, the step and the time.
+fn finite(c: &Checkpoint<'_>, step: usize, time: f64) -> Result<(), Error> {
+    match c.non_finite() {
+        None => Ok(()),
+        Some((field, count)) => Err(format!(
+            "after step {step} (t = {time}) field `{field}` holds {count} values that are not finite (NaN or \
+             infinity): the run has become unstable or started from a broken state; lower the time step or check \
+             the input (no checkpoint of this state is written)"
+        )
+        .into()),
+    }
 }
 
 #[cfg(test)]
@@ -77,6 +100,8 @@ mod tests {
         step: usize,
         end: usize,
         stall: Option<usize>,
+        /// The step from which its state holds a NaN.
+        nan_from: Option<usize>,
         segments: Vec<usize>,
         saved: std::cell::RefCell<Vec<usize>>,
     }
@@ -99,22 +124,47 @@ mod tests {
             }
             Ok(())
         }
-        fn save(&self, _: &Identity, _: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        fn save(
+            &self,
+            id: &Identity,
+            write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>,
+        ) -> Result<(), Error> {
             self.saved.borrow_mut().push(self.step);
-            Ok(())
+            let bad = self.nan_from.is_some_and(|k| self.step >= k);
+            let x = stencil_runtime::Field1::<f64>::from_fn(stencil_runtime::Shape1::new([4]), |[i]| {
+                if bad && i == 2 {
+                    f64::NAN
+                } else {
+                    i as f64
+                }
+            });
+            let mut c = Checkpoint::new(&id.name, self.step as u64, self.clock().1, &id.grid);
+            c.push("x", &x)?;
+            write(&c)
         }
     }
 
     /// The driver's loop with the toy: the steps the callback saw, and the toy (its segments
     /// and the steps it was saved at).
     fn drive(end: usize, every: Option<usize>, stall: Option<usize>) -> Result<(Vec<usize>, Toy), Error> {
-        let id = Identity { name: "toy".into(), grid: vec![1], fields: vec![], settings: vec![] };
-        let plan = Plan { every, ..Plan::every("toy", 1, std::path::Path::new("unused")) };
+        // Nothing written: this process is not the writer.
+        let plan = Plan { every, ..Plan::every("toy", 1, std::path::Path::new("unused")) }.written_by(false);
+        drive_with(end, &plan, stall, None)
+    }
+
+    /// [`drive`] with a plan and a NaN from step `nan_from`.
+    fn drive_with(
+        end: usize,
+        plan: &Plan,
+        stall: Option<usize>,
+        nan_from: Option<usize>,
+    ) -> Result<(Vec<usize>, Toy), Error> {
+        let id = Identity { name: "toy".into(), grid: vec![4], fields: vec!["x"], settings: vec![] };
         let mut seen = Vec::new();
         let toy = |_: Option<&Checkpoint<'static>>| {
-            Ok(Toy { step: 0, end, stall, segments: vec![], saved: Default::default() })
+            Ok(Toy { step: 0, end, stall, nan_from, segments: vec![], saved: Default::default() })
         };
-        let (toy, start) = run(&id, &plan, toy, |s, t| {
+        let (toy, start) = run(&id, plan, toy, |s, t| {
             assert_eq!(t, s as f64 * 0.5);
             seen.push(s);
         })?;
@@ -137,5 +187,27 @@ mod tests {
     fn a_run_that_stops_advancing_is_an_error_not_a_hang() {
         let e = drive(10, Some(4), Some(5)).map(drop).unwrap_err().to_string();
         assert!(e.contains("stopped advancing at step 5"), "{e}");
+    }
+
+    #[test]
+    fn a_state_that_is_not_finite_stops_the_run_at_the_next_check_and_is_not_written() {
+        let dir = std::env::temp_dir().join(format!("stencil-driver-nan-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let plan = Plan { check_every: Some(2), ..Plan::every("toy", 3, &dir) };
+        // Clean: checked at 2, 4, 6, 8, saved at 3, 6, 9, 10 (the last).
+        let (_, toy) = drive_with(10, &plan, None, None).unwrap();
+        assert_eq!(toy.segments, [2, 1, 1, 2, 2, 1, 1]);
+        assert_eq!(*toy.saved.borrow(), [2, 3, 4, 6, 8, 9, 10]);
+        // A NaN from step 5: found at step 6 (a check and a checkpoint), named, and not written.
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = drive_with(10, &plan, None, Some(5)).map(drop).unwrap_err().to_string();
+        assert!(e.contains("after step 6") && e.contains("field `x`") && e.contains("1 values"), "{e}");
+        assert!(plan.path(3).exists() && !plan.path(6).exists());
+        // Without checks the NaN is still caught before the next checkpoint is written.
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = drive_with(10, &Plan::every("toy", 4, &dir), None, Some(2)).map(drop).unwrap_err().to_string();
+        assert!(e.contains("after step 4"), "{e}");
+        assert!(!Plan::every("toy", 4, &dir).path(4).exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -170,6 +170,19 @@ impl<'a> Checkpoint<'a> {
         Ok(())
     }
 
+    /// The first floating-point field holding values that are not finite (NaN or infinite), with
+    /// how many it holds (halo included): what a run checks its state with before it writes it.
+    pub fn non_finite(&self) -> Option<(&str, usize)> {
+        self.fields.iter().find_map(|f| {
+            let count = match f.tag {
+                t if t == f32::TAG => f.bytes.chunks_exact(4).filter(|b| !f32::get(b, false).is_finite()).count(),
+                t if t == f64::TAG => f.bytes.chunks_exact(8).filter(|b| !f64::get(b, false).is_finite()).count(),
+                _ => 0,
+            };
+            (count > 0).then_some((f.name.as_str(), count))
+        })
+    }
+
     /// The names of the fields, in the order they were pushed.
     pub fn field_names(&self) -> Vec<&str> {
         self.fields.iter().map(|f| f.name.as_str()).collect()
@@ -569,6 +582,28 @@ mod tests {
         c.scalar("dt", 1.0 / 3.0);
         c.write(path).unwrap();
         (u, v, m)
+    }
+
+    #[test]
+    fn non_finite_values_are_found_by_field_in_memory_and_read_back() {
+        let dir = temp_dir("ckpt-nan");
+        let mut rng = Rng(5);
+        let (mut u, mut v, m) = sample(&dir.join("clean"), &mut rng);
+        assert_eq!(Checkpoint::read(dir.join("clean")).unwrap().non_finite(), None);
+        // A NaN in the f32 field and two infinities in the f64 one (one in its halo).
+        v.set([1, 2, 0], f32::NAN).unwrap();
+        u.set([0, 0, 0], f64::INFINITY).unwrap();
+        u.set([-2, 0, 0], f64::NEG_INFINITY).unwrap();
+        let mut c = Checkpoint::new("model", 1, 0.0, &[5, 4, 3]);
+        c.push("mask", &m).unwrap();
+        c.push("v", &v).unwrap();
+        c.push("u", &u).unwrap();
+        assert_eq!(c.non_finite(), Some(("v", 1)));
+        c.write(dir.join("bad")).unwrap();
+        let mut back = Checkpoint::new("model", 1, 0.0, &[5, 4, 3]);
+        back.push("u", &u).unwrap();
+        assert_eq!(back.non_finite(), Some(("u", 2)));
+        assert_eq!(Checkpoint::read(dir.join("bad")).unwrap().non_finite(), Some(("v", 1)));
     }
 
     #[test]
