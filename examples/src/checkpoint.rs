@@ -50,6 +50,16 @@ impl CheckpointArgs {
         self.checkpoint_every.is_some() || self.restart.is_some() || self.check_every.is_some()
     }
 
+    /// The plan of binary `bin` (rank 0 writes), checked, saying where checkpoints go.
+    pub fn plan(&self, bin: &str, processes: &crate::placement::Processes) -> Result<Plan, Error> {
+        self.check()?;
+        let plan = Plan::new(bin, self).written_by(processes.world().rank() == 0);
+        if let Some(n) = plan.every {
+            println!("checkpoints every {n} steps into {}", plan.dir.display());
+        }
+        Ok(plan)
+    }
+
     /// Refuses `--checkpoint-every 0`.
     pub fn check(&self) -> Result<(), Error> {
         if self.checkpoint_every == Some(0) || self.check_every == Some(0) {

@@ -373,7 +373,7 @@ pub fn euler_rate(idx: Idx3, gamma: f64, hx: f64, hy: f64, hz: f64, q: [&Field3<
 }
 
 /// The approximate Riemann solver of the face fluxes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Riemann {
     /// HLLC (restores the contact wave; the default).
     Hllc,
@@ -382,7 +382,7 @@ pub enum Riemann {
 }
 
 /// How a Runge-Kutta stage is launched (see the module docs).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Scheme {
     /// One stencil per stage: six faces per cell, each face solved twice.
     Fused,
@@ -391,7 +391,7 @@ pub enum Scheme {
 }
 
 /// The slope limiter of the reconstruction.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Limiter {
     /// Koren: the κ = 1/3 scheme limited by β = 2 (third order where smooth).
     Koren,

@@ -98,6 +98,66 @@ impl Processes {
     }
 }
 
+/// A binary's `main`: starts the processes (MPI, in a build with it), runs `run`, and reports an
+/// error as `BIN: error: …` with exit status 1 and no backtrace.
+pub fn main_of(bin: &str, run: impl FnOnce(&Processes) -> Result<(), Box<dyn std::error::Error>>) {
+    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&p)) {
+        eprintln!("{bin}: error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Where a run goes, checked before anything is allocated ([`Processes::place`]).
+pub struct Placement<const D: usize> {
+    /// The host, a GPU, or subdomains.
+    pub target: Target,
+    /// The decomposition, for subdomains.
+    pub decomposition: Option<Decomposition<D>>,
+}
+
+impl<const D: usize> Placement<D> {
+    /// Prints the decomposition, for subdomains.
+    pub fn print(&self) {
+        if let Some(d) = &self.decomposition {
+            print_decomposition(d);
+        }
+    }
+}
+
+impl Processes {
+    /// The placement `args` ask for, checked against the processes, then the grid of `shape`
+    /// decomposed (`decompose(subdomains)`, for subdomains) and the memory a model of
+    /// `footprint` needs there checked: a placement that does not fit is an error before
+    /// anything is allocated.
+    pub fn place<const D: usize, E: Into<Box<dyn std::error::Error>>>(
+        &self,
+        bin: &str,
+        args: &PlacementArgs,
+        shape: &stencil_runtime::Shape<D>,
+        footprint: Footprint,
+        decompose: impl FnOnce(usize) -> Result<Decomposition<D>, E>,
+    ) -> Result<Placement<D>, Box<dyn std::error::Error>> {
+        let target = args.target(bin)?;
+        self.check(target)?;
+        let decomposition = target.domains().map(decompose).transpose().map_err(Into::into)?;
+        let memory = Memory::of_this_machine(target);
+        let (global, halo) = (shape.interior(), shape.halo_widths());
+        check_fits(target, decomposition.as_ref(), global, halo, footprint, &memory, self.world().size())?;
+        Ok(Placement { target, decomposition })
+    }
+
+    /// [`Processes::on_executor`] where `placement` says.
+    pub fn run<J: OnExecutor, const D: usize>(
+        &self,
+        placement: Placement<D>,
+        overlap: Overlap,
+        bin: &str,
+        job: J,
+    ) -> Result<J::Output, Box<dyn std::error::Error>> {
+        self.on_executor(placement.target, placement.decomposition, overlap, bin, job)
+    }
+}
+
 /// A run written once for any executor: what [`Processes::on_executor`] calls with the executor
 /// the options chose.
 pub trait OnExecutor {

@@ -1,7 +1,7 @@
-//! Velocity models from files for acoustic3d (`--velocity FILE`): a `.npy` array indexed
+//! The inputs of acoustic3d from files. Velocity models (`--velocity FILE`): a `.npy` array indexed
 //! `v[i, j, k]` (x, y, z; z is depth) or a NetCDF variable `v(z, y, x)`, in m/s, `float` or
 //! `double`, one value per point of the physical grid (the PML takes the nearest physical
-//! point's velocity).
+//! point's velocity). Receiver positions (`--receivers FILE`): lines `x,y,z` in metres.
 
 use std::path::Path;
 
@@ -45,4 +45,29 @@ pub fn read(path: &Path, var: Option<&str>) -> Result<Field3<f64>, IoError> {
 /// An `f32` field as `f64`.
 fn widen(f: &Field3<f32>) -> Field3<f64> {
     Field3::from_fn(Shape3::new(f.shape().interior()), |g| f.get(g).expect("interior") as f64)
+}
+
+/// A point `x,y,z` (metres).
+pub fn parse_xyz(text: &str) -> Result<[f64; 3], String> {
+    let values: Vec<f64> = text
+        .split(',')
+        .map(|v| v.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("`{text}` is not x,y,z in metres ({e})"))?;
+    <[f64; 3]>::try_from(values).map_err(|v| format!("`{text}` has {} values; give x,y,z in metres", v.len()))
+}
+
+/// Receiver positions from a text file: one `x,y,z` (metres) per line; blank lines and `#`
+/// comments are skipped. A line that is not three numbers is an error naming the file and line.
+pub fn read_positions(path: &std::path::Path) -> Result<Vec<[f64; 3]>, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("--receivers {}: {e}", path.display()))?;
+    let mut positions = Vec::new();
+    for (line, content) in text.lines().enumerate() {
+        let content = content.split('#').next().unwrap_or("").trim();
+        if !content.is_empty() {
+            positions
+                .push(parse_xyz(content).map_err(|e| format!("--receivers {}:{}: {e}", path.display(), line + 1))?);
+        }
+    }
+    Ok(positions)
 }

@@ -17,9 +17,7 @@ use clap::Parser;
 use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
-use stencil_examples::placement::{
-    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
-};
+use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_examples::progress;
 use stencil_examples::velocity;
 use stencil_runtime::{Executor, Field3, Overlap};
@@ -62,7 +60,7 @@ struct Args {
     /// The source at any point: x,y,z in metres from the first physical point (z down),
     /// injected into its cell's eight nodes with trilinear weights (default: a grid node near
     /// the surface, mid x and y).
-    #[arg(long, value_name = "X,Y,Z", value_parser = parse_xyz)]
+    #[arg(long, value_name = "X,Y,Z", value_parser = velocity::parse_xyz)]
     source_at: Option<[f64; 3]>,
     /// Receivers at any points: a text file of lines `x,y,z` in metres (`#` starts a comment),
     /// each sampling u by trilinear interpolation (default: a line of receivers along x on the
@@ -84,35 +82,7 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
-        eprintln!("acoustic3d: error: {e}");
-        std::process::exit(1);
-    }
-}
-
-/// A point `x,y,z` (metres).
-fn parse_xyz(text: &str) -> Result<[f64; 3], String> {
-    let values: Vec<f64> = text
-        .split(',')
-        .map(|v| v.trim().parse::<f64>())
-        .collect::<Result<_, _>>()
-        .map_err(|e| format!("`{text}` is not x,y,z in metres ({e})"))?;
-    <[f64; 3]>::try_from(values).map_err(|v| format!("`{text}` has {} values; give x,y,z in metres", v.len()))
-}
-
-/// Receiver positions from a text file: one `x,y,z` (metres) per line; blank lines and `#`
-/// comments are skipped. A line that is not three numbers is an error naming the file and line.
-fn read_positions(path: &std::path::Path) -> Result<Vec<[f64; 3]>, String> {
-    let text = std::fs::read_to_string(path).map_err(|e| format!("--receivers {}: {e}", path.display()))?;
-    let mut positions = Vec::new();
-    for (line, content) in text.lines().enumerate() {
-        let content = content.split('#').next().unwrap_or("").trim();
-        if !content.is_empty() {
-            positions
-                .push(parse_xyz(content).map_err(|e| format!("--receivers {}:{}: {e}", path.display(), line + 1))?);
-        }
-    }
-    Ok(positions)
+    main_of("acoustic3d", |processes| run(&args, processes));
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
@@ -142,7 +112,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         model.source = std::array::from_fn(|a| ((p[a] / model.h).round().max(0.0) as usize).min(model.n[a] - 1));
     }
     if let Some(path) = &args.receivers {
-        model.receiver_positions = Some(read_positions(path)?);
+        model.receiver_positions = Some(velocity::read_positions(path)?);
     }
     model.dt = args.courant * model.h / model.v_max();
     model.check()?;
@@ -153,34 +123,20 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if !(1..=model.steps).contains(&snapshot) {
         return Err(format!("--snapshot {snapshot} is not one of the steps 1..={}", model.steps).into());
     }
-    let target = args.placement.target("acoustic3d")?;
-    processes.check(target)?;
-    // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = target.domains().map(|n| model.decompose(n, args.placement.grid)).transpose()?;
     // Five fields on the executor; the initial state, the snapshot and the last wavefields on
     // the host.
     let footprint = Footprint { executor: 5 * 4, host: 9 * 4 };
-    let memory = Memory::of_this_machine(target);
-    let halo = model.shape().halo_widths();
-    let ranks = processes.world().size();
-    check_fits(target, decomposition.as_ref(), model.shape().interior(), halo, footprint, &memory, ranks)?;
-    let total = model.shape().interior();
-    let [nx, ny, nz] = model.n;
+    let decompose = |domains| model.decompose(domains, args.placement.grid);
+    let placement = processes.place("acoustic3d", &args.placement, &model.shape(), footprint, decompose)?;
+    let ([tx, ty, tz], [nx, ny, nz]) = (model.shape().interior(), model.n);
     let physical = if nx == ny && ny == nz { format!("{nx}^3") } else { format!("{nx}x{ny}x{nz}") };
+    let (pml, h, steps, dt, courant, limit) =
+        (model.pml, model.h, model.steps, model.dt, args.courant, courant_limit());
     println!(
-        "acoustic3d: {physical} physical + {pml}-point PML = {}x{}x{} points (h = {h} m), {} steps of dt = {:.4e} s \
-         (courant {}, limit {:.4}), t = {:.4} s, {} threads",
-        total[0],
-        total[1],
-        total[2],
-        model.steps,
-        model.dt,
-        args.courant,
-        courant_limit(),
-        model.steps as f64 * model.dt,
+        "acoustic3d: {physical} physical + {pml}-point PML = {tx}x{ty}x{tz} points (h = {h} m), {steps} steps of dt = \
+         {dt:.4e} s (courant {courant}, limit {limit:.4}), t = {:.4} s, {} threads",
+        steps as f64 * dt,
         rayon::current_num_threads(),
-        pml = model.pml,
-        h = model.h,
     );
     let per_wavelength = model.v_min() / (2.5 * model.f0) / model.h;
     if per_wavelength < 5.0 {
@@ -189,30 +145,20 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
              below about 5 the wavefield is visibly dispersive: lower --f0"
         );
     }
-    if let Some(d) = &decomposition {
-        print_decomposition(d);
-    }
+    placement.print();
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
-
-    args.checkpoint.check()?;
-    let plan = Plan::new("acoustic3d", &args.checkpoint).written_by(processes.world().rank() == 0);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
-    }
+    let plan = args.checkpoint.plan("acoustic3d", processes)?;
     let job = Acoustic { model: &model, snapshot, plan: &plan };
-    let run = processes.on_executor(target, decomposition, overlap, "acoustic3d", job)?;
+    let run = processes.run(placement, overlap, "acoustic3d", job)?;
     if processes.world().rank() != 0 {
         return Ok(()); // every rank holds the outcome; rank 0 reports it and writes the files
     }
-    let points = total.iter().product::<usize>();
+    let (points, timed, seconds) = (tx * ty * tz, run.timed_steps, run.seconds);
     println!(
-        "{} steps; steps {}..{} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; the first \
-         steps prepare the kernels and are not timed)",
-        model.steps,
-        model.steps + 1 - run.timed_steps,
-        model.steps,
-        run.seconds,
-        (points * run.timed_steps) as f64 / run.seconds / 1e9,
+        "{steps} steps; steps {}..{steps} in {seconds:.2} s: {:.3} GPts/s (all {points} points per step, PML included; \
+         the first steps prepare the kernels and are not timed)",
+        steps + 1 - timed,
+        (points * timed) as f64 / seconds / 1e9,
     );
     // A run restarted after the snapshot step has no snapshot.
     let snap = run.snapshot.as_ref();

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use std::time::Instant;
 use stencil_examples::column::{column_water, moist_bubble, Column, State};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{check_fits, Footprint, Memory, OnExecutor, PlacementArgs, Processes};
+use stencil_examples::placement::{main_of, Footprint, OnExecutor, PlacementArgs, Processes};
 use stencil_runtime::{Decomposition, Executor, Field3, Loop3D, Overlap};
 
 /// A moist bubble raining out: implicit vertical diffusion and warm rain in every column.
@@ -50,10 +50,7 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
-        eprintln!("column3d: error: {e}");
-        std::process::exit(1);
-    }
+    main_of("column3d", |processes| run(&args, processes));
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
@@ -61,33 +58,27 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         return Err("--size and --levels must be positive, --dt and --dz positive, --diffusivity not negative".into());
     }
     let n = [args.size, args.size, args.levels];
-    let target = args.placement.target("column3d")?;
-    processes.check(target)?;
-    let decomposition = match target.domains() {
-        None => None,
-        Some(domains) => {
-            // Whole columns by default: the split of x and y with the least boundary.
-            let grid = args.placement.grid.or_else(|| {
-                let [x, y] = Decomposition::auto([n[0], n[1]], domains, [false; 2], [1; 2]).ok()?.grid();
-                Some([x, y, 1])
-            });
-            Some(Decomposition::with_grid(n, domains, grid, [false; 3], [0, 0, 1])?)
-        }
+    // Whole columns by default: the split of x and y with the least boundary.
+    let decompose = |domains| {
+        let grid = args.placement.grid.or_else(|| {
+            let [x, y] = Decomposition::auto([n[0], n[1]], domains, [false; 2], [1; 2]).ok()?.grid();
+            Some([x, y, 1])
+        });
+        Decomposition::with_grid(n, domains, grid, [false; 3], [0, 0, 1])
     };
     // Six state fields, three scratch fields and the rain flux on the executor (f64), the initial
     // and the final state on the host.
     let footprint = Footprint { executor: 10 * 8, host: 12 * 8 };
-    let memory = Memory::of_this_machine(target);
-    let ranks = processes.world().size();
-    check_fits(target, decomposition.as_ref(), n, [0, 0, 1], footprint, &memory, ranks)?;
+    let shape = stencil_runtime::Shape3::new(n).halo_per_axis([0, 0, 1]);
+    let placement = processes.place("column3d", &args.placement, &shape, footprint, decompose)?;
+    let grid = placement.decomposition.as_ref().map_or([1; 3], |d| d.grid());
     let initial = moist_bubble(n, args.dz);
     let job = Rain { initial: &initial, args };
-    let (ground_rain, state, seconds) = processes.on_executor(target, decomposition, Overlap::None, "column3d", job)?;
+    let (ground_rain, state, seconds) = processes.run(placement, Overlap::None, "column3d", job)?;
     let rained: f64 = ground_rain.iter().flatten().sum();
     let total = |w: Vec<Vec<f64>>| w.into_iter().flatten().sum::<f64>();
     let (before, after) = (total(column_water(&initial, args.dz)), total(column_water(&state, args.dz)));
     let points = (n[0] * n[1] * n[2] * args.steps) as f64;
-    let grid = decomposition.map_or([1; 3], |d| d.grid());
     println!(
         "{} x {} columns of {} levels, {} steps of {} s, process grid {grid:?}",
         n[0], n[1], n[2], args.steps, args.dt

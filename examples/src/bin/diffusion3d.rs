@@ -9,9 +9,7 @@
 use clap::{Parser, ValueEnum};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::diffusion::{self, Outcome, Real, Setup};
-use stencil_examples::placement::{
-    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
-};
+use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_examples::progress;
 use stencil_runtime::{Executor, Order, Overlap};
 
@@ -69,10 +67,7 @@ enum Precision {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
-        eprintln!("diffusion3d: error: {e}");
-        std::process::exit(1);
-    }
+    main_of("diffusion3d", |processes| run(&args, processes));
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
@@ -88,46 +83,21 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Layout::Kij => Order::Kij,
     };
     let setup = Setup { n, order, cfl: args.cfl, ..Setup::cube(n[0], args.steps) };
-    let target = args.placement.target("diffusion3d")?;
-    processes.check(target)?;
-    args.checkpoint.check()?;
-    // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = target.domains().map(|domains| setup.decompose(domains, args.placement.grid)).transpose()?;
     // Two fields on the executor, the initial and the final global field on the host.
-    let bytes = match args.precision {
-        Precision::F32 => 4,
-        Precision::F64 => 8,
-    };
+    let bytes = if matches!(args.precision, Precision::F64) { 8 } else { 4 };
     let footprint = Footprint { executor: 2 * bytes, host: 2 * bytes };
-    let memory = Memory::of_this_machine(target);
-    let ranks = processes.world().size();
-    check_fits(target, decomposition.as_ref(), n, [1; 3], footprint, &memory, ranks)?;
-    println!(
-        "diffusion3d: {}x{}x{} {} {}, {} steps of dt = {:.3e} (cfl {}), t = {:.3e}, {} threads",
-        n[0],
-        n[1],
-        n[2],
-        format!("{:?}", args.layout).to_lowercase(),
-        format!("{:?}", args.precision).to_lowercase(),
-        setup.steps,
-        setup.dt(),
-        setup.cfl,
-        setup.end_time(),
-        rayon::current_num_threads()
-    );
-    if let Some(d) = &decomposition {
-        print_decomposition(d);
-    }
-    let plan = args.checkpoint.active().then(|| {
-        let plan = Plan::new("diffusion3d", &args.checkpoint).written_by(processes.world().rank() == 0);
-        if let Some(n) = plan.every {
-            println!("checkpoints every {n} steps into {}", plan.dir.display());
-        }
-        plan
-    });
-    let job = Diffuse { setup: &setup, precision: args.precision, plan: plan.as_ref() };
-    let overlap = args.overlap.or(Overlap::OneDivided);
-    let outcome = processes.on_executor(target, decomposition, overlap, "diffusion3d", job)?;
+    let decompose = |domains| setup.decompose(domains, args.placement.grid);
+    let placement = processes.place("diffusion3d", &args.placement, &setup.shape(), footprint, decompose)?;
+    let [nx, ny, nz] = n;
+    let (layout, precision) =
+        (format!("{:?}", args.layout).to_lowercase(), format!("{:?}", args.precision).to_lowercase());
+    let (steps, dt, cfl, t, threads) =
+        (setup.steps, setup.dt(), setup.cfl, setup.end_time(), rayon::current_num_threads());
+    println!("diffusion3d: {nx}x{ny}x{nz} {layout} {precision}, {steps} steps of dt = {dt:.3e} (cfl {cfl}), t = {t:.3e}, {threads} threads");
+    let plan = args.checkpoint.plan("diffusion3d", processes)?;
+    placement.print();
+    let job = Diffuse { setup: &setup, precision: args.precision, plan: &plan };
+    let outcome = processes.run(placement, args.overlap.or(Overlap::OneDivided), "diffusion3d", job)?;
     if outcome.wall_value > 1e-6 {
         eprintln!(
             "diffusion3d: warning: the Gaussian has reached the walls (u = {:.1e} on the ghost layer); \
@@ -135,9 +105,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
             outcome.wall_value
         );
     }
+    let (seconds, rate, error) = (outcome.seconds, outcome.gpts_per_s, outcome.error);
     println!(
-        "{} steps, {}x{}x{}, {:.3} s, {:.3} GPts/s, rel L2 error {:.3e}, rel max error {:.3e}",
-        setup.steps, n[0], n[1], n[2], outcome.seconds, outcome.gpts_per_s, outcome.error.rel_l2, outcome.error.rel_max
+        "{steps} steps, {nx}x{ny}x{nz}, {seconds:.3} s, {rate:.3} GPts/s, rel L2 error {:.3e}, rel max error {:.3e}",
+        error.rel_l2, error.rel_max
     );
     Ok(())
 }
@@ -146,7 +117,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
 struct Diffuse<'a> {
     setup: &'a Setup,
     precision: Precision,
-    plan: Option<&'a Plan>,
+    plan: &'a Plan,
 }
 
 impl OnExecutor for Diffuse<'_> {
@@ -167,8 +138,8 @@ impl Diffuse<'_> {
     ) -> Result<Outcome, Box<dyn std::error::Error>> {
         let bar = progress::steps(self.setup.steps);
         bar.println(format!("running on {}", exec.describe()));
-        let plan = self.plan.cloned().unwrap_or_else(Plan::none);
-        let (f, seconds, start) = diffusion::run_with::<E, T>(exec, self.setup, &plan, |s| bar.set_position(s as u64))?;
+        let at = |s| bar.set_position(s as u64);
+        let (f, seconds, start) = diffusion::run_with::<E, T>(exec, self.setup, self.plan, at)?;
         if start > 0 {
             bar.println(format!("restarted from step {start}"));
         }

@@ -12,35 +12,13 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{
-    check_fits, print_decomposition, Footprint, Memory, OnExecutor, OverlapArgs, PlacementArgs, Processes,
-};
+use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_runtime::{Executor, Field3, Overlap};
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum SchemeArg {
-    /// One stencil per RK stage (six faces per cell, each face solved twice).
-    Fused,
-    /// Face-flux stencils per axis, then an update stencil.
-    Split,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum RiemannArg {
-    Hllc,
-    Rusanov,
-}
-
-#[derive(Clone, Copy, Debug, ValueEnum)]
-enum LimiterArg {
-    Koren,
-    Minmod,
-}
 
 /// A spherical blast wave (pressure 10 inside radius 0.1, 0.1 outside, density 1) in the unit
 /// box with reflecting walls: Euler equations, γ = 1.4, Koren-limited κ-scheme, SSP-RK3.
@@ -57,14 +35,14 @@ struct Args {
     #[arg(long, default_value_t = 0.5)]
     cfl: f64,
     /// Fused or split RK stages.
-    #[arg(long, value_enum, default_value_t = SchemeArg::Fused)]
-    scheme: SchemeArg,
+    #[arg(long, value_enum, default_value_t = Scheme::Fused)]
+    scheme: Scheme,
     /// Riemann solver.
-    #[arg(long, value_enum, default_value_t = RiemannArg::Hllc)]
-    riemann: RiemannArg,
+    #[arg(long, value_enum, default_value_t = Riemann::Hllc)]
+    riemann: Riemann,
     /// Slope limiter.
-    #[arg(long, value_enum, default_value_t = LimiterArg::Koren)]
-    limiter: LimiterArg,
+    #[arg(long, value_enum, default_value_t = Limiter::Koren)]
+    limiter: Limiter,
     /// Directory for the output files (created if missing).
     #[arg(long, default_value = "euler3d-out")]
     out: PathBuf,
@@ -85,10 +63,7 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
-        eprintln!("euler3d: error: {e}");
-        std::process::exit(1);
-    }
+    main_of("euler3d", |processes| run(&args, processes));
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
@@ -111,29 +86,13 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     // (the fused stage on two-cell slabs runs far below its whole-subdomain rate).
     let overlap = args.overlap.or(Overlap::None);
     e.boundaries = [Boundary::Reflective; 3];
-    e.scheme = match args.scheme {
-        SchemeArg::Fused => Scheme::Fused,
-        SchemeArg::Split => Scheme::Split,
-    };
-    e.riemann = match args.riemann {
-        RiemannArg::Hllc => Riemann::Hllc,
-        RiemannArg::Rusanov => Riemann::Rusanov,
-    };
-    e.limiter = match args.limiter {
-        LimiterArg::Koren => Limiter::Koren,
-        LimiterArg::Minmod => Limiter::Minmod,
-    };
-    let target = args.placement.target("euler3d")?;
-    processes.check(target)?;
-    // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = target.domains().map(|n| e.decompose(n, args.placement.grid)).transpose()?;
+    (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
     let fields = if e.scheme == Scheme::Split { 30 } else { 15 };
     let footprint = Footprint { executor: fields * 8, host: 10 * 8 };
-    let memory = Memory::of_this_machine(target);
-    let (halo, ranks) = (e.shape().halo_widths(), processes.world().size());
-    check_fits(target, decomposition.as_ref(), e.n, halo, footprint, &memory, ranks)?;
+    let decompose = |domains| e.decompose(domains, args.placement.grid);
+    let placement = processes.place("euler3d", &args.placement, &e.shape(), footprint, decompose)?;
     let q0 = e.from_primitive(|x| {
         let r2: f64 = x.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
         let p = if r2 < 0.01 { 10.0 } else { 0.1 };
@@ -150,9 +109,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         rayon::current_num_threads(),
         n = args.size,
     );
-    if let Some(d) = &decomposition {
-        print_decomposition(d);
-    }
+    placement.print();
     let start = e.totals(&q0);
     print_totals("start", &start);
 
@@ -178,13 +135,9 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
             clock.set(Instant::now());
         }
     };
-    args.checkpoint.check()?;
-    let plan = Plan::new("euler3d", &args.checkpoint).written_by(processes.world().rank() == 0);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
-    }
+    let plan = args.checkpoint.plan("euler3d", processes)?;
     let job = Blast { e: &e, q0: &q0, t_end: args.t_end, dt_every: args.dt_every, plan: &plan, progress };
-    let run = processes.on_executor(target, decomposition, overlap, "euler3d", job);
+    let run = processes.run(placement, overlap, "euler3d", job);
     bar.finish_and_clear();
     let (q, steps, restart) = run?;
     if restart > 0 {

@@ -15,9 +15,7 @@ use clap::Parser;
 use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::output::write_png_image;
-use stencil_examples::placement::{
-    check_fits, parse_grid_of, print_decomposition, Footprint, Memory, OnExecutor, PlacementArgs, Processes,
-};
+use stencil_examples::placement::{main_of, parse_grid_of, Footprint, OnExecutor, PlacementArgs, Processes};
 use stencil_examples::swe::{circular_dam, Edge, Model, State};
 use stencil_runtime::{Executor, Field2, Overlap};
 
@@ -72,19 +70,14 @@ struct Args {
 
 fn main() {
     let args = Args::parse();
-    if let Err(e) = Processes::start().map_err(Into::into).and_then(|p| run(&args, &p)) {
-        eprintln!("swe2d: error: {e}");
-        std::process::exit(1);
-    }
+    main_of("swe2d", |processes| run(&args, processes));
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let placement = PlacementArgs { gpu: args.gpu, domains: args.domains, gpus: args.gpus, grid: None };
-    let target = placement.target("swe2d")?;
-    if args.grid.is_some() && target.domains().is_none() {
+    if args.grid.is_some() && placement.target("swe2d")?.domains().is_none() {
         return Err("--grid gives the process grid of --domains N or --gpus N: give one of them too".into());
     }
-    processes.check(target)?;
     if args.size < 4 || args.length <= 0.0 || args.t_end <= 0.0 || !(args.cfl > 0.0 && args.cfl <= 0.5) {
         return Err("need --size >= 4, --length > 0, --t-end > 0 and 0 < --cfl <= 0.5".into());
     }
@@ -93,14 +86,11 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     let dx = args.length / args.size as f64;
     let model = Model { n: [args.size; 2], dx: [dx; 2], edges: [Edge::Wall; 2], cfl: args.cfl };
-    // Decompose before anything runs, so that a grid that does not fit is reported at once.
-    let decomposition = target.domains().map(|n| model.decompose(n, args.grid)).transpose()?;
     // The state and two stage states on the executor (nine f64 fields), the initial and the final
     // state on the host.
     let footprint = Footprint { executor: 9 * 8, host: 6 * 8 };
-    let memory = Memory::of_this_machine(target);
-    let ranks = processes.world().size();
-    check_fits(target, decomposition.as_ref(), model.n, model.shape().halo_widths(), footprint, &memory, ranks)?;
+    let decompose = |domains| model.decompose(domains, args.grid);
+    let placement = processes.place("swe2d", &placement, &model.shape(), footprint, decompose)?;
     let q0 = model.initial(circular_dam(args.radius, args.h_in, args.h_out));
     println!(
         "swe2d: {n}x{n} cells of {dx:.4} m ({len} m basin, walls), dam r = {r} m, h = {hi} m inside, {ho} m \
@@ -114,9 +104,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         cfl = args.cfl,
         threads = rayon::current_num_threads(),
     );
-    if let Some(d) = &decomposition {
-        print_decomposition(d);
-    }
+    placement.print();
     let m0 = model.mass(&q0);
     println!("mass at t = 0: {m0:.15e} m^3");
     if processes.world().rank() == 0 {
@@ -131,13 +119,9 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
     let start = std::time::Instant::now();
-    args.checkpoint.check()?;
-    let plan = Plan::new("swe2d", &args.checkpoint).written_by(processes.world().rank() == 0);
-    if let Some(n) = plan.every {
-        println!("checkpoints every {n} steps into {}", plan.dir.display());
-    }
+    let plan = args.checkpoint.plan("swe2d", processes)?;
     let job = DamBreak { model, q0: &q0, t_end: args.t_end, plan: &plan, bar: &bar };
-    let outcome = processes.on_executor(target, decomposition, Overlap::None, "swe2d", job);
+    let outcome = processes.run(placement, Overlap::None, "swe2d", job);
     bar.finish_and_clear();
     let (steps, q) = outcome?;
     if processes.world().rank() != 0 {
