@@ -45,6 +45,9 @@ struct Slot<const D: usize> {
     element: &'static str,
     elem_bytes: usize,
     depth: [usize; D],
+    /// Layers of the halo beyond the grid's edge that travel with each box along the other axes
+    /// (what a launch may have written there, or a fill: the neighbour's corner needs it).
+    edge: [usize; D],
 }
 
 /// Where a side's messages come from and go to.
@@ -67,6 +70,9 @@ struct Link<const D: usize> {
     /// Per slot: the byte offset of its box in the message, `None` when it has no depth here.
     offsets: Vec<Option<usize>>,
     bytes: usize,
+    /// Per axis, whether the subdomain's low and high sides are the grid's edge (no neighbour
+    /// this exchange moves halos with): its boxes carry the halo there.
+    edges: [[bool; 2]; D],
 }
 
 /// The buffers of a built exchange.
@@ -128,6 +134,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             element: T::NAME,
             elem_bytes: std::mem::size_of::<T>(),
             depth: depth.0,
+            edge: depth.0,
         });
         self.plan = None;
         self
@@ -140,9 +147,17 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         self.plan = None;
     }
 
-    /// [`HaloExchange::append`] for a field known by its element type's name and size.
-    pub(crate) fn append_erased(&mut self, name: String, element: &'static str, elem_bytes: usize, depth: [usize; D]) {
-        self.slots.push(Slot { name, element, elem_bytes, depth });
+    /// [`HaloExchange::append`] for a field known by its element type's name and size, whose
+    /// boxes carry `edge` layers of the halo beyond the grid's edge (at most the field's halo).
+    pub(crate) fn append_erased(
+        &mut self,
+        name: String,
+        element: &'static str,
+        elem_bytes: usize,
+        depth: [usize; D],
+        edge: [usize; D],
+    ) {
+        self.slots.push(Slot { name, element, elem_bytes, depth, edge });
         self.plan = None;
     }
 
@@ -359,6 +374,21 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             }
         }
         let mut links = Vec::new();
+        // Per local subdomain and axis, whether each side is the grid's edge for this exchange.
+        let edges: Vec<[[bool; 2]; D]> = self
+            .domains
+            .subdomains()
+            .map(|s| {
+                std::array::from_fn(|b| {
+                    std::array::from_fn(|side| {
+                        let mut dir = [0i8; D];
+                        dir[b] = if side == 0 { -1 } else { 1 };
+                        let across_wrap = if side == 0 { s.coords[b] == 0 } else { s.coords[b] + 1 == d.grid()[b] };
+                        !matches!(d.neighbour(&s, dir), Neighbour::Domain(_)) || (across_wrap && !self.wrap[b])
+                    })
+                })
+            })
+            .collect();
         for axis in 0..D {
             for (local, s) in self.domains.subdomains().enumerate() {
                 for side in 0..2 {
@@ -379,7 +409,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                         .slots
                         .iter()
                         .map(|slot| {
-                            let len = box_len(slot.depth, s.extent, axis);
+                            let (_, len) = box_of(slot, s.extent, axis, &edges[local]);
                             (slot.depth[axis] > 0).then(|| {
                                 let at = bytes;
                                 bytes = (at + len.iter().product::<usize>() * slot.elem_bytes).next_multiple_of(8);
@@ -388,7 +418,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                         })
                         .collect();
                     if bytes > 0 {
-                        links.push(Link { local, axis, side, peer, offsets, bytes });
+                        links.push(Link { local, axis, side, peer, offsets, bytes, edges: edges[local] });
                     }
                 }
             }
@@ -505,15 +535,25 @@ fn find<const D: usize>(links: &[Link<D>], local: usize, axis: usize, side: usiz
     })
 }
 
-/// Points of a field's box on a side of `axis`: `depth[axis]` layers; the interior plus the
-/// depth on each end along earlier axes (their halos are complete and carry edges and corners);
-/// the interior along later axes.
-fn box_len<const D: usize>(depth: [usize; D], extent: [usize; D], axis: usize) -> [usize; D] {
-    std::array::from_fn(|b| match b.cmp(&axis) {
-        std::cmp::Ordering::Less => extent[b] + 2 * depth[b],
-        std::cmp::Ordering::Equal => depth[b],
-        std::cmp::Ordering::Greater => extent[b],
-    })
+/// Where a field's box on a side of `axis` starts before the interior, and its points, along
+/// each axis: along `axis`, `depth[axis]` layers (the start is set by the caller); along an
+/// earlier axis the interior plus `depth` on each end (their halos are complete and carry edges
+/// and corners), along a later axis the interior; and on a side that is the grid's edge, `edge`
+/// layers of the halo there (what a launch wrote beyond the edge, or a fill), on any axis.
+fn box_of<const D: usize>(
+    slot: &Slot<D>,
+    extent: [usize; D],
+    axis: usize,
+    edges: &[[bool; 2]; D],
+) -> ([usize; D], [usize; D]) {
+    let end = |b: usize, side: usize| match (edges[b][side], b.cmp(&axis)) {
+        (true, _) => slot.edge[b],
+        (false, std::cmp::Ordering::Less) => slot.depth[b],
+        (false, _) => 0,
+    };
+    let before = std::array::from_fn(|b| if b == axis { 0 } else { end(b, 0) });
+    let len = std::array::from_fn(|b| if b == axis { slot.depth[b] } else { end(b, 0) + extent[b] + end(b, 1) });
+    (before, len)
 }
 
 /// The boxes of a link's fields: the interior layers sent (`send`) or the halo received.
@@ -528,11 +568,10 @@ fn boxes<'f, const D: usize>(
     for ((slot, field), offset) in slots.iter().zip(fields).zip(&link.offsets) {
         let Some(offset) = *offset else { continue };
         let (h, n) = (field.shape().halo_widths(), field.shape().interior());
-        let len = box_len(slot.depth, n, a);
-        let at = std::array::from_fn(|b| match b.cmp(&a) {
-            std::cmp::Ordering::Less => h[b] - slot.depth[b],
-            std::cmp::Ordering::Greater => h[b],
-            std::cmp::Ordering::Equal => match (send, link.side) {
+        let (before, len) = box_of(slot, n, a, &link.edges);
+        let at = std::array::from_fn(|b| match b == a {
+            false => h[b] - before[b],
+            true => match (send, link.side) {
                 (true, 0) => h[a],
                 (true, _) => h[a] + n[a] - slot.depth[a],
                 (false, 0) => h[a] - slot.depth[a],

@@ -84,7 +84,11 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         fields: &[&Settle<'_, D>],
         wrap: [bool; D],
     ) -> Result<(), LaunchError> {
-        let mut key: Vec<(&'static str, [usize; G])> = fields.iter().map(|f| (f.head.element, same(f.depth))).collect();
+        // The fields' element types, depths and halos (the edge layers that travel) name the exchange.
+        let mut key: Vec<(&'static str, [usize; G])> = fields
+            .iter()
+            .flat_map(|f| [(f.head.element, same(f.depth)), ("halo", same(f.head.global.halo_widths()))])
+            .collect();
         key.push(("wrap", same(wrap.map(usize::from))));
         let domains = &self.inner.domains;
         let ex = state.built.entry(key).or_insert_with(|| {
@@ -92,7 +96,13 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             ex.set_wrap(same(wrap));
             for f in fields {
                 let name = format!("`{}` of stencil `{}`", f.name.0, f.name.1);
-                ex.append_erased(name, f.head.element, f.head.elem_bytes, same(f.depth));
+                ex.append_erased(
+                    name,
+                    f.head.element,
+                    f.head.elem_bytes,
+                    same(f.depth),
+                    same(f.head.global.halo_widths()),
+                );
             }
             ex
         });
