@@ -55,6 +55,12 @@ fn runtime() -> proc_macro2::TokenStream {
 /// forward's in the same places with `u_bar: &mut` (accumulated into) for `u`, `out_bar: &` for
 /// a written `out`, and a last `range_mask` (`stencil_runtime::adjoint::range_mask`). A term that
 /// is not linear in a named field is a compile error naming it.
+///
+/// `#[stencil(gradient(c))]` also emits the transposed derivative of the update with respect to
+/// the read field `c` (the imaging condition): `WaveGradient`, whose arguments are the forward's
+/// in the same places with `out_bar: &` for a written `out`, then `c_bar: &mut` (accumulated
+/// into: `c_bar += out_bar · ∂out/∂c`) and `range_mask`. The update may be nonlinear in `c`; a
+/// function without a derivative rule applied to a term in `c` is a compile error naming it.
 #[proc_macro_attribute]
 pub fn stencil(attr: TokenStream, item: TokenStream) -> TokenStream {
     match stencil_codegen::expand(attr.into(), item.into(), runtime()) {

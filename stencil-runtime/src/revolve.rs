@@ -32,6 +32,9 @@
 //! assert_eq!(reversed, (0..10).rev().collect::<Vec<_>>());
 //! ```
 
+use crate::error::LaunchError;
+use crate::executor::{Executor, FieldStorage};
+use crate::field::Element;
 use std::fmt;
 
 /// One thing a reverse time loop does, in schedule order. "The state" is the forward state the
@@ -156,6 +159,114 @@ impl Schedule {
     pub fn recomputed(&self) -> usize {
         self.forward_steps() - self.steps.saturating_sub(1)
     }
+}
+
+/// What [`reverse`] did: the forward steps it ran (those of the [`Action::Advance`]s, equal to
+/// [`Schedule::forward_steps`]), the adjoint steps, and the checkpoints it allocated.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReverseRun {
+    /// Forward steps run by [`Action::Advance`]s.
+    pub forward_steps: usize,
+    /// Adjoint steps run (the schedule's steps).
+    pub adjoint_steps: usize,
+    /// Checkpoint slots allocated on the executor (each a copy of the state's fields).
+    pub slots_allocated: usize,
+}
+
+/// Carries out `schedule` on the executor `exec`: the reverse (adjoint) run of a time loop whose
+/// forward state is the fields `state` (one element type and dimension; say `[u_prev, u]`),
+/// holding the initial state (step 0) on entry.
+///
+/// - `forward(ctx, i, state)` advances the state from step `i` to step `i + 1` in place;
+/// - `adjoint(ctx, i, first, state)` runs the adjoint of step `i` with `state` holding the
+///   forward state at step `i` (it may read it, and leave it changed: the run restores what it
+///   needs next). `first` is true for the last step (`i = n − 1`), the first adjoint step: a
+///   misfit of the final state is computed there, by running forward step `i` into fields of
+///   its own before the adjoint;
+/// - `ctx` is handed to both, for what they share (scratch fields, the adjoint's fields, the
+///   gradient being accumulated).
+///
+/// A checkpoint is a copy of every field of the state made on the executor ([`Executor::alloc`]
+/// on first use, then [`Executor::copy`]), so checkpoints live where the state lives: on the
+/// host, on a GPU, or spread over the subdomains of the distributed executor. Every step is
+/// stored with [`Schedule::store_all`]; [`Schedule::binomial`] with fewer slots recomputes.
+/// The adjoint steps are called from `n − 1` down to `0`, each exactly once.
+///
+/// ```
+/// use stencil_runtime::prelude::*;
+/// use stencil_runtime::revolve::{reverse, Schedule};
+///
+/// // x_{i+1} = 2 x_i pointwise; J = sum(x_n): dJ/dx_0 = 2^n.
+/// let shape = Shape1::new([4]).halo(0);
+/// let mut state = [Field1::<f64>::filled(shape, 1.0)];
+/// let mut bar = Field1::<f64>::filled(shape, 0.0);
+/// let run = reverse(
+///     &Host,
+///     &Schedule::binomial(10, 2)?,
+///     &mut state,
+///     &mut bar,
+///     |_, _, s: &mut [Field1<f64>]| -> Result<(), LaunchError> {
+///         s[0] = Field1::from_fn(shape, |g| 2.0 * s[0].get(g).unwrap());
+///         Ok(())
+///     },
+///     |bar, _, first, _| {
+///         let seed = if first { 1.0 } else { bar.get([0]).unwrap() };
+///         *bar = Field1::filled(shape, 2.0 * seed);
+///         Ok(())
+///     },
+/// )?;
+/// assert_eq!(bar.get([0]), Some(1024.0));
+/// assert_eq!(run.forward_steps, Schedule::binomial(10, 2)?.forward_steps());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub fn reverse<X, T, C, E, const D: usize>(
+    exec: &X,
+    schedule: &Schedule,
+    state: &mut [X::Field<T, D>],
+    ctx: &mut C,
+    mut forward: impl FnMut(&mut C, usize, &mut [X::Field<T, D>]) -> Result<(), E>,
+    mut adjoint: impl FnMut(&mut C, usize, bool, &mut [X::Field<T, D>]) -> Result<(), E>,
+) -> Result<ReverseRun, E>
+where
+    X: Executor,
+    T: Element,
+    C: ?Sized,
+    E: From<LaunchError>,
+{
+    let mut slots: Vec<Option<Vec<X::Field<T, D>>>> = (0..schedule.slots()).map(|_| None).collect();
+    let mut run = ReverseRun { forward_steps: 0, adjoint_steps: 0, slots_allocated: 0 };
+    for action in schedule.actions() {
+        match *action {
+            Action::Store { slot, .. } => {
+                if slots[slot].is_none() {
+                    let fields = state.iter().map(|f| exec.alloc(*f.shape())).collect::<Result<Vec<_>, _>>()?;
+                    slots[slot] = Some(fields);
+                    run.slots_allocated += 1;
+                }
+                let copy = slots[slot].as_mut().expect("allocated above");
+                for (dst, src) in copy.iter_mut().zip(state.iter()) {
+                    exec.copy(dst, src)?;
+                }
+            }
+            Action::Restore { slot, .. } => {
+                let copy = slots[slot].as_ref().expect("a schedule restores only slots it stored");
+                for (dst, src) in state.iter_mut().zip(copy) {
+                    exec.copy(dst, src)?;
+                }
+            }
+            Action::Advance { from, to } => {
+                for i in from..to {
+                    forward(ctx, i, state)?;
+                    run.forward_steps += 1;
+                }
+            }
+            Action::FirstReverse { step } | Action::Reverse { step } => {
+                adjoint(ctx, step, matches!(action, Action::FirstReverse { .. }), state)?;
+                run.adjoint_steps += 1;
+            }
+        }
+    }
+    Ok(run)
 }
 
 /// The fewest forward steps a reverse run over `steps` steps with `slots` checkpoint slots

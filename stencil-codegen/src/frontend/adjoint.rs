@@ -8,6 +8,7 @@ use super::lower::UserParam;
 use crate::ir::StencilIr;
 use crate::naming;
 use crate::passes::adjoint::{adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
+use crate::passes::gradient::gradient;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::visit::Visit;
@@ -15,7 +16,17 @@ use syn::visit::Visit;
 /// The fields named by the marker attribute the `adjoint(..)` argument leaves on the function
 /// ([`naming::ADJOINT_ATTR`]), with their spans; `None` without one.
 pub fn requested(func: &syn::ItemFn) -> Result<Option<Vec<Ident>>, Error> {
-    let Some(attr) = func.attrs.iter().find(|a| a.path().is_ident(naming::ADJOINT_ATTR)) else {
+    requested_by(func, naming::ADJOINT_ATTR)
+}
+
+/// The fields named by the marker attribute the `gradient(..)` argument leaves on the function
+/// ([`naming::GRADIENT_ATTR`]); `None` without one.
+pub fn requested_gradient(func: &syn::ItemFn) -> Result<Option<Vec<Ident>>, Error> {
+    requested_by(func, naming::GRADIENT_ATTR)
+}
+
+fn requested_by(func: &syn::ItemFn, marker: &str) -> Result<Option<Vec<Ident>>, Error> {
+    let Some(attr) = func.attrs.iter().find(|a| a.path().is_ident(marker)) else {
         return Ok(None);
     };
     let names = attr
@@ -83,6 +94,90 @@ pub fn companion(
     let mask = adj.ir.params.len() - 1;
     users.push(UserParam { name: adj.ir.params[mask].name.clone(), params: mask..mask + 1, array: false });
     Ok((adj.ir, users))
+}
+
+/// The gradient stencil of the lowered stencil `ir` (declared parameters `declared`) with respect
+/// to the parameter fields `names` ([`gradient`]): its IR and its declared parameters (the
+/// forward's in the same places, written fields renamed as cotangents, then one `_bar` per name
+/// and the mask).
+pub fn gradient_companion(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let mut wrt = Vec::new();
+    let mut users = Vec::new();
+    for name in names {
+        let Some(user) = declared.iter().find(|u| *name == u.name) else {
+            let kind = AdjointErrorKind::GradientParam {
+                name: name.to_string(),
+                reason: "is not a parameter of this stencil",
+            };
+            return Err(Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil })));
+        };
+        wrt.extend(user.params.clone());
+        users.push(user);
+    }
+    let adj = gradient(ir, &wrt).map_err(|e| {
+        let tokens = match (&e.site, &e.kind) {
+            (Site::Stencil, AdjointErrorKind::GradientParam { name: field, .. }) => {
+                let user =
+                    declared.iter().find(|u| ir.params[u.params.start..u.params.end].iter().any(|p| p.name == *field));
+                names.iter().find(|n| user.is_some_and(|u| **n == u.name)).map(|n| n.to_token_stream())
+            }
+            (Site::Stencil, _) => None,
+            (site, _) => locate(func, site),
+        };
+        let tokens = tokens.unwrap_or_else(|| names.first().map_or_else(TokenStream::new, |n| n.to_token_stream()));
+        Error::spanned(&tokens, ErrorKind::Adjoint(e))
+    })?;
+    let n = ir.params.len();
+    let taken = |name: &str| declared.iter().any(|u| u.name == name) || adj.ir.params.iter().any(|p| p.name == name);
+    let bar_name = |u: &UserParam, first: usize| {
+        if !u.array {
+            return adj.ir.params[first].name.clone();
+        }
+        let mut name = format!("{}{BAR_SUFFIX}", u.name);
+        while taken(&name) {
+            name.push('_');
+        }
+        name
+    };
+    let mut out: Vec<UserParam> = declared
+        .iter()
+        .map(|u| {
+            let cotangent = adj.roles[u.params.start] == AdjointRole::Cotangent;
+            let name = if cotangent { bar_name(u, u.params.start) } else { u.name.clone() };
+            UserParam { name, ..u.clone() }
+        })
+        .collect();
+    let mut next = n;
+    for u in users {
+        let len = u.params.end - u.params.start;
+        out.push(UserParam { name: bar_name(u, next), params: next..next + len, array: u.array });
+        next += len;
+    }
+    out.push(UserParam { name: adj.ir.params[next].name.clone(), params: next..next + 1, array: false });
+    Ok((adj.ir, out))
+}
+
+/// The functor type of the gradient of `forward` (`Wave` → `WaveGradient`), with `forward`'s span.
+pub fn gradient_functor_ident(forward: &Ident) -> Ident {
+    format_ident!("{}Gradient", forward, span = forward.span())
+}
+
+/// The doc comment of the gradient's functor.
+pub fn gradient_doc(forward: &str, gradient: &StencilIr) -> String {
+    let params: Vec<&str> = gradient.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "The gradient of `#[stencil]` `{forward}` with respect to its parameter fields (from \
+         `#[stencil(gradient(..))]`), in gather form; arguments `({})`. The forward's arguments at the forward \
+         step's values, each written field replaced by its cotangent (`out_bar`); each parameter's `_bar` field \
+         is accumulated into (`c_bar[q] += out_bar · ∂out/∂c`); `range_mask` is nonzero exactly on the forward \
+         launch's range.",
+        params.join(", ")
+    )
 }
 
 /// The functor type of the adjoint of `forward` (`Wave` → `WaveAdjoint`), with `forward`'s span.

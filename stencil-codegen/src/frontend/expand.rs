@@ -57,16 +57,18 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 }
 
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
-/// `crate = path` (both), `sweep = forward | backward` and `adjoint(u, ..)` (`#[stencil]` only).
+/// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)` and `gradient(c, ..)`
+/// (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
     sweep: Option<SweepOrder>,
     adjoint: Option<TokenStream>,
+    gradient: Option<TokenStream>,
 }
 
 impl Attribute {
     fn parse(target: Target, attr: TokenStream) -> Result<Attribute, Error> {
-        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None };
+        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None, gradient: None };
         if attr.is_empty() {
             return Ok(parsed);
         }
@@ -84,11 +86,11 @@ impl Attribute {
                     args.push(("crate", key.span, quote!(#path)));
                 } else {
                     let key: Ident = input.parse()?;
-                    if key == "adjoint" && target == Target::Stencil {
+                    if (key == "adjoint" || key == "gradient") && target == Target::Stencil {
                         let fields;
                         syn::parenthesized!(fields in input);
                         let fields: TokenStream = fields.parse()?;
-                        args.push(("adjoint", key.span(), fields));
+                        args.push((if key == "adjoint" { "adjoint" } else { "gradient" }, key.span(), fields));
                     } else if key != "sweep" || target != Target::Stencil {
                         return Err(syn::Error::new(key.span(), "argument"));
                     } else {
@@ -109,8 +111,12 @@ impl Attribute {
         syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
         for (key, span, value) in args {
             let twice = Error::new(span, ErrorKind::AttributeTwice { attribute: target.keyword(), key });
-            if key == "crate" || key == "adjoint" {
-                let slot = if key == "crate" { &mut parsed.runtime } else { &mut parsed.adjoint };
+            if key == "crate" || key == "adjoint" || key == "gradient" {
+                let slot = match key {
+                    "crate" => &mut parsed.runtime,
+                    "adjoint" => &mut parsed.adjoint,
+                    _ => &mut parsed.gradient,
+                };
                 if slot.replace(value).is_some() {
                     return Err(twice);
                 }
@@ -152,6 +158,10 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
     }
     if let Some(fields) = attr.adjoint {
         let marker = format_ident!("{}", naming::ADJOINT_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
+    }
+    if let Some(fields) = attr.gradient {
+        let marker = format_ident!("{}", naming::GRADIENT_ATTR);
         func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
     }
     Ok(attr.runtime)
@@ -229,6 +239,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     );
     let check = quote! { const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch); };
     let adjoint_of = adjoint::requested(func)?;
+    let gradient_of = adjoint::requested_gradient(func)?;
     let Some(param) = element_parameter(func)? else {
         let ir = lower_with_helpers(func, helpers)?;
         let declared = declared_params(func)?;
@@ -251,6 +262,20 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             }
             None => quote!(),
         };
+        let gradient = match &gradient_of {
+            Some(names) => {
+                let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
+                let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
+                let grad_impl = stencil_impl(&grad, &grad_declared, &quote!(#name), rt);
+                quote! {
+                    #[doc = #doc]
+                    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+                    #vis struct #name;
+                    #grad_impl
+                }
+            }
+            None => quote!(),
+        };
         let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
         return Ok(quote! {
             #(#attrs)*
@@ -261,11 +286,14 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             #check
             #stencil_impl
             #adjoint
+            #gradient
         });
     };
     let mut impls = Vec::new();
     let mut adjoint_impls = Vec::new();
     let mut adjoint_doc = String::new();
+    let mut gradient_impls = Vec::new();
+    let mut gradient_doc = String::new();
     let mut name = String::new();
     for elem in ELEMENT_TYPES {
         let instance = instantiate(func, &param, elem);
@@ -287,6 +315,12 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             adjoint_impls.push(stencil_impl(&adj, &adj_declared, &quote!(#adj_name<#t>), rt));
             adjoint_doc = adjoint::doc(&ir.name, &adj);
         }
+        if let Some(names) = &gradient_of {
+            let (grad, grad_declared) = adjoint::gradient_companion(&instance, &ir, &declared, names)?;
+            let grad_name = adjoint::gradient_functor_ident(&functor);
+            gradient_impls.push(stencil_impl(&grad, &grad_declared, &quote!(#grad_name<#t>), rt));
+            gradient_doc = adjoint::gradient_doc(&ir.name, &grad);
+        }
         name = ir.functor_name();
     }
     let functor = format_ident!("{}", name, span = func.sig.ident.span());
@@ -295,6 +329,14 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         Some(_) => {
             let functor = adjoint::generic_functor(vis, &adjoint::functor_ident(&functor), &param, &adjoint_doc);
             quote! { #functor #(#adjoint_impls)* }
+        }
+        None => quote!(),
+    };
+    let gradient = match gradient_of {
+        Some(_) => {
+            let functor =
+                adjoint::generic_functor(vis, &adjoint::gradient_functor_ident(&functor), &param, &gradient_doc);
+            quote! { #functor #(#gradient_impls)* }
         }
         None => quote!(),
     };
@@ -344,6 +386,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         #check
         #(#impls)*
         #adjoint
+        #gradient
     })
 }
 

@@ -178,6 +178,23 @@ pub enum AdjointErrorKind {
         /// The reduction.
         name: String,
     },
+    /// A gradient: a function without a derivative rule applied to a term that depends on a
+    /// parameter field.
+    NoDerivative {
+        /// The call.
+        term: String,
+        /// The function.
+        func: &'static str,
+        /// The field.
+        fields: String,
+    },
+    /// A gradient: a name in `gradient(..)` that is no read field of the stencil.
+    GradientParam {
+        /// The name.
+        name: String,
+        /// Why not (`is not a parameter of this stencil`, ...).
+        reason: &'static str,
+    },
 }
 
 /// A stencil that has no adjoint with respect to the fields asked for: why, and where.
@@ -233,6 +250,14 @@ impl fmt::Display for AdjointError {
             Reduction { name } => {
                 write!(f, "a stencil with a reduction (`{name}`) has no adjoint yet: fold in a separate stencil")
             }
+            NoDerivative { term, func, fields } => write!(
+                f,
+                "`{term}` applies `{func}` to a term that depends on {fields}, and a gradient has no derivative rule for `{func}`: the rules cover `+`, `-`, `*`, `/`, `mul_add`, `sqrt`, `recip`, `powi`, `powf` (fixed exponent), `exp`, `ln`, `sin`, `cos`, `tanh`, `abs`, `min` and `max`"
+            ),
+            GradientParam { name, reason } => write!(
+                f,
+                "`{name}` {reason}: `gradient(..)` names the read fields (`&Field`) the derivative of the update is taken with respect to"
+            ),
         }
     }
 }
@@ -401,11 +426,11 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     Ok(Adjoint { ir, roles })
 }
 
-fn load(ty: ScalarType, field: ParamId, offset: [i32; 3]) -> Expr {
+pub(super) fn load(ty: ScalarType, field: ParamId, offset: [i32; 3]) -> Expr {
     Expr { ty, kind: ExprKind::Load { field, offset } }
 }
 
-fn zero(ty: ScalarType) -> Expr {
+pub(super) fn zero(ty: ScalarType) -> Expr {
     Expr { ty, kind: ExprKind::Lit(Literal::Float(0.0, 0.0)) }
 }
 
@@ -413,11 +438,11 @@ fn is_one(e: &Expr) -> bool {
     matches!(e.kind, ExprKind::Lit(Literal::Float(a, _)) if a == 1.0)
 }
 
-fn add(a: Expr, b: Expr) -> Expr {
+pub(super) fn add(a: Expr, b: Expr) -> Expr {
     Expr { ty: a.ty, kind: ExprKind::Binary(BinOp::Add, Box::new(a), Box::new(b)) }
 }
 
-fn mul(a: Expr, b: Expr) -> Expr {
+pub(super) fn mul(a: Expr, b: Expr) -> Expr {
     if is_one(&a) {
         return b;
     }
@@ -427,16 +452,16 @@ fn mul(a: Expr, b: Expr) -> Expr {
     Expr { ty: a.ty, kind: ExprKind::Binary(BinOp::Mul, Box::new(a), Box::new(b)) }
 }
 
-fn neg(a: Expr) -> Expr {
+pub(super) fn neg(a: Expr) -> Expr {
     Expr { ty: a.ty, kind: ExprKind::Unary(UnOp::Neg, Box::new(a)) }
 }
 
-fn select(cond: &Expr, then: Expr, otherwise: Expr) -> Expr {
+pub(super) fn select(cond: &Expr, then: Expr, otherwise: Expr) -> Expr {
     Expr { ty: then.ty, kind: ExprKind::Select(Box::new(cond.clone()), Box::new(then), Box::new(otherwise)) }
 }
 
 /// `e` with every load shifted by `by` (`e` evaluated at the point `by` away).
-fn shift(e: &Expr, by: [i32; 3]) -> Expr {
+pub(super) fn shift(e: &Expr, by: [i32; 3]) -> Expr {
     let mut e = e.clone();
     shift_in_place(&mut e, by);
     e
@@ -668,7 +693,7 @@ impl Eval<'_> {
     }
 }
 
-fn one(ty: ScalarType) -> Expr {
+pub(super) fn one(ty: ScalarType) -> Expr {
     Expr { ty, kind: ExprKind::Lit(Literal::Float(1.0, 1.0)) }
 }
 

@@ -6,9 +6,13 @@
 //!   computes them from).
 //! - [`adjoint()`]: a new stencil rather than a rewrite: the adjoint, in gather form, of a stencil
 //!   linear in some of its fields (`#[stencil(adjoint(u))]`).
+//! - [`gradient()`]: a new stencil too: the transposed derivative of a stencil's update with respect
+//!   to parameter fields, in gather form (`#[stencil(gradient(c))]`).
 
 pub mod adjoint;
+pub mod gradient;
 mod inline_point_fns;
 
 pub use adjoint::adjoint;
+pub use gradient::gradient;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};
