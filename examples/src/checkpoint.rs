@@ -42,12 +42,22 @@ pub struct CheckpointArgs {
     /// download of every field); checkpoints are always checked before they are written.
     #[arg(long, value_name = "N")]
     pub check_every: Option<usize>,
+    /// Write every field of the state as `.npy` every N steps (into --output-dir, as
+    /// `MODEL-STEP-FIELD.npy`; checked like a checkpoint first).
+    #[arg(long, value_name = "N")]
+    pub output_every: Option<usize>,
+    /// Folder for the `.npy` snapshots of --output-every (created if missing).
+    #[arg(long, value_name = "DIR", default_value = "snapshots")]
+    pub output_dir: PathBuf,
 }
 
 impl CheckpointArgs {
     /// Whether the run writes, reads or checks checkpoints of its state.
     pub fn active(&self) -> bool {
-        self.checkpoint_every.is_some() || self.restart.is_some() || self.check_every.is_some()
+        self.checkpoint_every.is_some()
+            || self.restart.is_some()
+            || self.check_every.is_some()
+            || self.output_every.is_some()
     }
 
     /// The plan of binary `bin` (rank 0 writes), checked, saying where checkpoints go.
@@ -62,8 +72,10 @@ impl CheckpointArgs {
 
     /// Refuses `--checkpoint-every 0`.
     pub fn check(&self) -> Result<(), Error> {
-        if self.checkpoint_every == Some(0) || self.check_every == Some(0) {
-            return Err("--checkpoint-every 0 or --check-every 0: give a number of steps of at least 1".into());
+        if [self.checkpoint_every, self.check_every, self.output_every].contains(&Some(0)) {
+            return Err(
+                "--checkpoint-every, --check-every or --output-every 0: give a number of steps of at least 1".into()
+            );
         }
         Ok(())
     }
@@ -85,6 +97,8 @@ pub struct Plan {
     pub writer: bool,
     /// Check the state for values that are not finite every this many steps.
     pub check_every: Option<usize>,
+    /// Write the state as `.npy` snapshots every this many steps, into this folder.
+    pub output: Option<(usize, PathBuf)>,
 }
 
 impl Plan {
@@ -97,6 +111,7 @@ impl Plan {
             restart: args.restart.clone(),
             writer: true,
             check_every: args.check_every,
+            output: args.output_every.map(|n| (n, args.output_dir.clone())),
         }
     }
 
@@ -108,7 +123,15 @@ impl Plan {
 
     /// A plan that neither writes nor restarts.
     pub fn none() -> Self {
-        Plan { model: String::new(), every: None, dir: PathBuf::new(), restart: None, writer: true, check_every: None }
+        Plan {
+            model: String::new(),
+            every: None,
+            dir: PathBuf::new(),
+            restart: None,
+            writer: true,
+            check_every: None,
+            output: None,
+        }
     }
 
     /// A plan that writes every `every` steps into `dir` and does not restart.
@@ -120,6 +143,7 @@ impl Plan {
             restart: None,
             writer: true,
             check_every: None,
+            output: None,
         }
     }
 
@@ -132,6 +156,14 @@ impl Plan {
     /// The checkpoint file of step `step` (without a part suffix).
     pub fn path(&self, step: usize) -> PathBuf {
         self.dir.join(format!("{}-{step:08}.ckpt", self.model))
+    }
+
+    /// Writes the `.npy` snapshots of `c` (step `step`) where this process is the writer.
+    pub(crate) fn write_snapshots(&self, c: &Checkpoint<'_>, step: usize) -> Result<(), Error> {
+        let Some((_, dir)) = self.output.as_ref().filter(|_| self.writer) else { return Ok(()) };
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        c.write_npy(dir, &format!("{}-{step:08}", self.model))?;
+        Ok(())
     }
 
     /// Whether a checkpoint is due after step `step` (`last`: the run's last step).

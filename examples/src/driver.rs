@@ -40,8 +40,9 @@ pub trait Stepping {
 /// `id` first, before `build` makes the model from it (or from the initial state, given `None`),
 /// so that a restart that does not fit is refused before anything is allocated. Writes a
 /// checkpoint every `plan.every` steps and after the last (files named by `plan.model`), and
-/// checks the state every `plan.check_every` steps and before each checkpoint: values that are
-/// not finite stop the run with an error; `after_step(step, time)` after every step. Returns the model and the first step run (0
+/// checks the state every `plan.check_every` steps and before each checkpoint and snapshot:
+/// values that are not finite stop the run with an error; writes the state as `.npy` snapshots
+/// every `plan.output` steps; `after_step(step, time)` after every step. Returns the model and the first step run (0
 /// without a restart).
 pub fn run<M: Stepping>(
     id: &Identity,
@@ -56,16 +57,22 @@ pub fn run<M: Stepping>(
     let next = |done: usize, every: Option<usize>| every.map_or(usize::MAX, |n| (done / n + 1) * n - done);
     while !model.finished() {
         let done = model.clock().0;
-        model.advance(next(done, plan.every).min(next(done, plan.check_every)), &mut after_step)?;
+        let output_every = plan.output.as_ref().map(|(n, _)| *n);
+        let segment = next(done, plan.every).min(next(done, plan.check_every)).min(next(done, output_every));
+        model.advance(segment, &mut after_step)?;
         let (step, time) = model.clock();
         if step == done && !model.finished() {
             return Err(format!("the run stopped advancing at step {step} (t = {time}) before its end").into());
         }
         let checked = plan.check_every.is_some_and(|n| step.is_multiple_of(n));
+        let output = output_every.is_some_and(|n| step.is_multiple_of(n));
         let saved = plan.due(step, model.finished());
-        if checked || saved {
+        if checked || output || saved {
             model.save(id, &mut |c| {
                 finite(c, step, time)?;
+                if output {
+                    plan.write_snapshots(c, step)?;
+                }
                 if saved {
                     plan.save(c, step)?;
                 }
@@ -181,6 +188,27 @@ mod tests {
         let (seen, toy) = drive(7, None, None).unwrap();
         assert_eq!((seen.len(), toy.segments), (7, vec![7]));
         assert!(toy.saved.borrow().is_empty());
+    }
+
+    #[test]
+    fn snapshots_are_written_every_n_steps_with_the_state() {
+        let dir = std::env::temp_dir().join(format!("stencil-driver-npy-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let plan = Plan { output: Some((4, dir.clone())), ..Plan::none() };
+        let plan = Plan { model: "toy".into(), ..plan };
+        let (_, toy) = drive_with(10, &plan, None, None).unwrap();
+        assert_eq!(toy.segments, [4, 4, 2]);
+        let mut written: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        written.sort();
+        assert_eq!(written, ["toy-00000004-x.npy", "toy-00000008-x.npy"]);
+        let x = stencil_runtime::io::npy::read::<f64, 1>(dir.join("toy-00000008-x.npy"), 0).unwrap();
+        assert_eq!((0..4).map(|i| x.get([i]).unwrap()).collect::<Vec<_>>(), [0.0, 1.0, 2.0, 3.0]);
+        // A snapshot of a broken state is refused like a checkpoint.
+        std::fs::remove_dir_all(&dir).unwrap();
+        let e = drive_with(10, &plan, None, Some(3)).map(drop).unwrap_err().to_string();
+        assert!(e.contains("after step 4"), "{e}");
+        assert!(!dir.join("toy-00000004-x.npy").exists());
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -76,6 +76,21 @@ struct Stored<'a> {
 }
 
 impl Stored<'_> {
+    /// The shape it was pushed with, as a `D`-dimensional shape.
+    fn shape<const D: usize>(&self) -> Result<Shape<D>, IoError> {
+        let (interior, halo) =
+            (<[usize; D]>::try_from(self.interior.as_slice()), <[usize; D]>::try_from(self.halo.as_slice()));
+        match (interior, halo) {
+            (Ok(interior), Ok(halo)) => {
+                Ok(Shape::new(interior).halo_per_axis(halo).order(self.order).align(self.align))
+            }
+            _ => Err(IoError::Unwritable {
+                path: PathBuf::new(),
+                what: format!("field `{}` as {D}-dimensional", self.name),
+            }),
+        }
+    }
+
     /// The shape, described as [`Shape::describe`] does.
     fn describe(&self) -> String {
         format!("interior {:?} halo {:?} {:?} align {}", self.interior, self.halo, self.order, self.align)
@@ -181,6 +196,34 @@ impl<'a> Checkpoint<'a> {
             };
             (count > 0).then_some((f.name.as_str(), count))
         })
+    }
+
+    /// Writes the interior of every field as a `.npy` file, `dir/STEM-NAME.npy` (as
+    /// [`npy::write`](super::npy::write) writes a field), e.g. snapshots of a run's state every N
+    /// steps; returns the paths written.
+    pub fn write_npy(&self, dir: impl AsRef<Path>, stem: &str) -> Result<Vec<PathBuf>, IoError> {
+        let mut written = Vec::new();
+        for f in &self.fields {
+            let path = dir.as_ref().join(format!("{stem}-{}.npy", f.name));
+            macro_rules! typed {
+                ($t:ty) => {
+                    match f.interior.len() {
+                        1 => super::npy::write(&path, &self.field::<$t, 1>(&f.name, &f.shape()?)?)?,
+                        2 => super::npy::write(&path, &self.field::<$t, 2>(&f.name, &f.shape()?)?)?,
+                        3 => super::npy::write(&path, &self.field::<$t, 3>(&f.name, &f.shape()?)?)?,
+                        d => return Err(IoError::Unwritable { path, what: format!("a {d}-dimensional field as .npy") }),
+                    }
+                };
+            }
+            match f.tag {
+                t if t == f32::TAG => typed!(f32),
+                t if t == f64::TAG => typed!(f64),
+                t if t == i32::TAG => typed!(i32),
+                _ => typed!(u32),
+            }
+            written.push(path);
+        }
+        Ok(written)
     }
 
     /// The names of the fields, in the order they were pushed.
@@ -604,6 +647,28 @@ mod tests {
         back.push("u", &u).unwrap();
         assert_eq!(back.non_finite(), Some(("u", 2)));
         assert_eq!(Checkpoint::read(dir.join("bad")).unwrap().non_finite(), Some(("v", 1)));
+    }
+
+    #[test]
+    fn every_field_is_written_as_npy_with_its_interior() {
+        let dir = temp_dir("ckpt-npy");
+        let mut rng = Rng(9);
+        let (u, v, m) = sample(&dir.join("c"), &mut rng);
+        let back = Checkpoint::read(dir.join("c")).unwrap();
+        let written = back.write_npy(&dir, "model-17").unwrap();
+        let names: Vec<_> = written.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["model-17-u.npy", "model-17-v.npy", "model-17-mask.npy"]);
+        let u2 = crate::io::npy::read::<f64, 3>(&written[0], 0).unwrap();
+        let v2 = crate::io::npy::read::<f32, 3>(&written[1], 0).unwrap();
+        let m2 = crate::io::npy::read::<u32, 3>(&written[2], 0).unwrap();
+        fn same<T: IoElement>(a: &Field<T, 3>, b: &Field<T, 3>) -> bool {
+            let n = a.shape().interior();
+            a.shape().interior() == b.shape().interior()
+                && (0..n[2] as isize).all(|k| {
+                    (0..n[1] as isize).all(|j| (0..n[0] as isize).all(|i| a.get([i, j, k]) == b.get([i, j, k])))
+                })
+        }
+        assert!(same(&u, &u2) && same(&v, &v2) && same(&m, &m2));
     }
 
     #[test]
