@@ -46,6 +46,7 @@
 //! `mul_add`'s linear uses), a comparison or branch condition that depends on one, a conversion,
 //! or a coefficient that reads a written field. Column sweeps and reductions have no adjoint yet.
 
+use super::symbolic::{State, StateMut, Symbolic, Term};
 use crate::ir::{
     BinOp, Expr, ExprKind, FieldParam, Literal, MathFn, Param, ParamId, ParamKind, ScalarType, StencilIr, Stmt, UnOp,
 };
@@ -263,14 +264,6 @@ impl fmt::Display for AdjointError {
 }
 
 impl std::error::Error for AdjointError {}
-
-/// A term of a linear form: `coef · field[p + offset]`.
-#[derive(Clone, Debug, PartialEq)]
-struct Term {
-    field: ParamId,
-    offset: [i32; 3],
-    coef: Expr,
-}
 
 /// The symbolic value of an expression at the forward point: fixed (no field of `L` in it), or
 /// linear in `L` (its derivative; the part that does not depend on `L` is dropped).
@@ -492,94 +485,58 @@ impl Val {
     }
 }
 
+impl Symbolic for Eval<'_> {
+    type V = Val;
+    const NO_FIELD: &'static str = "a requested field";
+
+    fn ir(&self) -> &StencilIr {
+        self.ir
+    }
+
+    fn followed(&self) -> &[bool] {
+        self.linear
+    }
+
+    fn state(&self) -> State<'_, Val> {
+        (&self.locals, &self.stored, &self.site)
+    }
+
+    fn state_mut(&mut self) -> StateMut<'_, Val> {
+        (&mut self.locals, &mut self.stored, &mut self.site)
+    }
+
+    fn expr(&self, e: &Expr) -> Result<Val, AdjointError> {
+        Eval::expr(self, e)
+    }
+
+    /// A condition must not depend on the fields the adjoint is taken in.
+    fn condition(&self, cond: &Expr) -> Result<Expr, AdjointError> {
+        match self.expr(cond)? {
+            Val::Fixed(c) => Ok(c),
+            Val::Lin(_) => {
+                let kind = AdjointErrorKind::Condition { term: render(self.ir, cond), fields: self.fields_of(cond) };
+                Err(AdjointError { kind, site: self.site.clone() })
+            }
+        }
+    }
+
+    fn fixed(e: Expr) -> Val {
+        Val::Fixed(e)
+    }
+
+    fn merge(cond: &Expr, a: Val, b: Val) -> Val {
+        merge(cond, a, b)
+    }
+
+    fn terms(v: &Val) -> &[Term] {
+        match v {
+            Val::Fixed(_) => &[],
+            Val::Lin(terms) => terms,
+        }
+    }
+}
+
 impl Eval<'_> {
-    fn block(&mut self, body: &[Stmt]) -> Result<(), AdjointError> {
-        for stmt in body {
-            match stmt {
-                Stmt::Let { local, init } => {
-                    self.site = Site::Local(self.ir.locals[*local].name.clone());
-                    self.locals[*local] = init.as_ref().map(|e| self.expr(e)).transpose()?;
-                }
-                Stmt::Assign { local, value } => {
-                    self.site = Site::Local(self.ir.locals[*local].name.clone());
-                    self.locals[*local] = Some(self.expr(value)?);
-                }
-                Stmt::Store { field, value } => {
-                    self.site = Site::Store(self.ir.params[*field].name.clone());
-                    self.stored[*field] = Some(self.expr(value)?);
-                }
-                Stmt::Fold { .. } => unreachable!("reductions are rejected before"),
-                Stmt::If { cond, then_body, else_body } => {
-                    self.site = Site::Condition;
-                    let c = match self.expr(cond)? {
-                        Val::Fixed(c) => c,
-                        Val::Lin(_) => return Err(self.error_condition(cond)),
-                    };
-                    let (locals, stored) = (self.locals.clone(), self.stored.clone());
-                    self.block(then_body)?;
-                    let then_state =
-                        (std::mem::replace(&mut self.locals, locals), std::mem::replace(&mut self.stored, stored));
-                    self.block(else_body)?;
-                    // A local set in one branch only was declared there: it ends with it.
-                    let else_locals = std::mem::take(&mut self.locals);
-                    self.locals =
-                        then_state.0.into_iter().zip(else_locals).map(|(a, b)| Some(merge(&c, a?, b?))).collect();
-                    // A field stored in one branch only keeps its old value in the other.
-                    let ir = self.ir;
-                    let else_stored = std::mem::take(&mut self.stored);
-                    self.stored = then_state
-                        .1
-                        .into_iter()
-                        .zip(else_stored)
-                        .enumerate()
-                        .map(|(w, (a, b))| {
-                            let old = || {
-                                let ty = ir.field(w).map_or(ScalarType::F64, |f| f.elem);
-                                Some(Val::Fixed(load(ty, w, [0; 3])))
-                            };
-                            match (a, b) {
-                                (None, None) => None,
-                                (a, b) => Some(merge(&c, a.or_else(old)?, b.or_else(old)?)),
-                            }
-                        })
-                        .collect();
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn fields_of(&self, e: &Expr) -> String {
-        let mut names: Vec<&str> = Vec::new();
-        e.visit(&mut |x| {
-            if let ExprKind::Load { field, .. } = x.kind {
-                if self.linear[field] && !names.contains(&self.ir.params[field].name.as_str()) {
-                    names.push(&self.ir.params[field].name);
-                }
-            }
-            if let ExprKind::Local(l) = x.kind {
-                if let Some(Some(Val::Lin(terms))) = self.locals.get(l) {
-                    for t in terms {
-                        let n = self.ir.params[t.field].name.as_str();
-                        if !names.contains(&n) {
-                            names.push(n);
-                        }
-                    }
-                }
-            }
-        });
-        match names.as_slice() {
-            [] => "a requested field".into(),
-            [one] => format!("`{one}`"),
-            many => format!("`{}`", many.join("`, `")),
-        }
-    }
-
-    fn error_condition(&self, e: &Expr) -> AdjointError {
-        let kind = AdjointErrorKind::Condition { term: render(self.ir, e), fields: self.fields_of(e) };
-        AdjointError { kind, site: self.site.clone() }
-    }
-
     fn error(&self, e: &Expr, kind: impl FnOnce(String, String) -> AdjointErrorKind) -> AdjointError {
         AdjointError { kind: kind(render(self.ir, e), self.fields_of(e)), site: self.site.clone() }
     }
@@ -682,13 +639,7 @@ impl Eval<'_> {
                     }
                 }
             }
-            ExprKind::Select(c, a, b) => {
-                let c = match self.expr(c)? {
-                    Fixed(c) => c,
-                    Lin(_) => return Err(self.error_condition(c)),
-                };
-                merge(&c, self.expr(a)?, self.expr(b)?)
-            }
+            ExprKind::Select(c, a, b) => merge(&self.condition(c)?, self.expr(a)?, self.expr(b)?),
         })
     }
 }

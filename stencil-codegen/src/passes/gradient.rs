@@ -36,20 +36,13 @@ use super::adjoint::{
     add, load, mul, neg, one, render, select, shift, zero, Adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site,
     BAR_SUFFIX, MASK_NAME,
 };
+use super::symbolic::{State, StateMut, Symbolic, Term};
 use crate::ir::{
     BinOp, Expr, ExprKind, FieldParam, Literal, MathFn, Param, ParamId, ParamKind, ScalarType, StencilIr, Stmt, UnOp,
 };
 
 /// The suffix of the gradient's name (`wave` → `wave_gradient`, functor `WaveGradient`).
 pub const GRADIENT_SUFFIX: &str = "_gradient";
-
-/// A partial derivative: `∂value/∂field[x + offset] = coef`.
-#[derive(Clone, Debug, PartialEq)]
-struct Term {
-    field: ParamId,
-    offset: [i32; 3],
-    coef: Expr,
-}
 
 /// A value at the forward point and its partial derivatives with respect to the parameter
 /// fields (none: it does not depend on them).
@@ -241,85 +234,49 @@ pub fn gradient(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError
     Ok(Adjoint { ir, roles })
 }
 
+impl Symbolic for Eval<'_> {
+    type V = Dual;
+    const NO_FIELD: &'static str = "a parameter field";
+
+    fn ir(&self) -> &StencilIr {
+        self.ir
+    }
+
+    fn followed(&self) -> &[bool] {
+        self.param
+    }
+
+    fn state(&self) -> State<'_, Dual> {
+        (&self.locals, &self.stored, &self.site)
+    }
+
+    fn state_mut(&mut self) -> StateMut<'_, Dual> {
+        (&mut self.locals, &mut self.stored, &mut self.site)
+    }
+
+    fn expr(&self, e: &Expr) -> Result<Dual, AdjointError> {
+        Eval::expr(self, e)
+    }
+
+    /// The branch the forward state takes: its derivative.
+    fn condition(&self, cond: &Expr) -> Result<Expr, AdjointError> {
+        Ok(self.expr(cond)?.v)
+    }
+
+    fn fixed(e: Expr) -> Dual {
+        Dual::fixed(e)
+    }
+
+    fn merge(cond: &Expr, a: Dual, b: Dual) -> Dual {
+        merge(cond, a, b)
+    }
+
+    fn terms(v: &Dual) -> &[Term] {
+        &v.d
+    }
+}
+
 impl Eval<'_> {
-    fn block(&mut self, body: &[Stmt]) -> Result<(), AdjointError> {
-        for stmt in body {
-            match stmt {
-                Stmt::Let { local, init } => {
-                    self.site = Site::Local(self.ir.locals[*local].name.clone());
-                    self.locals[*local] = init.as_ref().map(|e| self.expr(e)).transpose()?;
-                }
-                Stmt::Assign { local, value } => {
-                    self.site = Site::Local(self.ir.locals[*local].name.clone());
-                    self.locals[*local] = Some(self.expr(value)?);
-                }
-                Stmt::Store { field, value } => {
-                    self.site = Site::Store(self.ir.params[*field].name.clone());
-                    self.stored[*field] = Some(self.expr(value)?);
-                }
-                Stmt::Fold { .. } => unreachable!("reductions are rejected before"),
-                Stmt::If { cond, then_body, else_body } => {
-                    self.site = Site::Condition;
-                    // The branch the forward state takes: its derivative.
-                    let c = self.expr(cond)?.v;
-                    let (locals, stored) = (self.locals.clone(), self.stored.clone());
-                    self.block(then_body)?;
-                    let then_state =
-                        (std::mem::replace(&mut self.locals, locals), std::mem::replace(&mut self.stored, stored));
-                    self.block(else_body)?;
-                    let else_locals = std::mem::take(&mut self.locals);
-                    self.locals =
-                        then_state.0.into_iter().zip(else_locals).map(|(a, b)| Some(merge(&c, a?, b?))).collect();
-                    let ir = self.ir;
-                    let else_stored = std::mem::take(&mut self.stored);
-                    self.stored = then_state
-                        .1
-                        .into_iter()
-                        .zip(else_stored)
-                        .enumerate()
-                        .map(|(w, (a, b))| {
-                            let old = || {
-                                let ty = ir.field(w).map_or(ScalarType::F64, |f| f.elem);
-                                Some(Dual::fixed(load(ty, w, [0; 3])))
-                            };
-                            match (a, b) {
-                                (None, None) => None,
-                                (a, b) => Some(merge(&c, a.or_else(old)?, b.or_else(old)?)),
-                            }
-                        })
-                        .collect();
-                }
-            }
-        }
-        Ok(())
-    }
-
-    fn fields_of(&self, e: &Expr) -> String {
-        let mut names: Vec<&str> = Vec::new();
-        e.visit(&mut |x| {
-            if let ExprKind::Load { field, .. } = x.kind {
-                if self.param[field] && !names.contains(&self.ir.params[field].name.as_str()) {
-                    names.push(&self.ir.params[field].name);
-                }
-            }
-            if let ExprKind::Local(l) = x.kind {
-                if let Some(Some(v)) = self.locals.get(l) {
-                    for t in &v.d {
-                        let n = self.ir.params[t.field].name.as_str();
-                        if !names.contains(&n) {
-                            names.push(n);
-                        }
-                    }
-                }
-            }
-        });
-        match names.as_slice() {
-            [] => "a parameter field".into(),
-            [one] => format!("`{one}`"),
-            many => format!("`{}`", many.join("`, `")),
-        }
-    }
-
     fn error(&self, e: &Expr, kind: impl FnOnce(String, String) -> AdjointErrorKind) -> AdjointError {
         AdjointError { kind: kind(render(self.ir, e), self.fields_of(e)), site: self.site.clone() }
     }

@@ -12,6 +12,7 @@
 pub mod adjoint;
 pub mod gradient;
 mod inline_point_fns;
+mod symbolic;
 
 pub use adjoint::adjoint;
 pub use gradient::gradient;
