@@ -8,6 +8,7 @@
 //! [`canonical`] holds the test stencils that several tests (and the CPU benchmark) share, each
 //! with its source text and a plain-Rust reference.
 
+pub mod adjoint_check;
 pub mod canonical;
 pub mod distributed_check;
 pub mod exchange_check;

@@ -16,8 +16,8 @@ use stencil_runtime::codegen::ir::{ExprKind, ParamKind, StencilIr, Stmt};
 use stencil_runtime::cuda_source::cuda_kernel;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Distributed, Loop, Stencil};
-use stencil_tests::fuzz::interp::{run_point, Point, Value};
-use stencil_tests::{for_each_in_range, nb, range_contains, SplitMix64};
+use stencil_tests::adjoint_check::{dot, interpret, random_on, sub_range};
+use stencil_tests::{for_each_in_range, nb, random, range_contains, SplitMix64};
 
 mod common;
 
@@ -118,36 +118,6 @@ fn coupled(idx: Idx2, w: [f64; 2], q: [&Field2<f64>; 2], out: &mut Field2<f64>) 
 
 // ---- The harness ----
 
-/// A field random in `[-1, 1)` on `keep` and zero elsewhere.
-fn random_on<const D: usize>(shape: Shape<D>, keep: &Loop<D>, rng: &mut SplitMix64) -> Field<f64, D> {
-    Field::from_fn(shape, |g| if range_contains(keep, &shape, g) { rng.uniform(-1.0, 1.0) } else { 0.0 })
-}
-
-/// A field random in `[lo, hi)` everywhere.
-fn random<const D: usize>(shape: Shape<D>, rng: &mut SplitMix64, lo: f64, hi: f64) -> Field<f64, D> {
-    Field::from_fn(shape, |_| rng.uniform(lo, hi))
-}
-
-/// The forward range's mask: 1 on `range`, 0 elsewhere.
-fn mask<const D: usize>(shape: Shape<D>, range: &Loop<D>) -> Field<f64, D> {
-    Field::from_fn(shape, |g| if range_contains(range, &shape, g) { 1.0 } else { 0.0 })
-}
-
-/// `Σ a·b` over `range`.
-fn dot<const D: usize>(a: &Field<f64, D>, b: &Field<f64, D>, range: &Loop<D>) -> f64 {
-    let mut s = 0.0;
-    for_each_in_range(range, a.shape(), |g| s += nb(a, g, [0; D]) * nb(b, g, [0; D]));
-    s
-}
-
-/// A random sub-range of the interior of `shape` that keeps `margin` points from its edges.
-fn sub_range<const D: usize>(shape: &Shape<D>, margin: usize, rng: &mut SplitMix64) -> Loop<D> {
-    let n = shape.extent();
-    let begin: [usize; D] = std::array::from_fn(|_| margin + rng.int(0, 2) as usize);
-    let end: [usize; D] = std::array::from_fn(|a| n[a] - margin - rng.int(0, 2) as usize);
-    Loop::from_bounds(n, begin, end).expect("the shape leaves room")
-}
-
 /// A forward launch: linear inputs `x`, the output.
 type Forward<'a, const D: usize> = dyn Fn(&[Field<f64, D>], &mut Field<f64, D>) + 'a;
 /// An adjoint launch: the inputs' cotangents (accumulated into), the output's, the range mask.
@@ -165,13 +135,13 @@ fn dot_test<const D: usize>(
     forward: &Forward<'_, D>,
     adjoint: &Adjoint<'_, D>,
 ) -> f64 {
-    let x: Vec<_> = (0..inputs).map(|_| random_on(shape, q, rng)).collect();
+    let x: Vec<_> = (0..inputs).map(|_| random_on(shape, q, rng, -1.0, 1.0)).collect();
     let mut fx = Field::zeros(shape);
     forward(&x, &mut fx);
-    let y = random(shape, rng, -1.0, 1.0);
-    let start: Vec<_> = (0..inputs).map(|_| random(shape, rng, -1.0, 1.0)).collect();
+    let y = random::<f64, _>(shape, rng, -1.0, 1.0);
+    let start: Vec<_> = (0..inputs).map(|_| random::<f64, _>(shape, rng, -1.0, 1.0)).collect();
     let mut x_bar: Vec<_> = start.iter().map(|s| s.try_clone().expect("clone")).collect();
-    adjoint(&mut x_bar, &y, &mask(shape, r));
+    adjoint(&mut x_bar, &y, &stencil_runtime::adjoint::range_mask(shape, r));
     let lhs = dot(&fx, &y, r);
     let mut rhs = 0.0;
     for (i, (xb, s)) in x_bar.iter().zip(&start).enumerate() {
@@ -231,7 +201,7 @@ fn wave_dot_product() {
     let shape = Shape3::new([12, 10, 11]).halo(1);
     for_ranges(shape, 3, 1, 0x3a7e, |r, q, rng| {
         let dt2 = rng.uniform(0.05, 0.3);
-        let c = random(shape, rng, 0.5, 1.5);
+        let c = random::<f64, _>(shape, rng, 0.5, 1.5);
         let err = dot_test(
             shape,
             2,
@@ -253,7 +223,7 @@ fn star8_dot_product() {
     let shape = Shape3::new([20, 19, 18]).halo(4);
     let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
     for_ranges(shape, 8, 4, 0x25, |r, q, rng| {
-        let c = random(shape, rng, 0.5, 1.5);
+        let c = random::<f64, _>(shape, rng, 0.5, 1.5);
         let err = dot_test(
             shape,
             1,
@@ -272,8 +242,8 @@ fn damped_dot_product() {
     let shape = Shape3::new([11, 12, 10]).halo(1);
     for_ranges(shape, 3, 1, 0xda3b, |r, q, rng| {
         let dt = rng.uniform(0.1, 0.5);
-        let c2 = random(shape, rng, 0.5, 2.0);
-        let d = random(shape, rng, 0.0, 3.0);
+        let c2 = random::<f64, _>(shape, rng, 0.5, 2.0);
+        let d = random::<f64, _>(shape, rng, 0.0, 3.0);
         let err = dot_test(
             shape,
             2,
@@ -294,8 +264,8 @@ fn damped_dot_product() {
 fn shifted_coefficients_and_branches_dot_product() {
     let shape = Shape3::new([12, 12, 10]).halo(1);
     for_ranges(shape, 3, 1, 0xface, |r, q, rng| {
-        let k = random(shape, rng, 0.5, 2.0);
-        let region = random(shape, rng, -1.0, 1.0);
+        let k = random::<f64, _>(shape, rng, 0.5, 2.0);
+        let region = random::<f64, _>(shape, rng, -1.0, 1.0);
         let err = dot_test(
             shape,
             1,
@@ -364,10 +334,10 @@ fn the_adjoint_on_subdomains_gives_the_host_bits() {
     let mut rng = SplitMix64::new(0xd15);
     let r = Loop3D::interior(&shape).shrink([1; 3]);
     let q = r.grow([1; 3]).expect("room");
-    let c = random(shape, &mut rng, 0.5, 1.5);
-    let y = random(shape, &mut rng, -1.0, 1.0);
+    let c = random::<f64, _>(shape, &mut rng, 0.5, 1.5);
+    let y = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
     let m = stencil_runtime::adjoint::range_mask(shape, &r);
-    let start = [random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0)];
+    let start = [random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0)];
     let [mut a, mut b] = [start[0].try_clone().expect("clone"), start[1].try_clone().expect("clone")];
     Host.run(&q, WaveAdjoint, (0.2, &c, &mut a, &mut b, &y, &m)).expect("host");
     let grid = Decomposition::new(n, [2, 2, 1], [false; 3], [2; 3]).expect("grid");
@@ -397,26 +367,6 @@ fn every_strategy_prints_the_adjoint() {
 }
 
 // ---- A planted bug ----
-
-/// Runs `ir` (an adjoint: writes accumulate into its `&mut` fields) over `range` through the IR
-/// interpreter, `fields[p]` standing for parameter `p` (scalars are `scalars[p]`).
-fn interpret(ir: &StencilIr, range: &Loop3D, fields: &mut [Option<Field3<f64>>], scalars: &[f64]) {
-    let shape = *fields.iter().flatten().next().expect("a field").shape();
-    let mut stores = Vec::new();
-    for_each_in_range(range, &shape, |g| {
-        let load = |p: usize, o: [i32; 3]| {
-            let f = fields[p].as_ref().expect("a field parameter");
-            Value::F64(nb(f, g, [o[0] as isize, o[1] as isize, o[2] as isize]))
-        };
-        let scalar = |p: usize| Value::F64(scalars[p]);
-        for (p, v) in run_point(ir, &Point { load: &load, scalar: &scalar, level: None }) {
-            stores.push((p, g, v.to_f64()));
-        }
-    });
-    for (p, g, v) in stores {
-        fields[p].as_mut().expect("a field").set(g, v).expect("inside");
-    }
-}
 
 /// The adjoint's IR with one offset flipped: the first cotangent load (a read-only field the
 /// forward writes, `.._bar`) at a nonzero offset reads at the negated offset instead.
@@ -470,7 +420,7 @@ fn a_flipped_offset_fails_the_dot_product_test() {
     let r = sub_range(&shape, 3, &mut rng);
     let q = r.grow([1; 3]).expect("room");
     let dt2 = 0.2;
-    let c = random(shape, &mut rng, 0.5, 1.5);
+    let c = random::<f64, _>(shape, &mut rng, 0.5, 1.5);
     let run = |adjoint: &StencilIr, rng: &mut SplitMix64| {
         dot_test(
             shape,
@@ -509,9 +459,10 @@ fn the_compiled_adjoint_matches_its_ir() {
     let r = sub_range(&shape, 3, &mut rng);
     let q = r.grow([1; 3]).expect("room");
     let dt2 = 0.3;
-    let c = random(shape, &mut rng, 0.5, 1.5);
-    let (y, m) = (random(shape, &mut rng, -1.0, 1.0), mask(shape, &r));
-    let (mut u_bar, mut u_prev_bar) = (random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0));
+    let c = random::<f64, _>(shape, &mut rng, 0.5, 1.5);
+    let (y, m) = (random::<f64, _>(shape, &mut rng, -1.0, 1.0), stencil_runtime::adjoint::range_mask(shape, &r));
+    let (mut u_bar, mut u_prev_bar) =
+        (random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
     let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
     let mut fields = vec![None, clone(&c), clone(&u_bar), clone(&u_prev_bar), clone(&y), clone(&m)];
     interpret(<WaveAdjoint as Stencil<3>>::ir(), &q, &mut fields, &[dt2]);
@@ -549,9 +500,9 @@ fn every_strategy_runs_the_adjoint_on_a_gpu_with_the_host_bits() {
     let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
     let r = Loop3D::interior(&shape).shrink([4; 3]);
     let q = r.grow([4; 3]).expect("room");
-    let (c, y) = (random(shape, &mut rng, 0.5, 1.5), random(shape, &mut rng, -1.0, 1.0));
+    let (c, y) = (random::<f64, _>(shape, &mut rng, 0.5, 1.5), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
     let m = stencil_runtime::adjoint::range_mask(shape, &r);
-    let start = random(shape, &mut rng, -1.0, 1.0);
+    let start = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
     let mut host = start.try_clone().expect("clone");
     Host.run(&q, Star8Adjoint, (w, &c, &mut host, &y, &m)).expect("host");
     let (dc, dy, dm) = (gpu.upload(&c).expect("c"), gpu.upload(&y).expect("y"), gpu.upload(&m).expect("m"));

@@ -17,8 +17,8 @@ use stencil_runtime::codegen::ir::{Expr, ExprKind, StencilIr, Stmt};
 use stencil_runtime::prelude::*;
 use stencil_runtime::revolve::{reverse, Schedule};
 use stencil_runtime::{Decomposition, Distributed, LaunchError, Loop, Stencil};
-use stencil_tests::fuzz::interp::{run_point, Point, Value};
-use stencil_tests::{for_each_in_range, nb, range_contains, SplitMix64};
+use stencil_tests::adjoint_check::{dot, interpret, random_on, sub_range};
+use stencil_tests::{for_each_in_range, nb, random, range_contains, SplitMix64};
 
 const TOL: f64 = 1e-12;
 
@@ -108,34 +108,9 @@ fn residual(idx: Idx3, a: &Field3<f64>, b: &Field3<f64>, out: &mut Field3<f64>) 
 
 // ---- The harness ----
 
-fn random_on<const D: usize>(shape: Shape<D>, keep: &Loop<D>, rng: &mut SplitMix64, lo: f64, hi: f64) -> Field<f64, D> {
-    Field::from_fn(shape, |g| if range_contains(keep, &shape, g) { rng.uniform(lo, hi) } else { 0.0 })
-}
-
-fn random<const D: usize>(shape: Shape<D>, rng: &mut SplitMix64, lo: f64, hi: f64) -> Field<f64, D> {
-    Field::from_fn(shape, |_| rng.uniform(lo, hi))
-}
-
-fn mask<const D: usize>(shape: Shape<D>, range: &Loop<D>) -> Field<f64, D> {
-    stencil_runtime::adjoint::range_mask(shape, range)
-}
-
-fn dot<const D: usize>(a: &Field<f64, D>, b: &Field<f64, D>, range: &Loop<D>) -> f64 {
-    let mut s = 0.0;
-    for_each_in_range(range, a.shape(), |g| s += nb(a, g, [0; D]) * nb(b, g, [0; D]));
-    s
-}
-
 /// `a + h b`, everywhere.
 fn axpy<const D: usize>(a: &Field<f64, D>, h: f64, b: &Field<f64, D>) -> Field<f64, D> {
     Field::from_fn(*a.shape(), |g| nb(a, g, [0; D]) + h * nb(b, g, [0; D]))
-}
-
-fn sub_range<const D: usize>(shape: &Shape<D>, margin: usize, rng: &mut SplitMix64) -> Loop<D> {
-    let n = shape.extent();
-    let begin: [usize; D] = std::array::from_fn(|_| margin + rng.int(0, 2) as usize);
-    let end: [usize; D] = std::array::from_fn(|a| n[a] - margin - rng.int(0, 2) as usize);
-    Loop::from_bounds(n, begin, end).expect("the shape leaves room")
 }
 
 /// A tangent launch: `(p, δp, out)`.
@@ -158,15 +133,15 @@ fn one_step<const D: usize>(
     tangent: &Tangent<'_, D>,
     gradient: &Gradient<'_, D>,
 ) -> (f64, Vec<f64>) {
-    let p = random(shape, rng, 0.5, 1.5);
+    let p = random::<f64, _>(shape, rng, 0.5, 1.5);
     let dp = random_on(shape, q, rng, -0.004, 0.004);
-    let y = random(shape, rng, -1.0, 1.0);
+    let y = random::<f64, _>(shape, rng, -1.0, 1.0);
     // ⟨T δp, y⟩ over r = ⟨δp, G y⟩ over q (G accumulates into a random start).
     let mut t = Field::zeros(shape);
     tangent(&p, &dp, &mut t);
-    let start = random(shape, rng, -1.0, 1.0);
+    let start = random::<f64, _>(shape, rng, -1.0, 1.0);
     let mut g = start.try_clone().expect("clone");
-    gradient(&p, &y, &mut g, &mask(shape, r));
+    gradient(&p, &y, &mut g, &stencil_runtime::adjoint::range_mask(shape, r));
     let lhs = dot(&t, &y, r);
     let mut rhs = 0.0;
     for_each_in_range(&Loop::whole(&shape), &shape, |x| {
@@ -205,7 +180,7 @@ fn a_linear_parameter_passes_the_dot_product_and_taylor_tests() {
     for _ in 0..3 {
         let r = sub_range(&shape, 2, &mut rng);
         let dt2 = rng.uniform(0.05, 0.3);
-        let (u, u_prev) = (random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0));
+        let (u, u_prev) = (random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
         let (err, rem) = one_step(
             shape,
             &r,
@@ -228,7 +203,7 @@ fn a_nonlinear_parameter_passes_the_dot_product_and_taylor_tests() {
     for _ in 0..3 {
         let r = sub_range(&shape, 2, &mut rng);
         let dt2 = rng.uniform(0.05, 0.3);
-        let (u, u_prev) = (random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0));
+        let (u, u_prev) = (random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
         let (err, rem) = one_step(
             shape,
             &r,
@@ -252,7 +227,7 @@ fn a_parameter_read_at_neighbours_gathers() {
         let r = sub_range(&shape, 3, &mut rng);
         // Over r: k held fixed outside r; over r grown by the reach (1): every k a variable.
         let q = if grow { r.grow([1; 2]).expect("room") } else { r };
-        let u = random(shape, &mut rng, -1.0, 1.0);
+        let u = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
         let (err, rem) = one_step(
             shape,
             &r,
@@ -279,24 +254,6 @@ fn the_gradient_parameters_follow_the_documented_convention() {
 }
 
 // ---- A planted bug ----
-
-fn interpret(ir: &StencilIr, range: &Loop3D, fields: &mut [Option<Field3<f64>>], scalars: &[f64]) {
-    let shape = *fields.iter().flatten().next().expect("a field").shape();
-    let mut stores = Vec::new();
-    for_each_in_range(range, &shape, |g| {
-        let load = |p: usize, o: [i32; 3]| {
-            let f = fields[p].as_ref().expect("a field parameter");
-            Value::F64(nb(f, g, [o[0] as isize, o[1] as isize, o[2] as isize]))
-        };
-        let scalar = |p: usize| Value::F64(scalars[p]);
-        for (p, v) in run_point(ir, &Point { load: &load, scalar: &scalar, level: None }) {
-            stores.push((p, g, v.to_f64()));
-        }
-    });
-    for (p, g, v) in stores {
-        fields[p].as_mut().expect("a field").set(g, v).expect("inside");
-    }
-}
 
 /// The gradient's IR with the sign of its first guarded term flipped (`p_bar += -(term)`).
 fn flip_first_term(ir: &StencilIr) -> StencilIr {
@@ -340,7 +297,7 @@ fn a_flipped_sign_fails_the_dot_product_test() {
     let mut rng = SplitMix64::new(0xbad);
     let r = sub_range(&shape, 2, &mut rng);
     let dt2 = 0.2;
-    let (u, u_prev) = (random(shape, &mut rng, -1.0, 1.0), random(shape, &mut rng, -1.0, 1.0));
+    let (u, u_prev) = (random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
     let run = |gradient: &StencilIr, rng: &mut SplitMix64| {
         one_step(
             shape,
@@ -387,7 +344,7 @@ fn propagator_gradient<X: Executor>(
 ) -> ([Vec<f64>; 3], usize) {
     let shape = *u.shape();
     let up = |f: &Field3<f64>| exec.upload(f).expect("upload");
-    let (c, d, m) = (up(c), up(d), up(&mask(shape, r)));
+    let (c, d, m) = (up(c), up(d), up(&stencil_runtime::adjoint::range_mask(shape, r)));
     let mut state = [up(u_prev), up(u)];
     struct Ctx<F> {
         scratch: F,
@@ -477,7 +434,7 @@ fn problem_over(seed: u64, whole_interior: bool) -> Problem {
         r,
         u_prev: random_on(shape, &r, &mut rng, -1.0, 1.0),
         u: random_on(shape, &r, &mut rng, -1.0, 1.0),
-        c: random(shape, &mut rng, 0.5, 1.5),
+        c: random::<f64, _>(shape, &mut rng, 0.5, 1.5),
         d: random_on(shape, &r, &mut rng, -1.0, 1.0),
     }
 }
