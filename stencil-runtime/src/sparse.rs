@@ -94,13 +94,14 @@ impl<const D: usize> SparsePoints<D> {
     }
 
     /// The nodes of point `p` (storage coordinates) and their weights, in a fixed order (axis 0
-    /// fastest).
+    /// fastest). Panics if `p` is not below [`SparsePoints::len`], as a slice index does.
     pub fn nodes(&self, p: usize) -> &[([usize; D], f64)] {
         &self.nodes[p]
     }
 
     /// What injecting `amount` at point `p` adds at each node: the node's one-point range and
-    /// `amount` times its weight (`amount` itself, exactly, for a weight of 1).
+    /// `amount` times its weight (`amount` itself, exactly, for a weight of 1). Panics if `p` is
+    /// not below [`SparsePoints::len`], as a slice index does.
     pub fn spread(&self, p: usize, amount: f64) -> impl Iterator<Item = (Loop<D>, f64)> + '_ {
         self.nodes[p].iter().map(move |&(node, w)| {
             let range = Loop::within(self.extent, node, node.map(|v| v + 1));

@@ -54,22 +54,13 @@ pub fn companion(
         wrt.extend(user.params.clone());
     }
     let adj = adjoint(ir, &wrt).map_err(|e| {
-        let tokens = match (&e.site, &e.kind) {
-            (
-                Site::Stencil,
-                AdjointErrorKind::NotRead { field }
-                | AdjointErrorKind::Written { field }
-                | AdjointErrorKind::NotAField { name: field },
-            ) => {
-                let user =
-                    declared.iter().find(|u| ir.params[u.params.start..u.params.end].iter().any(|p| p.name == *field));
-                names.iter().find(|n| user.is_some_and(|u| **n == u.name)).map(|n| n.to_token_stream())
-            }
-            (Site::Stencil, _) => None,
-            (site, _) => locate(func, site),
+        let field = match &e.kind {
+            AdjointErrorKind::NotRead { field }
+            | AdjointErrorKind::Written { field }
+            | AdjointErrorKind::NotAField { name: field } => Some(field.clone()),
+            _ => None,
         };
-        let tokens = tokens.unwrap_or_else(|| names.first().map_or_else(TokenStream::new, |n| n.to_token_stream()));
-        Error::spanned(&tokens, ErrorKind::Adjoint(e))
+        spanned(func, ir, declared, names, e, field)
     })?;
     // The declared parameters: same places; an array takes the name of its elements' role.
     let taken = |name: &str| declared.iter().any(|u| u.name == name) || adj.ir.params.iter().any(|p| p.name == name);
@@ -120,17 +111,11 @@ pub fn gradient_companion(
         users.push(user);
     }
     let adj = gradient(ir, &wrt).map_err(|e| {
-        let tokens = match (&e.site, &e.kind) {
-            (Site::Stencil, AdjointErrorKind::GradientParam { name: field, .. }) => {
-                let user =
-                    declared.iter().find(|u| ir.params[u.params.start..u.params.end].iter().any(|p| p.name == *field));
-                names.iter().find(|n| user.is_some_and(|u| **n == u.name)).map(|n| n.to_token_stream())
-            }
-            (Site::Stencil, _) => None,
-            (site, _) => locate(func, site),
+        let field = match &e.kind {
+            AdjointErrorKind::GradientParam { name, .. } => Some(name.clone()),
+            _ => None,
         };
-        let tokens = tokens.unwrap_or_else(|| names.first().map_or_else(TokenStream::new, |n| n.to_token_stream()));
-        Error::spanned(&tokens, ErrorKind::Adjoint(e))
+        spanned(func, ir, declared, names, e, field)
     })?;
     let n = ir.params.len();
     let taken = |name: &str| declared.iter().any(|u| u.name == name) || adj.ir.params.iter().any(|p| p.name == name);
@@ -312,4 +297,28 @@ fn locate(func: &syn::ItemFn, site: &Site) -> Option<TokenStream> {
     let mut finder = Finder { site, names, found: None };
     finder.visit_block(&func.block);
     finder.found
+}
+
+/// The error `e` of the adjoint or gradient pass, spanned where it is: at the statement of the
+/// body it names, or for an error of the whole stencil about `field`, at that name in the
+/// attribute (else at the attribute's first name).
+fn spanned(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+    e: AdjointError,
+    field: Option<String>,
+) -> Error {
+    let tokens = match (&e.site, field) {
+        (Site::Stencil, Some(field)) => {
+            let user =
+                declared.iter().find(|u| ir.params[u.params.start..u.params.end].iter().any(|p| p.name == field));
+            names.iter().find(|n| user.is_some_and(|u| **n == u.name)).map(|n| n.to_token_stream())
+        }
+        (Site::Stencil, None) => None,
+        (site, _) => locate(func, site),
+    };
+    let tokens = tokens.unwrap_or_else(|| names.first().map_or_else(TokenStream::new, |n| n.to_token_stream()));
+    Error::spanned(&tokens, ErrorKind::Adjoint(e))
 }
