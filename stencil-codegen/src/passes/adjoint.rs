@@ -85,18 +85,7 @@ pub struct Adjoint {
     pub roles: Vec<AdjointRole>,
 }
 
-/// Where in the forward body a rejected term is, for the error's location.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Site {
-    /// The value stored into this written field.
-    Store(String),
-    /// The value given to this local (its name in the IR: shadowed names carry a suffix).
-    Local(String),
-    /// The condition of an `if`.
-    Condition,
-    /// The stencil as a whole.
-    Stencil,
-}
+pub use super::symbolic::Site;
 
 /// Why a stencil has no adjoint with respect to the fields asked for.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -486,6 +475,7 @@ impl Val {
 }
 
 impl Symbolic for Eval<'_> {
+    type Error = AdjointError;
     type V = Val;
     const NO_FIELD: &'static str = "a requested field";
 

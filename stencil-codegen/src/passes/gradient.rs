@@ -235,6 +235,7 @@ pub fn gradient(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError
 }
 
 impl Symbolic for Eval<'_> {
+    type Error = AdjointError;
     type V = Dual;
     const NO_FIELD: &'static str = "a parameter field";
 

@@ -4,8 +4,20 @@
 //! its condition (a field stored in one branch only keeps its old value in the other), and the
 //! names of the fields a term depends on, for errors.
 
-use super::adjoint::{load, AdjointError, Site};
 use crate::ir::{Expr, ExprKind, ParamId, ScalarType, StencilIr, Stmt};
+
+/// Where in the forward body a rejected term is, for the error's location.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Site {
+    /// The value stored into this written field.
+    Store(String),
+    /// The value given to this local (its name in the IR: shadowed names carry a suffix).
+    Local(String),
+    /// The condition of an `if`.
+    Condition,
+    /// The stencil as a whole.
+    Stencil,
+}
 
 /// A term of a linear form, or a partial derivative: `coef` times `field[x + offset]`.
 #[derive(Clone, Debug, PartialEq)]
@@ -24,6 +36,8 @@ pub(super) type StateMut<'a, V> = (&'a mut Vec<Option<V>>, &'a mut Vec<Option<V>
 pub(super) trait Symbolic {
     /// The value of an expression.
     type V: Clone + PartialEq;
+    /// Why a term has no value of the pass.
+    type Error;
     /// What an error says when a term depends on none of the fields by name.
     const NO_FIELD: &'static str;
 
@@ -37,9 +51,9 @@ pub(super) trait Symbolic {
     /// The same, to change.
     fn state_mut(&mut self) -> StateMut<'_, Self::V>;
     /// The value of `e`.
-    fn expr(&self, e: &Expr) -> Result<Self::V, AdjointError>;
+    fn expr(&self, e: &Expr) -> Result<Self::V, Self::Error>;
     /// The condition of an `if` as an expression of the forward state (or why it cannot be).
-    fn condition(&self, cond: &Expr) -> Result<Expr, AdjointError>;
+    fn condition(&self, cond: &Expr) -> Result<Expr, Self::Error>;
     /// A value that depends on no followed field.
     fn fixed(e: Expr) -> Self::V;
     /// `a` where `cond` holds, else `b`.
@@ -48,7 +62,7 @@ pub(super) trait Symbolic {
     fn terms(v: &Self::V) -> &[Term];
 
     /// Evaluates `body` into the locals and the stored fields.
-    fn block(&mut self, body: &[Stmt]) -> Result<(), AdjointError> {
+    fn block(&mut self, body: &[Stmt]) -> Result<(), Self::Error> {
         for stmt in body {
             match stmt {
                 Stmt::Let { local, init } => {
@@ -97,7 +111,12 @@ pub(super) trait Symbolic {
                         .zip(else_stored)
                         .enumerate()
                         .map(|(w, (a, b))| {
-                            let old = || Some(Self::fixed(load(fields[w], w, [0; 3])));
+                            let old = || {
+                                Some(Self::fixed(Expr {
+                                    ty: fields[w],
+                                    kind: ExprKind::Load { field: w, offset: [0; 3] },
+                                }))
+                            };
                             match (a, b) {
                                 (None, None) => None,
                                 (a, b) => Some(Self::merge(&c, a.or_else(old)?, b.or_else(old)?)),
