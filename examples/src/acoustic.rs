@@ -1,50 +1,12 @@
-//! The constant-density acoustic isotropic wave equation of seed paper 002 (section III.A):
-//!
-//! ```text
-//! (1/V²) ∂²u/∂t² − ∇²u = f,   discretised as   u⁺ = 2u − u⁻ + Δt²V² (∇²u + f)
-//! ```
-//!
-//! 8th order in space (the 25-point star, radius 4, standard coefficients), 2nd order in time,
-//! over a velocity model given as a field, with a Ricker-wavelet point source.
-//!
-//! **Regions** (section III.B): the grid is the physical domain surrounded by an absorbing layer
-//! (PML) of `pml` points on every side. [`Loop::split_boundary`](stencil_runtime::Loop) cuts it
-//! into the inner region, where [`AcousticInner`] applies the equation above, and six slabs
-//! (top, bottom, front, back, left, right), where [`AcousticPml`] applies the damped equation
-//! below. Each region is its own launch (with its own CUDA strategy on a GPU), so no kernel
-//! branches on "am I in the PML".
-//!
-//! **PML.** A scalar damping profile `η(x)` (zero inside, growing quadratically into the
-//! layer) stretches every coordinate as `∂ → ∂ / (1 + η/(iω))`. Multiplying the stretched
-//! equation out gives
-//!
-//! ```text
-//! ∂²u/∂t² + 2η ∂u/∂t + η² u = V² (∇²u + φ),     ∂φ/∂t = −η φ − ∇η·∇u
-//! ```
-//!
-//! with one auxiliary field `φ`. The paper's `eta` field holds `η Δt` and the term `∇η·∇u` is
-//! its 7-point stencil (central differences, radius 1, on `eta` and `u`). Centred differences
-//! in time give
-//!
-//! ```text
-//! u⁺ = ((2 − e²) u − (1 − e) u⁻ + Δt²V² (∇²u + φ)) / (1 + e),   e = η Δt
-//! φ⁺ = ((1 − e/2) φ − ∇e·∇u) / (1 + e/2)
-//! ```
-//!
-//! Both stencils update in place: `u_prev` holds `u⁻` on entry and `u⁺` on exit (each point
-//! reads only its own old value), so a step is one pass and a swap of `u` and `u_prev`.
-//!
-//! The outer boundary is `u = 0` in the halo (never written): what the PML lets through is
-//! reflected there and damped again on its way back.
-//!
-//! The model is written once, against [`Executor`]: [`run`] and [`Wave::step`] take the host
-//! ([`Host`]), a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda` feature) or subdomains
-//! ([`Distributed`](stencil_runtime::Distributed), over [`Model::decompose`]): there each
-//! region is a global sub-range cut to the parts, the source is injected where it lies, the
-//! receivers are read from the parts that own them, and the halos of `u` and `eta` move when the
-//! stencils read them; the results are those of one domain, bit for bit.
-
-use std::time::Instant;
+//! The constant-density acoustic isotropic wave equation of seed paper 002 (section III.A),
+//! `(1/V²) ∂²u/∂t² − ∇²u = f`: 8th order in space (the 25-point star), 2nd order in time, over a
+//! velocity model given as a field, with a Ricker-wavelet source, receivers, and an absorbing
+//! layer (PML) of `pml` points on every side. The grid is cut into the inner region
+//! ([`AcousticInner`]) and six PML slabs ([`AcousticPml`]), each its own launch, so no kernel
+//! branches on "am I in the PML". The model is written once against [`Executor`] ([`run`]): the
+//! host, a GPU or subdomains ([`Distributed`](stencil_runtime::Distributed)) give the same bits.
+//! The scheme, the PML's equations and the regions are derived on the acoustic3d page of the
+//! examples docs.
 
 use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::io::IoElement;
@@ -53,6 +15,7 @@ use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, S
 
 use crate::checkpoint::{self, Error, Plan};
 use crate::driver::{self, Identity, Stepping};
+use crate::velocity::VelocityGrid;
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
 pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 / 315.0, -1.0 / 560.0];
@@ -60,17 +23,13 @@ pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 /
 /// Halo width of every field: the reach of the 25-point star.
 pub const HALO: usize = 4;
 
-/// Largest stable Courant number `V Δt / h` of the scheme on a cubic grid: leapfrog is stable
-/// while `Δt² V² λ_max ≤ 4`, where `λ_max = 3 (−c₀ + 2 Σ |c_m|) / h²` is the largest eigenvalue
-/// of the discrete `−∇²` (the checkerboard mode).
+/// Largest stable Courant number `V Δt / h` of the scheme on a cubic grid (`Δt² V² λ_max ≤ 4`,
+/// `λ_max` the largest eigenvalue of the discrete `−∇²`).
 pub fn courant_limit() -> f64 {
     let c = LAPLACIAN_8TH;
     let one_axis = -c[0] + 2.0 * (c[1] - c[2] + c[3] - c[4]);
     2.0 / (3.0 * one_axis).sqrt()
 }
-
-// The three stencils of a time step, each generic over its element type: `f32` for the model,
-// `f64` for the order-of-accuracy test.
 
 /// The inner region: `u_prev ← 2u − u_prev + vdt2 · ∇²u` with the 25-point star (`c0` is the
 /// centre coefficient summed over axes; `cx[m - 1]` is `c_m / h_x²`).
@@ -93,7 +52,7 @@ pub fn acoustic_inner<T>(
     u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + vdt2[idx] * lap;
 }
 
-/// A PML slab: the damped update of the module docs, with `eta = η Δt` and `g[a] = 1 / (4 h_a²)`
+/// A PML slab: the damped update (see the docs page), with `eta = η Δt` and `g[a] = 1 / (4 h_a²)`
 /// for `∇eta·∇u`.
 #[stencil]
 #[rustfmt::skip]
@@ -174,20 +133,26 @@ pub struct State<F> {
     pub phi: F,
 }
 
-impl<T: Element> State<Field3<T>> {
-    /// A copy of this host state on `exec`.
-    pub fn upload<E: Executor>(&self, exec: &E) -> Result<State<E::Field<T, 3>>, LaunchError> {
-        Ok(State {
-            u: exec.upload(&self.u)?,
-            u_prev: exec.upload(&self.u_prev)?,
-            vdt2: exec.upload(&self.vdt2)?,
-            eta: exec.upload(&self.eta)?,
-            phi: exec.upload(&self.phi)?,
-        })
-    }
-}
+/// The fields' names in checkpoints.
+const NAMES: State<&str> = State { u: "u", u_prev: "u_prev", vdt2: "vdt2", eta: "eta", phi: "phi" };
 
 impl<F> State<F> {
+    /// Each field through `f` (an upload, a download, a read from a checkpoint), in order.
+    pub fn try_map<G, X>(&self, mut f: impl FnMut(&F) -> Result<G, X>) -> Result<State<G>, X> {
+        Ok(State {
+            u: f(&self.u)?,
+            u_prev: f(&self.u_prev)?,
+            vdt2: f(&self.vdt2)?,
+            eta: f(&self.eta)?,
+            phi: f(&self.phi)?,
+        })
+    }
+
+    /// The fields, in order.
+    pub fn fields(&self) -> [&F; 5] {
+        [&self.u, &self.u_prev, &self.vdt2, &self.eta, &self.phi]
+    }
+
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
         Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
@@ -205,21 +170,11 @@ pub enum RegionKind {
 
 impl RegionKind {
     /// The kind of every region of [`Regions::all`]: the inner one, then six slabs.
-    pub const ALL: [RegionKind; 7] = [
-        RegionKind::Inner,
-        RegionKind::Pml,
-        RegionKind::Pml,
-        RegionKind::Pml,
-        RegionKind::Pml,
-        RegionKind::Pml,
-        RegionKind::Pml,
-    ];
+    pub const ALL: [RegionKind; 7] = [Self::Inner, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml];
 }
 
-/// The CUDA strategy of each region, in [`Regions::all`] order (the inner region, then top,
-/// bottom, front, back, left, right); `None` is the stencil's default. Thin slabs want other
-/// blocks than the inner region (e.g. a 16-point-wide left slab wastes most of a 128-point-wide
-/// z-marching block), which is what per-region launches make possible. The host ignores them.
+/// The CUDA strategy of each region, in [`Regions::all`] order (thin slabs want other blocks than
+/// the inner region); `None` is the stencil's default. The host ignores them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct RegionStrategies(pub [Option<Strategy>; 7]);
 
@@ -230,14 +185,12 @@ impl RegionStrategies {
     }
 }
 
-/// A field element the model runs in (`f32` for the model, `f64` for tests), with the launches
-/// of its three stencils on any [`Executor`].
+/// A field element the model runs in (`f32`, `f64`), with the launches of its three stencils.
 pub trait Wave: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
 
-    /// One region's update on `exec` with `strategy` (`None`: the stencil's default; the host
-    /// ignores it).
+    /// One region's update on `exec` with `strategy` (`None`: the stencil's default).
     fn region<E: Executor>(
         exec: &E,
         strategy: Option<Strategy>,
@@ -255,9 +208,8 @@ pub trait Wave: Element + IoElement + Into<f64> {
         state: &mut State<E::Field<Self, 3>>,
     ) -> Result<(), LaunchError>;
 
-    /// One step on `exec`: every region with its stencil and strategy, then the source (if
-    /// any), then `u` and `u_prev` swap. The regions are disjoint, so on a GPU the seven
-    /// region launches go to seven streams ([`Executor::fork_join`]) and may run concurrently.
+    /// One step on `exec`: every region (disjoint, so on [`Executor::fork_join`]'s streams), then
+    /// the source terms, then `u` and `u_prev` swap.
     fn step<E: Executor>(
         exec: &E,
         strategies: &RegionStrategies,
@@ -266,33 +218,19 @@ pub trait Wave: Element + IoElement + Into<f64> {
         state: &mut State<E::Field<Self, 3>>,
         source: &[(Loop3D, Self)],
     ) -> Result<(), LaunchError> {
-        let regions: Vec<_> =
-            RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0).map(|((k, r), s)| (k, r, s)).collect();
-        step_regions(exec, &regions, c, state, source)
-    }
-}
-
-/// One step on `exec` over the given regions (each with its stencil and strategy; disjoint, so
-/// they go to [`Executor::fork_join`]'s handles), then the source terms, then the swap of `u`
-/// and `u_prev`: [`Wave::step`] for any list of regions (a subdomain's parts of the global ones).
-pub fn step_regions<E: Executor, T: Wave>(
-    exec: &E,
-    regions: &[(RegionKind, Loop3D, Option<Strategy>)],
-    c: &Coefficients<T>,
-    state: &mut State<E::Field<T, 3>>,
-    source: &[(Loop3D, T)],
-) -> Result<(), LaunchError> {
-    exec.fork_join(regions.len(), |handles| {
-        for ((kind, range, strategy), handle) in regions.iter().zip(handles) {
-            T::region(handle, *strategy, *kind, range, c, state)?;
+        exec.fork_join(7, |handles| {
+            let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
+            for (((kind, range), strategy), handle) in regions.zip(handles) {
+                Self::region(handle, strategy, kind, &range, c, state)?;
+            }
+            Ok(())
+        })?;
+        for (point, amount) in source {
+            Self::inject(exec, point, *amount, state)?;
         }
+        std::mem::swap(&mut state.u, &mut state.u_prev);
         Ok(())
-    })?;
-    for (point, amount) in source {
-        T::inject(exec, point, *amount, state)?;
     }
-    std::mem::swap(&mut state.u, &mut state.u_prev);
-    Ok(())
 }
 
 /// Implements [`Wave`] for `$t` with the stencils' instantiations for it.
@@ -348,30 +286,6 @@ pub struct Layer {
     pub top: f64,
     /// P-wave velocity, m/s.
     pub v: f64,
-}
-
-/// A velocity model given point by point (m/s) on the physical grid (a field of its interior,
-/// e.g. read from a `.npy` or NetCDF file), shared between clones of a [`Model`].
-#[derive(Clone)]
-pub struct VelocityGrid(pub std::sync::Arc<Field3<f64>>);
-
-impl PartialEq for VelocityGrid {
-    fn eq(&self, other: &Self) -> bool {
-        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_array() == other.0.to_array()
-    }
-}
-
-impl std::fmt::Debug for VelocityGrid {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "VelocityGrid({:?})", self.0.shape().interior())
-    }
-}
-
-impl VelocityGrid {
-    /// The interior's values.
-    fn values(&self) -> impl Iterator<Item = f64> + '_ {
-        self.0.interior_view().into_iter().copied()
-    }
 }
 
 /// A run of the model: grid, layers, source, receivers, time step and PML.
@@ -442,10 +356,8 @@ impl std::fmt::Display for ModelError {
 impl std::error::Error for ModelError {}
 
 impl Model {
-    /// The default demonstration: a 128³ physical domain (10 m spacing) of two layers (1500 m/s
-    /// over 2500 m/s at half depth), a 10 Hz Ricker source near the surface, receivers along
-    /// x just below it, a 16-point PML, Courant number 0.4 and 700 steps (1.12 s: the
-    /// reflection from the interface is back at the surface).
+    /// The demonstration on `n³` points (10 m): 1500 m/s over 2500 m/s from half depth, a 10 Hz
+    /// source near the surface, receivers along x just below it, a 16-point PML, Courant 0.4.
     pub fn layered(n: usize, steps: usize) -> Self {
         let h = 10.0;
         let depth = n as f64 * h;
@@ -490,8 +402,7 @@ impl Model {
         courant_limit() * self.h / self.v_max()
     }
 
-    /// Checks the parameters: stability (CFL), a non-empty grid, the source and receivers
-    /// inside the physical domain, layers present and positive.
+    /// Checks the parameters: stability (CFL), the grid, the velocities, source and receivers.
     pub fn check(&self) -> Result<(), ModelError> {
         let invalid = |m: String| Err(ModelError::Invalid(m));
         if self.n.contains(&0) {
@@ -501,16 +412,7 @@ impl Model {
             return invalid(format!("the layers {:?} need at least one layer, each with a velocity > 0", self.layers));
         }
         if let Some(g) = &self.velocity_grid {
-            if g.0.shape().interior() != self.n {
-                return invalid(format!(
-                    "the velocity grid has {:?} points, but the physical grid is {:?}: give one velocity per point",
-                    g.0.shape().interior(),
-                    self.n
-                ));
-            }
-            if let Some(v) = g.values().find(|v| !(v.is_finite() && *v > 0.0)) {
-                return invalid(format!("the velocity grid holds {v}: every velocity must be a number > 0"));
-            }
+            g.check(self.n).map_err(ModelError::Invalid)?;
         }
         if !(self.h > 0.0 && self.f0 > 0.0 && self.dt > 0.0) {
             return invalid(format!("h = {}, f0 = {}, dt = {} must all be > 0", self.h, self.f0, self.dt));
@@ -540,6 +442,13 @@ impl Model {
         Ok(())
     }
 
+    /// The decomposition of [`Model::shape`]'s interior over `domains` subdomains (over process
+    /// grid `grid` when given, else [`Decomposition::auto`]'s); no axis wraps around.
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
+        let shape = self.shape();
+        Ok(Decomposition::with_grid(shape.interior(), domains, grid, [false; 3], shape.halo_widths())?)
+    }
+
     /// The fields' shape: the physical domain plus the PML on every side, plus a halo of
     /// [`HALO`]. Global coordinate 0 is the first PML point.
     pub fn shape(&self) -> Shape3 {
@@ -558,11 +467,16 @@ impl Model {
         Loop3D::interior(&self.shape()).shrink([self.pml; 3])
     }
 
+    /// The storage index of a point of the physical domain.
+    fn node(&self, p: [usize; 3]) -> [usize; 3] {
+        p.map(|v| v + self.pml + HALO)
+    }
+
     /// The source: the grid point `source`, or `source_position` spread over its cell's nodes.
     pub fn sources(&self) -> Result<SparsePoints<3>, LaunchError> {
         Ok(match self.source_position {
             Some(p) => SparsePoints::new(&self.physical(), [self.h; 3], &[p])?,
-            None => SparsePoints::on_nodes(&self.physical(), &[self.source.map(|p| p + self.pml + HALO)])?,
+            None => SparsePoints::on_nodes(&self.physical(), &[self.node(self.source)])?,
         })
     }
 
@@ -572,11 +486,9 @@ impl Model {
         Ok(match &self.receiver_positions {
             Some(positions) => SparsePoints::new(&self.physical(), [self.h; 3], positions)?,
             None => {
-                let line: Vec<_> = (0..self.n[0]).map(|i| [i, self.source[1], self.receiver_depth]).collect();
-                SparsePoints::on_nodes(
-                    &self.physical(),
-                    &line.iter().map(|p| p.map(|v| v + self.pml + HALO)).collect::<Vec<_>>(),
-                )?
+                let line: Vec<_> =
+                    (0..self.n[0]).map(|i| self.node([i, self.source[1], self.receiver_depth])).collect();
+                SparsePoints::on_nodes(&self.physical(), &line)?
             }
         })
     }
@@ -592,10 +504,8 @@ impl Model {
         self.layers.iter().rev().find(|l| depth >= l.top).unwrap_or(&self.layers[0]).v
     }
 
-    /// `η Δt` at a global coordinate: `η_max Σ_a (d_a / w)²`, where `d_a` is how far the point
-    /// lies into the layer along axis `a` (0 inside the physical domain; it keeps growing into
-    /// the halo so that `∇eta` is defined on the outermost PML points) and
-    /// `η_max = 3 V_max ln(1/R) / (2 w h)` (the usual choice for a quadratic profile).
+    /// `η Δt` at a global coordinate: `η_max Σ_a (d_a / w)²`, `d_a` how far the point lies into
+    /// the layer along axis `a` (growing into the halo), `η_max = 3 V_max ln(1/R) / (2 w h)`.
     pub fn eta(&self, global: [isize; 3]) -> f64 {
         if self.pml == 0 {
             return 0.0;
@@ -609,23 +519,15 @@ impl Model {
         eta_max * self.dt * (0..3).map(|a| (depth_into(a) / w).powi(2)).sum::<f64>()
     }
 
-    /// The Ricker wavelet `(1 − 2π²f0²τ²) exp(−π²f0²τ²)`, `τ = t − 1.2/f0`.
-    pub fn ricker(&self, t: f64) -> f64 {
-        let a = (std::f64::consts::PI * self.f0 * (t - 1.2 / self.f0)).powi(2);
-        (1.0 - 2.0 * a) * (-a).exp()
-    }
-
-    /// What the source adds at step `step` (whose time is `step · Δt`): the wavelet per unit
-    /// volume, as the injection stencil takes it.
+    /// What the source adds at step `step`, per unit volume: the Ricker wavelet
+    /// `(1 − 2π²f0²τ²) exp(−π²f0²τ²)`, `τ = t − 1.2/f0`, at `t = step · Δt`.
     pub fn source_amount(&self, step: usize) -> f64 {
-        self.ricker(step as f64 * self.dt) / self.h.powi(3)
+        let a = (std::f64::consts::PI * self.f0 * (step as f64 * self.dt - 1.2 / self.f0)).powi(2);
+        (1.0 - 2.0 * a) * (-a).exp() / self.h.powi(3)
     }
 
-    /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0`.
-    ///
-    /// Errors when the host memory for the five fields cannot be had
-    /// ([`FieldError::OutOfMemory`](stencil_runtime::FieldError::OutOfMemory): the bytes a field
-    /// needs and the memory available).
+    /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0` (an
+    /// error where the host memory for it cannot be had).
     pub fn initial<T: Wave>(&self) -> Result<State<Field3<T>>, LaunchError> {
         let shape = self.shape();
         Ok(State {
@@ -643,36 +545,30 @@ impl Model {
         Ok(Field3::try_from_fn(self.shape(), |g| T::from_f64(self.velocity(g).powi(2) * dt2))?)
     }
 
-    /// The discrete energy in the physical domain,
-    /// `Σ ((u − u_prev)/Δt)² / V² + |∇u|²` (central differences), times the cell volume.
-    /// Call it between steps (`u` the current field, `u_prev` the previous one).
+    /// The discrete energy in the physical domain, `Σ ((u − u_prev)/Δt)² / V² + |∇u|²` (central
+    /// differences) times the cell volume, of the fields after a step and after the one before.
     pub fn energy<T: Wave>(&self, u: &Field3<T>, u_prev: &Field3<T>) -> f64 {
         let at = |f: &Field3<T>, g: [isize; 3]| f.get(g).map_or(0.0, Into::into);
-        let p = self.pml as isize;
+        let (p, n) = (self.pml as isize, self.n.map(|n| n as isize));
+        let points = (p..p + n[2]).flat_map(|k| (p..p + n[1]).flat_map(move |j| (p..p + n[0]).map(move |i| [i, j, k])));
         let mut total = 0.0;
-        for k in p..p + self.n[2] as isize {
-            for j in p..p + self.n[1] as isize {
-                for i in p..p + self.n[0] as isize {
-                    let g = [i, j, k];
-                    let ut = (at(u, g) - at(u_prev, g)) / self.dt;
-                    let v = self.velocity(g);
-                    let mut grad2 = 0.0;
-                    for a in 0..3 {
-                        let (mut lo, mut hi) = (g, g);
-                        lo[a] -= 1;
-                        hi[a] += 1;
-                        grad2 += ((at(u, hi) - at(u, lo)) / (2.0 * self.h)).powi(2);
-                    }
-                    total += ut * ut / (v * v) + grad2;
-                }
+        for g in points {
+            let ut = (at(u, g) - at(u_prev, g)) / self.dt;
+            let v = self.velocity(g);
+            let mut grad2 = 0.0;
+            for a in 0..3 {
+                let (mut lo, mut hi) = (g, g);
+                lo[a] -= 1;
+                hi[a] += 1;
+                grad2 += ((at(u, hi) - at(u, lo)) / (2.0 * self.h)).powi(2);
             }
+            total += ut * ut / (v * v) + grad2;
         }
         total * self.h.powi(3)
     }
 
-    /// The source terms of step `step` as the injection stencil takes them: per node of the
-    /// source, its one-point range and the amount times the node's weight (none once the wavelet
-    /// has died out, so no launch is spent on it).
+    /// The source terms of step `step`: per node of the source, its one-point range and the amount
+    /// times the node's weight (none once the wavelet has died out).
     pub fn source_at<T: Wave>(&self, step: usize) -> Result<Vec<(Loop3D, T)>, LaunchError> {
         if step as f64 * self.dt >= 3.0 / self.f0 {
             return Ok(Vec::new());
@@ -694,113 +590,59 @@ pub struct Wavefields<T: Element> {
 pub struct Outcome<T: Element> {
     /// The wavefields after the last step.
     pub last: Wavefields<T>,
-    /// The wavefields after the snapshot step, if one was asked for.
+    /// The wavefields after the snapshot step, if one was asked for (and run after the restart).
     pub snapshot: Option<Wavefields<T>>,
     /// The receiver traces: `traces[s][r]` is receiver `r` after step `s + 1`.
     pub traces: Vec<Vec<T>>,
-    /// Seconds spent in the time loop (set-up, the snapshot and the final download excluded).
-    pub seconds: f64,
-    /// Steps [`Outcome::seconds`] covers: all but the first [`WARM_UP`] (which prepare the
-    /// kernels), or the last step of a shorter run.
-    pub timed_steps: usize,
-}
-
-impl<T: Element> Outcome<T> {
-    /// Point updates per second in billions (every point of the grid, PML included).
-    pub fn gpts_per_s(&self, model: &Model) -> f64 {
-        let points = Loop3D::interior(&model.shape()).points();
-        (points * self.timed_steps) as f64 / self.seconds / 1e9
-    }
-}
-
-/// Steps a run does before its clock starts: they compile (and on a GPU tune) the kernels. Two,
-/// because on subdomains the first step exchanges nothing (the uploaded state is current) and
-/// the second is the first whose launches are split for the exchange (new ranges: new kernels
-/// and tunings). Shorter runs time their last step.
-pub const WARM_UP: usize = 2;
-
-/// [`run_with`] without checkpoints.
-pub fn run<E: Executor, T: Wave>(
-    exec: &E,
-    strategies: &RegionStrategies,
-    model: &Model,
-    snapshot: Option<usize>,
-    after_step: impl FnMut(usize),
-) -> Result<Outcome<T>, Error> {
-    Ok(run_with(exec, strategies, model, snapshot, &Plan::none(), after_step)?.0)
+    /// The first step run: 0, or the step of the checkpoint it restarted from.
+    pub start: usize,
 }
 
 /// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
 /// them), recording the receivers after every step and the wavefields after step `snapshot`
-/// (1-based, if given); `after_step(s)` is called after step `s`. Checkpoints (the whole state
-/// and the traces so far) as `plan` says, and a restart from `plan.restart`, on any executor (a
-/// restart may run on another placement). Returns the outcome (every step's traces, also after a
-/// restart) and the first step run. The time covers the steps run after the [`WARM_UP`] and the
-/// receiver reads; not the snapshot's download, the set-up or the final download.
-pub fn run_with<E: Executor, T: Wave>(
+/// (1-based, if given); `after_step(s)` is called after step `s`, once its receivers are read.
+/// Checkpoints (the whole state and the traces so far) as `plan` says ([`Plan::none`]: none),
+/// and a restart from `plan.restart`, on any executor (a restart may run on another placement;
+/// the outcome has every step's traces).
+pub fn run<E: Executor, T: Wave>(
     exec: &E,
     strategies: &RegionStrategies,
     model: &Model,
     snapshot: Option<usize>,
     plan: &Plan,
     mut after_step: impl FnMut(usize),
-) -> Result<(Outcome<T>, usize), Error> {
+) -> Result<Outcome<T>, Error> {
     model.check()?;
     let receivers = model.receivers()?;
     let source = model.source_position.unwrap_or(model.source.map(|i| i as f64 * model.h));
     let line = [f64::NAN, model.source[1] as f64, model.receiver_depth as f64];
     let listening = model.receiver_positions.as_ref().map_or(line.to_vec(), |p| p.concat());
-    let settings = vec![
-        ("dt", model.dt),
-        ("h", model.h),
-        ("f0", model.f0),
-        ("pml", model.pml as f64),
-        ("source_x", source[0]),
-        ("source_y", source[1]),
-        ("source_z", source[2]),
-        ("receivers", checkpoint::hash_setting(listening)),
-    ];
-    let fields = vec!["u", "u_prev", "vdt2", "eta", "phi", "traces"];
+    let mut settings = vec![("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
+    settings.extend([("source_x", source[0]), ("source_y", source[1]), ("source_z", source[2])]);
+    settings.push(("receivers", checkpoint::hash_setting(listening)));
+    let fields = [NAMES.fields().map(|n| *n).as_slice(), &["traces"]].concat();
     let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
     let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
-        let (host, traces, first) = match c {
+        let (host, traces) = match c {
             Some(c) => {
-                let f = |n: &str| c.field::<T, 3>(n, &model.shape());
-                let state =
-                    State { u: f("u")?, u_prev: f("u_prev")?, vdt2: f("vdt2")?, eta: f("eta")?, phi: f("phi")? };
+                let state = NAMES.try_map(|n| c.field::<T, 3>(n, &model.shape()))?;
                 // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
                 checkpoint::expect_same(c, "velocity model (V² Δt² per point)", &model.vdt2()?, &state.vdt2)?;
-                let first = c.step as usize;
-                (state, checkpoint::records_of(c, "traces", receivers.len(), first)?, first)
+                checkpoint::within_run(c.step as usize, model.steps)?;
+                (state, checkpoint::records_of(c, "traces", receivers.len(), c.step as usize)?)
             }
-            None => (model.initial::<T>()?, Vec::with_capacity(model.steps), 0),
+            None => (model.initial::<T>()?, Vec::with_capacity(model.steps)),
         };
-        checkpoint::within_run(first, model.steps)?;
-        let (state, clock) = (host.upload(exec)?, Instant::now());
-        Ok(Running {
-            exec,
-            strategies,
-            model,
-            state,
-            traces,
-            receivers: &receivers,
-            snapshot,
-            snap: None,
-            first,
-            clock,
-        })
+        let state = host.try_map(|f| exec.upload(f))?;
+        Ok(Running { exec, strategies, model, state, traces, receivers: &receivers, snapshot, snap: None })
     };
     let plan = Plan { model: id.name.clone(), ..plan.clone() };
     let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
-    exec.synchronize()?;
-    let seconds = run.clock.elapsed().as_secs_f64();
-    let timed_steps = (model.steps - start).saturating_sub(WARM_UP).max(1);
-    let (last, snapshot, traces) = (run.state.wavefields(exec)?, run.snap, run.traces);
-    Ok((Outcome { last, snapshot, traces, seconds, timed_steps }, start))
+    Ok(Outcome { last: run.state.wavefields(exec)?, snapshot: run.snap, traces: run.traces, start })
 }
 
-/// A run on `E` as the time loop drives it: the state, the traces so far, the snapshot asked
-/// for, and the clock that starts after the warm-up steps.
+/// A run on `E` as the time loop drives it: the state, the traces so far and the snapshot asked
+/// for.
 struct Running<'a, E: Executor, T: Wave> {
     exec: &'a E,
     strategies: &'a RegionStrategies,
@@ -810,8 +652,6 @@ struct Running<'a, E: Executor, T: Wave> {
     receivers: &'a SparsePoints<3>,
     snapshot: Option<usize>,
     snap: Option<Wavefields<T>>,
-    first: usize,
-    clock: Instant,
 }
 
 impl<E: Executor, T: Wave> Stepping for Running<'_, E, T> {
@@ -830,42 +670,20 @@ impl<E: Executor, T: Wave> Stepping for Running<'_, E, T> {
             T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
             self.traces.push(self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect());
             if self.snapshot == Some(s + 1) {
-                exec.synchronize()?;
-                let pause = Instant::now();
                 self.snap = Some(self.state.wavefields(exec)?);
-                self.clock += pause.elapsed();
             }
             after_step(s + 1, (s + 1) as f64 * model.dt);
-            if s + 1 == self.first + WARM_UP.min(model.steps - self.first - 1) {
-                // The first steps prepare the kernels (compile and tune them on a GPU): not timed.
-                exec.synchronize()?;
-                self.clock = Instant::now();
-            }
         }
         Ok(())
     }
 
     fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let d = |f: &E::Field<T, 3>| self.exec.download(f);
-        let s = &self.state;
-        let (u, u_prev, vdt2, eta, phi) = (d(&s.u)?, d(&s.u_prev)?, d(&s.vdt2)?, d(&s.eta)?, d(&s.phi)?);
+        let host = self.state.try_map(|f| self.exec.download(f))?;
+        let fields: Vec<_> = NAMES.fields().map(|n| *n).into_iter().zip(host.fields()).collect();
         let (step, time) = self.clock();
-        let fields = [("u", &u), ("u_prev", &u_prev), ("vdt2", &vdt2), ("eta", &eta), ("phi", &phi)];
-        let mut c = checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
         let traces = checkpoint::records_field(&self.traces, self.receivers.len());
+        let mut c = checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
         c.push("traces", &traces)?;
         write(&c)
-    }
-}
-
-impl Model {
-    /// The decomposition of the model's grid (the physical domain and the PML, [`Model::shape`]'s
-    /// interior) over `domains` subdomains: over process grid `grid` when given (its product
-    /// must be `domains`), else the grid of least halo surface ([`Decomposition::auto`]). No
-    /// axis wraps around (the outer boundary is the zero halo); every subdomain is at least as
-    /// thick as the fields' halo, which an exchange copies whole.
-    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
-        let shape = self.shape();
-        Ok(Decomposition::with_grid(shape.interior(), domains, grid, [false; 3], shape.halo_widths())?)
     }
 }

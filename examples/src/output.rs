@@ -262,3 +262,87 @@ pub fn write_vtk(
     }
     out.flush().map_err(with_path(path))
 }
+
+/// acoustic3d's output options (`--out`, `--snapshot`, `--no-vtk`): flattened into its options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct Acoustic3dOutput {
+    /// Directory for the output files (created if missing).
+    #[arg(long, default_value = "acoustic3d-out")]
+    pub out: std::path::PathBuf,
+    /// Step whose wavefield goes into wavefield_xz.png and wavefield.vtk (default: 3/5 of
+    /// --steps, when the direct, reflected and transmitted waves are all in the domain).
+    #[arg(long)]
+    pub snapshot: Option<usize>,
+    /// Skip the 3D wavefield (wavefield.vtk, the largest file).
+    #[arg(long)]
+    pub no_vtk: bool,
+}
+
+impl Acoustic3dOutput {
+    /// The snapshot step of a run of `steps` steps, checked, once the output folder is made.
+    pub fn prepare(&self, steps: usize) -> Result<usize, Box<dyn std::error::Error>> {
+        let snapshot = self.snapshot.unwrap_or((3 * steps).div_ceil(5).max(1));
+        if !(1..=steps).contains(&snapshot) {
+            return Err(format!("--snapshot {snapshot} is not one of the steps 1..={steps}").into());
+        }
+        std::fs::create_dir_all(&self.out).map_err(|e| error_at(&self.out, e.kind(), e))?;
+        Ok(snapshot)
+    }
+
+    /// Writes the files of a run of `model` ([`Acoustic3dOutput::write_files`]) and lists them.
+    pub fn write(
+        &self,
+        model: &crate::acoustic::Model,
+        traces: &[Vec<f32>],
+        wavefield: Option<&Field3<f32>>,
+        snapshot: usize,
+    ) -> io::Result<()> {
+        println!("wrote:");
+        for (path, what) in self.write_files(model, traces, wavefield, snapshot)? {
+            println!("  {:<32} {what}", path.display());
+        }
+        Ok(())
+    }
+
+    /// Writes the seismogram and the traces (`traces[s][r]`), and, given the wavefield of step
+    /// `snapshot`, its xz section through the source and (without `--no-vtk`) the 3D wavefield
+    /// with the velocity. Returns each path with a line saying what it holds.
+    pub fn write_files(
+        &self,
+        model: &crate::acoustic::Model,
+        traces: &[Vec<f32>],
+        wavefield: Option<&Field3<f32>>,
+        snapshot: usize,
+    ) -> io::Result<Vec<(std::path::PathBuf, String)>> {
+        let (dir, mut written) = (&self.out, Vec::new());
+        let receivers = traces.first().map_or(0, Vec::len);
+        let t = snapshot as f64 * model.dt;
+
+        let path = dir.join("seismogram.png");
+        write_seismogram_png(&path, traces)?;
+        written.push((path, format!("{receivers} receivers (x) across, {} steps down, t^2 gain", traces.len())));
+
+        let path = dir.join("traces.csv");
+        write_traces_csv(&path, traces, model.dt)?;
+        written.push((path, format!("time_s, then u at the {receivers} receivers; one row per step")));
+
+        let Some(wavefield) = wavefield else { return Ok(written) };
+        let path = dir.join("wavefield_xz.png");
+        let y = (model.pml + model.source[1]) as isize;
+        write_png_slice(&path, wavefield, y, model.pml)?;
+        written
+            .push((path, format!("u at step {snapshot} (t = {t:.3} s), xz section through the source, PML cut off")));
+
+        if !self.no_vtk {
+            let path = dir.join("wavefield.vtk");
+            let velocity = Field3::from_fn(*wavefield.shape(), |g| model.velocity(g) as f32);
+            let origin = [-(model.pml as f64) * model.h; 3];
+            write_vtk(&path, &[("u", wavefield), ("velocity", &velocity)], model.h, origin)?;
+            written.push((
+                path,
+                format!("u at step {snapshot} and velocity, PML included (physical domain from 0 m, z down)"),
+            ));
+        }
+        Ok(written)
+    }
+}

@@ -3,7 +3,7 @@
 //! `double`, one value per point of the physical grid (the PML takes the nearest physical
 //! point's velocity). Receiver positions (`--receivers FILE`): lines `x,y,z` in metres.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use stencil_runtime::io::netcdf::Dataset;
 use stencil_runtime::io::{npy, IoError};
@@ -70,4 +70,92 @@ pub fn read_positions(path: &std::path::Path) -> Result<Vec<[f64; 3]>, String> {
         }
     }
     Ok(positions)
+}
+
+/// A velocity model given point by point (m/s) on the physical grid (a field of its interior,
+/// e.g. read by [`read`]), shared between clones of a model.
+#[derive(Clone)]
+pub struct VelocityGrid(pub std::sync::Arc<Field3<f64>>);
+
+impl PartialEq for VelocityGrid {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0.to_array() == other.0.to_array()
+    }
+}
+
+impl std::fmt::Debug for VelocityGrid {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "VelocityGrid({:?})", self.0.shape().interior())
+    }
+}
+
+impl VelocityGrid {
+    /// The interior's values.
+    pub fn values(&self) -> impl Iterator<Item = f64> + '_ {
+        self.0.interior_view().into_iter().copied()
+    }
+
+    /// Refuses a grid of another extent than the physical grid `n`, or with a velocity that is
+    /// not a number > 0 (the message says what to change).
+    pub fn check(&self, n: [usize; 3]) -> Result<(), String> {
+        let found = self.0.shape().interior();
+        if found != n {
+            return Err(format!(
+                "the velocity grid has {found:?} points, but the physical grid is {n:?}: give one velocity per point"
+            ));
+        }
+        match self.values().find(|v| !(v.is_finite() && *v > 0.0)) {
+            Some(v) => Err(format!("the velocity grid holds {v}: every velocity must be a number > 0")),
+            None => Ok(()),
+        }
+    }
+}
+
+/// acoustic3d's inputs from files and positions (`--velocity`, `--velocity-var`, `--source-at`,
+/// `--receivers`): flattened into its options.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct InputArgs {
+    /// Read the velocity model (m/s, one value per physical point) from this file instead of the
+    /// two layers: a .npy array v[i, j, k] (x, y, z; z down) or a NetCDF variable v(z, y, x);
+    /// the physical grid is the array's shape (--size is ignored), the spacing 10 m.
+    #[arg(long, value_name = "FILE")]
+    pub velocity: Option<PathBuf>,
+    /// The NetCDF variable of --velocity (default: the file's only 3D variable).
+    #[arg(long, value_name = "NAME")]
+    pub velocity_var: Option<String>,
+    /// The source at any point: x,y,z in metres from the first physical point (z down),
+    /// injected into its cell's eight nodes with trilinear weights (default: a grid node near
+    /// the surface, mid x and y).
+    #[arg(long, value_name = "X,Y,Z", value_parser = parse_xyz)]
+    pub source_at: Option<[f64; 3]>,
+    /// Receivers at any points: a text file of lines `x,y,z` in metres (`#` starts a comment),
+    /// each sampling u by trilinear interpolation (default: a line of receivers along x on the
+    /// grid nodes just below the source).
+    #[arg(long, value_name = "FILE")]
+    pub receivers: Option<PathBuf>,
+}
+
+impl InputArgs {
+    /// Gives `model` the velocity grid (printing what was read), the source position and the
+    /// receivers the options name.
+    pub fn apply(&self, model: &mut crate::acoustic::Model) -> Result<(), Box<dyn std::error::Error>> {
+        if let Some(path) = &self.velocity {
+            let grid = read(path, self.velocity_var.as_deref())?;
+            let n = grid.shape().interior();
+            // Source and receivers where the layered model puts them on a grid of this size.
+            (model.n, model.source, model.receiver_depth) = (n, [n[0] / 2, n[1] / 2, n[2] / 16], n[2] / 32);
+            model.velocity_grid = Some(VelocityGrid(std::sync::Arc::new(grid)));
+            let ([nx, ny, nz], lo, hi) = (n, model.v_min(), model.v_max());
+            println!("velocity model: {} ({nx}x{ny}x{nz} points, {lo:.0} to {hi:.0} m/s)", path.display());
+        }
+        if let Some(p) = self.source_at {
+            model.source_position = Some(p);
+            // The sections go through the source's nearest node.
+            model.source = std::array::from_fn(|a| ((p[a] / model.h).round().max(0.0) as usize).min(model.n[a] - 1));
+        }
+        if let Some(path) = &self.receivers {
+            model.receiver_positions = Some(read_positions(path)?);
+        }
+        Ok(())
+    }
 }

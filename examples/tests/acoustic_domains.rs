@@ -7,6 +7,7 @@
 //! run.
 
 use stencil_examples::acoustic::{run, AcousticInner, AcousticPml, Model, Outcome, RegionStrategies, Wave};
+use stencil_examples::checkpoint::Plan;
 use stencil_runtime::{Decomposition, Distributed, HaloWidths, Host, Overlap};
 
 /// A small layered model (uneven sizes, the grid 33 x 31 x 32 with the PML) whose wavefront
@@ -47,7 +48,7 @@ fn assert_same<T: Wave>(what: &str, out: &Outcome<T>, reference: &Outcome<T>) {
 fn host_grids<T: Wave>() {
     let m = model();
     let snapshot = Some(m.steps / 2);
-    let reference = run::<Host, T>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let reference = run::<Host, T>(&Host, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
     let max = reference.last.u.as_slice().iter().fold(0.0f64, |a, v| a.max((*v).into().abs()));
     let p = m.pml as isize;
     let corner: f64 = reference.last.u.get([p / 2, p / 2, p / 2]).unwrap().into();
@@ -57,12 +58,14 @@ fn host_grids<T: Wave>() {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
         let overlap = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided][g % 3];
         let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
-        let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+        let out = run::<_, T>(&exec, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
         assert_same(&format!("grid {grid:?}, {overlap:?}"), &out, &reference);
     }
     // The automatic grid as well.
     let d = m.decompose(4, None).unwrap();
-    let out = run::<_, T>(&Distributed::host(d).unwrap(), &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let out =
+        run::<_, T>(&Distributed::host(d).unwrap(), &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {})
+            .unwrap();
     assert_same(&format!("auto grid {:?}", d.grid()), &out, &reference);
 }
 
@@ -95,9 +98,16 @@ fn bad_decompositions_are_errors() {
     // A decomposition of another grid is refused when the state is allocated.
     let global = m.shape().interior();
     let wrong = Decomposition::new([global[0] - 1, global[1], global[2]], [2, 1, 1], [false; 3], [4; 3]).unwrap();
-    let e = run::<_, f32>(&Distributed::host(wrong).unwrap(), &RegionStrategies::default(), &m, None, |_| {})
-        .err()
-        .unwrap();
+    let e = run::<_, f32>(
+        &Distributed::host(wrong).unwrap(),
+        &RegionStrategies::default(),
+        &m,
+        None,
+        &Plan::none(),
+        |_| {},
+    )
+    .err()
+    .unwrap();
     assert!(e.to_string().contains("whole grid"), "{e}");
 }
 
@@ -120,7 +130,7 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
     };
     let m = model();
     let snapshot = Some(m.steps / 2);
-    let reference = run::<Host, f32>(&Host, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+    let reference = run::<Host, f32>(&Host, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
     let strategies = [None, Some(Strategy::ZMarch { block_x: 32, block_y: 4, points_per_thread: 16 })];
     for grid in [[2, 1, 1], [2, 2, 1], [3, 1, 2], [6, 1, 1]] {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
@@ -130,13 +140,13 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
         for strategy in strategies {
             let s = RegionStrategies::uniform(strategy);
             let exec = Distributed::new(domains.clone()).with_overlap(Overlap::OneDivided).unwrap();
-            let out = run::<_, f32>(&exec, &s, &m, snapshot, |_| {}).unwrap();
+            let out = run::<_, f32>(&exec, &s, &m, snapshot, &Plan::none(), |_| {}).unwrap();
             assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
         }
         // The single-domain `run`, unchanged, on the same GPUs through the distributed executor.
         for overlap in [Overlap::None, Overlap::OneDivided] {
             let exec = stencil_runtime::Distributed::new(domains.clone()).with_overlap(overlap).unwrap();
-            let out = run::<_, f32>(&exec, &RegionStrategies::default(), &m, snapshot, |_| {}).unwrap();
+            let out = run::<_, f32>(&exec, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
             assert_same(&format!("run on the executor, grid {grid:?}, {count} GPU(s), {overlap:?}"), &out, &reference);
         }
         eprintln!("grid {grid:?}: the single-domain run on the distributed executor is bit-equal to the host");
@@ -151,7 +161,7 @@ fn a_step_exchanges_u_once() {
     m.steps = 6;
     let d = m.decompose(4, Some([2, 2, 1])).unwrap();
     let exec = Distributed::host(d).unwrap();
-    run::<_, f32>(&exec, &RegionStrategies::default(), &m, None, |_| {}).unwrap();
+    run::<_, f32>(&exec, &RegionStrategies::default(), &m, None, &Plan::none(), |_| {}).unwrap();
     // Uploaded fields are current: the first step exchanges nothing, every later one `u` (the
     // previous step wrote it, as `u_prev`, before the swap).
     assert_eq!(exec.exchanges(), m.steps - 1, "exchanges in {} steps", m.steps);

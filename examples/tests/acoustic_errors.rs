@@ -3,6 +3,7 @@
 //! range that does not fit the field is an error naming the range.
 
 use stencil_examples::acoustic::{courant_limit, run, Model, ModelError};
+use stencil_examples::checkpoint::Plan;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{FieldError, Loop};
 
@@ -14,7 +15,10 @@ fn unstable_time_step_is_refused_with_the_limit() {
     assert!(matches!(e, ModelError::Unstable { .. }), "{e}");
     let text = e.to_string();
     assert!(text.contains("unstable") && text.contains("0.4529") && text.contains("lower dt"), "{text}");
-    assert!(run::<Host, f32>(&Host, &Default::default(), &m, None, |_| {}).is_err(), "run ran an unstable model");
+    assert!(
+        run::<Host, f32>(&Host, &Default::default(), &m, None, &Plan::none(), |_| {}).is_err(),
+        "run ran an unstable model"
+    );
     m.dt = 0.99 * courant_limit() * m.h / m.v_max();
     m.check().unwrap();
 }

@@ -6,6 +6,7 @@
 #![cfg(feature = "cuda")]
 
 use stencil_examples::acoustic::{run, Model, RegionStrategies};
+use stencil_examples::checkpoint::Plan;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::{Host, Strategy};
 
@@ -31,7 +32,7 @@ fn gpu_equals_host_for_the_full_model_under_every_strategy() {
         }
     };
     let m = model();
-    let cpu = run::<Host, f32>(&Host, &RegionStrategies::default(), &m, None, |_| {}).unwrap();
+    let cpu = run::<Host, f32>(&Host, &RegionStrategies::default(), &m, None, &Plan::none(), |_| {}).unwrap();
     let (n_pml, max) = (m.pml as isize, cpu.last.u.as_slice().iter().fold(0f32, |a, v| a.max(v.abs())));
     let corner = cpu.last.u.get([n_pml / 2, n_pml / 2, n_pml / 2]).unwrap();
     eprintln!("host: max |u| {max:.3e}, u at a PML corner {corner:.3e}");
@@ -44,7 +45,7 @@ fn gpu_equals_host_for_the_full_model_under_every_strategy() {
         Some(Strategy::SharedTile3D { tile: [16, 4, 4] }),
     ];
     for strategy in strategies {
-        let out = run::<Gpu, f32>(&gpu, &RegionStrategies::uniform(strategy), &m, None, |_| {}).unwrap();
+        let out = run::<Gpu, f32>(&gpu, &RegionStrategies::uniform(strategy), &m, None, &Plan::none(), |_| {}).unwrap();
         let same = |a: &[f32], b: &[f32]| a.iter().zip(b).all(|(x, y)| x.to_bits() == y.to_bits());
         assert!(same(out.last.u.as_slice(), cpu.last.u.as_slice()), "{strategy:?}: wavefield differs from the host's");
         for (s, (g, c)) in out.traces.iter().zip(&cpu.traces).enumerate() {

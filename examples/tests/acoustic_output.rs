@@ -6,6 +6,7 @@
 use std::path::PathBuf;
 
 use stencil_examples::acoustic::{run, Model};
+use stencil_examples::checkpoint::Plan;
 use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk, MIN_WIDTH};
 use stencil_runtime::{Field3, Host, Shape3};
 
@@ -37,7 +38,7 @@ fn varied(rgb: &[u8]) -> bool {
 fn pngs_and_csv_of_a_small_run() {
     let mut m = Model::layered(16, 60);
     m.pml = 4;
-    let outcome = run::<Host, f32>(&Host, &Default::default(), &m, None, |_| {}).unwrap();
+    let outcome = run::<Host, f32>(&Host, &Default::default(), &m, None, &Plan::none(), |_| {}).unwrap();
     let dir = temp_dir("run");
 
     let section = dir.join("wavefield_xz.png");

@@ -5,6 +5,7 @@
 //! sum of the runs with the source on each node; over subdomains, the single-domain run.
 
 use stencil_examples::acoustic::{run, Model, Outcome, RegionStrategies};
+use stencil_examples::checkpoint::Plan;
 use stencil_runtime::{Distributed, Host, Overlap};
 
 fn model() -> Model {
@@ -18,7 +19,7 @@ fn model() -> Model {
 }
 
 fn outcome(m: &Model) -> Outcome<f64> {
-    run::<Host, f64>(&Host, &RegionStrategies::default(), m, Some(m.steps / 2), |_| {}).unwrap()
+    run::<Host, f64>(&Host, &RegionStrategies::default(), m, Some(m.steps / 2), &Plan::none(), |_| {}).unwrap()
 }
 
 fn bits(v: &[f64]) -> Vec<u64> {
@@ -112,7 +113,8 @@ fn sparse_positions_over_subdomains_equal_one_domain() {
     for (grid, overlap) in [([2, 1, 1], Overlap::None), ([1, 2, 2], Overlap::OneDivided), ([3, 2, 1], Overlap::None)] {
         let d = m.decompose(grid.iter().product(), Some(grid)).unwrap();
         let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
-        let out = run::<_, f64>(&exec, &RegionStrategies::default(), &m, Some(m.steps / 2), |_| {}).unwrap();
+        let out =
+            run::<_, f64>(&exec, &RegionStrategies::default(), &m, Some(m.steps / 2), &Plan::none(), |_| {}).unwrap();
         assert_eq!(bits(out.last.u.as_slice()), bits(reference.last.u.as_slice()), "{grid:?}");
         for (a, b) in out.traces.iter().zip(&reference.traces) {
             assert_eq!(bits(a), bits(b), "{grid:?}");

@@ -74,7 +74,7 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
     for (case, grid) in grids.into_iter().enumerate() {
         let model = acoustic_model(&mut rng, 2 * n);
         let overlap = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided][rng.below(3)];
-        let single = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
+        let single = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, &Plan::none(), |_| {}).unwrap();
         let on = |grid: [usize; 3]| {
             let d = model.decompose(grid.iter().product(), Some(grid)).unwrap();
             Distributed::host(d).unwrap().with_overlap(overlap).unwrap()
@@ -82,7 +82,8 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
         let exec = on(grid);
         let plan = Plan::every("acoustic3d", n, &dir.join(format!("case-{case}")));
         let what = format!("acoustic over grid {grid:?}, {overlap:?}, source {:?}", model.source);
-        let (whole, start) = acoustic::run_with::<_, f32>(&exec, &strategies, &model, None, &plan, |_| {}).unwrap();
+        let whole = acoustic::run::<_, f32>(&exec, &strategies, &model, None, &plan, |_| {}).unwrap();
+        let start = whole.start;
         assert_eq!(start, 0);
         assert_eq!(bits(&whole.last.u), bits(&single.last.u), "{what}: a run writing checkpoints");
         assert_eq!(trace_bits(&whole.traces), trace_bits(&single.traces), "{what}: traces");
@@ -91,20 +92,21 @@ fn decomposed_acoustic_restarts_bit_for_bit_on_any_placement() {
         let restart = plan.clone().restart_from(&plan.path(n));
         let elsewhere = on(grids[(case + 1) % grids.len()]);
         let mut seen = Vec::new();
-        let (resumed, start) =
-            acoustic::run_with::<_, f32>(&elsewhere, &strategies, &model, Some(n + 2), &restart, |s| seen.push(s))
-                .unwrap();
+        let resumed =
+            acoustic::run::<_, f32>(&elsewhere, &strategies, &model, Some(n + 2), &restart, |s| seen.push(s)).unwrap();
+        let start = resumed.start;
         assert_eq!((start, seen), (n, (n + 1..=2 * n).collect::<Vec<_>>()), "{what}");
         assert_eq!(bits(&resumed.last.u), bits(&single.last.u), "{what}: u after a restart at step {n}");
         assert_eq!(bits(&resumed.last.u_prev), bits(&single.last.u_prev), "{what}: u_prev after the restart");
         assert_eq!(trace_bits(&resumed.traces), trace_bits(&single.traces), "{what}: every step's traces");
         assert!(single.traces.iter().flatten().any(|v| *v != 0.0), "{what}: the wave reached no receiver");
         let shorter = acoustic::Model { steps: n + 2, ..model.clone() };
-        let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, |_| {}).unwrap();
+        let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, &Plan::none(), |_| {}).unwrap();
         assert_eq!(bits(&resumed.snapshot.unwrap().u), bits(&snap.last.u), "{what}: the snapshot after the restart");
         // A restart from the last checkpoint runs no step and gives the same outcome.
         let at_end = plan.clone().restart_from(&plan.path(2 * n));
-        let (end, start) = acoustic::run_with::<_, f32>(&exec, &strategies, &model, None, &at_end, |_| {}).unwrap();
+        let end = acoustic::run::<_, f32>(&exec, &strategies, &model, None, &at_end, |_| {}).unwrap();
+        let start = end.start;
         assert_eq!(start, 2 * n);
         assert_eq!(bits(&end.last.u), bits(&single.last.u), "{what}: restarted at the last step");
         assert_eq!(trace_bits(&end.traces), trace_bits(&single.traces), "{what}: traces from the checkpoint only");
@@ -221,8 +223,7 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     let strategies = RegionStrategies::default();
     let exec = Distributed::host(model.decompose(3, Some([1, 3, 1])).unwrap()).unwrap();
     let aplan = Plan::every("acoustic3d", 2, &dir.join("acoustic"));
-    let run =
-        |m: &acoustic::Model, p: &Plan| acoustic::run_with::<_, f32>(&exec, &strategies, m, None, p, |_| {}).map(drop);
+    let run = |m: &acoustic::Model, p: &Plan| acoustic::run::<_, f32>(&exec, &strategies, m, None, p, |_| {}).map(drop);
     run(&model, &aplan).unwrap();
     let arestart = aplan.clone().restart_from(&aplan.path(2));
     let mut slower = model.clone();

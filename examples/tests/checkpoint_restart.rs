@@ -126,7 +126,7 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let mut model = acoustic::Model::layered(12, 2);
     model.pml = 2;
     let aplan = Plan::every("acoustic3d", 2, &dir);
-    acoustic::run_with::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &aplan, |_| {}).unwrap();
+    acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &aplan, |_| {}).unwrap();
     let e = refuse(&setup, false, &plan.clone().restart_from(&aplan.path(2)));
     assert_eq!(e.code(), "S0408", "{e}");
     assert!(e.to_string().contains("model is \"acoustic3d\", but this run's is \"diffusion3d\""), "{e}");
@@ -161,41 +161,40 @@ fn acoustic_restarts_bit_for_bit() {
     let mut model = acoustic::Model::layered(24, 2 * n);
     model.pml = 5;
     let strategies = RegionStrategies::default();
-    let straight = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, |_| {}).unwrap();
+    let straight = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, &Plan::none(), |_| {}).unwrap();
     let plan = Plan::every("acoustic3d", n, &dir);
-    let (whole, _) = acoustic::run_with::<Host, f32>(&Host, &strategies, &model, None, &plan, |_| {}).unwrap();
+    let whole = acoustic::run::<Host, f32>(&Host, &strategies, &model, None, &plan, |_| {}).unwrap();
     assert_eq!(bits(&whole.last.u), bits(&straight.last.u));
     assert_eq!(whole.traces, straight.traces);
     let restart = plan.clone().restart_from(&plan.path(n));
-    let (resumed, start) =
-        acoustic::run_with::<Host, f32>(&Host, &strategies, &model, Some(n + 2), &restart, |_| {}).unwrap();
+    let resumed = acoustic::run::<Host, f32>(&Host, &strategies, &model, Some(n + 2), &restart, |_| {}).unwrap();
+    let start = resumed.start;
     assert_eq!(start, n);
     assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "u after a restart at step {n}");
     assert_eq!(bits(&resumed.last.u_prev), bits(&straight.last.u_prev));
     assert_eq!(resumed.traces, straight.traces, "every step's traces, those before the restart from the checkpoint");
     assert!(straight.last.u.as_slice().iter().any(|&v| v != 0.0), "the wave has started");
     let shorter = acoustic::Model { steps: n + 2, ..model.clone() };
-    let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, |_| {}).unwrap();
+    let snap = acoustic::run::<Host, f32>(&Host, &strategies, &shorter, None, &Plan::none(), |_| {}).unwrap();
     assert_eq!(bits(&resumed.snapshot.unwrap().u), bits(&snap.last.u), "the snapshot after the restart");
     // Another time step is another run.
     let mut other = model.clone();
     other.dt *= 0.9;
-    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run::<Host, f32>(&Host, &strategies, &other, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("dt is"), "{e}");
     // Another velocity model (the same time step) is another run too.
     let mut slower = model.clone();
     slower.layers[1].v = 2400.0;
-    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run::<Host, f32>(&Host, &strategies, &slower, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("velocity model (V² Δt² per point)"), "{e}");
     // Another source position or other receivers would splice the traces of two set-ups.
     let mut moved = model.clone();
     moved.source_position = Some([1.5 * model.h, 2.0 * model.h, 3.0 * model.h]);
-    let e = acoustic::run_with::<Host, f32>(&Host, &strategies, &moved, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run::<Host, f32>(&Host, &strategies, &moved, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("source_x"), "{e}");
     let mut listening = model.clone();
     listening.receiver_positions = Some(vec![[0.0, 0.0, 0.0]]);
-    let e =
-        acoustic::run_with::<Host, f32>(&Host, &strategies, &listening, None, &restart, |_| {}).map(drop).unwrap_err();
+    let e = acoustic::run::<Host, f32>(&Host, &strategies, &listening, None, &restart, |_| {}).map(drop).unwrap_err();
     assert!(e.to_string().contains("receivers"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -285,7 +284,8 @@ fn acoustic_velocity_from_files_matches_the_layers() {
     let dir = scratch("velocity");
     let mut layered = acoustic::Model::layered(20, 8);
     layered.pml = 4;
-    let straight = acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &layered, None, |_| {}).unwrap();
+    let straight =
+        acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &layered, None, &Plan::none(), |_| {}).unwrap();
     let n = layered.n;
     let p = layered.pml as isize;
     let v64 = Field3::from_fn(Shape3::new(n), |[i, j, k]| layered.velocity([i + p, j + p, k + p]));
@@ -298,18 +298,22 @@ fn acoustic_velocity_from_files_matches_the_layers() {
     for file in ["v64.npy", "v32.npy", "v.nc"] {
         let grid = stencil_examples::velocity::read(&dir.join(file), None).unwrap();
         let model = acoustic::Model {
-            velocity_grid: Some(acoustic::VelocityGrid(std::sync::Arc::new(grid))),
+            velocity_grid: Some(stencil_examples::velocity::VelocityGrid(std::sync::Arc::new(grid))),
             layers: vec![acoustic::Layer { top: 0.0, v: 1.0 }],
             ..layered.clone()
         };
         assert_eq!((model.v_min(), model.v_max()), (1500.0, 2500.0));
-        let run = acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, |_| {}).unwrap();
+        let run = acoustic::run::<Host, f32>(&Host, &RegionStrategies::default(), &model, None, &Plan::none(), |_| {})
+            .unwrap();
         assert_eq!(bits(&run.last.u), bits(&straight.last.u), "{file}");
         assert_eq!(run.traces, straight.traces, "{file}");
     }
     // A grid of another size is refused.
     let small = Field3::from_fn(Shape3::new([4, 4, 4]), |_| 1500.0);
-    let model = acoustic::Model { velocity_grid: Some(acoustic::VelocityGrid(std::sync::Arc::new(small))), ..layered };
+    let model = acoustic::Model {
+        velocity_grid: Some(stencil_examples::velocity::VelocityGrid(std::sync::Arc::new(small))),
+        ..layered
+    };
     assert!(model.check().unwrap_err().to_string().contains("one velocity per point"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -346,11 +350,11 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
     let mut model = acoustic::Model::layered(24, 12);
     model.pml = 5;
     let strategies = RegionStrategies::default();
-    let straight = acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, |_| {}).unwrap();
+    let straight = acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, &Plan::none(), |_| {}).unwrap();
     let plan = Plan::every("acoustic3d", 6, &dir);
-    acoustic::run_with::<Gpu, f32>(&gpu, &strategies, &model, None, &plan, |_| {}).unwrap();
+    acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, &plan, |_| {}).unwrap();
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, _) = acoustic::run_with::<Gpu, f32>(&gpu, &strategies, &model, None, &restart, |_| {}).unwrap();
+    let resumed = acoustic::run::<Gpu, f32>(&gpu, &strategies, &model, None, &restart, |_| {}).unwrap();
     assert_eq!(bits(&resumed.last.u), bits(&straight.last.u), "acoustic on a GPU, restarted at step 6");
     assert_eq!(resumed.traces, straight.traces);
     std::fs::remove_dir_all(&dir).unwrap();

@@ -128,14 +128,15 @@ fn acoustic_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(
     m.receiver_depth = 2;
     let d = m.decompose(world.size() * per_rank, None).unwrap();
     let s = RegionStrategies::default();
-    let reference = acoustic::run::<Host, f32>(&Host, &s, &m, None, |_| {}).unwrap();
+    let reference = acoustic::run::<Host, f32>(&Host, &s, &m, None, &Plan::none(), |_| {}).unwrap();
     let dir = checkpoint_dir(world, "acoustic", per_rank);
     let plan = Plan::every("acoustic3d", 6, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _) = acoustic::run_with::<_, f32>(&on, &s, &m, None, &plan, |_| {}).unwrap();
+    let whole = acoustic::run::<_, f32>(&on, &s, &m, None, &plan, |_| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, start) = acoustic::run_with::<_, f32>(&on, &s, &m, None, &restart, |_| {}).unwrap();
+    let resumed = acoustic::run::<_, f32>(&on, &s, &m, None, &restart, |_| {}).unwrap();
+    let start = resumed.start;
     assert_eq!(start, 6);
     {
         let what = format!("acoustic checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
@@ -199,13 +200,13 @@ fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E
     m.receiver_depth = 2;
     let d = m.decompose(world.size() * per_rank, None).unwrap();
     let s = RegionStrategies::default();
-    let reference = acoustic::run::<Host, f32>(&Host, &s, &m, Some(20), |_| {}).unwrap();
+    let reference = acoustic::run::<Host, f32>(&Host, &s, &m, Some(20), &Plan::none(), |_| {}).unwrap();
     assert!(reference.traces.iter().flatten().any(|v| *v != 0.0), "the wave reached no receiver");
     // The single-domain run, unchanged, on the distributed executor over the ranks (every rank
     // gets the fields and the traces).
     for overlap in [Overlap::None, Overlap::OneDivided] {
         let on = Distributed::new(domains(world, d, exec)).with_overlap(overlap).unwrap();
-        let out = acoustic::run::<_, f32>(&on, &s, &m, Some(20), |_| {}).unwrap();
+        let out = acoustic::run::<_, f32>(&on, &s, &m, Some(20), &Plan::none(), |_| {}).unwrap();
         let what = format!("acoustic run on the executor over grid {:?}, {overlap:?}, rank {}", d.grid(), world.rank());
         assert_eq!(differing(out.last.u.as_slice(), reference.last.u.as_slice()), 0, "{what}: final u");
         let (a, b) = (out.snapshot.unwrap(), reference.snapshot.as_ref().unwrap());

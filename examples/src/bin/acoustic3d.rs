@@ -1,26 +1,22 @@
-//! Seed paper 002's seismic model on the CPU (or a GPU): the 8th-order acoustic wave equation in
-//! a two-layer medium with a PML, a Ricker source near the surface and a line of receivers.
-//! Writes a seismogram, the traces, a wavefield section and the 3D wavefield. The pictures show
-//! the wavefield mid-run (`--snapshot`): by the last step of the default run the direct wave and
-//! the reflection have left the physical domain.
-//! `--domains N` splits the grid (PML included) over N host subdomains, `--gpus N` over N
-//! subdomains on GPUs (with the `cuda` feature), under `mpiexec` over the ranks too; `--grid
-//! PX,PY,PZ` gives the process grid. The model's code is the same everywhere (`Distributed`), and
-//! so are the outputs, bit for bit. `--checkpoint-every N` writes the whole state (and the traces
-//! so far) every N steps, `--restart FILE` resumes from such a checkpoint on any placement, with
-//! the same outputs as an uninterrupted run.
-//! `cargo run --release -p stencil-examples --bin acoustic3d -- --help` lists the options.
-
-use std::path::{Path, PathBuf};
+//! Seed paper 002's seismic model (`stencil_examples::acoustic`) on the CPU, a GPU or
+//! subdomains: the 8th-order acoustic wave equation in a two-layer medium with a PML, a Ricker
+//! source and receivers. Writes a seismogram, the traces, a wavefield section and the 3D
+//! wavefield, the same bits on every placement, restarts included; the acoustic3d page of the
+//! examples docs has the details. `cargo run --release -p stencil-examples --bin acoustic3d --
+//! --help` lists the options.
 
 use clap::Parser;
-use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, VelocityGrid};
+use stencil_examples::acoustic::{self, courant_limit, Model, Outcome, Wavefields};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::output::{write_png_slice, write_seismogram_png, write_traces_csv, write_vtk};
+use stencil_examples::output::Acoustic3dOutput;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
-use stencil_examples::progress;
-use stencil_examples::velocity;
-use stencil_runtime::{Executor, Field3, Overlap};
+use stencil_examples::progress::{self, Timed};
+use stencil_examples::velocity::InputArgs;
+use stencil_runtime::{Executor, Overlap};
+
+/// Steps before the clock starts: they compile (on a GPU, tune) the kernels; on subdomains the
+/// second step is the first whose launches are split for the exchange.
+const WARM_UP: usize = 2;
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
@@ -42,34 +38,12 @@ struct Args {
     /// Peak frequency of the Ricker source, Hz.
     #[arg(long, default_value_t = 10.0)]
     f0: f64,
-    /// Directory for the output files (created if missing).
-    #[arg(long, default_value = "acoustic3d-out")]
-    out: PathBuf,
-    /// Step whose wavefield goes into wavefield_xz.png and wavefield.vtk (default: 3/5 of
-    /// --steps, when the direct, reflected and transmitted waves are all in the domain).
-    #[arg(long)]
-    snapshot: Option<usize>,
-    /// Read the velocity model (m/s, one value per physical point) from this file instead of the
-    /// two layers: a .npy array v[i, j, k] (x, y, z; z down) or a NetCDF variable v(z, y, x);
-    /// the physical grid is the array's shape (--size is ignored), the spacing 10 m.
-    #[arg(long, value_name = "FILE")]
-    velocity: Option<PathBuf>,
-    /// The NetCDF variable of --velocity (default: the file's only 3D variable).
-    #[arg(long, value_name = "NAME")]
-    velocity_var: Option<String>,
-    /// The source at any point: x,y,z in metres from the first physical point (z down),
-    /// injected into its cell's eight nodes with trilinear weights (default: a grid node near
-    /// the surface, mid x and y).
-    #[arg(long, value_name = "X,Y,Z", value_parser = velocity::parse_xyz)]
-    source_at: Option<[f64; 3]>,
-    /// Receivers at any points: a text file of lines `x,y,z` in metres (`#` starts a comment),
-    /// each sampling u by trilinear interpolation (default: a line of receivers along x on the
-    /// grid nodes just below the source).
-    #[arg(long, value_name = "FILE")]
-    receivers: Option<PathBuf>,
-    /// Skip the 3D wavefield (wavefield.vtk, the largest file).
-    #[arg(long)]
-    no_vtk: bool,
+    /// Outputs: --out, --snapshot, --no-vtk.
+    #[command(flatten)]
+    output: Acoustic3dOutput,
+    /// Inputs: --velocity, --velocity-var, --source-at, --receivers.
+    #[command(flatten)]
+    input: InputArgs,
     #[command(flatten)]
     overlap: OverlapArgs,
     /// Where to run: --gpu, --domains, --gpus, --grid.
@@ -86,45 +60,15 @@ fn main() {
 }
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
-    let overlap = args.overlap.or(Overlap::OneDivided);
-    let mut model = Model::layered(args.size, args.steps);
-    if let Some(path) = &args.velocity {
-        let grid = velocity::read(path, args.velocity_var.as_deref())?;
-        let n = grid.shape().interior();
-        // Source and receivers where the layered model puts them on a grid of this size.
-        (model.n, model.source, model.receiver_depth) = (n, [n[0] / 2, n[1] / 2, n[2] / 16], n[2] / 32);
-        model.velocity_grid = Some(VelocityGrid(std::sync::Arc::new(grid)));
-        println!(
-            "velocity model: {} ({}x{}x{} points, {:.0} to {:.0} m/s)",
-            path.display(),
-            n[0],
-            n[1],
-            n[2],
-            model.v_min(),
-            model.v_max()
-        );
-    }
-    model.pml = args.pml;
-    model.f0 = args.f0;
-    if let Some(p) = args.source_at {
-        model.source_position = Some(p);
-        // The sections go through the source's nearest node.
-        model.source = std::array::from_fn(|a| ((p[a] / model.h).round().max(0.0) as usize).min(model.n[a] - 1));
-    }
-    if let Some(path) = &args.receivers {
-        model.receiver_positions = Some(velocity::read_positions(path)?);
-    }
+    let mut model = Model { pml: args.pml, f0: args.f0, ..Model::layered(args.size, args.steps) };
+    args.input.apply(&mut model)?;
     model.dt = args.courant * model.h / model.v_max();
     model.check()?;
     if model.steps == 0 {
         return Err("--steps 0: nothing to run; give at least one step".into());
     }
-    let snapshot = args.snapshot.unwrap_or((3 * model.steps).div_ceil(5).max(1));
-    if !(1..=model.steps).contains(&snapshot) {
-        return Err(format!("--snapshot {snapshot} is not one of the steps 1..={}", model.steps).into());
-    }
-    // Five fields on the executor; the initial state, the snapshot and the last wavefields on
-    // the host.
+    let snapshot = args.output.prepare(model.steps)?;
+    // Five fields on the executor; on the host the initial state, the snapshot and the last wavefields.
     let footprint = Footprint { executor: 5 * 4, host: 9 * 4 };
     let decompose = |domains| model.decompose(domains, args.placement.grid);
     let placement = processes.place("acoustic3d", &args.placement, &model.shape(), footprint, decompose)?;
@@ -146,115 +90,61 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         );
     }
     placement.print();
-    std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let plan = args.checkpoint.plan("acoustic3d", processes)?;
-    let job = Acoustic { model: &model, snapshot, plan: &plan };
-    let run = processes.run(placement, overlap, "acoustic3d", job)?;
+    let timed = Timed::new(progress::steps(model.steps), WARM_UP);
+    let job = Acoustic { model: &model, snapshot, plan: &plan, timed: &timed };
+    let run = processes.run(placement, args.overlap.or(Overlap::OneDivided), "acoustic3d", job)?;
     if processes.world().rank() != 0 {
         return Ok(()); // every rank holds the outcome; rank 0 reports it and writes the files
     }
-    let (points, timed, seconds) = (tx * ty * tz, run.timed_steps, run.seconds);
-    println!(
-        "{steps} steps; steps {}..{steps} in {seconds:.2} s: {:.3} GPts/s (all {points} points per step, PML included; \
-         the first steps prepare the kernels and are not timed)",
-        steps + 1 - timed,
-        (points * timed) as f64 / seconds / 1e9,
-    );
+    if let Some(t) = timed.timing(Some(snapshot)) {
+        let (points, (first, last)) = (tx * ty * tz, t.steps);
+        println!(
+            "{steps} steps; steps {first}..{last} in {:.2} s: {:.3} GPts/s (all {points} points per step, PML included; \
+             the first steps prepare the kernels and are not timed, nor is the snapshot's step)",
+            t.seconds,
+            t.per_second(points as f64) / 1e9,
+        );
+    }
+    let report = |step: usize, w: &Wavefields<f32>| {
+        let max = w.u.as_slice().iter().fold(0.0f32, |m, v| m.max(v.abs()));
+        let energy = model.energy::<f32>(&w.u, &w.u_prev);
+        format!("step {step} (t = {:.4} s): max |u| = {max:.4e}, energy {energy:.4e}", step as f64 * model.dt)
+    };
     // A run restarted after the snapshot step has no snapshot.
-    let snap = run.snapshot.as_ref();
-    let end_max = max_abs(&run.last.u);
-    let end_energy = model.energy::<f32>(&run.last.u, &run.last.u_prev);
-    match snap {
-        Some(snap) => println!(
-            "step {snapshot} (t = {:.4} s): max |u| = {:.4e}, energy {:.4e}",
-            snapshot as f64 * model.dt,
-            max_abs(&snap.u),
-            model.energy::<f32>(&snap.u, &snap.u_prev)
-        ),
+    match &run.snapshot {
+        Some(snap) => println!("{}", report(snapshot, snap)),
         None => println!("step {snapshot}: before the restart, so no wavefield pictures (restart earlier for them)"),
     }
-    println!(
-        "step {} (t = {:.4} s): max |u| = {end_max:.4e}, energy {end_energy:.4e} (physical domain; \
-         energy = sum of (du/dt)^2 / V^2 + |grad u|^2, times h^3)",
-        model.steps,
-        model.steps as f64 * model.dt
-    );
-
-    let written = write_outputs(&args.out, &model, &run.traces, snap.map(|s| &s.u), snapshot, !args.no_vtk)?;
-    println!("wrote:");
-    for (path, what) in written {
-        println!("  {:<32} {what}", path.display());
-    }
+    let energy = "energy = sum of (du/dt)^2 / V^2 + |grad u|^2, times h^3";
+    println!("{} (physical domain; {energy})", report(model.steps, &run.last));
+    args.output.write(&model, &run.traces, run.snapshot.as_ref().map(|s| &s.u), snapshot)?;
     Ok(())
 }
 
-/// The largest `|u|` of a field.
-fn max_abs(field: &Field3<f32>) -> f32 {
-    field.as_slice().iter().fold(0.0f32, |m, v| m.max(v.abs()))
-}
-
-/// Writes the output files; returns each path with a line saying what it holds.
-fn write_outputs(
-    dir: &Path,
-    model: &Model,
-    traces: &[Vec<f32>],
-    wavefield: Option<&Field3<f32>>,
-    snapshot: usize,
-    vtk: bool,
-) -> Result<Vec<(PathBuf, String)>, Box<dyn std::error::Error>> {
-    let mut written = Vec::new();
-    let receivers = traces.first().map_or(0, Vec::len);
-    let t = snapshot as f64 * model.dt;
-
-    let path = dir.join("seismogram.png");
-    write_seismogram_png(&path, traces)?;
-    written.push((path, format!("{receivers} receivers (x) across, {} steps down, t^2 gain", traces.len())));
-
-    let path = dir.join("traces.csv");
-    write_traces_csv(&path, traces, model.dt)?;
-    written.push((path, format!("time_s, then u at the {receivers} receivers; one row per step")));
-
-    let Some(wavefield) = wavefield else { return Ok(written) };
-    let path = dir.join("wavefield_xz.png");
-    let y = (model.pml + model.source[1]) as isize;
-    write_png_slice(&path, wavefield, y, model.pml)?;
-    written.push((path, format!("u at step {snapshot} (t = {t:.3} s), xz section through the source, PML cut off")));
-
-    if vtk {
-        let path = dir.join("wavefield.vtk");
-        let velocity = Field3::from_fn(*wavefield.shape(), |g| model.velocity(g) as f32);
-        let origin = [-(model.pml as f64) * model.h; 3];
-        write_vtk(&path, &[("u", wavefield), ("velocity", &velocity)], model.h, origin)?;
-        written.push((
-            path,
-            format!("u at step {snapshot} and velocity, PML included (physical domain from 0 m, z down)"),
-        ));
-    }
-    Ok(written)
-}
-
-/// The run on whatever executor the options chose (each stencil's default strategy), with a
-/// progress bar, checkpointed or not.
+/// The run on the executor the options chose (default strategies), with its progress bar.
 struct Acoustic<'a> {
     model: &'a Model,
     snapshot: usize,
     plan: &'a Plan,
+    timed: &'a Timed,
 }
 
 impl OnExecutor for Acoustic<'_> {
     type Output = Outcome<f32>;
 
     fn run<E: Executor>(self, exec: &E) -> Result<Outcome<f32>, Box<dyn std::error::Error>> {
-        let (model, snapshot) = (self.model, Some(self.snapshot));
-        let bar = progress::steps(model.steps);
+        let bar = &self.timed.bar;
         bar.println(format!("running on {}", exec.describe()));
-        let strategies = Default::default();
-        let run =
-            acoustic::run_with::<E, f32>(exec, &strategies, model, snapshot, self.plan, |s| bar.set_position(s as u64));
-        if let Ok((_, start @ 1..)) = &run {
+        let tick = |s: usize| {
+            bar.set_position(s as u64);
+            self.timed.tick(s);
+        };
+        let run = acoustic::run(exec, &Default::default(), self.model, Some(self.snapshot), self.plan, tick);
+        if let Ok(Outcome { start: start @ 1.., .. }) = &run {
             bar.println(format!("restarted from step {start} (the traces before it come from the checkpoint)"));
         }
         bar.finish_and_clear();
-        Ok(run?.0)
+        run
     }
 }
