@@ -52,7 +52,7 @@ pub fn acoustic_inner<T>(
     u_prev[idx] = 2.0 * u[idx] - u_prev[idx] + vdt2[idx] * lap;
 }
 
-/// A PML slab: the damped update (see the docs page), with `eta = η Δt` and `g[a] = 1 / (4 h_a²)`
+/// A PML slab: the damped update of the acoustic3d docs page, with `eta = η Δt` and `g[a] = 1 / (4 h_a²)`
 /// for `∇eta·∇u`.
 #[stencil]
 #[rustfmt::skip]

@@ -192,6 +192,7 @@ fn euler_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usi
 }
 
 fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::Plan;
     let mut m = Model::layered(19, 40);
     m.n = [19, 17, 18];
     m.pml = 4;
