@@ -91,6 +91,18 @@ pub fn write_png_image(path: impl AsRef<Path>, values: &[f32], width: usize, lo:
     write_rgb_png(path, &scaled, width, values.len() / width, 1.0, [k, k], sequential)
 }
 
+/// Writes the xy plane at interior index `z` of a host field as a PNG (x across, y down) with
+/// the [`sequential`] colormap from the plane's min to its max; returns the min and the max.
+pub fn write_png_xy(path: impl AsRef<Path>, field: &Field3<f64>, z: usize) -> io::Result<(f32, f32)> {
+    let (view, [nx, ny, _]) = (field.interior_view(), field.shape().interior());
+    let values: Vec<f32> =
+        (0..ny).flat_map(|j| (0..nx).map(move |i| (i, j))).map(|(i, j)| view[[i, j, z]] as f32).collect();
+    let lo = values.iter().copied().fold(f32::INFINITY, f32::min);
+    let hi = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    write_png_image(path, &values, nx, lo, hi)?;
+    Ok((lo, hi))
+}
+
 /// Encodes a `width` x `height` picture of `values` (row-major, row 0 at the top) divided by
 /// `clip` through `colour` as an 8-bit RGB PNG, each value repeated `scale[0]` times across and
 /// `scale[1]` times down.

@@ -10,6 +10,17 @@ pub fn steps(steps: usize) -> ProgressBar {
     )
 }
 
+/// A bar over a run's model time in thousandths, with a message (the time and the step); hidden
+/// unless `visible` (e.g. on ranks other than 0).
+pub fn time(visible: bool) -> ProgressBar {
+    let style = ProgressStyle::with_template("{bar:40} {msg}, {elapsed_precise} elapsed, eta {eta}");
+    let bar = ProgressBar::new(1000).with_style(style.expect("a valid template"));
+    if !visible {
+        bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
+    }
+    bar
+}
+
 /// A run's progress bar and the clock of its time loop. The first `warm_up` steps reported are
 /// not timed (they compile, and on a GPU tune, the kernels; a run of no more steps times its
 /// last one). Report each step with [`Timed::tick`] once its work is done (e.g. after a read of
@@ -33,6 +44,12 @@ pub struct Timing {
     pub seconds: f64,
 }
 
+impl std::fmt::Display for Timing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "steps {}..{} in {:.2} s", self.steps.0, self.steps.1, self.seconds)
+    }
+}
+
 impl Timing {
     /// The rate of work done, given the work of one step (e.g. the points it updates).
     pub fn per_second(&self, work_per_step: f64) -> f64 {
@@ -49,6 +66,13 @@ impl Timed {
     /// Notes that step `step` is done.
     pub fn tick(&self, step: usize) {
         self.ticks.borrow_mut().push((step, std::time::Instant::now()));
+    }
+
+    /// Notes that step `step` is done at model time `t`, moving a [`time`] bar to `t / t_end`.
+    pub fn tick_at(&self, step: usize, t: f64, t_end: f64) {
+        self.bar.set_position((1000.0 * t / t_end) as u64);
+        self.bar.set_message(format!("t = {t:.4}, step {step}"));
+        self.tick(step);
     }
 
     /// The steps timed, leaving out `untimed` (a step that did more than step, such as a

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 
 use stencil_examples::acoustic::{self, RegionStrategies};
 use stencil_examples::checkpoint::Plan;
-use stencil_examples::euler::{self, Boundary, Euler, Scheme};
+use stencil_examples::euler::{Boundary, Euler, Scheme};
 use stencil_examples::swe::{self, Edge};
 use stencil_runtime::io::IoError;
 use stencil_runtime::{Distributed, Field, Host, Overlap};
@@ -152,7 +152,7 @@ fn decomposed_euler_restarts_bit_for_bit() {
     ];
     for (case, (boundaries, scheme, grid, dt_every, overlap)) in cases.into_iter().enumerate() {
         let (e, q0) = blast(boundaries, scheme);
-        let (single, steps) = e.run(&Host, &q0, t_end, dt_every, |_, _| {}).unwrap();
+        let (single, steps, _) = e.run(&Host, &q0, t_end, dt_every, &Plan::none(), |_, _| {}).unwrap();
         assert!(steps > 6, "{steps} steps");
         let on = |grid: [usize; 3]| {
             let d = e.decompose(grid.iter().product(), Some(grid)).unwrap();
@@ -161,16 +161,16 @@ fn decomposed_euler_restarts_bit_for_bit() {
         let exec = on(grid);
         let plan = Plan::every("euler3d", 3, &dir.join(format!("case-{case}")));
         let what = format!("euler {boundaries:?} {scheme:?} {overlap:?} over grid {grid:?}, dt every {dt_every}");
-        let (whole, whole_steps, start) = euler::run_with(&e, &exec, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        let (whole, whole_steps, start) = e.run(&exec, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
         assert_eq!((whole_steps, start), (steps, 0), "{what}");
         // Restarts on this grid, on another one and on one domain.
         let elsewhere = on([grid[2], grid[0], grid[1]]);
         for at in [3, 6] {
             let restart = plan.clone().restart_from(&plan.path(at));
             let runs = [
-                euler::run_with(&e, &exec, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
-                euler::run_with(&e, &elsewhere, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
-                euler::run_with(&e, &Host, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                e.run(&exec, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                e.run(&elsewhere, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
+                e.run(&Host, &q0, t_end, dt_every, &restart, |_, _| {}).unwrap(),
             ];
             for (r, (resumed, resumed_steps, start)) in runs.iter().enumerate() {
                 assert_eq!((*start, *resumed_steps), (at, steps), "{what}");
@@ -197,11 +197,11 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     let t_end = 0.02;
     let exec = Distributed::host(e.decompose(4, Some([2, 2, 1])).unwrap()).unwrap();
     let plan = Plan::every("euler3d", 2, &dir);
-    euler::run_with(&e, &exec, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
+    e.run(&exec, &q0, t_end, 1, &plan, |_, _| {}).unwrap();
     let path = plan.path(2);
     let restart = plan.clone().restart_from(&path);
     let refuse = |e: &Euler, dt_every: usize, plan: &Plan| {
-        euler::run_with(e, &exec, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
+        e.run(&exec, &q0, t_end, dt_every, plan, |_, _| {}).map(drop).unwrap_err()
     };
     let e3 = io_error(refuse(&e, 2, &restart));
     assert!(e3.to_string().contains("dt_every"), "{e3}");
@@ -236,17 +236,9 @@ fn decomposed_restarts_that_do_not_fit_the_run_are_refused_with_what_differs() {
     assert!(e11.to_string().contains("dt is"), "{e11}");
     // Another model's checkpoint.
     let e12 = io_error(
-        euler::run_with(
-            &e,
-            &exec,
-            &q0,
-            t_end,
-            1,
-            &Plan::every("euler3d", 2, &dir).restart_from(&aplan.path(2)),
-            |_, _| {},
-        )
-        .map(drop)
-        .unwrap_err(),
+        e.run(&exec, &q0, t_end, 1, &Plan::every("euler3d", 2, &dir).restart_from(&aplan.path(2)), |_, _| {})
+            .map(drop)
+            .unwrap_err(),
     );
     assert!(e12.to_string().contains("acoustic3d"), "{e12}");
     std::fs::remove_dir_all(&dir).unwrap();

@@ -14,7 +14,7 @@ use std::path::PathBuf;
 use stencil_examples::acoustic::{self, RegionStrategies};
 use stencil_examples::checkpoint::Plan;
 use stencil_examples::diffusion::{self, Setup};
-use stencil_examples::euler::{self, Boundary, Euler};
+use stencil_examples::euler::{Boundary, Euler};
 use stencil_examples::swe::{self, circular_dam, Edge, Solver};
 use stencil_runtime::io::IoError;
 use stencil_runtime::{Distributed, Field, Host, Order, Overlap};
@@ -216,15 +216,15 @@ fn euler_restarts_bit_for_bit() {
     let (e, q0) = blast(12);
     let t_end = 0.03;
     for dt_every in [1, 2] {
-        let (straight, steps) = e.run(&Host, &q0, t_end, dt_every, |_, _| {}).unwrap();
+        let (straight, steps, _) = e.run(&Host, &q0, t_end, dt_every, &Plan::none(), |_, _| {}).unwrap();
         assert!(steps > 6, "{steps} steps");
         let plan = Plan::every("euler3d", 3, &dir);
-        let (whole, whole_steps, _) = euler::run_with(&e, &Host, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
+        let (whole, whole_steps, _) = e.run(&Host, &q0, t_end, dt_every, &plan, |_, _| {}).unwrap();
         assert_eq!(whole_steps, steps);
         for at in [3, 6] {
             let p = plan.path(at);
             let (resumed, resumed_steps, start) =
-                euler::run_with(&e, &Host, &q0, t_end, dt_every, &plan.clone().restart_from(&p), |_, _| {}).unwrap();
+                e.run(&Host, &q0, t_end, dt_every, &plan.clone().restart_from(&p), |_, _| {}).unwrap();
             assert_eq!((start, resumed_steps), (at, steps));
             for v in 0..5 {
                 assert_eq!(
@@ -240,7 +240,7 @@ fn euler_restarts_bit_for_bit() {
     let plan = Plan::every("euler3d", 3, &dir).restart_from(&dir.join("euler3d-00000003.ckpt"));
     let mut other = e;
     other.limiter = stencil_examples::euler::Limiter::Minmod;
-    let err = euler::run_with(&other, &Host, &q0, t_end, 2, &plan, |_, _| {}).map(drop).unwrap_err();
+    let err = other.run(&Host, &q0, t_end, 2, &plan, |_, _| {}).map(drop).unwrap_err();
     assert!(err.to_string().contains("Minmod") && err.to_string().contains("Koren"), "{err}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -11,7 +11,7 @@
 
 use stencil_examples::acoustic::{self, Model, RegionStrategies};
 use stencil_examples::diffusion::{self, Setup};
-use stencil_examples::euler::{self, Boundary, Euler, Riemann, Scheme};
+use stencil_examples::euler::{Boundary, Euler, Riemann, Scheme};
 use stencil_examples::swe::{self, Edge, Solver};
 use stencil_runtime::{Decomposition, Distributed, Domains, Executor, Host, Order, Overlap, World};
 
@@ -167,15 +167,16 @@ fn euler_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usi
     });
     let d = e.decompose(world.size() * per_rank, None).unwrap();
     let t_end = 0.02;
-    let (single, steps) = e.run(&Host, &q0, t_end, 2, |_, _| {}).unwrap();
+    let (single, steps, _) =
+        e.run(&Host, &q0, t_end, 2, &stencil_examples::checkpoint::Plan::none(), |_, _| {}).unwrap();
     assert!(steps > 3, "{steps} steps");
     let dir = checkpoint_dir(world, "euler", per_rank);
     let plan = Plan::every("euler3d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, whole_steps, _) = euler::run_with(&e, &on, &q0, t_end, 2, &plan, |_, _| {}).unwrap();
+    let (whole, whole_steps, _) = e.run(&on, &q0, t_end, 2, &plan, |_, _| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(3));
-    let (resumed, resumed_steps, start) = euler::run_with(&e, &on, &q0, t_end, 2, &restart, |_, _| {}).unwrap();
+    let (resumed, resumed_steps, start) = e.run(&on, &q0, t_end, 2, &restart, |_, _| {}).unwrap();
     let what = format!("euler checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
     assert_eq!((whole_steps, resumed_steps, start), (steps, steps, 3), "{what}");
     let cells = |q| {
@@ -235,9 +236,11 @@ fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
         });
         let d = e.decompose(world.size() * per_rank, None).unwrap();
         let t_end = 0.02;
-        let (single, steps) = e.run(&Host, &q0, t_end, 1, |_, _| {}).unwrap();
+        let (single, steps, _) =
+            e.run(&Host, &q0, t_end, 1, &stencil_examples::checkpoint::Plan::none(), |_, _| {}).unwrap();
         let on = Distributed::new(domains(world, d, exec)).with_overlap(overlap).unwrap();
-        let (q, steps_x) = e.run(&on, &q0, t_end, 1, |_, _| {}).unwrap();
+        let (q, steps_x, _) =
+            e.run(&on, &q0, t_end, 1, &stencil_examples::checkpoint::Plan::none(), |_, _| {}).unwrap();
         let cells = |q| {
             let mut out = Vec::new();
             e.for_each_cell(q, |_, c| out.extend(c));

@@ -1,23 +1,16 @@
-//! A 3D blast wave with the compressible Euler model of `stencil_examples::euler` (seed paper
-//! 000): a sphere of high pressure in a closed box (reflecting walls) of gas at rest, run to
-//! `--t-end` on the CPU (or a GPU), printing the conserved totals at the start and the end and
-//! writing a PNG of the density in the mid-height xy plane. `--domains N` splits the grid over N
-//! host subdomains, `--gpus N` over N subdomains on GPUs (with the `cuda` feature), under
-//! `mpiexec` over the ranks too; `--grid PX,PY,PZ` gives the process grid. The model's code is
-//! the same everywhere (`Distributed`), and the result is the single-domain one, bit for bit.
-//! `--checkpoint-every N` writes the state every N steps, `--restart FILE` resumes from such a
-//! checkpoint on any placement, bit for bit.
-//! `cargo run --release -p stencil-examples --bin euler3d -- --help` lists the options.
+//! A 3D blast wave with the compressible Euler model of `stencil_examples::euler`: a sphere of
+//! high pressure in a closed box of gas at rest, run to `--t-end` on the CPU, a GPU, subdomains
+//! or MPI ranks (the same code and the same bits everywhere), printing the conserved totals and
+//! writing a PNG of the density in the mid-height xy plane. `--help` lists the options.
 
 use std::path::PathBuf;
-use std::time::Instant;
 
 use clap::Parser;
-use indicatif::{ProgressBar, ProgressStyle};
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
 use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
-use stencil_examples::output::write_png_image;
+use stencil_examples::output::write_png_xy;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
+use stencil_examples::progress::{self, Timed};
 use stencil_runtime::{Executor, Field3, Overlap};
 
 /// A spherical blast wave (pressure 10 inside radius 0.1, 0.1 outside, density 1) in the unit
@@ -68,25 +61,16 @@ fn main() {
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let positive = |v: f64| v.is_finite() && v > 0.0;
-    if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) {
-        return Err("--size must be at least 2, --t-end and --cfl positive".into());
-    }
-    if args.cfl > 1.0 {
-        return Err(format!(
-            "--cfl {} is above 1: the time step sums the signal speeds over the three axes, and SSP-RK3 with \
-             limited reconstruction is stable only up to 1; use --cfl 0.5",
-            args.cfl
-        )
-        .into());
+    if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) || args.cfl > 1.0 {
+        let why = "SSP-RK3 with limited reconstruction and the step summed over three axes is stable up to 1";
+        return Err(format!("need --size >= 2, --t-end > 0 and 0 < --cfl <= 1 ({why})").into());
     }
     let mut e = Euler::cube(args.size, 1.0);
-    e.cfl = args.cfl;
-    // No overlap by default: with the hand-written binder on one H200, two subdomains ran 307
-    // (64³) and 1166 (128³) M cell-updates/s per stage without it, 120-126 and 648-650 with it
-    // (the fused stage on two-cell slabs runs far below its whole-subdomain rate).
-    let overlap = args.overlap.or(Overlap::None);
-    e.boundaries = [Boundary::Reflective; 3];
+    (e.cfl, e.boundaries) = (args.cfl, [Boundary::Reflective; 3]);
     (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
+    // No overlap by default: the fused stage on two-cell slabs runs far below its rate over a
+    // whole subdomain (see the euler3d page of the examples docs).
+    let overlap = args.overlap.or(Overlap::None);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
     let fields = if e.scheme == Scheme::Split { 30 } else { 15 };
@@ -95,120 +79,70 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let placement = processes.place("euler3d", &args.placement, &e.shape(), footprint, decompose)?;
     let q0 = e.from_primitive(|x| {
         let r2: f64 = x.iter().map(|x| (x - 0.5) * (x - 0.5)).sum();
-        let p = if r2 < 0.01 { 10.0 } else { 0.1 };
-        [1.0, 0.0, 0.0, 0.0, p]
+        [1.0, 0.0, 0.0, 0.0, if r2 < 0.01 { 10.0 } else { 0.1 }]
     });
+    let (n, h, threads) = (args.size, e.h[0], rayon::current_num_threads());
     println!(
-        "euler3d: blast wave, {n}^3 cells (h = {:.4e}), reflecting walls, t_end = {}, CFL {}, {:?} + {:?}, {:?} stages, {} threads",
-        e.h[0],
-        args.t_end,
-        e.cfl,
-        e.limiter,
-        e.riemann,
-        e.scheme,
-        rayon::current_num_threads(),
-        n = args.size,
+        "euler3d: blast wave, {n}^3 cells (h = {h:.4e}), reflecting walls, t_end = {}, CFL {}, {:?} + {:?}, {:?} \
+         stages, {threads} threads",
+        args.t_end, e.cfl, e.limiter, e.riemann, e.scheme,
     );
     placement.print();
-    let start = e.totals(&q0);
-    print_totals("start", &start);
-
-    let bar = ProgressBar::new(1000);
-    bar.set_style(
-        ProgressStyle::with_template("{bar:40} t = {msg}, {elapsed_precise} elapsed, eta {eta}")
-            .expect("a valid template"),
-    );
-    // The clock starts after the first step, which prepares the kernels (compiles them on a
-    // GPU); the next step's time-step download waits for it.
-    // (After a restart, the first step run is the restart's.)
-    // It stops after the last step is issued, before the final state is downloaded: each
-    // step's time-step download waits for the step before it.
-    let clock = std::cell::Cell::new(Instant::now());
-    let stop = std::cell::Cell::new(None::<Instant>);
-    let first = std::cell::Cell::new(None);
-    let progress = |step: usize, t: f64| {
-        bar.set_position((1000.0 * t / args.t_end) as u64);
-        bar.set_message(format!("{t:.4} (step {step})"));
-        stop.set(Some(Instant::now()));
-        if first.get().is_none() {
-            first.set(Some(step));
-            clock.set(Instant::now());
-        }
+    let totals = |when: &str, [m, x, y, z, e]: &[f64; 5]| {
+        println!("{when:>5}: mass {m:.12e}, momentum ({x:+.3e}, {y:+.3e}, {z:+.3e}), energy {e:.12e}")
     };
+    let start = e.totals(&q0);
+    totals("start", &start);
+    let rank0 = processes.world().rank() == 0;
+    let timed = Timed::new(progress::time(rank0), 1);
     let plan = args.checkpoint.plan("euler3d", processes)?;
-    let job = Blast { e: &e, q0: &q0, t_end: args.t_end, dt_every: args.dt_every, plan: &plan, progress };
+    let job = Blast { e: &e, q0: &q0, args, plan: &plan, timed: &timed };
     let run = processes.run(placement, overlap, "euler3d", job);
-    bar.finish_and_clear();
+    timed.bar.finish_and_clear();
     let (q, steps, restart) = run?;
+    if !rank0 {
+        return Ok(()); // every rank holds the state; rank 0 reports it and writes the picture
+    }
     if restart > 0 {
         println!("restarted from step {restart}");
     }
-    if processes.world().rank() != 0 {
-        return Ok(()); // every rank holds the state; rank 0 reports it and writes the picture
+    // Each step's time-step download waits for the step before it: a tick follows the work.
+    if let Some(t) = timed.timing(None) {
+        let (rate, cells) = (t.per_second(3.0 * (n as f64).powi(3)) / 1e6, n.pow(3));
+        println!(
+            "{steps} steps; {t}: {rate:.2} M cell-updates/s per RK stage ({cells} cells, 3 stages per step; the first \
+             step prepares the kernels and is not timed)"
+        );
     }
-    let seconds = stop.get().map_or(0.0, |t| (t - clock.get()).as_secs_f64()).max(1e-9);
-    let cells = (args.size as f64).powi(3);
-    let first = first.get().unwrap_or(1);
-    let timed = steps.saturating_sub(first).max(1);
-    println!(
-        "{steps} steps; steps {}..{steps} in {seconds:.2} s: {:.2} M cell-updates/s per RK stage ({} cells, 3 stages \
-         per step; the first step prepares the kernels and is not timed)",
-        first + 1,
-        cells * timed as f64 * 3.0 / seconds / 1e6,
-        cells,
-    );
     let end = e.totals(&q);
-    print_totals("end", &end);
+    totals("end", &end);
     let rel = |v: usize| (end[v] - start[v]).abs() / start[v].abs();
     println!("mass and energy relative change: {:.2e}, {:.2e} (reflecting walls conserve both)", rel(0), rel(4));
 
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
     let path = args.out.join("density_xy.png");
-    let (slice, lo, hi) = density_slice(&e, &q);
-    write_png_image(&path, &slice, args.size, lo, hi)?;
+    let (lo, hi) = write_png_xy(&path, &q[0], args.size / 2)?;
     println!("wrote:\n  {:<28} density in the xy plane at mid height (z = 0.5), {lo:.3} to {hi:.3}", path.display());
     Ok(())
 }
 
-fn print_totals(when: &str, t: &[f64; 5]) {
-    println!(
-        "{when:>5}: mass {:.12e}, momentum ({:+.3e}, {:+.3e}, {:+.3e}), energy {:.12e}",
-        t[0], t[1], t[2], t[3], t[4]
-    );
-}
-
-/// The density in the plane `k = n/2`, row-major (x across, y down), with its min and max.
-fn density_slice(e: &Euler, q: &Conserved<Field3<f64>>) -> (Vec<f32>, f32, f32) {
-    let (nx, k) = (e.n[0], e.n[2] / 2);
-    let mut slice = vec![0.0f32; nx * e.n[1]];
-    e.for_each_cell(q, |c, q| {
-        if c[2] == k {
-            slice[c[1] * nx + c[0]] = q[0] as f32;
-        }
-    });
-    let lo = slice.iter().copied().fold(f32::INFINITY, f32::min);
-    let hi = slice.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-    (slice, lo, hi)
-}
-
-/// The run on whatever executor the options chose, checkpointed or not (one loop: `plan` may
-/// write none and restart from none): the final state, the step count and the step it
-/// restarted from (0 without a restart).
-struct Blast<'a, P> {
+/// The run on whatever executor the options chose, checkpointed or not: the final state, the
+/// step count and the step it restarted from (0 without a restart).
+struct Blast<'a> {
     e: &'a Euler,
     q0: &'a Conserved<Field3<f64>>,
-    t_end: f64,
-    dt_every: usize,
+    args: &'a Args,
     plan: &'a Plan,
-    progress: P,
+    timed: &'a Timed,
 }
 
-impl<P: FnMut(usize, f64)> OnExecutor for Blast<'_, P> {
+impl OnExecutor for Blast<'_> {
     type Output = (Conserved<Field3<f64>>, usize, usize);
 
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
-        let Blast { e, q0, t_end, dt_every, plan, progress } = self;
-        println!("running on {}, CFL step from a download every {dt_every} steps", exec.describe());
-        stencil_examples::euler::run_with(e, exec, q0, t_end, dt_every, plan, progress)
+        let Blast { e, q0, args, plan, timed } = self;
+        let (t_end, dt_every) = (args.t_end, args.dt_every);
+        timed.bar.println(format!("running on {}, CFL step from a download every {dt_every} steps", exec.describe()));
+        e.run(exec, q0, t_end, dt_every, plan, |step, t| timed.tick_at(step, t, t_end))
     }
 }
