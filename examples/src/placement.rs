@@ -337,10 +337,10 @@ pub struct PlacementArgs {
 #[derive(clap::Args, Clone, Copy, Debug)]
 pub struct OverlapArgs {
     /// With subdomains: none (exchange, then update), one (the inner region runs while the halos
-    /// travel, then the boundary slabs) or two (as one, and a launch whose output the next launch
+    /// travel, then the boundary slabs), two (as one, and a launch whose output the next launch
     /// reads around a point computes its boundary slabs first and sends their halos while its
-    /// inner region runs). Default: the mode measured fastest for the model (one for diffusion3d
-    /// and acoustic3d, none for euler3d).
+    /// inner region runs) or auto (the default: each launch site's first launches try none and
+    /// one, timed, and the faster is kept).
     #[arg(long, value_parser = stencil_runtime::Overlap::parse, env = "STENCIL_OVERLAP")]
     pub overlap: Option<stencil_runtime::Overlap>,
 }

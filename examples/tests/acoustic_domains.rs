@@ -144,7 +144,7 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
             assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
         }
         // The single-domain `run`, unchanged, on the same GPUs through the distributed executor.
-        for overlap in [Overlap::None, Overlap::OneDivided] {
+        for overlap in [Overlap::None, Overlap::OneDivided, Overlap::Auto] {
             let exec = stencil_runtime::Distributed::new(domains.clone()).with_overlap(overlap).unwrap();
             let out = run::<_, f32>(&exec, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
             assert_same(&format!("run on the executor, grid {grid:?}, {count} GPU(s), {overlap:?}"), &out, &reference);

@@ -206,7 +206,7 @@ fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E
     assert!(reference.traces.iter().flatten().any(|v| *v != 0.0), "the wave reached no receiver");
     // The single-domain run, unchanged, on the distributed executor over the ranks (every rank
     // gets the fields and the traces).
-    for overlap in [Overlap::None, Overlap::OneDivided] {
+    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::Auto] {
         let on = Distributed::new(domains(world, d, exec)).with_overlap(overlap).unwrap();
         let out = acoustic::run::<_, f32>(&on, &s, &m, Some(20), &Plan::none(), |_| {}).unwrap();
         let what = format!("acoustic run on the executor over grid {:?}, {overlap:?}, rank {}", d.grid(), world.rank());

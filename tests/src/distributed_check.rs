@@ -158,7 +158,7 @@ pub fn interior_bits<T: Element + Into<f64>>(f: &Field<T, 3>) -> Vec<u64> {
 pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> Result<usize, String> {
     let one = model(&Host, case, steps).map_err(|e| e.to_string())?;
     let mut compared = 0;
-    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided] {
+    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto] {
         let exec = Distributed::new(domains.clone()).with_overlap(overlap).map_err(|e| e.to_string())?;
         let many = model(&exec, case, steps).map_err(|e| format!("{case:?}, {overlap:?}: {e}"))?;
         if interior_bits(&many.u) != interior_bits(&one.u) || interior_bits(&many.v) != interior_bits(&one.v) {

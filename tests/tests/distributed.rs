@@ -281,7 +281,8 @@ fn ranges_reaching_into_the_halo_beyond_the_edge_give_the_single_domain_bits() {
         let range = Loop3D::from_bounds(n, begin, end).unwrap();
         let reference = wave_steps(&Host, [&f[0], &f[1]], &range, 4);
         let grid = [[2, 1, 1], [1, 2, 1], [1, 1, 2], [2, 2, 1], [1, 2, 2], [2, 2, 2]][case % 6];
-        let overlap = Overlap::ALL[case % Overlap::ALL.len()];
+        let modes = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto];
+        let overlap = modes[case % modes.len()];
         let d = Decomposition::new(shape.interior(), grid, [false; 3], [2; 3]).unwrap();
         let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
         let split = wave_steps(&exec, [&f[0], &f[1]], &range, 4);
@@ -290,4 +291,25 @@ fn ranges_reaching_into_the_halo_beyond_the_edge_give_the_single_domain_bits() {
         compared += split.len();
     }
     assert!(compared > 0);
+}
+
+/// `Overlap::Auto` tries both modes on a launch site, then keeps one; through its trials and
+/// after, the results are the single-domain bits and the halos move as often as without overlap.
+#[test]
+fn auto_overlap_chooses_per_site_and_changes_no_bit_and_no_exchange() {
+    let mut rng = SplitMix64::new(0xa070);
+    let shape = Shape3::new([16, 14, 12]).halo(2);
+    let f: Vec<Field3<f64>> = (0..2).map(|_| Field3::from_fn(shape, |_| rng.uniform(-1.0, 1.0))).collect();
+    let range = Loop3D::interior(&shape);
+    let reference = wave_steps(&Host, [&f[0], &f[1]], &range, 12);
+    let d = Decomposition::new(shape.interior(), [2, 2, 1], [false; 3], [2; 3]).unwrap();
+    let plain = Distributed::host(d).unwrap();
+    let auto = Distributed::host(d).unwrap().with_overlap(Overlap::Auto).unwrap();
+    assert_eq!(wave_steps(&plain, [&f[0], &f[1]], &range, 12), reference);
+    assert_eq!(wave_steps(&auto, [&f[0], &f[1]], &range, 12), reference);
+    assert_eq!(auto.exchanges(), plain.exchanges(), "the trials moved halos a different number of times");
+    let chosen = auto.chosen_overlaps();
+    assert_eq!(chosen.len(), 1, "one launch site (the stencil over the interior) decided: {chosen:?}");
+    assert!(matches!(chosen[0], Overlap::None | Overlap::OneDivided), "{chosen:?}");
+    assert!(plain.chosen_overlaps().is_empty(), "only Auto chooses");
 }

@@ -115,7 +115,7 @@ fn a_recorded_pair_of_steps_over_gpu_subdomains_replays_the_host_bits() {
         assert_eq!(interior_bits(&out), interior_bits(&reference_of(8)));
         std::env::set_var("STENCIL_RECORD", "1");
     }
-    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided] {
+    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto] {
         let d = Decomposition::new(shape.interior(), [2, 2, 1], [false; 3], [1; 3]).unwrap();
         let exec = Distributed::new(Domains::new(d, gpus(d.len())).unwrap()).with_overlap(overlap).unwrap();
         let (out, recorded) = smoothed(&exec, &f0, warm, 2, replays);

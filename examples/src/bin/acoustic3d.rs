@@ -93,7 +93,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let plan = args.checkpoint.plan("acoustic3d", processes)?;
     let timed = Timed::new(progress::steps(model.steps), WARM_UP);
     let job = Acoustic { model: &model, snapshot, plan: &plan, timed: &timed };
-    let run = processes.run(placement, args.overlap.or(Overlap::OneDivided), "acoustic3d", job)?;
+    let run = processes.run(placement, args.overlap.or(Overlap::Auto), "acoustic3d", job)?;
     if processes.world().rank() != 0 {
         return Ok(()); // every rank holds the outcome; rank 0 reports it and writes the files
     }

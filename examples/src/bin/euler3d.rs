@@ -68,9 +68,6 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let mut e = Euler::cube(args.size, 1.0);
     (e.cfl, e.boundaries) = (args.cfl, [Boundary::Reflective; 3]);
     (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
-    // No overlap by default: the fused stage on two-cell slabs runs far below its rate over a
-    // whole subdomain (see the euler3d page of the examples docs).
-    let overlap = args.overlap.or(Overlap::None);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
     let fields = if e.scheme == Scheme::Split { 30 } else { 15 };
@@ -97,7 +94,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let timed = Timed::new(progress::time(rank0), 1);
     let plan = args.checkpoint.plan("euler3d", processes)?;
     let job = Blast { e: &e, q0: &q0, args, plan: &plan, timed: &timed };
-    let run = processes.run(placement, overlap, "euler3d", job);
+    let run = processes.run(placement, args.overlap.or(Overlap::Auto), "euler3d", job);
     timed.bar.finish_and_clear();
     let (q, steps, restart) = run?;
     if !rank0 {

@@ -36,11 +36,20 @@ pub enum Overlap {
     OneDivided,
     /// Boundary slabs, then the inner region during the exchange of what they wrote.
     TwoDivided,
+    /// The distributed executor's choice per launch site, measured: no overlap or one-divided,
+    /// whichever ran faster in its first launches (see [`Distributed`](super::Distributed)).
+    Auto,
 }
 
 impl Overlap {
     /// Every mode, for benchmarks and tests.
     pub const ALL: [Overlap; 3] = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided];
+
+    /// The modes a [`CompCommBinder`] takes: every one but [`Overlap::Auto`], which only the
+    /// distributed executor chooses from.
+    pub fn is_binder_mode(self) -> bool {
+        self != Overlap::Auto
+    }
 
     /// The mode named `none`, `one` (or `one-divided`) or `two` (or `two-divided`).
     pub fn parse(s: &str) -> Result<Self, String> {
@@ -48,7 +57,11 @@ impl Overlap {
             "none" => Ok(Overlap::None),
             "one" | "one-divided" => Ok(Overlap::OneDivided),
             "two" | "two-divided" => Ok(Overlap::TwoDivided),
-            _ => Err(format!("`{s}` is not an overlap mode: give none, one (one-divided) or two (two-divided)")),
+            "auto" => Ok(Overlap::Auto),
+            _ => Err(format!(
+                "`{s}` is not an overlap mode: give none, one (one-divided), two (two-divided) or auto (measured per \
+                 launch)"
+            )),
         }
     }
 }
@@ -141,6 +154,13 @@ impl<const D: usize> CompCommBinder<D> {
                 domains.world().rank()
             )));
         }
+        if !mode.is_binder_mode() {
+            return Err(LaunchError::Decomposition(
+                "CompCommBinder: Overlap::Auto is the distributed executor's measured choice; give the binder \
+                 None, OneDivided or TwoDivided"
+                    .into(),
+            ));
+        }
         let d = domains.decomposition();
         let sides = |on_boundary: bool| -> Vec<[[bool; 2]; D]> {
             domains
@@ -229,7 +249,7 @@ impl<const D: usize> CompCommBinder<D> {
     ) -> Result<(), LaunchError> {
         match self.mode {
             Overlap::TwoDivided => exchange(state, Halos::Read),
-            Overlap::None | Overlap::OneDivided => Ok(()),
+            Overlap::None | Overlap::OneDivided | Overlap::Auto => Ok(()),
         }
     }
 
@@ -247,7 +267,8 @@ impl<const D: usize> CompCommBinder<D> {
     ) -> Result<(), LaunchError> {
         let execs = domains.execs();
         match self.mode {
-            Overlap::None => {
+            // `new` refuses `Auto`.
+            Overlap::None | Overlap::Auto => {
                 exchange(state, Halos::Read)?;
                 for (i, exec) in execs.iter().enumerate() {
                     update(exec, i, &self.ranges[i], state)?;

@@ -70,6 +70,7 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
+mod auto;
 mod field;
 mod halos;
 
@@ -125,6 +126,8 @@ struct State<E: Executor, const G: usize> {
     ahead: HashMap<Writer, Vec<usize>>,
     /// While a step is recorded: the halo tracking of each field as the step first met it.
     journal: Option<Vec<Journaled>>,
+    /// [`Overlap::Auto`]: the trials and the choice of each launch site.
+    trials: auto::Trials,
 }
 
 /// A field's halo tracking as a recorded step first met it: whether the step left it so, and
@@ -204,6 +207,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             exchanges: 0,
             ahead: HashMap::new(),
             journal: None,
+            trials: auto::Trials::default(),
         });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
@@ -221,6 +225,12 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// The overlap mode.
     pub fn overlap(&self) -> Overlap {
         self.lock().map_or(Overlap::None, |s| s.overlap)
+    }
+
+    /// The overlap modes [`Overlap::Auto`] chose so far, one per launch site (a stencil and its
+    /// range) whose trials are over.
+    pub fn chosen_overlaps(&self) -> Vec<Overlap> {
+        self.lock().map_or(Vec::new(), |s| s.trials.chosen())
     }
 
     /// The subdomains, their executors and the world.
@@ -704,30 +714,46 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                     _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
                 },
             )?;
-        } else if read.is_empty() || state.overlap == Overlap::None {
-            self.settle::<S, D>(&mut state, &mut args, &read)?;
-            for (i, (exec, r)) in execs.iter().zip(&ranges).enumerate() {
-                if let Some(r) = r {
-                    exec.run_with(r, stencil, strategy, S::map_args(&mut args, &Part(i)))?;
-                }
-            }
         } else {
-            // Inner regions meanwhile, then the slabs next to the exchanged (and filled) sides.
-            let reach: [usize; D] = std::array::from_fn(|a| read.iter().map(|s| s.reach[a]).max().unwrap_or(0));
-            let mut binder = CompCommBinder::new(domains, whole, reach, Overlap::OneDivided)?
-                .contiguous_axis(global.contiguous_axis());
-            if read.iter().any(|s| s.fill) {
-                binder = binder.filling_boundary();
+            // The mode of this launch: the one asked for, or under `Auto` the site's trial or
+            // choice (only a launch that needs an exchange has a choice to make).
+            let site = (state.overlap == Overlap::Auto && !read.is_empty()).then(|| auto::site(stencil_id, range));
+            let recording = state.journal.is_some();
+            let (mode, timed) = match (&site, state.overlap) {
+                (Some(site), _) => state.trials.next(site, recording),
+                (None, Overlap::None | Overlap::Auto) => (Overlap::None, false),
+                (None, Overlap::OneDivided | Overlap::TwoDivided) => (Overlap::OneDivided, false),
+            };
+            let started = if timed { Some(auto::start(execs)?) } else { None };
+            if read.is_empty() || mode == Overlap::None {
+                self.settle::<S, D>(&mut state, &mut args, &read)?;
+                for (i, (exec, r)) in execs.iter().zip(&ranges).enumerate() {
+                    if let Some(r) = r {
+                        exec.run_with(r, stencil, strategy, S::map_args(&mut args, &Part(i)))?;
+                    }
+                }
+            } else {
+                // Inner regions meanwhile, then the slabs next to the exchanged (and filled) sides.
+                let reach: [usize; D] = std::array::from_fn(|a| read.iter().map(|s| s.reach[a]).max().unwrap_or(0));
+                let mut binder = CompCommBinder::new(domains, whole, reach, Overlap::OneDivided)?
+                    .contiguous_axis(global.contiguous_axis());
+                if read.iter().any(|s| s.fill) {
+                    binder = binder.filling_boundary();
+                }
+                binder.step(
+                    domains,
+                    &mut args,
+                    |args, _| self.settle::<S, D>(&mut state, args, &read),
+                    |exec, i, r, args| match r.points() {
+                        0 => Ok(()),
+                        _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
+                    },
+                )?;
             }
-            binder.step(
-                domains,
-                &mut args,
-                |args, _| self.settle::<S, D>(&mut state, args, &read),
-                |exec, i, r, args| match r.points() {
-                    0 => Ok(()),
-                    _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
-                },
-            )?;
+            if let Some(site) = site.filter(|_| !recording) {
+                let seconds = started.map(|t| auto::stop(execs, t)).transpose()?;
+                state.trials.record(&site, mode, seconds, domains.world());
+            }
         }
         let exchanged: &[Option<Vec<usize>>] = if early.iter().any(Option::is_some) { &early } else { &[] };
         S::map_args(&mut args, &MarkWritten { stencil: stencil_id, early: exchanged, next: std::cell::Cell::new(0) });
