@@ -68,7 +68,8 @@ impl Processes {
     /// there are more subdomains than GPUs (an error with `STENCIL_OVERSUBSCRIBE=0`). Messages
     /// between ranks travel as `STENCIL_TRANSPORT` says (`auto`, `mpi`, `nccl`:
     /// [`stencil_runtime::Transport`]). Notes on stderr when GPUs run several subdomains, and
-    /// the transport between ranks.
+    /// the transport between ranks. Each subdomain's work is issued from a host thread of its own
+    /// ([`Domains::with_host_threads`]).
     #[cfg(feature = "cuda")]
     pub fn gpu_domains<const D: usize>(
         &self,
@@ -89,8 +90,9 @@ impl Processes {
                 node.rank
             );
         }
-        let domains =
-            Domains::over_ranks(self.world.clone(), d, gpus)?.with_transport(stencil_runtime::Transport::from_env()?)?;
+        let domains = Domains::over_ranks(self.world.clone(), d, gpus)?
+            .with_transport(stencil_runtime::Transport::from_env()?)?
+            .with_host_threads()?;
         if ranks > 1 && self.world.rank() == 0 {
             eprintln!("{bin}: halo messages between ranks: {}", domains.transport());
         }

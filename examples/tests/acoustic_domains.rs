@@ -143,11 +143,14 @@ fn gpu_subdomains_equal_the_host_single_domain_run() {
             let out = run::<_, f32>(&exec, &s, &m, snapshot, &Plan::none(), |_| {}).unwrap();
             assert_same(&format!("grid {grid:?} on {count} GPU(s), {strategy:?}"), &out, &reference);
         }
-        // The single-domain `run`, unchanged, on the same GPUs through the distributed executor.
+        // The single-domain `run`, unchanged, on the same GPUs through the distributed executor,
+        // each subdomain's work issued from a host thread of its own.
+        let threaded = domains.clone().with_host_threads().unwrap();
         for overlap in [Overlap::None, Overlap::OneDivided, Overlap::Auto] {
-            let exec = stencil_runtime::Distributed::new(domains.clone()).with_overlap(overlap).unwrap();
+            let exec = stencil_runtime::Distributed::new(threaded.clone()).with_overlap(overlap).unwrap();
             let out = run::<_, f32>(&exec, &RegionStrategies::default(), &m, snapshot, &Plan::none(), |_| {}).unwrap();
-            assert_same(&format!("run on the executor, grid {grid:?}, {count} GPU(s), {overlap:?}"), &out, &reference);
+            let what = format!("run on the executor, grid {grid:?}, {count} GPU(s), {overlap:?}, host threads");
+            assert_same(&what, &out, &reference);
         }
         eprintln!("grid {grid:?}: the single-domain run on the distributed executor is bit-equal to the host");
     }

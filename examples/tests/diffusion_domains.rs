@@ -149,16 +149,18 @@ fn gpu_domains_equal_host_one_domain() {
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the grid fits");
         let domains = stencil_runtime::Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
         let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
-        for mode in MODES {
+        let threaded = domains.clone().with_host_threads().expect("host threads start");
+        for (domains, mode) in MODES.iter().flat_map(|&m| [(&domains, m), (&threaded, m)]) {
             let exec = Distributed::new(domains.clone()).with_overlap(mode).unwrap();
             let (split, _) = simulate::<_, T>(&exec, &setup, |_| {}).expect("GPU subdomains run");
+            let threads = if domains.host_threads() { ", host threads" } else { "" };
             assert!(
                 bits(&split) == bits(&single),
-                "{} {order:?}, {n:?} over {grid:?} on GPUs, {mode:?}: differs from the host single-domain run",
+                "{} {order:?}, {n:?} over {grid:?} on GPUs, {mode:?}{threads}: differs from the host single-domain run",
                 T::NAME
             );
             eprintln!(
-                "{} {order:?}, {n:?} over {grid:?} on 2 GPU subdomains, {mode:?}: bit-equal to the host",
+                "{} {order:?}, {n:?} over {grid:?} on 2 GPU subdomains, {mode:?}{threads}: bit-equal to the host",
                 T::NAME
             );
         }

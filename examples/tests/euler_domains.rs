@@ -209,7 +209,7 @@ mod gpu {
                 for grid in [[2, 1, 1], [1, 2, 2], [3, 2, 1]] {
                     let d = e.decompose(grid.iter().product(), Some(grid)).unwrap();
                     let execs = (0..d.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>().unwrap();
-                    let domains = stencil_runtime::Domains::new(d, execs).unwrap();
+                    let domains = stencil_runtime::Domains::new(d, execs).unwrap().with_host_threads().unwrap();
                     let mut calls_d = Vec::new();
                     let exec = Distributed::new(domains).with_overlap(Overlap::OneDivided).unwrap();
                     let (qd, steps_d, _) =

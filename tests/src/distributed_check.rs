@@ -152,30 +152,33 @@ pub fn interior_bits<T: Element + Into<f64>>(f: &Field<T, 3>) -> Vec<u64> {
     f.read_range(&Loop3D::interior(f.shape())).expect("interior").into_iter().map(|x| x.into().to_bits()).collect()
 }
 
-/// Runs `case` on `domains` (the executors of this process's subdomains) in both overlap modes
-/// and compares with one host domain; returns the points compared. On ranks other than 0 the
+/// Runs `case` on `domains` (the executors of this process's subdomains) in every overlap mode,
+/// with and without a host thread per subdomain, and compares with one host domain; returns the points compared. On ranks other than 0 the
 /// comparison is of what every rank downloads.
 pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> Result<usize, String> {
     let one = model(&Host, case, steps).map_err(|e| e.to_string())?;
     let mut compared = 0;
-    for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto] {
+    let threaded = domains.clone().with_host_threads().map_err(|e| e.to_string())?;
+    let modes = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto];
+    for (domains, overlap) in modes.map(|m| (&domains, m)).into_iter().chain(modes.map(|m| (&threaded, m))) {
         let exec = Distributed::new(domains.clone()).with_overlap(overlap).map_err(|e| e.to_string())?;
-        let many = model(&exec, case, steps).map_err(|e| format!("{case:?}, {overlap:?}: {e}"))?;
+        let threads = if domains.host_threads() { ", a host thread per subdomain" } else { "" };
+        let many = model(&exec, case, steps).map_err(|e| format!("{case:?}, {overlap:?}{threads}: {e}"))?;
         if interior_bits(&many.u) != interior_bits(&one.u) || interior_bits(&many.v) != interior_bits(&one.v) {
-            return Err(format!("{case:?}, {overlap:?}: the distributed run differs from one domain"));
+            return Err(format!("{case:?}, {overlap:?}{threads}: the distributed run differs from one domain"));
         }
         // The download holds the global halo too (from the parts next to the grid's edge).
         let whole = |f: &Field<f64, 3>| -> Vec<u64> {
             f.read_range(&Loop3D::whole(f.shape())).expect("whole").into_iter().map(f64::to_bits).collect()
         };
         if whole(&many.u) != whole(&one.u) {
-            return Err(format!("{case:?}, {overlap:?}: the downloaded halo differs from one domain's"));
+            return Err(format!("{case:?}, {overlap:?}{threads}: the downloaded halo differs from one domain's"));
         }
         if many.peaks.iter().map(|p| p.to_bits()).ne(one.peaks.iter().map(|p| p.to_bits())) {
-            return Err(format!("{case:?}, {overlap:?}: reductions {:?} vs {:?}", many.peaks, one.peaks));
+            return Err(format!("{case:?}, {overlap:?}{threads}: reductions {:?} vs {:?}", many.peaks, one.peaks));
         }
         if let Some(s) = (0..one.probes.len()).find(|&s| many.probes[s] != one.probes[s]) {
-            return Err(format!("{case:?}, {overlap:?}: read_range {s} (step {}) differs", s / 2));
+            return Err(format!("{case:?}, {overlap:?}{threads}: read_range {s} (step {}) differs", s / 2));
         }
         compared += 2 * case.global.iter().product::<usize>();
     }

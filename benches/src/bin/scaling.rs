@@ -205,7 +205,8 @@ fn written_once<E: Executor>(model: Model, exec: &E, global: [usize; 3], steps: 
         }
         Ok(())
     };
-    for _ in 0..3 {
+    // Warm-up: compiles, tunes, and lets `Overlap::Auto` try its modes.
+    for _ in 0..10 {
         step(exec)?;
     }
     exec.synchronize()?;
@@ -294,44 +295,57 @@ fn main() -> Res<()> {
                 } else {
                     Domains::new(d, (0..p).map(Gpu::new).collect::<Result<_, _>>()?)?
                 };
-                let transport = if ranks > 1 {
-                    domains.transport().to_string()
-                } else if p > 1 {
-                    "peer copies".into()
-                } else {
-                    "-".into()
-                };
-                let b = measure(model, &domains, args.steps)?;
-                let (mode, best) = b.best();
-                let world = domains.world().clone();
-                let plain = if p == 1 && ranks == 1 {
-                    Some(written_once(model, &domains.exec(0).clone(), g, args.steps, &world)?)
-                } else {
-                    None
-                };
-                let dist = Distributed::new(domains.clone());
-                let none = written_once(model, &dist, g, args.steps, &world)?;
-                let one = written_once(model, &dist.with_overlap(Overlap::OneDivided)?, g, args.steps, &world)?;
-                executor_rows.push(format!(
-                    "| {m} | {kind} | {} | {p} | {transport} | {} | {none:.3} | {one:.3} | {best:.3} ({mode:?}) | {:.1}% |",
-                    g.map(|v| v.to_string()).join("×"),
-                    plain.map_or("-".into(), |t| format!("{t:.3} ({:+.1}%)", 100.0 * (none.min(one) / t - 1.0))),
-                    100.0 * best / none.min(one)
-                ));
-                if p == 1 {
-                    base = Some(best);
+                // In one process, also with a host thread per GPU issuing its work.
+                let mut variants = vec![domains.clone()];
+                if ranks == 1 && p > 1 {
+                    variants.push(domains.clone().with_host_threads()?);
                 }
-                let versus = match (base, kind) {
-                    (Some(t1), "weak") => format!("{:.1}% efficiency", 100.0 * t1 / best),
-                    (Some(t1), _) => format!("{:.2}x ({:.1}% of {p}x)", t1 / best, 100.0 * t1 / best / p as f64),
-                    (None, _) => "(1 GPU: its own run)".into(),
-                };
-                let hidden = if b.exchange > 0.0 && p > 1 {
-                    format!("{:.0}%", 100.0 * (1.0 - ((best - b.update).max(0.0) / b.exchange)).clamp(0.0, 1.0))
-                } else {
-                    "-".into()
-                };
-                println!(
+                for domains in variants {
+                    let transport = if ranks > 1 {
+                        domains.transport().to_string()
+                    } else if p > 1 {
+                        if domains.host_threads() {
+                            "peer copies, host threads"
+                        } else {
+                            "peer copies, one host thread"
+                        }
+                        .into()
+                    } else {
+                        "-".into()
+                    };
+                    let b = measure(model, &domains, args.steps)?;
+                    let (mode, best) = b.best();
+                    let world = domains.world().clone();
+                    let plain = if p == 1 && ranks == 1 {
+                        Some(written_once(model, &domains.exec(0).clone(), g, args.steps, &world)?)
+                    } else {
+                        None
+                    };
+                    let dist = |mode: Overlap| Distributed::new(domains.clone()).with_overlap(mode);
+                    let none = written_once(model, &dist(Overlap::None)?, g, args.steps, &world)?;
+                    let one = written_once(model, &dist(Overlap::OneDivided)?, g, args.steps, &world)?;
+                    let auto = written_once(model, &dist(Overlap::Auto)?, g, args.steps, &world)?;
+                    let fastest = none.min(one).min(auto);
+                    executor_rows.push(format!(
+                    "| {m} | {kind} | {} | {p} | {transport} | {} | {none:.3} | {one:.3} | {auto:.3} | {best:.3} ({mode:?}) | {:.1}% |",
+                    g.map(|v| v.to_string()).join("×"),
+                    plain.map_or("-".into(), |t| format!("{t:.3} ({:+.1}%)", 100.0 * (fastest / t - 1.0))),
+                    100.0 * best / fastest
+                ));
+                    if p == 1 {
+                        base = Some(best);
+                    }
+                    let versus = match (base, kind) {
+                        (Some(t1), "weak") => format!("{:.1}% efficiency", 100.0 * t1 / best),
+                        (Some(t1), _) => format!("{:.2}x ({:.1}% of {p}x)", t1 / best, 100.0 * t1 / best / p as f64),
+                        (None, _) => "(1 GPU: its own run)".into(),
+                    };
+                    let hidden = if b.exchange > 0.0 && p > 1 {
+                        format!("{:.0}%", 100.0 * (1.0 - ((best - b.update).max(0.0) / b.exchange)).clamp(0.0, 1.0))
+                    } else {
+                        "-".into()
+                    };
+                    println!(
                     "| {m} | {kind} | {} | {p} | {transport} | {:.3} | {:.3}{} | {:.0} / {:.0} / {:.0} | {:.3} | {:.3} | {:.3} | {:.3} | {mode:?} | {versus} | {hidden} |",
                     g.map(|v| v.to_string()).join("×"),
                     b.update,
@@ -345,12 +359,13 @@ fn main() -> Res<()> {
                     b.modes[1].1,
                     b.modes[2].1
                 );
-                csv = format!(
-                    "configuration,update_ms,exposed_ms\nupdate only,{:.5},0\nexchange only,0,{:.5}\n",
-                    b.update, b.exchange
-                );
-                for (mode, t) in &b.modes {
-                    csv.push_str(&format!("{mode:?},{:.5},{:.5}\n", b.update, (t - b.update).max(0.0)));
+                    csv = format!(
+                        "configuration,update_ms,exposed_ms\nupdate only,{:.5},0\nexchange only,0,{:.5}\n",
+                        b.update, b.exchange
+                    );
+                    for (mode, t) in &b.modes {
+                        csv.push_str(&format!("{mode:?},{:.5},{:.5}\n", b.update, (t - b.update).max(0.0)));
+                    }
                 }
             }
             if let (Some(dir), 0) = (&args.csv, processes.world().rank()) {
@@ -366,10 +381,10 @@ fn main() -> Res<()> {
         "\nThe same models written once for any executor, run by the distributed executor (automatic halos), ms per \
          step; \"plain GPU\" is the plain GPU executor on one GPU (the distributed executor's best against it); \
          \"binder best\" is the hand-written CompCommBinder step above; \"speed vs binder\" is binder time over the \
-         executor's best:\n"
+         executor's best (of none, one-divided and auto):\n"
     );
-    println!("| model | scaling | global grid | GPUs | transport | plain GPU | executor, none | executor, one-divided | binder best | speed vs binder |");
-    println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|");
+    println!("| model | scaling | global grid | GPUs | transport | plain GPU | executor, none | executor, one-divided | executor, auto | binder best | speed vs binder |");
+    println!("|---|---|---|---:|---|---:|---:|---:|---:|---:|---:|");
     for row in &executor_rows {
         println!("{row}");
     }

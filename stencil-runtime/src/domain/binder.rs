@@ -262,50 +262,57 @@ impl<const D: usize> CompCommBinder<D> {
         &self,
         domains: &Domains<E, D>,
         state: &mut S,
-        mut exchange: impl FnMut(&mut S, Halos) -> Result<(), LaunchError>,
+        exchange: impl FnMut(&mut S, Halos) -> Result<(), LaunchError>,
         mut update: impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
+    ) -> Result<(), LaunchError> {
+        self.step_phases(domains, state, exchange, |state, execs, regions| {
+            for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
+                regions.iter().try_for_each(|r| update(exec, i, r, state))?;
+            }
+            Ok(())
+        })
+    }
+
+    /// One step as [`CompCommBinder::step`] takes it, a phase at a time:
+    /// `phase(state, execs, regions)` issues `regions[i]` of every local subdomain `i` on
+    /// `execs[i]` (its executor, or a side handle of it while the halos travel), so that the
+    /// caller may issue the subdomains' work at once.
+    pub(crate) fn step_phases<E: Executor, S>(
+        &self,
+        domains: &Domains<E, D>,
+        state: &mut S,
+        mut exchange: impl FnMut(&mut S, Halos) -> Result<(), LaunchError>,
+        mut phase: impl FnMut(&mut S, &[E], &[Vec<Loop<D>>]) -> Result<(), LaunchError>,
     ) -> Result<(), LaunchError> {
         let execs = domains.execs();
         match self.mode {
             // `new` refuses `Auto`.
             Overlap::None | Overlap::Auto => {
                 exchange(state, Halos::Read)?;
-                for (i, exec) in execs.iter().enumerate() {
-                    update(exec, i, &self.ranges[i], state)?;
-                }
+                let whole: Vec<Vec<Loop<D>>> = self.ranges.iter().map(|r| vec![*r]).collect();
+                phase(state, execs, &whole)
             }
             Overlap::OneDivided => {
-                self.inner_during_exchange(execs, state, &mut exchange, &mut update, Halos::Read)?;
-                self.slabs(execs, state, &mut update)?;
+                self.inner_during_exchange(execs, state, &mut exchange, &mut phase, Halos::Read)?;
+                phase(state, execs, &self.slabs())
             }
             Overlap::TwoDivided => {
-                self.slabs(execs, state, &mut update)?;
-                self.inner_during_exchange(execs, state, &mut exchange, &mut update, Halos::Written)?;
+                phase(state, execs, &self.slabs())?;
+                self.inner_during_exchange(execs, state, &mut exchange, &mut phase, Halos::Written)
             }
         }
-        Ok(())
     }
 }
 
 impl<const D: usize> CompCommBinder<D> {
-    /// Updates every subdomain's boundary slabs (its whole range when it is not split) on its
-    /// executor.
-    fn slabs<E: Executor, S>(
-        &self,
-        execs: &[E],
-        state: &mut S,
-        update: &mut impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
-    ) -> Result<(), LaunchError> {
-        for (i, exec) in execs.iter().enumerate() {
-            let slabs: Vec<Loop<D>> = match &self.regions[i] {
+    /// Every subdomain's boundary slabs (its whole range when it is not split).
+    fn slabs(&self) -> Vec<Vec<Loop<D>>> {
+        (0..self.ranges.len())
+            .map(|i| match &self.regions[i] {
                 Some(r) => r.boundary().map(|(_, r)| r).filter(|r| r.points() > 0).collect(),
                 None => vec![self.ranges[i]],
-            };
-            for slab in slabs {
-                update(exec, i, &slab, state)?;
-            }
-        }
-        Ok(())
+            })
+            .collect()
     }
 
     /// Updates every subdomain's inner region on a side handle of its executor while
@@ -315,15 +322,14 @@ impl<const D: usize> CompCommBinder<D> {
         execs: &[E],
         state: &mut S,
         exchange: &mut impl FnMut(&mut S, Halos) -> Result<(), LaunchError>,
-        update: &mut impl FnMut(&E, usize, &Loop<D>, &mut S) -> Result<(), LaunchError>,
+        phase: &mut impl FnMut(&mut S, &[E], &[Vec<Loop<D>>]) -> Result<(), LaunchError>,
         halos: Halos,
     ) -> Result<(), LaunchError> {
+        let inner: Vec<Vec<Loop<D>>> = (0..self.ranges.len())
+            .map(|i| self.regions[i].as_ref().map(|r| r.inner).filter(|r| r.points() > 0).into_iter().collect())
+            .collect();
         with_side_handles(execs, &mut Vec::new(), &mut |sides| {
-            for (i, side) in sides.iter().enumerate() {
-                if let Some(inner) = self.regions[i].as_ref().map(|r| r.inner).filter(|r| r.points() > 0) {
-                    update(side, i, &inner, state)?;
-                }
-            }
+            phase(state, sides, &inner)?;
             exchange(state, halos)
         })
     }

@@ -6,6 +6,7 @@
 
 use super::decomposition::{Decomposition, Neighbour, Subdomain};
 use super::transport::{DeviceTransport, Transport};
+use super::workers::Workers;
 use super::world::World;
 use crate::error::LaunchError;
 use crate::executor::{from_le_bytes, to_le_bytes, Executor, FieldStorage, SideJob};
@@ -30,6 +31,8 @@ pub struct Domains<E: Executor, const D: usize> {
     execs: Vec<E>,
     /// Moves messages between ranks device to device (NCCL); `None`: host-staged MPI.
     device_transport: Option<Arc<dyn DeviceTransport>>,
+    /// One host thread per local subdomain, if asked for ([`Domains::with_host_threads`]).
+    workers: Option<Arc<Workers>>,
 }
 
 impl<E: Executor, const D: usize> Domains<E, D> {
@@ -60,7 +63,36 @@ impl<E: Executor, const D: usize> Domains<E, D> {
                 decomposition.grid()
             )));
         }
-        Ok(Domains { decomposition, world, first: rank * k, execs, device_transport: None })
+        Ok(Domains { decomposition, world, first: rank * k, execs, device_transport: None, workers: None })
+    }
+
+    /// Issues the host work of each local subdomain (launches, packs, copies, unpacks) from a
+    /// host thread of its own, so that no GPU's launches wait behind another's: for GPU
+    /// subdomains (a host executor has its own threads). Nothing changes with one local
+    /// subdomain. The environment variable `STENCIL_HOST_THREADS=0` turns it off.
+    pub fn with_host_threads(mut self) -> Result<Self, LaunchError> {
+        let off = std::env::var("STENCIL_HOST_THREADS").is_ok_and(|v| v == "0");
+        self.workers = match self.execs.len() {
+            0 | 1 => None,
+            _ if off => None,
+            n => Some(Arc::new(Workers::new(n)?)),
+        };
+        Ok(self)
+    }
+
+    /// Whether each local subdomain has a host thread of its own.
+    pub fn host_threads(&self) -> bool {
+        self.workers.is_some()
+    }
+
+    /// Runs `job(i)` for every local subdomain `i`: at once on their host threads, or one after
+    /// another. The first error (of the lowest subdomain) is returned; with host threads every
+    /// job runs to its end first.
+    pub(crate) fn each_part(&self, job: &(dyn Fn(usize) -> Result<(), LaunchError> + Sync)) -> Result<(), LaunchError> {
+        match &self.workers {
+            Some(w) if w.parts() == self.execs.len() => w.each(job),
+            _ => (0..self.execs.len()).try_for_each(job),
+        }
     }
 
     /// The decomposition.

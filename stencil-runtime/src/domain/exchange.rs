@@ -20,6 +20,7 @@
 
 use super::domains::Domains;
 use super::transport::{DeviceMessage, DeviceTransport};
+use super::workers::Disjoint;
 use super::world::Message;
 use crate::domain::{HaloWidths, Neighbour};
 use crate::error::LaunchError;
@@ -215,32 +216,56 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             if links.is_empty() {
                 continue;
             }
-            // Pack every side with a neighbour, then stage the messages for other ranks.
-            for &l in &links {
-                let link = &plan.links[l];
-                let parts = boxes(&self.slots, link, &fields[link.local], true)?;
-                domains.exec(link.local).pack(&parts, &mut plan.sends[l])?;
+            // Pack every side with a neighbour, then stage the messages for other ranks: each
+            // subdomain's links on its own host thread, if it has one.
+            let fields: &[Vec<ErasedField<'_, D>>] = fields;
+            let by_part: Vec<Vec<usize>> = (0..domains.execs().len())
+                .map(|p| links.iter().copied().filter(|&l| plan.links[l].local == p).collect())
+                .collect();
+            {
+                let sends = Disjoint::new(&mut plan.sends);
+                let plan_links = &plan.links;
+                domains.each_part(&|p| {
+                    for &l in &by_part[p] {
+                        let link = &plan_links[l];
+                        let parts = boxes(&self.slots, link, &fields[p], true)?;
+                        // SAFETY: link `l` is subdomain `p`'s: only this job touches its buffer.
+                        domains.exec(p).pack(&parts, unsafe { sends.get(l) })?;
+                    }
+                    Ok(())
+                })?;
             }
             mark(|t| &mut t.pack)?;
             let staged = domains.device_transport().is_none();
-            for &l in &links {
-                let link = &plan.links[l];
-                if staged && matches!(link.peer, Peer::Remote { .. }) {
-                    domains.exec(link.local).buffer_to_host(&mut plan.sends[l], link.bytes)?;
-                }
+            {
+                let sends = Disjoint::new(&mut plan.sends);
+                let plan_links = &plan.links;
+                domains.each_part(&|p| {
+                    for &l in
+                        by_part[p].iter().filter(|&&l| staged && matches!(plan_links[l].peer, Peer::Remote { .. }))
+                    {
+                        // SAFETY: as above.
+                        domains.exec(p).buffer_to_host(unsafe { sends.get(l) }, plan_links[l].bytes)?;
+                    }
+                    Ok(())
+                })?;
             }
             // Messages within the process: the neighbour's send buffer of the opposite side.
-            for &l in &links {
-                let link = &plan.links[l];
-                if let Peer::Local(j) = link.peer {
-                    let from = find(&plan.links, j, axis, 1 - link.side)?;
-                    domains.exec(link.local).copy_buffer(
-                        &mut plan.recvs[l],
-                        domains.exec(j),
-                        &plan.sends[from],
-                        link.bytes,
-                    )?;
-                }
+            {
+                let recvs = Disjoint::new(&mut plan.recvs);
+                let (plan_links, sends) = (&plan.links, &plan.sends);
+                domains.each_part(&|p| {
+                    for &l in &by_part[p] {
+                        let link = &plan_links[l];
+                        if let Peer::Local(j) = link.peer {
+                            let from = find(plan_links, j, axis, 1 - link.side)?;
+                            // SAFETY: as above, for the receive buffer of link `l`.
+                            let into = unsafe { recvs.get(l) };
+                            domains.exec(p).copy_buffer(into, domains.exec(j), &sends[from], link.bytes)?;
+                        }
+                    }
+                    Ok(())
+                })?;
             }
             // Messages between ranks.
             let (mut sends, mut recvs) = (Vec::new(), Vec::new());
@@ -282,9 +307,16 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 });
             }
             domains.world().messages(sends, recvs)?;
-            for &l in &remote {
-                let link = &plan.links[l];
-                domains.exec(link.local).buffer_from_host(&mut plan.recvs[l], link.bytes)?;
+            {
+                let recvs = Disjoint::new(&mut plan.recvs);
+                let plan_links = &plan.links;
+                domains.each_part(&|p| {
+                    for &l in remote.iter().filter(|&&l| plan_links[l].local == p) {
+                        // SAFETY: link `l` is subdomain `p`'s: only this job touches its buffer.
+                        domains.exec(p).buffer_from_host(unsafe { recvs.get(l) }, plan_links[l].bytes)?;
+                    }
+                    Ok(())
+                })?;
             }
             mark(|t| &mut t.transfer)?;
             unpack(&self.slots, plan, &links, fields, domains)?;
@@ -461,12 +493,13 @@ fn unpack<E: Executor, const D: usize>(
     fields: &[Vec<ErasedField<'_, D>>],
     domains: &Domains<E, D>,
 ) -> Result<(), LaunchError> {
-    for &l in links {
-        let link = &plan.links[l];
-        let parts = boxes(slots, link, &fields[link.local], false)?;
-        domains.exec(link.local).unpack(&plan.recvs[l], &parts)?;
-    }
-    Ok(())
+    domains.each_part(&|p| {
+        for &l in links.iter().filter(|&&l| plan.links[l].local == p) {
+            let parts = boxes(slots, &plan.links[l], &fields[p], false)?;
+            domains.exec(p).unpack(&plan.recvs[l], &parts)?;
+        }
+        Ok(())
+    })
 }
 
 /// The messages of the `remote` links of one axis through a device transport, device buffer to

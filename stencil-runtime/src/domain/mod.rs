@@ -6,7 +6,7 @@
 //! GPUs of a process; host-staged MPI or NCCL between ranks, [`Transport`]), and a step with its exchange overlapped
 //! by the computation ([`CompCommBinder`], [`Overlap`]).
 
-// One-way dependencies: decomposition, reach, transport, world <- domains <- exchange (which also holds
+// One-way dependencies: decomposition, reach, transport, workers, world <- domains <- exchange (which also holds
 // `Domains::exchange`, a one-field HaloExchange), binder <- distributed.
 mod binder;
 mod decomposition;
@@ -16,6 +16,7 @@ mod exchange;
 mod node;
 mod reach;
 mod transport;
+mod workers;
 mod world;
 
 pub use binder::{CompCommBinder, Halos, Overlap};

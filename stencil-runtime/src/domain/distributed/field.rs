@@ -218,7 +218,11 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, E> for Part {
         &self,
         f: &'a mut DistField<E::Field<T, D>, D>,
     ) -> &'a mut E::Field<T, D> {
-        &mut f.parts_exclusive()[self.0]
+        let parts: *mut Vec<E::Field<T, D>> = f.parts.get();
+        // SAFETY: `f` is exclusive, and part `self.0` is reached without a reference to the
+        // others: the arguments of several parts may be taken at once (`split_args`), each part's
+        // used by its own host thread.
+        unsafe { &mut *(*parts).as_mut_ptr().add(self.0) }
     }
 }
 

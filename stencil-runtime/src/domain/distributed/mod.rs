@@ -80,6 +80,7 @@ use super::binder::{CompCommBinder, Overlap};
 use super::decomposition::{Decomposition, Subdomain};
 use super::domains::Domains;
 use super::exchange::HaloExchange;
+use super::workers::PerPart;
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
 use crate::executor::{from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Same, SideJob, Stencil};
@@ -182,7 +183,8 @@ impl<const G: usize> Distributed<Host, G> {
 impl<const G: usize> Distributed<crate::cuda::Gpu, G> {
     /// Every subdomain of `decomposition` on the GPUs of this process, subdomain `i` on GPU
     /// `i % count` (several subdomains share a GPU when there are more than GPUs; messages
-    /// between GPUs are peer copies).
+    /// between GPUs are peer copies), each subdomain's work issued from a host thread of its own
+    /// ([`Domains::with_host_threads`]).
     pub fn gpus(decomposition: Decomposition<G>) -> Result<Self, LaunchError> {
         use crate::cuda::Gpu;
         let count = Gpu::count()?;
@@ -192,7 +194,7 @@ impl<const G: usize> Distributed<crate::cuda::Gpu, G> {
             ));
         }
         let gpus = (0..decomposition.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Self::new(Domains::new(decomposition, gpus)?))
+        Ok(Self::new(Domains::new(decomposition, gpus)?.with_host_threads()?))
     }
 }
 
@@ -325,6 +327,20 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         }
         Ok(())
     }
+}
+
+/// Each local part's arguments at once (`Part(i)` of every field), for launches issued from
+/// the parts' own host threads.
+fn split_args<'a, 'b: 'a, S: Stencil<D>, E: Executor, const G: usize, const D: usize>(
+    args: &'a mut S::Args<'b, Distributed<E, G>>,
+    parts: usize,
+) -> PerPart<S::Args<'a, E>> {
+    let args: *mut S::Args<'b, Distributed<E, G>> = args;
+    // SAFETY: `Part(i)` reaches part `i` of each field and nothing else (without a reference to
+    // the other parts), and scalars are copied: the arguments of different parts share no
+    // memory that a launch writes. The launches of a reduction, which share the reduced value,
+    // are not split.
+    PerPart::new((0..parts).map(|i| S::map_args(unsafe { &mut *args }, &Part(i))).collect())
 }
 
 /// Whether the exchange fills halos along axis `a` (a split or periodic axis).
@@ -596,6 +612,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         // global grid: the errors of a single-domain launch.
         let mut heads: Vec<(&'static FieldInfo, *const Head<D>)> = Vec::new();
         let mut reductions = Vec::new();
+        let mut reduces = false;
         let global = {
             let erased = S::erase_args(S::map_args(&mut args, &Same));
             let mut shapes = Vec::new();
@@ -609,9 +626,12 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                         shapes.push((info.name, shape));
                         heads.push((info, ptr as *const Head<D>));
                     }
-                    ArgValue::Reduction(r) if domains.world().size() > 1 => {
-                        reductions.push(r.value_f64());
-                        r.reset_value();
+                    ArgValue::Reduction(r) => {
+                        reduces = true;
+                        if domains.world().size() > 1 {
+                            reductions.push(r.value_f64());
+                            r.reset_value();
+                        }
                     }
                     _ => {}
                 }
@@ -725,13 +745,33 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 (None, Overlap::OneDivided | Overlap::TwoDivided) => (Overlap::OneDivided, false),
             };
             let started = if timed { Some(auto::start(execs)?) } else { None };
+            // The parts' launches from their own host threads: not a launch that folds into a
+            // reduction (every part adds to one value), nor one being recorded.
+            let at_once = domains.host_threads() && !reduces && !recording;
+            let run_parts = |args: &mut S::Args<'_, Self>, execs: &[E], regions: &[Vec<Loop<D>>]| {
+                if at_once {
+                    let parts = split_args::<S, E, G, D>(args, execs.len());
+                    domains.each_part(&|i| {
+                        // SAFETY: part `i`'s arguments, taken by part `i`'s job only.
+                        let mut part = unsafe { parts.take(i) };
+                        regions[i]
+                            .iter()
+                            .filter(|r| r.points() > 0)
+                            .try_for_each(|r| execs[i].run_with(r, stencil, strategy, S::map_args(&mut part, &Same)))
+                    })
+                } else {
+                    for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
+                        for r in regions.iter().filter(|r| r.points() > 0) {
+                            exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i)))?;
+                        }
+                    }
+                    Ok(())
+                }
+            };
             if read.is_empty() || mode == Overlap::None {
                 self.settle::<S, D>(&mut state, &mut args, &read)?;
-                for (i, (exec, r)) in execs.iter().zip(&ranges).enumerate() {
-                    if let Some(r) = r {
-                        exec.run_with(r, stencil, strategy, S::map_args(&mut args, &Part(i)))?;
-                    }
-                }
+                let regions: Vec<Vec<Loop<D>>> = ranges.iter().map(|r| r.iter().copied().collect()).collect();
+                run_parts(&mut args, execs, &regions)?;
             } else {
                 // Inner regions meanwhile, then the slabs next to the exchanged (and filled) sides.
                 let reach: [usize; D] = std::array::from_fn(|a| read.iter().map(|s| s.reach[a]).max().unwrap_or(0));
@@ -740,14 +780,11 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 if read.iter().any(|s| s.fill) {
                     binder = binder.filling_boundary();
                 }
-                binder.step(
+                binder.step_phases(
                     domains,
                     &mut args,
                     |args, _| self.settle::<S, D>(&mut state, args, &read),
-                    |exec, i, r, args| match r.points() {
-                        0 => Ok(()),
-                        _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
-                    },
+                    |args, execs, regions| run_parts(args, execs, regions),
                 )?;
             }
             if let Some(site) = site.filter(|_| !recording) {
