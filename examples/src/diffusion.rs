@@ -1,29 +1,9 @@
-//! ASUCA's `Diffusion3d` (seed paper 004, section IV.C): the heat equation `u_t = kappa Δu` with
-//! the 7-point explicit scheme, checked against the analytic heat kernel.
-//!
-//! The test problem is a Gaussian in a box,
-//!
-//! ```text
-//! u(x, t) = (t0 / (t0 + t))^{3/2} exp(-|x - c|^2 / (4 kappa (t0 + t)))
-//! ```
-//!
-//! the infinite-domain heat kernel started at `t0` (peak 1 at `t = 0`).
-//!
-//! Boundary: the Gaussian is kept far from the walls, and the halo (one ghost layer per side) is a
-//! fixed zero Dirichlet boundary. That keeps a step a single stencil launch (no halo kernel, which
-//! a GPU path would need too), and it is exact to within the value of the analytic solution at
-//! the walls, which [`Outcome::wall_value`] reports: about 1e-8 of the peak with the defaults, far
-//! below the discretisation error. Runs long enough for the Gaussian to reach the walls warn.
-//!
-//! The model is written once, against [`Executor`]: [`run`] and [`simulate`] take the host
-//! ([`Host`]), a GPU (`stencil_runtime::cuda::Gpu`, with the `cuda` feature) or subdomains
-//! ([`Distributed`](stencil_runtime::Distributed): host subdomains, GPUs, MPI ranks; it moves the
-//! halos the stencil reads, and its result is the single-domain one, bit for bit). [`time_loop`]
-//! replays a recorded pair of steps (a CUDA graph on a GPU).
+//! ASUCA's `Diffusion3d` (seed paper 004, section IV.C): the heat equation `u_t = kappa Δu`, the
+//! 7-point explicit scheme, a Gaussian in a box against the analytic heat kernel, the halo a fixed
+//! zero boundary (`docs/examples/diffusion3d.md`). Written once, against [`Executor`]: [`run`]
+//! takes the host ([`Host`]), a GPU or subdomains ([`Distributed`](stencil_runtime::Distributed):
+//! host subdomains, GPUs, MPI ranks), and gives the single-domain result bit for bit on each.
 
-use std::time::Instant;
-
-use stencil_runtime::domain::ReachError;
 use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
@@ -32,73 +12,7 @@ use stencil_runtime::{Decomposition, Element, Executor, HaloWidths, Recorded};
 use crate::checkpoint::{self, Error, Plan};
 use crate::driver::{self, Identity, Stepping};
 
-/// One explicit step of the 7-point scheme, single precision (ASUCA's `Diffusion3d` verbatim).
-#[stencil]
-pub fn diffusion3d(
-    idx: Idx3,
-    ce: f32,
-    cw: f32,
-    cn: f32,
-    cs: f32,
-    ct: f32,
-    cb: f32,
-    cc: f32,
-    f: &Field3<f32>,
-    f_new: &mut Field3<f32>,
-) {
-    f_new[idx] = cc * f[idx]
-        + ce * f[idx.ix::<1, 0, 0>()]
-        + cw * f[idx.ix::<-1, 0, 0>()]
-        + cn * f[idx.ix::<0, 1, 0>()]
-        + cs * f[idx.ix::<0, -1, 0>()]
-        + ct * f[idx.ix::<0, 0, 1>()]
-        + cb * f[idx.ix::<0, 0, -1>()];
-}
-
-/// The same step in double precision.
-#[stencil]
-pub fn diffusion3d_f64(
-    idx: Idx3,
-    ce: f64,
-    cw: f64,
-    cn: f64,
-    cs: f64,
-    ct: f64,
-    cb: f64,
-    cc: f64,
-    f: &Field3<f64>,
-    f_new: &mut Field3<f64>,
-) {
-    f_new[idx] = cc * f[idx]
-        + ce * f[idx.ix::<1, 0, 0>()]
-        + cw * f[idx.ix::<-1, 0, 0>()]
-        + cn * f[idx.ix::<0, 1, 0>()]
-        + cs * f[idx.ix::<0, -1, 0>()]
-        + ct * f[idx.ix::<0, 0, 1>()]
-        + cb * f[idx.ix::<0, 0, -1>()];
-}
-
-/// The scheme's coefficients, named as in ASUCA (east/west along x, north/south along y,
-/// top/bottom along z, centre).
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Coefficients {
-    /// `+x` neighbour.
-    pub ce: f64,
-    /// `-x` neighbour.
-    pub cw: f64,
-    /// `+y` neighbour.
-    pub cn: f64,
-    /// `-y` neighbour.
-    pub cs: f64,
-    /// `+z` neighbour.
-    pub ct: f64,
-    /// `-z` neighbour.
-    pub cb: f64,
-    /// The point itself.
-    pub cc: f64,
-}
-
-/// A field element the example runs in: `f32` or `f64`, each with its stencil.
+/// A field element the example runs in: `f32` ([`Diffusion3d`]) or `f64` ([`Diffusion3dF64`]).
 pub trait Real: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
@@ -106,63 +20,57 @@ pub trait Real: Element + IoElement + Into<f64> {
     fn step<E: Executor>(
         exec: &E,
         range: &Loop3D,
-        c: &Coefficients,
+        c: &[f64; 7],
         f: &E::Field<Self, 3>,
         f_new: &mut E::Field<Self, 3>,
     ) -> Result<(), LaunchError>;
 }
 
-impl Real for f32 {
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
-    fn step<E: Executor>(
-        exec: &E,
-        range: &Loop3D,
-        c: &Coefficients,
-        f: &E::Field<f32, 3>,
-        f_new: &mut E::Field<f32, 3>,
-    ) -> Result<(), LaunchError> {
-        let k = |v: f64| v as f32;
-        exec.run(range, Diffusion3d, (k(c.ce), k(c.cw), k(c.cn), k(c.cs), k(c.ct), k(c.cb), k(c.cc), f, f_new))
-    }
-}
+/// The stencil `$name` (functor `$stencil`) of one 7-point step in `$t`, and [`Real`] for `$t`.
+macro_rules! diffusion3d {
+    ($name:ident, $stencil:ident, $t:ident, $doc:literal) => {
+        #[doc = $doc]
+        #[stencil]
+        pub fn $name(
+            idx: Idx3,
+            ce: $t,
+            cw: $t,
+            cn: $t,
+            cs: $t,
+            ct: $t,
+            cb: $t,
+            cc: $t,
+            f: &Field3<$t>,
+            f_new: &mut Field3<$t>,
+        ) {
+            f_new[idx] = cc * f[idx]
+                + ce * f[idx.ix::<1, 0, 0>()]
+                + cw * f[idx.ix::<-1, 0, 0>()]
+                + cn * f[idx.ix::<0, 1, 0>()]
+                + cs * f[idx.ix::<0, -1, 0>()]
+                + ct * f[idx.ix::<0, 0, 1>()]
+                + cb * f[idx.ix::<0, 0, -1>()];
+        }
 
-impl Real for f64 {
-    fn from_f64(v: f64) -> Self {
-        v
-    }
-    fn step<E: Executor>(
-        exec: &E,
-        range: &Loop3D,
-        c: &Coefficients,
-        f: &E::Field<f64, 3>,
-        f_new: &mut E::Field<f64, 3>,
-    ) -> Result<(), LaunchError> {
-        exec.run(range, Diffusion3dF64, (c.ce, c.cw, c.cn, c.cs, c.ct, c.cb, c.cc, f, f_new))
-    }
+        impl Real for $t {
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            fn step<E: Executor>(
+                exec: &E,
+                range: &Loop3D,
+                c: &[f64; 7],
+                f: &E::Field<$t, 3>,
+                f_new: &mut E::Field<$t, 3>,
+            ) -> Result<(), LaunchError> {
+                let [ce, cw, cn, cs, ct, cb, cc] = c.map(|c| c as $t);
+                exec.run(range, $stencil, (ce, cw, cn, cs, ct, cb, cc, f, f_new))
+            }
+        }
+    };
 }
-
-/// The analytic solution: a heat kernel of diffusivity `kappa` centred at `center`, started at
-/// time `t0` so that it has peak 1 at `t = 0`.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Gaussian {
-    /// Diffusivity.
-    pub kappa: f64,
-    /// Age of the kernel at `t = 0` (initial variance per axis is `2 kappa t0`).
-    pub t0: f64,
-    /// Centre.
-    pub center: [f64; 3],
-}
-
-impl Gaussian {
-    /// `u(x, t)`.
-    pub fn at(&self, x: [f64; 3], t: f64) -> f64 {
-        let s = self.t0 + t;
-        let r2: f64 = (0..3).map(|a| (x[a] - self.center[a]).powi(2)).sum();
-        (self.t0 / s).powf(1.5) * (-r2 / (4.0 * self.kappa * s)).exp()
-    }
-}
+diffusion3d!(diffusion3d, Diffusion3d, f32, "One explicit step of the 7-point scheme, single precision (ASUCA's).");
+diffusion3d!(diffusion3d_f64, Diffusion3dF64, f64, "One explicit step of the 7-point scheme, double precision.");
 
 /// A run of the example: grid, element order, number of steps and time step.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -182,9 +90,12 @@ pub struct Setup {
 /// Diffusivity of every run (the problem is nondimensional: the shortest side of the box is 1).
 pub const KAPPA: f64 = 1.0;
 
+/// Plain steps before the recorded pairs of each segment of a run: they compile the kernels, check
+/// the launches, settle a distributed executor's halos and give `Overlap::Auto` its 8 trials.
+pub const WARM_UP: usize = 8;
+
 impl Setup {
-    /// A cubic grid of `n^3` points with the default time step (0.9 of the stability limit) and
-    /// Gaussian (standard deviation 0.06 of the box).
+    /// A cubic grid of `n^3` points, the time step 0.9 of the limit, `sigma0` 0.06 of the box.
     pub fn cube(n: usize, steps: usize) -> Self {
         Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06 }
     }
@@ -199,175 +110,75 @@ impl Setup {
         self.cfl * self.dx().powi(2) / (6.0 * KAPPA)
     }
 
-    /// Time at the end of the run.
-    pub fn end_time(&self) -> f64 {
-        self.steps as f64 * self.dt()
-    }
-
     /// The fields' shape: the interior plus one ghost layer, in the chosen element order.
     pub fn shape(&self) -> Shape3 {
         Shape3::new(self.n).halo(1).order(self.order)
     }
 
-    /// The coefficients `kappa dt / dx^2` for the six neighbours and `1 - 6 kappa dt / dx^2`.
-    pub fn coefficients(&self) -> Coefficients {
+    /// The coefficients in ASUCA's order `[ce, cw, cn, cs, ct, cb, cc]` (neighbours along `+x`,
+    /// `-x`, `+y`, `-y`, `+z`, `-z`, then the point): `kappa dt / dx^2` and `1 - 6 kappa dt / dx^2`.
+    pub fn coefficients(&self) -> [f64; 7] {
         let c = KAPPA * self.dt() / self.dx().powi(2);
-        Coefficients { ce: c, cw: c, cn: c, cs: c, ct: c, cb: c, cc: 1.0 - 6.0 * c }
+        [c, c, c, c, c, c, 1.0 - 6.0 * c]
     }
 
-    /// The analytic solution, centred in the box.
-    pub fn gaussian(&self) -> Gaussian {
-        let center = self.n.map(|n| n as f64 * self.dx() / 2.0);
-        Gaussian { kappa: KAPPA, t0: self.sigma0.powi(2) / (2.0 * KAPPA), center }
+    /// The analytic solution at the centre of cell `g` (global: the interior spans `0 .. n dx`) at
+    /// time `t`: the heat kernel centred in the box, of peak 1 at `t = 0` (`t0 = sigma0^2 / 2 kappa`).
+    pub fn exact(&self, g: [isize; 3], t: f64) -> f64 {
+        let (t0, dx) = (self.sigma0.powi(2) / (2.0 * KAPPA), self.dx());
+        let r2: f64 = (0..3).map(|a| ((g[a] as f64 + 0.5) * dx - self.n[a] as f64 * dx / 2.0).powi(2)).sum();
+        (t0 / (t0 + t)).powf(1.5) * (-r2 / (4.0 * KAPPA * (t0 + t))).exp()
     }
 
-    /// Position of the cell centre at a global coordinate (the interior spans `0 .. n dx`).
-    pub fn position(&self, g: [isize; 3]) -> [f64; 3] {
-        g.map(|i| (i as f64 + 0.5) * self.dx())
-    }
-
-    /// The initial field: the Gaussian in the interior, zero in the halo (the fixed boundary).
-    ///
-    /// Errors when the host memory for the field cannot be had
-    /// ([`FieldError::OutOfMemory`](stencil_runtime::FieldError::OutOfMemory),
-    /// which says how many bytes the field needs and how many are available).
+    /// The initial field: the Gaussian in the interior, zero in the halo (the fixed boundary);
+    /// an error when its host memory cannot be had.
     pub fn initial<T: Real>(&self) -> Result<Field3<T>, LaunchError> {
-        let gauss = self.gaussian();
-        let n = self.n;
-        Ok(Field3::try_from_fn(self.shape(), |g| {
-            let inside = (0..3).all(|a| g[a] >= 0 && (g[a] as usize) < n[a]);
-            T::from_f64(if inside { gauss.at(self.position(g), 0.0) } else { 0.0 })
-        })?)
+        let inside = |g: [isize; 3]| (0..3).all(|a| g[a] >= 0 && (g[a] as usize) < self.n[a]);
+        Ok(Field3::try_from_fn(self.shape(), |g| T::from_f64(if inside(g) { self.exact(g, 0.0) } else { 0.0 }))?)
     }
 
-    /// The largest value of the analytic solution on the ghost layer at time `t`: how much the
-    /// zero boundary is off (relative to the peak 1 at `t = 0`).
+    /// The largest value of the analytic solution on the ghost layer at time `t` (beside the
+    /// middle of a face): how much the zero boundary is off (the peak is 1 at `t = 0`).
     pub fn wall_value(&self, t: f64) -> f64 {
-        let gauss = self.gaussian();
-        (0..3)
-            .map(|a| {
-                let mut x = gauss.center;
-                x[a] = self.position([-1; 3])[a];
-                gauss.at(x, t)
-            })
-            .fold(0.0, f64::max)
+        let beside = |a| std::array::from_fn(|b| if b == a { -1 } else { self.n[b] as isize / 2 });
+        (0..3).map(|a| self.exact(beside(a), t)).fold(0.0, f64::max)
     }
 
-    /// The error of `u` against the analytic solution at time `t`, over the interior.
-    pub fn error<T: Real>(&self, u: &Field3<T>, t: f64) -> ErrorNorms {
-        let gauss = self.gaussian();
+    /// The error of `u` against the analytic solution at time `t` over the interior:
+    /// `[||u - u_exact||_2 / ||u_exact||_2, max |u - u_exact| / max |u_exact|]`.
+    pub fn error<T: Real>(&self, u: &Field3<T>, t: f64) -> [f64; 2] {
+        let [nx, ny, nz] = self.n.map(|n| n as isize);
         let (mut diff2, mut exact2, mut max_diff, mut max_exact) = (0.0f64, 0.0f64, 0.0f64, 0.0f64);
-        for k in 0..self.n[2] as isize {
-            for j in 0..self.n[1] as isize {
-                for i in 0..self.n[0] as isize {
-                    let g = [i, j, k];
-                    let exact = gauss.at(self.position(g), t);
-                    let d = u.get(g).expect("interior point").into() - exact;
-                    diff2 += d * d;
-                    exact2 += exact * exact;
-                    max_diff = max_diff.max(d.abs());
-                    max_exact = max_exact.max(exact.abs());
-                }
-            }
+        for g in (0..nz).flat_map(|k| (0..ny).flat_map(move |j| (0..nx).map(move |i| [i, j, k]))) {
+            let exact = self.exact(g, t);
+            let d = u.get(g).expect("interior point").into() - exact;
+            (diff2, exact2) = (diff2 + d * d, exact2 + exact * exact);
+            (max_diff, max_exact) = (max_diff.max(d.abs()), max_exact.max(exact.abs()));
         }
-        ErrorNorms { rel_l2: (diff2 / exact2).sqrt(), rel_max: max_diff / max_exact }
+        [(diff2 / exact2).sqrt(), max_diff / max_exact]
+    }
+
+    /// The decomposition of the grid over `domains` subdomains, over process grid `grid` (else the
+    /// grid of least halo surface, [`Decomposition::auto`]); no axis is periodic, the halo is [`halo`].
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
+        Ok(Decomposition::with_grid(self.n, domains, grid, [false; 3], halo()?.0)?)
     }
 }
 
-/// Error of a numerical solution against the analytic one.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct ErrorNorms {
-    /// `||u - u_exact||_2 / ||u_exact||_2` over the interior.
-    pub rel_l2: f64,
-    /// `max |u - u_exact| / max |u_exact|` over the interior.
-    pub rel_max: f64,
+/// The halo the scheme needs: the reach of the stencils' reads of `f` (both precisions).
+pub fn halo() -> Result<HaloWidths<3>, Error> {
+    Ok(HaloWidths::of::<Diffusion3d>("f")?.read_by::<Diffusion3dF64>("f")?)
 }
 
-/// Runs `steps` steps of a double-buffered scheme on `exec`: `step(exec, a, b)` writes the state
-/// after `a` into `b`. The latest state is in `buffers[0]` at the end. `after_step(s)` is called
-/// after step `s` (1-based) has been issued, e.g. for a progress bar (on a GPU the work may still
-/// be running).
-///
-/// Pairs of steps (`buffers[0] → buffers[1] → buffers[0]`) after the first are recorded once as a
-/// [`Recorded`] step and replayed (one CUDA graph launch per pair on a GPU, one graph over all
-/// the GPUs of the distributed executor; on the host the pair simply runs);
-/// an odd last step is a plain step followed by a swap. The result is the same, bit for bit, as
-/// issuing every step by hand. Run `step` once on fields of the same shapes beforehand, so that
-/// kernels are compiled and launches checked before the recording (as [`simulate`] does).
-pub fn time_loop<E: Executor, F>(
-    exec: &E,
-    steps: usize,
-    buffers: &mut [F; 2],
-    step: impl Fn(&E, &F, &mut F) -> Result<(), LaunchError>,
-    mut after_step: impl FnMut(usize),
-) -> Result<(), LaunchError> {
-    let pairs = steps / 2;
-    if pairs > 0 {
-        // The first pair runs as it is: on a distributed executor it brings the fields' halos to
-        // the state every later pair starts from, which a recording needs to be replayable.
-        let [a, b] = &mut *buffers;
-        step(exec, a, b)?;
-        step(exec, b, a)?;
-        after_step(1);
-        after_step(2);
-    }
-    if pairs > 1 {
-        let mut pair = Recorded::new(exec, &mut *buffers, |e, [a, b]: &mut [F; 2]| {
-            step(e, a, b)?;
-            step(e, b, a)
-        })?;
-        for p in 1..pairs {
-            pair.replay()?;
-            after_step(2 * p + 1);
-            after_step(2 * p + 2);
-        }
-    }
-    if steps % 2 == 1 {
-        let [a, b] = &mut *buffers;
-        step(exec, a, b)?;
-        buffers.swap(0, 1);
-        after_step(steps);
-    }
-    Ok(())
-}
-
-/// What a run measured.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Outcome {
-    /// Wall-clock seconds of the time loop (set-up and the error check excluded).
-    pub seconds: f64,
-    /// Interior point updates per second, in billions.
-    pub gpts_per_s: f64,
-    /// Error at the end against the analytic solution.
-    pub error: ErrorNorms,
-    /// Largest analytic value on the ghost layer at the end (the zero boundary's own error).
-    pub wall_value: f64,
-}
-
-/// [`run_with`] without checkpoints: the final field (on the host) and the seconds of the time
-/// loop.
-pub fn simulate<E: Executor, T: Real>(
-    exec: &E,
-    setup: &Setup,
-    after_step: impl FnMut(usize),
-) -> Result<(Field3<T>, f64), Error> {
-    let (f, seconds, _) = run_with(exec, setup, &Plan::none(), after_step)?;
-    Ok((f, seconds))
-}
-
-/// Runs `setup` on `exec` in precision `T` from its initial field, or from the checkpoint
-/// `plan.restart` (written on any placement), to step `setup.steps`, writing checkpoints as
-/// `plan` says. The fields are uploaded once, stepped by [`time_loop`] and downloaded once.
-/// Returns the final field (on the host), the seconds of the time loop and the first step run.
-/// Before the clock starts, one pair of steps runs on scratch copies of the initial field
-/// (kernels compiled, launches checked; the result is not touched by it). The time includes a
-/// final synchronisation and the checkpoints, not the set-up or the copies.
-pub fn run_with<E: Executor, T: Real>(
+/// Runs `setup` on `exec` in precision `T` from its initial field or the checkpoint `plan.restart`
+/// (of any placement) to step `setup.steps`, checkpointed as `plan` says (`Plan::none()`: not);
+/// `after_step(s)` as `advance` says. Returns the final field (on the host) and the first step.
+pub fn run<E: Executor, T: Real>(
     exec: &E,
     setup: &Setup,
     plan: &Plan,
     mut after_step: impl FnMut(usize),
-) -> Result<(Field3<T>, f64, usize), Error> {
+) -> Result<(Field3<T>, usize), Error> {
     let settings = vec![("dt", setup.dt()), ("cfl", setup.cfl), ("sigma0", setup.sigma0)];
     let id = Identity { name: "diffusion3d".into(), grid: setup.n.to_vec(), fields: vec!["f"], settings };
     let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
@@ -376,21 +187,11 @@ pub fn run_with<E: Executor, T: Real>(
             None => (setup.initial::<T>()?, 0),
         };
         checkpoint::within_run(step, setup.steps)?;
-        let [mut a, mut b] = [exec.upload(&host)?, exec.upload(&host)?];
-        let clock = Instant::now();
-        let mut run = Running { exec, setup, buffers: [exec.upload(&host)?, exec.upload(&host)?], step, clock };
-        run.step(exec, &a, &mut b)?;
-        run.step(exec, &b, &mut a)?;
         // Both buffers carry the same (zero) halo, so the boundary stays fixed across swaps.
-        exec.synchronize()?;
-        run.clock = Instant::now();
-        Ok(run)
+        Ok(Running { exec, setup, buffers: [exec.upload(&host)?, exec.upload(&host)?], step })
     };
-    let plan = Plan { model: id.name.clone(), ..plan.clone() };
-    let (run, first) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
-    exec.synchronize()?;
-    let seconds = run.clock.elapsed().as_secs_f64();
-    Ok((exec.download(&run.buffers[0])?, seconds, first))
+    let (run, first) = driver::run(&id, &Plan { model: id.name.clone(), ..plan.clone() }, build, |s, _| after_step(s))?;
+    Ok((exec.download(&run.buffers[0])?, first))
 }
 
 /// A run on `E` as the time loop drives it: the two buffers and the steps run.
@@ -399,14 +200,6 @@ struct Running<'a, E: Executor, T: Real> {
     setup: &'a Setup,
     buffers: [E::Field<T, 3>; 2],
     step: usize,
-    clock: Instant,
-}
-
-impl<E: Executor, T: Real> Running<'_, E, T> {
-    /// One step `f -> f_new` over the interior.
-    fn step(&self, exec: &E, f: &E::Field<T, 3>, f_new: &mut E::Field<T, 3>) -> Result<(), LaunchError> {
-        T::step(exec, &Loop3D::interior(&self.setup.shape()), &self.setup.coefficients(), f, f_new)
-    }
 }
 
 impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
@@ -418,12 +211,33 @@ impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
         self.step >= self.setup.steps
     }
 
+    /// [`WARM_UP`] plain steps (one more for an odd count), then pairs `buffers[0] → buffers[1] →
+    /// buffers[0]` replaying one [`Recorded`] pair (a CUDA graph on a GPU): the bits of plain steps.
+    /// `after_step` once a step is issued, and done for the plain steps and the last.
     fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        let (from, dt) = (self.step, self.setup.dt());
-        let steps = steps.min(self.setup.steps - from);
+        let (exec, from, dt, steps) = (self.exec, self.step, self.setup.dt(), steps.min(self.setup.steps - self.step));
         let (range, c) = (Loop3D::interior(&self.setup.shape()), self.setup.coefficients());
         let step = |e: &E, f: &E::Field<T, 3>, g: &mut E::Field<T, 3>| T::step(e, &range, &c, f, g);
-        time_loop(self.exec, steps, &mut self.buffers, step, |k| after_step(from + k, (from + k) as f64 * dt))?;
+        let mut done = |k: usize| after_step(from + k, (from + k) as f64 * dt);
+        let plain = steps.min(WARM_UP + steps % 2);
+        for k in 1..=plain {
+            let [a, b] = &mut self.buffers;
+            step(exec, a, b)?;
+            self.buffers.swap(0, 1);
+            exec.synchronize()?;
+            done(k);
+        }
+        if plain < steps {
+            let pair = |e: &E, [a, b]: &mut [E::Field<T, 3>; 2]| step(e, a, b).and_then(|()| step(e, b, a));
+            let mut recorded = Recorded::new(exec, &mut self.buffers, pair)?;
+            for k in (plain + 2..=steps).step_by(2) {
+                recorded.replay()?;
+                if k == steps {
+                    exec.synchronize()?;
+                }
+                (k - 1..=k).for_each(&mut done);
+            }
+        }
         self.step += steps;
         Ok(())
     }
@@ -432,42 +246,5 @@ impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
         let f = self.exec.download(&self.buffers[0])?;
         let (step, time) = self.clock();
         write(&checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &[("f", &f)])?)
-    }
-}
-
-/// Runs `setup` on `exec` in precision `T` ([`simulate`]) and checks the result against the
-/// analytic solution; `after_step` as in [`time_loop`].
-pub fn run<E: Executor, T: Real>(exec: &E, setup: &Setup, after_step: impl FnMut(usize)) -> Result<Outcome, Error> {
-    let (f, seconds) = simulate::<E, T>(exec, setup, after_step)?;
-    Ok(Outcome::of(setup, &f, setup.steps, seconds))
-}
-
-impl Outcome {
-    /// The outcome of a run of `setup` that ended with `f` after `steps` steps in `seconds`.
-    pub fn of<T: Real>(setup: &Setup, f: &Field3<T>, steps: usize, seconds: f64) -> Outcome {
-        let t = setup.end_time();
-        Outcome {
-            seconds,
-            gpts_per_s: (setup.shape().interior_points() * steps) as f64 / seconds / 1e9,
-            error: setup.error(f, t),
-            wall_value: setup.wall_value(t),
-        }
-    }
-}
-
-/// The halo the scheme needs: the reach of the stencils' reads of `f` (both precisions), as the
-/// macro recorded it.
-pub fn halo() -> Result<HaloWidths<3>, ReachError> {
-    HaloWidths::of::<Diffusion3d>("f")?.read_by::<Diffusion3dF64>("f")
-}
-
-impl Setup {
-    /// The decomposition of this setup's grid over `domains` subdomains: over process grid
-    /// `grid` when given (its product must be `domains`), else the grid of least halo surface
-    /// ([`Decomposition::auto`]). No axis is periodic (the boundary is the fixed zero halo), and
-    /// the halo is [`halo`].
-    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, LaunchError> {
-        let halo = halo().map_err(|e| LaunchError::Decomposition(e.to_string()))?.0;
-        Ok(Decomposition::with_grid(self.n, domains, grid, [false; 3], halo)?)
     }
 }

@@ -9,7 +9,7 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use stencil_runtime::Field3;
+use stencil_runtime::{Field2, Field3};
 
 /// Pictures narrower than this many pixels are scaled up (nearest neighbour, by a whole factor).
 pub const MIN_WIDTH: usize = 512;
@@ -100,6 +100,18 @@ pub fn write_png_xy(path: impl AsRef<Path>, field: &Field3<f64>, z: usize) -> io
     let lo = values.iter().copied().fold(f32::INFINITY, f32::min);
     let hi = values.iter().copied().fold(f32::NEG_INFINITY, f32::max);
     write_png_image(path, &values, nx, lo, hi)?;
+    Ok((lo, hi))
+}
+
+/// Writes the interior of a 2D host field as a PNG (x across, y up) with the [`sequential`]
+/// colormap from its min to its max; returns the min and the max.
+pub fn write_png_field(path: impl AsRef<Path>, field: &Field2<f64>) -> io::Result<(f64, f64)> {
+    let (view, [nx, ny]) = (field.interior_view(), field.shape().interior());
+    let rows: Vec<f64> = (0..ny).rev().flat_map(|j| (0..nx).map(move |i| view[[i, j]])).collect();
+    let lo = rows.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = rows.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let values: Vec<f32> = rows.iter().map(|&v| v as f32).collect();
+    write_png_image(path, &values, nx, lo as f32, hi as f32)?;
     Ok((lo, hi))
 }
 

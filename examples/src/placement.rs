@@ -134,7 +134,7 @@ impl Processes {
     pub fn place<const D: usize, E: Into<Box<dyn std::error::Error>>>(
         &self,
         bin: &str,
-        args: &PlacementArgs,
+        args: &PlacementArgs<D>,
         shape: &stencil_runtime::Shape<D>,
         footprint: Footprint,
         decompose: impl FnOnce(usize) -> Result<Decomposition<D>, E>,
@@ -312,27 +312,32 @@ pub fn check_fits<const D: usize>(
     ))
 }
 
-/// Where to run: flattened into each example's options (`#[command(flatten)]`). Each option can
-/// come from the environment too (`STENCIL_GPU`, `STENCIL_DOMAINS`, `STENCIL_GPUS`,
+/// Where to run: flattened into each example's options (`#[command(flatten)]`); `D` is the
+/// number of axes of the process grid (3 unless said: `PlacementArgs<2>` for a 2D model). Each
+/// option can come from the environment too (`STENCIL_GPU`, `STENCIL_DOMAINS`, `STENCIL_GPUS`,
 /// `STENCIL_GRID`; the command line wins), so a batch script can place a run without changing
 /// its command.
 #[derive(clap::Args, Clone, Copy, Debug, Default)]
-pub struct PlacementArgs {
+pub struct PlacementArgs<const D: usize = 3> {
     /// Run on this GPU (needs a build with `--features cuda`).
     #[arg(long, env = "STENCIL_GPU")]
     pub gpu: Option<usize>,
-    /// Split the grid over N host subdomains (halo exchange between them).
+    /// Split the grid over N host subdomains (halo exchange between them; over the MPI ranks of
+    /// `mpiexec -n R` with the `mpi` feature, N a multiple of R).
     #[arg(long, value_name = "N", env = "STENCIL_DOMAINS")]
     pub domains: Option<usize>,
     /// Split the grid over N subdomains on GPUs, subdomain i on GPU i % (number of GPUs) (needs a
     /// build with `--features cuda`).
     #[arg(long, value_name = "N", env = "STENCIL_GPUS")]
     pub gpus: Option<usize>,
-    /// Process grid of the subdomains, e.g. 2,2,1 (with --domains or --gpus; its product must be
-    /// N). Chosen for the least halo surface when not given.
-    #[arg(long, value_name = "PX,PY,PZ", value_parser = parse_grid, env = "STENCIL_GRID")]
-    pub grid: Option<[usize; 3]>,
+    /// Process grid of the subdomains, one count per axis (e.g. 2,2,1 or 2x2x1 in 3D; with
+    /// --domains or --gpus, its product must be N). Chosen for the least halo surface when not given.
+    #[arg(long, value_name = GRID_NAMES[D], value_parser = parse_grid_of::<D>, env = "STENCIL_GRID")]
+    pub grid: Option<[usize; D]>,
 }
+
+/// The value names of `--grid` by the number of axes.
+const GRID_NAMES: [&str; 4] = ["", "PX", "PX,PY", "PX,PY,PZ"];
 
 /// How a decomposed run lays each step's halo exchange against the update (`--overlap`):
 /// flattened into the examples that take it.
@@ -377,7 +382,7 @@ impl Target {
     }
 }
 
-impl PlacementArgs {
+impl<const D: usize> PlacementArgs<D> {
     /// The target the options ask for, or why they contradict each other (`bin` names the
     /// example in the rebuild hint).
     pub fn target(&self, bin: &str) -> Result<Target, String> {

@@ -14,7 +14,11 @@ pub fn steps(steps: usize) -> ProgressBar {
 /// unless `visible` (e.g. on ranks other than 0).
 pub fn time(visible: bool) -> ProgressBar {
     let style = ProgressStyle::with_template("{bar:40} {msg}, {elapsed_precise} elapsed, eta {eta}");
-    let bar = ProgressBar::new(1000).with_style(style.expect("a valid template"));
+    shown_if(visible, ProgressBar::new(1000).with_style(style.expect("a valid template")))
+}
+
+/// `bar`, hidden unless `visible` (e.g. on ranks other than 0, so that a run over ranks draws one).
+pub fn shown_if(visible: bool, bar: ProgressBar) -> ProgressBar {
     if !visible {
         bar.set_draw_target(indicatif::ProgressDrawTarget::hidden());
     }
@@ -66,6 +70,12 @@ impl Timed {
     /// Notes that step `step` is done.
     pub fn tick(&self, step: usize) {
         self.ticks.borrow_mut().push((step, std::time::Instant::now()));
+    }
+
+    /// Notes that step `step` is done, moving a [`steps`] bar to it.
+    pub fn tick_to(&self, step: usize) {
+        self.bar.set_position(step as u64);
+        self.tick(step);
     }
 
     /// Notes that step `step` is done at model time `t`, moving a [`time`] bar to `t / t_end`.

@@ -1,63 +1,25 @@
-//! The 2D shallow water equations over a flat bottom (seed paper 000, section 3.2: a
-//! cell-centred finite-volume solver with piecewise-linear state reconstruction and a Riemann
-//! solver at every face):
+//! The 2D shallow water equations over a flat bottom (seed paper 000, section 3.2), `∂q/∂t +
+//! ∂F(q)/∂x + ∂G(q)/∂y = 0`, `q = (h, hu, hv)`: finite volumes, MUSCL-minmod states ([`muscl`])
+//! and HLL fluxes ([`hll_x`]) at every face, SSP-RK3 with one fused stencil per stage
+//! ([`SweStage`]), the CFL step from a reducing stencil ([`SweSpeed`]), edges as halo fills
+//! ([`Edge`]); derived on `docs/examples/swe2d.md`. Dry cells (`h = 0`) are not handled.
 //!
-//! ```text
-//! ∂q/∂t + ∂F(q)/∂x + ∂G(q)/∂y = 0,   q = (h, hu, hv),
-//! F(q) = (hu, hu²/h + g h²/2, hu v),   G(q) = (hv, hu v, hv²/h + g h²/2),   g = 9.81
-//! ```
-//!
-//! **Space.** Cell averages on a uniform grid. At every face the states on both sides are
-//! reconstructed piecewise linearly (MUSCL) with the [`minmod`] limiter on the conserved
-//! variables, `q⁻ = q_i + ½ minmod(q_i − q_{i−1}, q_{i+1} − q_i)` and likewise `q⁺` from the
-//! cell on the other side (the paper's equation (5) with a limited slope), and the face flux is
-//! the HLL approximate Riemann solver ([`hll_x`]) with Davis's wave-speed estimates
-//! `s_L = min(u_L − c_L, u_R − c_R)`, `s_R = max(u_L + c_L, u_R + c_R)`, `c = √(g h)`. The y
-//! faces reuse the x solver with the momentum components swapped (`G(h, hu, hv)` is `F(h, hv,
-//! hu)` permuted), so the scheme is exactly symmetric under `x ↔ y` on a square grid. Every
-//! cell computes its own four face fluxes (each face twice, once per side, bit-identically):
-//! one stencil per stage, radius 2, no flux fields.
-//!
-//! **Time.** Third-order SSP Runge-Kutta (Shu-Osher), each stage one launch of the fused
-//! stencil [`SweStage`], `q_out = a q_n + b (q + Δt L(q))` with `(a, b)` = `(0, 1)`,
-//! `(3/4, 1/4)`, `(1/3, 2/3)`. `Δt = cfl · min(Δx, Δy) / max(max(|u|, |v|) + √(g h))`, the speed
-//! of every cell at the start of the step folded into a maximum by the reducing stencil
-//! [`SweSpeed`] where the state lives (on a GPU one number comes back, not the state).
-//!
-//! **Boundaries** ([`Edge`], per axis): a reflective wall mirrors the state into the halo and
-//! negates the momentum normal to it (`HaloFill::MirrorNegated` for `hu` on x, `hv` on y,
-//! `HaloFill::Mirror` for the rest), so the reconstructed states at the wall are mirror images
-//! and the HLL mass flux through it is exactly zero; outflow copies the last cell outwards
-//! (`ZeroGradient`); periodic wraps. Halos are refilled before every stage, the three fields
-//! along both axes in one executor call.
-//!
-//! **Where it runs.** [`Solver`] is written once against [`stencil_runtime::Executor`]: the same
-//! code runs on the host ([`Host`]) or a GPU, where [`Solver::strategy`] picks the kernels.
-//!
-//! **Subdomains**: [`Solver`] on the distributed executor
-//! ([`Distributed`](stencil_runtime::Distributed), over [`Model::decompose`]; host subdomains,
-//! GPUs, MPI ranks): the halos of `h`, `hu`, `hv` move when [`SweStage`] reads them (a periodic
-//! axis wraps when the stage's halo fill asks), and the CFL step is the largest [`SweSpeed`] over
-//! every subdomain of every rank: a maximum, whatever the order. Every cell is updated by the
-//! same operations on the same values as in the single-domain run, so the result is the same bit
-//! for bit for any process grid.
-//!
-//! Dry cells (`h = 0`) are not handled: the depth must stay positive.
+//! [`Solver`] is written once against [`Executor`]: the host ([`Host`]), a GPU, or subdomains
+//! ([`Distributed`](stencil_runtime::Distributed): host subdomains, GPUs, MPI ranks, over
+//! [`Model::decompose`]), where the result is the single-domain run's bit for bit.
 
 use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, HaloWidths, Loop, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Strategy};
 
-use crate::checkpoint::{self, Plan};
+use crate::checkpoint::{self, Error, Plan};
 use crate::driver::{self, Identity, Stepping};
-
-/// The error type of the drivers: launch, halo and decomposition errors.
-pub type Error = Box<dyn std::error::Error>;
 
 /// Gravitational acceleration, m/s².
 pub const G: f64 = 9.81;
 
-/// Halo width of every field: the reach of MUSCL reconstruction at the cell's outer faces.
+/// Halo width of every field: the reach of MUSCL reconstruction at the cell's outer faces (the
+/// executor refuses a launch that reads beyond it).
 pub const HALO: usize = 2;
 
 /// The SSP-RK3 stages as `(a, b)` of `q_out = a q_n + b (q + Δt L(q))`.
@@ -201,13 +163,6 @@ impl Edge {
             (Edge::Periodic, _) => HaloFill::Periodic,
         }
     }
-
-    /// The fills of both axes of `h` (`normal: None`) or of the momentum normal to axis
-    /// `normal`; `None` on the periodic axes when `exchanged` (a decomposed run: the halo
-    /// exchange wraps them).
-    pub fn fills(edges: [Edge; 2], normal: Option<usize>, exchanged: bool) -> [Option<HaloFill>; 2] {
-        [0, 1].map(|axis| (!exchanged || edges[axis] != Edge::Periodic).then(|| edges[axis].fill(normal == Some(axis))))
-    }
 }
 
 /// The conserved fields `(h, hu, hv)`, on the host or on a device (`F` is the field type).
@@ -225,16 +180,6 @@ impl<F> State<F> {
     /// The three fields through `f` (e.g. copied to or from an executor), or its first error.
     pub fn try_map<G, Err>(&self, mut f: impl FnMut(&F) -> Result<G, Err>) -> Result<State<G>, Err> {
         Ok(State { h: f(&self.h)?, hu: f(&self.hu)?, hv: f(&self.hv)? })
-    }
-
-    /// References to the three fields.
-    pub fn as_ref(&self) -> State<&F> {
-        State { h: &self.h, hu: &self.hu, hv: &self.hv }
-    }
-
-    /// Mutable references to the three fields.
-    pub fn as_mut(&mut self) -> State<&mut F> {
-        State { h: &mut self.h, hu: &mut self.hu, hv: &mut self.hv }
     }
 }
 
@@ -278,113 +223,24 @@ impl Model {
         self.cfl * self.dx[0].min(self.dx[1]) / speed
     }
 
-    /// `Σ h ΔxΔy` over the interior, m³.
+    /// `Σ h ΔxΔy` over the interior (summed row by row), m³.
     pub fn mass(&self, state: &State<Field2<f64>>) -> f64 {
-        interior_sum(&state.h) * self.dx[0] * self.dx[1]
+        let [nx, ny] = self.n.map(|n| n as isize);
+        let h = (0..ny).flat_map(|j| (0..nx).map(move |i| [i, j])).map(|p| state.h.get(p).expect("interior"));
+        h.sum::<f64>() * self.dx[0] * self.dx[1]
     }
 
-    /// The halo every field needs per axis: the reach of [`SweStage`] into the stage's input as
-    /// the macro recorded it ([`SweSpeed`] reads at the cell only). [`HALO`] must cover it.
-    pub fn halo_needed(&self) -> Result<HaloWidths<2>, Error> {
-        Ok(["h", "hu", "hv"].iter().try_fold(HaloWidths::none(), |w, name| w.read_by::<SweStage>(name))?)
-    }
-
-    /// The decomposition of this model's grid over `domains` subdomains: over process grid
-    /// `grid` when given (its product must be `domains`), else the grid of least halo surface
-    /// ([`Decomposition::auto`]). The periodic axes wrap around; every subdomain must be at least
-    /// [`HALO`] cells thick where it has a neighbour (the exchange copies that many layers).
+    /// The decomposition of the grid over `domains` subdomains, over process grid `grid` (else the
+    /// grid of least halo surface); periodic axes wrap, subdomains are at least [`HALO`] thick.
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 2]>) -> Result<Decomposition<2>, Error> {
         let periodic = self.edges.map(|e| e == Edge::Periodic);
-        Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.checked_halo()?)?)
-    }
-
-    /// The fields' halo widths, refused where they do not cover [`Model::halo_needed`].
-    fn checked_halo(&self) -> Result<[usize; 2], Error> {
-        let needed = self.halo_needed()?.0;
-        let halo = self.shape().halo_widths();
-        if (0..2).any(|a| halo[a] < needed[a]) {
-            return Err(format!(
-                "the fields' halo is {halo:?}, but SweStage reads {needed:?} cells around a cell: widen HALO to its reach"
-            )
-            .into());
-        }
-        Ok(halo)
+        Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
     }
 }
 
 /// Whether a run to `t_end` goes on at time `t` (it stops within round-off of `t_end`).
 pub fn running(t: f64, t_end: f64) -> bool {
     t < t_end * (1.0 - 1e-14)
-}
-
-/// The CFL time step at time `t` for the fastest signal speed `speed` ([`Model::dt`]), cut to
-/// end exactly at `t_end` if given; refused when it is not a positive number.
-fn cfl_dt(model: &Model, speed: f64, t: f64, t_end: Option<f64>) -> Result<f64, Error> {
-    let dt = model.dt(speed);
-    if !dt.is_finite() || dt <= 0.0 {
-        return Err(format!("time step {dt} at t = {t}: the state is no longer wet and finite").into());
-    }
-    Ok(t_end.map_or(dt, |end| dt.min(end - t)))
-}
-
-/// The fastest signal speed of the cells of `range` of `q`: [`SweSpeed`] folded on `exec` (on a
-/// GPU one number comes back).
-fn fastest<E: Executor>(
-    exec: &E,
-    range: &Loop<2>,
-    strategy: Option<Strategy>,
-    q: State<&E::Field<f64, 2>>,
-) -> Result<f64, LaunchError> {
-    let mut fastest = Max::new();
-    exec.run_with(range, SweSpeed, strategy, (G, q.h, q.hu, q.hv, &mut fastest))?;
-    Ok(fastest.get())
-}
-
-/// SSP-RK3 stage `k` of a step of `dt` over the cells of `range`: [`SweStage`] with
-/// `o = a n + b (s + Δt L(s))`, `(a, b) = SSP_RK3[k]`, `n` the state at the step's start.
-#[allow(clippy::too_many_arguments)]
-fn run_stage<E: Executor>(
-    exec: &E,
-    range: &Loop<2>,
-    strategy: Option<Strategy>,
-    model: &Model,
-    k: usize,
-    dt: f64,
-    n: State<&E::Field<f64, 2>>,
-    s: State<&E::Field<f64, 2>>,
-    o: State<&mut E::Field<f64, 2>>,
-) -> Result<(), LaunchError> {
-    let (a, b) = SSP_RK3[k];
-    let [dt_dx, dt_dy] = model.dx.map(|dx| dt / dx);
-    let args = (a, b, dt_dx, dt_dy, G, n.h, n.hu, n.hv, s.h, s.hu, s.hv, o.h, o.hu, o.hv);
-    exec.run_with(range, SweStage, strategy, args)
-}
-
-/// The three stages of an SSP-RK3 step on the state `q` and the stage buffers `stage1`,
-/// `stage2` (one domain's fields, or every subdomain's): before each stage `fill` refills the
-/// halos of its input, then `stage(k, n, s, o)` runs stage `k` from input `s` into `o`; the
-/// new state ends in `q`.
-fn ssp_rk3<S>(
-    q: &mut S,
-    stage1: &mut S,
-    stage2: &mut S,
-    mut fill: impl FnMut(&mut S) -> Result<(), LaunchError>,
-    mut stage: impl FnMut(usize, &S, &S, &mut S) -> Result<(), LaunchError>,
-) -> Result<(), LaunchError> {
-    fill(q)?;
-    stage(0, q, q, stage1)?;
-    fill(stage1)?;
-    stage(1, q, stage1, stage2)?;
-    fill(stage2)?;
-    stage(2, q, stage2, stage1)?;
-    std::mem::swap(q, stage1);
-    Ok(())
-}
-
-/// The sum of a field's interior values, row by row.
-pub fn interior_sum(f: &Field2<f64>) -> f64 {
-    let [nx, ny] = f.shape().interior();
-    (0..ny as isize).flat_map(|j| (0..nx as isize).map(move |i| [i, j])).map(|p| f.get(p).expect("interior")).sum()
 }
 
 /// The conserved fields on executor `E`.
@@ -422,24 +278,30 @@ impl<E: Executor> Solver<E> {
         Ok(Solver { exec, model, strategy: None, q, stage1, stage2, range, t: 0.0, steps: 0 })
     }
 
-    /// Refills every halo of `q` for the model's boundaries: the three fields along both axes in
-    /// one executor call.
-    fn fill(exec: &E, edges: [Edge; 2], q: &mut Fields<E>) -> Result<(), LaunchError> {
-        let fills = |normal: Option<usize>| Edge::fills(edges, normal, false);
-        exec.fill_halos(&mut [(&mut q.h, fills(None)), (&mut q.hu, fills(Some(0))), (&mut q.hv, fills(Some(1)))])
-    }
-
-    /// One SSP-RK3 step of `dt` seconds (on a GPU: issued, not waited for).
+    /// One SSP-RK3 step of `dt` seconds (on a GPU: issued, not waited for): before each stage the
+    /// halos of its input `s` are refilled for the edges (the three fields along both axes in one
+    /// executor call), then stage `k` runs [`SweStage`], `o = a q + b (s + Δt L(s))` with
+    /// `(a, b) = SSP_RK3[k]`.
     pub fn step(&mut self, dt: f64) -> Result<(), Error> {
         let Solver { exec, model, strategy, q, stage1, stage2, range, .. } = self;
-        let edges = model.edges;
-        ssp_rk3(
-            q,
-            stage1,
-            stage2,
-            |s| Self::fill(exec, edges, s),
-            |k, n, s, o| run_stage(exec, range, *strategy, model, k, dt, n.as_ref(), s.as_ref(), o.as_mut()),
-        )?;
+        let [dt_dx, dt_dy] = model.dx.map(|dx| dt / dx);
+        let fills = |normal: Option<usize>| [0, 1].map(|a| Some(model.edges[a].fill(normal == Some(a))));
+        let fill = |s: &mut Fields<E>| {
+            exec.fill_halos(&mut [(&mut s.h, fills(None)), (&mut s.hu, fills(Some(0))), (&mut s.hv, fills(Some(1)))])
+        };
+        fill(q)?;
+        let n = &*q;
+        let stage = |k: usize, s: &Fields<E>, o: &mut Fields<E>| {
+            let (a, b) = SSP_RK3[k];
+            let args = (a, b, dt_dx, dt_dy, G, &n.h, &n.hu, &n.hv, &s.h, &s.hu, &s.hv, &mut o.h, &mut o.hu, &mut o.hv);
+            exec.run_with(range, SweStage, *strategy, args)
+        };
+        stage(0, q, stage1)?;
+        fill(stage1)?;
+        stage(1, stage1, stage2)?;
+        fill(stage2)?;
+        stage(2, stage2, stage1)?;
+        std::mem::swap(q, stage1);
         self.t += dt;
         self.steps += 1;
         Ok(())
@@ -450,12 +312,16 @@ impl<E: Executor> Solver<E> {
         self.q.try_map(|f| self.exec.download(f))
     }
 
-    /// One step with the CFL time step of the current state (the fastest speed by [`SweSpeed`]
-    /// on the executor: on a GPU one number comes back), cut to end exactly at `t_end` if given;
-    /// returns the step taken.
+    /// One step of the CFL time step of the current state (its fastest speed by [`SweSpeed`] on
+    /// the executor: one number comes back), cut to end at `t_end` if given; returns the step.
     pub fn cfl_step(&mut self, t_end: Option<f64>) -> Result<f64, Error> {
-        let speed = fastest(&self.exec, &self.range, self.strategy, self.q.as_ref())?;
-        let dt = cfl_dt(&self.model, speed, self.t, t_end)?;
+        let (mut fastest, q) = (Max::new(), &self.q);
+        self.exec.run_with(&self.range, SweSpeed, self.strategy, (G, &q.h, &q.hu, &q.hv, &mut fastest))?;
+        let dt = self.model.dt(fastest.get());
+        if !dt.is_finite() || dt <= 0.0 {
+            return Err(format!("time step {dt} at t = {}: the state is no longer wet and finite", self.t).into());
+        }
+        let dt = t_end.map_or(dt, |end| dt.min(end - self.t));
         self.step(dt)?;
         Ok(dt)
     }
@@ -475,20 +341,6 @@ pub fn circular_dam(radius: f64, h_in: f64, h_out: f64) -> impl Fn([f64; 2]) -> 
     move |[x, y]| [if x * x + y * y < radius * radius { h_in } else { h_out }, 0.0, 0.0]
 }
 
-/// The names of the shallow-water fields in checkpoints.
-const SWE_FIELDS: [&str; 3] = ["h", "hu", "hv"];
-
-/// The shallow-water model's name in checkpoints: with its edges, so a restart with other
-/// boundaries is refused.
-fn swe_name(model: &Model) -> String {
-    format!("swe2d {:?}", model.edges)
-}
-
-/// The shallow-water run's settings a checkpoint must match.
-fn swe_settings(model: &Model) -> [(&'static str, f64); 3] {
-    [("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])]
-}
-
 /// A shallow-water run as the time loop drives it: the solver and the end time.
 struct Running<E: Executor> {
     solver: Solver<E>,
@@ -505,10 +357,8 @@ impl<E: Executor> Stepping for Running<E> {
     }
 
     fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        for _ in 0..steps {
-            if self.finished() {
-                break;
-            }
+        let end = self.solver.steps + steps;
+        while self.solver.steps < end && !self.finished() {
             self.solver.cfl_step(Some(self.t_end))?;
             after_step(self.solver.steps, self.solver.t);
         }
@@ -518,14 +368,14 @@ impl<E: Executor> Stepping for Running<E> {
     fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
         let q = self.solver.state()?;
         let fields = [("h", &q.h), ("hu", &q.hu), ("hv", &q.hv)];
-        let (step, time) = self.clock();
-        write(&checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?)
+        write(&checkpoint::snapshot_of(&id.name, self.solver.steps, self.solver.t, &id.grid, &id.settings, &fields)?)
     }
 }
 
-/// [`Solver::run_until`] on the time-loop driver, with checkpoints: a solver from `q0`, or from `plan.restart` (its
-/// state, time and step count), run to `t_end`; `after_step(steps, t)` after each step. Returns
-/// the solver and the first step run.
+/// [`Solver::run_until`] on the time-loop driver, with checkpoints: a solver from `q0`, or from
+/// `plan.restart` (its state, time and step count), run to `t_end`; `after_step(steps, t)` after
+/// each step. The checkpoint's name holds the edges and its settings the CFL number and the cell
+/// size, so a restart with others is refused. Returns the solver and the first step run.
 pub fn run_with<E: Executor>(
     exec: E,
     model: Model,
@@ -534,18 +384,14 @@ pub fn run_with<E: Executor>(
     plan: &Plan,
     after_step: impl FnMut(usize, f64),
 ) -> Result<(Solver<E>, usize), Error> {
-    let (fields, settings) = (SWE_FIELDS.to_vec(), swe_settings(&model).to_vec());
-    let id = Identity { name: swe_name(&model), grid: model.n.to_vec(), fields, settings };
+    let settings = vec![("cfl", model.cfl), ("dx", model.dx[0]), ("dy", model.dx[1])];
+    let name = format!("swe2d {:?}", model.edges);
+    let id = Identity { name, grid: model.n.to_vec(), fields: vec!["h", "hu", "hv"], settings };
     let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<E>, Error> {
-        let solver = match c {
-            Some(c) => {
-                let f = |n: &str| c.field::<f64, 2>(n, &model.shape());
-                let mut solver = Solver::new(exec, model, &State { h: f("h")?, hu: f("hu")?, hv: f("hv")? })?;
-                (solver.t, solver.steps) = (c.time, c.step as usize);
-                solver
-            }
-            None => Solver::new(exec, model, q0)?,
-        };
+        let f = |c: &Checkpoint<'_>, name: &str| c.field::<f64, 2>(name, &model.shape());
+        let q = c.map(|c| Ok::<_, Error>(State { h: f(c, "h")?, hu: f(c, "hu")?, hv: f(c, "hv")? })).transpose()?;
+        let mut solver = Solver::new(exec, model, q.as_ref().unwrap_or(q0))?;
+        (solver.t, solver.steps) = c.map_or((0.0, 0), |c| (c.time, c.step as usize));
         Ok(Running { solver, t_end })
     };
     let (run, start) = driver::run(&id, &Plan { model: "swe2d".into(), ..plan.clone() }, build, after_step)?;

@@ -41,18 +41,18 @@ fn diffusion_restarts_bit_for_bit() {
     let dir = scratch("diffusion");
     for (order, n, every) in [(Order::Ijk, 5, 5), (Order::Kij, 6, 4)] {
         let setup = small_setup(2 * n, order);
-        let (straight, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
+        let (straight, _) = diffusion::run::<Host, f32>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
         let plan = Plan::every("diffusion3d", every, &dir);
         let mut seen = Vec::new();
-        let (whole, _, start) = diffusion::run_with::<Host, f32>(&Host, &setup, &plan, |s| seen.push(s)).unwrap();
+        let (whole, start) = diffusion::run::<Host, f32>(&Host, &setup, &plan, |s| seen.push(s)).unwrap();
         assert_eq!((start, seen), (0, (1..=2 * n).collect::<Vec<_>>()));
         assert_eq!(bits(&whole), bits(&straight), "a run writing checkpoints computes what the model's run does");
         // Resume from each checkpoint written before the end.
         for at in (every..2 * n).step_by(every) {
             let path = plan.path(at);
             let mut seen = Vec::new();
-            let (resumed, _, start) =
-                diffusion::run_with::<Host, f32>(&Host, &setup, &plan.clone().restart_from(&path), |s| seen.push(s))
+            let (resumed, start) =
+                diffusion::run::<Host, f32>(&Host, &setup, &plan.clone().restart_from(&path), |s| seen.push(s))
                     .unwrap();
             assert_eq!((start, seen.first().copied()), (at, Some(at + 1)));
             assert_eq!(bits(&resumed), bits(&straight), "{order:?}: restart at step {at}");
@@ -61,11 +61,11 @@ fn diffusion_restarts_bit_for_bit() {
     }
     // f64 too.
     let setup = small_setup(8, Order::Ijk);
-    let (straight, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    let (straight, _) = diffusion::run::<Host, f64>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
     let plan = Plan::every("diffusion3d", 3, &dir);
-    diffusion::run_with::<Host, f64>(&Host, &setup, &plan, |_| {}).unwrap();
-    let (resumed, _, _) =
-        diffusion::run_with::<Host, f64>(&Host, &setup, &plan.clone().restart_from(&plan.path(3)), |_| {}).unwrap();
+    diffusion::run::<Host, f64>(&Host, &setup, &plan, |_| {}).unwrap();
+    let (resumed, _) =
+        diffusion::run::<Host, f64>(&Host, &setup, &plan.clone().restart_from(&plan.path(3)), |_| {}).unwrap();
     assert_eq!(bits(&resumed), bits(&straight));
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -76,22 +76,22 @@ fn decomposed_diffusion_checkpoints_and_restarts_on_any_placement() {
     // a restart may run on another placement (two subdomains, one domain) and give the same bits.
     let dir = scratch("diffusion-distributed");
     let setup = small_setup(10, Order::Ijk);
-    let (straight, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    let (straight, _) = diffusion::run::<Host, f64>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
     let four = Distributed::host(setup.decompose(4, None).unwrap()).unwrap();
     let plan = Plan::every("diffusion3d", 5, &dir);
-    let (whole, _, _) = diffusion::run_with::<_, f64>(&four, &setup, &plan, |_| {}).unwrap();
+    let (whole, _) = diffusion::run::<_, f64>(&four, &setup, &plan, |_| {}).unwrap();
     assert_eq!(interior_bits(&whole), interior_bits(&straight));
     assert!(plan.path(5).is_file() && plan.path(10).is_file());
     let restart = plan.clone().restart_from(&plan.path(5));
     let two = Distributed::host(setup.decompose(2, None).unwrap()).unwrap().with_overlap(Overlap::OneDivided).unwrap();
-    let (on_two, _, start) = diffusion::run_with::<_, f64>(&two, &setup, &restart, |_| {}).unwrap();
+    let (on_two, start) = diffusion::run::<_, f64>(&two, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 5);
     assert_eq!(interior_bits(&on_two), interior_bits(&straight), "restart at step 5 on two subdomains");
-    let (on_one, _, _) = diffusion::run_with::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap();
+    let (on_one, _) = diffusion::run::<Host, f64>(&Host, &setup, &restart, |_| {}).unwrap();
     assert_eq!(interior_bits(&on_one), interior_bits(&straight), "restart at step 5 on one domain");
     // A process that is not the writer (a rank other than 0) writes nothing.
     let quiet = Plan::every("quiet", 5, &dir).written_by(false);
-    diffusion::run_with::<_, f64>(&four, &setup, &quiet, |_| {}).unwrap();
+    diffusion::run::<_, f64>(&four, &setup, &quiet, |_| {}).unwrap();
     assert!(!quiet.path(5).exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -101,14 +101,14 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let dir = scratch("mismatch");
     let setup = small_setup(4, Order::Ijk);
     let plan = Plan::every("diffusion3d", 2, &dir);
-    diffusion::run_with::<Host, f32>(&Host, &setup, &plan, |_| {}).unwrap();
+    diffusion::run::<Host, f32>(&Host, &setup, &plan, |_| {}).unwrap();
     let path = plan.path(2);
     let restart = plan.clone().restart_from(&path);
     let refuse = |setup: &Setup, f64: bool, plan: &Plan| {
         let e = if f64 {
-            diffusion::run_with::<Host, f64>(&Host, setup, plan, |_| {}).map(drop)
+            diffusion::run::<Host, f64>(&Host, setup, plan, |_| {}).map(drop)
         } else {
-            diffusion::run_with::<Host, f32>(&Host, setup, plan, |_| {}).map(drop)
+            diffusion::run::<Host, f32>(&Host, setup, plan, |_| {}).map(drop)
         };
         io_error(e.unwrap_err())
     };
@@ -149,7 +149,7 @@ fn a_checkpoint_that_does_not_fit_the_run_is_refused_with_what_differs() {
     let e = refuse(&setup, false, &plan.clone().restart_from(&dir.join("nothing.ckpt")));
     assert_eq!(e.code(), "S0401", "{e}");
     // A checkpoint past the run's end.
-    let e = diffusion::run_with::<Host, f32>(&Host, &small_setup(1, Order::Ijk), &restart, |_| {}).unwrap_err();
+    let e = diffusion::run::<Host, f32>(&Host, &small_setup(1, Order::Ijk), &restart, |_| {}).unwrap_err();
     assert!(e.to_string().contains("past the run's last step"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -331,20 +331,20 @@ fn restarts_on_a_gpu_equal_uninterrupted_gpu_runs() {
     };
     let dir = scratch("gpu");
     let setup = small_setup(10, Order::Kij);
-    let (straight, _) = diffusion::simulate::<Gpu, f32>(&gpu, &setup, |_| {}).unwrap();
+    let (straight, _) = diffusion::run::<Gpu, f32>(&gpu, &setup, &Plan::none(), |_| {}).unwrap();
     let plan = Plan::every("diffusion3d", 4, &dir);
-    diffusion::run_with::<Gpu, f32>(&gpu, &setup, &plan, |_| {}).unwrap();
-    let (resumed, _, _) =
-        diffusion::run_with::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
+    diffusion::run::<Gpu, f32>(&gpu, &setup, &plan, |_| {}).unwrap();
+    let (resumed, _) =
+        diffusion::run::<Gpu, f32>(&gpu, &setup, &plan.clone().restart_from(&plan.path(4)), |_| {}).unwrap();
     assert_eq!(bits(&resumed), bits(&straight), "diffusion on a GPU, restarted at step 4");
 
     let domains =
         stencil_runtime::Domains::new(setup.decompose(2, None).unwrap(), vec![gpu.clone(), gpu.clone()]).unwrap();
     let two = stencil_runtime::Distributed::new(domains);
     let parts = Plan::every("diffusion3d", 4, &dir.join("parts"));
-    diffusion::run_with::<_, f32>(&two, &setup, &parts, |_| {}).unwrap();
+    diffusion::run::<_, f32>(&two, &setup, &parts, |_| {}).unwrap();
     let restart = parts.clone().restart_from(&parts.path(8));
-    let (resumed, _, _) = diffusion::run_with::<_, f32>(&two, &setup, &restart, |_| {}).unwrap();
+    let (resumed, _) = diffusion::run::<_, f32>(&two, &setup, &restart, |_| {}).unwrap();
     assert_eq!(interior_bits(&resumed), interior_bits(&straight), "two GPU subdomains, restarted at step 8");
 
     let mut model = acoustic::Model::layered(24, 12);

@@ -1,11 +1,12 @@
 //! The diffusion model over subdomains equals the single-domain run bit for bit: the one
-//! [`simulate`] on the distributed executor (which exchanges the halos the stencil reads) against
-//! [`simulate`] on the host, in both overlap modes, over many process grids (1×1×N, N×1×1, uneven splits, subdomains one point
+//! [`run`] on the distributed executor (which exchanges the halos the stencil reads) against
+//! [`run`] on the host, in both overlap modes, over many process grids (1×1×N, N×1×1, uneven splits, subdomains one point
 //! thick, grids drawn by a small fixed-seed generator), both element orders and both precisions.
 //! With the `cuda` feature, the same over two subdomains on GPUs (skipped without a GPU).
 
-use stencil_examples::diffusion::{halo, simulate, Real, Setup};
-use stencil_runtime::{Decomposition, Distributed, Field3, Host, LaunchError, Order, Overlap};
+use stencil_examples::checkpoint::Plan;
+use stencil_examples::diffusion::{halo, run, Real, Setup};
+use stencil_runtime::{Decomposition, Distributed, Field3, Host, Order, Overlap};
 
 /// The overlap modes of the distributed executor.
 const MODES: [Overlap; 3] = [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided];
@@ -68,9 +69,9 @@ fn check<T: Real>(order: Order) {
         let mode = MODES[case % 3];
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the case's grid fits");
         let exec = Distributed::host(d).unwrap().with_overlap(mode).unwrap();
-        let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("single-domain run");
+        let (single, _) = run::<Host, T>(&Host, &setup, &Plan::none(), |_| {}).expect("single-domain run");
         let mut issued = Vec::new();
-        let (split, _) = simulate::<_, T>(&exec, &setup, |s| issued.push(s)).expect("decomposed run");
+        let (split, _) = run::<_, T>(&exec, &setup, &Plan::none(), |s| issued.push(s)).expect("decomposed run");
         assert_eq!(issued, (1..=steps).collect::<Vec<_>>(), "after_step once per step, in order");
         assert!(
             bits(&split) == bits(&single),
@@ -98,11 +99,12 @@ fn host_domains_equal_one_domain_f64() {
 #[test]
 fn auto_decomposition_equals_one_domain() {
     let setup = setup([16, 12, 10], Order::Kij, 6);
-    let (single, _) = simulate::<Host, f64>(&Host, &setup, |_| {}).expect("single-domain run");
+    let (single, _) = run::<Host, f64>(&Host, &setup, &Plan::none(), |_| {}).expect("single-domain run");
     for domains in [2, 3, 4, 6, 8] {
         let d = setup.decompose(domains, None).expect("an automatic grid fits");
         assert_eq!(d.len(), domains);
-        let (split, _) = simulate::<_, f64>(&Distributed::host(d).unwrap(), &setup, |_| {}).expect("decomposed run");
+        let (split, _) =
+            run::<_, f64>(&Distributed::host(d).unwrap(), &setup, &Plan::none(), |_| {}).expect("decomposed run");
         assert!(bits(&split) == bits(&single), "auto grid {:?} differs", d.grid());
     }
 }
@@ -110,7 +112,7 @@ fn auto_decomposition_equals_one_domain() {
 #[test]
 fn bad_decompositions_are_refused() {
     let setup = setup([4, 4, 4], Order::Ijk, 2);
-    let message = |r: Result<Decomposition<3>, LaunchError>| r.expect_err("refused").to_string();
+    let message = |r: Result<Decomposition<3>, Box<dyn std::error::Error>>| r.expect_err("refused").to_string();
     assert!(message(setup.decompose(65, None)).contains("no process grid"), "more domains than points");
     assert!(message(setup.decompose(4, Some([2, 2, 2]))).contains("not the 4 asked for"));
     assert!(message(setup.decompose(5, Some([5, 1, 1]))).contains("does not fit"));
@@ -118,13 +120,14 @@ fn bad_decompositions_are_refused() {
     let h = halo().expect("the stencils read `f`").0;
     // Another global extent is refused when the fields are allocated, naming the grid.
     let other = Decomposition::new([4, 4, 5], [2, 1, 1], [false; 3], h).expect("fits");
-    let e = simulate::<_, f32>(&Distributed::host(other).unwrap(), &setup, |_| {}).expect_err("another extent refused");
+    let e = run::<_, f32>(&Distributed::host(other).unwrap(), &setup, &Plan::none(), |_| {})
+        .expect_err("another extent refused");
     assert!(e.to_string().contains("[4, 4, 5]") && e.to_string().contains("whole grid"), "{e}");
     // A periodic axis is the model's business: it asks for no periodic fill, so the wrap is left
     // alone, as on one domain (the same bits).
     let periodic = Decomposition::new([4, 4, 4], [2, 1, 1], [true, false, false], h).expect("fits");
-    let (wrapped, _) = simulate::<_, f64>(&Distributed::host(periodic).unwrap(), &setup, |_| {}).unwrap();
-    let (single, _) = simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    let (wrapped, _) = run::<_, f64>(&Distributed::host(periodic).unwrap(), &setup, &Plan::none(), |_| {}).unwrap();
+    let (single, _) = run::<Host, f64>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
     assert!(bits(&wrapped) == bits(&single));
 }
 
@@ -148,11 +151,11 @@ fn gpu_domains_equal_host_one_domain() {
         let setup = setup(n, order, 7);
         let d = Decomposition::new(n, grid, [false; 3], h).expect("the grid fits");
         let domains = stencil_runtime::Domains::new(d, gpus.to_vec()).expect("one executor per subdomain");
-        let (single, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
+        let (single, _) = run::<Host, T>(&Host, &setup, &Plan::none(), |_| {}).expect("host run");
         let threaded = domains.clone().with_host_threads().expect("host threads start");
         for (domains, mode) in MODES.iter().flat_map(|&m| [(&domains, m), (&threaded, m)]) {
             let exec = Distributed::new(domains.clone()).with_overlap(mode).unwrap();
-            let (split, _) = simulate::<_, T>(&exec, &setup, |_| {}).expect("GPU subdomains run");
+            let (split, _) = run::<_, T>(&exec, &setup, &Plan::none(), |_| {}).expect("GPU subdomains run");
             let threads = if domains.host_threads() { ", host threads" } else { "" };
             assert!(
                 bits(&split) == bits(&single),

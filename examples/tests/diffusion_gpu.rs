@@ -1,10 +1,10 @@
 //! The diffusion model on a GPU equals the host bit for bit: the same generic
-//! [`simulate`](stencil_examples::diffusion::simulate) (warm-up pair, recorded pairs replayed as
-//! a CUDA graph, a plain last step for an odd count) on `Gpu` and on `Host`, in both precisions
-//! and element orders. Needs a GPU: `--features cuda`; without one it prints why and passes.
+//! [`run`](stencil_examples::diffusion::run) (plain steps first, then recorded pairs replayed as
+//! a CUDA graph) on `Gpu` and on `Host`, in both precisions and element orders. Needs a GPU: `--features cuda`; without one it prints why and passes.
 #![cfg(feature = "cuda")]
 
-use stencil_examples::diffusion::{simulate, Real, Setup};
+use stencil_examples::checkpoint::Plan;
+use stencil_examples::diffusion::{run, Real, Setup};
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::{Field3, Host, Order};
 
@@ -25,8 +25,8 @@ fn bits<T: Real>(f: &Field3<T>) -> Vec<u64> {
 fn check<T: Real>(gpu: &Gpu, order: Order) {
     for steps in [1, 6, 33] {
         let setup = Setup { order, n: [37, 29, 23], ..Setup::cube(37, steps) };
-        let (host, _) = simulate::<Host, T>(&Host, &setup, |_| {}).expect("host run");
-        let (device, _) = simulate::<Gpu, T>(gpu, &setup, |_| {}).expect("GPU run");
+        let (host, _) = run::<Host, T>(&Host, &setup, &Plan::none(), |_| {}).expect("host run");
+        let (device, _) = run::<Gpu, T>(gpu, &setup, &Plan::none(), |_| {}).expect("GPU run");
         assert!(bits(&device) == bits(&host), "{} {order:?}, {steps} steps: the GPU differs from the host", T::NAME);
         eprintln!("{} {order:?}, {steps} steps: bit-equal to the host", T::NAME);
     }

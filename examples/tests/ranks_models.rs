@@ -62,14 +62,15 @@ impl Attach for stencil_runtime::cuda::Gpu {
 }
 
 fn diffusion<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
+    use stencil_examples::checkpoint::Plan;
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 6) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
-    let (single, _) = diffusion::simulate::<Host, f32>(&Host, &setup, |_| {}).unwrap();
+    let (single, _) = diffusion::run::<Host, f32>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
     // The model's one code path on the distributed executor, in both overlap modes: every rank
     // downloads the global field.
     for mode in [Overlap::None, Overlap::OneDivided] {
         let on = Distributed::new(domains(world, d, exec)).with_overlap(mode).unwrap();
-        let (split, _) = diffusion::simulate::<_, f32>(&on, &setup, |_| {}).unwrap();
+        let (split, _) = diffusion::run::<_, f32>(&on, &setup, &Plan::none(), |_| {}).unwrap();
         let what = format!("diffusion over grid {:?}, {mode:?}, rank {}", d.grid(), world.rank());
         assert_eq!(differing(split.as_slice(), single.as_slice()), 0, "{what}");
     }
@@ -81,7 +82,7 @@ fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn
     use stencil_examples::checkpoint::Plan;
     let setup = Setup { n: [14, 11, 9], order: Order::Ijk, ..Setup::cube(14, 8) };
     let d = setup.decompose(world.size() * per_rank, None).unwrap();
-    let (single, _) = diffusion::simulate::<Host, f64>(&Host, &setup, |_| {}).unwrap();
+    let (single, _) = diffusion::run::<Host, f64>(&Host, &setup, &Plan::none(), |_| {}).unwrap();
     let dir = std::env::temp_dir().join(format!("stencil-ranks-checkpoint-{}-{per_rank}", world.size()));
     if world.rank() == 0 {
         let _ = std::fs::remove_dir_all(&dir);
@@ -89,10 +90,10 @@ fn diffusion_checkpoint<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn
     world.sum(0.0); // every rank waits for the clean-up
     let plan = Plan::every("diffusion3d", 3, &dir).written_by(world.rank() == 0);
     let on = Distributed::new(domains(world, d, exec));
-    let (whole, _, _) = diffusion::run_with::<_, f64>(&on, &setup, &plan, |_| {}).unwrap();
+    let (whole, _) = diffusion::run::<_, f64>(&on, &setup, &plan, |_| {}).unwrap();
     world.sum(0.0); // the checkpoints are written
     let restart = plan.clone().restart_from(&plan.path(6));
-    let (resumed, _, start) = diffusion::run_with::<_, f64>(&on, &setup, &restart, |_| {}).unwrap();
+    let (resumed, start) = diffusion::run::<_, f64>(&on, &setup, &restart, |_| {}).unwrap();
     assert_eq!(start, 6);
     let what = format!("diffusion checkpoints over grid {:?}, rank {}", d.grid(), world.rank());
     let interior = |f: &stencil_runtime::Field3<f64>| f.interior_view().iter().copied().collect::<Vec<f64>>();
