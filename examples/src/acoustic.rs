@@ -8,13 +8,12 @@
 //! The scheme, the PML's equations and the regions are derived on the acoustic3d page of the
 //! examples docs.
 
-use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, Strategy};
 
 use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, Identity, Stepping};
+use crate::driver::{self, Fields, Identity, Restart};
 use crate::velocity::VelocityGrid;
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -620,70 +619,61 @@ pub fn run<E: Executor, T: Wave>(
     let mut settings = vec![("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
     settings.extend([("source_x", source[0]), ("source_y", source[1]), ("source_z", source[2])]);
     settings.push(("receivers", checkpoint::hash_setting(listening)));
-    let fields = [NAMES.fields().map(|n| *n).as_slice(), &["traces"]].concat();
+    let fields = NAMES.fields().map(|n| *n).to_vec();
     let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
-    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
-        let (host, traces) = match c {
-            Some(c) => {
-                let state = NAMES.try_map(|n| c.field::<T, 3>(n, &model.shape()))?;
+    let build = |restart: Option<Restart<T, 3>>| -> Result<Running<'_, E, T>, Error> {
+        let host = match restart {
+            Some(r) => {
+                let mut fields = r.fields.into_iter();
+                let state = NAMES.try_map(|_| fields.next().ok_or("a field of the state is missing"))?;
                 // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
-                checkpoint::expect_same(c, "velocity model (V² Δt² per point)", &model.vdt2()?, &state.vdt2)?;
-                checkpoint::within_run(c.step as usize, model.steps)?;
-                (state, checkpoint::records_of(c, "traces", receivers.len(), c.step as usize)?)
+                let vdt2 = model.vdt2()?;
+                checkpoint::expect_same(r.checkpoint, "velocity model (V² Δt² per point)", &vdt2, &state.vdt2)?;
+                checkpoint::within_run(r.checkpoint.step as usize, model.steps)?;
+                state
             }
-            None => (model.initial::<T>()?, Vec::with_capacity(model.steps)),
+            None => model.initial::<T>()?,
         };
+        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
         let state = host.try_map(|f| exec.upload(f))?;
-        Ok(Running { exec, strategies, model, state, traces, receivers: &receivers, snapshot, snap: None })
+        Ok(Running { strategies, model, regions, c, state, receivers: &receivers, snapshot, snap: None })
     };
     let plan = Plan { model: id.name.clone(), ..plan.clone() };
-    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
-    Ok(Outcome { last: run.state.wavefields(exec)?, snapshot: run.snap, traces: run.traces, start })
+    let records = Some(("traces", receivers.len()));
+    let (run, start) = driver::run_fields(exec, &id, &plan, &model.shape(), records, build, |s, _| after_step(s))?;
+    let Running { state, snap, .. } = run.model;
+    Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces: run.records, start })
 }
 
-/// A run on `E` as the time loop drives it: the state, the traces so far and the snapshot asked
-/// for.
+/// A run on `E` as the time loop drives it: the state, the snapshot asked for, and what a step
+/// needs.
 struct Running<'a, E: Executor, T: Wave> {
-    exec: &'a E,
     strategies: &'a RegionStrategies,
     model: &'a Model,
+    regions: Regions<3>,
+    c: Coefficients<T>,
     state: State<E::Field<T, 3>>,
-    traces: Vec<Vec<T>>,
     receivers: &'a SparsePoints<3>,
     snapshot: Option<usize>,
     snap: Option<Wavefields<T>>,
 }
 
-impl<E: Executor, T: Wave> Stepping for Running<'_, E, T> {
-    fn clock(&self) -> (usize, f64) {
-        (self.traces.len(), self.traces.len() as f64 * self.model.dt)
+impl<E: Executor, T: Wave> Fields<E, T, 3> for Running<'_, E, T> {
+    fn fields(&self) -> Vec<&E::Field<T, 3>> {
+        self.state.fields().to_vec()
     }
 
-    fn finished(&self) -> bool {
-        self.traces.len() >= self.model.steps
+    fn finished(&self, step: usize, _: f64) -> bool {
+        step >= self.model.steps
     }
 
-    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        let (model, exec) = (self.model, self.exec);
-        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-        for s in self.traces.len()..self.traces.len().saturating_add(steps).min(model.steps) {
-            T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
-            self.traces.push(self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect());
-            if self.snapshot == Some(s + 1) {
-                self.snap = Some(self.state.wavefields(exec)?);
-            }
-            after_step(s + 1, (s + 1) as f64 * model.dt);
+    fn step(&mut self, exec: &E, s: usize, _: f64) -> Result<(f64, Vec<T>), Error> {
+        let source = self.model.source_at(s)?;
+        T::step(exec, self.strategies, &self.regions, &self.c, &mut self.state, &source)?;
+        let record = self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect();
+        if self.snapshot == Some(s + 1) {
+            self.snap = Some(self.state.wavefields(exec)?);
         }
-        Ok(())
-    }
-
-    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let host = self.state.try_map(|f| self.exec.download(f))?;
-        let fields: Vec<_> = NAMES.fields().map(|n| *n).into_iter().zip(host.fields()).collect();
-        let (step, time) = self.clock();
-        let traces = checkpoint::records_field(&self.traces, self.receivers.len());
-        let mut c = checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
-        c.push("traces", &traces)?;
-        write(&c)
+        Ok(((s + 1) as f64 * self.model.dt, record))
     }
 }

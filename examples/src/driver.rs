@@ -5,10 +5,19 @@
 //!
 //! A segment is handed to the model whole, so a model that records several steps as one (a pair
 //! of steps replayed as one CUDA graph) keeps doing so between checkpoints.
+//!
+//! A model whose state is named fields on an executor, advanced a step at a time, implements
+//! [`Fields`] instead and runs through [`run_fields`]: its clock, checkpoints, restart, checks
+//! and snapshots come from its fields' names, declared once.
+
+use std::marker::PhantomData;
 
 use stencil_runtime::io::checkpoint::Checkpoint;
+use stencil_runtime::io::IoElement;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Element, Executor};
 
-use crate::checkpoint::{Error, Plan};
+use crate::checkpoint::{self, Error, Plan};
 
 /// What a checkpoint of a run must match: the model's name (with the numerics a restart must
 /// share), the global grid, the fields and the settings.
@@ -81,6 +90,123 @@ pub fn run<M: Stepping>(
         }
     }
     Ok((model, start))
+}
+
+/// A model whose state is fields of element `T` on executor `E`, named by [`Identity::fields`]
+/// in the same order, advanced a step at a time by [`run_fields`].
+pub trait Fields<E: Executor, T: IoElement, const D: usize> {
+    /// The state's fields, in the order of their names.
+    fn fields(&self) -> Vec<&E::Field<T, D>>;
+    /// Scalars of the state a restart needs besides its fields and clock (e.g. the time step in
+    /// use); [`Restart::checkpoint`] holds them.
+    fn scalars(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+    /// Whether the run has reached its end at step `step`, time `time`.
+    fn finished(&self, step: usize, time: f64) -> bool;
+    /// Runs step `step + 1` from time `time`: the time after it and the step's record (e.g. the
+    /// receivers' samples; empty without records).
+    fn step(&mut self, exec: &E, step: usize, time: f64) -> Result<(f64, Vec<T>), Error>;
+}
+
+/// What a restart hands a [`Fields`] model's build.
+pub struct Restart<'c, T: Element, const D: usize> {
+    /// The state's fields as the checkpoint holds them, in the order of their names.
+    pub fields: Vec<Field<T, D>>,
+    /// The checkpoint (its step, time and scalars).
+    pub checkpoint: &'c Checkpoint<'static>,
+}
+
+/// A [`Fields`] model as the time loop drives it: the model, its clock and its records
+/// (`records[s]` recorded by step `s + 1`, a restart's earlier ones included).
+pub struct Run<'a, E, T, const D: usize, M> {
+    /// The executor the state lives on.
+    pub exec: &'a E,
+    /// The model.
+    pub model: M,
+    /// Steps run since the start.
+    pub step: usize,
+    /// The model time.
+    pub time: f64,
+    /// The records of the steps, when the run keeps them.
+    pub records: Vec<Vec<T>>,
+    /// The records' name in checkpoints and their width (values per step).
+    keep: Option<(&'static str, usize)>,
+    dims: PhantomData<[(); D]>,
+}
+
+impl<E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>> Stepping for Run<'_, E, T, D, M> {
+    fn clock(&self) -> (usize, f64) {
+        (self.step, self.time)
+    }
+
+    fn finished(&self) -> bool {
+        self.model.finished(self.step, self.time)
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        for _ in 0..steps {
+            if self.finished() {
+                break;
+            }
+            let (time, record) = self.model.step(self.exec, self.step, self.time)?;
+            if self.keep.is_some() {
+                self.records.push(record);
+            }
+            (self.step, self.time) = (self.step + 1, time);
+            after_step(self.step, time);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let host = self.model.fields().into_iter().map(|f| self.exec.download(f)).collect::<Result<Vec<_>, _>>()?;
+        let records = self.keep.map(|(name, width)| (name, checkpoint::records_field(&self.records, width)));
+        let mut c = Checkpoint::new(&id.name, self.step as u64, self.time, &id.grid);
+        id.settings.iter().chain(&self.model.scalars()).for_each(|(name, v)| c.scalar(name, *v));
+        for (name, f) in id.fields.iter().zip(&host) {
+            c.push(name, f)?;
+        }
+        if let Some((name, f)) = &records {
+            c.push(name, f)?;
+        }
+        write(&c)
+    }
+}
+
+/// Runs a [`Fields`] model to its end through [`run`]: `build` makes it from the initial state
+/// (given `None`) or from a restart (the fields of `id.fields`, of shape `shape`, read from the
+/// checkpoint), and the step and the time start at the checkpoint's. With `records` (a name and
+/// a width) the run keeps every step's record, checkpointed under that name and restored on a
+/// restart. Returns the run and the first step run (0 without a restart).
+pub fn run_fields<'a, E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>>(
+    exec: &'a E,
+    id: &Identity,
+    plan: &Plan,
+    shape: &Shape<D>,
+    records: Option<(&'static str, usize)>,
+    build: impl FnOnce(Option<Restart<'_, T, D>>) -> Result<M, Error>,
+    after_step: impl FnMut(usize, f64),
+) -> Result<(Run<'a, E, T, D, M>, usize), Error> {
+    let fields = id.fields.iter().copied().chain(records.map(|(name, _)| name)).collect();
+    let full = Identity { name: id.name.clone(), grid: id.grid.clone(), fields, settings: id.settings.clone() };
+    let start = |c: Option<&Checkpoint<'static>>| -> Result<_, Error> {
+        let restart = match c {
+            Some(c) => {
+                let fields = id.fields.iter().map(|name| c.field::<T, D>(name, shape)).collect::<Result<_, _>>()?;
+                Some(Restart { fields, checkpoint: c })
+            }
+            None => None,
+        };
+        let model = build(restart)?;
+        let (step, time) = c.map_or((0, 0.0), |c| (c.step as usize, c.time));
+        let kept = match (c, records) {
+            (Some(c), Some((name, width))) => checkpoint::records_of(c, name, width, step)?,
+            _ => Vec::new(),
+        };
+        Ok(Run { exec, model, step, time, records: kept, keep: records, dims: PhantomData })
+    };
+    run(&full, plan, start, after_step)
 }
 
 /// Refuses a state (as its checkpoint holds it) with values that are not finite, naming the

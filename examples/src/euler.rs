@@ -6,28 +6,21 @@
 //! p = (γ − 1)(E − ρ|u|²/2),  γ = 1.4,     S = (0, 0, 0, −ρg, −ρwg)   (optional gravity along −z)
 //! ```
 //!
-//! - **Reconstruction**: the κ-scheme in the primitive variables `(ρ, u, v, w, p)`, limited by
-//!   [`limited_slope`] (Koren: `κ = 1/3, β = 2`; minmod: `β = 1`), chosen at run time.
-//! - **Fluxes**: HLLC or Rusanov ([`Riemann`]) in the frame of the face's normal (the y and z
-//!   faces swap velocity components before and after).
-//! - **Time**: SSP-RK3 as three stages `q_out = a q_n + b (q + Δt L(q))` ([`RK3`]); the CFL step
-//!   `Δt = C / max Σ_axes (|u_axis| + c) / h_axis` is a reduction ([`EulerRate`]) on the executor.
-//! - **Stages** ([`Scheme`]): *fused* (one stencil reconstructs and solves the six faces of a
-//!   cell as point functions) or *split* (a face-flux stencil per axis into 15 flux fields, then
-//!   an update). Both do the same operations, so they agree bit for bit.
-//! - **Boundaries** per axis ([`Boundary`]): periodic, reflective or outflow, declared once as the
-//!   halo fill of every field before each stage.
+//! Primitive-variable κ-scheme reconstruction limited by [`limited_slope`] ([`Limiter`]), HLLC or
+//! Rusanov face fluxes ([`Riemann`]), SSP-RK3 stages ([`RK3`]) launched fused or split
+//! ([`Scheme`]; the same bits), the CFL step a reduction ([`EulerRate`]) and per-axis boundaries
+//! ([`Boundary`]) as the halo fill before each stage. The derivations are in the "Numerics"
+//! section of the `euler3d` page of the examples docs.
 //!
 //! The model is written once against [`Executor`]: [`Euler::run`] runs it on the host, a GPU or
 //! [`Distributed`](stencil_runtime::Distributed) subdomains (GPUs, MPI ranks), with the same bits
-//! everywhere. The derivation and the validation are on the `euler3d` page of the examples docs.
+//! everywhere.
 
-use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Strategy};
 
-use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, Identity, Stepping};
+use crate::checkpoint::{Error, Plan};
+use crate::driver::{self, Fields, Identity, Restart};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -400,10 +393,11 @@ fn all5<T>([a, b, c, d, e]: [Result<T, LaunchError>; 5]) -> Result<[T; 5], Launc
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` copied to `exec`, with zeroed stage buffers of the same shape.
-    pub fn new(exec: &E, q: &Conserved<Field3<f64>>) -> Result<Self, Error> {
+    /// The host state `q` (five fields) copied to `exec`, with zeroed stage buffers of the same
+    /// shape.
+    pub fn new(exec: &E, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all5([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let q = all5(q.each_ref().map(|f| exec.upload(f)))?;
+        let q = all5(std::array::from_fn(|v| exec.upload(&q[v])))?;
         Ok(State { q, q1: zeros()?, q2: zeros()?, flux: Vec::new() })
     }
 
@@ -569,22 +563,19 @@ impl Euler {
         let id = Identity {
             name: format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries),
             grid: e.n.to_vec(),
-            fields: FIELDS.to_vec(),
+            fields: vec!["rho", "rho_u", "rho_v", "rho_w", "energy"],
             settings: vec![("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)],
         };
-        let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E>, Error> {
-            let (s, t, steps, dt_cfl) = match c {
-                Some(c) => {
-                    let [a, b, cc, d, f] = FIELDS.map(|name| c.field::<f64, 3>(name, &e.shape()));
-                    (State::new(exec, &[a?, b?, cc?, d?, f?])?, c.time, c.step as usize, c.get_scalar("dt_cfl")?)
-                }
-                None => (State::new(exec, q)?, 0.0, 0, 0.0),
+        let build = |restart: Option<Restart<f64, 3>>| -> Result<Running<'_, E>, Error> {
+            let (s, dt_cfl) = match restart {
+                Some(r) => (State::new(exec, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),
+                None => (State::new(exec, q)?, 0.0),
             };
-            Ok(Running { e, exec, s, t, steps, dt_cfl, t_end, dt_every })
+            Ok(Running { e, s, dt_cfl, t_end, dt_every })
         };
         let plan = Plan { model: "euler3d".into(), ..plan.clone() };
-        let (run, start) = driver::run(&id, &plan, build, after_step)?;
-        Ok((run.s.download(exec)?, run.steps, start))
+        let (run, start) = driver::run_fields(exec, &id, &plan, &e.shape(), None, build, after_step)?;
+        Ok((run.model.s.download(exec)?, run.step, start))
     }
 }
 
@@ -598,58 +589,37 @@ fn face_range(shape: &Shape3, axis: usize) -> Loop3D {
     Loop::from_parts(shape.extent(), begin, halo)
 }
 
-/// The names of the conserved fields in checkpoints.
-const FIELDS: [&str; 5] = ["rho", "rho_u", "rho_v", "rho_w", "energy"];
-
-/// An Euler run on `E` as the time loop drives it: the state, its time and steps, and the CFL
-/// step in use.
+/// An Euler run on `E` as the time loop drives it: the state, the CFL step in use and the end.
 struct Running<'a, E: Executor> {
     e: &'a Euler,
-    exec: &'a E,
     s: State<E>,
-    t: f64,
-    steps: usize,
     dt_cfl: f64,
     t_end: f64,
     dt_every: usize,
 }
 
-impl<E: Executor> Stepping for Running<'_, E> {
-    fn clock(&self) -> (usize, f64) {
-        (self.steps, self.t)
+impl<E: Executor> Fields<E, f64, 3> for Running<'_, E> {
+    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+        self.s.q.iter().collect()
     }
 
-    fn finished(&self) -> bool {
-        self.t >= self.t_end
+    fn scalars(&self) -> Vec<(&'static str, f64)> {
+        vec![("dt_cfl", self.dt_cfl)]
     }
 
-    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        for _ in 0..steps {
-            if self.t >= self.t_end {
-                break;
-            }
-            if self.steps.is_multiple_of(self.dt_every.max(1)) {
-                self.dt_cfl = self.e.dt(self.exec, &self.s)?;
-            }
-            let (dt, t) = (self.dt_cfl.min(self.t_end - self.t), self.t);
-            if !(dt.is_finite() && dt > 0.0) {
-                return Err(
-                    format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into()
-                );
-            }
-            self.e.step(self.exec, &mut self.s, dt)?;
-            self.t = if self.t_end - t <= dt { self.t_end } else { t + dt };
-            self.steps += 1;
-            after_step(self.steps, self.t);
+    fn finished(&self, _: usize, t: f64) -> bool {
+        t >= self.t_end
+    }
+
+    fn step(&mut self, exec: &E, step: usize, t: f64) -> Result<(f64, Vec<f64>), Error> {
+        if step.is_multiple_of(self.dt_every.max(1)) {
+            self.dt_cfl = self.e.dt(exec, &self.s)?;
         }
-        Ok(())
-    }
-
-    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let q = self.s.download(self.exec)?;
-        let fields: Vec<(&str, &Field3<f64>)> = FIELDS.iter().copied().zip(q.iter()).collect();
-        let mut c = checkpoint::snapshot_of(&id.name, self.steps, self.t, &id.grid, &id.settings, &fields)?;
-        c.scalar("dt_cfl", self.dt_cfl);
-        write(&c)
+        let dt = self.dt_cfl.min(self.t_end - t);
+        if !(dt.is_finite() && dt > 0.0) {
+            return Err(format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into());
+        }
+        self.e.step(exec, &mut self.s, dt)?;
+        Ok((if self.t_end - t <= dt { self.t_end } else { t + dt }, Vec::new()))
     }
 }
