@@ -158,20 +158,6 @@ impl<F> State<F> {
     }
 }
 
-/// Which stencil a region runs: the inner update or the PML update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RegionKind {
-    /// The physical domain: [`AcousticInner`].
-    Inner,
-    /// One of the six slabs of the absorbing layer: [`AcousticPml`].
-    Pml,
-}
-
-impl RegionKind {
-    /// The kind of every region of [`Regions::all`]: the inner one, then six slabs.
-    pub const ALL: [RegionKind; 7] = [Self::Inner, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml];
-}
-
 /// The CUDA strategy of each region, in [`Regions::all`] order (thin slabs want other blocks than
 /// the inner region); `None` is the stencil's default. The host ignores them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -189,26 +175,9 @@ pub trait Wave: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
 
-    /// One region's update on `exec` with `strategy` (`None`: the stencil's default).
-    fn region<E: Executor>(
-        exec: &E,
-        strategy: Option<Strategy>,
-        kind: RegionKind,
-        range: &Loop3D,
-        c: &Coefficients<Self>,
-        state: &mut State<E::Field<Self, 3>>,
-    ) -> Result<(), LaunchError>;
-
-    /// The source term at one point on `exec`.
-    fn inject<E: Executor>(
-        exec: &E,
-        point: &Loop3D,
-        amount: Self,
-        state: &mut State<E::Field<Self, 3>>,
-    ) -> Result<(), LaunchError>;
-
-    /// One step on `exec`: every region (disjoint, so on [`Executor::fork_join`]'s streams), then
-    /// the source terms, then `u` and `u_prev` swap.
+    /// One step on `exec`: every region ([`AcousticInner`], then [`AcousticPml`] on the six
+    /// slabs; disjoint, so on [`Executor::fork_join`]'s streams) with its strategy (`None`: the
+    /// stencil's default), then the source terms ([`AcousticInject`]), then `u` and `u_prev` swap.
     fn step<E: Executor>(
         exec: &E,
         strategies: &RegionStrategies,
@@ -216,20 +185,7 @@ pub trait Wave: Element + IoElement + Into<f64> {
         c: &Coefficients<Self>,
         state: &mut State<E::Field<Self, 3>>,
         source: &[(Loop3D, Self)],
-    ) -> Result<(), LaunchError> {
-        exec.fork_join(7, |handles| {
-            let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
-            for (((kind, range), strategy), handle) in regions.zip(handles) {
-                Self::region(handle, strategy, kind, &range, c, state)?;
-            }
-            Ok(())
-        })?;
-        for (point, amount) in source {
-            Self::inject(exec, point, *amount, state)?;
-        }
-        std::mem::swap(&mut state.u, &mut state.u_prev);
-        Ok(())
-    }
+    ) -> Result<(), LaunchError>;
 }
 
 /// Implements [`Wave`] for `$t` with the stencils' instantiations for it.
@@ -240,35 +196,34 @@ macro_rules! impl_wave {
                 v as $t
             }
 
-            fn region<E: Executor>(
+            fn step<E: Executor>(
                 exec: &E,
-                strategy: Option<Strategy>,
-                kind: RegionKind,
-                range: &Loop3D,
+                strategies: &RegionStrategies,
+                regions: &Regions<3>,
                 c: &Coefficients<Self>,
                 s: &mut State<E::Field<Self, 3>>,
+                source: &[(Loop3D, Self)],
             ) -> Result<(), LaunchError> {
                 let [cx, cy, cz] = c.c;
-                let (u, vdt2) = (&s.u, &s.vdt2);
-                match kind {
-                    RegionKind::Inner => {
-                        let args = (c.c0, cx, cy, cz, u, vdt2, &mut s.u_prev);
-                        exec.run_with(range, AcousticInner::<$t>::new(), strategy, args)
+                exec.fork_join(7, |handles| {
+                    let regions = regions.all().into_iter().zip(strategies.0).zip(handles);
+                    for (i, ((range, strategy), handle)) in regions.enumerate() {
+                        let (u, vdt2) = (&s.u, &s.vdt2);
+                        if i == 0 {
+                            let args = (c.c0, cx, cy, cz, u, vdt2, &mut s.u_prev);
+                            handle.run_with(&range, AcousticInner::<$t>::new(), strategy, args)?;
+                        } else {
+                            let args = (c.c0, cx, cy, cz, c.g, u, vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
+                            handle.run_with(&range, AcousticPml::<$t>::new(), strategy, args)?;
+                        }
                     }
-                    RegionKind::Pml => {
-                        let args = (c.c0, cx, cy, cz, c.g, u, vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
-                        exec.run_with(range, AcousticPml::<$t>::new(), strategy, args)
-                    }
+                    Ok(())
+                })?;
+                for (point, amount) in source {
+                    exec.run(point, AcousticInject::<$t>::new(), (*amount, &s.vdt2, &mut s.u_prev))?;
                 }
-            }
-
-            fn inject<E: Executor>(
-                exec: &E,
-                point: &Loop3D,
-                amount: Self,
-                s: &mut State<E::Field<Self, 3>>,
-            ) -> Result<(), LaunchError> {
-                exec.run(point, AcousticInject::<$t>::new(), (amount, &s.vdt2, &mut s.u_prev))
+                std::mem::swap(&mut s.u, &mut s.u_prev);
+                Ok(())
             }
         }
     };
@@ -396,11 +351,6 @@ impl Model {
         }
     }
 
-    /// The largest stable time step.
-    pub fn dt_limit(&self) -> f64 {
-        courant_limit() * self.h / self.v_max()
-    }
-
     /// Checks the parameters: stability (CFL), the grid, the velocities, source and receivers.
     pub fn check(&self) -> Result<(), ModelError> {
         let invalid = |m: String| Err(ModelError::Invalid(m));
@@ -435,8 +385,9 @@ impl Model {
         if self.receiver_positions.as_ref().is_some_and(Vec::is_empty) {
             return invalid("the receiver list is empty: give at least one receiver".into());
         }
-        if self.dt > self.dt_limit() {
-            return Err(ModelError::Unstable { dt: self.dt, limit: self.dt_limit(), v_max: self.v_max(), h: self.h });
+        let limit = courant_limit() * self.h / self.v_max();
+        if self.dt > limit {
+            return Err(ModelError::Unstable { dt: self.dt, limit, v_max: self.v_max(), h: self.h });
         }
         Ok(())
     }
@@ -518,13 +469,6 @@ impl Model {
         eta_max * self.dt * (0..3).map(|a| (depth_into(a) / w).powi(2)).sum::<f64>()
     }
 
-    /// What the source adds at step `step`, per unit volume: the Ricker wavelet
-    /// `(1 − 2π²f0²τ²) exp(−π²f0²τ²)`, `τ = t − 1.2/f0`, at `t = step · Δt`.
-    pub fn source_amount(&self, step: usize) -> f64 {
-        let a = (std::f64::consts::PI * self.f0 * (step as f64 * self.dt - 1.2 / self.f0)).powi(2);
-        (1.0 - 2.0 * a) * (-a).exp() / self.h.powi(3)
-    }
-
     /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0` (an
     /// error where the host memory for it cannot be had).
     pub fn initial<T: Wave>(&self) -> Result<State<Field3<T>>, LaunchError> {
@@ -566,13 +510,16 @@ impl Model {
         total * self.h.powi(3)
     }
 
-    /// The source terms of step `step`: per node of the source, its one-point range and the amount
-    /// times the node's weight (none once the wavelet has died out).
+    /// The source terms of step `step`: per node of the source, its one-point range and what the
+    /// source adds per unit volume, the Ricker wavelet `(1 − 2π²f0²τ²) exp(−π²f0²τ²)` with
+    /// `τ = step · Δt − 1.2/f0`, times the node's weight (none once the wavelet has died out).
     pub fn source_at<T: Wave>(&self, step: usize) -> Result<Vec<(Loop3D, T)>, LaunchError> {
         if step as f64 * self.dt >= 3.0 / self.f0 {
             return Ok(Vec::new());
         }
-        Ok(self.sources()?.spread(0, self.source_amount(step)).map(|(range, a)| (range, T::from_f64(a))).collect())
+        let a = (std::f64::consts::PI * self.f0 * (step as f64 * self.dt - 1.2 / self.f0)).powi(2);
+        let amount = (1.0 - 2.0 * a) * (-a).exp() / self.h.powi(3);
+        Ok(self.sources()?.spread(0, amount).map(|(range, a)| (range, T::from_f64(a))).collect())
     }
 }
 

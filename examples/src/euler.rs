@@ -308,16 +308,6 @@ pub enum Limiter {
     Minmod,
 }
 
-impl Limiter {
-    /// `(κ, β)` of the limited slope `ψ` (module docs).
-    pub fn kappa_beta(self) -> (f64, f64) {
-        match self {
-            Limiter::Koren => (1.0 / 3.0, 2.0),
-            Limiter::Minmod => (0.0, 1.0),
-        }
-    }
-}
-
 /// The boundary condition at both ends of an axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Boundary {
@@ -327,18 +317,6 @@ pub enum Boundary {
     Reflective,
     /// Outflow: zero gradient.
     Outflow,
-}
-
-impl Boundary {
-    /// The halo fill of conserved variable `v` (0..5) at the ends of `axis`.
-    pub fn fill(self, axis: usize, v: usize) -> HaloFill {
-        match self {
-            Boundary::Periodic => HaloFill::Periodic,
-            Boundary::Outflow => HaloFill::ZeroGradient,
-            Boundary::Reflective if v == axis + 1 => HaloFill::MirrorNegated,
-            Boundary::Reflective => HaloFill::Mirror,
-        }
-    }
 }
 
 /// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields (`Field3<f64>`) or an executor's
@@ -436,7 +414,7 @@ impl Euler {
     }
 
     /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
-    /// included (the halo is refilled before every stage anyway).
+    /// included.
     pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
         let shape = self.shape();
         std::array::from_fn(|v| Field3::from_fn(shape, |g| conserved(w(self.centre(g)), self.gamma)[v]))
@@ -450,8 +428,7 @@ impl Euler {
         }
     }
 
-    /// The totals of the conserved variables of a host state (sum over the cells times the cell
-    /// volume).
+    /// The totals of the conserved variables of a host state (sum over the cells × cell volume).
     pub fn totals(&self, q: &Conserved<Field3<f64>>) -> [f64; 5] {
         q.each_ref().map(|f| f.interior_view().sum() * self.h.iter().product::<f64>())
     }
@@ -466,17 +443,10 @@ impl Euler {
         Ok(self.cfl / rate.get())
     }
 
-    /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
-    /// executor call (edges and corners too, as if axis after axis).
-    pub fn fill_halos<E: Executor>(&self, exec: &E, q: &mut Conserved<E::Field<f64, 3>>) -> Result<(), Error> {
-        let fills = |v: usize| [0, 1, 2].map(|axis| Some(self.boundaries[axis].fill(axis, v)));
-        let [r, mx, my, mz, e] = q;
-        Ok(exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?)
-    }
-
-    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`, its input's halos already
-    /// filled: `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out`
-    /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
+    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`: fills the halos of the stage's
+    /// input for the boundaries (all five fields along every axis in one executor call), then
+    /// `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out` being
+    /// `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
         let Some(&(a, b)) = RK3.get(k) else {
             return Err(format!("SSP-RK3 has stages 0, 1 and 2, not {k}").into());
@@ -485,13 +455,32 @@ impl Euler {
         if self.scheme == Scheme::Split && s.flux.is_empty() {
             s.flux = (0..3).map(|_| all5([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
+        let [r, mx, my, mz, e] = match k {
+            0 => &mut s.q,
+            1 => &mut s.q1,
+            _ => &mut s.q2,
+        };
+        // Conserved variable `v` at the ends of each axis; a wall flips the normal momentum.
+        let fills = |v: usize| {
+            [0, 1, 2].map(|axis| match self.boundaries[axis] {
+                Boundary::Periodic => Some(HaloFill::Periodic),
+                Boundary::Outflow => Some(HaloFill::ZeroGradient),
+                Boundary::Reflective if v == axis + 1 => Some(HaloFill::MirrorNegated),
+                Boundary::Reflective => Some(HaloFill::Mirror),
+            })
+        };
+        exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?;
         let State { q: qn, q1, q2, flux } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
             1 => (&*q1, q2),
             _ => (&*q2, q1),
         };
-        let (kappa, beta) = self.limiter.kappa_beta();
+        // `(κ, β)` of the limited slope `ψ` (module docs).
+        let (kappa, beta) = match self.limiter {
+            Limiter::Koren => (1.0 / 3.0, 2.0),
+            Limiter::Minmod => (0.0, 1.0),
+        };
         let (g, st, interior) = (self.gamma, self.strategy, Loop3D::interior(&shape));
         let [cx, cy, cz] = self.h.map(|h| dt / h);
         let gdt = self.gravity * dt;
@@ -523,22 +512,14 @@ impl Euler {
     /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
         for k in 0..RK3.len() {
-            let q = match k {
-                0 => &mut s.q,
-                1 => &mut s.q1,
-                _ => &mut s.q2,
-            };
-            self.fill_halos(exec, q)?;
             self.stage(exec, s, k, dt)?;
         }
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
     }
 
-    /// The decomposition of this run's grid over `domains` subdomains: over process grid `grid`
-    /// when given (its product must be `domains`), else the grid of least halo surface. The axes
-    /// with [`Boundary::Periodic`] wrap around; the executor checks at every launch that the
-    /// fields' halo ([`HALO`]) covers what the stencils read.
+    /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
+    /// given, else the grid of least halo surface); the periodic axes wrap around.
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
         let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
         Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
