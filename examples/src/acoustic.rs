@@ -13,7 +13,7 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, Strategy};
 
 use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, Fields, Identity, Restart};
+use crate::driver::{self, End, Identity, Named, Restart, Spec};
 use crate::velocity::VelocityGrid;
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -147,11 +147,6 @@ impl<F> State<F> {
         })
     }
 
-    /// The fields, in order.
-    pub fn fields(&self) -> [&F; 5] {
-        [&self.u, &self.u_prev, &self.vdt2, &self.eta, &self.phi]
-    }
-
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
         Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
@@ -232,11 +227,10 @@ macro_rules! impl_wave {
 impl_wave!(f32);
 impl_wave!(f64);
 
-/// A layer of the velocity model: from `top` (metres of depth below the top of the physical
-/// domain) down to the next layer's top, velocity `v` (m/s).
+/// A layer of the velocity model, from its top down to the next layer's top.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Layer {
-    /// Depth of the layer's top, metres.
+    /// Depth of the layer's top below the top of the physical domain, metres.
     pub top: f64,
     /// P-wave velocity, m/s.
     pub v: f64,
@@ -546,10 +540,8 @@ pub struct Outcome<T: Element> {
 
 /// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
 /// them), recording the receivers after every step and the wavefields after step `snapshot`
-/// (1-based, if given); `after_step(s)` is called after step `s`, once its receivers are read.
-/// Checkpoints (the whole state and the traces so far) as `plan` says ([`Plan::none`]: none),
-/// and a restart from `plan.restart`, on any executor (a restart may run on another placement;
-/// the outcome has every step's traces).
+/// (1-based, if given); `after_step(s)` after step `s`, once its receivers are read. Checkpoints
+/// (the state and the traces so far) and restarts, on any placement, as `plan` says.
 pub fn run<E: Executor, T: Wave>(
     exec: &E,
     strategies: &RegionStrategies,
@@ -566,9 +558,11 @@ pub fn run<E: Executor, T: Wave>(
     let mut settings = vec![("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
     settings.extend([("source_x", source[0]), ("source_y", source[1]), ("source_z", source[2])]);
     settings.push(("receivers", checkpoint::hash_setting(listening)));
-    let fields = NAMES.fields().map(|n| *n).to_vec();
+    let fields = NAMES.fields().into_iter().copied().collect();
     let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
-    let build = |restart: Option<Restart<T, 3>>| -> Result<Running<'_, E, T>, Error> {
+    let records = Some(("traces", receivers.len()));
+    let spec = Spec { id, shape: model.shape(), end: End::Steps(model.steps), records };
+    let build = |restart: Option<Restart<T, 3>>| -> Result<State<E::Field<T, 3>>, Error> {
         let host = match restart {
             Some(r) => {
                 let mut fields = r.fields.into_iter();
@@ -581,46 +575,26 @@ pub fn run<E: Executor, T: Wave>(
             }
             None => model.initial::<T>()?,
         };
-        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-        let state = host.try_map(|f| exec.upload(f))?;
-        Ok(Running { strategies, model, regions, c, state, receivers: &receivers, snapshot, snap: None })
+        Ok(host.try_map(|f| exec.upload(f))?)
     };
-    let plan = Plan { model: id.name.clone(), ..plan.clone() };
-    let records = Some(("traces", receivers.len()));
-    let (run, start) = driver::run_fields(exec, &id, &plan, &model.shape(), records, build, |s, _| after_step(s))?;
-    let Running { state, snap, .. } = run.model;
-    Ok(Outcome { last: state.wavefields(exec)?, snapshot: snap, traces: run.records, start })
-}
-
-/// A run on `E` as the time loop drives it: the state, the snapshot asked for, and what a step
-/// needs.
-struct Running<'a, E: Executor, T: Wave> {
-    strategies: &'a RegionStrategies,
-    model: &'a Model,
-    regions: Regions<3>,
-    c: Coefficients<T>,
-    state: State<E::Field<T, 3>>,
-    receivers: &'a SparsePoints<3>,
-    snapshot: Option<usize>,
-    snap: Option<Wavefields<T>>,
-}
-
-impl<E: Executor, T: Wave> Fields<E, T, 3> for Running<'_, E, T> {
-    fn fields(&self) -> Vec<&E::Field<T, 3>> {
-        self.state.fields().to_vec()
-    }
-
-    fn finished(&self, step: usize, _: f64) -> bool {
-        step >= self.model.steps
-    }
-
-    fn step(&mut self, exec: &E, s: usize, _: f64) -> Result<(f64, Vec<T>), Error> {
-        let source = self.model.source_at(s)?;
-        T::step(exec, self.strategies, &self.regions, &self.c, &mut self.state, &source)?;
-        let record = self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect();
-        if self.snapshot == Some(s + 1) {
-            self.snap = Some(self.state.wavefields(exec)?);
+    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+    let mut snap = None;
+    let step = |state: &mut State<E::Field<T, 3>>, s: usize, _| -> Result<(f64, Vec<T>), Error> {
+        T::step(exec, strategies, &regions, &c, state, &model.source_at(s)?)?;
+        let record = receivers.sample(exec, &state.u)?.into_iter().map(T::from_f64).collect();
+        if snapshot == Some(s + 1) {
+            snap = Some(state.wavefields(exec)?);
         }
-        Ok(((s + 1) as f64 * self.model.dt, record))
+        Ok(((s + 1) as f64 * model.dt, record))
+    };
+    let plan = Plan { model: spec.id.name.clone(), ..plan.clone() };
+    let end = driver::run_fields(exec, &spec, &plan, build, step, |s, _| after_step(s))?;
+    Ok(Outcome { last: end.state.wavefields(exec)?, snapshot: snap, traces: end.records, start: end.start })
+}
+
+/// The state's fields as checkpoints hold them, in the order of their names (`NAMES`).
+impl<F> Named<F> for State<F> {
+    fn fields(&self) -> Vec<&F> {
+        vec![&self.u, &self.u_prev, &self.vdt2, &self.eta, &self.phi]
     }
 }

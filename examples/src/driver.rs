@@ -6,11 +6,9 @@
 //! A segment is handed to the model whole, so a model that records several steps as one (a pair
 //! of steps replayed as one CUDA graph) keeps doing so between checkpoints.
 //!
-//! A model whose state is named fields on an executor, advanced a step at a time, implements
-//! [`Fields`] instead and runs through [`run_fields`]: its clock, checkpoints, restart, checks
-//! and snapshots come from its fields' names, declared once.
-
-use std::marker::PhantomData;
+//! A model whose state is named fields on an executor ([`Named`]), advanced a step at a time,
+//! runs through [`run_fields`] instead: its clock, checkpoints, restart, checks and snapshots
+//! come from its fields' names, declared once.
 
 use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::io::IoElement;
@@ -92,24 +90,42 @@ pub fn run<M: Stepping>(
     Ok((model, start))
 }
 
-/// A model whose state is fields of element `T` on executor `E`, named by [`Identity::fields`]
-/// in the same order, advanced a step at a time by [`run_fields`].
-pub trait Fields<E: Executor, T: IoElement, const D: usize> {
-    /// The state's fields, in the order of their names.
-    fn fields(&self) -> Vec<&E::Field<T, D>>;
+/// The fields of a model's state (`F`: their type on the executor), named by [`Identity::fields`]
+/// in the same order: what [`run_fields`] saves, restores, checks and writes as snapshots.
+pub trait Named<F> {
+    /// The fields, in the order of their names.
+    fn fields(&self) -> Vec<&F>;
     /// Scalars of the state a restart needs besides its fields and clock (e.g. the time step in
     /// use); [`Restart::checkpoint`] holds them.
     fn scalars(&self) -> Vec<(&'static str, f64)> {
         Vec::new()
     }
-    /// Whether the run has reached its end at step `step`, time `time`.
-    fn finished(&self, step: usize, time: f64) -> bool;
-    /// Runs step `step + 1` from time `time`: the time after it and the step's record (e.g. the
-    /// receivers' samples; empty without records).
-    fn step(&mut self, exec: &E, step: usize, time: f64) -> Result<(f64, Vec<T>), Error>;
 }
 
-/// What a restart hands a [`Fields`] model's build.
+/// Where a run ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum End {
+    /// After this many steps.
+    Steps(usize),
+    /// At this model time.
+    Time(f64),
+}
+
+/// A run of [`run_fields`]: what its checkpoints must match, its fields' shape, its end and the
+/// records its steps make.
+pub struct Spec<const D: usize> {
+    /// The checkpoint identity; its `fields` name the state's fields.
+    pub id: Identity,
+    /// The shape of every field of the state.
+    pub shape: Shape<D>,
+    /// Where the run ends.
+    pub end: End,
+    /// The name in checkpoints and the width (values per step) of the record each step makes
+    /// (e.g. the receivers' samples), kept for every step; `None`: no records.
+    pub records: Option<(&'static str, usize)>,
+}
+
+/// What a restart hands the build of [`run_fields`].
 pub struct Restart<'c, T: Element, const D: usize> {
     /// The state's fields as the checkpoint holds them, in the order of their names.
     pub fields: Vec<Field<T, D>>,
@@ -117,31 +133,45 @@ pub struct Restart<'c, T: Element, const D: usize> {
     pub checkpoint: &'c Checkpoint<'static>,
 }
 
-/// A [`Fields`] model as the time loop drives it: the model, its clock and its records
-/// (`records[s]` recorded by step `s + 1`, a restart's earlier ones included).
-pub struct Run<'a, E, T, const D: usize, M> {
-    /// The executor the state lives on.
-    pub exec: &'a E,
-    /// The model.
-    pub model: M,
-    /// Steps run since the start.
-    pub step: usize,
-    /// The model time.
-    pub time: f64,
-    /// The records of the steps, when the run keeps them.
+/// What [`run_fields`] ends with.
+pub struct Finished<S, T> {
+    /// The state at the end.
+    pub state: S,
+    /// Steps run since the start (a restart's earlier steps included).
+    pub steps: usize,
+    /// The records (`records[s]` made by step `s + 1`, a restart's earlier ones included).
     pub records: Vec<Vec<T>>,
-    /// The records' name in checkpoints and their width (values per step).
-    keep: Option<(&'static str, usize)>,
-    dims: PhantomData<[(); D]>,
+    /// The first step run: 0, or the step of the checkpoint it restarted from.
+    pub start: usize,
 }
 
-impl<E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>> Stepping for Run<'_, E, T, D, M> {
+/// A run of [`run_fields`] as the time loop drives it.
+struct Fields<'a, E, T, const D: usize, S, F> {
+    exec: &'a E,
+    spec: &'a Spec<D>,
+    state: S,
+    step: usize,
+    time: f64,
+    records: Vec<Vec<T>>,
+    step_fn: F,
+}
+
+impl<E, T, const D: usize, S, F> Stepping for Fields<'_, E, T, D, S, F>
+where
+    E: Executor,
+    T: IoElement,
+    S: Named<E::Field<T, D>>,
+    F: FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
+{
     fn clock(&self) -> (usize, f64) {
         (self.step, self.time)
     }
 
     fn finished(&self) -> bool {
-        self.model.finished(self.step, self.time)
+        match self.spec.end {
+            End::Steps(n) => self.step >= n,
+            End::Time(t) => self.time >= t,
+        }
     }
 
     fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
@@ -149,8 +179,8 @@ impl<E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>> Stepping for
             if self.finished() {
                 break;
             }
-            let (time, record) = self.model.step(self.exec, self.step, self.time)?;
-            if self.keep.is_some() {
+            let (time, record) = (self.step_fn)(&mut self.state, self.step, self.time)?;
+            if self.spec.records.is_some() {
                 self.records.push(record);
             }
             (self.step, self.time) = (self.step + 1, time);
@@ -160,10 +190,10 @@ impl<E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>> Stepping for
     }
 
     fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let host = self.model.fields().into_iter().map(|f| self.exec.download(f)).collect::<Result<Vec<_>, _>>()?;
-        let records = self.keep.map(|(name, width)| (name, checkpoint::records_field(&self.records, width)));
+        let host = self.state.fields().into_iter().map(|f| self.exec.download(f)).collect::<Result<Vec<_>, _>>()?;
+        let records = self.spec.records.map(|(name, width)| (name, checkpoint::records_field(&self.records, width)));
         let mut c = Checkpoint::new(&id.name, self.step as u64, self.time, &id.grid);
-        id.settings.iter().chain(&self.model.scalars()).for_each(|(name, v)| c.scalar(name, *v));
+        id.settings.iter().chain(&self.state.scalars()).for_each(|(name, v)| c.scalar(name, *v));
         for (name, f) in id.fields.iter().zip(&host) {
             c.push(name, f)?;
         }
@@ -174,20 +204,20 @@ impl<E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>> Stepping for
     }
 }
 
-/// Runs a [`Fields`] model to its end through [`run`]: `build` makes it from the initial state
-/// (given `None`) or from a restart (the fields of `id.fields`, of shape `shape`, read from the
-/// checkpoint), and the step and the time start at the checkpoint's. With `records` (a name and
-/// a width) the run keeps every step's record, checkpointed under that name and restored on a
-/// restart. Returns the run and the first step run (0 without a restart).
-pub fn run_fields<'a, E: Executor, T: IoElement, const D: usize, M: Fields<E, T, D>>(
-    exec: &'a E,
-    id: &Identity,
+/// Runs a model whose state is named fields on `exec` to its end through [`run`]: `build` makes
+/// the state from the initial one (given `None`) or from a restart (the fields of
+/// `spec.id.fields`, read from the checkpoint; the step and the time start at the
+/// checkpoint's), and `step(state, step, time)` runs step `step + 1`, returning the time after
+/// it and its record (empty without records).
+pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T, D>>>(
+    exec: &E,
+    spec: &Spec<D>,
     plan: &Plan,
-    shape: &Shape<D>,
-    records: Option<(&'static str, usize)>,
-    build: impl FnOnce(Option<Restart<'_, T, D>>) -> Result<M, Error>,
+    build: impl FnOnce(Option<Restart<'_, T, D>>) -> Result<S, Error>,
+    step: impl FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
     after_step: impl FnMut(usize, f64),
-) -> Result<(Run<'a, E, T, D, M>, usize), Error> {
+) -> Result<Finished<S, T>, Error> {
+    let Spec { id, shape, records, .. } = spec;
     let fields = id.fields.iter().copied().chain(records.map(|(name, _)| name)).collect();
     let full = Identity { name: id.name.clone(), grid: id.grid.clone(), fields, settings: id.settings.clone() };
     let start = |c: Option<&Checkpoint<'static>>| -> Result<_, Error> {
@@ -198,15 +228,16 @@ pub fn run_fields<'a, E: Executor, T: IoElement, const D: usize, M: Fields<E, T,
             }
             None => None,
         };
-        let model = build(restart)?;
-        let (step, time) = c.map_or((0, 0.0), |c| (c.step as usize, c.time));
+        let state = build(restart)?;
+        let (at, time) = c.map_or((0, 0.0), |c| (c.step as usize, c.time));
         let kept = match (c, records) {
-            (Some(c), Some((name, width))) => checkpoint::records_of(c, name, width, step)?,
+            (Some(c), Some((name, width))) => checkpoint::records_of(c, name, *width, at)?,
             _ => Vec::new(),
         };
-        Ok(Run { exec, model, step, time, records: kept, keep: records, dims: PhantomData })
+        Ok(Fields { exec, spec, state, step: at, time, records: kept, step_fn: step })
     };
-    run(&full, plan, start, after_step)
+    let (run, start) = run(&full, plan, start, after_step)?;
+    Ok(Finished { state: run.state, steps: run.step, records: run.records, start })
 }
 
 /// Refuses a state (as its checkpoint holds it) with values that are not finite, naming the

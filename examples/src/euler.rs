@@ -12,15 +12,14 @@
 //! ([`Boundary`]) as the halo fill before each stage. The derivations are in the "Numerics"
 //! section of the `euler3d` page of the examples docs.
 //!
-//! The model is written once against [`Executor`]: [`Euler::run`] runs it on the host, a GPU or
-//! [`Distributed`](stencil_runtime::Distributed) subdomains (GPUs, MPI ranks), with the same bits
-//! everywhere.
+//! [`Euler::run`] runs it on the host, a GPU or [`Distributed`](stencil_runtime::Distributed)
+//! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Strategy};
 
 use crate::checkpoint::{Error, Plan};
-use crate::driver::{self, Fields, Identity, Restart};
+use crate::driver::{self, End, Identity, Named, Restart, Spec};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -319,8 +318,7 @@ pub enum Boundary {
     Outflow,
 }
 
-/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields (`Field3<f64>`) or an executor's
-/// (`E::Field<f64, 3>`).
+/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields or an executor's.
 pub type Conserved<F> = [F; 5];
 
 /// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
@@ -347,8 +345,7 @@ pub struct Euler {
     pub scheme: Scheme,
     /// Boundary condition per axis.
     pub boundaries: [Boundary; 3],
-    /// The CUDA kernel strategy of every stencil launch (`None`: each stencil's default; the
-    /// host ignores it).
+    /// The CUDA strategy of every launch (`None`: each stencil's default; the host ignores it).
     pub strategy: Option<Strategy>,
 }
 
@@ -371,8 +368,7 @@ fn all5<T>([a, b, c, d, e]: [Result<T, LaunchError>; 5]) -> Result<[T; 5], Launc
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` (five fields) copied to `exec`, with zeroed stage buffers of the same
-    /// shape.
+    /// The host state `q` (five fields) on `exec`, with zeroed stage buffers of its shape.
     pub fn new(exec: &E, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all5([(); 5].map(|_| exec.alloc(*q[0].shape())));
         let q = all5(std::array::from_fn(|v| exec.upload(&q[v])))?;
@@ -408,16 +404,12 @@ impl Euler {
         Shape3::new(self.n).halo(HALO)
     }
 
-    /// The centre of cell `g` (global coordinates; the domain starts at 0).
-    pub fn centre(&self, g: [isize; 3]) -> [f64; 3] {
-        [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a])
-    }
-
     /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
     /// included.
     pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
-        let shape = self.shape();
-        std::array::from_fn(|v| Field3::from_fn(shape, |g| conserved(w(self.centre(g)), self.gamma)[v]))
+        // The centre of cell `g` (global coordinates; the domain starts at 0).
+        let centre = |g: [isize; 3]| [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a]);
+        std::array::from_fn(|v| Field3::from_fn(self.shape(), |g| conserved(w(centre(g)), self.gamma)[v]))
     }
 
     /// Calls `f` with the index and the conserved state of every cell of a host state (z fastest).
@@ -525,10 +517,8 @@ impl Euler {
         Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
     }
 
-    /// Runs from the host state `q` (or from the checkpoint `plan.restart`: its state, time, step
-    /// count and CFL step in use) to time `t_end` on `exec`, a CFL step at a time (the last one
-    /// shortened to land on `t_end`; the CFL step computed every `dt_every` steps), writing
-    /// checkpoints as `plan` says and calling `after_step(step, t)` after each step. Returns the
+    /// Runs from the host state `q` (or from the checkpoint `plan.restart`) to time `t_end` on
+    /// `exec`, with checkpoints as `plan` says and `after_step(step, t)` after each step: the
     /// final host state, the step count and the first step run (0 without a restart). The name in
     /// checkpoints includes the numerics, so a restart with others is refused.
     pub fn run<E: Executor>(
@@ -547,16 +537,40 @@ impl Euler {
             fields: vec!["rho", "rho_u", "rho_v", "rho_w", "energy"],
             settings: vec![("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)],
         };
-        let build = |restart: Option<Restart<f64, 3>>| -> Result<Running<'_, E>, Error> {
-            let (s, dt_cfl) = match restart {
+        let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None };
+        let build = |restart: Option<Restart<f64, 3>>| -> Result<(State<E>, f64), Error> {
+            Ok(match restart {
                 Some(r) => (State::new(exec, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),
                 None => (State::new(exec, q)?, 0.0),
-            };
-            Ok(Running { e, s, dt_cfl, t_end, dt_every })
+            })
+        };
+        // A CFL step at a time (computed every `dt_every` steps), the last one landing on `t_end`.
+        let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+            if step.is_multiple_of(dt_every.max(1)) {
+                *dt_cfl = e.dt(exec, s)?;
+            }
+            let dt = dt_cfl.min(t_end - t);
+            if !(dt.is_finite() && dt > 0.0) {
+                let why = "the state has a non-positive density or pressure";
+                return Err(format!("time step {dt} at t = {t}: {why}").into());
+            }
+            e.step(exec, s, dt)?;
+            Ok((if t_end - t <= dt { t_end } else { t + dt }, Vec::new()))
         };
         let plan = Plan { model: "euler3d".into(), ..plan.clone() };
-        let (run, start) = driver::run_fields(exec, &id, &plan, &e.shape(), None, build, after_step)?;
-        Ok((run.model.s.download(exec)?, run.step, start))
+        let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;
+        Ok((end.state.0.download(exec)?, end.steps, end.start))
+    }
+}
+
+/// A run's state as its checkpoints hold it: the conserved fields and the CFL step in use.
+impl<E: Executor> Named<E::Field<f64, 3>> for (State<E>, f64) {
+    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+        self.0.q.iter().collect()
+    }
+
+    fn scalars(&self) -> Vec<(&'static str, f64)> {
+        vec![("dt_cfl", self.1)]
     }
 }
 
@@ -568,39 +582,4 @@ fn face_range(shape: &Shape3, axis: usize) -> Loop3D {
     begin[axis] -= 1;
     // Up to the interior's high end: `halo` points above it.
     Loop::from_parts(shape.extent(), begin, halo)
-}
-
-/// An Euler run on `E` as the time loop drives it: the state, the CFL step in use and the end.
-struct Running<'a, E: Executor> {
-    e: &'a Euler,
-    s: State<E>,
-    dt_cfl: f64,
-    t_end: f64,
-    dt_every: usize,
-}
-
-impl<E: Executor> Fields<E, f64, 3> for Running<'_, E> {
-    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
-        self.s.q.iter().collect()
-    }
-
-    fn scalars(&self) -> Vec<(&'static str, f64)> {
-        vec![("dt_cfl", self.dt_cfl)]
-    }
-
-    fn finished(&self, _: usize, t: f64) -> bool {
-        t >= self.t_end
-    }
-
-    fn step(&mut self, exec: &E, step: usize, t: f64) -> Result<(f64, Vec<f64>), Error> {
-        if step.is_multiple_of(self.dt_every.max(1)) {
-            self.dt_cfl = self.e.dt(exec, &self.s)?;
-        }
-        let dt = self.dt_cfl.min(self.t_end - t);
-        if !(dt.is_finite() && dt > 0.0) {
-            return Err(format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into());
-        }
-        self.e.step(exec, &mut self.s, dt)?;
-        Ok((if self.t_end - t <= dt { self.t_end } else { t + dt }, Vec::new()))
-    }
 }
