@@ -336,6 +336,49 @@ mod tests {
         Ok((seen, toy))
     }
 
+    /// A state of one named field on the host.
+    struct One(stencil_runtime::Field1<f64>);
+
+    impl Named<stencil_runtime::Field1<f64>> for One {
+        fn fields(&self) -> Vec<&stencil_runtime::Field1<f64>> {
+            vec![&self.0]
+        }
+        fn scalars(&self) -> Vec<(&'static str, f64)> {
+            vec![("first", self.0.get([0]).unwrap())]
+        }
+    }
+
+    #[test]
+    fn named_fields_restart_with_their_records_and_end_where_the_spec_says() {
+        use stencil_runtime::{Field1, Host, Shape1};
+        let dir = std::env::temp_dir().join(format!("stencil-driver-named-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shape = Shape1::new([4]);
+        let id = Identity { name: "toy".into(), grid: vec![4], fields: vec!["x"], settings: vec![("k", 2.0)] };
+        let spec = Spec { id, shape, end: End::Steps(6), records: Some(("seen", 2)) };
+        let go = |plan: &Plan| {
+            let build = |r: Option<Restart<'_, f64, 1>>| -> Result<One, Error> {
+                if let Some(r) = &r {
+                    assert_eq!(r.checkpoint.get_scalar("first").unwrap(), r.fields[0].get([0]).unwrap());
+                }
+                Ok(One(r.map_or_else(|| Field1::from_fn(shape, |[i]| i as f64), |mut r| r.fields.remove(0))))
+            };
+            let step = |s: &mut One, step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+                s.0 = Field1::from_fn(shape, |[i]| 2.0 * s.0.get([i]).unwrap() + 1.0);
+                Ok((t + 0.5, vec![step as f64, s.0.get([3]).unwrap()]))
+            };
+            run_fields(&Host, &spec, plan, build, step, |_, _| {}).unwrap()
+        };
+        let straight = go(&Plan::none());
+        assert_eq!((straight.steps, straight.start, straight.records.len()), (6, 0, 6));
+        let plan = Plan::every("toy", 3, &dir);
+        go(&plan);
+        let resumed = go(&Plan::none().restart_from(&plan.path(3)));
+        assert_eq!((resumed.steps, resumed.start), (6, 3));
+        assert_eq!((resumed.records, resumed.state.0.as_slice()), (straight.records, straight.state.0.as_slice()));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+
     #[test]
     fn segments_end_where_checkpoints_are_due_and_every_step_is_seen_once() {
         let (seen, toy) = drive(10, Some(3), None).unwrap();

@@ -485,7 +485,11 @@ impl Euler {
             return Ok(());
         }
         for (axis, f) in flux.iter_mut().enumerate() {
-            let range = face_range(&shape, axis);
+            // The cells whose face `i+1/2` is computed: the interior and one more layer at the
+            // low end of `axis` (the face `−1/2`), up to the interior's high end.
+            let mut begin = shape.halo_widths();
+            begin[axis] -= 1;
+            let range = Loop::from_parts(shape.extent(), begin, shape.halo_widths());
             let args = (g, kappa, beta, q.each_ref(), f.each_mut());
             match (self.riemann, axis) {
                 (Riemann::Hllc, 0) => exec.run_with(&range, EulerFluxXHllc, st, args)?,
@@ -503,9 +507,7 @@ impl Euler {
 
     /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
-        for k in 0..RK3.len() {
-            self.stage(exec, s, k, dt)?;
-        }
+        (0..RK3.len()).try_for_each(|k| self.stage(exec, s, k, dt))?;
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
     }
@@ -572,14 +574,4 @@ impl<E: Executor> Named<E::Field<f64, 3>> for (State<E>, f64) {
     fn scalars(&self) -> Vec<(&'static str, f64)> {
         vec![("dt_cfl", self.1)]
     }
-}
-
-/// The cells of fields of `shape` whose face `i+1/2` along `axis` the split scheme computes: the
-/// interior and one more layer at the low end of `axis` (the face `−1/2`).
-fn face_range(shape: &Shape3, axis: usize) -> Loop3D {
-    let halo = shape.halo_widths();
-    let mut begin = halo;
-    begin[axis] -= 1;
-    // Up to the interior's high end: `halo` points above it.
-    Loop::from_parts(shape.extent(), begin, halo)
 }
