@@ -8,13 +8,12 @@
 //! The scheme, the PML's equations and the regions are derived on the acoustic3d page of the
 //! examples docs.
 
-use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, Strategy};
 
 use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, Identity, Stepping};
+use crate::driver::{self, End, Identity, Named, Restart, Spec};
 use crate::velocity::VelocityGrid;
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -148,29 +147,10 @@ impl<F> State<F> {
         })
     }
 
-    /// The fields, in order.
-    pub fn fields(&self) -> [&F; 5] {
-        [&self.u, &self.u_prev, &self.vdt2, &self.eta, &self.phi]
-    }
-
     /// Host copies of `u` and `u_prev` of a state on `exec` (waits for earlier work).
     pub fn wavefields<E: Executor<Field<T, 3> = F>, T: Element>(&self, exec: &E) -> Result<Wavefields<T>, LaunchError> {
         Ok(Wavefields { u: exec.download(&self.u)?, u_prev: exec.download(&self.u_prev)? })
     }
-}
-
-/// Which stencil a region runs: the inner update or the PML update.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RegionKind {
-    /// The physical domain: [`AcousticInner`].
-    Inner,
-    /// One of the six slabs of the absorbing layer: [`AcousticPml`].
-    Pml,
-}
-
-impl RegionKind {
-    /// The kind of every region of [`Regions::all`]: the inner one, then six slabs.
-    pub const ALL: [RegionKind; 7] = [Self::Inner, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml, Self::Pml];
 }
 
 /// The CUDA strategy of each region, in [`Regions::all`] order (thin slabs want other blocks than
@@ -190,26 +170,9 @@ pub trait Wave: Element + IoElement + Into<f64> {
     /// The value nearest to `v`.
     fn from_f64(v: f64) -> Self;
 
-    /// One region's update on `exec` with `strategy` (`None`: the stencil's default).
-    fn region<E: Executor>(
-        exec: &E,
-        strategy: Option<Strategy>,
-        kind: RegionKind,
-        range: &Loop3D,
-        c: &Coefficients<Self>,
-        state: &mut State<E::Field<Self, 3>>,
-    ) -> Result<(), LaunchError>;
-
-    /// The source term at one point on `exec`.
-    fn inject<E: Executor>(
-        exec: &E,
-        point: &Loop3D,
-        amount: Self,
-        state: &mut State<E::Field<Self, 3>>,
-    ) -> Result<(), LaunchError>;
-
-    /// One step on `exec`: every region (disjoint, so on [`Executor::fork_join`]'s streams), then
-    /// the source terms, then `u` and `u_prev` swap.
+    /// One step on `exec`: every region ([`AcousticInner`], then [`AcousticPml`] on the six
+    /// slabs; disjoint, so on [`Executor::fork_join`]'s streams) with its strategy (`None`: the
+    /// stencil's default), then the source terms ([`AcousticInject`]), then `u` and `u_prev` swap.
     fn step<E: Executor>(
         exec: &E,
         strategies: &RegionStrategies,
@@ -217,20 +180,7 @@ pub trait Wave: Element + IoElement + Into<f64> {
         c: &Coefficients<Self>,
         state: &mut State<E::Field<Self, 3>>,
         source: &[(Loop3D, Self)],
-    ) -> Result<(), LaunchError> {
-        exec.fork_join(7, |handles| {
-            let regions = RegionKind::ALL.into_iter().zip(regions.all()).zip(strategies.0);
-            for (((kind, range), strategy), handle) in regions.zip(handles) {
-                Self::region(handle, strategy, kind, &range, c, state)?;
-            }
-            Ok(())
-        })?;
-        for (point, amount) in source {
-            Self::inject(exec, point, *amount, state)?;
-        }
-        std::mem::swap(&mut state.u, &mut state.u_prev);
-        Ok(())
-    }
+    ) -> Result<(), LaunchError>;
 }
 
 /// Implements [`Wave`] for `$t` with the stencils' instantiations for it.
@@ -241,35 +191,34 @@ macro_rules! impl_wave {
                 v as $t
             }
 
-            fn region<E: Executor>(
+            fn step<E: Executor>(
                 exec: &E,
-                strategy: Option<Strategy>,
-                kind: RegionKind,
-                range: &Loop3D,
+                strategies: &RegionStrategies,
+                regions: &Regions<3>,
                 c: &Coefficients<Self>,
                 s: &mut State<E::Field<Self, 3>>,
+                source: &[(Loop3D, Self)],
             ) -> Result<(), LaunchError> {
                 let [cx, cy, cz] = c.c;
-                let (u, vdt2) = (&s.u, &s.vdt2);
-                match kind {
-                    RegionKind::Inner => {
-                        let args = (c.c0, cx, cy, cz, u, vdt2, &mut s.u_prev);
-                        exec.run_with(range, AcousticInner::<$t>::new(), strategy, args)
+                exec.fork_join(7, |handles| {
+                    let regions = regions.all().into_iter().zip(strategies.0).zip(handles);
+                    for (i, ((range, strategy), handle)) in regions.enumerate() {
+                        let (u, vdt2) = (&s.u, &s.vdt2);
+                        if i == 0 {
+                            let args = (c.c0, cx, cy, cz, u, vdt2, &mut s.u_prev);
+                            handle.run_with(&range, AcousticInner::<$t>::new(), strategy, args)?;
+                        } else {
+                            let args = (c.c0, cx, cy, cz, c.g, u, vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
+                            handle.run_with(&range, AcousticPml::<$t>::new(), strategy, args)?;
+                        }
                     }
-                    RegionKind::Pml => {
-                        let args = (c.c0, cx, cy, cz, c.g, u, vdt2, &s.eta, &mut s.u_prev, &mut s.phi);
-                        exec.run_with(range, AcousticPml::<$t>::new(), strategy, args)
-                    }
+                    Ok(())
+                })?;
+                for (point, amount) in source {
+                    exec.run(point, AcousticInject::<$t>::new(), (*amount, &s.vdt2, &mut s.u_prev))?;
                 }
-            }
-
-            fn inject<E: Executor>(
-                exec: &E,
-                point: &Loop3D,
-                amount: Self,
-                s: &mut State<E::Field<Self, 3>>,
-            ) -> Result<(), LaunchError> {
-                exec.run(point, AcousticInject::<$t>::new(), (amount, &s.vdt2, &mut s.u_prev))
+                std::mem::swap(&mut s.u, &mut s.u_prev);
+                Ok(())
             }
         }
     };
@@ -278,11 +227,10 @@ macro_rules! impl_wave {
 impl_wave!(f32);
 impl_wave!(f64);
 
-/// A layer of the velocity model: from `top` (metres of depth below the top of the physical
-/// domain) down to the next layer's top, velocity `v` (m/s).
+/// A layer of the velocity model, from its top down to the next layer's top.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Layer {
-    /// Depth of the layer's top, metres.
+    /// Depth of the layer's top below the top of the physical domain, metres.
     pub top: f64,
     /// P-wave velocity, m/s.
     pub v: f64,
@@ -397,11 +345,6 @@ impl Model {
         }
     }
 
-    /// The largest stable time step.
-    pub fn dt_limit(&self) -> f64 {
-        courant_limit() * self.h / self.v_max()
-    }
-
     /// Checks the parameters: stability (CFL), the grid, the velocities, source and receivers.
     pub fn check(&self) -> Result<(), ModelError> {
         let invalid = |m: String| Err(ModelError::Invalid(m));
@@ -436,8 +379,9 @@ impl Model {
         if self.receiver_positions.as_ref().is_some_and(Vec::is_empty) {
             return invalid("the receiver list is empty: give at least one receiver".into());
         }
-        if self.dt > self.dt_limit() {
-            return Err(ModelError::Unstable { dt: self.dt, limit: self.dt_limit(), v_max: self.v_max(), h: self.h });
+        let limit = courant_limit() * self.h / self.v_max();
+        if self.dt > limit {
+            return Err(ModelError::Unstable { dt: self.dt, limit, v_max: self.v_max(), h: self.h });
         }
         Ok(())
     }
@@ -519,13 +463,6 @@ impl Model {
         eta_max * self.dt * (0..3).map(|a| (depth_into(a) / w).powi(2)).sum::<f64>()
     }
 
-    /// What the source adds at step `step`, per unit volume: the Ricker wavelet
-    /// `(1 − 2π²f0²τ²) exp(−π²f0²τ²)`, `τ = t − 1.2/f0`, at `t = step · Δt`.
-    pub fn source_amount(&self, step: usize) -> f64 {
-        let a = (std::f64::consts::PI * self.f0 * (step as f64 * self.dt - 1.2 / self.f0)).powi(2);
-        (1.0 - 2.0 * a) * (-a).exp() / self.h.powi(3)
-    }
-
     /// The initial state: the wavefield at rest, `V²Δt²` and `η Δt` from the model, `φ = 0` (an
     /// error where the host memory for it cannot be had).
     pub fn initial<T: Wave>(&self) -> Result<State<Field3<T>>, LaunchError> {
@@ -567,13 +504,16 @@ impl Model {
         total * self.h.powi(3)
     }
 
-    /// The source terms of step `step`: per node of the source, its one-point range and the amount
-    /// times the node's weight (none once the wavelet has died out).
+    /// The source terms of step `step`: per node of the source, its one-point range and what the
+    /// source adds per unit volume, the Ricker wavelet `(1 − 2π²f0²τ²) exp(−π²f0²τ²)` with
+    /// `τ = step · Δt − 1.2/f0`, times the node's weight (none once the wavelet has died out).
     pub fn source_at<T: Wave>(&self, step: usize) -> Result<Vec<(Loop3D, T)>, LaunchError> {
         if step as f64 * self.dt >= 3.0 / self.f0 {
             return Ok(Vec::new());
         }
-        Ok(self.sources()?.spread(0, self.source_amount(step)).map(|(range, a)| (range, T::from_f64(a))).collect())
+        let a = (std::f64::consts::PI * self.f0 * (step as f64 * self.dt - 1.2 / self.f0)).powi(2);
+        let amount = (1.0 - 2.0 * a) * (-a).exp() / self.h.powi(3);
+        Ok(self.sources()?.spread(0, amount).map(|(range, a)| (range, T::from_f64(a))).collect())
     }
 }
 
@@ -600,10 +540,8 @@ pub struct Outcome<T: Element> {
 
 /// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
 /// them), recording the receivers after every step and the wavefields after step `snapshot`
-/// (1-based, if given); `after_step(s)` is called after step `s`, once its receivers are read.
-/// Checkpoints (the whole state and the traces so far) as `plan` says ([`Plan::none`]: none),
-/// and a restart from `plan.restart`, on any executor (a restart may run on another placement;
-/// the outcome has every step's traces).
+/// (1-based, if given); `after_step(s)` after step `s`, once its receivers are read. Checkpoints
+/// (the state and the traces so far) and restarts, on any placement, as `plan` says.
 pub fn run<E: Executor, T: Wave>(
     exec: &E,
     strategies: &RegionStrategies,
@@ -620,70 +558,43 @@ pub fn run<E: Executor, T: Wave>(
     let mut settings = vec![("dt", model.dt), ("h", model.h), ("f0", model.f0), ("pml", model.pml as f64)];
     settings.extend([("source_x", source[0]), ("source_y", source[1]), ("source_z", source[2])]);
     settings.push(("receivers", checkpoint::hash_setting(listening)));
-    let fields = [NAMES.fields().map(|n| *n).as_slice(), &["traces"]].concat();
+    let fields = NAMES.fields().into_iter().copied().collect();
     let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
-    let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E, T>, Error> {
-        let (host, traces) = match c {
-            Some(c) => {
-                let state = NAMES.try_map(|n| c.field::<T, 3>(n, &model.shape()))?;
+    let records = Some(("traces", receivers.len()));
+    let spec = Spec { id, shape: model.shape(), end: End::Steps(model.steps), records };
+    let build = |restart: Option<Restart<T, 3>>| -> Result<State<E::Field<T, 3>>, Error> {
+        let host = match restart {
+            Some(r) => {
+                let mut fields = r.fields.into_iter();
+                let state = NAMES.try_map(|_| fields.next().ok_or("a field of the state is missing"))?;
                 // The velocity model (layers or a grid) is this run's: V²Δt² as the run computes it.
-                checkpoint::expect_same(c, "velocity model (V² Δt² per point)", &model.vdt2()?, &state.vdt2)?;
-                checkpoint::within_run(c.step as usize, model.steps)?;
-                (state, checkpoint::records_of(c, "traces", receivers.len(), c.step as usize)?)
+                let vdt2 = model.vdt2()?;
+                checkpoint::expect_same(r.checkpoint, "velocity model (V² Δt² per point)", &vdt2, &state.vdt2)?;
+                checkpoint::within_run(r.checkpoint.step as usize, model.steps)?;
+                state
             }
-            None => (model.initial::<T>()?, Vec::with_capacity(model.steps)),
+            None => model.initial::<T>()?,
         };
-        let state = host.try_map(|f| exec.upload(f))?;
-        Ok(Running { exec, strategies, model, state, traces, receivers: &receivers, snapshot, snap: None })
+        Ok(host.try_map(|f| exec.upload(f))?)
     };
-    let plan = Plan { model: id.name.clone(), ..plan.clone() };
-    let (run, start) = driver::run(&id, &plan, build, |s, _| after_step(s))?;
-    Ok(Outcome { last: run.state.wavefields(exec)?, snapshot: run.snap, traces: run.traces, start })
-}
-
-/// A run on `E` as the time loop drives it: the state, the traces so far and the snapshot asked
-/// for.
-struct Running<'a, E: Executor, T: Wave> {
-    exec: &'a E,
-    strategies: &'a RegionStrategies,
-    model: &'a Model,
-    state: State<E::Field<T, 3>>,
-    traces: Vec<Vec<T>>,
-    receivers: &'a SparsePoints<3>,
-    snapshot: Option<usize>,
-    snap: Option<Wavefields<T>>,
-}
-
-impl<E: Executor, T: Wave> Stepping for Running<'_, E, T> {
-    fn clock(&self) -> (usize, f64) {
-        (self.traces.len(), self.traces.len() as f64 * self.model.dt)
-    }
-
-    fn finished(&self) -> bool {
-        self.traces.len() >= self.model.steps
-    }
-
-    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        let (model, exec) = (self.model, self.exec);
-        let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
-        for s in self.traces.len()..self.traces.len().saturating_add(steps).min(model.steps) {
-            T::step(exec, self.strategies, &regions, &c, &mut self.state, &model.source_at(s)?)?;
-            self.traces.push(self.receivers.sample(exec, &self.state.u)?.into_iter().map(T::from_f64).collect());
-            if self.snapshot == Some(s + 1) {
-                self.snap = Some(self.state.wavefields(exec)?);
-            }
-            after_step(s + 1, (s + 1) as f64 * model.dt);
+    let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
+    let mut snap = None;
+    let step = |state: &mut State<E::Field<T, 3>>, s: usize, _| -> Result<(f64, Vec<T>), Error> {
+        T::step(exec, strategies, &regions, &c, state, &model.source_at(s)?)?;
+        let record = receivers.sample(exec, &state.u)?.into_iter().map(T::from_f64).collect();
+        if snapshot == Some(s + 1) {
+            snap = Some(state.wavefields(exec)?);
         }
-        Ok(())
-    }
+        Ok(((s + 1) as f64 * model.dt, record))
+    };
+    let plan = Plan { model: spec.id.name.clone(), ..plan.clone() };
+    let end = driver::run_fields(exec, &spec, &plan, build, step, |s, _| after_step(s))?;
+    Ok(Outcome { last: end.state.wavefields(exec)?, snapshot: snap, traces: end.records, start: end.start })
+}
 
-    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let host = self.state.try_map(|f| self.exec.download(f))?;
-        let fields: Vec<_> = NAMES.fields().map(|n| *n).into_iter().zip(host.fields()).collect();
-        let (step, time) = self.clock();
-        let traces = checkpoint::records_field(&self.traces, self.receivers.len());
-        let mut c = checkpoint::snapshot_of(&id.name, step, time, &id.grid, &id.settings, &fields)?;
-        c.push("traces", &traces)?;
-        write(&c)
+/// The state's fields as checkpoints hold them, in the order of their names (`NAMES`).
+impl<F> Named<F> for State<F> {
+    fn fields(&self) -> Vec<&F> {
+        vec![&self.u, &self.u_prev, &self.vdt2, &self.eta, &self.phi]
     }
 }

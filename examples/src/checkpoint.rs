@@ -1,7 +1,7 @@
 //! Checkpoint and restart of the example models (`--checkpoint-every N`, `--restart FILE`): the
 //! options, the plan of a run (where and how often it writes, where it restarts from) and the
 //! helpers a model's [`crate::driver::Stepping`] uses to write and read its state. What each
-//! model's checkpoint holds is said next to its run (`run_with` in each model's module).
+//! model's checkpoint holds is said next to its run function in the model's module.
 //!
 //! A restarted run does the same steps on the same values as an uninterrupted one, so a run of
 //! `2N` steps and a run of `N` steps, a checkpoint and a restart for `N` more give the same

@@ -5,10 +5,17 @@
 //!
 //! A segment is handed to the model whole, so a model that records several steps as one (a pair
 //! of steps replayed as one CUDA graph) keeps doing so between checkpoints.
+//!
+//! A model whose state is named fields on an executor ([`Named`]), advanced a step at a time,
+//! runs through [`run_fields`] instead: its clock, checkpoints, restart, checks and snapshots
+//! come from its fields' names, declared once.
 
 use stencil_runtime::io::checkpoint::Checkpoint;
+use stencil_runtime::io::IoElement;
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Element, Executor};
 
-use crate::checkpoint::{Error, Plan};
+use crate::checkpoint::{self, Error, Plan};
 
 /// What a checkpoint of a run must match: the model's name (with the numerics a restart must
 /// share), the global grid, the fields and the settings.
@@ -81,6 +88,156 @@ pub fn run<M: Stepping>(
         }
     }
     Ok((model, start))
+}
+
+/// The fields of a model's state (`F`: their type on the executor), named by [`Identity::fields`]
+/// in the same order: what [`run_fields`] saves, restores, checks and writes as snapshots.
+pub trait Named<F> {
+    /// The fields, in the order of their names.
+    fn fields(&self) -> Vec<&F>;
+    /// Scalars of the state a restart needs besides its fields and clock (e.g. the time step in
+    /// use); [`Restart::checkpoint`] holds them.
+    fn scalars(&self) -> Vec<(&'static str, f64)> {
+        Vec::new()
+    }
+}
+
+/// Where a run ends.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum End {
+    /// After this many steps.
+    Steps(usize),
+    /// At this model time.
+    Time(f64),
+}
+
+/// A run of [`run_fields`]: what its checkpoints must match, its fields' shape, its end and the
+/// records its steps make.
+pub struct Spec<const D: usize> {
+    /// The checkpoint identity; its `fields` name the state's fields.
+    pub id: Identity,
+    /// The shape of every field of the state.
+    pub shape: Shape<D>,
+    /// Where the run ends.
+    pub end: End,
+    /// The name in checkpoints and the width (values per step) of the record each step makes
+    /// (e.g. the receivers' samples), kept for every step; `None`: no records.
+    pub records: Option<(&'static str, usize)>,
+}
+
+/// What a restart hands the build of [`run_fields`].
+pub struct Restart<'c, T: Element, const D: usize> {
+    /// The state's fields as the checkpoint holds them, in the order of their names.
+    pub fields: Vec<Field<T, D>>,
+    /// The checkpoint (its step, time and scalars).
+    pub checkpoint: &'c Checkpoint<'static>,
+}
+
+/// What [`run_fields`] ends with.
+pub struct Finished<S, T> {
+    /// The state at the end.
+    pub state: S,
+    /// Steps run since the start (a restart's earlier steps included).
+    pub steps: usize,
+    /// The records (`records[s]` made by step `s + 1`, a restart's earlier ones included).
+    pub records: Vec<Vec<T>>,
+    /// The first step run: 0, or the step of the checkpoint it restarted from.
+    pub start: usize,
+}
+
+/// A run of [`run_fields`] as the time loop drives it.
+struct Fields<'a, E, T, const D: usize, S, F> {
+    exec: &'a E,
+    spec: &'a Spec<D>,
+    state: S,
+    step: usize,
+    time: f64,
+    records: Vec<Vec<T>>,
+    step_fn: F,
+}
+
+impl<E, T, const D: usize, S, F> Stepping for Fields<'_, E, T, D, S, F>
+where
+    E: Executor,
+    T: IoElement,
+    S: Named<E::Field<T, D>>,
+    F: FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
+{
+    fn clock(&self) -> (usize, f64) {
+        (self.step, self.time)
+    }
+
+    fn finished(&self) -> bool {
+        match self.spec.end {
+            End::Steps(n) => self.step >= n,
+            End::Time(t) => self.time >= t,
+        }
+    }
+
+    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
+        for _ in 0..steps {
+            if self.finished() {
+                break;
+            }
+            let (time, record) = (self.step_fn)(&mut self.state, self.step, self.time)?;
+            if self.spec.records.is_some() {
+                self.records.push(record);
+            }
+            (self.step, self.time) = (self.step + 1, time);
+            after_step(self.step, time);
+        }
+        Ok(())
+    }
+
+    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
+        let host = self.state.fields().into_iter().map(|f| self.exec.download(f)).collect::<Result<Vec<_>, _>>()?;
+        let records = self.spec.records.map(|(name, width)| (name, checkpoint::records_field(&self.records, width)));
+        let mut c = Checkpoint::new(&id.name, self.step as u64, self.time, &id.grid);
+        id.settings.iter().chain(&self.state.scalars()).for_each(|(name, v)| c.scalar(name, *v));
+        for (name, f) in id.fields.iter().zip(&host) {
+            c.push(name, f)?;
+        }
+        if let Some((name, f)) = &records {
+            c.push(name, f)?;
+        }
+        write(&c)
+    }
+}
+
+/// Runs a model whose state is named fields on `exec` to its end through [`run`]: `build` makes
+/// the state from the initial one (given `None`) or from a restart (the fields of
+/// `spec.id.fields`, read from the checkpoint; the step and the time start at the
+/// checkpoint's), and `step(state, step, time)` runs step `step + 1`, returning the time after
+/// it and its record (empty without records).
+pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T, D>>>(
+    exec: &E,
+    spec: &Spec<D>,
+    plan: &Plan,
+    build: impl FnOnce(Option<Restart<'_, T, D>>) -> Result<S, Error>,
+    step: impl FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
+    after_step: impl FnMut(usize, f64),
+) -> Result<Finished<S, T>, Error> {
+    let Spec { id, shape, records, .. } = spec;
+    let fields = id.fields.iter().copied().chain(records.map(|(name, _)| name)).collect();
+    let full = Identity { name: id.name.clone(), grid: id.grid.clone(), fields, settings: id.settings.clone() };
+    let start = |c: Option<&Checkpoint<'static>>| -> Result<_, Error> {
+        let restart = match c {
+            Some(c) => {
+                let fields = id.fields.iter().map(|name| c.field::<T, D>(name, shape)).collect::<Result<_, _>>()?;
+                Some(Restart { fields, checkpoint: c })
+            }
+            None => None,
+        };
+        let state = build(restart)?;
+        let (at, time) = c.map_or((0, 0.0), |c| (c.step as usize, c.time));
+        let kept = match (c, records) {
+            (Some(c), Some((name, width))) => checkpoint::records_of(c, name, *width, at)?,
+            _ => Vec::new(),
+        };
+        Ok(Fields { exec, spec, state, step: at, time, records: kept, step_fn: step })
+    };
+    let (run, start) = run(&full, plan, start, after_step)?;
+    Ok(Finished { state: run.state, steps: run.step, records: run.records, start })
 }
 
 /// Refuses a state (as its checkpoint holds it) with values that are not finite, naming the
@@ -177,6 +334,49 @@ mod tests {
         })?;
         assert_eq!(start, 0);
         Ok((seen, toy))
+    }
+
+    /// A state of one named field on the host.
+    struct One(stencil_runtime::Field1<f64>);
+
+    impl Named<stencil_runtime::Field1<f64>> for One {
+        fn fields(&self) -> Vec<&stencil_runtime::Field1<f64>> {
+            vec![&self.0]
+        }
+        fn scalars(&self) -> Vec<(&'static str, f64)> {
+            vec![("first", self.0.get([0]).unwrap())]
+        }
+    }
+
+    #[test]
+    fn named_fields_restart_with_their_records_and_end_where_the_spec_says() {
+        use stencil_runtime::{Field1, Host, Shape1};
+        let dir = std::env::temp_dir().join(format!("stencil-driver-named-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let shape = Shape1::new([4]);
+        let id = Identity { name: "toy".into(), grid: vec![4], fields: vec!["x"], settings: vec![("k", 2.0)] };
+        let spec = Spec { id, shape, end: End::Steps(6), records: Some(("seen", 2)) };
+        let go = |plan: &Plan| {
+            let build = |r: Option<Restart<'_, f64, 1>>| -> Result<One, Error> {
+                if let Some(r) = &r {
+                    assert_eq!(r.checkpoint.get_scalar("first").unwrap(), r.fields[0].get([0]).unwrap());
+                }
+                Ok(One(r.map_or_else(|| Field1::from_fn(shape, |[i]| i as f64), |mut r| r.fields.remove(0))))
+            };
+            let step = |s: &mut One, step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+                s.0 = Field1::from_fn(shape, |[i]| 2.0 * s.0.get([i]).unwrap() + 1.0);
+                Ok((t + 0.5, vec![step as f64, s.0.get([3]).unwrap()]))
+            };
+            run_fields(&Host, &spec, plan, build, step, |_, _| {}).unwrap()
+        };
+        let straight = go(&Plan::none());
+        assert_eq!((straight.steps, straight.start, straight.records.len()), (6, 0, 6));
+        let plan = Plan::every("toy", 3, &dir);
+        go(&plan);
+        let resumed = go(&Plan::none().restart_from(&plan.path(3)));
+        assert_eq!((resumed.steps, resumed.start), (6, 3));
+        assert_eq!((resumed.records, resumed.state.0.as_slice()), (straight.records, straight.state.0.as_slice()));
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

@@ -6,28 +6,20 @@
 //! p = (γ − 1)(E − ρ|u|²/2),  γ = 1.4,     S = (0, 0, 0, −ρg, −ρwg)   (optional gravity along −z)
 //! ```
 //!
-//! - **Reconstruction**: the κ-scheme in the primitive variables `(ρ, u, v, w, p)`, limited by
-//!   [`limited_slope`] (Koren: `κ = 1/3, β = 2`; minmod: `β = 1`), chosen at run time.
-//! - **Fluxes**: HLLC or Rusanov ([`Riemann`]) in the frame of the face's normal (the y and z
-//!   faces swap velocity components before and after).
-//! - **Time**: SSP-RK3 as three stages `q_out = a q_n + b (q + Δt L(q))` ([`RK3`]); the CFL step
-//!   `Δt = C / max Σ_axes (|u_axis| + c) / h_axis` is a reduction ([`EulerRate`]) on the executor.
-//! - **Stages** ([`Scheme`]): *fused* (one stencil reconstructs and solves the six faces of a
-//!   cell as point functions) or *split* (a face-flux stencil per axis into 15 flux fields, then
-//!   an update). Both do the same operations, so they agree bit for bit.
-//! - **Boundaries** per axis ([`Boundary`]): periodic, reflective or outflow, declared once as the
-//!   halo fill of every field before each stage.
+//! Primitive-variable κ-scheme reconstruction limited by [`limited_slope`] ([`Limiter`]), HLLC or
+//! Rusanov face fluxes ([`Riemann`]), SSP-RK3 stages ([`RK3`]) launched fused or split
+//! ([`Scheme`]; the same bits), the CFL step a reduction ([`EulerRate`]) and per-axis boundaries
+//! ([`Boundary`]) as the halo fill before each stage. The derivations are in the "Numerics"
+//! section of the `euler3d` page of the examples docs.
 //!
-//! The model is written once against [`Executor`]: [`Euler::run`] runs it on the host, a GPU or
-//! [`Distributed`](stencil_runtime::Distributed) subdomains (GPUs, MPI ranks), with the same bits
-//! everywhere. The derivation and the validation are on the `euler3d` page of the examples docs.
+//! [`Euler::run`] runs it on the host, a GPU or [`Distributed`](stencil_runtime::Distributed)
+//! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
-use stencil_runtime::io::checkpoint::Checkpoint;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Strategy};
 
-use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, Identity, Stepping};
+use crate::checkpoint::{Error, Plan};
+use crate::driver::{self, End, Identity, Named, Restart, Spec};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -315,16 +307,6 @@ pub enum Limiter {
     Minmod,
 }
 
-impl Limiter {
-    /// `(κ, β)` of the limited slope `ψ` (module docs).
-    pub fn kappa_beta(self) -> (f64, f64) {
-        match self {
-            Limiter::Koren => (1.0 / 3.0, 2.0),
-            Limiter::Minmod => (0.0, 1.0),
-        }
-    }
-}
-
 /// The boundary condition at both ends of an axis.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Boundary {
@@ -336,20 +318,7 @@ pub enum Boundary {
     Outflow,
 }
 
-impl Boundary {
-    /// The halo fill of conserved variable `v` (0..5) at the ends of `axis`.
-    pub fn fill(self, axis: usize, v: usize) -> HaloFill {
-        match self {
-            Boundary::Periodic => HaloFill::Periodic,
-            Boundary::Outflow => HaloFill::ZeroGradient,
-            Boundary::Reflective if v == axis + 1 => HaloFill::MirrorNegated,
-            Boundary::Reflective => HaloFill::Mirror,
-        }
-    }
-}
-
-/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields (`Field3<f64>`) or an executor's
-/// (`E::Field<f64, 3>`).
+/// The five conserved fields `(ρ, ρu, ρv, ρw, E)`: host fields or an executor's.
 pub type Conserved<F> = [F; 5];
 
 /// The SSP-RK3 weights `(a, b)` of the three stages: `q_out = a q_n + b (q + Δt L(q))`.
@@ -376,8 +345,7 @@ pub struct Euler {
     pub scheme: Scheme,
     /// Boundary condition per axis.
     pub boundaries: [Boundary; 3],
-    /// The CUDA kernel strategy of every stencil launch (`None`: each stencil's default; the
-    /// host ignores it).
+    /// The CUDA strategy of every launch (`None`: each stencil's default; the host ignores it).
     pub strategy: Option<Strategy>,
 }
 
@@ -400,10 +368,10 @@ fn all5<T>([a, b, c, d, e]: [Result<T, LaunchError>; 5]) -> Result<[T; 5], Launc
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` copied to `exec`, with zeroed stage buffers of the same shape.
-    pub fn new(exec: &E, q: &Conserved<Field3<f64>>) -> Result<Self, Error> {
+    /// The host state `q` (five fields) on `exec`, with zeroed stage buffers of its shape.
+    pub fn new(exec: &E, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all5([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let q = all5(q.each_ref().map(|f| exec.upload(f)))?;
+        let q = all5(std::array::from_fn(|v| exec.upload(&q[v])))?;
         Ok(State { q, q1: zeros()?, q2: zeros()?, flux: Vec::new() })
     }
 
@@ -436,16 +404,12 @@ impl Euler {
         Shape3::new(self.n).halo(HALO)
     }
 
-    /// The centre of cell `g` (global coordinates; the domain starts at 0).
-    pub fn centre(&self, g: [isize; 3]) -> [f64; 3] {
-        [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a])
-    }
-
     /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
-    /// included (the halo is refilled before every stage anyway).
+    /// included.
     pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
-        let shape = self.shape();
-        std::array::from_fn(|v| Field3::from_fn(shape, |g| conserved(w(self.centre(g)), self.gamma)[v]))
+        // The centre of cell `g` (global coordinates; the domain starts at 0).
+        let centre = |g: [isize; 3]| [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a]);
+        std::array::from_fn(|v| Field3::from_fn(self.shape(), |g| conserved(w(centre(g)), self.gamma)[v]))
     }
 
     /// Calls `f` with the index and the conserved state of every cell of a host state (z fastest).
@@ -456,8 +420,7 @@ impl Euler {
         }
     }
 
-    /// The totals of the conserved variables of a host state (sum over the cells times the cell
-    /// volume).
+    /// The totals of the conserved variables of a host state (sum over the cells × cell volume).
     pub fn totals(&self, q: &Conserved<Field3<f64>>) -> [f64; 5] {
         q.each_ref().map(|f| f.interior_view().sum() * self.h.iter().product::<f64>())
     }
@@ -472,17 +435,10 @@ impl Euler {
         Ok(self.cfl / rate.get())
     }
 
-    /// Fills the halos of `q` for the boundaries: all five fields along every axis, in one
-    /// executor call (edges and corners too, as if axis after axis).
-    pub fn fill_halos<E: Executor>(&self, exec: &E, q: &mut Conserved<E::Field<f64, 3>>) -> Result<(), Error> {
-        let fills = |v: usize| [0, 1, 2].map(|axis| Some(self.boundaries[axis].fill(axis, v)));
-        let [r, mx, my, mz, e] = q;
-        Ok(exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?)
-    }
-
-    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`, its input's halos already
-    /// filled: `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out`
-    /// being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
+    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`: fills the halos of the stage's
+    /// input for the boundaries (all five fields along every axis in one executor call), then
+    /// `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out` being
+    /// `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
         let Some(&(a, b)) = RK3.get(k) else {
             return Err(format!("SSP-RK3 has stages 0, 1 and 2, not {k}").into());
@@ -491,13 +447,32 @@ impl Euler {
         if self.scheme == Scheme::Split && s.flux.is_empty() {
             s.flux = (0..3).map(|_| all5([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
+        let [r, mx, my, mz, e] = match k {
+            0 => &mut s.q,
+            1 => &mut s.q1,
+            _ => &mut s.q2,
+        };
+        // Conserved variable `v` at the ends of each axis; a wall flips the normal momentum.
+        let fills = |v: usize| {
+            [0, 1, 2].map(|axis| match self.boundaries[axis] {
+                Boundary::Periodic => Some(HaloFill::Periodic),
+                Boundary::Outflow => Some(HaloFill::ZeroGradient),
+                Boundary::Reflective if v == axis + 1 => Some(HaloFill::MirrorNegated),
+                Boundary::Reflective => Some(HaloFill::Mirror),
+            })
+        };
+        exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?;
         let State { q: qn, q1, q2, flux } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
             1 => (&*q1, q2),
             _ => (&*q2, q1),
         };
-        let (kappa, beta) = self.limiter.kappa_beta();
+        // `(κ, β)` of the limited slope `ψ` (module docs).
+        let (kappa, beta) = match self.limiter {
+            Limiter::Koren => (1.0 / 3.0, 2.0),
+            Limiter::Minmod => (0.0, 1.0),
+        };
         let (g, st, interior) = (self.gamma, self.strategy, Loop3D::interior(&shape));
         let [cx, cy, cz] = self.h.map(|h| dt / h);
         let gdt = self.gravity * dt;
@@ -510,7 +485,11 @@ impl Euler {
             return Ok(());
         }
         for (axis, f) in flux.iter_mut().enumerate() {
-            let range = face_range(&shape, axis);
+            // The cells whose face `i+1/2` is computed: the interior and one more layer at the
+            // low end of `axis` (the face `−1/2`), up to the interior's high end.
+            let mut begin = shape.halo_widths();
+            begin[axis] -= 1;
+            let range = Loop::from_parts(shape.extent(), begin, shape.halo_widths());
             let args = (g, kappa, beta, q.each_ref(), f.each_mut());
             match (self.riemann, axis) {
                 (Riemann::Hllc, 0) => exec.run_with(&range, EulerFluxXHllc, st, args)?,
@@ -528,32 +507,20 @@ impl Euler {
 
     /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
-        for k in 0..RK3.len() {
-            let q = match k {
-                0 => &mut s.q,
-                1 => &mut s.q1,
-                _ => &mut s.q2,
-            };
-            self.fill_halos(exec, q)?;
-            self.stage(exec, s, k, dt)?;
-        }
+        (0..RK3.len()).try_for_each(|k| self.stage(exec, s, k, dt))?;
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
     }
 
-    /// The decomposition of this run's grid over `domains` subdomains: over process grid `grid`
-    /// when given (its product must be `domains`), else the grid of least halo surface. The axes
-    /// with [`Boundary::Periodic`] wrap around; the executor checks at every launch that the
-    /// fields' halo ([`HALO`]) covers what the stencils read.
+    /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
+    /// given, else the grid of least halo surface); the periodic axes wrap around.
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
         let periodic = self.boundaries.map(|b| b == Boundary::Periodic);
         Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
     }
 
-    /// Runs from the host state `q` (or from the checkpoint `plan.restart`: its state, time, step
-    /// count and CFL step in use) to time `t_end` on `exec`, a CFL step at a time (the last one
-    /// shortened to land on `t_end`; the CFL step computed every `dt_every` steps), writing
-    /// checkpoints as `plan` says and calling `after_step(step, t)` after each step. Returns the
+    /// Runs from the host state `q` (or from the checkpoint `plan.restart`) to time `t_end` on
+    /// `exec`, with checkpoints as `plan` says and `after_step(step, t)` after each step: the
     /// final host state, the step count and the first step run (0 without a restart). The name in
     /// checkpoints includes the numerics, so a restart with others is refused.
     pub fn run<E: Executor>(
@@ -569,87 +536,42 @@ impl Euler {
         let id = Identity {
             name: format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries),
             grid: e.n.to_vec(),
-            fields: FIELDS.to_vec(),
+            fields: vec!["rho", "rho_u", "rho_v", "rho_w", "energy"],
             settings: vec![("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)],
         };
-        let build = |c: Option<&Checkpoint<'static>>| -> Result<Running<'_, E>, Error> {
-            let (s, t, steps, dt_cfl) = match c {
-                Some(c) => {
-                    let [a, b, cc, d, f] = FIELDS.map(|name| c.field::<f64, 3>(name, &e.shape()));
-                    (State::new(exec, &[a?, b?, cc?, d?, f?])?, c.time, c.step as usize, c.get_scalar("dt_cfl")?)
-                }
-                None => (State::new(exec, q)?, 0.0, 0, 0.0),
-            };
-            Ok(Running { e, exec, s, t, steps, dt_cfl, t_end, dt_every })
+        let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None };
+        let build = |restart: Option<Restart<f64, 3>>| -> Result<(State<E>, f64), Error> {
+            Ok(match restart {
+                Some(r) => (State::new(exec, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),
+                None => (State::new(exec, q)?, 0.0),
+            })
+        };
+        // A CFL step at a time (computed every `dt_every` steps), the last one landing on `t_end`.
+        let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+            if step.is_multiple_of(dt_every.max(1)) {
+                *dt_cfl = e.dt(exec, s)?;
+            }
+            let dt = dt_cfl.min(t_end - t);
+            if !(dt.is_finite() && dt > 0.0) {
+                let why = "the state has a non-positive density or pressure";
+                return Err(format!("time step {dt} at t = {t}: {why}").into());
+            }
+            e.step(exec, s, dt)?;
+            Ok((if t_end - t <= dt { t_end } else { t + dt }, Vec::new()))
         };
         let plan = Plan { model: "euler3d".into(), ..plan.clone() };
-        let (run, start) = driver::run(&id, &plan, build, after_step)?;
-        Ok((run.s.download(exec)?, run.steps, start))
+        let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;
+        Ok((end.state.0.download(exec)?, end.steps, end.start))
     }
 }
 
-/// The cells of fields of `shape` whose face `i+1/2` along `axis` the split scheme computes: the
-/// interior and one more layer at the low end of `axis` (the face `−1/2`).
-fn face_range(shape: &Shape3, axis: usize) -> Loop3D {
-    let halo = shape.halo_widths();
-    let mut begin = halo;
-    begin[axis] -= 1;
-    // Up to the interior's high end: `halo` points above it.
-    Loop::from_parts(shape.extent(), begin, halo)
-}
-
-/// The names of the conserved fields in checkpoints.
-const FIELDS: [&str; 5] = ["rho", "rho_u", "rho_v", "rho_w", "energy"];
-
-/// An Euler run on `E` as the time loop drives it: the state, its time and steps, and the CFL
-/// step in use.
-struct Running<'a, E: Executor> {
-    e: &'a Euler,
-    exec: &'a E,
-    s: State<E>,
-    t: f64,
-    steps: usize,
-    dt_cfl: f64,
-    t_end: f64,
-    dt_every: usize,
-}
-
-impl<E: Executor> Stepping for Running<'_, E> {
-    fn clock(&self) -> (usize, f64) {
-        (self.steps, self.t)
+/// A run's state as its checkpoints hold it: the conserved fields and the CFL step in use.
+impl<E: Executor> Named<E::Field<f64, 3>> for (State<E>, f64) {
+    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+        self.0.q.iter().collect()
     }
 
-    fn finished(&self) -> bool {
-        self.t >= self.t_end
-    }
-
-    fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
-        for _ in 0..steps {
-            if self.t >= self.t_end {
-                break;
-            }
-            if self.steps.is_multiple_of(self.dt_every.max(1)) {
-                self.dt_cfl = self.e.dt(self.exec, &self.s)?;
-            }
-            let (dt, t) = (self.dt_cfl.min(self.t_end - self.t), self.t);
-            if !(dt.is_finite() && dt > 0.0) {
-                return Err(
-                    format!("time step {dt} at t = {t}: the state has a non-positive density or pressure").into()
-                );
-            }
-            self.e.step(self.exec, &mut self.s, dt)?;
-            self.t = if self.t_end - t <= dt { self.t_end } else { t + dt };
-            self.steps += 1;
-            after_step(self.steps, self.t);
-        }
-        Ok(())
-    }
-
-    fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
-        let q = self.s.download(self.exec)?;
-        let fields: Vec<(&str, &Field3<f64>)> = FIELDS.iter().copied().zip(q.iter()).collect();
-        let mut c = checkpoint::snapshot_of(&id.name, self.steps, self.t, &id.grid, &id.settings, &fields)?;
-        c.scalar("dt_cfl", self.dt_cfl);
-        write(&c)
+    fn scalars(&self) -> Vec<(&'static str, f64)> {
+        vec![("dt_cfl", self.1)]
     }
 }
