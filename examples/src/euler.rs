@@ -1,17 +1,10 @@
 //! The 3D compressible Euler equations by a cell-centred finite-volume method (seed paper 000,
-//! sections 3.2 and 4; seed paper 004, section II):
-//!
-//! ```text
-//! ∂q/∂t + ∂F(q)/∂x + ∂G(q)/∂y + ∂H(q)/∂z = S(q),   q = (ρ, ρu, ρv, ρw, E)
-//! p = (γ − 1)(E − ρ|u|²/2),  γ = 1.4,     S = (0, 0, 0, −ρg, −ρwg)   (optional gravity along −z)
-//! ```
-//!
-//! Primitive-variable κ-scheme reconstruction limited by [`limited_slope`] ([`Limiter`]), HLLC or
-//! Rusanov face fluxes ([`Riemann`]), SSP-RK3 stages ([`RK3`]) launched fused or split
-//! ([`Scheme`]; the same bits), the CFL step a reduction ([`EulerRate`]) and per-axis boundaries
-//! ([`Boundary`]) as the halo fill before each stage. The derivations are in the "Numerics"
-//! section of the `euler3d` page of the examples docs.
-//!
+//! sections 3.2 and 4; seed paper 004, section II): `∂q/∂t + ∇·F(q) = S(q)` for
+//! `q = (ρ, ρu, ρv, ρw, E)`, an ideal gas, optional gravity along −z. Primitive-variable κ-scheme
+//! reconstruction ([`limited_slope`], [`Limiter`]), HLLC or Rusanov face fluxes ([`Riemann`]),
+//! SSP-RK3 stages ([`RK3`]) launched fused or split ([`Scheme`]; the same bits), the CFL step a
+//! reduction ([`EulerRate`]) and per-axis boundaries ([`Boundary`]) as the halo fill before each
+//! stage; the derivations are in the "Numerics" section of the `euler3d` examples page.
 //! [`Euler::run`] runs it on the host, a GPU or [`Distributed`](stencil_runtime::Distributed)
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
@@ -137,25 +130,22 @@ pub fn rusanov(wl: [f64; 5], wr: [f64; 5], gamma: f64) -> [f64; 5] {
     f
 }
 
-/// Reconstruction and the HLLC flux at the face between `w0` and `w1` (normal velocity first).
-#[stencil_fn]
-#[rustfmt::skip]
-pub fn face_hllc(
-    wm: [f64; 5], w0: [f64; 5], w1: [f64; 5], w2: [f64; 5], kappa: f64, beta: f64, gamma: f64,
-) -> [f64; 5] {
-    let (left, right) = reconstruct(wm, w0, w1, w2, kappa, beta);
-    hllc(left, right, gamma)
+/// Declares the face helper `$name`: reconstruction and the `$solver` flux at the face between
+/// `w0` and `w1` (normal velocity first).
+macro_rules! face_helper {
+    ($name:ident, $solver:ident) => {
+        #[doc = concat!("Reconstruction and the `", stringify!($solver), "` flux at the face between `w0` and `w1`.")]
+        #[stencil_fn]
+        #[rustfmt::skip]
+        pub fn $name(wm: [f64; 5], w0: [f64; 5], w1: [f64; 5], w2: [f64; 5], kappa: f64, beta: f64, gamma: f64) -> [f64; 5] {
+            let (left, right) = reconstruct(wm, w0, w1, w2, kappa, beta);
+            $solver(left, right, gamma)
+        }
+    };
 }
 
-/// Reconstruction and the Rusanov flux at the face between `w0` and `w1` (normal velocity first).
-#[stencil_fn]
-#[rustfmt::skip]
-pub fn face_rusanov(
-    wm: [f64; 5], w0: [f64; 5], w1: [f64; 5], w2: [f64; 5], kappa: f64, beta: f64, gamma: f64,
-) -> [f64; 5] {
-    let (left, right) = reconstruct(wm, w0, w1, w2, kappa, beta);
-    rusanov(left, right, gamma)
-}
+face_helper!(face_hllc, hllc);
+face_helper!(face_rusanov, rusanov);
 
 /// The identity: an x face is already in its own frame (the x twin of [`swap_y`], [`swap_z`]).
 #[stencil_fn]
