@@ -14,9 +14,9 @@ use stencil_examples::progress::{self, Timed};
 use stencil_examples::velocity::InputArgs;
 use stencil_runtime::{Executor, Overlap};
 
-/// Steps before the clock starts: they compile (on a GPU, tune) the kernels; on subdomains the
-/// second step is the first whose launches are split for the exchange.
-const WARM_UP: usize = 2;
+/// Steps before the clock starts: they compile (on a GPU, tune) the kernels; on subdomains,
+/// steps 2 to 9 are `auto` overlap's trials, whose first split launch compiles the split ranges.
+const WARM_UP: usize = 10;
 
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
