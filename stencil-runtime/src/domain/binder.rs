@@ -47,7 +47,7 @@ impl Overlap {
 
     /// The modes a [`CompCommBinder`] takes: every one but [`Overlap::Auto`], which only the
     /// distributed executor chooses from.
-    pub fn is_binder_mode(self) -> bool {
+    pub(crate) fn is_binder_mode(self) -> bool {
         self != Overlap::Auto
     }
 
