@@ -1,4 +1,4 @@
-//! The constant-density acoustic isotropic wave equation of seed paper 002 (section III.A),
+//! The constant-density acoustic isotropic wave equation of Sai et al. 2020 (section III.A),
 //! `(1/V²) ∂²u/∂t² − ∇²u = f`: 8th order in space (the 25-point star), 2nd order in time, over a
 //! velocity model given as a field, with a Ricker-wavelet source, receivers, and an absorbing
 //! layer (PML) of `pml` points on every side. The grid is cut into the inner region

@@ -1,4 +1,4 @@
-//! ASUCA's `Diffusion3d` (seed paper 004, section IV.C): the heat equation `u_t = kappa Δu`, the
+//! ASUCA's `Diffusion3d` (Shimokawabe et al. 2014, section IV.C): the heat equation `u_t = kappa Δu`, the
 //! 7-point explicit scheme, a Gaussian in a box against the analytic heat kernel, the halo a fixed
 //! zero boundary (`docs/examples/diffusion3d.md`). Written once, against [`Executor`]: [`run`]
 //! takes the host ([`Host`]), a GPU or subdomains ([`Distributed`](stencil_runtime::Distributed):

@@ -1,5 +1,5 @@
-//! The 3D compressible Euler equations by a cell-centred finite-volume method (seed paper 000,
-//! sections 3.2 and 4; seed paper 004, section II): `∂q/∂t + ∇·F(q) = S(q)` for
+//! The 3D compressible Euler equations by a cell-centred finite-volume method (Xu et al. 2019,
+//! sections 3.2 and 4; Shimokawabe et al. 2014, section II): `∂q/∂t + ∇·F(q) = S(q)` for
 //! `q = (ρ, ρu, ρv, ρw, E)`, an ideal gas, optional gravity along −z. Primitive-variable κ-scheme
 //! reconstruction ([`limited_slope`], [`Limiter`]), HLLC or Rusanov face fluxes ([`Riemann`]),
 //! SSP-RK3 stages ([`RK3`]) launched fused or split ([`Scheme`]; the same bits), the CFL step a

@@ -1,4 +1,4 @@
-//! The 2D shallow water equations over a flat bottom (seed paper 000, section 3.2), `∂q/∂t +
+//! The 2D shallow water equations over a flat bottom (Xu et al. 2019, section 3.2), `∂q/∂t +
 //! ∂F(q)/∂x + ∂G(q)/∂y = 0`, `q = (h, hu, hv)`: finite volumes, MUSCL-minmod states ([`muscl`])
 //! and HLL fluxes ([`hll_x`]) at every face, SSP-RK3 with one fused stencil per stage
 //! ([`SweStage`]), the CFL step from a reducing stencil ([`SweSpeed`]), edges as halo fills

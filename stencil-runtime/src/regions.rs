@@ -1,4 +1,4 @@
-//! Splitting a range into an inner region and boundary slabs (seed paper 002, section III.B):
+//! Splitting a range into an inner region and boundary slabs (Sai et al. 2020, section III.B):
 //! each region gets its own launch (and functor), so no kernel branches on "am I near the
 //! boundary". Used for absorbing layers (PML) and, later, for overlapping a halo exchange with
 //! the computation of the points that do not need it.

@@ -16,6 +16,34 @@ pub mod fuzz;
 pub mod reducing;
 pub mod sweeping;
 
+/// The guide's chapters (`docs/guide/src`): their Rust blocks run as doctests of this crate
+/// (`cargo test -p stencil-tests --doc`), so a block that no longer compiles or whose assertions
+/// fail breaks the tests. The two blocks marked `ignore` need a GPU (`run_steps_with`) or the
+/// `netcdf` feature.
+#[cfg(doctest)]
+pub mod guide {
+    #[doc = include_str!("../../docs/guide/src/getting-started.md")]
+    pub struct GettingStarted;
+    #[doc = include_str!("../../docs/guide/src/writing-stencils.md")]
+    pub struct WritingStencils;
+    #[doc = include_str!("../../docs/guide/src/fields-ranges-regions.md")]
+    pub struct FieldsRangesRegions;
+    #[doc = include_str!("../../docs/guide/src/boundaries-halos.md")]
+    pub struct BoundariesHalos;
+    #[doc = include_str!("../../docs/guide/src/gpus.md")]
+    pub struct Gpus;
+    #[doc = include_str!("../../docs/guide/src/reductions.md")]
+    pub struct Reductions;
+    #[doc = include_str!("../../docs/guide/src/column-sweeps.md")]
+    pub struct ColumnSweeps;
+    #[doc = include_str!("../../docs/guide/src/distributed.md")]
+    pub struct Distributed;
+    #[doc = include_str!("../../docs/guide/src/io-checkpoints.md")]
+    pub struct IoCheckpoints;
+    #[doc = include_str!("../../docs/guide/src/adjoints.md")]
+    pub struct Adjoints;
+}
+
 use std::ops::{Add, Div, Mul, Neg, Sub};
 use stencil_runtime::{Element, Field, Loop, Shape};
 

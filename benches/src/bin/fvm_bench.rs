@@ -1,4 +1,4 @@
-//! GPU benchmark of the Euler finite-volume model (seed paper 000): one SSP-RK3 stage on n³
+//! GPU benchmark of the Euler finite-volume model (Xu et al. 2019): one SSP-RK3 stage on n³
 //! cells (f64) for the fused stage stencil and the split variant (three face-flux stencils and
 //! an update), under a few strategies, both Riemann solvers: ms per stage (CUDA events, median
 //! after warm-up), cell-updates/s, and % of the device-to-device copy bandwidth measured in the

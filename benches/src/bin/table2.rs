@@ -1,4 +1,4 @@
-//! Seed paper 002's Table II on this GPU: the full seismic model (inner region with the 25-point
+//! Table II of Sai et al. 2020 on this GPU: the full seismic model (inner region with the 25-point
 //! stencil, six PML slabs with the damped update, the source) on the largest cube up to 1000³
 //! that the GPU holds, for each of our CUDA strategies, as seconds per 1000 steps (the paper's
 //! column), GPts/s, effective GB/s (the minimal bytes per point of each region: 16 inside, 28 in
@@ -80,7 +80,7 @@ fn checksum(f: &Field3<f32>) -> u64 {
 
 /// Command line.
 #[derive(clap::Parser)]
-#[command(about = "Seed paper 002's Table II (the full seismic model) per CUDA strategy on this GPU")]
+#[command(about = "Table II of Sai et al. 2020 (the full seismic model) per CUDA strategy on this GPU")]
 struct Args {
     /// Grid points per axis including the PML (default: the largest that fits, at most 1000).
     n: Option<usize>,

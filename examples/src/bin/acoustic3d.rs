@@ -1,4 +1,4 @@
-//! Seed paper 002's seismic model (`stencil_examples::acoustic`) on the CPU, a GPU or
+//! The seismic model of Sai et al. 2020 (`stencil_examples::acoustic`) on the CPU, a GPU or
 //! subdomains: the 8th-order acoustic wave equation in a two-layer medium with a PML, a Ricker
 //! source and receivers. Writes a seismogram, the traces, a wavefield section and the 3D
 //! wavefield, the same bits on every placement, restarts included; the acoustic3d page of the

@@ -1,4 +1,4 @@
-//! Seed paper 000's shallow water model (`stencil_examples::swe`: MUSCL-minmod, HLL, SSP-RK3): a
+//! The shallow water model of Xu et al. 2019 (`stencil_examples::swe`: MUSCL-minmod, HLL, SSP-RK3): a
 //! circular dam break in a square basin with reflective walls, run on the CPU, a GPU, subdomains
 //! or MPI ranks (the same code and the same bits everywhere), printing the total mass at the
 //! start and the end (conserved to round-off) and writing a PNG of the depth. `--help` lists the

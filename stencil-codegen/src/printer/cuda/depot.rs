@@ -1,4 +1,4 @@
-//! The depot kernel (seed 000's data depot): a stencil's point functions keep their values on
+//! The depot kernel (the data depot of Xu et al. 2019): a stencil's point functions keep their values on
 //! chip, so each value is computed once per block instead of once per point that reads it.
 //!
 //! A 2D block over (c, m) walks `planes` planes along o, one point per thread. Each point

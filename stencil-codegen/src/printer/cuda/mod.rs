@@ -34,7 +34,7 @@ use std::fmt;
 /// How the points of a range are mapped to CUDA threads, and where neighbours are kept.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
-    /// One thread per point, a 3D block; neighbours through the read-only cache (seed 002 `gmem`).
+    /// One thread per point, a 3D block; neighbours through the read-only cache (Sai et al. 2020, `gmem`).
     PointPerThread {
         /// Threads per block along (c, m, o).
         block: [u32; 3],
@@ -51,7 +51,7 @@ pub enum Strategy {
         /// Points each thread walks along o.
         points_per_thread: u32,
     },
-    /// 2.5D streaming (Micikevicius; seed 002 `st_smem`): z-marching whose in-plane neighbours
+    /// 2.5D streaming (Micikevicius; Sai et al. 2020, `st_smem`): z-marching whose in-plane neighbours
     /// come from the current (c, m) plane in shared memory, with the block's halo, as vectors of
     /// consecutive points (double-buffered, one barrier per plane); the o column in a register
     /// queue; each block walks `STREAM_PLANES` planes.
@@ -61,12 +61,12 @@ pub enum Strategy {
         /// Tile height along m.
         tile_y: u32,
     },
-    /// A 3D tile with its halo in shared memory, one thread per point (seed 002 `smem_u`).
+    /// A 3D tile with its halo in shared memory, one thread per point (Sai et al. 2020, `smem_u`).
     SharedTile3D {
         /// Tile (= block) size along (c, m, o).
         tile: [u32; 3],
     },
-    /// For stencils with point functions (seed 000's data depot): a 2D block over (c, m) walks
+    /// For stencils with point functions (the data depot of Xu et al. 2019): a 2D block over (c, m) walks
     /// `planes` planes along o, one point per thread, and keeps each point function's values
     /// in shared memory (a ring of planes where they are needed at several o offsets, the tile
     /// widened by the offsets across the plane where other threads read them), so each value

@@ -1,4 +1,4 @@
-//! The shared plane tile of the 2.5D strategy (`Strategy::Stream25D`, Micikevicius; seed 002
+//! The shared plane tile of the 2.5D strategy (`Strategy::Stream25D`, Micikevicius; Sai et al. 2020
 //! `st_smem`): a z-marching block keeps the current (c, m) plane of every field it reads at
 //! in-plane offsets in shared memory, with the halo of the block, as vectors of `lanes` points.
 //! Each thread writes the vector its o column already holds; the halo cells are loaded one plane

@@ -1,5 +1,5 @@
 //! One thread per point over a 3D block; every neighbour is a global load through the read-only
-//! cache. The baseline (seed 002 `gmem`).
+//! cache. The baseline (Sai et al. 2020, `gmem`).
 
 use super::c_body::{print_body, Access};
 use super::kernel::KernelParts;

@@ -1,6 +1,6 @@
 //! Register queues along the marching axis `o`: for each input and each group of points that
 //! share a (c, m) position, the values from the lowest to the highest `o` offset read, shifted by
-//! fixed register moves after every step (the `st_reg_fixed` scheme of seed 002). A queue may look
+//! fixed register moves after every step (the `st_reg_fixed` scheme of Sai et al. 2020). A queue may look
 //! `ahead` planes further than it reads, so that a step's loads are issued a step before use.
 
 use super::kernel::KernelParts;

@@ -1,5 +1,5 @@
 //! A 3D tile of every neighbour-read input, with its halo, staged in shared memory by the whole
-//! block; one thread per point then reads neighbours from the tile (seed 002 `smem_u`).
+//! block; one thread per point then reads neighbours from the tile (Sai et al. 2020, `smem_u`).
 
 use super::c_body::{print_body, Access};
 use super::kernel::KernelParts;
