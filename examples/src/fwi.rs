@@ -101,17 +101,31 @@ pub struct Survey {
 }
 
 impl Survey {
-    /// A crosswell survey on `n³` points (10 m, sponge 10): 1800 m/s over 2400 m/s from 60 %
-    /// depth on a background growing 0.5 m/s per metre, a +150 m/s anomaly in the middle; `shots`
-    /// sources on a vertical line near x = 0 and a 5 × 5 grid of receivers near x = max (as
-    /// Devito's FWI tutorial places them, in 3D), 10 Hz (scaled to the grid), Courant 0.4.
-    pub fn crosswell(n: usize, steps: usize, shots: usize) -> Survey {
+    /// A transmission survey on `n³` points (10 m, sponge 10): 1800 m/s over 2400 m/s from 60 %
+    /// depth on a background growing 0.5 m/s per metre, a +150 m/s anomaly in the middle;
+    /// `shots` sources alternating between a vertical line near x = 0 (as Devito's crosswell FWI
+    /// tutorial places them) and a line along x near the top, and two 5 × 5 grids of receivers,
+    /// near x = max and near the bottom; 10 Hz (scaled to the grid), Courant 0.4.
+    pub fn transmission(n: usize, steps: usize, shots: usize) -> Survey {
         let h = 10.0;
         let len = (n - 1) as f64 * h;
         let (near, far) = (2.0 * h, len - 2.0 * h);
         let depth = |k: usize, of: usize| len * (k as f64 + 1.0) / (of as f64 + 1.0);
-        let shots = (0..shots).map(|s| [near, 0.5 * len, depth(s, shots)]).collect();
-        let receivers = (0..25).map(|r| [far, depth(r % 5, 5), depth(r / 5, 5)]).collect();
+        // Shots alternate between the x = near face and the top (z = near); receivers on the
+        // x = far face and the bottom: two crossing views of the middle.
+        let half = shots.div_ceil(2);
+        let shots = (0..shots)
+            .map(|s| {
+                let along = depth(s / 2, half);
+                if s % 2 == 0 {
+                    [near, 0.5 * len, along]
+                } else {
+                    [along, 0.5 * len, near]
+                }
+            })
+            .collect();
+        let (a, b) = (|r: usize| depth(r % 5, 5), |r: usize| depth(r / 5 % 5, 5));
+        let receivers = (0..50).map(|r| if r < 25 { [far, a(r), b(r)] } else { [a(r), b(r), far] }).collect();
         let anomaly = Anomaly { centre: [0.5 * len; 3], radius: 0.12 * len, dv: 150.0 };
         let layers = [1800.0, 2400.0];
         let mut survey = Survey {
@@ -622,5 +636,86 @@ impl<E: Executor> Fwi<'_, E> {
         }
         let first_gradient = first_gradient.map_or_else(|| Field3::try_zeros(shape), Ok)?;
         Ok(Inversion { model: exec.download(&m)?, first_gradient, misfits, stopped })
+    }
+}
+
+/// Where the inversion put its largest velocity change, against the true anomaly.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Recovered {
+    /// The point of the largest `|V_final − V_start|` in the updated region, metres.
+    pub peak: [f64; 3],
+    /// The velocity change there, m/s (the anomaly's sign if recovered).
+    pub peak_dv: f64,
+    /// Its distance from the anomaly's centre, metres.
+    pub distance: f64,
+    /// The correlation of the recovered change with the true one over the updated region.
+    pub correlation: f64,
+}
+
+impl Survey {
+    /// The velocity change of `model` from `start` (squared slownesses) against the anomaly.
+    pub fn recovered(&self, start: &Field3<f64>, model: &Field3<f64>) -> Result<Recovered, Error> {
+        let mask = self.update_mask()?;
+        let (mut best, mut dot, mut n_rec, mut n_true) = ((0.0f64, [0isize; 3]), 0.0, 0.0, 0.0);
+        let shape = self.shape();
+        for g in shape.storage_points().map(|s| shape.to_global(s)) {
+            if mask.get(g) != Some(1.0) {
+                continue;
+            }
+            let v = |f: &Field3<f64>| f.get(g).map_or(0.0, |m| m.powf(-0.5));
+            let (dv, dv_true) = (v(model) - v(start), self.velocity(g, true) - self.velocity(g, false));
+            if dv.abs() > best.0.abs() {
+                best = (dv, g);
+            }
+            (dot, n_rec, n_true) = (dot + dv * dv_true, n_rec + dv * dv, n_true + dv_true * dv_true);
+        }
+        let peak = self.metres(best.1);
+        let distance = (0..3).map(|a| (peak[a] - self.anomaly.centre[a]).powi(2)).sum::<f64>().sqrt();
+        let correlation = if n_rec > 0.0 { dot / (n_rec * n_true).sqrt() } else { 0.0 };
+        Ok(Recovered { peak, peak_dv: best.0, distance, correlation })
+    }
+
+    /// The xz section through the anomaly's centre of the physical domain: `(values, width)`,
+    /// depth downwards, `f` of each point's squared slowness (or gradient) value.
+    pub fn section(&self, field: &Field3<f64>, f: impl Fn(f64) -> f64) -> (Vec<f32>, usize) {
+        let p = self.sponge as isize;
+        let y = p + (self.anomaly.centre[1] / self.h).round() as isize;
+        let [nx, _, nz] = self.n.map(|n| n as isize);
+        let values = (p..p + nz).flat_map(|z| (p..p + nx).map(move |x| [x, y, z]));
+        (values.map(|g| f(field.get(g).unwrap_or(0.0)) as f32).collect(), nx as usize)
+    }
+
+    /// Writes the models, the first gradient and the misfit curve under `dir`: `.npy` (the
+    /// velocities `v_true`, `v_start`, `v_final`, `gradient` in `∂Φ/∂m`, `misfit`) and `.png` (their
+    /// xz sections through the anomaly, the update `v_final − v_start`, the misfit curve).
+    pub fn write(&self, dir: &std::path::Path, start: &Field3<f64>, inv: &Inversion) -> Result<(), Error> {
+        use crate::output::{write_png_curve, write_png_image};
+        use stencil_runtime::io::npy;
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        let velocity = |m: &Field3<f64>| Field3::try_from_fn(self.shape(), |g| m.get(g).map_or(0.0, |m| m.powf(-0.5)));
+        let truth = self.slowness(true)?;
+        let (lo, hi) = (self.velocity([0; 3], false) * 0.9, self.v_limit() / 1.2);
+        for (name, m) in [("v_true", &truth), ("v_start", start), ("v_final", &inv.model)] {
+            npy::write(dir.join(format!("{name}.npy")), &velocity(m)?)?;
+            let (values, width) = self.section(m, |m| m.powf(-0.5));
+            write_png_image(dir.join(format!("{name}.png")), &values, width, lo as f32, hi as f32)?;
+        }
+        npy::write(dir.join("gradient.npy"), &inv.first_gradient)?;
+        let signed = |path: &str, values: Vec<f32>, width: usize| -> Result<(), Error> {
+            let peak = values.iter().fold(0.0f32, |a, v| a.max(v.abs())).max(f32::MIN_POSITIVE);
+            let cells: Vec<f32> = values.iter().map(|v| v / peak).collect();
+            Ok(crate::output::write_png_signed(dir.join(path), &cells, width)?)
+        };
+        let (g, width) = self.section(&inv.first_gradient, |g| -g);
+        signed("gradient.png", g, width)?;
+        let dv = Field3::try_from_fn(self.shape(), |p| {
+            inv.model.get(p).map_or(0.0, |m| m.powf(-0.5)) - start.get(p).map_or(0.0, |m| m.powf(-0.5))
+        })?;
+        let (u, width) = self.section(&dv, |v| v);
+        signed("update.png", u, width)?;
+        let curve = Field::try_from_fn(Shape::new([inv.misfits.len()]).halo(0), |[k]| inv.misfits[k as usize])?;
+        npy::write(dir.join("misfit.npy"), &curve)?;
+        write_png_curve(dir.join("misfit.png"), &inv.misfits)?;
+        Ok(())
     }
 }

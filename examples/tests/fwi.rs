@@ -7,9 +7,9 @@ use stencil_examples::fwi::{misfit_of, Fwi, Survey, Traces};
 use stencil_runtime::revolve::Schedule;
 use stencil_runtime::{Distributed, Executor, Field3, Host};
 
-/// 16³ physical points in a sponge of 4 (24³ interior), two shots, 25 receivers.
+/// 16³ physical points in a sponge of 4 (24³ interior), two shots, 50 receivers.
 fn survey() -> Survey {
-    let mut s = Survey::crosswell(16, 110, 2);
+    let mut s = Survey::transmission(16, 110, 2);
     s.sponge = 4;
     s.mute = 2;
     s
@@ -172,7 +172,7 @@ fn bad_input_is_an_error() {
     let m = fwi.upload(&s.slowness(false).unwrap()).unwrap();
     assert!(fwi.misfit(&m, &[]).is_err());
     assert!(fwi.traces(&m, 5, &s.wavelet()).is_err());
-    let short: Traces = vec![vec![0.0; 25]; 3];
+    let short: Traces = vec![vec![0.0; 50]; 3];
     assert!(misfit_of(&short, &short) == 0.0);
     assert!(fwi.misfit(&m, &[short.clone(), short]).is_err());
 }
