@@ -6,6 +6,7 @@ pub mod column;
 pub mod diffusion;
 pub mod driver;
 pub mod euler;
+pub mod fwi;
 pub mod logging;
 pub mod output;
 pub mod placement;

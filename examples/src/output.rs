@@ -370,3 +370,53 @@ impl Acoustic3dOutput {
         Ok(written)
     }
 }
+
+/// Writes a curve as a PNG (512 × 256 pixels, black on white): `values[k]` at `k` across from
+/// left to right, on a logarithmic vertical scale from the smallest value (bottom) to the
+/// largest (top), joined by straight lines. For a misfit per iteration. Values that are not
+/// finite and positive are an error.
+pub fn write_png_curve(path: impl AsRef<Path>, values: &[f64]) -> io::Result<()> {
+    let path = path.as_ref();
+    if values.len() < 2 || values.iter().any(|v| !(v.is_finite() && *v > 0.0)) {
+        return Err(error_at(
+            path,
+            io::ErrorKind::InvalidInput,
+            format!("a curve of {values:?}: give 2 or more values > 0"),
+        ));
+    }
+    let (w, h, margin) = (512usize, 256usize, 8usize);
+    let logs: Vec<f64> = values.iter().map(|v| v.log10()).collect();
+    let lo = logs.iter().copied().fold(f64::INFINITY, f64::min);
+    let span = (logs.iter().copied().fold(f64::NEG_INFINITY, f64::max) - lo).max(1e-12);
+    let row_of = |l: f64| margin as f64 + (1.0 - (l - lo) / span) * (h - 2 * margin - 1) as f64;
+    let mut pixels = vec![0.0f32; w * h];
+    for x in margin..w - margin {
+        let t = (x - margin) as f64 / (w - 2 * margin - 1) as f64 * (values.len() - 1) as f64;
+        let k = (t.floor() as usize).min(values.len() - 2);
+        let y = row_of(logs[k] + (t - k as f64) * (logs[k + 1] - logs[k])).round() as usize;
+        for yy in y.saturating_sub(1)..=(y + 1).min(h - 1) {
+            pixels[yy * w + x] = 1.0;
+        }
+    }
+    fn ink(v: f32) -> [u8; 3] {
+        if v > 0.5 {
+            [0; 3]
+        } else {
+            [255; 3]
+        }
+    }
+    write_rgb_png(path, &pixels, w, h, 1.0, [1, 1], ink)
+}
+
+/// Writes `values` (row-major, `width` per row, row 0 at the top) as a PNG with the
+/// [`diverging`] colormap over `[-1, 1]` (scale them first), scaled up to at least
+/// [`MIN_WIDTH`] pixels across. For signed fields: a gradient, a model update.
+pub fn write_png_signed(path: impl AsRef<Path>, values: &[f32], width: usize) -> io::Result<()> {
+    let path = path.as_ref();
+    if width == 0 || values.is_empty() || !values.len().is_multiple_of(width) {
+        let message = format!("{} values are not rows of {width}", values.len());
+        return Err(error_at(path, io::ErrorKind::InvalidInput, message));
+    }
+    let k = upscale(width);
+    write_rgb_png(path, values, width, values.len() / width, 1.0, [k, k], diverging)
+}

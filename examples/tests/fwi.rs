@@ -1,0 +1,178 @@
+//! The fwi3d example's inversion (`stencil_examples::fwi`) at a small size: the dot-product test
+//! of the whole propagator (wavelet to traces, through the injection, the generated adjoint
+//! stencils and the receivers' transpose), the Taylor test of the gradient, checkpointed against
+//! stored and two host subdomains against one (bit for bit), and a few descent iterations.
+
+use stencil_examples::fwi::{misfit_of, Fwi, Survey, Traces};
+use stencil_runtime::revolve::Schedule;
+use stencil_runtime::{Distributed, Executor, Field3, Host};
+
+/// 16³ physical points in a sponge of 4 (24³ interior), two shots, 50 receivers.
+fn survey() -> Survey {
+    let mut s = Survey::transmission(16, 110, 2);
+    s.sponge = 4;
+    s.mute = 2;
+    s
+}
+
+/// A deterministic generator (splitmix64), uniform in `[-1, 1)`.
+fn uniform(state: &mut u64) -> f64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    2.0 * (((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64) - 1.0
+}
+
+fn bits(f: &Field3<f64>) -> Vec<u64> {
+    f.to_vec().iter().map(|x| x.to_bits()).collect()
+}
+
+fn dot(a: &Field3<f64>, b: &Field3<f64>) -> f64 {
+    a.to_vec().iter().zip(b.to_vec()).map(|(x, y)| x * y).sum()
+}
+
+/// The gradient `∂Φ/∂m` at the starting model against the true model's data, and `Φ`.
+fn gradient_on<E: Executor>(exec: &E, survey: &Survey) -> (Field3<f64>, f64) {
+    let fwi = Fwi::new(exec, survey.clone()).expect("survey");
+    let observed = fwi.observe(&fwi.upload(&survey.slowness(true).unwrap()).unwrap()).expect("observe");
+    let m = fwi.upload(&survey.slowness(false).unwrap()).unwrap();
+    let mut g = exec.alloc(survey.shape()).unwrap();
+    let phi = fwi.gradient(&m, &observed, &mut g).expect("gradient");
+    (exec.download(&g).unwrap(), phi)
+}
+
+#[test]
+fn the_propagator_passes_the_dot_product_test() {
+    let s = survey();
+    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+    let m = fwi.upload(&s.slowness(false).unwrap()).unwrap();
+    let mut seed = 0xd07;
+    for shot in 0..s.shots.len() {
+        // F x: random wavelet to traces; Fᵀ y: the residual y injected (zero wavelet, data −y).
+        let x: Vec<f64> = (0..s.steps).map(|_| uniform(&mut seed)).collect();
+        let fx = fwi.traces(&m, shot, &x).unwrap();
+        let scale = fx.iter().flatten().fold(0.0, |a: f64, v| a.max(v.abs()));
+        let y: Traces = fx.iter().map(|t| t.iter().map(|_| scale * uniform(&mut seed)).collect()).collect();
+        let minus_y: Traces = y.iter().map(|t| t.iter().map(|v| -v).collect()).collect();
+        let mut m_bar = Host.alloc(s.shape()).unwrap();
+        let zero = vec![0.0; s.steps];
+        let schedule = Schedule::binomial(s.steps, 7).unwrap();
+        let adj = fwi.shot_gradient(&m, shot, &zero, &minus_y, &schedule, &mut m_bar, true).unwrap();
+        let lhs: f64 = fx.iter().flatten().zip(y.iter().flatten()).map(|(a, b)| a * b).sum();
+        let rhs: f64 = x.iter().zip(&adj.wavelet_bar).map(|(a, b)| a * b).sum();
+        let err = (lhs - rhs).abs() / lhs.abs().max(rhs.abs());
+        println!("shot {shot}: <F x, y> = {lhs:.15e}, <x, F^T y> = {rhs:.15e}, relative error {err:.2e}");
+        assert!(err <= 1e-12, "shot {shot}: relative error {err:e}");
+        assert!(lhs.abs() > 0.0);
+    }
+}
+
+/// Least-squares slope of `log2 r` against `log2 h`.
+fn fit(h: &[f64], r: &[f64]) -> f64 {
+    let (x, y): (Vec<f64>, Vec<f64>) = h.iter().zip(r).map(|(h, r)| (h.log2(), r.log2())).unzip();
+    let n = x.len() as f64;
+    let (mx, my) = (x.iter().sum::<f64>() / n, y.iter().sum::<f64>() / n);
+    let sxy: f64 = x.iter().zip(&y).map(|(a, b)| (a - mx) * (b - my)).sum();
+    sxy / x.iter().map(|a| (a - mx).powi(2)).sum::<f64>()
+}
+
+#[test]
+fn the_gradient_passes_the_taylor_test() {
+    let s = survey();
+    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+    let (m_true, m0) = (s.slowness(true).unwrap(), s.slowness(false).unwrap());
+    let observed = fwi.observe(&fwi.upload(&m_true).unwrap()).unwrap();
+    let mut g = Host.alloc(s.shape()).unwrap();
+    let phi0 = fwi.gradient(&m0, &observed, &mut g).unwrap();
+    assert_eq!(phi0, fwi.misfit(&m0, &observed).unwrap(), "the gradient's misfit is the forward one");
+    // dm: a tenth of the anomaly's slowness, plus a smooth wiggle everywhere.
+    let dm = Field3::from_fn(s.shape(), |p| {
+        let wiggle = ((p[0] as f64) * 0.4).sin() * ((p[1] as f64) * 0.3).cos() * ((p[2] as f64) * 0.5).sin();
+        0.1 * (m_true.get(p).unwrap() - m0.get(p).unwrap()) + 2e-10 * wiggle
+    });
+    let slope = dot(&g, &dm);
+    let h: Vec<f64> = (1..=7).map(|e| 0.5f64.powi(e)).collect();
+    let (mut first, mut second, mut wrong) = (Vec::new(), Vec::new(), Vec::new());
+    println!("{:>10} {:>14} {:>14} {:>14}", "h", "|dPhi|", "|dPhi - h g.dm|", "(with -g)");
+    for &h in &h {
+        let m = Field3::from_fn(s.shape(), |p| m0.get(p).unwrap() + h * dm.get(p).unwrap());
+        let d = fwi.misfit(&m, &observed).unwrap() - phi0;
+        first.push(d.abs());
+        second.push((d - h * slope).abs());
+        wrong.push((d + h * slope).abs());
+        println!(
+            "{h:>10.6} {:>14.6e} {:>14.6e} {:>14.6e}",
+            first.last().unwrap(),
+            second.last().unwrap(),
+            wrong.last().unwrap()
+        );
+    }
+    let (s1, s2, sw) = (fit(&h, &first), fit(&h, &second), fit(&h, &wrong));
+    println!("slopes: {s1:.4} (1 expected), {s2:.4} (2 expected), with the gradient's sign flipped {sw:.4}");
+    assert!((s1 - 1.0).abs() <= 0.1, "first-order slope {s1}");
+    assert!((s2 - 2.0).abs() <= 0.1, "second-order slope {s2}");
+    // A gradient of the wrong sign leaves a first-order remainder: the test can fail.
+    assert!((sw - 2.0).abs() > 0.5, "a flipped gradient passed: slope {sw}");
+}
+
+#[test]
+fn the_checkpointed_gradient_equals_the_stored_one_bit_for_bit() {
+    let mut s = survey();
+    let (stored, phi) = gradient_on(&Host, &s);
+    assert!(stored.to_vec().iter().any(|&x| x != 0.0) && phi > 0.0);
+    for slots in [3, 10] {
+        s.slots = Some(slots);
+        assert!(Schedule::binomial(s.steps, slots).unwrap().recomputed() > 0);
+        let (g, p) = gradient_on(&Host, &s);
+        assert_eq!(p.to_bits(), phi.to_bits(), "{slots} slots: the misfit");
+        assert!(bits(&g) == bits(&stored), "{slots} slots: the gradient differs");
+    }
+}
+
+#[test]
+fn the_gradient_on_two_subdomains_equals_one_bit_for_bit() {
+    let mut s = survey();
+    s.slots = Some(6);
+    let (one, phi) = gradient_on(&Host, &s);
+    for grid in [[2, 1, 1], [1, 1, 2]] {
+        let exec = Distributed::host(s.decompose(2, Some(grid)).unwrap()).unwrap();
+        let (two, p) = gradient_on(&exec, &s);
+        assert_eq!(p.to_bits(), phi.to_bits(), "{grid:?}: the misfit");
+        assert!(bits(&two) == bits(&one), "{grid:?}: the gradient differs");
+    }
+}
+
+#[test]
+fn a_few_iterations_reduce_the_misfit() {
+    let mut s = survey();
+    s.slots = Some(8);
+    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+    let observed = fwi.observe(&fwi.upload(&s.slowness(true).unwrap()).unwrap()).unwrap();
+    let inv = fwi.invert(&s.slowness(false).unwrap(), &observed, 3, |_, _| {}).unwrap();
+    println!("misfits {:?}", inv.misfits);
+    assert!(inv.stopped.is_none(), "{:?}", inv.stopped);
+    assert!(inv.misfits.windows(2).all(|w| w[1] < w[0]), "{:?}", inv.misfits);
+    assert!(inv.misfits[3] < 0.8 * inv.misfits[0], "{:?}", inv.misfits);
+    // The final model's misfit, recomputed.
+    let again = fwi.misfit(&fwi.upload(&inv.model).unwrap(), &observed).unwrap();
+    assert_eq!(again, inv.misfits[3]);
+}
+
+#[test]
+fn bad_input_is_an_error() {
+    let mut s = survey();
+    s.dt *= 10.0;
+    assert!(Fwi::new(&Host, s).err().unwrap().to_string().contains("unstable"));
+    let mut s = survey();
+    s.receivers.push([1e4, 0.0, 0.0]);
+    assert!(Fwi::new(&Host, s).err().unwrap().to_string().contains("receiver"));
+    let s = survey();
+    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+    let m = fwi.upload(&s.slowness(false).unwrap()).unwrap();
+    assert!(fwi.misfit(&m, &[]).is_err());
+    assert!(fwi.traces(&m, 5, &s.wavelet()).is_err());
+    let short: Traces = vec![vec![0.0; 50]; 3];
+    assert!(misfit_of(&short, &short) == 0.0);
+    assert!(fwi.misfit(&m, &[short.clone(), short]).is_err());
+}
