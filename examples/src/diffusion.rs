@@ -90,9 +90,9 @@ pub struct Setup {
 /// Diffusivity of every run (the problem is nondimensional: the shortest side of the box is 1).
 pub const KAPPA: f64 = 1.0;
 
-/// Plain steps before the recorded pairs of each segment of a run: they compile the kernels, check
-/// the launches, settle a distributed executor's halos and give `Overlap::Auto` its 8 trials.
-pub const WARM_UP: usize = 8;
+/// Plain steps before the recorded pairs of each segment: they compile the kernels, check the
+/// launches, settle the halos and hold all 8 of `Overlap::Auto`'s trials (steps 2 to 9).
+pub const WARM_UP: usize = 10;
 
 impl Setup {
     /// A cubic grid of `n^3` points, the time step 0.9 of the limit, `sigma0` 0.06 of the box.
