@@ -39,354 +39,463 @@ use std::collections::HashSet;
 /// [`naming::RANGE`] (prefixed: user parameters may be called `range`), and runs the row loop in
 /// parallel. `analysis` is `ir`'s; `rt` is the path of the runtime crate.
 pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream, rt: &TokenStream) -> TokenStream {
-    let accesses = &analysis.fields;
-    let [range, shape, strides, base, len, x] =
-        [naming::RANGE, naming::SHAPE, naming::STRIDES, naming::BASE, naming::LEN, naming::X].map(ident);
-    let names: Vec<Ident> = ir.params.iter().map(|p| ident(&p.name)).collect();
-    let field_shapes = accesses.iter().map(|fa| {
-        let n = &names[fa.param];
+    let nest = Nest::new(ir, analysis, rt);
+    let [range, shape, strides, isa] = [naming::RANGE, naming::SHAPE, naming::STRIDES, naming::ISA].map(ident);
+    let field_shapes = nest.accesses.iter().map(|fa| {
+        let n = &nest.names[fa.param];
         let s = &fa.name;
         quote! { (#s, #n.shape()) }
     });
-    let setup = accesses.iter().map(|fa| {
-        let n = &names[fa.param];
-        let data = data_name(fa);
-        if fa.writable {
-            quote! { let #data = #rt::__private::RowWriter::new(#n.as_mut_slice()); }
-        } else {
-            let offsets = fa.offsets.iter().enumerate().map(|(i, o)| {
-                let off = offset_name(fa, i);
-                let [a, b, c] = *o;
-                quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
-            });
-            quote! { let #data = #n.as_slice(); #(#offsets)* }
-        }
-    });
-    let writers: Vec<&FieldAccess> = accesses.iter().filter(|f| f.writable).collect();
-    let write_only = writers.iter().all(|f| !f.is_read());
-    let writer_data = writers.iter().map(|f| data_name(f));
-    let writer_rows: Vec<Ident> = writers.iter().map(|f| row_name(f, 0)).collect();
-    let readers: Vec<&FieldAccess> = accesses.iter().filter(|f| !f.writable).collect();
-    // A column sweep also reads written fields at levels it has passed (every written field's
-    // non-zero offsets), carries locals from level to level, and sees the level.
-    let sweep = ir.sweep.as_ref();
-    let [level, levels] = [naming::LEVEL, naming::LEVELS].map(ident);
-    let passed: Vec<(&FieldAccess, usize)> = writers
-        .iter()
-        .flat_map(|fa| fa.offsets.iter().enumerate().filter(|(_, o)| **o != [0; 3]).map(move |(i, _)| (*fa, i)))
-        .collect();
-    for (fa, i) in &passed {
-        // The frontend allows no other read of a written field; the `unsafe` reads below rely on it.
-        assert!(
-            ir.reads_written_at(fa.offsets[*i]),
-            "stencil `{}` reads written field `{}` at {:?}, which is not a level its sweep has passed",
-            ir.name,
-            fa.name,
-            fa.offsets[*i]
-        );
-    }
-    let passed_setup = passed.iter().map(|(fa, i)| {
-        let off = offset_name(fa, *i);
-        let [a, b, c] = fa.offsets[*i];
-        quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
-    });
-    // Carried locals the body uses (temporaries of their initial values stay in the set-up):
-    // (tile buffer, row slice, local, type).
-    let used = used_locals(&ir.body);
-    let carried: Vec<(Ident, Ident, Ident, Ident)> = sweep
-        .map(|sw| {
-            sw.carried
-                .iter()
-                .filter_map(|s| match s {
-                    Stmt::Let { local, .. } if used.contains(local) => Some(&ir.locals[*local]),
-                    _ => None,
-                })
-                .map(|l| {
-                    let (tile, row) = (ident(&naming::carry_tile(&l.name)), ident(&naming::carry_row(&l.name)));
-                    (tile, row, ident(&l.name), ident(l.ty.rust_name()))
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    let row_slices = readers.iter().flat_map(|fa| {
-        let (data, base, len) = (data_name(fa), &base, &len);
-        (0..fa.offsets.len()).map(move |i| {
-            let row = row_name(fa, i);
-            let off = offset_name(fa, i);
-            quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
-        })
-    });
-    let scalars: Vec<(Ident, Ident)> = ir
-        .params
-        .iter()
-        .filter_map(|p| match p.kind {
-            ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
-            ParamKind::Field(_) | ParamKind::Reduction(_) => None,
-        })
-        .collect();
-    // Reductions: (user name, accumulator, partial results, element type, operator).
-    let reductions: Vec<(Ident, Ident, Ident, Ident, ReduceOp)> = ir
-        .reductions()
-        .map(|(p, r)| {
-            let name = &ir.params[p].name;
-            (ident(name), ident(&naming::acc(name)), ident(&naming::partials(name)), ident(r.elem.rust_name()), r.op)
-        })
-        .collect();
-    // Point functions: computed once per point of a block into buffers the row function reads.
-    let point_calls = point_fns::call_offsets(ir);
-    let pf = point_fns::point_fn_nest(ir, &point_calls, &scalars, rt);
-    let slots = ident(naming::SLOTS);
-    let elem = |fa: &FieldAccess| ident(fa.elem.rust_name());
-    // The row function: the loop over one row, its parameters the length, the scalars, every
-    // read row and the written rows.
-    let read_rows: Vec<(Ident, Ident)> =
-        readers.iter().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (row_name(fa, i), elem(fa)))).collect();
-    let write_rows: Vec<(Ident, Ident)> = writers.iter().map(|fa| (row_name(fa, 0), elem(fa))).collect();
-    let passed_rows: Vec<(Ident, Ident)> = passed.iter().map(|(fa, i)| (passed_row_name(fa, *i), elem(fa))).collect();
-    let (sweep_row_params, sweep_row_args) = match sweep {
-        None => (quote!(), quote!()),
-        Some(_) => {
-            let p = passed_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
-            let c = carried.iter().map(|(_, row, _, t)| quote!(#row: &mut [#t]));
-            let pa = passed_rows.iter().map(|(n, _)| n);
-            let ca = carried.iter().map(|(_, row, _, _)| row);
-            (quote!(#level: i32, #levels: i32, #(#p,)* #(#c,)*), quote!(#level, #levels, #(#pa,)* #(#ca,)*))
-        }
-    };
-    let row_params = {
-        let s = scalars.iter().map(|(n, t)| quote!(#n: #t));
-        let r = read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
-        let w = write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
-        let p = &pf.row_params;
-        quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #sweep_row_params #p)
-    };
-    let row_args = {
-        let s = scalars.iter().map(|(n, _)| n);
-        let r = read_rows.iter().map(|(n, _)| n);
-        let w = write_rows.iter().map(|(n, _)| n);
-        let p = &pf.row_args;
-        quote!(#len, #(#s,)* #(#r,)* #(#w,)* #sweep_row_args #p)
-    };
-    // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
-    let accs: Vec<&Ident> = reductions.iter().map(|r| &r.1).collect();
-    let acc_types: Vec<&Ident> = reductions.iter().map(|r| &r.3).collect();
-    let acc_init = reductions.iter().map(|(_, acc, _, t, op)| {
-        let init = match op {
-            ReduceOp::Sum => quote!(0.0),
-            ReduceOp::Min => quote!(#t::INFINITY),
-            ReduceOp::Max => quote!(#t::NEG_INFINITY),
-        };
-        quote!(let mut #acc: #t = #init;)
-    });
-    let reslice = read_rows
-        .iter()
-        .chain(&passed_rows)
-        .map(|(n, _)| quote!(let #n = &#n[..#len];))
-        .chain(write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)))
-        .chain(carried.iter().map(|(_, n, _, _)| quote!(let #n = &mut #n[..#len];)));
-    // A carried local is a plain local inside the row loop, its value kept per column between
-    // levels.
-    let carry_in = carried.iter().map(|(_, row, l, t)| quote!(let mut #l: #t = #row[#x];));
-    let carry_out = carried.iter().map(|(_, row, l, _)| quote!(#row[#x] = #l;));
-    // The block function: the loop over the rows of a block, its parameters the block, the
-    // scalars, every read field's data and offsets, and the block's outputs.
-    let [block, out, r] = [naming::BLOCK, naming::OUT, naming::ROW_INDEX].map(ident);
-    let outputs_ty = {
-        let w = writers.iter().map(|fa| {
-            let t = elem(fa);
-            quote!(&#rt::__private::RowWriter<'_, #t>)
-        });
-        quote!(#rt::__private::BlockOutputs<'_, (#(#w,)*)>)
-    };
-    let partials: Vec<&Ident> = reductions.iter().map(|r| &r.2).collect();
-    let reduce_params = if reductions.is_empty() {
-        quote!()
-    } else {
-        let p = reductions.iter().map(|(_, _, p, t, _)| quote!(#p: &#rt::__private::Partials<#t>));
-        quote!(#slots: &#rt::__private::RowSlots, #(#p,)*)
-    };
-    // A sweep's block function also takes the level, the written fields read at passed levels
-    // (with those offsets) and the tile's carried values.
-    let passed_fields: Vec<&FieldAccess> =
-        writers.iter().copied().filter(|fa| fa.offsets.iter().any(|o| *o != [0; 3])).collect();
-    let passed_offsets = |fa: &FieldAccess| -> Vec<Ident> {
-        (0..fa.offsets.len()).filter(|i| fa.offsets[*i] != [0; 3]).map(|i| offset_name(fa, i)).collect()
-    };
-    let (sweep_block_params, sweep_block_args) = match sweep {
-        None => (quote!(), quote!()),
-        Some(_) => {
-            let d = passed_fields.iter().map(|fa| {
-                let (n, t, offs) = (data_name(fa), elem(fa), passed_offsets(fa));
-                quote!(#n: &#rt::__private::RowWriter<'_, #t>, #(#offs: isize,)*)
-            });
-            let c = carried.iter().map(|(tile, _, _, t)| quote!(#tile: &mut [#t]));
-            let da = passed_fields.iter().map(|fa| {
-                let (n, offs) = (data_name(fa), passed_offsets(fa));
-                quote!(&#n, #(#offs,)*)
-            });
-            let ca = carried.iter().map(|(tile, _, _, _)| tile);
-            (quote!(#level: i32, #levels: i32, #(#d)* #(#c,)*), quote!(#level, #levels, #(#da)* #(#ca,)*))
-        }
-    };
-    let (input_params, input_args) = inputs(&scalars, &readers);
-    let block_params = {
-        let p = &pf.block_params;
-        quote!(#block: #rt::__private::RowBlock, #input_params #sweep_block_params #p #reduce_params #out: &mut #outputs_ty)
-    };
-    let block_args = {
-        let p = if reductions.is_empty() { quote!() } else { quote!(#slots, #(#partials,)*) };
-        let pfa = &pf.block_args;
-        quote!(#block, #input_args #sweep_block_args #pfa #p #out)
-    };
-    // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
-    // levels) and the row's slice of each carried local.
-    let sweep_rows = passed.iter().map(|(fa, i)| {
-        let (row, data, off) = (passed_row_name(fa, *i), data_name(fa), offset_name(fa, *i));
-        quote! {
-            // SAFETY: the row of a level this sweep has passed in the same columns, which this
-            // task finished in an earlier block; the rows written now are at another level.
-            let #row = unsafe { #data.passed_row(#base, #off, #len) };
-        }
-    });
-    let carry_rows = carried.iter().map(|(tile, row, _, _)| quote!(let #row = &mut #tile[#r * #len..(#r + 1) * #len];));
-    let [row_fn, block_fn, block_avx2, block_avx512, isa] =
-        [naming::ROW_FN, naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512, naming::ISA].map(ident);
-    let printer = NestPrinter {
-        ir,
-        accesses,
-        assigned: assigned_locals(&ir.body),
-        x: x.clone(),
-        level,
-        levels,
-        point_calls,
-        wrapping: false,
-    };
-
-    let body = printer.stmts(&ir.body);
-    let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
-    let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
-    let outputs_tuple = quote!((#(&#writer_data,)*));
-    let closure = quote! {
-        |#block, #out| {
-            #dispatch
-        }
-    };
-    // Without reductions the nest is exactly what it was before they existed.
-    let (row_ret, row_call, reduce_setup, reduce_finish, runner) = if reductions.is_empty() {
-        (
-            quote!(),
-            quote!(#row_fn(#row_args);),
-            quote!(),
-            quote!(),
-            quote!(#rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, #outputs_tuple, #closure)),
-        )
-    } else {
-        let setup = reductions.iter().map(|(_, _, p, t, op)| {
-            let op = ident(op.type_name());
-            quote!(let #p = &#rt::__private::Partials::<#t>::new(#rt::ReduceOp::#op, #slots.count());)
-        });
-        let finish = reductions.iter().map(|(n, _, p, _, _)| quote!(#n.fold(#p.total());));
-        let store = reductions.iter().map(|(_, acc, p, _, _)| quote!(#p.put(#slots.slot(#base), #acc);));
-        (
-            quote!(-> (#(#acc_types,)*)),
-            quote!(let (#(#accs,)*) = #row_fn(#row_args); #(#store)*),
-            quote!(let #slots = &#rt::__private::RowSlots::new(#range, &#shape); #(#setup)*),
-            quote!(#(#finish)*),
-            quote!(#rt::__private::for_each_row_reducing(#range, &#shape, &Self::INFO, #outputs_tuple, #closure)),
-        )
-    };
-    let row_tail = if reductions.is_empty() { quote!() } else { quote!((#(#accs,)*)) };
-    let runner = match sweep {
-        None => runner,
-        Some(sw) => {
-            let order = ident(match sw.order {
-                SweepOrder::Forward => "Forward",
-                SweepOrder::Backward => "Backward",
-            });
-            let start = printer.stmts(&sw.carried);
-            let state = ident(naming::SWEEP_STATE);
-            let tiles = carried.iter().map(|(tile, _, _, _)| tile);
-            let initial = carried.iter().map(|(_, _, l, _)| quote!(::std::vec![#l; #block.rows * #block.len]));
-            let [level, levels] = [&printer.level, &printer.levels];
-            let axis = Lit::usize_unsuffixed(ir.column_axis());
-            let too_many = format!(
-                "column sweep `{}`: the range has more than {} levels along its last axis: split the launch",
-                ir.name,
-                i32::MAX
-            );
-            let columns = print_columns(
-                ir,
-                ColumnNest { scalars: &scalars, readers: &readers, writers: &writers, read_rows: &read_rows },
-                &printer,
-                rt,
-            );
-            let (column_items, column_call) = (&columns.items, &columns.call);
-            quote! {
-                if #range.len_per_axis()[#axis] > i32::MAX as usize {
-                    return ::core::result::Result::Err(#rt::LaunchError::Range(#too_many.to_string()));
-                }
-                #column_items
-                #rt::__private::for_each_column(
-                    #range,
-                    &#shape,
-                    #rt::__private::SweepOrder::#order,
-                    #outputs_tuple,
-                    |#block| { #start (#(#initial,)*) },
-                    |#state, #block, #level, #levels, #out| {
-                        let (#(#tiles,)*) = #state;
-                        (#closure)(#block, #out)
-                    },
-                    #column_call,
-                )
-            }
-        }
-    };
-    let pf_rows = &pf.block_rows;
-    let block_loop = quote! {
-        for #r in 0..#block.rows {
-            let #base = #block.row_base(#r);
-            #(#row_slices)*
-            #pf_rows
-            #(#sweep_rows)*
-            #(#carry_rows)*
-            let (#(#writer_rows,)*) = #out.row(#r);
-            #row_call
-        }
-    };
-    let block_body = pf.wrap_block(block_loop, rt);
-    let (pf_setup, pf_row_fns, pf_reslice) = (&pf.setup, &pf.row_fns, &pf.reslice);
+    let setup = nest.field_setup();
+    let (pf_setup, pf_row_fns) = (&nest.pf.setup, &nest.pf.row_fns);
+    let row_fn = nest.row_fn();
+    let (block_fns, closure) = nest.block_fns();
+    let (reduce_setup, runner, reduce_finish) = nest.runner(&closure);
     quote! {
         #unpack
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
-        #(#setup)*
-        #(#passed_setup)*
+        #setup
         #pf_setup
         #pf_row_fns
-        #[inline(always)]
-        fn #row_fn(#row_params) #row_ret {
-            #(#reslice)*
-            #pf_reslice
-            #(#acc_init)*
-            for #x in 0..#len {
-                #(#carry_in)*
-                #body
-                #(#carry_out)*
-            }
-            #row_tail
-        }
-        #[inline(always)]
-        fn #block_fn(#block_params) {
-            let #len = #block.len;
-            #block_body
-        }
-        #twins
+        #row_fn
+        #block_fns
         let #isa = #rt::__private::isa();
         #reduce_setup
         #runner;
         #reduce_finish
         ::core::result::Result::Ok(())
     }
+}
+
+/// What the parts of a CPU nest share: the fields by role, the scalars and reductions, a sweep's
+/// reads at passed levels and carried locals, and the statement printer.
+struct Nest<'a> {
+    ir: &'a StencilIr,
+    accesses: &'a [FieldAccess],
+    rt: &'a TokenStream,
+    /// Every IR parameter's name.
+    names: Vec<Ident>,
+    writers: Vec<&'a FieldAccess>,
+    readers: Vec<&'a FieldAccess>,
+    /// A column sweep's reads of written fields at levels it has passed: (field, offset index).
+    passed: Vec<(&'a FieldAccess, usize)>,
+    /// Carried locals the body uses: (tile buffer, row slice, local, type).
+    carried: Vec<(Ident, Ident, Ident, Ident)>,
+    /// (name, type).
+    scalars: Vec<(Ident, Ident)>,
+    /// (user name, accumulator, partial results, element type, operator).
+    reductions: Vec<(Ident, Ident, Ident, Ident, ReduceOp)>,
+    /// Point functions: computed once per point of a block into buffers the row function reads.
+    pf: point_fns::PointFnNest,
+    /// The row function's rows (name, element type): read, written, and read at passed levels.
+    read_rows: Vec<(Ident, Ident)>,
+    write_rows: Vec<(Ident, Ident)>,
+    passed_rows: Vec<(Ident, Ident)>,
+    printer: NestPrinter<'a>,
+}
+
+impl<'a> Nest<'a> {
+    fn new(ir: &'a StencilIr, analysis: &'a Analysis, rt: &'a TokenStream) -> Self {
+        let accesses = &analysis.fields[..];
+        let writers: Vec<&FieldAccess> = accesses.iter().filter(|f| f.writable).collect();
+        let readers: Vec<&FieldAccess> = accesses.iter().filter(|f| !f.writable).collect();
+        // A column sweep also reads written fields at levels it has passed (every written field's
+        // non-zero offsets), carries locals from level to level, and sees the level.
+        let passed: Vec<(&FieldAccess, usize)> = writers
+            .iter()
+            .flat_map(|fa| fa.offsets.iter().enumerate().filter(|(_, o)| **o != [0; 3]).map(move |(i, _)| (*fa, i)))
+            .collect();
+        for (fa, i) in &passed {
+            // The frontend allows no other read of a written field; the `unsafe` reads below rely on it.
+            assert!(
+                ir.reads_written_at(fa.offsets[*i]),
+                "stencil `{}` reads written field `{}` at {:?}, which is not a level its sweep has passed",
+                ir.name,
+                fa.name,
+                fa.offsets[*i]
+            );
+        }
+        // Carried locals the body uses (temporaries of their initial values stay in the set-up).
+        let used = used_locals(&ir.body);
+        let carried = ir
+            .sweep
+            .as_ref()
+            .map(|sw| {
+                sw.carried
+                    .iter()
+                    .filter_map(|s| match s {
+                        Stmt::Let { local, .. } if used.contains(local) => Some(&ir.locals[*local]),
+                        _ => None,
+                    })
+                    .map(|l| {
+                        let (tile, row) = (ident(&naming::carry_tile(&l.name)), ident(&naming::carry_row(&l.name)));
+                        (tile, row, ident(&l.name), ident(l.ty.rust_name()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let scalars: Vec<(Ident, Ident)> = ir
+            .params
+            .iter()
+            .filter_map(|p| match p.kind {
+                ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
+                ParamKind::Field(_) | ParamKind::Reduction(_) => None,
+            })
+            .collect();
+        let reductions = ir
+            .reductions()
+            .map(|(p, r)| {
+                let name = &ir.params[p].name;
+                (
+                    ident(name),
+                    ident(&naming::acc(name)),
+                    ident(&naming::partials(name)),
+                    ident(r.elem.rust_name()),
+                    r.op,
+                )
+            })
+            .collect();
+        let point_calls = point_fns::call_offsets(ir);
+        let pf = point_fns::point_fn_nest(ir, &point_calls, &scalars, rt);
+        let read_rows =
+            readers.iter().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (row_name(fa, i), elem(fa)))).collect();
+        let write_rows = writers.iter().map(|fa| (row_name(fa, 0), elem(fa))).collect();
+        let passed_rows = passed.iter().map(|(fa, i)| (passed_row_name(fa, *i), elem(fa))).collect();
+        let printer = NestPrinter {
+            ir,
+            accesses,
+            assigned: assigned_locals(&ir.body),
+            x: ident(naming::X),
+            level: ident(naming::LEVEL),
+            levels: ident(naming::LEVELS),
+            point_calls,
+            wrapping: false,
+        };
+        Nest {
+            ir,
+            accesses,
+            rt,
+            names: ir.params.iter().map(|p| ident(&p.name)).collect(),
+            writers,
+            readers,
+            passed,
+            carried,
+            scalars,
+            reductions,
+            pf,
+            read_rows,
+            write_rows,
+            passed_rows,
+            printer,
+        }
+    }
+
+    /// After the strides: each read field's slice and read offsets, each written field's row
+    /// writer, and the offsets of a sweep's reads at passed levels.
+    fn field_setup(&self) -> TokenStream {
+        let (rt, strides) = (self.rt, ident(naming::STRIDES));
+        let setup = self.accesses.iter().map(|fa| {
+            let n = &self.names[fa.param];
+            let data = data_name(fa);
+            if fa.writable {
+                quote! { let #data = #rt::__private::RowWriter::new(#n.as_mut_slice()); }
+            } else {
+                let offsets = fa.offsets.iter().enumerate().map(|(i, o)| {
+                    let off = offset_name(fa, i);
+                    let [a, b, c] = *o;
+                    quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
+                });
+                quote! { let #data = #n.as_slice(); #(#offsets)* }
+            }
+        });
+        let passed_setup = self.passed.iter().map(|(fa, i)| {
+            let off = offset_name(fa, *i);
+            let [a, b, c] = fa.offsets[*i];
+            quote! { let #off = #rt::__private::linear_offset(&#strides, [#a, #b, #c]); }
+        });
+        quote!(#(#setup)* #(#passed_setup)*)
+    }
+
+    /// A sweep's extra parameters of the row function (the level, the passed rows and the carried
+    /// rows) and the arguments that pass them on; nothing without a sweep.
+    fn sweep_row_params(&self) -> (TokenStream, TokenStream) {
+        if self.ir.sweep.is_none() {
+            return (quote!(), quote!());
+        }
+        let [level, levels] = [&self.printer.level, &self.printer.levels];
+        let p = self.passed_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+        let c = self.carried.iter().map(|(_, row, _, t)| quote!(#row: &mut [#t]));
+        let pa = self.passed_rows.iter().map(|(n, _)| n);
+        let ca = self.carried.iter().map(|(_, row, _, _)| row);
+        (quote!(#level: i32, #levels: i32, #(#p,)* #(#c,)*), quote!(#level, #levels, #(#pa,)* #(#ca,)*))
+    }
+
+    /// The row function: the loop over one row, its parameters the length, the scalars, every
+    /// read row and the written rows (and a sweep's, and the point functions'); with reductions
+    /// it returns the row's partial results.
+    fn row_fn(&self) -> TokenStream {
+        let [len, row_fn] = [naming::LEN, naming::ROW_FN].map(ident);
+        let x = &self.printer.x;
+        let row_params = {
+            let s = self.scalars.iter().map(|(n, t)| quote!(#n: #t));
+            let r = self.read_rows.iter().map(|(n, t)| quote!(#n: &[#t]));
+            let w = self.write_rows.iter().map(|(n, t)| quote!(#n: &mut [#t]));
+            let (sweep, p) = (self.sweep_row_params().0, &self.pf.row_params);
+            quote!(#len: usize, #(#s,)* #(#r,)* #(#w,)* #sweep #p)
+        };
+        // Re-slicing every row to `len` lets LLVM drop the bounds checks of `row[x]` and vectorise.
+        let reslice = self
+            .read_rows
+            .iter()
+            .chain(&self.passed_rows)
+            .map(|(n, _)| quote!(let #n = &#n[..#len];))
+            .chain(self.write_rows.iter().map(|(n, _)| quote!(let #n = &mut #n[..#len];)))
+            .chain(self.carried.iter().map(|(_, n, _, _)| quote!(let #n = &mut #n[..#len];)));
+        let acc_init = self.reductions.iter().map(|(_, acc, _, t, op)| {
+            let init = match op {
+                ReduceOp::Sum => quote!(0.0),
+                ReduceOp::Min => quote!(#t::INFINITY),
+                ReduceOp::Max => quote!(#t::NEG_INFINITY),
+            };
+            quote!(let mut #acc: #t = #init;)
+        });
+        // A carried local is a plain local inside the row loop, its value kept per column between
+        // levels.
+        let carry_in = self.carried.iter().map(|(_, row, l, t)| quote!(let mut #l: #t = #row[#x];));
+        let carry_out = self.carried.iter().map(|(_, row, l, _)| quote!(#row[#x] = #l;));
+        let body = self.printer.stmts(&self.ir.body);
+        let (row_ret, row_tail) = if self.reductions.is_empty() {
+            (quote!(), quote!())
+        } else {
+            let accs = self.reductions.iter().map(|r| &r.1);
+            let acc_types = self.reductions.iter().map(|r| &r.3);
+            (quote!(-> (#(#acc_types,)*)), quote!((#(#accs,)*)))
+        };
+        let pf_reslice = &self.pf.reslice;
+        quote! {
+            #[inline(always)]
+            fn #row_fn(#row_params) #row_ret {
+                #(#reslice)*
+                #pf_reslice
+                #(#acc_init)*
+                for #x in 0..#len {
+                    #(#carry_in)*
+                    #body
+                    #(#carry_out)*
+                }
+                #row_tail
+            }
+        }
+    }
+
+    /// The row function's call in the block loop (storing its partial results in the row's slots).
+    fn row_call(&self) -> TokenStream {
+        let [len, row_fn, base, slots] = [naming::LEN, naming::ROW_FN, naming::BASE, naming::SLOTS].map(ident);
+        let row_args = {
+            let s = self.scalars.iter().map(|(n, _)| n);
+            let r = self.read_rows.iter().map(|(n, _)| n);
+            let w = self.write_rows.iter().map(|(n, _)| n);
+            let (sweep, p) = (self.sweep_row_params().1, &self.pf.row_args);
+            quote!(#len, #(#s,)* #(#r,)* #(#w,)* #sweep #p)
+        };
+        if self.reductions.is_empty() {
+            return quote!(#row_fn(#row_args););
+        }
+        let accs = self.reductions.iter().map(|r| &r.1);
+        let store = self.reductions.iter().map(|(_, acc, p, _, _)| quote!(#p.put(#slots.slot(#base), #acc);));
+        quote!(let (#(#accs,)*) = #row_fn(#row_args); #(#store)*)
+    }
+
+    /// A sweep's extra parameters of the block function (the level, the written fields read at
+    /// passed levels with those offsets, the tile's carried values) and their arguments.
+    fn sweep_block_params(&self) -> (TokenStream, TokenStream) {
+        if self.ir.sweep.is_none() {
+            return (quote!(), quote!());
+        }
+        let (rt, [level, levels]) = (self.rt, [&self.printer.level, &self.printer.levels]);
+        let passed_fields: Vec<&FieldAccess> =
+            self.writers.iter().copied().filter(|fa| fa.offsets.iter().any(|o| *o != [0; 3])).collect();
+        let passed_offsets = |fa: &FieldAccess| -> Vec<Ident> {
+            (0..fa.offsets.len()).filter(|i| fa.offsets[*i] != [0; 3]).map(|i| offset_name(fa, i)).collect()
+        };
+        let d = passed_fields.iter().map(|fa| {
+            let (n, t, offs) = (data_name(fa), elem(fa), passed_offsets(fa));
+            quote!(#n: &#rt::__private::RowWriter<'_, #t>, #(#offs: isize,)*)
+        });
+        let c = self.carried.iter().map(|(tile, _, _, t)| quote!(#tile: &mut [#t]));
+        let da = passed_fields.iter().map(|fa| {
+            let (n, offs) = (data_name(fa), passed_offsets(fa));
+            quote!(&#n, #(#offs,)*)
+        });
+        let ca = self.carried.iter().map(|(tile, _, _, _)| tile);
+        (quote!(#level: i32, #levels: i32, #(#d)* #(#c,)*), quote!(#level, #levels, #(#da)* #(#ca,)*))
+    }
+
+    /// The block function (the loop over the rows of a block, its parameters the block, the
+    /// scalars, every read field's data and offsets, and the block's outputs) with its ISA twins,
+    /// and the closure the runtime calls per block, which picks one.
+    fn block_fns(&self) -> (TokenStream, TokenStream) {
+        let rt = self.rt;
+        let [block, out, r, base, len, slots, isa] =
+            [naming::BLOCK, naming::OUT, naming::ROW_INDEX, naming::BASE, naming::LEN, naming::SLOTS, naming::ISA]
+                .map(ident);
+        let outputs_ty = {
+            let w = self.writers.iter().map(|fa| {
+                let t = elem(fa);
+                quote!(&#rt::__private::RowWriter<'_, #t>)
+            });
+            quote!(#rt::__private::BlockOutputs<'_, (#(#w,)*)>)
+        };
+        let (reduce_params, reduce_args) = if self.reductions.is_empty() {
+            (quote!(), quote!())
+        } else {
+            let p = self.reductions.iter().map(|(_, _, p, t, _)| quote!(#p: &#rt::__private::Partials<#t>));
+            let partials = self.reductions.iter().map(|r| &r.2);
+            (quote!(#slots: &#rt::__private::RowSlots, #(#p,)*), quote!(#slots, #(#partials,)*))
+        };
+        let (sweep_block_params, sweep_block_args) = self.sweep_block_params();
+        let (input_params, input_args) = inputs(&self.scalars, &self.readers);
+        let block_params = {
+            let p = &self.pf.block_params;
+            quote!(#block: #rt::__private::RowBlock, #input_params #sweep_block_params #p #reduce_params #out: &mut #outputs_ty)
+        };
+        let block_args = {
+            let pfa = &self.pf.block_args;
+            quote!(#block, #input_args #sweep_block_args #pfa #reduce_args #out)
+        };
+        let row_slices = self.readers.iter().flat_map(|fa| {
+            let (data, base, len) = (data_name(fa), &base, &len);
+            (0..fa.offsets.len()).map(move |i| {
+                let row = row_name(fa, i);
+                let off = offset_name(fa, i);
+                quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
+            })
+        });
+        // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
+        // levels) and the row's slice of each carried local.
+        let sweep_rows = self.passed.iter().map(|(fa, i)| {
+            let (row, data, off) = (passed_row_name(fa, *i), data_name(fa), offset_name(fa, *i));
+            quote! {
+                // SAFETY: the row of a level this sweep has passed in the same columns, which this
+                // task finished in an earlier block; the rows written now are at another level.
+                let #row = unsafe { #data.passed_row(#base, #off, #len) };
+            }
+        });
+        let carry_rows =
+            self.carried.iter().map(|(tile, row, _, _)| quote!(let #row = &mut #tile[#r * #len..(#r + 1) * #len];));
+        let writer_rows = self.writers.iter().map(|f| row_name(f, 0));
+        let (pf_rows, row_call) = (&self.pf.block_rows, self.row_call());
+        let block_loop = quote! {
+            for #r in 0..#block.rows {
+                let #base = #block.row_base(#r);
+                #(#row_slices)*
+                #pf_rows
+                #(#sweep_rows)*
+                #(#carry_rows)*
+                let (#(#writer_rows,)*) = #out.row(#r);
+                #row_call
+            }
+        };
+        let block_body = self.pf.wrap_block(block_loop, rt);
+        let [block_fn, block_avx2, block_avx512] =
+            [naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512].map(ident);
+        let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
+        let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
+        let fns = quote! {
+            #[inline(always)]
+            fn #block_fn(#block_params) {
+                let #len = #block.len;
+                #block_body
+            }
+            #twins
+        };
+        let closure = quote! {
+            |#block, #out| {
+                #dispatch
+            }
+        };
+        (fns, closure)
+    }
+
+    /// The call of the runtime's loop over blocks (rows, or a sweep's levels and columns) with
+    /// `closure`, and the reductions' set-up before it and folding after it.
+    fn runner(&self, closure: &TokenStream) -> (TokenStream, TokenStream, TokenStream) {
+        let (rt, ir) = (self.rt, self.ir);
+        let [range, shape, slots] = [naming::RANGE, naming::SHAPE, naming::SLOTS].map(ident);
+        let write_only = self.writers.iter().all(|f| !f.is_read());
+        let writer_data = self.writers.iter().map(|f| data_name(f));
+        let outputs_tuple = quote!((#(&#writer_data,)*));
+        // Without reductions the nest is exactly what it was before they existed.
+        let (reduce_setup, reduce_finish, runner) = if self.reductions.is_empty() {
+            (
+                quote!(),
+                quote!(),
+                quote!(#rt::__private::for_each_row(#range, &#shape, &Self::INFO, #write_only, #outputs_tuple, #closure)),
+            )
+        } else {
+            let setup = self.reductions.iter().map(|(_, _, p, t, op)| {
+                let op = ident(op.type_name());
+                quote!(let #p = &#rt::__private::Partials::<#t>::new(#rt::ReduceOp::#op, #slots.count());)
+            });
+            let finish = self.reductions.iter().map(|(n, _, p, _, _)| quote!(#n.fold(#p.total());));
+            (
+                quote!(let #slots = &#rt::__private::RowSlots::new(#range, &#shape); #(#setup)*),
+                quote!(#(#finish)*),
+                quote!(#rt::__private::for_each_row_reducing(#range, &#shape, &Self::INFO, #outputs_tuple, #closure)),
+            )
+        };
+        let Some(sw) = &ir.sweep else { return (reduce_setup, runner, reduce_finish) };
+        let block = ident(naming::BLOCK);
+        let out = ident(naming::OUT);
+        let order = ident(match sw.order {
+            SweepOrder::Forward => "Forward",
+            SweepOrder::Backward => "Backward",
+        });
+        let start = self.printer.stmts(&sw.carried);
+        let state = ident(naming::SWEEP_STATE);
+        let tiles = self.carried.iter().map(|(tile, _, _, _)| tile);
+        let initial = self.carried.iter().map(|(_, _, l, _)| quote!(::std::vec![#l; #block.rows * #block.len]));
+        let [level, levels] = [&self.printer.level, &self.printer.levels];
+        let axis = Lit::usize_unsuffixed(ir.column_axis());
+        let too_many = format!(
+            "column sweep `{}`: the range has more than {} levels along its last axis: split the launch",
+            ir.name,
+            i32::MAX
+        );
+        let nest = ColumnNest {
+            scalars: &self.scalars,
+            readers: &self.readers,
+            writers: &self.writers,
+            read_rows: &self.read_rows,
+        };
+        let columns = print_columns(ir, nest, &self.printer, rt);
+        let (column_items, column_call) = (&columns.items, &columns.call);
+        let runner = quote! {
+            if #range.len_per_axis()[#axis] > i32::MAX as usize {
+                return ::core::result::Result::Err(#rt::LaunchError::Range(#too_many.to_string()));
+            }
+            #column_items
+            #rt::__private::for_each_column(
+                #range,
+                &#shape,
+                #rt::__private::SweepOrder::#order,
+                #outputs_tuple,
+                |#block| { #start (#(#initial,)*) },
+                |#state, #block, #level, #levels, #out| {
+                    let (#(#tiles,)*) = #state;
+                    (#closure)(#block, #out)
+                },
+                #column_call,
+            )
+        };
+        (reduce_setup, runner, reduce_finish)
+    }
+}
+
+/// A field's element type.
+fn elem(fa: &FieldAccess) -> Ident {
+    ident(fa.elem.rust_name())
 }
 
 /// A block function and its twins compiled for AVX2 and AVX-512 (each calls it, so the same body
