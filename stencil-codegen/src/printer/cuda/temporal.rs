@@ -196,6 +196,9 @@ struct Sweep<'a> {
     t: TimeTiling,
     input: ParamId,
     output: ParamId,
+    /// The input's reach (layout axes, low and high end).
+    lo: [i32; 3],
+    hi: [i32; 3],
     /// The input's reach along o, low end, and the planes a register queue holds.
     lo_o: i32,
     queue_len: i32,
@@ -205,6 +208,8 @@ struct Sweep<'a> {
     lanes: i32,
     row: i32,
     plane: i32,
+    /// The points a block writes along c and m.
+    out: [i32; 2],
     /// The element's C type and its vector of `lanes`.
     elem: &'static str,
     vector: String,
@@ -324,17 +329,21 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
     let TimeTiling { tile_x: bx, tile_y: by, steps: n, planes, lanes } = t;
     let (v, n_i) = (lanes as i32, n as i32);
     let x_name = k.ir.params[input].name.clone();
+    let width = bx as i32 * v;
     let s = Sweep {
         k,
         t,
         input,
         output,
+        lo,
+        hi,
         lo_o: lo[2],
         queue_len: hi[2] - lo[2] + 1,
         planes: shared_planes(&offsets, hi),
         lanes: v,
-        row: bx as i32 * v,
+        row: width,
         plane: (bx * by) as i32 * v,
+        out: [width - n_i * (hi[0] - lo[0]), by as i32 - n_i * (hi[1] - lo[1])],
         elem: c_type(fa.elem),
         vector: super::c_body::vector_type(fa.elem, lanes),
         shared: format!("s_{x_name}"),
@@ -342,43 +351,62 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         value: format!("r_{}_", k.ir.params[output].name),
         input_name: x_name,
     };
-    let width = bx as i32 * v;
-    let (out_x, out_y) = (width - n_i * (hi[0] - lo[0]), by as i32 - n_i * (hi[1] - lo[1]));
-    let elem = s.elem;
-    let (x, y) = (k.name(input), k.name(output));
-    let queue_len = hi[2] - lo[2] + 1;
-    let lanes_of = || 0..v;
     let mut src = k.header(bx * by);
-    if s.planes > 0 {
-        writeln!(
-            src,
-            "    extern __shared__ __align__(16) unsigned char stencil_smem[];
+    src.push_str(&s.declarations());
+    src.push_str(&s.prologue());
+    let vectors = s.vectors(&offsets);
+    for turn in 0..s.queue_len {
+        src.push_str(&s.plane_copy(turn, &vectors));
+    }
+    src.push_str("    }\n}\n");
+    CudaKernel {
+        source: src,
+        entry: k.entry.clone(),
+        block: [bx, by, 1],
+        points_per_block: [s.out[0] as u32, s.out[1] as u32, planes],
+        shared_bytes,
+        line_points: 0,
+    }
+}
+
+impl Sweep<'_> {
+    /// The shared planes and every level's register queues: the thread's own columns, planes
+    /// lo..=hi around the plane the next level computes.
+    fn declarations(&self) -> String {
+        let (s, elem, n) = (self, self.elem, self.t.steps);
+        let mut src = String::new();
+        if s.planes > 0 {
+            writeln!(
+                src,
+                "    extern __shared__ __align__(16) unsigned char stencil_smem[];
     {elem}* {} = ({elem}*)stencil_smem; // [level][plane % {}][m][c], levels 0..{n}",
-            s.shared, s.planes
-        )
-        .expect("write");
-    }
-    // Each level's register queues: the thread's own columns, planes lo..=hi around the plane
-    // the next level computes.
-    for level in 0..n {
-        for lane in lanes_of() {
-            let regs: Vec<String> =
-                (0..queue_len).map(|j| format!("{} = 0", s.queue_at(level, lo[2] + j, lane, 0))).collect();
-            writeln!(src, "    {elem} {};", regs.join(", ")).expect("write");
+                s.shared, s.planes
+            )
+            .expect("write");
         }
+        for level in 0..n {
+            for lane in 0..s.lanes {
+                let regs: Vec<String> =
+                    (0..s.queue_len).map(|j| format!("{} = 0", s.queue_at(level, s.lo[2] + j, lane, 0))).collect();
+                writeln!(src, "    {elem} {};", regs.join(", ")).expect("write");
+            }
+        }
+        src
     }
-    // A level's values into its queues and shared planes.
-    let shift = |level: u32, turn: i32| -> String {
+
+    /// A level's values into its queues and shared planes.
+    fn shift(&self, level: u32, turn: i32) -> String {
+        let s = self;
         let mut out = String::new();
-        for lane in lanes_of() {
-            write!(out, "{} = {}{level}_{lane}; ", s.queue_at(level, hi[2], lane, turn + 1), s.value).expect("write");
+        for lane in 0..s.lanes {
+            write!(out, "{} = {}{level}_{lane}; ", s.queue_at(level, s.hi[2], lane, turn + 1), s.value).expect("write");
         }
         if s.planes > 0 {
             let at = s.shared_index(level, 0, 0, "tc");
-            if v == 1 {
+            if s.lanes == 1 {
                 write!(out, "{}[{at}] = {}{level}_0;", s.shared, s.value).expect("write");
             } else {
-                let parts: String = lanes_of()
+                let parts: String = (0..s.lanes)
                     .map(|l| format!(" {}.{} = {}{level}_{l};", s.stored, ["x", "y", "z", "w"][l as usize], s.value))
                     .collect();
                 write!(
@@ -390,57 +418,69 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
             }
         }
         out
-    };
-    // Per lane: inside the range and within its reach along c; per level and lane: inside the
-    // level's share of the tile.
-    let mut flags = String::new();
-    for lane in lanes_of() {
-        writeln!(
-            flags,
-            "    const bool in_c{lane} = c{pl} >= 0 && c{pl} < n_c, near_c{lane} = c{pl} >= {lc} && c{pl} < n_c{hc};",
-            pl = plus32(lane),
-            lc = lo[0],
-            hc = plus32(hi[0]),
-        )
-        .expect("write");
-        for level in 1..=n_i {
+    }
+
+    /// Per lane: inside the range and within its reach along c; per level and lane: inside the
+    /// level's share of the tile.
+    fn flags(&self) -> String {
+        let (lo, hi, v, width) = (self.lo, self.hi, self.lanes, self.row);
+        let mut flags = String::new();
+        for lane in 0..v {
             writeln!(
                 flags,
-                "    const bool on{level}_{lane} = tc * {v}{pl} >= {} && tc * {v}{pl} < {} && tm >= {} && tm < {};",
-                -level * lo[0],
-                width - level * hi[0],
-                -level * lo[1],
-                by as i32 - level * hi[1],
+                "    const bool in_c{lane} = c{pl} >= 0 && c{pl} < n_c, near_c{lane} = c{pl} >= {lc} && c{pl} < n_c{hc};",
                 pl = plus32(lane),
+                lc = lo[0],
+                hc = plus32(hi[0]),
             )
             .expect("write");
+            for level in 1..=self.t.steps as i32 {
+                writeln!(
+                    flags,
+                    "    const bool on{level}_{lane} = tc * {v}{pl} >= {} && tc * {v}{pl} < {} && tm >= {} && tm < {};",
+                    -level * lo[0],
+                    width - level * hi[0],
+                    -level * lo[1],
+                    self.t.tile_y as i32 - level * hi[1],
+                    pl = plus32(lane),
+                )
+                .expect("write");
+            }
         }
+        flags
     }
-    let load_at = |plane: &str, into: &str, lane: i32| {
+
+    /// Lane `lane`'s load of the input at plane `plane` into `into`, where it lies within the
+    /// reach of the range.
+    fn load_at(&self, plane: &str, into: &str, lane: i32) -> String {
         format!(
-            "if (near_c{lane} && near_m && {plane} >= {} && {plane} < n_o{}) {into} = __ldg(&{x}[col{} + (long long)({plane}) * S_O]);",
-            lo[2],
-            plus32(hi[2]),
+            "if (near_c{lane} && near_m && {plane} >= {} && {plane} < n_o{}) {into} = __ldg(&{}[col{} + (long long)({plane}) * S_O]);",
+            self.lo[2],
+            plus32(self.hi[2]),
+            self.k.name(self.input),
             plus32(lane)
         )
-    };
-    // Level l computes plane p - l * (hi + 1): one plane behind what level l - 1 had before this
-    // plane, so every level reads what the previous plane's work wrote, the levels run from the
-    // last to the first (each reads its predecessor's register queue before that shifts), and
-    // one barrier per plane suffices. The input's next plane is loaded a plane ahead. The loop
-    // over planes is unrolled by the queues' length (see `Sweep::queue_at`).
-    let skew = hi[2] + 1;
-    let firsts: String = lanes_of()
-        .map(|l| {
-            format!("    {elem} {}0_{l} = 0;\n    {}\n", s.value, load_at("base", &format!("{}0_{l}", s.value), l))
-        })
-        .collect();
-    let nexts: String = lanes_of()
-        .map(|l| format!("        {elem} next{l} = 0;\n        {}\n", load_at("p + 1", &format!("next{l}"), l)))
-        .collect();
-    write!(
-        src,
-        "    const int tc = threadIdx.x, tm = threadIdx.y;
+    }
+
+    /// Level l computes plane p - l * (hi + 1): one plane behind what level l - 1 had before this
+    /// plane, so every level reads what the previous plane's work wrote, the levels run from the
+    /// last to the first (each reads its predecessor's register queue before that shifts), and
+    /// one barrier per plane suffices. The input's first plane is loaded here, the next one a
+    /// plane ahead in the loop, which is unrolled by the queues' length (see `Sweep::queue_at`).
+    /// This prints the thread's position, its flags and the loop's head.
+    fn prologue(&self) -> String {
+        let (lo, hi, v, n_i) = (self.lo, self.hi, self.lanes, self.t.steps as i32);
+        let [out_x, out_y] = self.out;
+        let planes = self.t.planes;
+        let skew = hi[2] + 1;
+        let firsts: String = (0..v)
+            .map(|l| {
+                let value = format!("{}0_{l}", self.value);
+                format!("    {} {value} = 0;\n    {}\n", self.elem, self.load_at("base", &value, l))
+            })
+            .collect();
+        format!(
+            "    const int tc = threadIdx.x, tm = threadIdx.y;
     const int c = blockIdx.x * {out_x} + tc * {v}{c_shift}, m = blockIdx.y * {out_y} + tm{m_shift};
     const int z0 = blockIdx.z * {planes}, z1 = min(z0 + {planes}, n_o);
     const int base = z0{o_shift};
@@ -449,101 +489,34 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
 {firsts}    const int end = z1{p_end};
     for (int p = base; p < end;) {{
 ",
-        c_shift = plus32(n_i * lo[0]),
-        m_shift = plus32(n_i * lo[1]),
-        o_shift = plus32(n_i * lo[2]),
-        p_end = plus32(n_i * skew),
-        lm = lo[1],
-        hm = plus32(hi[1]),
-    )
-    .expect("write");
-    let vectors = s.vectors(&offsets);
-    for turn in 0..queue_len {
-        writeln!(src, "      {{ // plane p, copy {turn} of the loop\n{nexts}").expect("write");
-        for level in (1..=n).rev() {
-            let l = level as i32;
-            let any_lane = format!(
-                "tc * {v} + {} >= {} && tc * {v} < {} && tm >= {} && tm < {}",
-                v - 1,
-                -l * lo[0],
-                width - l * hi[0],
-                -l * lo[1],
-                by as i32 - l * hi[1]
-            );
-            // The shared vectors the lanes read, once for all lanes (a neighbouring thread column is
-            // clamped into the tile: only lanes outside the level's share read it).
-            let mut loads = String::new();
-            if v > 1 {
-                for &(dd, dm, g) in &vectors {
-                    let column = match g.cmp(&0) {
-                        std::cmp::Ordering::Equal => "tc".to_string(),
-                        std::cmp::Ordering::Less => format!("max(tc{}, 0)", plus32(g)),
-                        std::cmp::Ordering::Greater => format!("min(tc{}, {})", plus32(g), bx - 1),
-                    };
-                    writeln!(
-                        loads,
-                        "                const {vt} {name} = *(const {vt}*)&{sh}[{at}];",
-                        vt = s.vector,
-                        name = s.vector_at(level - 1, dd, dm, g),
-                        sh = s.shared,
-                        at = s.shared_index(level - 1, dd, dm, &column)
-                    )
-                    .expect("write");
-                }
-            }
-            let mut lanes_code = String::new();
-            for lane in lanes_of() {
-                let body = print_body(k.ir, &Level { s: &s, level, lane, turn }, 24);
-                let boundary = if level < n {
-                    let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
-                    format!(
-                        " else if (on{level}_{lane} && near_c{lane} && near_m && q >= {} && q < n_o{}) {{
-                        {}{level}_{lane} = {from};
-                    }}",
-                        lo[2],
-                        plus32(hi[2]),
-                        s.value
-                    )
-                } else {
-                    String::new()
-                };
-                write!(
-                    lanes_code,
-                    "                {{
-                    const long long idx = col{} + (long long)q * S_O;
-                    if (on{level}_{lane} && in_c{lane} && in_m && q >= 0 && q < n_o) {{
-{body}                    }}{boundary}
-                }}
-",
-                    plus32(lane)
+            c_shift = plus32(n_i * lo[0]),
+            m_shift = plus32(n_i * lo[1]),
+            o_shift = plus32(n_i * lo[2]),
+            p_end = plus32(n_i * skew),
+            lm = lo[1],
+            hm = plus32(hi[1]),
+            flags = self.flags(),
+        )
+    }
+
+    /// Copy `turn` of the unrolled plane loop: the next input plane's load, every level from
+    /// the last to the first, and level 0 (the input's plane p).
+    fn plane_copy(&self, turn: i32, vectors: &[(i32, i32, i32)]) -> String {
+        let nexts: String = (0..self.lanes)
+            .map(|l| {
+                format!(
+                    "        {} next{l} = 0;\n        {}\n",
+                    self.elem,
+                    self.load_at("p + 1", &format!("next{l}"), l)
                 )
-                .expect("write");
-            }
-            let (decl, after) = if level < n {
-                let values: Vec<String> = lanes_of().map(|l| format!("{}{level}_{l} = 0", s.value)).collect();
-                (
-                    format!("            {elem} {};\n", values.join(", ")),
-                    format!("            {}\n", shift(level, turn)),
-                )
-            } else {
-                (String::new(), String::new())
-            };
-            write!(
-                src,
-                "        {{ // level {level}
-            const int q = p{q_shift}, to = q - base;
-{decl}            if ({any_lane} && q >= z0{zq_lo} && q < z1{zq_hi}) {{
-{loads}{lanes_code}            }}
-{after}        }}
-",
-                q_shift = plus32(-l * skew),
-                zq_lo = plus32((n_i - l) * lo[2]),
-                zq_hi = plus32((n_i - l) * hi[2]),
-            )
-            .expect("write");
+            })
+            .collect();
+        let mut src = format!("      {{ // plane p, copy {turn} of the loop\n{nexts}\n");
+        for level in (1..=self.t.steps).rev() {
+            src.push_str(&self.level_code(level, turn, vectors));
         }
-        let advance: String = lanes_of().map(|l| format!(" {}0_{l} = next{l};", s.value)).collect();
-        let next_plane = if turn + 1 < queue_len { "        if (++p >= end) break;\n" } else { "        ++p;\n" };
+        let advance: String = (0..self.lanes).map(|l| format!(" {}0_{l} = next{l};", self.value)).collect();
+        let next_plane = if turn + 1 < self.queue_len { "        if (++p >= end) break;\n" } else { "        ++p;\n" };
         write!(
             src,
             "        {{ // level 0: the input's plane p
@@ -553,19 +526,98 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
        {advance}
 {}      }}
 {next_plane}",
-            shift(0, turn),
-            if s.planes > 0 { "        __syncthreads();\n" } else { "" }
+            self.shift(0, turn),
+            if self.planes > 0 { "        __syncthreads();\n" } else { "" }
         )
         .expect("write");
+        src
     }
-    src.push_str("    }\n}\n");
-    CudaKernel {
-        source: src,
-        entry: k.entry.clone(),
-        block: [bx, by, 1],
-        points_per_block: [out_x as u32, out_y as u32, planes],
-        shared_bytes,
-        line_points: 0,
+
+    /// Level `level` (1..=steps) in copy `turn` of the plane loop: its plane q, the shared
+    /// vectors its lanes read, each lane's point update (or, outside the range but within the
+    /// reach, the value its buffer holds), and the shift into its queues.
+    fn level_code(&self, level: u32, turn: i32, vectors: &[(i32, i32, i32)]) -> String {
+        let (s, lo, hi, v, width) = (self, self.lo, self.hi, self.lanes, self.row);
+        let (n, n_i, l) = (self.t.steps, self.t.steps as i32, level as i32);
+        let skew = hi[2] + 1;
+        let (x, y) = (s.k.name(s.input), s.k.name(s.output));
+        let any_lane = format!(
+            "tc * {v} + {} >= {} && tc * {v} < {} && tm >= {} && tm < {}",
+            v - 1,
+            -l * lo[0],
+            width - l * hi[0],
+            -l * lo[1],
+            s.t.tile_y as i32 - l * hi[1]
+        );
+        // The shared vectors the lanes read, once for all lanes (a neighbouring thread column is
+        // clamped into the tile: only lanes outside the level's share read it).
+        let mut loads = String::new();
+        if v > 1 {
+            for &(dd, dm, g) in vectors {
+                let column = match g.cmp(&0) {
+                    std::cmp::Ordering::Equal => "tc".to_string(),
+                    std::cmp::Ordering::Less => format!("max(tc{}, 0)", plus32(g)),
+                    std::cmp::Ordering::Greater => format!("min(tc{}, {})", plus32(g), s.t.tile_x - 1),
+                };
+                writeln!(
+                    loads,
+                    "                const {vt} {name} = *(const {vt}*)&{sh}[{at}];",
+                    vt = s.vector,
+                    name = s.vector_at(level - 1, dd, dm, g),
+                    sh = s.shared,
+                    at = s.shared_index(level - 1, dd, dm, &column)
+                )
+                .expect("write");
+            }
+        }
+        let mut lanes_code = String::new();
+        for lane in 0..v {
+            let body = print_body(s.k.ir, &Level { s, level, lane, turn }, 24);
+            let boundary = if level < n {
+                let from = if level % 2 == 1 { format!("{y}[idx]") } else { format!("__ldg(&{x}[idx])") };
+                format!(
+                    " else if (on{level}_{lane} && near_c{lane} && near_m && q >= {} && q < n_o{}) {{
+                        {}{level}_{lane} = {from};
+                    }}",
+                    lo[2],
+                    plus32(hi[2]),
+                    s.value
+                )
+            } else {
+                String::new()
+            };
+            write!(
+                lanes_code,
+                "                {{
+                    const long long idx = col{} + (long long)q * S_O;
+                    if (on{level}_{lane} && in_c{lane} && in_m && q >= 0 && q < n_o) {{
+{body}                    }}{boundary}
+                }}
+",
+                plus32(lane)
+            )
+            .expect("write");
+        }
+        let (decl, after) = if level < n {
+            let values: Vec<String> = (0..v).map(|l| format!("{}{level}_{l} = 0", s.value)).collect();
+            (
+                format!("            {} {};\n", s.elem, values.join(", ")),
+                format!("            {}\n", s.shift(level, turn)),
+            )
+        } else {
+            (String::new(), String::new())
+        };
+        format!(
+            "        {{ // level {level}
+            const int q = p{q_shift}, to = q - base;
+{decl}            if ({any_lane} && q >= z0{zq_lo} && q < z1{zq_hi}) {{
+{loads}{lanes_code}            }}
+{after}        }}
+",
+            q_shift = plus32(-l * skew),
+            zq_lo = plus32((n_i - l) * lo[2]),
+            zq_hi = plus32((n_i - l) * hi[2]),
+        )
     }
 }
 
