@@ -119,25 +119,7 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
     );
     s.push_str(HELPERS);
     s.push_str(COMBINE);
-    let params: Vec<String> = ir
-        .params
-        .iter()
-        .enumerate()
-        .map(|(p, param)| {
-            let name = param_name(ir, p);
-            match param.kind {
-                ParamKind::Scalar(crate::ir::ScalarType::Bool) => format!("const int {name}"),
-                ParamKind::Scalar(ty) => format!("const {} {name}", c_type(ty)),
-                ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
-                ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
-                ParamKind::Reduction(r) => format!("{}* __restrict__ {name}", c_type(r.elem)),
-            }
-        })
-        .chain(
-            ["const long long origin", "const int n_c", "const int n_m", "const int n_o", "const int bx"]
-                .map(String::from),
-        )
-        .collect();
+    let params = reduce_params(ir);
     let facts = Analysis::of(ir);
     let staged: Vec<(&FieldAccess, usize)> =
         facts.inputs().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (fa, i))).collect();
@@ -148,43 +130,6 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
     let u = (1..=REDUCE_UNROLL).rev().find(|u| u.is_power_of_two() && bytes * u <= STAGED_BYTES).unwrap_or(1);
     let per = u * lanes;
     let body = |pad| print_body(ir, &Staged { ir, facts: &facts, geo, lanes }, pad);
-    // Whole chunk: vector loads of every offset that keeps the alignment (its contiguous-axis
-    // offset a multiple of `lanes`), the others lane by lane.
-    let vector_loads = |pad: usize| -> String {
-        let pad = " ".repeat(pad);
-        let mut out = String::new();
-        for &(fa, i) in &staged {
-            let (name, at) = (staged_name(fa, i), plus(geo.linear(fa.offsets[i])));
-            let field = param_name(ir, fa.param);
-            let aligned = geo.layout_offset_of(fa.offsets[i])[0].rem_euclid(lanes as i32) == 0;
-            if lanes > 1 && aligned {
-                let v = vector_type(fa.elem, lanes);
-                let parts: String = ["x", "y", "z", "w"][..lanes as usize]
-                    .iter()
-                    .enumerate()
-                    .map(|(l, c)| format!(" {name}[__u * {lanes} + {l}] = v.{c};"))
-                    .collect();
-                writeln!(out, "{pad}{{ const {v} v = __ldg((const {v}*)&{field}[idx{at}]);{parts} }}").expect("write");
-            } else {
-                for l in 0..lanes {
-                    let at = plus(geo.linear(fa.offsets[i]) + l as i64);
-                    writeln!(out, "{pad}{name}[__u * {lanes} + {l}] = __ldg(&{field}[idx{at}]);").expect("write");
-                }
-            }
-        }
-        out
-    };
-    let lane_loads = |pad: usize| -> String {
-        let pad = " ".repeat(pad);
-        staged
-            .iter()
-            .map(|&(fa, i)| {
-                let at = plus(geo.linear(fa.offsets[i]));
-                let field = param_name(ir, fa.param);
-                format!("{pad}{}[__u * {lanes} + __l] = __ldg(&{field}[idx{at}]);\n", staged_name(fa, i))
-            })
-            .collect()
-    };
     let decls: String =
         staged.iter().map(|&(fa, i)| format!("    {} {}[{per}];\n", c_type(fa.elem), staged_name(fa, i))).collect();
     let stride = |l: usize| if geo.layout[l] < 3 { geo.strides[geo.layout[l]] } else { 0 };
@@ -254,15 +199,96 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
         sm = stride(1),
         so = stride(2),
         last = u - 1,
-        loads_full = vector_loads(24),
+        loads_full = vector_loads(ir, geo, &staged, lanes, 24),
         body_full = body(28),
-        loads_part = lane_loads(32),
+        loads_part = lane_loads(ir, geo, &staged, lanes, 32),
         body_part = body(32),
         combine = block_combine(ir, &reductions, |p, r| {
             format!("{}[blockIdx.x + blockIdx.y * gridDim.x] = {r};", param_name(ir, p))
         }),
     )
     .expect("write");
+    s.push_str(&final_kernel(ir, &reductions, &final_entry, &inits));
+    let kernel = CudaKernel {
+        source: s,
+        entry,
+        block: [t, 1, 1],
+        points_per_block: [t * per, 1, 1],
+        shared_bytes: 0,
+        line_points: 0,
+    };
+    ReduceKernel { kernel, final_entry, points_per_thread: per }
+}
+
+/// The first kernel's parameters: the stencil's (a reduction as its per-block results), then the
+/// range and the block's width along c.
+fn reduce_params(ir: &StencilIr) -> Vec<String> {
+    ir.params
+        .iter()
+        .enumerate()
+        .map(|(p, param)| {
+            let name = param_name(ir, p);
+            match param.kind {
+                ParamKind::Scalar(crate::ir::ScalarType::Bool) => format!("const int {name}"),
+                ParamKind::Scalar(ty) => format!("const {} {name}", c_type(ty)),
+                ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
+                ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
+                ParamKind::Reduction(r) => format!("{}* __restrict__ {name}", c_type(r.elem)),
+            }
+        })
+        .chain(
+            ["const long long origin", "const int n_c", "const int n_m", "const int n_o", "const int bx"]
+                .map(String::from),
+        )
+        .collect()
+}
+
+/// A whole chunk's loads of every staged value (`staged`: field and offset index): vector loads
+/// of every offset that keeps the alignment (its contiguous-axis offset a multiple of `lanes`),
+/// the others lane by lane.
+fn vector_loads(ir: &StencilIr, geo: &Geometry, staged: &[(&FieldAccess, usize)], lanes: u32, pad: usize) -> String {
+    let pad = " ".repeat(pad);
+    let mut out = String::new();
+    for &(fa, i) in staged {
+        let (name, at) = (staged_name(fa, i), plus(geo.linear(fa.offsets[i])));
+        let field = param_name(ir, fa.param);
+        let aligned = geo.layout_offset_of(fa.offsets[i])[0].rem_euclid(lanes as i32) == 0;
+        if lanes > 1 && aligned {
+            let v = vector_type(fa.elem, lanes);
+            let parts: String = ["x", "y", "z", "w"][..lanes as usize]
+                .iter()
+                .enumerate()
+                .map(|(l, c)| format!(" {name}[__u * {lanes} + {l}] = v.{c};"))
+                .collect();
+            writeln!(out, "{pad}{{ const {v} v = __ldg((const {v}*)&{field}[idx{at}]);{parts} }}").expect("write");
+        } else {
+            for l in 0..lanes {
+                let at = plus(geo.linear(fa.offsets[i]) + l as i64);
+                writeln!(out, "{pad}{name}[__u * {lanes} + {l}] = __ldg(&{field}[idx{at}]);").expect("write");
+            }
+        }
+    }
+    out
+}
+
+/// A partial chunk's loads of every staged value, one lane at a time.
+fn lane_loads(ir: &StencilIr, geo: &Geometry, staged: &[(&FieldAccess, usize)], lanes: u32, pad: usize) -> String {
+    let pad = " ".repeat(pad);
+    staged
+        .iter()
+        .map(|&(fa, i)| {
+            let at = plus(geo.linear(fa.offsets[i]));
+            let field = param_name(ir, fa.param);
+            format!("{pad}{}[__u * {lanes} + __l] = __ldg(&{field}[idx{at}]);\n", staged_name(fa, i))
+        })
+        .collect()
+}
+
+/// The second kernel: one block folds the first kernel's per-block results in order and stores
+/// each reduction's total as a double in `result`.
+fn final_kernel(ir: &StencilIr, reductions: &[(usize, ReduceParam)], final_entry: &str, inits: &str) -> String {
+    let t = REDUCE_THREADS;
+    let mut s = String::new();
     let final_params: Vec<String> = reductions
         .iter()
         .map(|&(p, r)| format!("const {}* __restrict__ {}", c_type(r.elem), param_name(ir, p)))
@@ -286,21 +312,13 @@ extern \"C\" __global__ void __launch_bounds__({t}) {final_entry}(
 {combine}}}
 ",
         params = final_params.join(",\n    "),
-        combine = block_combine(ir, &reductions, |i, r| {
+        combine = block_combine(ir, reductions, |i, r| {
             let slot = reductions.iter().position(|&(p, _)| p == i).expect("a reduction");
             format!("result[{slot}] = (double){r};")
         }),
     )
     .expect("write");
-    let kernel = CudaKernel {
-        source: s,
-        entry,
-        block: [t, 1, 1],
-        points_per_block: [t * per, 1, 1],
-        shared_bytes: 0,
-        line_points: 0,
-    };
-    ReduceKernel { kernel, final_entry, points_per_thread: per }
+    s
 }
 
 /// Every thread's accumulators combined: a shuffle tree per warp, then thread 0 folds the warps
