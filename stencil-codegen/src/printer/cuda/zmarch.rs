@@ -17,6 +17,7 @@ use super::kernel::KernelParts;
 use super::plane_tile::PlaneTile;
 use super::queue::{queues, Queue};
 use super::CudaKernel;
+use crate::analysis::FieldAccess;
 use crate::ir::Stmt;
 
 const COMPONENTS: [&str; 4] = [".x", ".y", ".z", ".w"];
@@ -186,9 +187,36 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
         s.push_str(&t.step(k, &queues));
         s.push_str("        if (active) {\n");
     }
-    // A field updated in place (read at its own point, then written) is loaded as one vector per
-    // thread like the queued inputs, not lane by lane: scalar loads halve the bytes in flight.
-    // Plain loads, not `__ldg`: the kernel writes the field.
+    s.push_str(&in_place_loads(k, lanes));
+    s.push_str(&output_registers(&outputs, lanes, flagged));
+    for lane in 0..lanes {
+        s.push_str("        {\n");
+        s.push_str(&print_body(k.ir, &Marching { k, queues: &queues, lane, lanes, flagged }, 12));
+        s.push_str("        }\n");
+    }
+    s.push_str(&output_stores(k, &outputs, lanes, flagged));
+    if tile.is_some() {
+        s.push_str("        }\n");
+    }
+    for q in &queues {
+        s.push_str(&q.shift("        "));
+    }
+    s.push_str("    }\n}\n");
+    CudaKernel {
+        source: s,
+        entry: k.entry.clone(),
+        block: [block_x, block_y, 1],
+        points_per_block: [block_x * lanes as u32, block_y, points_per_thread],
+        shared_bytes: tile.map_or(0, |t| t.bytes),
+        line_points,
+    }
+}
+
+/// The loads of fields updated in place (read at their own point, then written): one vector per
+/// thread like the queued inputs, not lane by lane, since scalar loads halve the bytes in flight;
+/// plain loads, not `__ldg`, since the kernel writes the field.
+fn in_place_loads(k: &KernelParts, lanes: i32) -> String {
+    let mut s = String::new();
     for f in k.fields().iter().filter(|f| f.writable && f.is_read()) {
         let (t, name) = (c_type(f.elem), k.name(f.param));
         let cur: Vec<String> = (0..lanes).map(|l| format!("cur_{}_{l}", f.name)).collect();
@@ -217,7 +245,13 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
             }
         }
     }
-    for f in &outputs {
+    s
+}
+
+/// Each output's value registers per lane (and, where a path may not store it, their flags).
+fn output_registers(outputs: &[&FieldAccess], lanes: i32, flagged: bool) -> String {
+    let mut s = String::new();
+    for f in outputs {
         let t = c_type(f.elem);
         let regs: Vec<String> = (0..lanes).map(|l| format!("r_{}_{l}", f.name)).collect();
         s.push_str(&format!(
@@ -231,12 +265,14 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
             ));
         }
     }
-    for lane in 0..lanes {
-        s.push_str("        {\n");
-        s.push_str(&print_body(k.ir, &Marching { k, queues: &queues, lane, lanes, flagged }, 12));
-        s.push_str("        }\n");
-    }
-    for f in &outputs {
+    s
+}
+
+/// Each output's stores: one vector where the row holds every lane and each lane has a value,
+/// else lane by lane.
+fn output_stores(k: &KernelParts, outputs: &[&FieldAccess], lanes: i32, flagged: bool) -> String {
+    let mut s = String::new();
+    for f in outputs {
         let name = k.name(f.param);
         let scalar_stores: String = (0..lanes)
             .map(|l| {
@@ -260,19 +296,5 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
             ));
         }
     }
-    if tile.is_some() {
-        s.push_str("        }\n");
-    }
-    for q in &queues {
-        s.push_str(&q.shift("        "));
-    }
-    s.push_str("    }\n}\n");
-    CudaKernel {
-        source: s,
-        entry: k.entry.clone(),
-        block: [block_x, block_y, 1],
-        points_per_block: [block_x * lanes as u32, block_y, points_per_thread],
-        shared_bytes: tile.map_or(0, |t| t.bytes),
-        line_points,
-    }
+    s
 }
