@@ -218,19 +218,3 @@ fn math_call(f: MathFn, ty: ScalarType, a: &[String]) -> String {
         Recip => format!("({one} / {})", a[0]),
     }
 }
-
-/// The CUDA vector type of `lanes` elements of `t` (the scalar type for one lane).
-pub(super) fn vector_type(t: ScalarType, lanes: u32) -> String {
-    let base = match t {
-        ScalarType::F32 => "float",
-        ScalarType::F64 => "double",
-        ScalarType::I32 => "int",
-        ScalarType::U32 => "uint",
-        ScalarType::Bool => unreachable!("no bool fields"),
-    };
-    if lanes == 1 {
-        c_type(t).to_string()
-    } else {
-        format!("{base}{lanes}")
-    }
-}

@@ -28,6 +28,7 @@
 
 use super::c_body::{c_type, print_stmts, Access};
 use super::kernel::KernelParts;
+use super::text::plus32;
 use super::{CudaKernel, StrategyError, MAX_SHARED_BYTES};
 use crate::analysis::stmts_flops;
 use crate::ir::{visit_exprs, ExprKind, Stmt};
@@ -218,8 +219,8 @@ impl Depot<'_> {
             return format!(
                 "{}[(tm{}) * {w} + (tc{})]",
                 var(func, output, Some(dz)),
-                signed(dm - r[2]),
-                signed(dc - r[0])
+                plus32(dm - r[2]),
+                plus32(dc - r[0])
             );
         }
         let (lo, hi) = s.ring.unwrap_or_else(|| panic!("point function {func} has no storage at plane {dz}"));
@@ -241,9 +242,9 @@ impl Depot<'_> {
             b[2],
             by + b[3],
             h[0],
-            signed(h[1]),
+            plus32(h[1]),
             h[2],
-            signed(h[3])
+            plus32(h[3])
         )
     }
 
@@ -341,7 +342,7 @@ impl Depot<'_> {
         // Row `q` of the rows outside the tile, and point `q` of the row ends.
         let (row_m, end_c) = (two_runs(below, above, r[2], by), two_runs(left, right, r[0], bx));
         let (rows_pos, ends_pos) = (
-            format!("const int __q = __h / {w}; tm = {row_m}; tc = __h % {w}{};", signed(r[0])),
+            format!("const int __q = __h / {w}; tm = {row_m}; tc = __h % {w}{};", plus32(r[0])),
             format!(
                 "const int __k = __h - {rows}, __q = __k % {}; tm = __k / {}; tc = {end_c};",
                 left + right,
@@ -379,7 +380,7 @@ impl Depot<'_> {
         let h = self.store[func].hull;
         let [bx, by] = self.block;
         let clamp = |t: &str, lo: i32, hi: i32, origin: &str, h_lo: i32, n: &str, h_hi: i32| {
-            format!("min(max({t}, max({lo}, {h_lo} - {origin})), min({hi}, {n} - 1{} - {origin}))", signed(h_hi))
+            format!("min(max({t}, max({lo}, {h_lo} - {origin})), min({hi}, {n} - 1{} - {origin}))", plus32(h_hi))
         };
         let inner = format!("{pad}    ");
         format!(
@@ -440,18 +441,9 @@ fn ring_slot(d: &Depot, func: usize, output: usize, dz: i32) -> String {
 /// `a` and at `b` (the rows below and above the tile, or the ends left and right of it).
 fn two_runs(first: i32, second: i32, a: i32, b: i32) -> String {
     match (first, second) {
-        (_, 0) => format!("__q{}", signed(a)),
-        (0, _) => format!("__q{}", signed(b)),
-        _ => format!("(__q < {first} ? __q{} : __q{})", signed(a), signed(b - first)),
-    }
-}
-
-/// `" + 3"`, `" - 2"` or `""`.
-fn signed(v: i32) -> String {
-    match v.cmp(&0) {
-        std::cmp::Ordering::Equal => String::new(),
-        std::cmp::Ordering::Greater => format!(" + {v}"),
-        std::cmp::Ordering::Less => format!(" - {}", -v),
+        (_, 0) => format!("__q{}", plus32(a)),
+        (0, _) => format!("__q{}", plus32(b)),
+        _ => format!("(__q < {first} ? __q{} : __q{})", plus32(a), plus32(b - first)),
     }
 }
 

@@ -2,6 +2,7 @@
 //! global addressing, and the per-field facts (element type, reach in layout axes).
 
 use super::c_body::{c_type, param_name};
+use super::text::plus;
 use super::{Geometry, Strategy};
 use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{ParamKind, ScalarType, StencilIr};
@@ -129,15 +130,6 @@ impl<'a> KernelParts<'a> {
         } else {
             format!("__ldg(&{name}[{index}{}])", self.plus_offset(offset))
         }
-    }
-}
-
-/// `" + 3LL"`, `" - 520LL"` or `""`.
-pub(super) fn plus(v: i64) -> String {
-    match v.cmp(&0) {
-        std::cmp::Ordering::Equal => String::new(),
-        std::cmp::Ordering::Greater => format!(" + {v}LL"),
-        std::cmp::Ordering::Less => format!(" - {}LL", -v),
     }
 }
 

@@ -20,6 +20,7 @@ mod reduce;
 mod shared_tile3d;
 mod staging;
 mod temporal;
+mod text;
 mod zmarch;
 
 pub use c_body::{c_type, Access};

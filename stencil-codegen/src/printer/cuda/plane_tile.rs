@@ -8,9 +8,9 @@
 //! reads. Measured with a hand-written kernel of this form (`benches/cuda-variants`, H200, 512³
 //! f32): the 25-point update at 83.0% of copy bandwidth against 78.5% for z-marching.
 
-use super::c_body::vector_type;
 use super::kernel::KernelParts;
 use super::queue::Queue;
+use super::text::vector_type;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 

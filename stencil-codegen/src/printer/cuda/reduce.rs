@@ -20,7 +20,8 @@
 //! `double` to `result[r]`.
 
 use super::c_body::{c_type, combine_fn, literal, param_name, print_body, Access};
-use super::kernel::{plus, HELPERS};
+use super::kernel::HELPERS;
+use super::text::{plus, vector_type};
 use super::{CudaKernel, Geometry};
 use crate::analysis::{Analysis, FieldAccess};
 use crate::ir::{Literal, ParamKind, ReduceOp, ReduceParam, StencilIr};
@@ -72,17 +73,6 @@ struct Staged<'a> {
     facts: &'a Analysis,
     geo: &'a Geometry,
     lanes: u32,
-}
-
-/// The CUDA vector type of `lanes` values of `elem` (`float4`, `double2`).
-fn vector_type(elem: crate::ir::ScalarType, lanes: u32) -> String {
-    let base = match elem {
-        crate::ir::ScalarType::F32 => "float",
-        crate::ir::ScalarType::F64 => "double",
-        crate::ir::ScalarType::U32 => "uint",
-        _ => "int",
-    };
-    format!("{base}{lanes}")
 }
 
 fn staged_name(fa: &FieldAccess, i: usize) -> String {

@@ -21,7 +21,8 @@
 //! sweeps: an even one would write its result where other blocks still read level 0).
 
 use super::c_body::{c_type, print_body, Access};
-use super::kernel::{plus, KernelParts};
+use super::kernel::KernelParts;
+use super::text::plus32;
 use super::CudaKernel;
 use crate::analysis::Analysis;
 use crate::ir::{ParamId, ParamKind, StencilIr, Stmt};
@@ -317,11 +318,6 @@ impl Access for Level<'_> {
     }
 }
 
-/// ` + 3`, ` - 2` or ``, for int expressions.
-fn plus32(v: i32) -> String {
-    plus(v as i64).trim_end_matches("LL").to_string()
-}
-
 pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: ParamId, shared_bytes: u32) -> CudaKernel {
     let fa = k.field(input);
     let (lo, hi) = k.reach(fa);
@@ -345,7 +341,7 @@ pub(super) fn print(k: &KernelParts, t: TimeTiling, input: ParamId, output: Para
         plane: (bx * by) as i32 * v,
         out: [width - n_i * (hi[0] - lo[0]), by as i32 - n_i * (hi[1] - lo[1])],
         elem: c_type(fa.elem),
-        vector: super::c_body::vector_type(fa.elem, lanes),
+        vector: super::text::vector_type(fa.elem, lanes),
         shared: format!("s_{x_name}"),
         stored: format!("v_{x_name}"),
         value: format!("r_{}_", k.ir.params[output].name),
