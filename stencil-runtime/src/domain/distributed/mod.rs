@@ -81,6 +81,7 @@ use super::decomposition::{Decomposition, Subdomain};
 use super::domains::Domains;
 use super::exchange::HaloExchange;
 use super::workers::PerPart;
+use super::world::World;
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
 use crate::executor::{from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Same, SideJob, Stencil};
@@ -140,6 +141,25 @@ struct Journaled {
 }
 
 impl<E: Executor, const G: usize> State<E, G> {
+    /// Two-divided launches: records how deep the launches that wrote `read` (the fields a launch
+    /// of stencil `stencil_id` reads at an offset) must exchange them ahead, and returns, per
+    /// written field of this launch, how deep it must exchange what it writes (`None`: not read
+    /// so by a later launch).
+    fn learn_early<const D: usize>(
+        &mut self,
+        read: &[Settle<'_, D>],
+        stencil_id: usize,
+        written: usize,
+    ) -> Vec<Option<Vec<usize>>> {
+        for s in read.iter().filter(|s| !s.fill && s.needs_exchange()) {
+            if let Some(w) = s.head.writer() {
+                let depth = self.ahead.entry(w).or_insert_with(|| vec![0; D]);
+                depth.iter_mut().zip(s.depth).for_each(|(d, n)| *d = (*d).max(n));
+            }
+        }
+        (0..written).map(|k| self.ahead.get(&(stencil_id, k)).cloned()).collect()
+    }
+
     /// Notes `head`'s tracking, the first time a recorded step meets it.
     fn journal<const D: usize>(&mut self, head: &Head<D>) {
         let Some(journal) = self.journal.as_mut() else { return };
@@ -406,7 +426,7 @@ fn share<T: Element>(world: &super::World, values: &mut [T]) {
 
 /// Over several ranks, a reduction's launches over the local parts fold into the identity, and
 /// the ranks' results combine into the value it held before.
-fn combine_over_ranks(world: &super::World, prev: f64, r: &mut dyn Reducer) {
+fn combine_over_ranks(world: &World, prev: f64, r: &mut dyn Reducer) {
     let local = r.value_f64();
     let global = match r.op() {
         ReduceOp::Sum => world.sum(local),
@@ -416,6 +436,111 @@ fn combine_over_ranks(world: &super::World, prev: f64, r: &mut dyn Reducer) {
     r.reset_value();
     r.fold_f64(prev);
     r.fold_f64(global);
+}
+
+/// A launch's fields on the global grid (see `Distributed::launch_fields`).
+struct LaunchFields<const D: usize> {
+    /// The shape every field has, the launch checked against it.
+    global: Shape<D>,
+    /// Each field's facts and the address of its `Head`.
+    heads: Vec<(&'static FieldInfo, *const Head<D>)>,
+    /// Across ranks: each reduction's value before the launch, taken out of it so that the
+    /// launch's own contribution can be combined over the ranks first.
+    reductions: Vec<f64>,
+    /// Whether the stencil reduces.
+    reduces: bool,
+}
+
+impl<E: Executor, const G: usize> Distributed<E, G> {
+    /// A launch's fields, checked to be this executor's, and the launch checks on the global grid
+    /// (the errors of a single-domain launch).
+    fn launch_fields<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        args: &mut S::Args<'_, Self>,
+    ) -> Result<LaunchFields<D>, LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let (mut heads, mut reductions, mut reduces) = (Vec::new(), Vec::new(), false);
+        let erased = S::erase_args(S::map_args(args, &Same));
+        let mut shapes = Vec::new();
+        let mut infos = S::INFO.fields.iter();
+        for a in erased {
+            match a {
+                ArgValue::Field { shape, ptr, home } => {
+                    let info = infos.next().expect("one FieldInfo per field parameter");
+                    let names = || (format!("stencil `{}`", S::INFO.name), format!("field `{}`", info.name));
+                    self.check_home_with(home, names)?;
+                    shapes.push((info.name, shape));
+                    heads.push((info, ptr as *const Head<D>));
+                }
+                ArgValue::Reduction(r) => {
+                    reduces = true;
+                    if domains.world().size() > 1 {
+                        reductions.push(r.value_f64());
+                        r.reset_value();
+                    }
+                }
+                _ => {}
+            }
+        }
+        let global = validate(range, &S::INFO, &shapes)?;
+        Ok(LaunchFields { global, heads, reductions, reduces })
+    }
+
+    /// The fields a launch reads at an offset that must be settled first (stale across the cuts,
+    /// or with fills pending), one entry per field, as deep as its deepest read.
+    fn read_settles<'h, const D: usize>(
+        &self,
+        heads: &[(&'h FieldInfo, &'h Head<D>)],
+        stencil: &'static str,
+    ) -> Result<Vec<Settle<'h, D>>, LaunchError> {
+        let mut read: Vec<Settle<'h, D>> = Vec::new();
+        for &(info, head) in heads.iter().filter(|(i, _)| !i.writable) {
+            if let Some(s) = Settle::of(self, head, info, stencil, false)? {
+                match read.iter_mut().find(|r| std::ptr::eq(r.head, s.head)) {
+                    Some(r) => {
+                        r.depth = std::array::from_fn(|a| r.depth[a].max(s.depth[a]));
+                        r.reach = std::array::from_fn(|a| r.reach[a].max(s.reach[a]));
+                    }
+                    None => read.push(s),
+                }
+            }
+        }
+        Ok(read)
+    }
+}
+
+/// Refuses a column sweep along an axis the decomposition splits: a column must lie in one
+/// subdomain.
+fn columns_whole<const D: usize>(stencil: &str, grid: [usize; D]) -> Result<(), LaunchError> {
+    if grid[D - 1] > 1 {
+        return Err(LaunchError::Decomposition(format!(
+            "stencil `{}` sweeps its columns along axis {}, which the decomposition splits over {} subdomains: a \
+             column must lie in one subdomain; use a process grid of 1 along axis {} (process grid {:?})",
+            stencil,
+            D - 1,
+            grid[D - 1],
+            D - 1,
+            grid
+        )));
+    }
+    Ok(())
+}
+
+/// Every reduction of a launch combined over the ranks, then with its value before the launch
+/// (`before`, in parameter order).
+fn combine_reductions<S: Stencil<D>, X: Executor, const D: usize>(
+    world: &World,
+    before: Vec<f64>,
+    args: &mut S::Args<'_, X>,
+) {
+    let erased = S::erase_args(S::map_args(args, &Same));
+    let mut prev = before.into_iter();
+    for a in erased {
+        if let ArgValue::Reduction(r) = a {
+            combine_over_ranks(world, prev.next().expect("one value per reduction"), r);
+        }
+    }
 }
 
 impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
@@ -608,49 +733,12 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
         let mut state = self.lock()?;
-        // The launch's fields (checked to be this executor's) and the launch checks on the
-        // global grid: the errors of a single-domain launch.
-        let mut heads: Vec<(&'static FieldInfo, *const Head<D>)> = Vec::new();
-        let mut reductions = Vec::new();
-        let mut reduces = false;
-        let global = {
-            let erased = S::erase_args(S::map_args(&mut args, &Same));
-            let mut shapes = Vec::new();
-            let mut infos = S::INFO.fields.iter();
-            for a in erased {
-                match a {
-                    ArgValue::Field { shape, ptr, home } => {
-                        let info = infos.next().expect("one FieldInfo per field parameter");
-                        let names = || (format!("stencil `{}`", S::INFO.name), format!("field `{}`", info.name));
-                        self.check_home_with(home, names)?;
-                        shapes.push((info.name, shape));
-                        heads.push((info, ptr as *const Head<D>));
-                    }
-                    ArgValue::Reduction(r) => {
-                        reduces = true;
-                        if domains.world().size() > 1 {
-                            reductions.push(r.value_f64());
-                            r.reset_value();
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            validate(range, &S::INFO, &shapes)?
-        };
+        let LaunchFields { global, heads, reductions, reduces } = self.launch_fields::<S, D>(range, &mut args)?;
         if range.points() == 0 {
             return Ok(());
         }
-        if S::ir().sweep.is_some() && d.grid()[D - 1] > 1 {
-            return Err(LaunchError::Decomposition(format!(
-                "stencil `{}` sweeps its columns along axis {}, which the decomposition splits over {} subdomains: a \
-                 column must lie in one subdomain; use a process grid of 1 along axis {} (process grid {:?})",
-                S::INFO.name,
-                D - 1,
-                d.grid()[D - 1],
-                D - 1,
-                d.grid()
-            )));
+        if S::ir().sweep.is_some() {
+            columns_whole(S::INFO.name, d.grid())?;
         }
         // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
         // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
@@ -667,33 +755,13 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             self.settle::<S, D>(&mut state, &mut args, &written)?;
         }
         // Fields read at an offset: stale across the cuts, or with fills pending.
-        let mut read: Vec<Settle<'_, D>> = Vec::new();
-        for &(info, head) in heads.iter().filter(|(i, _)| !i.writable) {
-            if let Some(s) = Settle::of(self, head, info, S::INFO.name, false)? {
-                match read.iter_mut().find(|r| std::ptr::eq(r.head, s.head)) {
-                    Some(r) => {
-                        r.depth = std::array::from_fn(|a| r.depth[a].max(s.depth[a]));
-                        r.reach = std::array::from_fn(|a| r.reach[a].max(s.reach[a]));
-                    }
-                    None => read.push(s),
-                }
-            }
-        }
+        let read = self.read_settles::<D>(&heads, S::INFO.name)?;
         // Two-divided: learn which launch's written field this one reads at an offset, and
         // whether this launch's written fields are read so next (then it exchanges them itself).
         let two = state.overlap == Overlap::TwoDivided;
         let stencil_id = S::IR.as_ptr() as usize;
         let written_infos: Vec<&FieldInfo> = S::INFO.fields.iter().filter(|f| f.writable).collect();
-        let mut early: Vec<Option<Vec<usize>>> = Vec::new();
-        if two {
-            for s in read.iter().filter(|s| !s.fill && s.needs_exchange()) {
-                if let Some(w) = s.head.writer() {
-                    let depth = state.ahead.entry(w).or_insert_with(|| vec![0; D]);
-                    depth.iter_mut().zip(s.depth).for_each(|(d, n)| *d = (*d).max(n));
-                }
-            }
-            early = (0..written_infos.len()).map(|k| state.ahead.get(&(stencil_id, k)).cloned()).collect();
-        }
+        let early = if two { state.learn_early(&read, stencil_id, written_infos.len()) } else { Vec::new() };
         let ranges: Vec<Option<Loop<D>>> = domains.subdomains().map(|s| cut(range, &global, &s, d.grid())).collect();
         let execs = domains.execs();
         let empty = Loop::within(global.extent(), [0; D], [0; D]);
@@ -795,14 +863,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let exchanged: &[Option<Vec<usize>>] = if early.iter().any(Option::is_some) { &early } else { &[] };
         S::map_args(&mut args, &MarkWritten { stencil: stencil_id, early: exchanged, next: std::cell::Cell::new(0) });
         if !reductions.is_empty() {
-            let world = domains.world();
-            let erased = S::erase_args(S::map_args(&mut args, &Same));
-            let mut prev = reductions.into_iter();
-            for a in erased {
-                if let ArgValue::Reduction(r) = a {
-                    combine_over_ranks(world, prev.next().expect("one value per reduction"), r);
-                }
-            }
+            combine_reductions::<S, Self, D>(domains.world(), reductions, &mut args);
         }
         Ok(())
     }
