@@ -241,52 +241,13 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     let adjoint_of = adjoint::requested(func)?;
     let gradient_of = adjoint::requested_gradient(func)?;
     let Some(param) = element_parameter(func)? else {
-        let ir = lower_with_helpers(func, helpers)?;
-        let declared = declared_params(func)?;
-        let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
-        let doc = format!(
-            "Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.",
-            ir.name
-        );
-        let adjoint = match &adjoint_of {
-            Some(names) => {
-                let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
-                let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
-                let adj_impl = stencil_impl(&adj, &adj_declared, &quote!(#name), rt);
-                quote! {
-                    #[doc = #doc]
-                    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-                    #vis struct #name;
-                    #adj_impl
-                }
-            }
-            None => quote!(),
-        };
-        let gradient = match &gradient_of {
-            Some(names) => {
-                let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
-                let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
-                let grad_impl = stencil_impl(&grad, &grad_declared, &quote!(#name), rt);
-                quote! {
-                    #[doc = #doc]
-                    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-                    #vis struct #name;
-                    #grad_impl
-                }
-            }
-            None => quote!(),
-        };
-        let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
+        let (functor, impls) = plain_stencil(func, helpers, rt, adjoint_of.as_deref(), gradient_of.as_deref())?;
         return Ok(quote! {
             #(#attrs)*
-            #[doc = #doc]
-            #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-            #vis struct #functor;
+            #functor
 
             #check
-            #stencil_impl
-            #adjoint
-            #gradient
+            #impls
         });
     };
     let mut impls = Vec::new();
@@ -345,12 +306,31 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
          run it with `range.run({functor}::<f64>::new(), (args...))`.",
         func.sig.ident
     );
+    let functor_def = generic_functor_def(vis, &functor, &param, &doc, &functor_name);
     Ok(quote! {
         #(#attrs)*
+        #functor_def
+
+        #check
+        #(#impls)*
+        #adjoint
+        #gradient
+    })
+}
+
+/// The functor type of a stencil generic over its element type `param`, with its trait impls
+/// written out (derives would ask the element type for each trait, `f32: Eq`).
+fn generic_functor_def(
+    vis: &syn::Visibility,
+    functor: &Ident,
+    param: &Ident,
+    doc: &str,
+    functor_name: &str,
+) -> TokenStream {
+    quote! {
         #[doc = #doc]
         #vis struct #functor<#param>(::core::marker::PhantomData<fn() -> #param>);
 
-        // By hand: derives would ask the element type for each trait (`f32: Eq`).
         impl<#param> #functor<#param> {
             /// The functor (for the element type named by `::<f32>` or `::<f64>`).
             #vis const fn new() -> Self {
@@ -382,12 +362,59 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         impl<#param> ::core::hash::Hash for #functor<#param> {
             fn hash<H: ::core::hash::Hasher>(&self, _: &mut H) {}
         }
+    }
+}
 
-        #check
-        #(#impls)*
-        #adjoint
-        #gradient
-    })
+/// A stencil that is not generic over its element type: its functor's definition, and its
+/// `Stencil` impl with those of its adjoint and gradient functors where asked for.
+fn plain_stencil(
+    func: &syn::ItemFn,
+    helpers: &[syn::ItemFn],
+    rt: &TokenStream,
+    adjoint_of: Option<&[Ident]>,
+    gradient_of: Option<&[Ident]>,
+) -> Result<(TokenStream, TokenStream), Error> {
+    let vis = &func.vis;
+    let ir = lower_with_helpers(func, helpers)?;
+    let declared = declared_params(func)?;
+    let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
+    let doc =
+        format!("Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.", ir.name);
+    let adjoint = match adjoint_of {
+        Some(names) => {
+            let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
+            let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
+            let adj_impl = stencil_impl(&adj, &adj_declared, &quote!(#name), rt);
+            quote! {
+                #[doc = #doc]
+                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+                #vis struct #name;
+                #adj_impl
+            }
+        }
+        None => quote!(),
+    };
+    let gradient = match gradient_of {
+        Some(names) => {
+            let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
+            let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
+            let grad_impl = stencil_impl(&grad, &grad_declared, &quote!(#name), rt);
+            quote! {
+                #[doc = #doc]
+                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+                #vis struct #name;
+                #grad_impl
+            }
+        }
+        None => quote!(),
+    };
+    let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
+    let functor_def = quote! {
+        #[doc = #doc]
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+        #vis struct #functor;
+    };
+    Ok((functor_def, quote! { #stencil_impl #adjoint #gradient }))
 }
 
 /// The `Stencil` impl of one lowered stencil for the functor type `functor`; `declared` are its
