@@ -8,6 +8,8 @@
 //! - [`analysis`] derives, once per stencil ([`analysis::Analysis`]), per-field extents, access
 //!   modes, flops and minimal bytes per point;
 //! - [`printer`] prints the IR: the Rust loop nest (tokens, at compile time) and CUDA C;
+//! - [`pipeline`]: the stages above, listed once, and what each target (CPU nest, CUDA
+//!   kernels, the functor's facts) runs of them;
 //! - [`naming`]: every name the printers invent and the rule that keeps user names clear of
 //!   them; [`limits`]: the DSL's size limits.
 //!
@@ -28,6 +30,7 @@ pub mod ir;
 pub mod limits;
 pub mod naming;
 pub mod passes;
+pub mod pipeline;
 pub mod printer;
 
 #[cfg(feature = "frontend")]

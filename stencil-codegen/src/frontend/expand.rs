@@ -9,8 +9,8 @@ use super::error::{Error, ErrorKind};
 use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
 use super::lower::{declared_params, lower_with_helpers, UserParam};
-use crate::analysis::Analysis;
 use crate::ir::{ParamKind, SweepOrder, IR_FORMAT};
+use crate::pipeline::{self, prepare};
 use crate::printer::rust_nest::{param_type, print_run_host};
 use crate::{naming, VERSION};
 use proc_macro2::{Ident, Literal, TokenStream};
@@ -434,8 +434,7 @@ fn stencil_impl(
     // The functor's facts (reach, flops) are those of the IR with its point functions inlined;
     // its serialised IR keeps them (the runtime inlines them for most kernels, the depot kernel
     // keeps their values on chip), and so does the CPU nest, computing each once per point.
-    let flat = crate::passes::inline_point_fns(ir);
-    let analysis = Analysis::of(&flat);
+    let analysis = prepare(ir, pipeline::Target::Facts).analysis;
     let arg_types = declared.iter().map(|u| {
         let t = param_type(ir.params[u.params.start].kind, ir.dim, rt, &lt, &exec);
         if u.array {
@@ -500,8 +499,8 @@ fn stencil_impl(
         quote! { #rt::FieldInfo { name: #n, lo: [#(#lo),*], hi: [#(#hi),*], writable: #w } }
     });
     let encoded = ir.encode();
-    let nest = crate::passes::inline_nested_point_fns(ir);
-    let run_host = print_run_host(&nest, &Analysis::of(&nest), &unpack(&args), rt);
+    let nest = prepare(ir, pipeline::Target::HostNest);
+    let run_host = print_run_host(&nest.ir, &nest.analysis, &unpack(&args), rt);
     quote! {
         impl #rt::Stencil<#dim> for #functor {
             type Args<'a, #exec: #rt::Executor> = (#(#arg_types,)*);
@@ -515,7 +514,10 @@ fn stencil_impl(
 
             fn ir() -> &'static #rt::codegen::StencilIr {
                 static IR: ::std::sync::OnceLock<#rt::codegen::StencilIr> = ::std::sync::OnceLock::new();
-                IR.get_or_init(|| #rt::codegen::passes::inline_point_fns(<Self as #rt::Stencil<#dim>>::source_ir()))
+                IR.get_or_init(|| {
+                    let source = <Self as #rt::Stencil<#dim>>::source_ir();
+                    #rt::codegen::pipeline::prepare(source, #rt::codegen::pipeline::Target::Facts).ir.into_owned()
+                })
             }
 
             fn erase_args<#exec: #rt::Executor>(args: Self::Args<'_, #exec>) -> ::std::vec::Vec<#rt::ArgValue<'_, #dim>> {

@@ -69,7 +69,7 @@ pub trait Stencil<const D: usize>: Copy + Send + Sync + 'static {
     /// point functions are separate (what the depot kernel keeps on chip).
     fn source_ir() -> &'static StencilIr;
 
-    /// The stencil's IR with its point functions inlined (`passes::inline_point_fns`; the same
+    /// The stencil's IR with its point functions inlined (`pipeline::Target::Facts`; the same
     /// as [`Stencil::source_ir`] without point functions), computed on first use and kept: what
     /// the launch checks and most kernels see.
     fn ir() -> &'static StencilIr;

@@ -30,6 +30,7 @@ pub use temporal::{steps_output, TimeTiling, MAX_SHARED_BYTES};
 
 use crate::analysis::Analysis;
 use crate::ir::{ParamId, StencilIr};
+use crate::pipeline::{prepare, Prepared, Target};
 use std::fmt;
 
 /// How the points of a range are mapped to CUDA threads, and where neighbours are kept.
@@ -271,15 +272,12 @@ pub const STREAM_PLANES: u32 = 32;
 /// A stencil's point functions are inlined first, except for [`Strategy::Depot`], which keeps
 /// them (the field facts are still those of the inlined IR).
 pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
-    if !ir.point_fns.is_empty() {
-        let flat = crate::passes::inline_point_fns(ir);
-        let analysis = Analysis::of(&flat);
-        if matches!(strategy, Strategy::Depot { .. }) && ir.sweep.is_none() {
-            return print_kernel_with(ir, &analysis, strategy, geometry);
-        }
-        return print_kernel_with(&flat, &analysis, strategy, geometry);
-    }
-    print_kernel_with(ir, &Analysis::of(ir), strategy, geometry)
+    let target = match strategy {
+        Strategy::Depot { .. } if ir.sweep.is_none() => Target::CudaDepot,
+        _ => Target::Cuda,
+    };
+    let prepared = prepare(ir, target);
+    print_kernel_with(&prepared.ir, &prepared.analysis, strategy, geometry)
 }
 
 /// Prints the kernel of `ir`, whose analysis is `analysis` (of the inlined IR), for `strategy`
@@ -374,14 +372,8 @@ fn with_steps_kernel<R>(
     geometry: &Geometry,
     then: impl FnOnce(&kernel::KernelParts, ParamId, u32) -> R,
 ) -> Result<R, StrategyError> {
-    let flat;
-    let ir = if ir.point_fns.is_empty() {
-        ir
-    } else {
-        flat = crate::passes::inline_point_fns(ir);
-        &flat
-    };
-    let analysis = Analysis::of(ir);
+    let Prepared { ir, analysis } = prepare(ir, Target::Cuda);
+    let ir = &*ir;
     let not = |reason: String| StrategyError::NotSteppable { stencil: ir.name.clone(), reason };
     let output = steps_output(ir, &analysis, input).map_err(not)?;
     let k = kernel::KernelParts::new(ir, &analysis, Strategy::default_for(ir), geometry);
@@ -402,5 +394,5 @@ fn bad(strategy: Strategy, reason: &str) -> StrategyError {
 /// Whether the stencil reads any field at a non-zero offset (strategies that stage neighbours in
 /// shared memory have nothing to stage otherwise).
 pub fn has_neighbours(ir: &StencilIr) -> bool {
-    Analysis::of(&crate::passes::inline_point_fns(ir)).has_neighbours()
+    prepare(ir, Target::Facts).analysis.has_neighbours()
 }

@@ -96,9 +96,8 @@ impl Access for Staged<'_> {
 /// Prints the two kernels of a stencil with reductions over fields laid out as `geo` says (its
 /// point functions inlined first, if it still has any).
 pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
-    if !ir.point_fns.is_empty() {
-        return print_reduce_kernel(&crate::passes::inline_point_fns(ir), geo);
-    }
+    let prepared = crate::pipeline::prepare(ir, crate::pipeline::Target::Cuda);
+    let (ir, facts) = (&*prepared.ir, prepared.analysis);
     let reductions: Vec<(usize, ReduceParam)> = ir.reductions().collect();
     let t = REDUCE_THREADS;
     let entry = format!("{}_reduce", ir.name);
@@ -110,7 +109,6 @@ pub fn print_reduce_kernel(ir: &StencilIr, geo: &Geometry) -> ReduceKernel {
     s.push_str(HELPERS);
     s.push_str(COMBINE);
     let params = reduce_params(ir);
-    let facts = Analysis::of(ir);
     let staged: Vec<(&FieldAccess, usize)> =
         facts.inputs().flat_map(|fa| (0..fa.offsets.len()).map(move |i| (fa, i))).collect();
     // `lanes` consecutive points per load where the range is aligned (16-byte vectors), `u` such
