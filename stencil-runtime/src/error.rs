@@ -1,10 +1,12 @@
 //! Errors as data: every error of the runtime has a stable code, a message naming what went
 //! wrong (the stencil, the field, the numbers) and a help sentence saying what to change.
 //!
-//! [`LaunchError`] is what every executor operation returns; it wraps a [`HaloError`], a
-//! [`FieldError`] or (with the `cuda` feature) a `cuda::CudaError`, whose
-//! codes it reports as its own, and whose value [`std::error::Error::source`] returns. Each error
-//! type has `code()`, `message()` and `help()`; `Display` writes
+//! [`Error`] is the runtime's one error type: every executor operation returns it, and every
+//! per-area error converts into it with `?` (a [`HaloError`] or [`FieldError`], a
+//! [`crate::io::IoError`], a [`crate::RegionError`], a [`crate::revolve::ScheduleError`], a
+//! [`crate::domain::ReachError`] and, with the `cuda` feature, a `cuda::CudaError`). A wrapping
+//! variant reports the wrapped error's code as its own, and [`std::error::Error::source`] returns
+//! the wrapped value. Each error type has `code()`, `message()` and `help()`; `Display` writes
 //!
 //! ```text
 //! <message> [<code>]
@@ -14,21 +16,24 @@
 //! # Codes
 //!
 //! A code is `S` and four digits, `S` + group (two digits) + number (two digits), never reused
-//! for another meaning: `S01xx` launch checks ([`LaunchError`]), `S02xx` halo fills and field
+//! for another meaning: `S01xx` launch checks ([`Error`]), `S02xx` halo fills and field
 //! accessors ([`HaloError`], [`FieldError`]), `S03xx` the CUDA runtime
 //! (`cuda::CudaError`), `S04xx` files ([`crate::io::IoError`]). [`explain`] looks a code up in [`CATALOGUE`].
 //!
 //! | code | error | meaning | fix |
 //! |---|---|---|---|
-//! | S0101 | `LaunchError::InvertedRange` | an axis of the range ends before it begins (`i0 + i1 > n`) | use `i0 + i1 <= n` on every axis |
-//! | S0102 | `LaunchError::RangeExtent` | the range was built for another extent than the fields have | build the range from the field: `Loop3D::interior(f.shape())` |
-//! | S0103 | `LaunchError::ShapeMismatch` | two fields of one launch differ in shape | allocate every field of a launch from the same `Shape` |
-//! | S0104 | `LaunchError::OutOfBounds` | the range plus the stencil's reach leaves a field | widen the field's halo (`Shape::halo`) or shrink the range |
-//! | S0105 | `LaunchError::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
-//! | S0106 | `LaunchError::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
-//! | S0107 | `LaunchError::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
-//! | S0108 | `LaunchError::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
-//! | S0109 | `LaunchError::StepPair` | `run_steps_with` got a pair, a stencil or a tiling that cannot run several steps per sweep | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
+//! | S0101 | `Error::InvertedRange` | an axis of the range ends before it begins (`i0 + i1 > n`) | use `i0 + i1 <= n` on every axis |
+//! | S0102 | `Error::RangeExtent` | the range was built for another extent than the fields have | build the range from the field: `Loop3D::interior(f.shape())` |
+//! | S0103 | `Error::ShapeMismatch` | two fields of one launch differ in shape | allocate every field of a launch from the same `Shape` |
+//! | S0104 | `Error::OutOfBounds` | the range plus the stencil's reach leaves a field | widen the field's halo (`Shape::halo`) or shrink the range |
+//! | S0105 | `Error::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
+//! | S0106 | `Error::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
+//! | S0107 | `Error::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
+//! | S0108 | `Error::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
+//! | S0109 | `Error::StepPair` | `run_steps_with` got a pair, a stencil or a tiling that cannot run several steps per sweep | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
+//! | S0110 | `Error::Region` | a range split into an inner region and slabs wider than the range | slab widths that add up to at most the range's points along each axis |
+//! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
+//! | S0112 | `Error::Reach` | a halo asked for from a stencil's reads of a field it does not have | name the field as the stencil's signature does |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -73,7 +78,11 @@
 
 #[cfg(feature = "cuda")]
 use crate::cuda::CudaError;
+use crate::domain::ReachError;
 pub use crate::field::{FieldError, HaloError};
+use crate::io::IoError;
+use crate::regions::RegionError;
+use crate::revolve::ScheduleError;
 use std::fmt;
 
 /// One entry of the error catalogue.
@@ -81,7 +90,7 @@ use std::fmt;
 pub struct CodeInfo {
     /// The code, e.g. `S0104`.
     pub code: &'static str,
-    /// The error type and variant, e.g. `LaunchError::OutOfBounds`.
+    /// The error type and variant, e.g. `Error::OutOfBounds`.
     pub error: &'static str,
     /// What the error means.
     pub meaning: &'static str,
@@ -97,15 +106,18 @@ macro_rules! catalogue {
 }
 
 catalogue! {
-    "S0101" "LaunchError::InvertedRange" "an axis of the range ends before it begins (i0 + i1 > n)" "use i0 + i1 <= n on every axis";
-    "S0102" "LaunchError::RangeExtent" "the range was built for another extent than the fields have" "build the range from the field: Loop3D::interior(f.shape())";
-    "S0103" "LaunchError::ShapeMismatch" "two fields of one launch differ in shape" "allocate every field of a launch from the same Shape";
-    "S0104" "LaunchError::OutOfBounds" "the range plus the stencil's reach leaves a field" "widen the field's halo (Shape::halo) or shrink the range";
-    "S0105" "LaunchError::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
-    "S0106" "LaunchError::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
-    "S0107" "LaunchError::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
-    "S0108" "LaunchError::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
-    "S0109" "LaunchError::StepPair" "run_steps_with got a pair, a stencil or a tiling that cannot run several steps per sweep" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
+    "S0101" "Error::InvertedRange" "an axis of the range ends before it begins (i0 + i1 > n)" "use i0 + i1 <= n on every axis";
+    "S0102" "Error::RangeExtent" "the range was built for another extent than the fields have" "build the range from the field: Loop3D::interior(f.shape())";
+    "S0103" "Error::ShapeMismatch" "two fields of one launch differ in shape" "allocate every field of a launch from the same Shape";
+    "S0104" "Error::OutOfBounds" "the range plus the stencil's reach leaves a field" "widen the field's halo (Shape::halo) or shrink the range";
+    "S0105" "Error::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
+    "S0106" "Error::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
+    "S0107" "Error::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
+    "S0108" "Error::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
+    "S0109" "Error::StepPair" "run_steps_with got a pair, a stencil or a tiling that cannot run several steps per sweep" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
+    "S0110" "Error::Region" "a range split into an inner region and slabs wider than the range" "slab widths that add up to at most the range's points along each axis";
+    "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
+    "S0112" "Error::Reach" "a halo asked for from a stencil's reads of a field it does not have" "name the field as the stencil's signature does";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -156,11 +168,11 @@ pub fn explain(code: &str) -> Option<&'static CodeInfo> {
 
 const AXES: [&str; 3] = ["x (i)", "y (j)", "z (k)"];
 
-/// Why a launch (or another executor operation) was refused or failed. Nothing was written when
-/// a launch returns one of the checks' errors.
+/// The runtime's error: why a launch (or another executor operation, a file, a schedule) was
+/// refused or failed. Nothing was written when a launch returns one of the checks' errors.
 #[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
-pub enum LaunchError {
+pub enum Error {
     /// An axis of the range ends before it begins (`i0 + i1 > n`).
     InvertedRange {
         /// The stencil.
@@ -253,72 +265,91 @@ pub enum LaunchError {
     /// The CUDA executor failed (compile, launch, memory). Reports the [`CudaError`]'s code.
     #[cfg(feature = "cuda")]
     Cuda(CudaError),
+    /// Reading or writing a file failed. Reports the [`IoError`]'s code.
+    Io(IoError),
+    /// A range cannot be split into an inner region and slabs of the widths asked for.
+    Region(RegionError),
+    /// A checkpointing schedule cannot be made.
+    Schedule(ScheduleError),
+    /// A stencil has no field of the name a halo was asked for.
+    Reach(ReachError),
 }
 
-impl LaunchError {
+/// The name [`Error`] had before it took in every per-area error: the same type.
+pub type LaunchError = Error;
+
+impl Error {
     /// The error's stable code (see the [catalogue](self)); a wrapping variant reports the wrapped
     /// error's code.
     pub fn code(&self) -> &'static str {
         match self {
-            LaunchError::InvertedRange { .. } => "S0101",
-            LaunchError::RangeExtent { .. } => "S0102",
-            LaunchError::ShapeMismatch { .. } => "S0103",
-            LaunchError::OutOfBounds { .. } => "S0104",
-            LaunchError::WrongDevice { .. } => "S0105",
-            LaunchError::CopyShape { .. } => "S0106",
-            LaunchError::Decomposition(_) => "S0107",
-            LaunchError::Range(_) => "S0108",
-            LaunchError::StepPair { .. } => "S0109",
-            LaunchError::Halo(e) => e.code(),
-            LaunchError::Field(e) => e.code(),
+            Error::InvertedRange { .. } => "S0101",
+            Error::RangeExtent { .. } => "S0102",
+            Error::ShapeMismatch { .. } => "S0103",
+            Error::OutOfBounds { .. } => "S0104",
+            Error::WrongDevice { .. } => "S0105",
+            Error::CopyShape { .. } => "S0106",
+            Error::Decomposition(_) => "S0107",
+            Error::Range(_) => "S0108",
+            Error::StepPair { .. } => "S0109",
+            Error::Halo(e) => e.code(),
+            Error::Field(e) => e.code(),
             #[cfg(feature = "cuda")]
-            LaunchError::Cuda(e) => e.code(),
+            Error::Cuda(e) => e.code(),
+            Error::Io(e) => e.code(),
+            Error::Region(_) => "S0110",
+            Error::Schedule(_) => "S0111",
+            Error::Reach(_) => "S0112",
         }
     }
 
     /// What went wrong, naming the stencil, the field and the numbers; without code and help.
     pub fn message(&self) -> String {
         match self {
-            LaunchError::InvertedRange { stencil, range, axis } => format!(
+            Error::InvertedRange { stencil, range, axis } => format!(
                 "stencil `{stencil}`: range {range} is inverted along {}: i0 + i1 exceeds n",
                 AXES[*axis]
             ),
-            LaunchError::RangeExtent { stencil, range, axis, range_extent, field, field_extent } => format!(
+            Error::RangeExtent { stencil, range, axis, range_extent, field, field_extent } => format!(
                 "stencil `{stencil}`: range {range} was built for n = {range_extent} along {}, but field `{field}` has extent {field_extent} there (interior + 2 * halo)",
                 AXES[*axis]
             ),
-            LaunchError::ShapeMismatch { stencil, first, first_shape, field, shape } => format!(
+            Error::ShapeMismatch { stencil, first, first_shape, field, shape } => format!(
                 "stencil `{stencil}`: fields of one launch must share one shape, but `{first}` is {first_shape} and `{field}` is {shape}"
             ),
-            LaunchError::OutOfBounds { stencil, field, axis, offset, range, halo, extent } => format!(
+            Error::OutOfBounds { stencil, field, axis, offset, range, halo, extent } => format!(
                 "stencil `{stencil}`: field `{field}` is read at offset {offset} along {} over the range {}..{} but has halo {halo} (extent {extent}): the read leaves the field",
                 AXES[*axis], range.0, range.1
             ),
-            LaunchError::WrongDevice { stencil, field, executor } => {
+            Error::WrongDevice { stencil, field, executor } => {
                 format!("stencil `{stencil}`: field `{field}` does not live on {executor}")
             }
-            LaunchError::CopyShape { source_shape, destination_shape } => format!(
+            Error::CopyShape { source_shape, destination_shape } => format!(
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
-            LaunchError::Decomposition(m) | LaunchError::Range(m) => m.clone(),
-            LaunchError::StepPair { stencil, reason } => format!("stencil `{stencil}`, run_steps: {reason}"),
-            LaunchError::Halo(e) => e.message(),
-            LaunchError::Field(e) => e.message(),
+            Error::Decomposition(m) | Error::Range(m) => m.clone(),
+            Error::StepPair { stencil, reason } => format!("stencil `{stencil}`, run_steps: {reason}"),
+            Error::Halo(e) => e.message(),
+            Error::Field(e) => e.message(),
             #[cfg(feature = "cuda")]
-            LaunchError::Cuda(e) => e.message(),
+            Error::Cuda(e) => e.message(),
+            Error::Io(e) => e.message(),
+            Error::Region(e) => e.to_string(),
+            Error::Schedule(e) => e.to_string(),
+            Error::Reach(e) => e.to_string(),
         }
     }
 
     /// What to change, with the numbers of this error where they help.
     pub fn help(&self) -> String {
         match self {
-            LaunchError::InvertedRange { .. } => "use i0 + i1 <= n along every axis".to_string(),
-            LaunchError::RangeExtent { range, field, .. } => format!(
+            Error::InvertedRange { .. } => "use i0 + i1 <= n along every axis".to_string(),
+            Error::RangeExtent { range, field, .. } => format!(
                 "build the range from the field, e.g. `{}::interior({field}.shape())`",
                 range.split('[').next().unwrap_or("Loop3D")
             ),
-            LaunchError::ShapeMismatch { .. } => "allocate them from the same `Shape`".to_string(),
-            LaunchError::OutOfBounds { field, axis, offset, range, halo, extent, .. } => {
+            Error::ShapeMismatch { .. } => "allocate them from the same `Shape`".to_string(),
+            Error::OutOfBounds { field, axis, offset, range, halo, extent, .. } => {
                 let need = offset.unsigned_abs() as usize;
                 // Points of the range inside the halo on the side the read leaves by: the halo
                 // must hold the reach beyond them.
@@ -342,82 +373,117 @@ impl LaunchError {
                     AXES[*axis]
                 )
             }
-            LaunchError::WrongDevice { executor, .. } => format!(
+            Error::WrongDevice { executor, .. } => format!(
                 "allocate or upload the field with {executor} (every field of a launch on the executor that runs it)"
             ),
-            LaunchError::CopyShape { .. } => "allocate both from the same `Shape`".to_string(),
-            LaunchError::Decomposition(_) => {
+            Error::CopyShape { .. } => "allocate both from the same `Shape`".to_string(),
+            Error::Decomposition(_) => {
                 "change what the message names (process grid, halo, fields per subdomain)".to_string()
             }
-            LaunchError::Range(_) => {
-                "keep begin <= end <= extent; grow by at most the points outside the range".to_string()
-            }
-            LaunchError::StepPair { .. } => "do what the message says: pass the pair's first field where the stencil \
+            Error::Range(_) => "keep begin <= end <= extent; grow by at most the points outside the range".to_string(),
+            Error::StepPair { .. } => "do what the message says: pass the pair's first field where the stencil \
                 reads its input and the second where it writes its one output (`|a, b, _| (c, a, b)`), use an odd \
                 number of steps per sweep and a tiling that fits; or run the steps one by one (`run_steps`)"
                 .to_string(),
-            LaunchError::Halo(e) => e.help(),
-            LaunchError::Field(e) => e.help(),
+            Error::Halo(e) => e.help(),
+            Error::Field(e) => e.help(),
             #[cfg(feature = "cuda")]
-            LaunchError::Cuda(e) => e.help(),
+            Error::Cuda(e) => e.help(),
+            Error::Io(e) => e.help(),
+            Error::Region(_) => "use slab widths that add up to at most the range's points along each axis".to_string(),
+            Error::Schedule(_) => "give at least one checkpoint slot".to_string(),
+            Error::Reach(e) => format!("name one of the stencil's fields: {}", e.fields.join(", ")),
         }
     }
 }
 
-impl From<crate::domain::DecompositionError> for LaunchError {
+impl From<crate::domain::DecompositionError> for Error {
     fn from(e: crate::domain::DecompositionError) -> Self {
-        LaunchError::Decomposition(e.to_string())
+        Error::Decomposition(e.to_string())
     }
 }
 
-impl From<crate::range::RangeError> for LaunchError {
+impl From<crate::range::RangeError> for Error {
     fn from(e: crate::range::RangeError) -> Self {
-        LaunchError::Range(e.0)
+        Error::Range(e.0)
     }
 }
 
-impl From<HaloError> for LaunchError {
+impl From<HaloError> for Error {
     fn from(e: HaloError) -> Self {
-        LaunchError::Halo(e)
+        Error::Halo(e)
     }
 }
 
-impl From<FieldError> for LaunchError {
+impl From<FieldError> for Error {
     fn from(e: FieldError) -> Self {
-        LaunchError::Field(e)
+        Error::Field(e)
     }
 }
 
 #[cfg(feature = "cuda")]
-impl From<CudaError> for LaunchError {
-    /// A CUDA error, except that a field accessor's error stays a [`LaunchError::Field`].
+impl From<CudaError> for Error {
+    /// A CUDA error, except that a field accessor's error stays a [`Error::Field`].
     fn from(e: CudaError) -> Self {
         match e {
-            CudaError::Field(e) => LaunchError::Field(e),
-            e => LaunchError::Cuda(e),
+            CudaError::Field(e) => Error::Field(e),
+            e => Error::Cuda(e),
         }
     }
 }
 
-impl fmt::Display for LaunchError {
+impl From<IoError> for Error {
+    /// A file error, except that a field accessor's error stays an [`Error::Field`].
+    fn from(e: IoError) -> Self {
+        match e {
+            IoError::Field(e) => Error::Field(e),
+            e => Error::Io(e),
+        }
+    }
+}
+
+impl From<RegionError> for Error {
+    fn from(e: RegionError) -> Self {
+        Error::Region(e)
+    }
+}
+
+impl From<ScheduleError> for Error {
+    fn from(e: ScheduleError) -> Self {
+        Error::Schedule(e)
+    }
+}
+
+impl From<ReachError> for Error {
+    fn from(e: ReachError) -> Self {
+        Error::Reach(e)
+    }
+}
+
+impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            LaunchError::Halo(e) => write!(f, "{e}"),
-            LaunchError::Field(e) => write!(f, "{e}"),
+            Error::Halo(e) => write!(f, "{e}"),
+            Error::Field(e) => write!(f, "{e}"),
             #[cfg(feature = "cuda")]
-            LaunchError::Cuda(e) => write!(f, "{e}"),
+            Error::Cuda(e) => write!(f, "{e}"),
+            Error::Io(e) => write!(f, "{e}"),
             _ => write!(f, "{} [{}]\nhelp: {}", self.message(), self.code(), self.help()),
         }
     }
 }
 
-impl std::error::Error for LaunchError {
+impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match self {
-            LaunchError::Halo(e) => Some(e),
-            LaunchError::Field(e) => Some(e),
+            Error::Halo(e) => Some(e),
+            Error::Field(e) => Some(e),
             #[cfg(feature = "cuda")]
-            LaunchError::Cuda(e) => Some(e),
+            Error::Cuda(e) => Some(e),
+            Error::Io(e) => Some(e),
+            Error::Region(e) => Some(e),
+            Error::Schedule(e) => Some(e),
+            Error::Reach(e) => Some(e),
             _ => None,
         }
     }
@@ -441,5 +507,37 @@ mod tests {
         let table_rows = docs.lines().filter(|l| l.starts_with("//! | S0")).count();
         assert_eq!(table_rows, CATALOGUE.len(), "the docs' table and CATALOGUE differ");
         assert_eq!(explain("S9999"), None);
+    }
+
+    /// Every per-area error converts into [`Error`] with `?`, keeping its code and value.
+    #[test]
+    fn per_area_errors_convert_with_question_mark() {
+        fn lift<E>(e: E) -> Result<(), Error>
+        where
+            Error: From<E>,
+        {
+            Err(e)?
+        }
+        let region = crate::Loop1D::interior(&crate::Shape1::new([4]).halo(1))
+            .split_boundary(crate::BoundaryWidths { lo: [3], hi: [3] })
+            .expect_err("6 points of slabs in 4");
+        let schedule = crate::revolve::Schedule::binomial(5, 0).expect_err("no slot");
+        let io = crate::io::IoError::Os { path: "/nowhere".into(), op: "read", message: "not found".into() };
+        let field = crate::Field1::<f32>::from_vec(crate::Shape1::new([4]), vec![0.0; 3]).expect_err("3 of 6 values");
+        for (e, code, source) in [
+            (lift(region.clone()).unwrap_err(), "S0110", region.to_string()),
+            (lift(schedule.clone()).unwrap_err(), "S0111", schedule.to_string()),
+            (lift(io.clone()).unwrap_err(), io.code(), io.to_string()),
+            (lift(field.clone()).unwrap_err(), field.code(), field.to_string()),
+        ] {
+            assert_eq!(e.code(), code, "{e}");
+            assert!(e.to_string().contains(&source[..source.len().min(30)]), "{e} / {source}");
+            let wrapped = std::error::Error::source(&e).map(|s| s.to_string());
+            assert_eq!(wrapped.as_deref(), Some(source.as_str()));
+            assert_eq!(explain(code).map(|c| c.code), Some(code));
+        }
+        // A file error that is a field accessor's stays a field error.
+        let lifted = lift(crate::io::IoError::Field(field.clone())).unwrap_err();
+        assert_eq!(lifted, Error::Field(field));
     }
 }

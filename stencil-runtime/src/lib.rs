@@ -16,7 +16,7 @@
 //! }
 //!
 //! /// `steps` steps of the heat equation wherever `exec` runs them (host or GPU).
-//! fn run<E: Executor>(exec: &E, t0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, LaunchError> {
+//! fn run<E: Executor>(exec: &E, t0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, Error> {
 //!     let (mut t, mut t_new) = (exec.upload(t0)?, exec.upload(t0)?);
 //!     let range = Loop3D::interior(t0.shape());
 //!     for _ in 0..steps {
@@ -34,7 +34,7 @@
 //! if let Ok(gpu) = Gpu::new(0) {
 //!     assert_eq!(run(&gpu, &t0, 10)?.to_vec(), on_host.to_vec());
 //! }
-//! # Ok::<(), LaunchError>(())
+//! # Ok::<(), Error>(())
 //! ```
 //!
 //! In a 1D stencil, neighbours are `u[idx.ix::<-1>()]`; ranges need not be the interior:
@@ -52,7 +52,7 @@
 //! let mut out = Field1::zeros(shape);
 //! Loop1D::interior(&shape).run(Smooth, (0.25, &u, &mut out))?;
 //! assert_eq!(out.get([10]), Some(100.5));
-//! # Ok::<(), stencil_runtime::LaunchError>(())
+//! # Ok::<(), stencil_runtime::Error>(())
 //! ```
 //!
 //! # Helper functions and small arrays
@@ -104,7 +104,7 @@
 //! let (l, r) = muscl([16.0, 4.0], [25.0, 5.0], [36.0, 6.0], [49.0, 7.0]);
 //! assert_eq!(dh.get([5]), Some(r[0] - l[0]));
 //! assert_eq!(dhu.get([5]), Some(r[1] - l[1]));
-//! # Ok::<(), stencil_runtime::LaunchError>(())
+//! # Ok::<(), stencil_runtime::Error>(())
 //! ```
 //!
 //! Helpers are found through `macro_rules!` twins the attribute emits next to them, so every
@@ -155,7 +155,7 @@ pub use domain::{
     CompCommBinder, Decomposition, DistField, Distributed, Domains, HaloExchange, HaloWidths, Halos, Neighbour,
     NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
 };
-pub use error::LaunchError;
+pub use error::{Error, LaunchError};
 pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
@@ -174,8 +174,9 @@ pub mod prelude {
     #[cfg(feature = "cuda")]
     pub use crate::Gpu;
     pub use crate::{
-        stencil, stencil_fn, BoundaryWidths, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1, Idx2, Idx3,
-        LaunchError, Loop1D, Loop2D, Loop3D, Max, Min, Order, Recorded, Shape, Shape1, Shape2, Shape3, Stencil, Sum,
+        stencil, stencil_fn, BoundaryWidths, Error, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1,
+        Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D, Max, Min, Order, Recorded, Shape, Shape1, Shape2, Shape3,
+        Stencil, Sum,
     };
 }
 

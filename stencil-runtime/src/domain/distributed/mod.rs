@@ -38,7 +38,7 @@
 //! }
 //!
 //! /// The model, written for one device: no subdomain, halo exchange or message in it.
-//! fn diffuse<E: Executor>(exec: &E, u0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, LaunchError> {
+//! fn diffuse<E: Executor>(exec: &E, u0: &Field3<f32>, steps: usize) -> Result<Field3<f32>, Error> {
 //!     let (mut u, mut u_new) = (exec.upload(u0)?, exec.alloc(*u0.shape())?);
 //!     let interior = Loop3D::interior(u0.shape());
 //!     let walls = [Some(HaloFill::Periodic), Some(HaloFill::Mirror), Some(HaloFill::Mirror)];
