@@ -156,7 +156,9 @@ pub use domain::{
     NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
 };
 pub use error::{Error, LaunchError};
-pub use executor::{ErasedField, Executor, FieldStorage, HaloJob, Host, Recorded, SideJob, Stencil, StrategyLoop};
+pub use executor::{
+    ErasedField, Executor, FieldStorage, HaloJob, Host, Messages, Record, Recorded, SideJob, Stencil, StrategyLoop,
+};
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };

@@ -7,6 +7,7 @@
 
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
+use stencil_runtime::Record;
 use stencil_runtime::{Decomposition, Domains, Loop};
 use stencil_tests::reducing::{ScaleAndNorm, Stats3dF32, Stats3dF64};
 use stencil_tests::{poisoned, random, Real, SplitMix64};

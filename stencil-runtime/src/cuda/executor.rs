@@ -18,7 +18,7 @@ use super::tune::{LaunchPlan, WrittenField};
 use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
-use crate::executor::{BoxPart, Executor, SideJob, Stencil};
+use crate::executor::{BoxPart, Executor, Messages, Record, SideJob, Stencil};
 use crate::field::{Element, Field, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
@@ -35,7 +35,7 @@ pub struct GpuGraph {
     graph: CudaGraph,
 }
 
-// SAFETY: a graph is only launched through `Executor::replay`, which takes `&GpuGraph` from
+// SAFETY: a graph is only launched through `Record::replay`, which takes `&GpuGraph` from
 // `Recorded::replay(&mut self)`: one thread at a time, as the driver requires.
 unsafe impl Send for GpuGraph {}
 
@@ -114,8 +114,6 @@ impl Gpu {
 
 impl Executor for Gpu {
     type Field<T: Element, const D: usize> = DeviceField<T, D>;
-    type Recording = GpuGraph;
-    type Buffer = GpuBuffer;
 
     fn describe(&self) -> String {
         format!("{self:?}")
@@ -192,6 +190,18 @@ impl Executor for Gpu {
         fill_halo_sides(self, jobs)
     }
 
+    fn synchronize(&self) -> Result<(), LaunchError> {
+        Ok(Gpu::synchronize(self)?)
+    }
+
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
+        Gpu::fork_join(self, n, work)
+    }
+}
+
+impl Messages for Gpu {
+    type Buffer = GpuBuffer;
+
     fn alloc_buffer(&self, bytes: usize) -> Result<GpuBuffer, LaunchError> {
         Ok(GpuBuffer::new(self, bytes)?)
     }
@@ -221,14 +231,10 @@ impl Executor for Gpu {
     fn buffer_from_host(&self, buffer: &mut GpuBuffer, bytes: usize) -> Result<(), LaunchError> {
         message::stage(self, buffer, bytes, false)
     }
+}
 
-    fn synchronize(&self) -> Result<(), LaunchError> {
-        Ok(Gpu::synchronize(self)?)
-    }
-
-    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
-        Gpu::fork_join(self, n, work)
-    }
+impl Record for Gpu {
+    type Recording = GpuGraph;
 
     fn record(&self, step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<GpuGraph>, LaunchError> {
         let stream = self.stream().clone();

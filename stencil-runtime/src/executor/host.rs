@@ -1,6 +1,6 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, SideJob, Stencil};
+use super::{check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, Messages, Record, SideJob, Stencil};
 use crate::error::LaunchError;
 use crate::field::{Element, Field, Shape};
 use crate::range::Loop;
@@ -13,8 +13,6 @@ pub struct Host;
 
 impl Executor for Host {
     type Field<T: Element, const D: usize> = Field<T, D>;
-    type Recording = ();
-    type Buffer = HostBuffer;
 
     fn describe(&self) -> String {
         format!("host (rayon, {} threads)", rayon::current_num_threads())
@@ -76,6 +74,18 @@ impl Executor for Host {
         Ok(())
     }
 
+    fn synchronize(&self) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
+        work(&vec![Host; n])
+    }
+}
+
+impl Messages for Host {
+    type Buffer = HostBuffer;
+
     fn alloc_buffer(&self, bytes: usize) -> Result<HostBuffer, LaunchError> {
         Ok(HostBuffer::new(bytes))
     }
@@ -117,14 +127,10 @@ impl Executor for Host {
     fn buffer_from_host(&self, _: &mut HostBuffer, _: usize) -> Result<(), LaunchError> {
         Ok(())
     }
+}
 
-    fn synchronize(&self) -> Result<(), LaunchError> {
-        Ok(())
-    }
-
-    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
-        work(&vec![Host; n])
-    }
+impl Record for Host {
+    type Recording = ();
 
     fn record(&self, _step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>) -> Result<Option<()>, LaunchError> {
         Ok(None)

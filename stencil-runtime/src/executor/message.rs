@@ -179,8 +179,8 @@ pub trait MessageBuffer: Send + Sync {
     /// The buffer's size in bytes.
     fn capacity(&self) -> usize;
     /// The host bytes of the buffer (the mirror on a device: filled by
-    /// [`Executor::buffer_to_host`](crate::Executor::buffer_to_host), read by
-    /// [`Executor::buffer_from_host`](crate::Executor::buffer_from_host)).
+    /// [`Messages::buffer_to_host`](crate::Messages::buffer_to_host), read by
+    /// [`Messages::buffer_from_host`](crate::Messages::buffer_from_host)).
     fn host_bytes(&mut self) -> Result<&mut [u8], LaunchError>;
     /// The device address of the first byte, for buffers in device memory (a device transport
     /// sends from and receives into it); `None` for host memory.

@@ -121,14 +121,9 @@ pub type SideJob<'a, F, const D: usize> = (&'a mut F, [[Option<HaloFill>; 2]; D]
 /// Where fields live and stencils run. Implemented by [`Host`] and, with the `cuda` feature, by
 /// `cuda::Gpu`. Work is issued in order; on a GPU it runs asynchronously, and
 /// [`Executor::download`], [`Executor::read_range`] and [`Executor::synchronize`] wait for it.
-pub trait Executor: Clone + Send + Sync + 'static {
+pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// A `D`-dimensional field of `T` on this executor.
     type Field<T: Element, const D: usize>: FieldStorage<T, D> + Send + Sync + 'static;
-    /// A recorded step that replays without the host issuing its work again (a CUDA graph);
-    /// `()` where recording brings nothing (the host).
-    type Recording: Send;
-    /// A contiguous buffer for halo messages ([`HostBuffer`]; device memory on a GPU).
-    type Buffer: MessageBuffer;
 
     /// A short description (`host (rayon, 8 threads)`, `Gpu(0: NVIDIA H200, sm_90)`).
     fn describe(&self) -> String;
@@ -234,6 +229,44 @@ pub trait Executor: Clone + Send + Sync + 'static {
         jobs: &mut [SideJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError>;
 
+    /// Waits for everything issued so far.
+    fn synchronize(&self) -> Result<(), LaunchError>;
+
+    /// Runs `work` with `n` executors whose work may overlap (on a GPU: handles on side streams
+    /// that start after everything issued so far, and that work issued afterwards waits for;
+    /// on the host: `n` copies of itself, which run each call to completion). Work given to
+    /// different handles must not write what another reads or writes, e.g. the regions of
+    /// [`Loop::split_boundary`].
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError>;
+
+    /// The shape of one of this executor's fields (a convenience for generic code).
+    fn shape_of<'f, T: Element, const D: usize>(&self, field: &'f Self::Field<T, D>) -> &'f Shape<D> {
+        field.shape()
+    }
+
+    /// Fills the halo of one field along one axis (see [`Executor::fill_halos`]).
+    fn fill_halo<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        axis: usize,
+        fill: HaloFill,
+    ) -> Result<(), LaunchError> {
+        let mut fills = [None; D];
+        if axis >= D {
+            return Err(HaloError::NoSuchAxis { axis, dims: D }.into());
+        }
+        fills[axis] = Some(fill);
+        self.fill_halos(&mut [(field, fills)])
+    }
+}
+
+/// The halo-message half of an executor: contiguous buffers, packing boxes of fields into them
+/// and out of them, and moving them between executors and to and from the host. What
+/// [`HaloExchange`](crate::domain::HaloExchange) is built on; every [`Executor`] has it.
+pub trait Messages: Sized {
+    /// A contiguous buffer for halo messages ([`HostBuffer`]; device memory on a GPU).
+    type Buffer: MessageBuffer;
+
     /// A message buffer of `bytes` bytes (contents unspecified until packed).
     fn alloc_buffer(&self, bytes: usize) -> Result<Self::Buffer, LaunchError>;
 
@@ -241,7 +274,7 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// work (on a GPU: one kernel for all parts).
     fn pack<const D: usize>(&self, parts: &[BoxPart<'_, D>], buffer: &mut Self::Buffer) -> Result<(), LaunchError>;
 
-    /// Copies each part's bytes from `buffer` into its field's box: [`Executor::pack`] reversed.
+    /// Copies each part's bytes from `buffer` into its field's box: [`Messages::pack`] reversed.
     fn unpack<const D: usize>(&self, buffer: &Self::Buffer, parts: &[BoxPart<'_, D>]) -> Result<(), LaunchError>;
 
     /// Copies the first `bytes` bytes of `src` (a buffer of `src_exec`) into `dst`, after the
@@ -262,18 +295,17 @@ pub trait Executor: Clone + Send + Sync + 'static {
     /// buffer's, before later work (on a GPU: a copy from the mirror, which must not be written
     /// again before the executor has passed it: [`Executor::synchronize`]).
     fn buffer_from_host(&self, buffer: &mut Self::Buffer, bytes: usize) -> Result<(), LaunchError>;
+}
 
-    /// Waits for everything issued so far.
-    fn synchronize(&self) -> Result<(), LaunchError>;
+/// The recording half of an executor: a step's work recorded once and replayed without the
+/// host issuing it again (CUDA graphs); every [`Executor`] has it (the host records nothing).
+/// [`Recorded`] is built on it.
+pub trait Record: Sized {
+    /// A recorded step that replays without the host issuing its work again (a CUDA graph);
+    /// `()` where recording brings nothing (the host).
+    type Recording: Send;
 
-    /// Runs `work` with `n` executors whose work may overlap (on a GPU: handles on side streams
-    /// that start after everything issued so far, and that work issued afterwards waits for;
-    /// on the host: `n` copies of itself, which run each call to completion). Work given to
-    /// different handles must not write what another reads or writes, e.g. the regions of
-    /// [`Loop::split_boundary`].
-    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError>;
-
-    /// Records the work `step` issues, without running it, for [`Executor::replay`]. `None`
+    /// Records the work `step` issues, without running it, for [`Record::replay`]. `None`
     /// when this executor does not record (the host): the caller runs `step` each time.
     fn record(
         &self,
@@ -295,31 +327,11 @@ pub trait Executor: Clone + Send + Sync + 'static {
         Ok(None)
     }
 
-    /// Replays a [`Executor::record_group`] recording after the earlier work of this executor
+    /// Replays a [`Record::record_group`] recording after the earlier work of this executor
     /// and of `others`, and before their later work.
     #[doc(hidden)]
     fn replay_group(&self, _others: &[Self], recording: &Self::Recording) -> Result<(), LaunchError> {
         self.replay(recording)
-    }
-
-    /// The shape of one of this executor's fields (a convenience for generic code).
-    fn shape_of<'f, T: Element, const D: usize>(&self, field: &'f Self::Field<T, D>) -> &'f Shape<D> {
-        field.shape()
-    }
-
-    /// Fills the halo of one field along one axis (see [`Executor::fill_halos`]).
-    fn fill_halo<T: Element, const D: usize>(
-        &self,
-        field: &mut Self::Field<T, D>,
-        axis: usize,
-        fill: HaloFill,
-    ) -> Result<(), LaunchError> {
-        let mut fills = [None; D];
-        if axis >= D {
-            return Err(HaloError::NoSuchAxis { axis, dims: D }.into());
-        }
-        fills[axis] = Some(fill);
-        self.fill_halos(&mut [(field, fills)])
     }
 }
 

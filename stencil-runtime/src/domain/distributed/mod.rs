@@ -84,7 +84,9 @@ use super::workers::PerPart;
 use super::world::World;
 use crate::device_args::ArgValue;
 use crate::error::LaunchError;
-use crate::executor::{from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Same, SideJob, Stencil};
+use crate::executor::{
+    from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Record, Same, SideJob, Stencil,
+};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
@@ -545,8 +547,6 @@ fn combine_reductions<S: Stencil<D>, X: Executor, const D: usize>(
 
 impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     type Field<T: Element, const D: usize> = DistField<E::Field<T, D>, D>;
-    type Recording = E::Recording;
-    type Buffer = HostBuffer;
 
     fn describe(&self) -> String {
         let d = self.inner.domains.decomposition();
@@ -909,6 +909,21 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(())
     }
 
+    fn synchronize(&self) -> Result<(), LaunchError> {
+        let _lock = self.lock()?;
+        self.inner.domains.synchronize()
+    }
+
+    /// `n` clones of this executor, each call running in order (its parts' work overlaps inside a
+    /// launch, with [`Distributed::with_overlap`]).
+    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
+        work(&vec![self.clone(); n])
+    }
+}
+
+impl<E: Executor, const G: usize> Messages for Distributed<E, G> {
+    type Buffer = HostBuffer;
+
     fn alloc_buffer(&self, _bytes: usize) -> Result<HostBuffer, LaunchError> {
         Err(buffers("alloc_buffer"))
     }
@@ -932,17 +947,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     fn buffer_from_host(&self, _buffer: &mut HostBuffer, _bytes: usize) -> Result<(), LaunchError> {
         Err(buffers("buffer_from_host"))
     }
+}
 
-    fn synchronize(&self) -> Result<(), LaunchError> {
-        let _lock = self.lock()?;
-        self.inner.domains.synchronize()
-    }
-
-    /// `n` clones of this executor, each call running in order (its parts' work overlaps inside a
-    /// launch, with [`Distributed::with_overlap`]).
-    fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
-        work(&vec![self.clone(); n])
-    }
+impl<E: Executor, const G: usize> Record for Distributed<E, G> {
+    type Recording = E::Recording;
 
     /// Records the step over every part as one recording of the parts' executors (on GPUs: one
     /// CUDA graph over all the devices of this process, exchanges included), when the step
