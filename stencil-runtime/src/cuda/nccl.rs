@@ -179,17 +179,31 @@ mod links {
     /// aborted. The version is 2.14's, the first with `blocking`: NCCL keeps its defaults for the
     /// fields of later versions.
     fn nonblocking_config() -> sys::ncclConfig_t {
-        // SAFETY: a plain C struct of integers and pointers, for which all zeros is valid.
+        // SAFETY: a plain C struct of integers and pointers, for which all zeros is valid (and
+        // each field is set below).
         let mut config: sys::ncclConfig_t = unsafe { std::mem::zeroed() };
         config.size = std::mem::size_of::<sys::ncclConfig_t>();
         config.magic = 0xcafe_beef;
         config.version = 21400;
         config.blocking = 0;
-        config.cgaClusterSize = i32::MIN;
-        config.minCTAs = i32::MIN;
-        config.maxCTAs = i32::MIN;
+        // Every other field NCCL_CONFIG_UNDEF_INT or NULL, as the initializer leaves them.
+        let undef = i32::MIN;
+        config.cgaClusterSize = undef;
+        config.minCTAs = undef;
+        config.maxCTAs = undef;
         config.netName = std::ptr::null();
-        config.splitShare = i32::MIN;
+        config.splitShare = undef;
+        config.trafficClass = undef;
+        config.commName = std::ptr::null();
+        config.collnetEnable = undef;
+        config.CTAPolicy = undef;
+        config.shrinkShare = undef;
+        config.nvlsCTAs = undef;
+        config.nChannelsPerNetPeer = undef;
+        config.nvlinkCentricSched = undef;
+        config.graphUsageMode = undef;
+        config.numRmaCtx = undef;
+        config.maxP2pPeers = undef;
         config
     }
 
