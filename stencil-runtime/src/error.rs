@@ -42,14 +42,14 @@
 //! | S0214 | `FieldError::Range` | `read_range` got a range that does not fit the field | build the range for the field's extent with `i0 + i1 <= n` |
 //! | S0215 | `FieldError::OutOfMemory` | the memory for a host field could not be had | a smaller grid, f32, or subdomains on several processes |
 //! | S0301 | `CudaError::NoDriver` | `libcuda` is missing or not a working driver | install the NVIDIA driver and check `LD_LIBRARY_PATH` |
-//! | S0302 | `CudaError::DriverTooOld` | the driver supports an older CUDA than 13.0 | upgrade the NVIDIA driver to one for CUDA 13.0 or newer |
+//! | S0302 | `CudaError::DriverTooOld` | the driver supports an older CUDA than 12.0 | upgrade the NVIDIA driver to one for CUDA 12.0 or newer |
 //! | S0303 | `CudaError::DriverMismatch` | `libcuda` does not match the kernel driver | do not put `/usr/local/cuda/compat` first in `LD_LIBRARY_PATH` |
-//! | S0304 | `CudaError::NoNvrtc` | `libnvrtc.so.13` could not be loaded | install CUDA 13 NVRTC and put its lib folder in `LD_LIBRARY_PATH` |
+//! | S0304 | `CudaError::NoNvrtc` | no NVRTC (`libnvrtc.so.13`, `.so.12`) could be loaded | install NVRTC of the driver's CUDA major version (or 12) and put its lib folder in `LD_LIBRARY_PATH`, or set `STENCIL_NVRTC` |
 //! | S0305 | `CudaError::NoDevice` | the device ordinal does not exist | use an ordinal below `Gpu::count()` (check `CUDA_VISIBLE_DEVICES`) |
 //! | S0306 | `CudaError::OutOfMemory` | the device ran out of memory | use smaller grids or fewer fields, or free device fields first |
 //! | S0307 | `CudaError::Compile` | NVRTC rejected a kernel source | fix the source at the line the log names (for a generated kernel, report it) |
 //! | S0308 | `CudaError::MissingEntry` | the compiled source has no kernel of the entry's name | declare the kernel `extern "C" __global__` with that name |
-//! | S0309 | `CudaError::Nvrtc` | an NVRTC call other than the compilation failed | check the NVRTC installation (version 13) |
+//! | S0309 | `CudaError::Nvrtc` | an NVRTC call other than the compilation failed | check the NVRTC installation (version 13 or 12) |
 //! | S0310 | `CudaError::BadBinary` | the cubin does not fit this GPU or driver | clear the kernel cache (`$STENCIL_CACHE_DIR`) and update the driver |
 //! | S0311 | `CudaError::EmptyBlock` | a launch with a block that has an axis of 0 threads | give every block axis at least one thread |
 //! | S0312 | `CudaError::LaunchFailed` | the driver refused a launch (resources, dimensions) | use smaller blocks or fewer registers, within the device limits |
@@ -64,6 +64,7 @@
 //! | S0321 | `CudaError::InvalidArgument` | a call with arguments that cannot work | change the argument the message names |
 //! | S0322 | `CudaError::Driver` | any other driver failure; the `CUresult` is kept | look the driver code up in the CUDA documentation |
 //! | S0323 | `CudaError::Nccl` | NCCL could not be loaded or set up, or an NCCL call failed | make `libnccl.so` loadable, one GPU per subdomain, or `STENCIL_TRANSPORT=mpi` |
+//! | S0324 | `CudaError::NvrtcMismatch` | the NVRTC found makes code this driver or device cannot run | NVRTC of the driver's CUDA major version or older (12 or newer), through `STENCIL_NVRTC` |
 //! | S0401 | `IoError::Os` | the operating system refused to open, read or write a file | check the path, its permissions and the free disk space |
 //! | S0402 | `IoError::NotFormat` | the file is not of the format asked for (wrong magic bytes) | pass a file of that format |
 //! | S0403 | `IoError::Unsupported` | the file uses what the reader does not take (big-endian data, an element type, a version) | convert the file as the help line says |
@@ -126,14 +127,14 @@ catalogue! {
     "S0214" "FieldError::Range" "read_range got a range that does not fit the field" "build the range for the field's extent with i0 + i1 <= n";
     "S0215" "FieldError::OutOfMemory" "the memory for a host field could not be had" "a smaller grid, f32, or subdomains on several processes";
     "S0301" "CudaError::NoDriver" "libcuda is missing or not a working driver" "install the NVIDIA driver and check LD_LIBRARY_PATH";
-    "S0302" "CudaError::DriverTooOld" "the driver supports an older CUDA than 13.0" "upgrade the NVIDIA driver to one for CUDA 13.0 or newer";
+    "S0302" "CudaError::DriverTooOld" "the driver supports an older CUDA than 12.0" "upgrade the NVIDIA driver to one for CUDA 12.0 or newer";
     "S0303" "CudaError::DriverMismatch" "libcuda does not match the kernel driver" "do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH";
-    "S0304" "CudaError::NoNvrtc" "libnvrtc.so.13 could not be loaded" "install CUDA 13 NVRTC and put its lib folder in LD_LIBRARY_PATH";
+    "S0304" "CudaError::NoNvrtc" "no NVRTC (libnvrtc.so.13, .so.12) could be loaded" "install NVRTC of the driver's CUDA major version (or 12) and put its lib folder in LD_LIBRARY_PATH, or set STENCIL_NVRTC";
     "S0305" "CudaError::NoDevice" "the device ordinal does not exist" "use an ordinal below Gpu::count() (check CUDA_VISIBLE_DEVICES)";
     "S0306" "CudaError::OutOfMemory" "the device ran out of memory" "use smaller grids or fewer fields, or free device fields first";
     "S0307" "CudaError::Compile" "NVRTC rejected a kernel source" "fix the source at the line the log names (for a generated kernel, report it)";
     "S0308" "CudaError::MissingEntry" "the compiled source has no kernel of the entry's name" "declare the kernel extern \"C\" __global__ with that name";
-    "S0309" "CudaError::Nvrtc" "an NVRTC call other than the compilation failed" "check the NVRTC installation (version 13)";
+    "S0309" "CudaError::Nvrtc" "an NVRTC call other than the compilation failed" "check the NVRTC installation (version 13 or 12)";
     "S0310" "CudaError::BadBinary" "the cubin does not fit this GPU or driver" "clear the kernel cache ($STENCIL_CACHE_DIR) and update the driver";
     "S0311" "CudaError::EmptyBlock" "a launch with a block that has an axis of 0 threads" "give every block axis at least one thread";
     "S0312" "CudaError::LaunchFailed" "the driver refused a launch (resources, dimensions)" "use smaller blocks or fewer registers, within the device limits";
@@ -148,6 +149,7 @@ catalogue! {
     "S0321" "CudaError::InvalidArgument" "a call with arguments that cannot work" "change the argument the message names";
     "S0322" "CudaError::Driver" "any other driver failure; the CUresult is kept" "look the driver code up in the CUDA documentation";
     "S0323" "CudaError::Nccl" "NCCL could not be loaded or set up, or an NCCL call failed" "make libnccl.so loadable, one GPU per subdomain, or STENCIL_TRANSPORT=mpi";
+    "S0324" "CudaError::NvrtcMismatch" "the NVRTC found makes code this driver or device cannot run" "NVRTC of the driver's CUDA major version or older (12 or newer), through STENCIL_NVRTC";
     "S0401" "IoError::Os" "the operating system refused to open, read or write a file" "check the path, its permissions and the free disk space";
     "S0402" "IoError::NotFormat" "the file is not of the format asked for (wrong magic bytes)" "pass a file of that format";
     "S0403" "IoError::Unsupported" "the file uses what the reader does not take (big-endian data, an element type, a version)" "convert the file as the help line says";

@@ -285,6 +285,10 @@ fn stencils_that_cannot_run_several_steps_per_sweep_say_why() {
 fn every_kernel_compiles_with_nvrtc() {
     use stencil_runtime::cuda::compile_check;
     let mut report = Vec::new();
+    match stencil_runtime::cuda::nvrtc_info() {
+        Ok(nvrtc) => println!("compiling with {nvrtc}"),
+        Err(e) => panic!("{e}"),
+    }
     for (name, k) in kernels() {
         let log = compile_check(&k.source, "sm_90", &["--ptxas-options=-v"])
             .unwrap_or_else(|e| panic!("kernel {name} does not compile:\n{e}\n{}", k.source));

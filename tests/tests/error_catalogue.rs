@@ -55,12 +55,12 @@ fn cuda_errors() -> Vec<stencil_runtime::CudaError> {
     let driver = DriverError(CUresult::CUDA_ERROR_INVALID_VALUE);
     vec![
         CudaError::NoDriver { detail: "libcuda.so was not found".into() },
-        CudaError::DriverTooOld { version: 12040, required: 13000 },
+        CudaError::DriverTooOld { version: 11080, required: 12000 },
         CudaError::DriverMismatch {
             during: "cuInit".into(),
             error: DriverError(CUresult::CUDA_ERROR_SYSTEM_DRIVER_MISMATCH),
         },
-        CudaError::NoNvrtc,
+        CudaError::NoNvrtc { tried: vec!["libnvrtc.so.12".into(), "libnvrtc.so".into()], driver: Some(12040) },
         CudaError::NoDevice { ordinal: 3, count: 1 },
         CudaError::OutOfMemory { bytes: Some(1 << 40), what: "DeviceField".into(), free: Some((1, 2)) },
         CudaError::Compile {
@@ -95,6 +95,11 @@ fn cuda_errors() -> Vec<stencil_runtime::CudaError> {
         CudaError::InvalidArgument("kernel source contains a NUL byte".into()),
         CudaError::Driver { during: "reading the free memory".into(), error: driver },
         CudaError::Nccl { during: "exchanging halo messages".into(), detail: "ncclSystemError".into() },
+        CudaError::NvrtcMismatch {
+            nvrtc: "NVRTC 13.0 (libnvrtc.so.13)".into(),
+            driver: Some(12040),
+            reason: "its code needs a driver for CUDA 13.0 or newer".into(),
+        },
     ]
 }
 

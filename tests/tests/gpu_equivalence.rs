@@ -16,6 +16,35 @@ fn gpu() -> Gpu {
     Gpu::new(0).expect("the GPU suite needs a CUDA device")
 }
 
+/// The NVRTC the kernels are compiled with (chosen by the driver's version, or the library
+/// `STENCIL_NVRTC` names), printed with `--nocapture`; with `STENCIL_EXPECT_NVRTC=<major>`, checked
+/// to be of that major version, and a kernel compiled by it (no disk cache) runs.
+#[test]
+fn reports_the_nvrtc_it_compiles_with() {
+    let g = Gpu::with_disk_cache(0, None).expect("the GPU suite needs a CUDA device");
+    let info = stencil_runtime::cuda::nvrtc_info().expect("NVRTC");
+    println!("kernels compiled by {info} on {g:?}");
+    if let Ok(major) = std::env::var("STENCIL_EXPECT_NVRTC") {
+        assert_eq!(info.version.0.to_string(), major.trim(), "{info}");
+    }
+    let src = "extern \"C\" __global__ void twice(float* a) { a[threadIdx.x] *= 2.0f; }";
+    let (k, stats) = g.kernel_with_stats(src, "twice", &[]).expect("compiled");
+    assert_eq!(stats.origin, stencil_runtime::cuda::CacheSource::Compiled);
+    let shape = stencil_runtime::Shape1::new([32]);
+    let a = up(&g, &Field::from_fn(shape, |[i]| i as f32));
+    // SAFETY: one block of 32 threads over 32 floats.
+    unsafe {
+        g.launch(
+            &k,
+            stencil_runtime::cuda::LaunchDims { grid: [1, 1, 1], block: [32, 1, 1], shared_bytes: 0 },
+            &[a.arg()],
+        )
+    }
+    .expect("launch");
+    let out = a.download().expect("download").to_vec();
+    assert!(out.contains(&10.0) && out.contains(&62.0) && !out.contains(&31.0), "not doubled: {out:?}");
+}
+
 /// Compares two fields point by point (halo included) bit for bit; reports the first mismatch.
 fn assert_same<T: Element, const D: usize>(what: &str, cpu: &Field<T, D>, gpu: &Field<T, D>, bits: impl Fn(T) -> u64) {
     let (a, b) = (cpu.to_vec(), gpu.to_vec());

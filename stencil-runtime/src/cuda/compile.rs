@@ -1,16 +1,18 @@
-//! Kernel compilation: NVRTC straight to a cubin for the device's architecture (the driver
-//! then loads it without a JIT step), behind an in-memory cache of loaded modules and the
-//! on-disk [`DiskCache`] of cubins.
+//! Kernel compilation: NVRTC (chosen by the driver's version, see `nvrtc.rs`) straight to a
+//! cubin for the device's architecture (the driver then loads it without a JIT step), or to PTX
+//! where NVRTC does not know the device; behind an in-memory cache of loaded modules and the
+//! on-disk [`DiskCache`] of compiled code.
 
 use super::context::Gpu;
 use super::error::{locate_error, CudaError};
 use super::kernel::Kernel;
+use super::nvrtc::{Nvrtc, Target};
 use crate::disk_cache::hash128;
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::DriverError;
-use cudarc::nvrtc::{self, Ptx};
+use cudarc::nvrtc::Ptx;
 use std::ffi::CString;
-use std::sync::{OnceLock, PoisonError};
+use std::sync::PoisonError;
 use std::time::{Duration, Instant};
 
 /// Name NVRTC gives the source in its log (`stencil.cu(LINE): error: ...`).
@@ -54,7 +56,8 @@ impl Gpu {
     }
 
     /// The kernel `entry` of `source`, with where it came from and what it cost. NVRTC options:
-    /// `--gpu-architecture=sm_XY` (this device), `--std=c++17`, `-default-device`, then
+    /// `--gpu-architecture=sm_XY` (this device; `compute_XY` PTX for a device newer than NVRTC
+    /// knows), `--std=c++17`, `-default-device`, then
     /// `extra_options` (e.g. `--ftz=true`, `--use_fast_math`, `--ptxas-options=-v`). Modules
     /// are cached in memory and cubins on disk under a hash of source, options (architecture
     /// included) and NVRTC version.
@@ -68,9 +71,11 @@ impl Gpu {
         if entry.contains('\0') {
             return Err(CudaError::InvalidArgument(format!("kernel entry {entry:?} contains a NUL byte")));
         }
-        let (major, minor) = nvrtc_version().ok_or(CudaError::NoNvrtc)?;
+        let nvrtc = Nvrtc::get()?;
+        let (major, minor) = nvrtc.version;
+        let target = nvrtc.target(self.compute_capability())?;
         let mut options =
-            vec![format!("--gpu-architecture={}", self.arch()), "--std=c++17".into(), "-default-device".into()];
+            vec![format!("--gpu-architecture={}", target.arch()), "--std=c++17".into(), "-default-device".into()];
         options.extend(extra_options.iter().map(|o| o.to_string()));
         let version = [major.to_le_bytes(), minor.to_le_bytes()].concat();
         let mut parts: Vec<&[u8]> = vec![b"stencil-cubin", source.as_bytes(), &version];
@@ -85,8 +90,8 @@ impl Gpu {
             Some(module) => (module, CacheSource::Memory),
             None => {
                 let (cubin, from_disk) = match &self.inner.disk {
-                    Some(disk) => disk.get_or_build(key, || compile_cubin(source, &options, &mut log))?,
-                    None => (compile_cubin(source, &options, &mut log)?, false),
+                    Some(disk) => disk.get_or_build(key, || compile(nvrtc, source, &options, &target, &mut log))?,
+                    None => (compile(nvrtc, source, &options, &target, &mut log)?, false),
                 };
                 let module = self
                     .inner
@@ -114,70 +119,35 @@ impl Gpu {
     }
 }
 
-/// NVRTC's version, or `None` when libnvrtc cannot be loaded.
-fn nvrtc_version() -> Option<(i32, i32)> {
-    static VERSION: OnceLock<Option<(i32, i32)>> = OnceLock::new();
-    *VERSION.get_or_init(|| {
-        // SAFETY: only tries to dlopen the library.
-        if !unsafe { nvrtc::sys::is_culib_present() } {
-            return None;
-        }
-        let (mut major, mut minor) = (0, 0);
-        // SAFETY: writes two ints.
-        unsafe { nvrtc::sys::nvrtcVersion(&mut major, &mut minor) }.result().ok()?;
-        Some((major, minor))
-    })
-}
-
-/// Compiles `source` with `options` to a cubin; NVRTC's log goes to `log`.
-fn compile_cubin(source: &str, options: &[String], log: &mut String) -> Result<Vec<u8>, CudaError> {
-    let nvrtc_error = |during: &'static str, error: nvrtc::result::NvrtcError| CudaError::Nvrtc { during, error };
+/// Compiles `source` with `options` to a cubin, or to PTX (NUL-terminated) for a
+/// [`Target::Ptx`]; NVRTC's log goes to `log`.
+fn compile(
+    nvrtc: &Nvrtc,
+    source: &str,
+    options: &[String],
+    target: &Target,
+    log: &mut String,
+) -> Result<Vec<u8>, CudaError> {
     let src =
         CString::new(source).map_err(|_| CudaError::InvalidArgument("kernel source contains a NUL byte".into()))?;
-    struct Program(nvrtc::sys::nvrtcProgram);
-    impl Drop for Program {
-        fn drop(&mut self) {
-            // SAFETY: created by `create_program`, destroyed once.
-            let _ = unsafe { nvrtc::result::destroy_program(self.0) };
+    let ptx = matches!(target, Target::Ptx(_));
+    nvrtc.compile(&src, PROGRAM_NAME, options, ptx, log).map_err(|(error, during)| match (during, error) {
+        ("nvrtcCompileProgram", error) | ("nvrtcGetCUBIN" | "nvrtcGetPTX", error @ None) => {
+            CudaError::Compile { line: locate_error(log, source), log: log.clone(), options: options.to_vec(), error }
         }
-    }
-    let program = Program(
-        nvrtc::result::create_program(&src, Some(PROGRAM_NAME)).map_err(|e| nvrtc_error("nvrtcCreateProgram", e))?,
-    );
-    // SAFETY (all calls below): `program` is a live program; `src` outlives it.
-    let compiled = unsafe { nvrtc::result::compile_program(program.0, options) };
-    if let Ok(raw) = unsafe { nvrtc::result::get_program_log(program.0) } {
-        let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).take_while(|&b| b != 0).collect();
-        *log = String::from_utf8_lossy(&bytes).into_owned();
-    }
-    compiled.map_err(|e| CudaError::Compile {
-        line: locate_error(log, source),
-        log: log.clone(),
-        options: options.to_vec(),
-        error: Some(e),
-    })?;
-    let mut size = 0usize;
-    unsafe { nvrtc::sys::nvrtcGetCUBINSize(program.0, &mut size) }
-        .result()
-        .map_err(|e| nvrtc_error("nvrtcGetCUBINSize", e))?;
-    if size == 0 {
-        return Err(CudaError::Compile { log: log.clone(), line: None, options: options.to_vec(), error: None });
-    }
-    let mut cubin = vec![0u8; size];
-    unsafe { nvrtc::sys::nvrtcGetCUBIN(program.0, cubin.as_mut_ptr().cast()) }
-        .result()
-        .map_err(|e| nvrtc_error("nvrtcGetCUBIN", e))?;
-    Ok(cubin)
+        (_, Some(error)) => CudaError::Nvrtc { during, error },
+        (during, None) => CudaError::InvalidArgument(format!("NVRTC options: {during}")),
+    })
 }
 
 /// Compiles `source` for `arch` (e.g. `sm_90`) with the stencil kernel options plus `extra`,
 /// without a GPU (NVRTC only), and returns NVRTC's log: what CI uses to check that every
 /// generated kernel compiles, and (with `--ptxas-options=-v`) to report registers and spills.
 pub fn compile_check(source: &str, arch: &str, extra: &[&str]) -> Result<String, CudaError> {
-    nvrtc_version().ok_or(CudaError::NoNvrtc)?;
+    let nvrtc = Nvrtc::get()?;
     let mut options = vec![format!("--gpu-architecture={arch}"), "--std=c++17".into(), "-default-device".into()];
     options.extend(KERNEL_OPTIONS.iter().chain(extra).map(|o| o.to_string()));
     let mut log = String::new();
-    compile_cubin(source, &options, &mut log)?;
+    compile(nvrtc, source, &options, &Target::Cubin(arch.to_string()), &mut log)?;
     Ok(log)
 }

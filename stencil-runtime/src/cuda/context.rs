@@ -4,6 +4,7 @@
 
 use super::error::{driver, is_kernel_fault, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
+use super::nvrtc::MIN_DRIVER_VERSION;
 use crate::disk_cache::DiskCache;
 use crate::tuning::{ShapeClass, TuneReport, TuneSettings};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
@@ -12,8 +13,6 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex, PoisonError};
 use stencil_codegen::printer::cuda::{Geometry, Strategy};
-/// The oldest driver this build can use (`cuda-13000` in cudarc's features).
-const MIN_DRIVER_VERSION: i32 = 13000;
 
 /// A handle on one CUDA device: a context, one stream that every copy, launch and timing of this
 /// handle is issued on (so they run in issue order), and the kernel caches. Cheap to clone; all

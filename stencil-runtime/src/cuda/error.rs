@@ -30,7 +30,7 @@ pub enum CudaError {
     DriverTooOld {
         /// The driver's CUDA version, as `cuDriverGetVersion` reports it (e.g. 12040).
         version: i32,
-        /// The oldest version this build can use (13000).
+        /// The oldest version the runtime can use (12000).
         required: i32,
     },
     /// `libcuda` does not match the kernel driver (`S0303`).
@@ -40,8 +40,13 @@ pub enum CudaError {
         /// The driver's error.
         error: DriverError,
     },
-    /// `libnvrtc` (the run-time CUDA compiler, `libnvrtc.so.13`) could not be loaded (`S0304`).
-    NoNvrtc,
+    /// `libnvrtc` (the run-time CUDA compiler) could not be loaded (`S0304`).
+    NoNvrtc {
+        /// The library names (or the `STENCIL_NVRTC` path) tried, in order.
+        tried: Vec<String>,
+        /// The driver's CUDA version (e.g. 12040), if a driver could be loaded.
+        driver: Option<i32>,
+    },
     /// The requested device ordinal does not exist (`S0305`).
     NoDevice {
         /// The ordinal asked for.
@@ -183,6 +188,16 @@ pub enum CudaError {
         /// What went wrong.
         detail: String,
     },
+    /// The NVRTC found cannot make code that this driver or device runs: NVRTC of a newer CUDA
+    /// than the driver, or one that does not know the device's architecture (`S0324`).
+    NvrtcMismatch {
+        /// The NVRTC, e.g. `NVRTC 13.0 (libnvrtc.so.13)`.
+        nvrtc: String,
+        /// The driver's CUDA version (e.g. 12040), if a driver could be loaded.
+        driver: Option<i32>,
+        /// Why it cannot be used.
+        reason: String,
+    },
     /// Any other driver failure (`S0322`).
     Driver {
         /// What was being done.
@@ -200,7 +215,7 @@ impl CudaError {
             CudaError::NoDriver { .. } => "S0301",
             CudaError::DriverTooOld { .. } => "S0302",
             CudaError::DriverMismatch { .. } => "S0303",
-            CudaError::NoNvrtc => "S0304",
+            CudaError::NoNvrtc { .. } => "S0304",
             CudaError::NoDevice { .. } => "S0305",
             CudaError::OutOfMemory { .. } => "S0306",
             CudaError::Compile { .. } => "S0307",
@@ -221,6 +236,7 @@ impl CudaError {
             CudaError::InvalidArgument(_) => "S0321",
             CudaError::Driver { .. } => "S0322",
             CudaError::Nccl { .. } => "S0323",
+            CudaError::NvrtcMismatch { .. } => "S0324",
         }
     }
 
@@ -252,16 +268,21 @@ impl CudaError {
         match self {
             CudaError::NoDriver { detail } => format!("the CUDA driver (libcuda.so) could not be used: {detail}"),
             CudaError::DriverTooOld { version, required } => format!(
-                "the CUDA driver supports CUDA {}.{}, this build needs {}.{}",
-                version / 1000,
-                version % 1000 / 10,
-                required / 1000,
-                required % 1000 / 10
+                "the NVIDIA driver supports CUDA {}, the runtime needs CUDA {} or newer",
+                cuda_version(*version),
+                cuda_version(*required)
             ),
             CudaError::DriverMismatch { during, error } => {
                 format!("{during}: {}: libcuda does not match the kernel driver", describe(*error))
             }
-            CudaError::NoNvrtc => "NVRTC (libnvrtc.so.13) could not be loaded".to_string(),
+            CudaError::NoNvrtc { tried, driver } => format!(
+                "NVRTC could not be loaded (tried {}){}",
+                tried.join(", "),
+                match driver {
+                    Some(d) => format!(" for the CUDA {} driver", cuda_version(*d)),
+                    None => ", no CUDA driver loaded".to_string(),
+                }
+            ),
             CudaError::NoDevice { ordinal, count } => {
                 format!("no CUDA device {ordinal}: the driver sees {count} device(s)")
             }
@@ -322,6 +343,13 @@ impl CudaError {
             CudaError::InvalidArgument(m) => m.clone(),
             CudaError::Driver { during, error } => format!("{during}: {}", describe(*error)),
             CudaError::Nccl { during, detail } => format!("NCCL, {during}: {detail}"),
+            CudaError::NvrtcMismatch { nvrtc, driver, reason } => format!(
+                "{nvrtc} cannot be used{}: {reason}",
+                match driver {
+                    Some(d) => format!(" with the CUDA {} driver", cuda_version(*d)),
+                    None => String::new(),
+                }
+            ),
         }
     }
 
@@ -329,15 +357,20 @@ impl CudaError {
     pub fn help(&self) -> String {
         let s = match self {
             CudaError::NoDriver { .. } => {
-                "install the NVIDIA driver (CUDA 13.0 or newer) and check LD_LIBRARY_PATH"
+                "install the NVIDIA driver (CUDA 12.0 or newer) and check LD_LIBRARY_PATH"
             }
-            CudaError::DriverTooOld { .. } => "upgrade the NVIDIA driver to one for CUDA 13.0 or newer",
+            CudaError::DriverTooOld { .. } => "upgrade the NVIDIA driver to one for CUDA 12.0 or newer",
             CudaError::DriverMismatch { .. } => {
                 "do not put /usr/local/cuda/compat first in LD_LIBRARY_PATH (libcuda must come from the installed driver)"
             }
-            CudaError::NoNvrtc => {
-                "install the CUDA 13 NVRTC library (e.g. `pip install nvidia-cuda-nvrtc==13.0.*`) and put its \
-                 lib folder in LD_LIBRARY_PATH"
+            CudaError::NoNvrtc { driver: Some(d), .. } if *d < 13000 => {
+                "install NVRTC of CUDA 12 (e.g. `pip install nvidia-cuda-nvrtc-cu12`) and put its lib folder in \
+                 LD_LIBRARY_PATH, or set STENCIL_NVRTC to the path of its libnvrtc.so.12"
+            }
+            CudaError::NoNvrtc { .. } => {
+                "install NVRTC of CUDA 13 or 12 (e.g. `pip install nvidia-cuda-nvrtc==13.0.*`, or \
+                 `nvidia-cuda-nvrtc-cu12` for a CUDA 12 driver) and put its lib folder in LD_LIBRARY_PATH, or set \
+                 STENCIL_NVRTC to the path of its libnvrtc.so.13 or .so.12"
             }
             CudaError::NoDevice { .. } => "use an ordinal below `Gpu::count()` (check CUDA_VISIBLE_DEVICES)",
             CudaError::OutOfMemory { .. } => {
@@ -350,9 +383,12 @@ impl CudaError {
             CudaError::MissingEntry { .. } => {
                 "declare the kernel `extern \"C\" __global__` with exactly that name (no C++ name mangling)"
             }
-            CudaError::Nvrtc { .. } => "check the NVRTC installation (libnvrtc.so.13 of CUDA 13)",
+            CudaError::Nvrtc { .. } => {
+                "check the NVRTC installation (libnvrtc.so.13 or .so.12, with its libnvrtc-builtins next to it)"
+            }
             CudaError::BadBinary { .. } => {
-                "clear the kernel cache ($STENCIL_CACHE_DIR) and make sure the driver is as new as NVRTC"
+                "clear the kernel cache ($STENCIL_CACHE_DIR) and make sure the driver's CUDA major version is at \
+                 least NVRTC's (STENCIL_NVRTC picks the NVRTC)"
             }
             CudaError::EmptyBlock { .. } => "give every block axis at least one thread",
             CudaError::LaunchFailed { error, .. } => match error.0 {
@@ -385,6 +421,11 @@ impl CudaError {
                 "make `libnccl.so` loadable (LD_LIBRARY_PATH; a link named libnccl.so to libnccl.so.2 will do), give \
                  every subdomain of the run its own GPU, or move halos host-staged through MPI instead \
                  (`Transport::HostStaged`, or STENCIL_TRANSPORT=mpi)"
+            }
+            CudaError::NvrtcMismatch { .. } => {
+                "use NVRTC of the driver's CUDA major version or an older one, not older than 12.0: for a CUDA 12 \
+                 driver `pip install nvidia-cuda-nvrtc-cu12` and set STENCIL_NVRTC to the path of its \
+                 libnvrtc.so.12 (or put its lib folder in LD_LIBRARY_PATH); or upgrade the driver"
             }
         };
         s.to_string()
@@ -438,6 +479,11 @@ impl std::error::Error for CudaError {
             _ => None,
         }
     }
+}
+
+/// A CUDA version as `cuDriverGetVersion` reports it, as people write it: `12040` as `12.4`.
+pub(crate) fn cuda_version(v: i32) -> String {
+    format!("{}.{}", v / 1000, v % 1000 / 10)
 }
 
 /// The driver's name and description of an error code, e.g.

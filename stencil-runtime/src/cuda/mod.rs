@@ -1,6 +1,8 @@
 //! The CUDA runtime (cargo feature `cuda`): devices, device fields, NVRTC-compiled kernels and
 //! launches, on cudarc's driver API. libcuda and libnvrtc are loaded at run time, so this builds
-//! on machines without CUDA; a driver for CUDA 13.0 or newer is needed to run.
+//! on machines without CUDA; a driver for CUDA 12.0 or newer is needed to run, with NVRTC of
+//! the driver's CUDA major version or an older one down to 12 (see [`nvrtc_info`];
+//! `STENCIL_NVRTC` forces a library).
 //!
 //! - [`Gpu`]: one device, with one stream on which every copy, launch and timing of the handle
 //!   is issued, so they execute in issue order. Clones share it.
@@ -30,7 +32,7 @@
 //! # Ok(()) }
 //! ```
 
-// One-way dependencies: error, kernel <- context <- compile, launch <- memory <- halo, peer <- message,
+// One-way dependencies: error, kernel <- nvrtc <- context <- compile, launch <- memory <- halo, peer <- message,
 // reduce, tune <- executor <- steps.
 mod compile;
 mod context;
@@ -42,6 +44,7 @@ mod launch;
 mod memory;
 mod message;
 mod nccl;
+mod nvrtc;
 mod peer;
 mod reduce;
 mod steps;
@@ -62,6 +65,7 @@ pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
 pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use message::GpuBuffer;
+pub use nvrtc::{nvrtc_info, NvrtcInfo, NVRTC_ENV};
 
 use crate::field::{Field3, Shape3};
 

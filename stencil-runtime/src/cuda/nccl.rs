@@ -6,7 +6,16 @@
 //! process may hold several subdomains, each on its own GPU. Setting up is collective over the
 //! world: rank 0's unique id is broadcast through MPI, every process checks that NCCL loads and
 //! that no two subdomains of the run share a GPU (NCCL refuses that), and the communicators are
-//! made in one group.
+//! made non-blocking, each rank telling the others whether its own were made, so that one rank's
+//! failure is an `Err` on every rank instead of a wait in NCCL's bootstrap.
+//!
+//! A thread watches the communicators: an asynchronous error NCCL reports
+//! (`ncclCommGetAsyncError`), or an exchange that has waited on the device longer than
+//! `STENCIL_EXCHANGE_TIMEOUT` seconds (default 300; a peer that stopped), ends the run: the rank
+//! prints which ranks and halo messages it waited for, aborts its communicators
+//! (`ncclCommAbort`) and calls `MPI_Abort`, as the host-staged transport does. Exchanges issued
+//! while a step is recorded (a CUDA graph) are not under the deadline when the graph is
+//! replayed; NCCL's asynchronous errors are watched all along.
 
 use super::context::Gpu;
 #[cfg(not(feature = "nccl"))]
@@ -18,21 +27,62 @@ use crate::error::LaunchError;
 mod links {
     use super::super::context::Gpu;
     use super::super::error::CudaError;
-    use crate::domain::{DeviceMessage, DeviceTransport, World};
+    use crate::domain::{
+        exchange_error_message, exchange_stall_message, exchange_timeout, inject_init_failure, setup_failures, Awaited,
+        Deadlines, DeviceMessage, DeviceTransport, World,
+    };
     use crate::error::LaunchError;
-    use cudarc::driver::{result as driver, sys as dsys};
+    use cudarc::driver::sys::{CUevent_flags, CUstreamCaptureStatus};
+    use cudarc::driver::{result as driver, sys as dsys, CudaEvent};
     use cudarc::nccl::{result as nccl, sys};
+    use std::sync::{Arc, Condvar, Mutex, PoisonError};
+    use std::time::{Duration, Instant};
 
-    /// One NCCL communicator per local subdomain (see the module docs).
+    /// A communicator handle that the watcher thread may hold (see the SAFETY notes below).
+    #[derive(Clone, Copy)]
+    struct Comm(sys::ncclComm_t);
+    // SAFETY: NCCL allows `ncclCommGetAsyncError` and `ncclCommAbort` from any thread (they are
+    // what a watchdog thread calls); every other call is made under `NcclLinks::issuing` or from
+    // `drop`.
+    unsafe impl Send for Comm {}
+    // SAFETY: as above.
+    unsafe impl Sync for Comm {}
+
+    /// One NCCL communicator per local subdomain (see the module docs), and the thread that
+    /// watches them: NCCL's asynchronous errors, and a deadline on the exchanges in flight.
     pub(super) struct NcclLinks {
         comms: Vec<(Gpu, sys::ncclComm_t)>,
         /// Held from `ncclGroupStart` to `ncclGroupEnd` of an exchange.
-        issuing: std::sync::Mutex<()>,
+        issuing: Mutex<()>,
+        watch: Arc<Watch>,
+        watcher: Option<std::thread::JoinHandle<()>>,
+        /// The global index of local subdomain 0, and the subdomains per rank.
+        first: usize,
+        per_rank: usize,
+    }
+
+    /// What the watcher thread and the exchanges share.
+    struct Watch {
+        state: Mutex<WatchState>,
+        wake: Condvar,
+    }
+
+    struct WatchState {
+        deadlines: Deadlines<Pending>,
+        stop: bool,
+    }
+
+    /// An exchange in flight: an event after it on each stream it was issued on, and the
+    /// messages it receives.
+    struct Pending {
+        events: Vec<(Gpu, CudaEvent)>,
+        awaited: Vec<Awaited>,
     }
 
     // SAFETY: NCCL communicators may be used from any thread, one thread at a time: the only calls
-    // after set-up are `exchange`'s, each a whole group issued under `NcclLinks::issuing`, and
-    // `drop`, which has `&mut self`.
+    // after set-up are `exchange`'s, each a whole group issued under `NcclLinks::issuing`, the
+    // watcher's (asynchronous errors, abort: allowed from any thread), and `drop`, which has
+    // `&mut self` and stops the watcher first.
     unsafe impl Send for NcclLinks {}
     // SAFETY: as above; `issuing` serialises the groups of threads that share the links.
     unsafe impl Sync for NcclLinks {}
@@ -45,24 +95,116 @@ mod links {
 
     impl Drop for NcclLinks {
         fn drop(&mut self) {
-            for (gpu, comm) in &self.comms {
+            // Wait for the exchanges in flight while the watcher still watches them.
+            for (gpu, _) in &self.comms {
                 let _ = gpu.synchronize();
+            }
+            self.watch.state.lock().unwrap_or_else(PoisonError::into_inner).stop = true;
+            self.watch.wake.notify_all();
+            if let Some(w) = self.watcher.take() {
+                let _ = w.join();
+            }
+            let limit = exchange_timeout();
+            for (gpu, comm) in &self.comms {
                 let _ = gpu.bind();
-                // SAFETY: the communicator was made by `comm_init_rank` and is destroyed once, after
-                // the work queued on its stream.
-                let _ = unsafe { nccl::comm_destroy(*comm) };
+                // SAFETY: the communicator was made by `ncclCommInitRankConfig` and is finalised and
+                // destroyed once, after the work queued on its stream.
+                unsafe {
+                    if nccl::comm_finalize(*comm).is_ok() {
+                        let _ = settle(&[Comm(*comm)], limit);
+                    }
+                    let _ = nccl::comm_destroy(*comm);
+                }
             }
         }
     }
 
-    fn nccl_error(during: &str, e: nccl::NcclError) -> LaunchError {
+    fn text(e: sys::ncclResult_t) -> String {
         // SAFETY: ncclGetErrorString returns a static NUL-terminated string for any code.
-        let text = unsafe { std::ffi::CStr::from_ptr(sys::ncclGetErrorString(e.0)) }.to_string_lossy().into_owned();
-        CudaError::Nccl { during: during.to_string(), detail: format!("{:?}: {text}", e.0) }.into()
+        let text = unsafe { std::ffi::CStr::from_ptr(sys::ncclGetErrorString(e)) }.to_string_lossy().into_owned();
+        format!("{e:?}: {text}")
+    }
+
+    fn nccl_error(during: &str, e: nccl::NcclError) -> LaunchError {
+        CudaError::Nccl { during: during.to_string(), detail: text(e.0) }.into()
     }
 
     fn refuse(during: &str, detail: String) -> LaunchError {
         CudaError::Nccl { during: during.to_string(), detail }.into()
+    }
+
+    /// The communicator's asynchronous state: `Ok(true)` done, `Ok(false)` still in progress
+    /// (non-blocking set-up or enqueue), `Err` the error NCCL reports.
+    fn state(comm: Comm) -> Result<bool, String> {
+        let mut state = sys::ncclResult_t::ncclSuccess;
+        // SAFETY: a live communicator; writes one result.
+        let r = unsafe { sys::ncclCommGetAsyncError(comm.0, &mut state) };
+        match (r, state) {
+            (sys::ncclResult_t::ncclSuccess, sys::ncclResult_t::ncclSuccess) => Ok(true),
+            (sys::ncclResult_t::ncclSuccess, sys::ncclResult_t::ncclInProgress) => Ok(false),
+            (sys::ncclResult_t::ncclSuccess, e) | (e, _) => Err(text(e)),
+        }
+    }
+
+    /// Waits (up to `limit`) until no communicator of `comms` is in progress.
+    fn settle(comms: &[Comm], limit: Duration) -> Result<(), String> {
+        let started = Instant::now();
+        for &c in comms {
+            while !state(c)? {
+                if started.elapsed() > limit {
+                    return Err(format!("still in progress after {:.0} s", limit.as_secs_f64()));
+                }
+                std::thread::yield_now();
+            }
+        }
+        Ok(())
+    }
+
+    /// Aborts `comms` (in a thread of its own, waited for at most 10 s: the run is ended next
+    /// either way).
+    fn abort_all(comms: Vec<Comm>) {
+        let (done, wait) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for c in comms {
+                // SAFETY: a communicator of these links, aborted once; no other call follows.
+                let _ = unsafe { nccl::comm_abort(c.0) };
+            }
+            let _ = done.send(());
+        });
+        let _ = wait.recv_timeout(Duration::from_secs(10));
+    }
+
+    /// A non-blocking communicator configuration (`NCCL_CONFIG_INITIALIZER`, `blocking = 0`):
+    /// set-up and enqueue return at once, so that a set-up that waits on a failed rank can be
+    /// aborted. The version is 2.14's, the first with `blocking`: NCCL keeps its defaults for the
+    /// fields of later versions.
+    fn nonblocking_config() -> sys::ncclConfig_t {
+        // SAFETY: a plain C struct of integers and pointers, for which all zeros is valid (and
+        // each field is set below).
+        let mut config: sys::ncclConfig_t = unsafe { std::mem::zeroed() };
+        config.size = std::mem::size_of::<sys::ncclConfig_t>();
+        config.magic = 0xcafe_beef;
+        config.version = 21400;
+        config.blocking = 0;
+        // Every other field NCCL_CONFIG_UNDEF_INT or NULL, as the initializer leaves them.
+        let undef = i32::MIN;
+        config.cgaClusterSize = undef;
+        config.minCTAs = undef;
+        config.maxCTAs = undef;
+        config.netName = std::ptr::null();
+        config.splitShare = undef;
+        config.trafficClass = undef;
+        config.commName = std::ptr::null();
+        config.collnetEnable = undef;
+        config.CTAPolicy = undef;
+        config.shrinkShare = undef;
+        config.nvlsCTAs = undef;
+        config.nChannelsPerNetPeer = undef;
+        config.nvlinkCentricSched = undef;
+        config.graphUsageMode = undef;
+        config.numRmaCtx = undef;
+        config.maxP2pPeers = undef;
+        config
     }
 
     /// Whether `result` is `Ok` on every rank (collective): `Err` on every rank when it failed on
@@ -162,24 +304,147 @@ mod links {
                 });
             }
             let unique = sys::ncclUniqueId { internal: std::array::from_fn(|i| id[i] as std::ffi::c_char) };
-            // One group for all local communicators; the group is always closed, and what was made
-            // is destroyed again when any part failed.
-            let mut links = NcclLinks { comms: Vec::with_capacity(gpus.len()), issuing: std::sync::Mutex::new(()) };
-            nccl::group_start().map_err(|e| nccl_error(during, e))?;
-            let joined = gpus.iter().enumerate().try_for_each(|(i, g)| -> Result<(), LaunchError> {
-                g.bind()?;
+            let comms = Self::init(world, gpus, unique, first, total)?;
+            let per_rank = total / world.size().max(1);
+            let watch = Arc::new(Watch {
+                state: Mutex::new(WatchState { deadlines: Deadlines::default(), stop: false }),
+                wake: Condvar::new(),
+            });
+            let watcher = {
+                let (watch, world) = (watch.clone(), world.clone());
+                let raw: Vec<Comm> = comms.iter().map(|(_, c)| Comm(*c)).collect();
+                std::thread::Builder::new()
+                    .name("stencil-nccl-watch".into())
+                    .spawn(move || watch_loop(&watch, &world, &raw))
+                    .map_err(|e| refuse(during, format!("starting the thread that watches NCCL: {e}")))?
+            };
+            Ok(NcclLinks {
+                comms,
+                issuing: Mutex::new(()),
+                watch,
+                watcher: Some(watcher),
+                first,
+                per_rank: per_rank.max(1),
+            })
+        }
+
+        /// The communicators themselves, non-blocking: every rank tells the others whether its
+        /// own were made (`World::outcomes`), so that a rank whose `ncclCommInitRankConfig` fails
+        /// ends the others' wait in NCCL's bootstrap (they abort theirs), and a rank that stops
+        /// ends the run after `STENCIL_EXCHANGE_TIMEOUT` seconds with a message naming it.
+        fn init(
+            world: &World,
+            gpus: &[Gpu],
+            unique: sys::ncclUniqueId,
+            first: usize,
+            total: usize,
+        ) -> Result<Vec<(Gpu, sys::ncclComm_t)>, LaunchError> {
+            let during = "making the communicators (ncclCommInitRankConfig)";
+            let mut comms: Vec<(Gpu, sys::ncclComm_t)> = Vec::with_capacity(gpus.len());
+            let mut own_error: Option<String> = None;
+            let inject = inject_init_failure(world.rank());
+            for (i, g) in gpus.iter().enumerate() {
+                if let Err(e) = g.bind() {
+                    own_error = Some(e.message());
+                    break;
+                }
+                let mut config = nonblocking_config();
                 let mut comm: sys::ncclComm_t = std::ptr::null_mut();
+                // An injected failure asks for a rank beyond the run: NCCL refuses it at once.
+                let rank = if inject { total } else { first + i };
                 // SAFETY: every subdomain of the run joins once, with the same id and its own rank;
                 // the current context is its GPU's.
-                unsafe { nccl::comm_init_rank(&mut comm, total as i32, unique, (first + i) as i32) }
-                    .map_err(|e| nccl_error(during, e))?;
-                links.comms.push((g.clone(), comm));
-                Ok(())
-            });
-            let ended = nccl::group_end().map_err(|e| nccl_error(during, e));
-            joined.and(ended.map(|_| ()))?;
-            Ok(links)
+                let r =
+                    unsafe { sys::ncclCommInitRankConfig(&mut comm, total as i32, unique, rank as i32, &mut config) };
+                match r {
+                    sys::ncclResult_t::ncclSuccess | sys::ncclResult_t::ncclInProgress => comms.push((g.clone(), comm)),
+                    e => {
+                        own_error = Some(format!(
+                            "ncclCommInitRankConfig for subdomain {} failed: {}{}",
+                            first + i,
+                            text(e),
+                            if inject { " (injected by STENCIL_TEST_NCCL_INIT_FAIL)" } else { "" }
+                        ));
+                        if !comm.is_null() {
+                            comms.push((g.clone(), comm));
+                        }
+                        break;
+                    }
+                }
+            }
+            let raw = |comms: &Vec<(Gpu, sys::ncclComm_t)>| comms.iter().map(|(_, c)| Comm(*c)).collect::<Vec<_>>();
+            let outcomes = world.outcomes(
+                |give_up| {
+                    if own_error.is_none() && !give_up {
+                        let mut done = true;
+                        for c in raw(&comms) {
+                            match state(c) {
+                                Ok(d) => done &= d,
+                                Err(e) => {
+                                    own_error = Some(format!("ncclCommInitRankConfig: {e}"));
+                                    break;
+                                }
+                            }
+                        }
+                        if own_error.is_none() {
+                            return done.then_some(Ok(()));
+                        }
+                    }
+                    abort_all(raw(&comms));
+                    comms.clear();
+                    Some(Err(own_error.clone().unwrap_or_else(|| {
+                        "gave up (its communicators aborted) after another rank failed".to_string()
+                    })))
+                },
+                exchange_timeout(),
+                "the NCCL communicators to be made",
+            );
+            if let Some(failed) = setup_failures(&outcomes) {
+                abort_all(raw(&comms));
+                return Err(refuse(during, failed));
+            }
+            Ok(comms)
         }
+    }
+
+    /// The watcher thread: every 50 ms, retires the exchanges finished on the device, and ends
+    /// the run (message, `ncclCommAbort`, `MPI_Abort`) when NCCL reports an error or the oldest
+    /// exchange waited longer than `STENCIL_EXCHANGE_TIMEOUT`.
+    fn watch_loop(watch: &Watch, world: &World, comms: &[Comm]) {
+        let limit = exchange_timeout();
+        let me = world.rank();
+        let mut state = watch.state.lock().unwrap_or_else(PoisonError::into_inner);
+        loop {
+            if state.stop {
+                return;
+            }
+            while let Some(p) = state.deadlines.oldest() {
+                let done = p.events.iter().all(|(gpu, e)| gpu.bind().is_ok() && e.is_complete());
+                if !done {
+                    break;
+                }
+                state.deadlines.finished(Instant::now());
+            }
+            let awaited = || state.deadlines.oldest().map(|p| p.awaited.clone()).unwrap_or_default();
+            let failure = match comms.iter().find_map(|&c| state_error(c)) {
+                Some(e) => Some(exchange_error_message(me, &e, &awaited())),
+                None => state
+                    .deadlines
+                    .overdue(Instant::now(), limit)
+                    .map(|(waited, p)| exchange_stall_message(me, waited, &p.awaited)),
+            };
+            if let Some(message) = failure {
+                eprintln!("{message}");
+                abort_all(comms.to_vec());
+                world.abort(70);
+            }
+            state = watch.wake.wait_timeout(state, Duration::from_millis(50)).unwrap_or_else(PoisonError::into_inner).0;
+        }
+    }
+
+    /// NCCL's asynchronous error on `comm`, if it has one.
+    fn state_error(comm: Comm) -> Option<String> {
+        state(comm).err()
     }
 
     impl DeviceTransport for NcclLinks {
@@ -190,7 +455,7 @@ mod links {
             sends.sort_by_key(key);
             recvs.sort_by_key(key);
             let during = "exchanging halo messages";
-            let _issuing = self.issuing.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            let _issuing = self.issuing.lock().unwrap_or_else(PoisonError::into_inner);
             nccl::group_start().map_err(|e| nccl_error(during, e))?;
             let issued = (|| {
                 let sends = sends.iter().map(|m| (m, true));
@@ -213,7 +478,57 @@ mod links {
                 Ok(())
             })();
             let ended = nccl::group_end().map_err(|e| nccl_error(during, e));
-            issued.and(ended.map(|_| ()))
+            issued.and(ended.map(|_| ()))?;
+            // Non-blocking communicators may still be enqueueing: wait for that (not for the
+            // transfers, which the device does).
+            let mut used: Vec<usize> = sends.iter().chain(&recvs).map(|m| m.local).collect();
+            used.sort_unstable();
+            used.dedup();
+            let comms: Vec<Comm> = used.iter().map(|&l| Comm(self.comms[l].1)).collect();
+            settle(&comms, exchange_timeout()).map_err(|e| refuse(during, e))?;
+            self.watch_exchange(&used, &recvs)
+        }
+    }
+
+    impl NcclLinks {
+        /// Puts the exchange just issued on the streams of local subdomains `used` under the
+        /// watcher's deadline (not while a step is being recorded: recorded work runs later).
+        fn watch_exchange(&self, used: &[usize], recvs: &[&DeviceMessage]) -> Result<(), LaunchError> {
+            let recording = used.iter().any(|&l| {
+                !matches!(
+                    self.comms[l].0.stream().capture_status(),
+                    Ok(CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE)
+                )
+            });
+            if recording {
+                return Ok(());
+            }
+            let mut events = Vec::with_capacity(used.len());
+            for &l in used {
+                let gpu = &self.comms[l].0;
+                let event = gpu
+                    .stream()
+                    .record_event(Some(CUevent_flags::CU_EVENT_DISABLE_TIMING))
+                    .map_err(|e| gpu.fail("recording an event after the NCCL exchange", e))?;
+                events.push((gpu.clone(), event));
+            }
+            const SIDES: [&str; 2] = ["low", "high"];
+            let awaited = recvs
+                .iter()
+                .map(|m| Awaited {
+                    what: format!(
+                        "axis {} {} halo of subdomain {} from subdomain {}",
+                        m.axis,
+                        SIDES[m.side.min(1)],
+                        self.first + m.local,
+                        m.peer
+                    ),
+                    rank: m.peer / self.per_rank,
+                })
+                .collect();
+            let mut state = self.watch.state.lock().unwrap_or_else(PoisonError::into_inner);
+            state.deadlines.issued(Instant::now(), Pending { events, awaited });
+            Ok(())
         }
     }
 }

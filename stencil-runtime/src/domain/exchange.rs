@@ -533,6 +533,8 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(subdomain, axis, 1 - link.side)?,
+            axis,
+            side: 1 - link.side,
         });
         recvs.push(DeviceMessage {
             local: link.local,
@@ -540,6 +542,8 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(me(link), axis, link.side)?,
+            axis,
+            side: link.side,
         });
     }
     transport.exchange(&sends, &recvs)

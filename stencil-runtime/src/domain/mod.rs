@@ -6,7 +6,7 @@
 //! GPUs of a process; host-staged MPI or NCCL between ranks, [`Transport`]), and a step with its exchange overlapped
 //! by the computation ([`CompCommBinder`], [`Overlap`]).
 
-// One-way dependencies: decomposition, reach, transport, workers, world <- domains <- exchange (which also holds
+// One-way dependencies: decomposition, reach, transport, workers, watch <- world <- domains <- exchange (which also holds
 // `Domains::exchange`, a one-field HaloExchange), binder <- distributed.
 mod binder;
 mod decomposition;
@@ -16,6 +16,7 @@ mod exchange;
 mod node;
 mod reach;
 mod transport;
+mod watch;
 mod workers;
 mod world;
 
@@ -31,4 +32,10 @@ pub use reach::{HaloWidths, ReachError};
 pub use transport::Transport;
 #[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
 pub(crate) use transport::{DeviceMessage, DeviceTransport};
+#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
+pub(crate) use watch::{
+    exchange_error_message, exchange_stall_message, inject_init_failure, setup_failures, Awaited, Deadlines,
+};
+#[cfg(feature = "nccl")]
+pub(crate) use world::timeout as exchange_timeout;
 pub use world::World;

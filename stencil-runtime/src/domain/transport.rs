@@ -61,6 +61,9 @@ pub(crate) struct DeviceMessage {
     pub bytes: usize,
     pub peer: usize,
     pub order: i32,
+    /// The axis and side (0 low, 1 high) of the halo the message fills, on the receiving side.
+    pub axis: usize,
+    pub side: usize,
 }
 
 /// Moves messages between ranks from device memory to device memory, ordered on the streams

@@ -58,7 +58,7 @@ pub(crate) struct Message<B> {
 /// Seconds a rank waits for its halo messages before it aborts the run with a message naming
 /// what it waited for: `STENCIL_EXCHANGE_TIMEOUT` (seconds), else 300.
 #[cfg(feature = "mpi")]
-fn timeout() -> std::time::Duration {
+pub(crate) fn timeout() -> std::time::Duration {
     let s = std::env::var("STENCIL_EXCHANGE_TIMEOUT").ok().and_then(|v| v.parse::<f64>().ok()).unwrap_or(300.0);
     std::time::Duration::from_secs_f64(s.max(0.001))
 }
@@ -195,6 +195,87 @@ impl World {
             return Some(all);
         }
         Some(vec![bytes.to_vec()])
+    }
+
+    /// Ends every rank (`MPI_Abort` with `code`), after this rank's message was printed.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn abort(&self, code: i32) -> ! {
+        use std::io::Write;
+        let _ = std::io::stderr().flush();
+        if let Some(c) = &self.comm {
+            use mpi::traits::Communicator;
+            c.abort(code);
+        }
+        std::process::exit(code)
+    }
+
+    /// Every rank's outcome of a set-up step that may wait on the others inside a library (NCCL's
+    /// bootstrap), made known to every rank as soon as it is had, so that one rank's failure ends
+    /// the others' wait (collective). `poll(give_up)` is called until it returns this rank's
+    /// outcome; `give_up` is true once another rank reported a failure (then the step is to be
+    /// abandoned and its outcome returned). A rank that has no word from some rank after `limit`
+    /// prints a message naming `what` and those ranks, and aborts the run. Returns the outcomes
+    /// in rank order.
+    #[cfg(feature = "nccl")]
+    pub(crate) fn outcomes(
+        &self,
+        mut poll: impl FnMut(bool) -> Option<Result<(), String>>,
+        limit: std::time::Duration,
+        what: &str,
+    ) -> Vec<Result<(), String>> {
+        let Some(c) = &self.comm else {
+            loop {
+                if let Some(own) = poll(false) {
+                    return vec![own];
+                }
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+        };
+        use mpi::point_to_point::{Destination, Source};
+        use mpi::traits::Communicator;
+        // A communicator of its own, so that the notices match nothing else.
+        let comm = c.duplicate();
+        let (me, n) = (comm.rank() as usize, comm.size() as usize);
+        const TAG: i32 = 1;
+        let started = std::time::Instant::now();
+        let mut heard: Vec<Option<Result<(), String>>> = vec![None; n];
+        let mut sends = Vec::new();
+        loop {
+            if heard[me].is_none() {
+                let give_up = heard.iter().any(|h| matches!(h, Some(Err(_))));
+                if let Some(own) = poll(give_up) {
+                    // Leaked: a few hundred bytes per set-up, alive until the sends complete.
+                    let notice: &'static [u8] = Box::leak(super::watch::encode_outcome(&own).into_boxed_slice());
+                    for r in (0..n).filter(|&r| r != me) {
+                        sends.push(comm.process_at_rank(r as i32).immediate_send_with_tag(
+                            mpi::request::StaticScope,
+                            notice,
+                            TAG,
+                        ));
+                    }
+                    heard[me] = Some(own);
+                }
+            }
+            while let Some(status) = comm.any_process().immediate_probe_with_tag(TAG) {
+                let from = status.source_rank() as usize;
+                let mut notice = vec![0u8; super::watch::NOTICE];
+                comm.process_at_rank(from as i32).receive_into_with_tag(&mut notice[..], TAG);
+                heard[from] = Some(super::watch::decode_outcome(&notice));
+            }
+            if heard.iter().all(Option::is_some) {
+                break;
+            }
+            if started.elapsed() > limit {
+                let missing: Vec<usize> = (0..n).filter(|&r| heard[r].is_none()).collect();
+                eprintln!("{}", super::watch::setup_stall_message(me, started.elapsed(), what, &missing));
+                self.abort(70);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        for s in sends {
+            s.wait();
+        }
+        heard.into_iter().map(|h| h.expect("heard from every rank")).collect()
     }
 
     /// Sends and receives `messages` between ranks, all at once (non-blocking sends and
