@@ -782,16 +782,18 @@ impl Dycore {
         q[0].interior_view().sum() * self.h.iter().product::<f64>()
     }
 
-    /// The density current's front: the largest `x` of a cell at the lowest level with
-    /// `θ′ < −1 K` (Straka et al.'s definition), m; and the minimum θ′, K.
+    /// The density current's front: where the −1 K contour of θ′ meets the lowest level, the
+    /// largest such `x` (Straka et al.'s definition; linear between cell centres), m; and the
+    /// minimum θ′, K.
     pub fn front(&self, q: &[Field3<f64>; 5]) -> (f64, f64) {
         let cells = self.theta_prime(q);
         let min = cells.iter().map(|c| c.3).fold(f64::INFINITY, f64::min);
-        let front = cells
-            .iter()
-            .filter(|c| c.2 == 0 && c.3 < -1.0)
-            .map(|c| self.x(c.0 as isize, 0))
-            .fold(f64::NEG_INFINITY, f64::max);
+        let low: Vec<f64> = cells.iter().filter(|c| c.1 == self.n[1] / 2 && c.2 == 0).map(|c| c.3).collect();
+        let front = match low.iter().rposition(|&t| t < -1.0) {
+            Some(i) if i + 1 < low.len() => self.x(i as isize, 0) + self.h[0] * (low[i] + 1.0) / (low[i] - low[i + 1]),
+            Some(i) => self.x(i as isize, 0),
+            None => f64::NEG_INFINITY,
+        };
         (front, min)
     }
 }
