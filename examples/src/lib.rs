@@ -5,6 +5,7 @@ pub mod checkpoint;
 pub mod column;
 pub mod diffusion;
 pub mod driver;
+pub mod dycore;
 pub mod euler;
 pub mod fwi;
 pub mod logging;

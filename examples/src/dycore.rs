@@ -1,0 +1,808 @@
+//! A nonhydrostatic atmospheric dynamical core in the manner of ASUCA (Shimokawabe et al. 2014,
+//! section II): the fully compressible equations in flux form over terrain, finite volumes on an
+//! Arakawa C grid with Koren-limited fluxes, and HE-VI time splitting (a long Wicker–Skamarock
+//! RK3 step for advection; short forward–backward steps for sound and gravity waves, vertically
+//! implicit by a Thomas column sweep). Dry; the equations, the discretisation and the test cases
+//! are on the `dycore` examples page.
+//!
+//! **Coordinates.** Gal-Chen terrain following: `z = z_s(x, y) + ζ G`, `G = 1 − z_s/H` (the
+//! Jacobian `∂z/∂ζ`), `0 ≤ ζ ≤ H`. The prognostic variables are G-weighted: `R = Gρ`,
+//! `U = Gρu`, `V = Gρv`, `W = Gρw` and `Θ = Gρθ`; the vertical mass flux through ζ surfaces is
+//! `Ω = Gρζ̇ = (W − U z_x − V z_y)/G`, with `z_x = ∂z/∂x|_ζ = (1 − ζ/H) ∂z_s/∂x`.
+//!
+//! **Staggering.** Every field has the shape of the cells (`n` cells per axis, [`HALO`] layers);
+//! what a point *means* depends on the field: index `(i, j, k)` of `U` is the face `i + ½` (east
+//! face of cell `i`), of `V` the face `j + ½`, of `W` and `Ω` the face `k + ½` (top of cell `k`;
+//! the ground is index `k = −1`, in the halo, the lid `k = n_z − 1`), of `z_x` the edge
+//! `(i + ½, k + ½)` and of `z_y` the edge `(j + ½, k + ½)`. A field `wmask` is 1 on the inner
+//! `w` faces and 0 at the ground and the lid: the boundary conditions `Ω = 0` are products by it.
+
+use stencil_runtime::prelude::*;
+use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError};
+
+use crate::checkpoint::{Error, Plan};
+use crate::driver::{self, End, Identity, Named, Restart, Spec};
+use crate::euler::limited_slope;
+
+/// Halo width of every field (the limited fluxes read two points upstream).
+pub const HALO: usize = 2;
+/// Reference pressure of the Exner function, Pa.
+pub const P0: f64 = 1.0e5;
+/// Gas constant of dry air, J/(kg K).
+pub const RD: f64 = 287.0;
+/// Specific heat of dry air at constant pressure, J/(kg K).
+pub const CP: f64 = 1004.0;
+/// Specific heat of dry air at constant volume.
+pub const CV: f64 = CP - RD;
+/// `c_p / c_v`.
+pub const GAMMA: f64 = CP / CV;
+/// Gravitational acceleration, m/s².
+pub const GRAV: f64 = 9.81;
+
+/// The Koren-limited value at the face between `c0` and `p1` (`m1` before, `p2` after) upwind
+/// for the flux `vel`: `κ = 1/3, β = 2` of [`limited_slope`].
+#[stencil_fn]
+pub fn koren(m1: f64, c0: f64, p1: f64, p2: f64, vel: f64) -> f64 {
+    if vel >= 0.0 {
+        c0 + 0.5 * limited_slope(c0 - m1, p1 - c0, 1.0 / 3.0, 2.0)
+    } else {
+        p1 - 0.5 * limited_slope(p2 - p1, p1 - c0, 1.0 / 3.0, 2.0)
+    }
+}
+
+/// The horizontal pressure-gradient force at a `u` (or `v`) face in terrain-following flux form,
+/// `−δx(G p) + δζ(z_x p̄)`: `c` holds `p` of the cells `a` (west) and `b` (east) at levels
+/// `k − 1, k, k + 1` (`[a₋, b₋, a, b, a₊, b₊]`), `g0`, `g1` their `G`, `zlo`, `zhi` the
+/// metric `z_x` at the edges below and above, `inner` is 0 where the edge below is the ground
+/// (there `p` is extrapolated linearly from levels `k`, `k + 1`).
+#[stencil_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn pgf(c: [f64; 6], g0: f64, g1: f64, zlo: f64, zhi: f64, inner: f64, rdx: f64, rdz: f64) -> f64 {
+    let hi = 0.25 * (c[2] + c[3] + c[4] + c[5]);
+    let lo_inner = 0.25 * (c[0] + c[1] + c[2] + c[3]);
+    let lo_ground = 0.75 * (c[2] + c[3]) - 0.25 * (c[4] + c[5]);
+    let lo = inner * lo_inner + (1.0 - inner) * lo_ground;
+    -(g1 * c[3] - g0 * c[2]) * rdx + (zhi * hi - zlo * lo) * rdz
+}
+
+/// The 7-point Laplacian of `c` from its neighbours (`r*2` = 1/h² per axis).
+#[stencil_fn]
+#[allow(clippy::too_many_arguments)]
+pub fn lap(c: f64, xm: f64, xp: f64, ym: f64, yp: f64, zm: f64, zp: f64, r2: [f64; 3]) -> f64 {
+    (xm - 2.0 * c + xp) * r2[0] + (ym - 2.0 * c + yp) * r2[1] + (zm - 2.0 * c + zp) * r2[2]
+}
+
+/// The pressure of `Θ = Gρθ` at Jacobian `g`: `p = p₀ (R_d Θ / (G p₀))^γ`.
+#[stencil_fn]
+pub fn pressure(theta: f64, g: f64) -> f64 {
+    // Module constants are not visible in stencil code: the values of P0, RD and GAMMA.
+    const P: f64 = 1.0e5;
+    const R: f64 = 287.0;
+    const EXPONENT: f64 = 1004.0 / (1004.0 - 287.0);
+    P * (R * theta / (g * P)).powf(EXPONENT)
+}
+
+/// Diagnostics of a state `s = (R, U, V, W, Θ)` over the cells: `d = (u, v, w, θ, Ω, p)` (each at
+/// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄)`.
+#[stencil]
+pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 6], d: [&mut Field3<f64>; 6]) {
+    let r = s[0][idx];
+    let hx = 0.5
+        * (m[1][idx] * 0.5 * (s[1][idx] + s[1][idx.ix::<0, 0, 1>()])
+            + m[1][idx.ix::<-1, 0, 0>()] * 0.5 * (s[1][idx.ix::<-1, 0, 0>()] + s[1][idx.ix::<-1, 0, 1>()]));
+    let hy = 0.5
+        * (m[2][idx] * 0.5 * (s[2][idx] + s[2][idx.ix::<0, 0, 1>()])
+            + m[2][idx.ix::<0, -1, 0>()] * 0.5 * (s[2][idx.ix::<0, -1, 0>()] + s[2][idx.ix::<0, -1, 1>()]));
+    d[0][idx] = s[1][idx] / (0.5 * (r + s[0][idx.ix::<1, 0, 0>()]));
+    d[1][idx] = s[2][idx] / (0.5 * (r + s[0][idx.ix::<0, 1, 0>()]));
+    d[2][idx] = s[3][idx] / (0.5 * (r + s[0][idx.ix::<0, 0, 1>()]));
+    d[3][idx] = s[4][idx] / r;
+    d[4][idx] = m[3][idx] * (s[3][idx] - hx - hy) / m[0][idx];
+    d[5][idx] = pressure(s[4][idx], m[0][idx]);
+}
+
+/// The slow tendencies `f` of `(R, U, V, W, Θ)` at a state (`s`, its diagnostics `d`, metrics
+/// `m`): Koren-limited flux-form advection, the pressure-gradient force (of `p − p̄`
+/// horizontally) and buoyancy, diffusion `ν ∇²` of `u, v, w, θ` and the Rayleigh sponge (`U`,
+/// `V` toward `R u_ref`, `W` toward 0). `r` = `1/Δx, 1/Δy, 1/Δζ`.
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_tendency(
+    idx: Idx3, r: [f64; 3], nu: f64, grav: f64, u_ref: f64,
+    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 6], f: [&mut Field3<f64>; 5],
+) {
+    let r2 = [r[0] * r[0], r[1] * r[1], r[2] * r[2]];
+    // Scalar fluxes through the upper x, y, z faces of cell p (mass flux × limited θ).
+    let ftx = |p: Idx3| s[1][p] * koren(d[3][p.ix::<-1, 0, 0>()], d[3][p], d[3][p.ix::<1, 0, 0>()], d[3][p.ix::<2, 0, 0>()], s[1][p]);
+    let fty = |p: Idx3| s[2][p] * koren(d[3][p.ix::<0, -1, 0>()], d[3][p], d[3][p.ix::<0, 1, 0>()], d[3][p.ix::<0, 2, 0>()], s[2][p]);
+    let ftz = |p: Idx3| d[4][p] * koren(d[3][p.ix::<0, 0, -1>()], d[3][p], d[3][p.ix::<0, 0, 1>()], d[3][p.ix::<0, 0, 2>()], d[4][p]);
+    // u momentum: x flux at the centre of cell p + x̂, y flux at edge (i+½, j+½), z flux at (i+½, k+½).
+    let fux = |p: Idx3| { let mf = 0.5 * (s[1][p] + s[1][p.ix::<1, 0, 0>()]);
+        mf * koren(d[0][p.ix::<-1, 0, 0>()], d[0][p], d[0][p.ix::<1, 0, 0>()], d[0][p.ix::<2, 0, 0>()], mf) };
+    let fuy = |p: Idx3| { let mf = 0.5 * (s[2][p] + s[2][p.ix::<1, 0, 0>()]);
+        mf * koren(d[0][p.ix::<0, -1, 0>()], d[0][p], d[0][p.ix::<0, 1, 0>()], d[0][p.ix::<0, 2, 0>()], mf) };
+    let fuz = |p: Idx3| { let mf = 0.5 * (d[4][p] + d[4][p.ix::<1, 0, 0>()]);
+        mf * koren(d[0][p.ix::<0, 0, -1>()], d[0][p], d[0][p.ix::<0, 0, 1>()], d[0][p.ix::<0, 0, 2>()], mf) };
+    // v momentum.
+    let fvx = |p: Idx3| { let mf = 0.5 * (s[1][p] + s[1][p.ix::<0, 1, 0>()]);
+        mf * koren(d[1][p.ix::<-1, 0, 0>()], d[1][p], d[1][p.ix::<1, 0, 0>()], d[1][p.ix::<2, 0, 0>()], mf) };
+    let fvy = |p: Idx3| { let mf = 0.5 * (s[2][p] + s[2][p.ix::<0, 1, 0>()]);
+        mf * koren(d[1][p.ix::<0, -1, 0>()], d[1][p], d[1][p.ix::<0, 1, 0>()], d[1][p.ix::<0, 2, 0>()], mf) };
+    let fvz = |p: Idx3| { let mf = 0.5 * (d[4][p] + d[4][p.ix::<0, 1, 0>()]);
+        mf * koren(d[1][p.ix::<0, 0, -1>()], d[1][p], d[1][p.ix::<0, 0, 1>()], d[1][p.ix::<0, 0, 2>()], mf) };
+    // w momentum: x flux at (i+½, k+½), y flux at (j+½, k+½), z flux at the centre of cell p + ẑ.
+    let fwx = |p: Idx3| { let mf = 0.5 * (s[1][p] + s[1][p.ix::<0, 0, 1>()]);
+        mf * koren(d[2][p.ix::<-1, 0, 0>()], d[2][p], d[2][p.ix::<1, 0, 0>()], d[2][p.ix::<2, 0, 0>()], mf) };
+    let fwy = |p: Idx3| { let mf = 0.5 * (s[2][p] + s[2][p.ix::<0, 0, 1>()]);
+        mf * koren(d[2][p.ix::<0, -1, 0>()], d[2][p], d[2][p.ix::<0, 1, 0>()], d[2][p.ix::<0, 2, 0>()], mf) };
+    let fwz = |p: Idx3| { let mf = 0.5 * (d[4][p] + d[4][p.ix::<0, 0, 1>()]);
+        mf * koren(d[2][p.ix::<0, 0, -1>()], d[2][p], d[2][p.ix::<0, 0, 1>()], d[2][p.ix::<0, 0, 2>()], mf) };
+    // p − p̄ of cell p.
+    let pp = |p: Idx3| d[5][p] - m[5][p];
+    let rho = s[0][idx];
+    f[0][idx] = -((s[1][idx] - s[1][idx.ix::<-1, 0, 0>()]) * r[0] + (s[2][idx] - s[2][idx.ix::<0, -1, 0>()]) * r[1]
+        + (d[4][idx] - d[4][idx.ix::<0, 0, -1>()]) * r[2]);
+    let lap_t = lap(d[3][idx], d[3][idx.ix::<-1, 0, 0>()], d[3][idx.ix::<1, 0, 0>()], d[3][idx.ix::<0, -1, 0>()],
+        d[3][idx.ix::<0, 1, 0>()], d[3][idx.ix::<0, 0, -1>()], d[3][idx.ix::<0, 0, 1>()], r2);
+    f[4][idx] = -((ftx(idx) - ftx(idx.ix::<-1, 0, 0>())) * r[0] + (fty(idx) - fty(idx.ix::<0, -1, 0>())) * r[1]
+        + (ftz(idx) - ftz(idx.ix::<0, 0, -1>())) * r[2]) + rho * nu * lap_t;
+    // U at face i+½.
+    let ru = 0.5 * (rho + s[0][idx.ix::<1, 0, 0>()]);
+    let cu = [pp(idx.ix::<0, 0, -1>()), pp(idx.ix::<1, 0, -1>()), pp(idx), pp(idx.ix::<1, 0, 0>()),
+        pp(idx.ix::<0, 0, 1>()), pp(idx.ix::<1, 0, 1>())];
+    let pgf_u = pgf(cu, m[0][idx], m[0][idx.ix::<1, 0, 0>()], m[1][idx.ix::<0, 0, -1>()], m[1][idx],
+        m[3][idx.ix::<0, 0, -1>()], r[0], r[2]);
+    let lap_u = lap(d[0][idx], d[0][idx.ix::<-1, 0, 0>()], d[0][idx.ix::<1, 0, 0>()], d[0][idx.ix::<0, -1, 0>()],
+        d[0][idx.ix::<0, 1, 0>()], d[0][idx.ix::<0, 0, -1>()], d[0][idx.ix::<0, 0, 1>()], r2);
+    let sp_u = 0.5 * (m[4][idx] + m[4][idx.ix::<1, 0, 0>()]);
+    f[1][idx] = -((fux(idx) - fux(idx.ix::<-1, 0, 0>())) * r[0] + (fuy(idx) - fuy(idx.ix::<0, -1, 0>())) * r[1]
+        + (fuz(idx) - fuz(idx.ix::<0, 0, -1>())) * r[2]) + pgf_u + ru * nu * lap_u - sp_u * (s[1][idx] - ru * u_ref);
+    // V at face j+½.
+    let rv = 0.5 * (rho + s[0][idx.ix::<0, 1, 0>()]);
+    let cv = [pp(idx.ix::<0, 0, -1>()), pp(idx.ix::<0, 1, -1>()), pp(idx), pp(idx.ix::<0, 1, 0>()),
+        pp(idx.ix::<0, 0, 1>()), pp(idx.ix::<0, 1, 1>())];
+    let pgf_v = pgf(cv, m[0][idx], m[0][idx.ix::<0, 1, 0>()], m[2][idx.ix::<0, 0, -1>()], m[2][idx],
+        m[3][idx.ix::<0, 0, -1>()], r[1], r[2]);
+    let lap_v = lap(d[1][idx], d[1][idx.ix::<-1, 0, 0>()], d[1][idx.ix::<1, 0, 0>()], d[1][idx.ix::<0, -1, 0>()],
+        d[1][idx.ix::<0, 1, 0>()], d[1][idx.ix::<0, 0, -1>()], d[1][idx.ix::<0, 0, 1>()], r2);
+    let sp_v = 0.5 * (m[4][idx] + m[4][idx.ix::<0, 1, 0>()]);
+    f[2][idx] = -((fvx(idx) - fvx(idx.ix::<-1, 0, 0>())) * r[0] + (fvy(idx) - fvy(idx.ix::<0, -1, 0>())) * r[1]
+        + (fvz(idx) - fvz(idx.ix::<0, 0, -1>())) * r[2]) + pgf_v + rv * nu * lap_v - sp_v * s[2][idx];
+    // W at face k+½ (0 at the ground and the lid).
+    let rw = 0.5 * (rho + s[0][idx.ix::<0, 0, 1>()]);
+    let lap_w = lap(d[2][idx], d[2][idx.ix::<-1, 0, 0>()], d[2][idx.ix::<1, 0, 0>()], d[2][idx.ix::<0, -1, 0>()],
+        d[2][idx.ix::<0, 1, 0>()], d[2][idx.ix::<0, 0, -1>()], d[2][idx.ix::<0, 0, 1>()], r2);
+    let sp_w = 0.5 * (m[4][idx] + m[4][idx.ix::<0, 0, 1>()]);
+    let adv_w = -((fwx(idx) - fwx(idx.ix::<-1, 0, 0>())) * r[0] + (fwy(idx) - fwy(idx.ix::<0, -1, 0>())) * r[1]
+        + (fwz(idx) - fwz(idx.ix::<0, 0, -1>())) * r[2]);
+    let pgf_w = -(d[5][idx.ix::<0, 0, 1>()] - d[5][idx]) * r[2] - grav * rw;
+    f[3][idx] = m[3][idx] * (adv_w + pgf_w + rw * nu * lap_w - sp_w * s[3][idx]);
+}
+
+/// The start of a stage's short steps: the perturbations `q − s` of the step's start `q` from
+/// the stage's state `s`, and no divergence yet.
+#[stencil]
+pub fn dycore_init(
+    idx: Idx3,
+    q: [&Field3<f64>; 5],
+    s: [&Field3<f64>; 5],
+    pert: [&mut Field3<f64>; 5],
+    div: &mut Field3<f64>,
+) {
+    for v in 0..5 {
+        pert[v][idx] = q[v][idx] - s[v][idx];
+    }
+    div[idx] = 0.0;
+}
+
+/// Forward step of the horizontal momentum perturbations `U''`, `V''`: slow tendency, the
+/// pressure gradient of `p'' = c² Θ''` (`c² = γ p/Θ` of the stage state) and divergence
+/// damping `k_d δ(D)` (`kd` per axis, `D` the last short step's mass divergence).
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_horizontal(
+    idx: Idx3, gamma: f64, dtau: f64, r: [f64; 3], kd: [f64; 2], theta_s: &Field3<f64>, p_s: &Field3<f64>,
+    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 6],
+    u2: &mut Field3<f64>, v2: &mut Field3<f64>,
+) {
+    let pp = |p: Idx3| gamma * p_s[p] / theta_s[p] * theta2[p];
+    let cu = [pp(idx.ix::<0, 0, -1>()), pp(idx.ix::<1, 0, -1>()), pp(idx), pp(idx.ix::<1, 0, 0>()),
+        pp(idx.ix::<0, 0, 1>()), pp(idx.ix::<1, 0, 1>())];
+    let cv = [pp(idx.ix::<0, 0, -1>()), pp(idx.ix::<0, 1, -1>()), pp(idx), pp(idx.ix::<0, 1, 0>()),
+        pp(idx.ix::<0, 0, 1>()), pp(idx.ix::<0, 1, 1>())];
+    let inner = m[3][idx.ix::<0, 0, -1>()];
+    let pu = pgf(cu, m[0][idx], m[0][idx.ix::<1, 0, 0>()], m[1][idx.ix::<0, 0, -1>()], m[1][idx], inner, r[0], r[2]);
+    let pv = pgf(cv, m[0][idx], m[0][idx.ix::<0, 1, 0>()], m[2][idx.ix::<0, 0, -1>()], m[2][idx], inner, r[1], r[2]);
+    u2[idx] = u2[idx] + dtau * (fu[idx] + pu + kd[0] * (div[idx.ix::<1, 0, 0>()] - div[idx]));
+    v2[idx] = v2[idx] + dtau * (fv[idx] + pv + kd[1] * (div[idx.ix::<0, 1, 0>()] - div[idx]));
+}
+
+/// The explicit part of a short step's vertical solve: `e = (R̃, Θ̃, W̃)`, the new `R''` and
+/// `Θ''` without the implicit vertical flux `α W''`, and the right-hand side of `W''`'s
+/// equation. `α = (1 + β)/2` weighs the new level (`β` the off-centering).
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_explicit(
+    idx: Idx3, gamma: f64, dtau: f64, alpha: f64, r: [f64; 3], grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
+    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 6], e: [&mut Field3<f64>; 3],
+) {
+    // U'' z_x + V'' z_y at the w face of cell p, from the edges.
+    let h = |p: Idx3| 0.5 * (m[1][p] * 0.5 * (pert[1][p] + pert[1][p.ix::<0, 0, 1>()])
+        + m[1][p.ix::<-1, 0, 0>()] * 0.5 * (pert[1][p.ix::<-1, 0, 0>()] + pert[1][p.ix::<-1, 0, 1>()]))
+        + 0.5 * (m[2][p] * 0.5 * (pert[2][p] + pert[2][p.ix::<0, 0, 1>()])
+        + m[2][p.ix::<0, -1, 0>()] * 0.5 * (pert[2][p.ix::<0, -1, 0>()] + pert[2][p.ix::<0, -1, 1>()]));
+    // The explicit mass flux through the w face of cell p (0 at the ground and the lid).
+    let em = |p: Idx3| m[3][p] * ((1.0 - alpha) * pert[3][p] - h(p)) / m[0][p];
+    let tw = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<0, 0, 1>()]);
+    let tu = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<1, 0, 0>()]) * pert[1][p];
+    let tv = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<0, 1, 0>()]) * pert[2][p];
+    let pp = |p: Idx3| gamma * d[5][p] / theta_s[p] * pert[4][p];
+    e[0][idx] = pert[0][idx] + dtau * (f[0][idx] - (pert[1][idx] - pert[1][idx.ix::<-1, 0, 0>()]) * r[0]
+        - (pert[2][idx] - pert[2][idx.ix::<0, -1, 0>()]) * r[1] - (em(idx) - em(idx.ix::<0, 0, -1>())) * r[2]);
+    e[1][idx] = pert[4][idx] + dtau * (f[4][idx] - (tu(idx) - tu(idx.ix::<-1, 0, 0>())) * r[0]
+        - (tv(idx) - tv(idx.ix::<0, -1, 0>())) * r[1] - (tw(idx) * em(idx) - tw(idx.ix::<0, 0, -1>()) * em(idx.ix::<0, 0, -1>())) * r[2]);
+    let old = (pp(idx.ix::<0, 0, 1>()) - pp(idx)) * r[2] + grav * 0.5 * (pert[0][idx] + pert[0][idx.ix::<0, 0, 1>()]);
+    e[2][idx] = m[3][idx] * (pert[3][idx] + dtau * (f[3][idx] - (1.0 - alpha) * old));
+}
+
+/// The upward elimination of the Thomas algorithm for `W''` of every inner w face (the
+/// equation at the lid is `W'' = 0`): the tridiagonal system of the module docs, its rows
+/// built here from the stage state and `e`, `c'` and `d'` carried.
+#[stencil(sweep = forward)]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_eliminate(
+    idx: Idx3, gamma: f64, dtau: f64, alpha: f64, rdz: f64, grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
+    e: [&Field3<f64>; 3], m: [&Field3<f64>; 6], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
+) {
+    #[carry]
+    let mut c_below = 0.0;
+    #[carry]
+    let mut d_below = 0.0;
+    let a = dtau * alpha * rdz / m[0][idx];
+    let b = dtau * alpha * rdz;
+    let eg = 0.5 * dtau * alpha * grav;
+    let c2 = gamma * d[5][idx] / theta_s[idx];
+    let c2u = gamma * d[5][idx.ix(0, 0, 1)] / theta_s[idx.ix(0, 0, 1)];
+    let tw = 0.5 * (d[3][idx] + d[3][idx.ix(0, 0, 1)]);
+    let tw_below = 0.5 * (d[3][idx.ix(0, 0, -1)] + d[3][idx]);
+    let tw_above = 0.5 * (d[3][idx.ix(0, 0, 1)] + d[3][idx.ix(0, 0, 2)]);
+    let (mk, mb, ma) = (m[3][idx], m[3][idx.ix(0, 0, -1)], m[3][idx.ix(0, 0, 1)]);
+    let upper = mk * ma * (-b * c2u * a * tw_above - eg * a);
+    let diag = 1.0 + mk * b * a * tw * (c2u + c2);
+    let lower = mk * mb * (-b * c2 * a * tw_below + eg * a);
+    let rhs = mk * (e[2][idx] - b * (c2u * e[1][idx.ix(0, 0, 1)] - c2 * e[1][idx])
+        - eg * (e[0][idx.ix(0, 0, 1)] + e[0][idx]));
+    let pivot = diag - lower * c_below;
+    c_below = upper / pivot;
+    d_below = (rhs - lower * d_below) / pivot;
+    cp[idx] = c_below;
+    dp[idx] = d_below;
+}
+
+/// Back substitution from the lid down: `W''[k] = d'[k] − c'[k] W''[k + 1]`.
+#[stencil(sweep = backward)]
+pub fn dycore_substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, w2: &mut Field3<f64>) {
+    #[carry]
+    let mut above = 0.0;
+    above = dp[idx] - cp[idx] * above;
+    w2[idx] = above;
+}
+
+/// The end of a short step: `R''` and `Θ''` from `e` and the implicit vertical fluxes of the
+/// new `W''`, and the step's mass divergence `D = (R''_old − R''_new)/Δτ` for the damping.
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_finish(
+    idx: Idx3, dtau: f64, alpha: f64, rdz: f64, theta: &Field3<f64>, w2: &Field3<f64>, e: [&Field3<f64>; 3],
+    m: [&Field3<f64>; 6], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
+) {
+    let a = dtau * alpha * rdz / m[0][idx];
+    let fm = |p: Idx3| m[3][p] * w2[p];
+    let ft = |p: Idx3| m[3][p] * 0.5 * (theta[p] + theta[p.ix::<0, 0, 1>()]) * w2[p];
+    let rho = e[0][idx] - a * (fm(idx) - fm(idx.ix::<0, 0, -1>()));
+    div[idx] = (r2[idx] - rho) / dtau;
+    r2[idx] = rho;
+    t2[idx] = e[1][idx] - a * (ft(idx) - ft(idx.ix::<0, 0, -1>()));
+}
+
+/// The end of a stage: `out = s + pert`.
+#[stencil]
+pub fn dycore_commit(idx: Idx3, s: [&Field3<f64>; 5], pert: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5]) {
+    for v in 0..5 {
+        out[v][idx] = s[v][idx] + pert[v][idx];
+    }
+}
+
+/// The test cases.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Case {
+    /// Straka et al. (1993) density current: a cold bubble in a neutral atmosphere, ν = 75 m²/s.
+    Straka,
+    /// A warm bubble rising in a neutral atmosphere (Bryan and Fritsch 2002, dry).
+    Bubble,
+    /// A stratified atmosphere at rest (N = 0.01/s) over steep terrain.
+    Rest,
+}
+
+/// The lateral boundary condition of an axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lateral {
+    /// Periodic.
+    Periodic,
+    /// Open: zero-gradient halos.
+    Open,
+}
+
+/// A run's settings: grid, case and numerics.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dycore {
+    /// The test case.
+    pub case: Case,
+    /// Cells per axis (x, y, z).
+    pub n: [usize; 3],
+    /// Cell size per axis (Δx, Δy, Δζ), m.
+    pub h: [f64; 3],
+    /// The long time step, s.
+    pub dt: f64,
+    /// Short steps per long step (a multiple of 6 keeps the stage lengths exact).
+    pub sound_steps: usize,
+    /// Off-centering β of the vertically implicit solve (new level weighted `(1 + β)/2`).
+    pub beta: f64,
+    /// Divergence damping coefficient (dimensionless; `k_d = c Δx²/Δτ`).
+    pub div_damp: f64,
+    /// Diffusivity of `u, v, w, θ`, m²/s.
+    pub nu: f64,
+    /// The Rayleigh sponge: its depth below the lid (m) and its rate at the lid (1/s).
+    pub sponge: (f64, f64),
+    /// The wind the sponge relaxes `u` toward, m/s.
+    pub u_ref: f64,
+    /// Lateral boundary along x and y.
+    pub lateral: [Lateral; 2],
+    /// Subtract the reference pressure `p̄(z)` before the horizontal pressure gradient.
+    pub reference: bool,
+    /// Terrain height amplitude, m (the [`Case::Rest`] mountain).
+    pub mountain: f64,
+}
+
+/// The state's fields in checkpoints and snapshots.
+pub const FIELDS: [&str; 5] = ["rho_g", "rho_u_g", "rho_v_g", "rho_w_g", "rho_theta_g"];
+
+impl Dycore {
+    /// A case at horizontal spacing `dx` (m) with its published domain and settings; `ny` cells
+    /// across (1: a vertical slice). Errors name what does not fit.
+    pub fn new(case: Case, dx: f64, ny: usize) -> Result<Self, Error> {
+        if !(dx.is_finite() && dx > 0.0) {
+            return Err(format!("the grid spacing must be positive, not {dx}").into());
+        }
+        // Domain (x, z) in m, Δz / Δx, diffusivity, sponge.
+        let (lx, lz, dz_per_dx, nu, sponge, mountain) = match case {
+            Case::Straka => (51_200.0, 6_400.0, 1.0, 75.0, (0.0, 0.0), 0.0),
+            Case::Bubble => (20_000.0, 10_000.0, 1.0, 0.0, (0.0, 0.0), 0.0),
+            Case::Rest => (40_000.0, 20_000.0, 0.5, 0.0, (5_000.0, 0.05), 1_000.0),
+        };
+        let dz = dx * dz_per_dx;
+        let (nx, nz) = ((lx / dx).round() as usize, (lz / dz).round() as usize);
+        if (nx as f64 * dx - lx).abs() > 1e-6 * lx || (nz as f64 * dz - lz).abs() > 1e-6 * lz {
+            return Err(format!(
+                "--dx {dx} m does not divide the {case:?} domain of {lx} m × {lz} m into whole cells (Δz = {dz} m)"
+            )
+            .into());
+        }
+        if nx < 2 * HALO || nz < 2 * HALO || ny == 0 {
+            let cells = format!("{nx} × {ny} × {nz} cells");
+            return Err(
+                format!("--dx {dx} m leaves {cells}: need at least {} along x and z, 1 along y", 2 * HALO).into()
+            );
+        }
+        // Δt from the sound speed: forward–backward short steps at Courant number 0.5.
+        let sound_steps = 6;
+        let dt = sound_steps as f64 * 0.5 * dx / 350.0;
+        let lateral = [Lateral::Periodic, if ny >= HALO { Lateral::Periodic } else { Lateral::Open }];
+        Ok(Dycore {
+            case,
+            n: [nx, ny, nz],
+            h: [dx, dx, dz],
+            dt,
+            sound_steps,
+            beta: 0.2,
+            div_damp: 0.1,
+            nu,
+            sponge,
+            u_ref: 0.0,
+            lateral,
+            reference: true,
+            mountain,
+        })
+    }
+
+    /// The fields' shape: `n` cells and a halo of [`HALO`].
+    pub fn shape(&self) -> Shape3 {
+        Shape3::new(self.n).halo(HALO)
+    }
+
+    /// The height of the lid, m.
+    pub fn top(&self) -> f64 {
+        self.n[2] as f64 * self.h[2]
+    }
+
+    /// The centre `x` of cell `i` (the domain is centred on 0 in x and y).
+    fn x(&self, i: isize, axis: usize) -> f64 {
+        (i as f64 + 0.5 - 0.5 * self.n[axis] as f64) * self.h[axis]
+    }
+
+    /// The terrain height at `(x, y)`: the Schär et al. (2002) mountain, `h₀ exp(−(x/a)²)
+    /// cos²(πx/λ)`, a = 5 km, λ = 4 km (times `exp(−(y/a)²)` in 3D), for [`Case::Rest`].
+    pub fn terrain(&self, x: f64, y: f64) -> f64 {
+        let a = 5_000.0;
+        let across = if self.n[1] > 1 { (-(y / a).powi(2)).exp() } else { 1.0 };
+        self.mountain * (-(x / a).powi(2)).exp() * (std::f64::consts::PI * x / 4_000.0).cos().powi(2) * across
+    }
+
+    /// The background potential temperature and Exner function at height `z`.
+    pub fn background(&self, z: f64) -> (f64, f64) {
+        let theta0 = 300.0;
+        match self.case {
+            Case::Rest => {
+                let n2 = 1.0e-4;
+                let pi = 1.0 + GRAV * GRAV / (CP * theta0 * n2) * ((-n2 * z / GRAV).exp() - 1.0);
+                (theta0 * (n2 * z / GRAV).exp(), pi)
+            }
+            _ => (theta0, 1.0 - GRAV * z / (CP * theta0)),
+        }
+    }
+
+    /// The perturbation of θ at `(x, z)`, K (`pi` the background Exner there).
+    pub fn perturbation(&self, x: f64, z: f64, pi: f64) -> f64 {
+        let bump = |l: f64| if l < 1.0 { (std::f64::consts::FRAC_PI_2 * l).cos().powi(2) } else { 0.0 };
+        match self.case {
+            Case::Straka => -15.0 * bump(((x / 4_000.0).powi(2) + ((z - 3_000.0) / 2_000.0).powi(2)).sqrt()) / pi,
+            Case::Bubble => 2.0 * bump(((x / 2_000.0).powi(2) + ((z - 2_000.0) / 2_000.0).powi(2)).sqrt()),
+            Case::Rest => 0.0,
+        }
+    }
+
+    /// The initial state `(R, U, V, W, Θ)` and the metrics `(G, z_x, z_y, wmask, sponge, p̄)` on
+    /// the host, halos included. Each column is in discrete hydrostatic balance (the balance of
+    /// the vertical momentum equation) with the background θ; the perturbation changes the
+    /// density at fixed pressure (as Straka et al.).
+    pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 6]) {
+        let shape = self.shape();
+        let (top, dz) = (self.top(), self.h[2]);
+        let zs = |g: [isize; 3]| self.terrain(self.x(g[0], 0), self.x(g[1], 1));
+        let jac = |g: [isize; 3]| 1.0 - zs(g) / top;
+        let height = |g: [isize; 3]| zs(g) + (g[2] as f64 + 0.5) * dz * jac(g);
+        // p of every level of the column through `g` by Newton on the discrete balance
+        // (p_k − p_{k−1})/Δζ = −g (R_{k−1} + R_k)/2.
+        let column = |g: [isize; 3]| -> Vec<f64> {
+            let levels = self.n[2] as isize + 2 * HALO as isize;
+            let rho = |p: f64, z: f64| (p / P0).powf(1.0 / GAMMA) * P0 / (RD * self.background(z).0);
+            let at = |k: isize| height([g[0], g[1], k - HALO as isize]);
+            let mut p = vec![P0 * self.background(at(0)).1.powf(CP / RD)];
+            for k in 1..levels {
+                let (below, z) = (p[k as usize - 1], at(k));
+                let r_below = jac(g) * rho(below, at(k - 1));
+                let mut x = below;
+                for _ in 0..30 {
+                    let r = jac(g) * rho(x, z);
+                    let f = x - below + dz * GRAV * 0.5 * (r_below + r);
+                    x -= f / (1.0 + dz * GRAV * 0.5 * r / (GAMMA * x));
+                }
+                p.push(x);
+            }
+            p
+        };
+        let mut cols = std::collections::HashMap::new();
+        let mut p_at =
+            |g: [isize; 3]| cols.entry([g[0], g[1]]).or_insert_with(|| column(g))[(g[2] + HALO as isize) as usize];
+        let p = Field3::from_fn(shape, &mut p_at);
+        let rho_theta = |g: [isize; 3]| (p.get(g).unwrap() / P0).powf(1.0 / GAMMA) * P0 / RD;
+        let r = Field3::from_fn(shape, |g| {
+            let z = height(g);
+            let pi = (p.get(g).unwrap() / P0).powf(RD / CP);
+            let theta = self.background(z).0 + self.perturbation(self.x(g[0], 0), z, pi);
+            jac(g) * rho_theta(g) / theta
+        });
+        let at = |f: &Field3<f64>, g: [isize; 3]| f.get(g).unwrap_or(0.0);
+        let u = Field3::from_fn(shape, |g| 0.5 * (at(&r, g) + at(&r, [g[0] + 1, g[1], g[2]])) * self.u_ref);
+        let t = Field3::from_fn(shape, |g| jac(g) * rho_theta(g));
+        let state = [r, u, Field3::zeros(shape), Field3::zeros(shape), t];
+        // z_x at the edge (i+½, k+½): (1 − ζ/H) δx z_s; z_y likewise.
+        let edge = |g: [isize; 3], axis: usize| {
+            let mut e = g;
+            e[axis] += 1;
+            (1.0 - (g[2] + 1) as f64 * dz / top) * (zs(e) - zs(g)) / self.h[axis]
+        };
+        let (depth, rate) = self.sponge;
+        let sponge = |g: [isize; 3]| {
+            let zeta = (g[2] as f64 + 0.5) * dz;
+            let s = ((zeta - (top - depth)) / depth.max(1e-30)).clamp(0.0, 1.0);
+            rate * (std::f64::consts::FRAC_PI_2 * s).sin().powi(2)
+        };
+        let nz = self.n[2] as isize;
+        let reference =
+            |g: [isize; 3]| if self.reference { P0 * self.background(height(g)).1.powf(CP / RD) } else { 0.0 };
+        let metrics = [
+            Field3::from_fn(shape, jac),
+            Field3::from_fn(shape, |g| edge(g, 0)),
+            Field3::from_fn(shape, |g| if self.n[1] > 1 { edge(g, 1) } else { 0.0 }),
+            Field3::from_fn(shape, |g| if (0..nz - 1).contains(&g[2]) { 1.0 } else { 0.0 }),
+            Field3::from_fn(shape, sponge),
+            Field3::from_fn(shape, reference),
+        ];
+        (state, metrics)
+    }
+
+    /// The decomposition over `domains` subdomains (over process grid `grid` when given; the
+    /// columns stay whole: the vertical solve sweeps them).
+    pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
+        let periodic = [self.lateral[0] == Lateral::Periodic, self.lateral[1] == Lateral::Periodic, false];
+        let grid = match grid {
+            Some(g) => Some(g),
+            None => {
+                let d = Decomposition::<3>::auto([self.n[0], self.n[1], 1], domains, periodic, [HALO, HALO, 0])?;
+                Some(d.grid())
+            }
+        };
+        Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
+    }
+}
+
+/// The fields a run works on, on executor `E`.
+pub struct State<E: Executor> {
+    /// The state `(R, U, V, W, Θ)` at the current time.
+    pub q: [E::Field<f64, 3>; 5],
+    /// Stage results.
+    q1: [E::Field<f64, 3>; 5],
+    q2: [E::Field<f64, 3>; 5],
+    /// The short steps' perturbations from the stage state.
+    pert: [E::Field<f64, 3>; 5],
+    /// Slow tendencies.
+    f: [E::Field<f64, 3>; 5],
+    /// Diagnostics `(u, v, w, θ, Ω, p)` of the stage state.
+    d: [E::Field<f64, 3>; 6],
+    /// `(R̃, Θ̃, W̃)` of the vertical solve, `c'`, `d'`, and the mass divergence.
+    e: [E::Field<f64, 3>; 3],
+    thomas: [E::Field<f64, 3>; 2],
+    div: E::Field<f64, 3>,
+    /// Metrics `(G, z_x, z_y, wmask, sponge, p̄)`.
+    pub m: [E::Field<f64, 3>; 6],
+}
+
+/// `N` results as one: the first error, or the values.
+fn all<T, const N: usize>(r: [Result<T, LaunchError>; N]) -> Result<[T; N], LaunchError> {
+    let mut out = Vec::with_capacity(N);
+    for x in r {
+        out.push(x?);
+    }
+    Ok(out.try_into().unwrap_or_else(|_| unreachable!()))
+}
+
+impl<E: Executor> State<E> {
+    /// The host state `q` and metrics `m` on `exec`, with zeroed work fields.
+    pub fn new(exec: &E, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
+        let shape = *q[0].shape();
+        let z = || exec.alloc(shape);
+        Ok(State {
+            q: all(std::array::from_fn(|v| exec.upload(&q[v])))?,
+            q1: all([(); 5].map(|_| z()))?,
+            q2: all([(); 5].map(|_| z()))?,
+            pert: all([(); 5].map(|_| z()))?,
+            f: all([(); 5].map(|_| z()))?,
+            d: all([(); 6].map(|_| z()))?,
+            e: all([(); 3].map(|_| z()))?,
+            thomas: all([(); 2].map(|_| z()))?,
+            div: z()?,
+            m: all(std::array::from_fn(|v| exec.upload(&m[v])))?,
+        })
+    }
+
+    /// A host copy of the current state.
+    pub fn download(&self, exec: &E) -> Result<[Field3<f64>; 5], Error> {
+        Ok(all(self.q.each_ref().map(|f| exec.download(f)))?)
+    }
+}
+
+impl Dycore {
+    /// The halo fills of a field: lateral per [`Lateral`], and `z` (None: leave it).
+    fn fills(&self, z: Option<HaloFill>) -> [Option<HaloFill>; 3] {
+        let lat = |l: Lateral| Some(if l == Lateral::Periodic { HaloFill::Periodic } else { HaloFill::ZeroGradient });
+        [lat(self.lateral[0]), lat(self.lateral[1]), z]
+    }
+
+    /// One long step of `dt` on `s`: three Wicker–Skamarock stages of `dt/3`, `dt/2`, `dt`, each
+    /// the slow tendencies of its state and short steps from the step's start.
+    pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
+        let range = Loop3D::interior(exec.shape_of(&s.q[0]));
+        let [rx, ry, rz] = self.h.map(|h| 1.0 / h);
+        let r = [rx, ry, rz];
+        let alpha = 0.5 * (1.0 + self.beta);
+        let mirror = self.fills(Some(HaloFill::Mirror));
+        let negated = self.fills(Some(HaloFill::MirrorNegated));
+        let lateral = self.fills(None);
+        let ns = self.sound_steps.max(1);
+        for stage in 0..3 {
+            let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
+            let dtau = frac * dt / steps as f64;
+            let kd = [0, 1].map(|a| self.div_damp * self.h[a] * self.h[a] / dtau * r[a]);
+            let State { q, q1, q2, pert, f, d, e, thomas, div, m } = &mut *s;
+            {
+                let [r0, u0, v0, w0, t0] = match stage {
+                    0 => &mut *q,
+                    1 => &mut *q1,
+                    _ => &mut *q2,
+                };
+                exec.fill_halos(&mut [(r0, mirror), (u0, mirror), (v0, mirror), (w0, lateral), (t0, mirror)])?;
+            }
+            // The step's start, the stage's state and where the stage ends.
+            let (q, st, out) = match stage {
+                0 => (&*q, &*q, q1),
+                1 => (&*q, &*q1, q2),
+                _ => (&*q, &*q2, q1),
+            };
+            exec.run(&range, DycoreDiag, (st.each_ref(), m.each_ref(), d.each_mut()))?;
+            {
+                let [du, dv, dw, dth, dom, dp] = &mut *d;
+                let mut jobs = [(du, mirror), (dv, mirror), (dw, negated), (dth, mirror), (dom, lateral), (dp, mirror)];
+                exec.fill_halos(&mut jobs)?;
+            }
+            let args = (r, self.nu, GRAV, self.u_ref, st.each_ref(), d.each_ref(), m.each_ref(), f.each_mut());
+            exec.run(&range, DycoreTendency, args)?;
+            exec.run(&range, DycoreInit, (q.each_ref(), st.each_ref(), pert.each_mut(), &mut *div))?;
+            for _ in 0..steps {
+                exec.fill_halos(&mut [(&mut pert[4], mirror), (&mut *div, mirror)])?;
+                {
+                    let [_, u2, v2, _, t2] = &mut *pert;
+                    let args = (GAMMA, dtau, r, kd, &st[4], &d[5], &*t2, &*div, &f[1], &f[2], m.each_ref(), u2, v2);
+                    exec.run(&range, DycoreHorizontal, args)?;
+                }
+                {
+                    let [_, u2, v2, _, _] = &mut *pert;
+                    exec.fill_halos(&mut [(u2, mirror), (v2, mirror)])?;
+                }
+                let args = (
+                    GAMMA,
+                    dtau,
+                    alpha,
+                    r,
+                    GRAV,
+                    &st[4],
+                    d.each_ref(),
+                    pert.each_ref(),
+                    f.each_ref(),
+                    m.each_ref(),
+                    e.each_mut(),
+                );
+                exec.run(&range, DycoreExplicit, args)?;
+                let [cp, dp] = &mut *thomas;
+                let args = (
+                    GAMMA,
+                    dtau,
+                    alpha,
+                    rz,
+                    GRAV,
+                    &st[4],
+                    d.each_ref(),
+                    e.each_ref(),
+                    m.each_ref(),
+                    &mut *cp,
+                    &mut *dp,
+                );
+                exec.run(&range, DycoreEliminate, args)?;
+                exec.run(&range, DycoreSubstitute, (&*cp, &*dp, &mut pert[3]))?;
+                let [r2, _, _, w2, t2] = &mut *pert;
+                let args = (dtau, alpha, rz, &d[3], &*w2, e.each_ref(), m.each_ref(), r2, t2, &mut *div);
+                exec.run(&range, DycoreFinish, args)?;
+            }
+            exec.run(&range, DycoreCommit, (st.each_ref(), pert.each_ref(), out.each_mut()))?;
+        }
+        std::mem::swap(&mut s.q, &mut s.q1);
+        Ok(())
+    }
+
+    /// Runs from the initial state of [`Dycore::initial`] (or the checkpoint `plan.restart`) to
+    /// `t_end` on `exec`, `after_step(step, t)` after each step: the final host state, the step
+    /// count and the first step run.
+    pub fn run<E: Executor>(
+        &self,
+        exec: &E,
+        t_end: f64,
+        plan: &Plan,
+        after_step: impl FnMut(usize, f64),
+    ) -> Result<([Field3<f64>; 5], usize, usize), Error> {
+        let (q0, m) = self.initial();
+        let id = Identity {
+            name: format!("dycore {:?} {:?}", self.case, self.lateral),
+            grid: self.n.to_vec(),
+            fields: FIELDS.to_vec(),
+            settings: vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)],
+        };
+        let spec = Spec { id, shape: self.shape(), end: End::Time(t_end), records: None };
+        let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
+            Ok(Run(match restart {
+                Some(r) => State::new(exec, &r.fields, &m)?,
+                None => State::new(exec, &q0, &m)?,
+            }))
+        };
+        let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+            let dt = self.dt.min(t_end - t);
+            self.step(exec, &mut s.0, dt)?;
+            Ok((if t_end - t <= self.dt { t_end } else { t + dt }, Vec::new()))
+        };
+        let plan = Plan { model: "dycore".into(), ..plan.clone() };
+        let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;
+        let q = end.state.0.download(exec)?;
+        if let Some(v) = q.iter().position(|f| f.interior_view().iter().any(|x| !x.is_finite())) {
+            return Err(format!("{} is not finite at the end: the run went unstable", FIELDS[v]).into());
+        }
+        Ok((q, end.steps, end.start))
+    }
+
+    /// θ − θ̄ of every cell of a host state, `[i][j][k]` flattened z fastest, with the
+    /// cell heights: `(θ′, z)` per cell.
+    pub fn theta_prime(&self, q: &[Field3<f64>; 5]) -> Vec<(usize, usize, usize, f64)> {
+        let mut out = Vec::new();
+        let [r, t] = [q[0].interior_view(), q[4].interior_view()];
+        let top = self.top();
+        for ((i, j, k), &rv) in r.indexed_iter() {
+            let g = [i as isize, j as isize, k as isize];
+            let zs = self.terrain(self.x(g[0], 0), self.x(g[1], 1));
+            let z = zs + (k as f64 + 0.5) * self.h[2] * (1.0 - zs / top);
+            out.push((i, j, k, t[[i, j, k]] / rv - self.background(z).0));
+        }
+        out
+    }
+
+    /// The largest `|u|` and `|w|` (Cartesian, at their faces) of a host state, m/s.
+    pub fn max_wind(&self, q: &[Field3<f64>; 5]) -> (f64, f64) {
+        let (r, u, w) = (&q[0], &q[1], &q[3]);
+        let [nx, ny, nz] = self.n.map(|n| n as isize);
+        let (mut um, mut wm) = (0.0f64, 0.0f64);
+        for i in 0..nx {
+            for j in 0..ny {
+                for k in 0..nz {
+                    let at = |f: &Field3<f64>, g: [isize; 3]| f.get(g).unwrap();
+                    let ru = 0.5 * (at(r, [i, j, k]) + at(r, [(i + 1) % nx, j, k]));
+                    um = um.max((at(u, [i, j, k]) / ru).abs());
+                    if k + 1 < nz {
+                        wm = wm.max((at(w, [i, j, k]) / (0.5 * (at(r, [i, j, k]) + at(r, [i, j, k + 1])))).abs());
+                    }
+                }
+            }
+        }
+        (um, wm)
+    }
+
+    /// The mass `Σ R Δx Δy Δζ` of a host state, kg (per m across for a slice).
+    pub fn mass(&self, q: &[Field3<f64>; 5]) -> f64 {
+        q[0].interior_view().sum() * self.h.iter().product::<f64>()
+    }
+
+    /// The density current's front: where the −1 K contour of θ′ meets the lowest level, the
+    /// largest such `x` (Straka et al.'s definition; linear between cell centres), m; and the
+    /// minimum θ′, K.
+    pub fn front(&self, q: &[Field3<f64>; 5]) -> (f64, f64) {
+        let cells = self.theta_prime(q);
+        let min = cells.iter().map(|c| c.3).fold(f64::INFINITY, f64::min);
+        let low: Vec<f64> = cells.iter().filter(|c| c.1 == self.n[1] / 2 && c.2 == 0).map(|c| c.3).collect();
+        let front = match low.iter().rposition(|&t| t < -1.0) {
+            Some(i) if i + 1 < low.len() => self.x(i as isize, 0) + self.h[0] * (low[i] + 1.0) / (low[i] - low[i + 1]),
+            Some(i) => self.x(i as isize, 0),
+            None => f64::NEG_INFINITY,
+        };
+        (front, min)
+    }
+}
+
+/// A run's state as its checkpoints hold it.
+pub struct Run<E: Executor>(pub State<E>);
+
+impl<E: Executor> Named<E::Field<f64, 3>> for Run<E> {
+    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+        self.0.q.iter().collect()
+    }
+}

@@ -1,0 +1,42 @@
+//! Bad input is refused with a message that says what to change: a spacing that does not divide
+//! the domain, one that leaves too few cells, a non-positive one, an unknown case name, and
+//! options out of range (the `dycore` binary).
+
+use std::process::Command;
+use stencil_examples::dycore::{Case, Dycore};
+
+fn err(dx: f64) -> String {
+    Dycore::new(Case::Straka, dx, 1).err().map(|e| e.to_string()).unwrap_or_default()
+}
+
+fn run(args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dycore")).args(args).output().expect("dycore runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
+}
+
+#[test]
+fn sizes_that_do_not_fit_are_refused() {
+    let m = err(333.0);
+    assert!(m.contains("does not divide") && m.contains("51200 m"), "{m}");
+    let m = err(3200.0);
+    assert!(m.contains("leaves 16 × 1 × 2 cells") && m.contains("at least 4"), "{m}");
+    for bad in [0.0, -100.0, f64::NAN] {
+        assert!(err(bad).contains("must be positive"), "{bad}: {}", err(bad));
+    }
+    assert!(Dycore::new(Case::Straka, 400.0, 0).is_err());
+}
+
+#[test]
+fn the_binary_refuses_bad_options_and_runs_a_short_case() {
+    let (ok, text) = run(&["--case", "hurricane"]);
+    assert!(!ok && text.contains("invalid value 'hurricane'") && text.contains("straka"), "{text}");
+    let (ok, text) = run(&["--dx", "333"]);
+    assert!(!ok && text.contains("does not divide"), "{text}");
+    let (ok, text) = run(&["--beta", "2"]);
+    assert!(!ok && text.contains("0 <= --beta <= 1"), "{text}");
+    let out = std::env::temp_dir().join(format!("dycore-cli-{}", std::process::id()));
+    let dir = out.to_str().unwrap();
+    let (ok, text) = run(&["--case", "bubble", "--dx", "1000", "--t-end", "60", "--domains", "2", "--out", dir]);
+    assert!(ok && text.contains("mass relative change") && out.join("theta_xz.png").exists(), "{text}");
+    let _ = std::fs::remove_dir_all(&out);
+}
