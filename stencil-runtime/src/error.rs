@@ -79,11 +79,9 @@
 
 #[cfg(feature = "cuda")]
 use crate::cuda::CudaError;
-use crate::domain::ReachError;
 pub use crate::field::{FieldError, HaloError};
 use crate::io::IoError;
 use crate::regions::RegionError;
-use crate::revolve::ScheduleError;
 use std::fmt;
 
 /// One entry of the error catalogue.
@@ -490,6 +488,54 @@ impl std::error::Error for Error {
         }
     }
 }
+
+/// A stencil has no field parameter of the name given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ReachError {
+    /// The stencil.
+    pub stencil: &'static str,
+    /// The name asked for.
+    pub field: String,
+    /// Its field parameters.
+    pub fields: Vec<&'static str>,
+}
+
+impl fmt::Display for ReachError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "stencil `{}` has no field parameter `{}`; its fields are {:?}: name the parameter as the stencil's \
+             signature does",
+            self.stencil, self.field, self.fields
+        )
+    }
+}
+
+impl std::error::Error for ReachError {}
+
+/// Why no schedule was made.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ScheduleError {
+    /// No checkpoint slot for a run of at least one step: the initial state needs one.
+    NoSlot {
+        /// The steps asked for.
+        steps: usize,
+    },
+}
+
+impl fmt::Display for ScheduleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ScheduleError::NoSlot { steps } => write!(
+                f,
+                "a checkpointing schedule of {steps} steps needs at least one checkpoint slot (it holds the \
+                 initial state): give 1 or more"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for ScheduleError {}
 
 #[cfg(test)]
 mod tests {

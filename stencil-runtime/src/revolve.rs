@@ -33,9 +33,9 @@
 //! ```
 
 use crate::error::LaunchError;
+pub use crate::error::ScheduleError;
 use crate::executor::{Executor, FieldStorage};
 use crate::field::Element;
-use std::fmt;
 
 /// One thing a reverse time loop does, in schedule order. "The state" is the forward state the
 /// loop holds in its working fields.
@@ -75,30 +75,6 @@ pub enum Action {
         step: usize,
     },
 }
-
-/// Why no schedule was made.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum ScheduleError {
-    /// No checkpoint slot for a run of at least one step: the initial state needs one.
-    NoSlot {
-        /// The steps asked for.
-        steps: usize,
-    },
-}
-
-impl fmt::Display for ScheduleError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ScheduleError::NoSlot { steps } => write!(
-                f,
-                "a checkpointing schedule of {steps} steps needs at least one checkpoint slot (it holds the \
-                 initial state): give 1 or more"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for ScheduleError {}
 
 /// A checkpointing schedule: the actions of a reverse run over `steps` steps with `slots`
 /// checkpoint slots.

@@ -1,36 +1,12 @@
 //! The halo a field needs, from the stencils that read it: the largest reach of their reads,
 //! per axis, as the macro recorded it (`Stencil::INFO`), never a number typed by hand.
 
+pub use crate::error::ReachError;
 use crate::executor::Stencil;
-use std::fmt;
 
 /// Halo widths per axis, accumulated over the stencils that read a field.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct HaloWidths<const D: usize>(pub [usize; D]);
-
-/// A stencil has no field parameter of the name given.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ReachError {
-    /// The stencil.
-    pub stencil: &'static str,
-    /// The name asked for.
-    pub field: String,
-    /// Its field parameters.
-    pub fields: Vec<&'static str>,
-}
-
-impl fmt::Display for ReachError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "stencil `{}` has no field parameter `{}`; its fields are {:?}: name the parameter as the stencil's \
-             signature does",
-            self.stencil, self.field, self.fields
-        )
-    }
-}
-
-impl std::error::Error for ReachError {}
 
 impl<const D: usize> HaloWidths<D> {
     /// No halo.
