@@ -34,6 +34,12 @@ fn host_errors() -> Vec<LaunchError> {
         LaunchError::Decomposition("process grid [3, 1, 1] does not fit".into()),
         LaunchError::Range("Loop::grow by [4, 0, 0]: along axis 0 ...".into()),
         LaunchError::StepPair { stencil: "s", reason: "the arguments do not read the pair's first field".into() },
+        Loop1D::interior(&Shape1::new([4]).halo(1))
+            .split_boundary(BoundaryWidths { lo: [3], hi: [3] })
+            .expect_err("6 points of slabs in 4")
+            .into(),
+        stencil_runtime::revolve::Schedule::binomial(5, 0).expect_err("no slot").into(),
+        stencil_runtime::domain::ReachError { stencil: "s", field: "g".into(), fields: vec!["f", "out"] }.into(),
         HaloError::NoSuchAxis { axis: 3, dims: 2 }.into(),
         HaloError::InteriorThinnerThanHalo { axis: 0, n: 1, halo: 2, fill: HaloFill::Periodic }.into(),
         FieldError::LengthMismatch { expected: 4, got: 3 }.into(),
@@ -235,5 +241,5 @@ fn a_refused_launch_prints_its_code_and_help() {
         "{text}"
     );
     assert!(text.contains("start the range at 1 or later"), "{text}");
-    assert_eq!(explain(err.code()).map(|c| c.error), Some("LaunchError::OutOfBounds"));
+    assert_eq!(explain(err.code()).map(|c| c.error), Some("Error::OutOfBounds"));
 }
