@@ -385,12 +385,8 @@ fn plain_stencil(
             let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
             let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
             let adj_impl = stencil_impl(&adj, &adj_declared, &quote!(#name), rt);
-            quote! {
-                #[doc = #doc]
-                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-                #vis struct #name;
-                #adj_impl
-            }
+            let def = unit_functor(vis, &name, &doc);
+            quote! { #def #adj_impl }
         }
         None => quote!(),
     };
@@ -399,22 +395,22 @@ fn plain_stencil(
             let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
             let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
             let grad_impl = stencil_impl(&grad, &grad_declared, &quote!(#name), rt);
-            quote! {
-                #[doc = #doc]
-                #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-                #vis struct #name;
-                #grad_impl
-            }
+            let def = unit_functor(vis, &name, &doc);
+            quote! { #def #grad_impl }
         }
         None => quote!(),
     };
     let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
-    let functor_def = quote! {
+    Ok((unit_functor(vis, &functor, &doc), quote! { #stencil_impl #adjoint #gradient }))
+}
+
+/// The unit struct of a functor that is not generic, with its documentation and derives.
+fn unit_functor(vis: &syn::Visibility, name: &Ident, doc: &str) -> TokenStream {
+    quote! {
         #[doc = #doc]
         #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-        #vis struct #functor;
-    };
-    Ok((functor_def, quote! { #stencil_impl #adjoint #gradient }))
+        #vis struct #name;
+    }
 }
 
 /// The `Stencil` impl of one lowered stencil for the functor type `functor`; `declared` are its
