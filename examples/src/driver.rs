@@ -242,6 +242,15 @@ pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T
 
 /// Refuses a state (as its checkpoint holds it) with values that are not finite, naming the
 /// field, the step and the time.
+/// `N` results as one: the first error, or the `N` values.
+pub fn all<T, E, const N: usize>(results: [Result<T, E>; N]) -> Result<[T; N], E> {
+    let mut out = Vec::with_capacity(N);
+    for r in results {
+        out.push(r?);
+    }
+    Ok(out.try_into().unwrap_or_else(|_| unreachable!("{N} values from {N} results")))
+}
+
 fn finite(c: &Checkpoint<'_>, step: usize, time: f64) -> Result<(), Error> {
     match c.non_finite() {
         None => Ok(()),

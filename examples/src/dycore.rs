@@ -18,10 +18,10 @@
 //! `w` faces and 0 at the ground and the lid: the boundary conditions `Ω = 0` are products by it.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError};
+use stencil_runtime::{Decomposition, Executor, HaloFill};
 
 use crate::checkpoint::{Error, Plan};
-use crate::driver::{self, End, Identity, Named, Restart, Spec};
+use crate::driver::{self, all, End, Identity, Named, Restart, Spec};
 use crate::euler::limited_slope;
 
 /// Halo width of every field (the limited fluxes read two points upstream).
@@ -571,15 +571,6 @@ pub struct State<E: Executor> {
     div: E::Field<f64, 3>,
     /// Metrics `(G, z_x, z_y, wmask, sponge, p̄)`.
     pub m: [E::Field<f64, 3>; 6],
-}
-
-/// `N` results as one: the first error, or the values.
-fn all<T, const N: usize>(r: [Result<T, LaunchError>; N]) -> Result<[T; N], LaunchError> {
-    let mut out = Vec::with_capacity(N);
-    for x in r {
-        out.push(x?);
-    }
-    Ok(out.try_into().unwrap_or_else(|_| unreachable!()))
 }
 
 impl<E: Executor> State<E> {

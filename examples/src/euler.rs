@@ -9,10 +9,10 @@
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Strategy};
 
 use crate::checkpoint::{Error, Plan};
-use crate::driver::{self, End, Identity, Named, Restart, Spec};
+use crate::driver::{self, all, End, Identity, Named, Restart, Spec};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -130,8 +130,7 @@ pub fn rusanov(wl: [f64; 5], wr: [f64; 5], gamma: f64) -> [f64; 5] {
     f
 }
 
-/// Declares the face helper `$name`: reconstruction and the `$solver` flux at the face between
-/// `w0` and `w1` (normal velocity first).
+/// Declares the face helper `$name`: reconstruction and the `$solver` flux (normal velocity first).
 macro_rules! face_helper {
     ($name:ident, $solver:ident) => {
         #[doc = concat!("Reconstruction and the `", stringify!($solver), "` flux at the face between `w0` and `w1`.")]
@@ -146,12 +145,6 @@ macro_rules! face_helper {
 
 face_helper!(face_hllc, hllc);
 face_helper!(face_rusanov, rusanov);
-
-/// The identity: an x face is already in its own frame (the x twin of [`swap_y`], [`swap_z`]).
-#[stencil_fn]
-pub fn swap_x(w: [f64; 5]) -> [f64; 5] {
-    w
-}
 
 /// Swaps components 1 and 2 (x and y velocity or momentum): into and out of a y-face's frame.
 #[stencil_fn]
@@ -185,10 +178,10 @@ pub fn advance(
 }
 
 /// One face-flux stencil of the split variant along an axis: the cells at offsets `$m1`, 0,
-/// `$p1`, `$p2` along it, rotated by `$swap` so that the axis's velocity is the x one, solved by
-/// `$face`, and rotated back.
+/// `$p1`, `$p2` along it, rotated by `$swap` (none for x) so that the axis's velocity is the x
+/// one, solved by `$face`, and rotated back.
 macro_rules! face_flux_stencil {
-    ($name:ident, $face:ident, $swap:ident, $axis:literal, $i:literal, [$($m1:tt)*], [$($p1:tt)*], [$($p2:tt)*]) => {
+    ($name:ident, $face:ident, [$($swap:ident)?], $axis:literal, $i:literal, [$($m1:tt)*], [$($p1:tt)*], [$($p2:tt)*]) => {
         #[doc = concat!("The split scheme's ", $axis, " faces: the flux through the face `", $i, "+1/2` of cell `", $i,
             "`.")]
         #[stencil]
@@ -197,14 +190,13 @@ macro_rules! face_flux_stencil {
             let m1 = primitive(q[idx.ix::<$($m1)*>()], gamma);
             let p1 = primitive(q[idx.ix::<$($p1)*>()], gamma);
             let p2 = primitive(q[idx.ix::<$($p2)*>()], gamma);
-            let flux = $swap($face($swap(m1), $swap(w), $swap(p1), $swap(p2), kappa, beta, gamma));
+            let flux = $($swap)?($face($($swap)?(m1), $($swap)?(w), $($swap)?(p1), $($swap)?(p2), kappa, beta, gamma));
             f[idx] = flux;
         }
     };
 }
 
-/// Declares, for one Riemann solver (`$face`: its face helper), the fused stage stencil and the
-/// three face-flux stencils of the split variant.
+/// Declares the fused stage and the split variant's three face-flux stencils of face helper `$face`.
 macro_rules! euler_stencils {
     ($face:ident, $fused:ident, $flux_x:ident, $flux_y:ident, $flux_z:ident) => {
 /// The fused SSP-RK3 stage: `out = a q_n + b (q + Δt L(q))` with the six faces of the
@@ -234,12 +226,9 @@ macro_rules! euler_stencils {
             }
         }
 
-        #[rustfmt::skip]
-        face_flux_stencil!($flux_x, $face, swap_x, "x", "i", [-1, 0, 0], [1, 0, 0], [2, 0, 0]);
-        #[rustfmt::skip]
-        face_flux_stencil!($flux_y, $face, swap_y, "y", "j", [0, -1, 0], [0, 1, 0], [0, 2, 0]);
-        #[rustfmt::skip]
-        face_flux_stencil!($flux_z, $face, swap_z, "z", "k", [0, 0, -1], [0, 0, 1], [0, 0, 2]);
+        face_flux_stencil!($flux_x, $face, [], "x", "i", [-1, 0, 0], [1, 0, 0], [2, 0, 0]);
+        face_flux_stencil!($flux_y, $face, [swap_y], "y", "j", [0, -1, 0], [0, 1, 0], [0, 2, 0]);
+        face_flux_stencil!($flux_z, $face, [swap_z], "z", "k", [0, 0, -1], [0, 0, 1], [0, 0, 2]);
     };
 }
 
@@ -352,22 +341,17 @@ pub struct State<E: Executor> {
     pub flux: Vec<Conserved<E::Field<f64, 3>>>,
 }
 
-/// Five results as one: the first error, or the five values.
-fn all5<T>([a, b, c, d, e]: [Result<T, LaunchError>; 5]) -> Result<[T; 5], LaunchError> {
-    Ok([a?, b?, c?, d?, e?])
-}
-
 impl<E: Executor> State<E> {
     /// The host state `q` (five fields) on `exec`, with zeroed stage buffers of its shape.
     pub fn new(exec: &E, q: &[Field3<f64>]) -> Result<Self, Error> {
-        let zeros = || all5([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let q = all5(std::array::from_fn(|v| exec.upload(&q[v])))?;
+        let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
+        let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
         Ok(State { q, q1: zeros()?, q2: zeros()?, flux: Vec::new() })
     }
 
     /// A host copy of the current state (waits for the work issued so far).
     pub fn download(&self, exec: &E) -> Result<Conserved<Field3<f64>>, Error> {
-        Ok(all5(self.q.each_ref().map(|f| exec.download(f)))?)
+        Ok(all(self.q.each_ref().map(|f| exec.download(f)))?)
     }
 }
 
@@ -394,10 +378,9 @@ impl Euler {
         Shape3::new(self.n).halo(HALO)
     }
 
-    /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres, halo
-    /// included.
+    /// Host conserved fields from primitive variables `(ρ, u, v, w, p)` at cell centres (the
+    /// domain starts at 0), halo included.
     pub fn from_primitive(&self, w: impl Fn([f64; 3]) -> [f64; 5]) -> Conserved<Field3<f64>> {
-        // The centre of cell `g` (global coordinates; the domain starts at 0).
         let centre = |g: [isize; 3]| [0, 1, 2].map(|a| (g[a] as f64 + 0.5) * self.h[a]);
         std::array::from_fn(|v| Field3::from_fn(self.shape(), |g| conserved(w(centre(g)), self.gamma)[v]))
     }
@@ -435,7 +418,7 @@ impl Euler {
         };
         let shape = *exec.shape_of(&s.q[0]);
         if self.scheme == Scheme::Split && s.flux.is_empty() {
-            s.flux = (0..3).map(|_| all5([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
+            s.flux = (0..3).map(|_| all([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
         let [r, mx, my, mz, e] = match k {
             0 => &mut s.q,
