@@ -168,6 +168,15 @@ impl Gpu {
         self.stream.synchronize().map_err(|e| self.fail("synchronizing the stream", e))
     }
 
+    /// Whether this handle's stream is being recorded (a [`crate::Recorded`] step is being
+    /// captured).
+    pub(crate) fn is_recording(&self) -> Result<bool, CudaError> {
+        match self.stream.capture_status() {
+            Ok(status) => Ok(status != sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE),
+            Err(e) => Err(self.fail("reading the stream's capture status", e)),
+        }
+    }
+
     /// An error when this handle's stream is being recorded (a [`crate::Recorded`] step is
     /// being captured): `what` (a copy to or from the host, a synchronisation) cannot be part
     /// of a recording, and issuing it would invalidate the capture.

@@ -1,23 +1,44 @@
 //! Halo messages on the device: a [`GpuBuffer`] (device memory, with a pinned host mirror for
 //! messages between ranks), packed and unpacked by one kernel for all the boxes of a message,
 //! and copied between devices by the copy engine (peer copies, ordered by events).
+//!
+//! A copy out of a buffer on another stream waits for the event recorded after the buffer's
+//! last pack, not for everything its owner has issued, and the owner's next write into the
+//! buffer waits for the copies out of it. So the copies of one exchange wait for the packs
+//! alone: a subdomain's copies do not queue behind its neighbours' copies, nor theirs behind
+//! its own, however many neighbours each has and in whatever order host threads issue them.
 
 use super::context::Gpu;
 use super::error::CudaError;
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
-use super::peer::ordered_between;
+use super::peer::{enable_peer_access, ordered_between};
 use crate::error::LaunchError;
 use crate::executor::{check_parts, BoxPart, MessageBuffer};
 use cudarc::driver::result;
-use cudarc::driver::sys;
+use cudarc::driver::sys::{self, CUevent_flags};
+use cudarc::driver::CudaEvent;
+use std::sync::{Mutex, PoisonError};
 
 /// A message buffer on a device: device memory, and a pinned host mirror made on first use.
 pub struct GpuBuffer {
     mem: DeviceAlloc,
     bytes: usize,
     mirror: Option<PinnedHost>,
+    order: Mutex<Order>,
 }
+
+/// The events that order copies out of a buffer on other streams (module docs).
+#[derive(Default)]
+struct Order {
+    /// Recorded on the owner's stream after the last pack into the buffer; `None` after any
+    /// other write, or when the pack was recorded into a step.
+    packed: Option<CudaEvent>,
+    /// Recorded on other streams after each copy out of the buffer since its last write.
+    readers: Vec<CudaEvent>,
+}
+
+const NO_TIMING: Option<CUevent_flags> = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
 
 /// Page-locked host memory (`cuMemHostAlloc`), freed on drop.
 struct PinnedHost {
@@ -49,7 +70,36 @@ impl GpuBuffer {
     /// `bytes` bytes of device memory on `gpu`.
     pub(crate) fn new(gpu: &Gpu, bytes: usize) -> Result<Self, CudaError> {
         let mem = DeviceAlloc::new(gpu, bytes, || format!("a halo message buffer of {bytes} bytes"))?;
-        Ok(GpuBuffer { mem, bytes, mirror: None })
+        Ok(GpuBuffer { mem, bytes, mirror: None, order: Mutex::default() })
+    }
+
+    fn order(&self) -> std::sync::MutexGuard<'_, Order> {
+        self.order.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Orders a write into the buffer on `gpu`'s stream after the copies out of it (their
+    /// events; waited for on the host while `gpu` records a step, as a recording cannot wait
+    /// for work outside it), and forgets the last pack.
+    fn before_write(&self, gpu: &Gpu) -> Result<(), CudaError> {
+        let mut order = self.order();
+        order.packed = None;
+        if order.readers.is_empty() {
+            return Ok(());
+        }
+        let recording = gpu.is_recording()?;
+        for copied in order.readers.drain(..) {
+            // A finished copy needs no wait (a wait for another device's event costs the
+            // stream several microseconds even then).
+            let done = copied.try_is_complete().map_err(|e| gpu.fail("querying a copy's event", e))?;
+            if done {
+                continue;
+            } else if recording {
+                copied.synchronize().map_err(|e| gpu.fail("waiting for a copy out of a halo buffer", e))?;
+            } else {
+                gpu.stream().wait(&copied).map_err(|e| gpu.fail("waiting for a copy out of a halo buffer", e))?;
+            }
+        }
+        Ok(())
     }
 
     /// The device address of the first byte.
@@ -69,6 +119,16 @@ impl GpuBuffer {
             self.mirror = Some(PinnedHost { gpu, ptr: ptr.cast(), bytes: self.bytes });
         }
         Ok(self.mirror.as_mut().expect("made above"))
+    }
+}
+
+impl Drop for GpuBuffer {
+    fn drop(&mut self) {
+        // Copies out of the buffer on other streams may still read it (the memory's own drop
+        // waits for the owner's stream only). Errors are kept in the contexts.
+        for copied in self.order().readers.drain(..) {
+            let _ = copied.synchronize();
+        }
     }
 }
 
@@ -146,6 +206,9 @@ pub(crate) fn pack<const D: usize>(
         .into());
     }
     let kernel = gpu.builtin_kernel(SOURCE, "pack_boxes")?;
+    if !unpack {
+        buffer.before_write(gpu)?;
+    }
     let parts: Vec<&BoxPart<'_, D>> = parts.iter().filter(|p| !p.is_empty()).collect();
     for chunk in parts.chunks(MAX_PARTS) {
         let mut block = vec![0u8; 16 + MAX_PARTS * PART_BYTES];
@@ -163,6 +226,10 @@ pub(crate) fn pack<const D: usize>(
         // (checked when the part was made) and every message in the buffer (`check_parts`), all
         // on this device and alive while the stream uses them.
         unsafe { gpu.launch(&kernel, dims, &[KernelArg::Bytes(&block)]) }?;
+    }
+    if !unpack && !gpu.is_recording()? {
+        let packed = gpu.stream().record_event(NO_TIMING).map_err(|e| gpu.fail("recording an event", e))?;
+        buffer.order().packed = Some(packed);
     }
     Ok(())
 }
@@ -190,7 +257,9 @@ fn part_bytes<const D: usize>(part: &BoxPart<'_, D>, first: i64) -> Result<[u8; 
 }
 
 /// Copies `bytes` bytes from `src` (on `src_gpu`) to `dst` (on `gpu`), ordered after both
-/// streams' earlier work and before their later work.
+/// streams' earlier work and before their later work. Where `src` was packed last (and nothing
+/// is being recorded), "earlier work" of `src_gpu` is the pack alone, and its later work waits
+/// only where it writes `src` again (module docs).
 pub(crate) fn copy_buffer(
     gpu: &Gpu,
     dst: &mut GpuBuffer,
@@ -208,30 +277,53 @@ pub(crate) fn copy_buffer(
     if bytes == 0 {
         return Ok(());
     }
-    ordered_between(gpu, src_gpu, |direct| {
-        gpu.bind()?;
-        // SAFETY: both ranges lie in their allocations (checked above), alive while borrowed,
-        // and the copy is ordered after the source's earlier work.
-        let r = unsafe {
-            if src_gpu.home() == gpu.home() {
-                sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
-            } else if direct {
-                // Peer access on: a copy between unified addresses, which (unlike a peer copy
-                // between contexts) a recorded step can hold.
-                sys::cuMemcpyAsync(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
-            } else {
-                sys::cuMemcpyPeerAsync(
-                    dst.device_ptr(),
-                    gpu.inner.ctx.cu_ctx(),
-                    src.device_ptr(),
-                    src_gpu.inner.ctx.cu_ctx(),
-                    bytes,
-                    gpu.cu_stream(),
-                )
-            }
-        };
-        r.result().map_err(|e| gpu.fail("a halo message copy", e).into())
-    })
+    dst.before_write(gpu)?;
+    let same_stream = src_gpu.home() == gpu.home() && src_gpu.cu_stream() == gpu.cu_stream();
+    let recording = gpu.is_recording()? || src_gpu.is_recording()?;
+    let mut order = src.order();
+    let Some(packed) = order.packed.as_ref().filter(|_| !same_stream && !recording) else {
+        drop(order);
+        return ordered_between(gpu, src_gpu, |direct| issue_copy(gpu, dst, src_gpu, src, bytes, direct));
+    };
+    let direct = src_gpu.home() == gpu.home() || enable_peer_access(gpu, src_gpu)?;
+    gpu.stream().wait(packed).map_err(|e| gpu.fail("waiting for a halo message's pack", e))?;
+    issue_copy(gpu, dst, src_gpu, src, bytes, direct)?;
+    let copied = gpu.stream().record_event(NO_TIMING).map_err(|e| gpu.fail("recording an event", e))?;
+    order.readers.push(copied);
+    Ok(())
+}
+
+/// Issues the copy of [`copy_buffer`] on `gpu`'s stream (`direct`: peer access is on).
+fn issue_copy(
+    gpu: &Gpu,
+    dst: &GpuBuffer,
+    src_gpu: &Gpu,
+    src: &GpuBuffer,
+    bytes: usize,
+    direct: bool,
+) -> Result<(), LaunchError> {
+    gpu.bind()?;
+    // SAFETY: both ranges lie in their allocations (checked by the caller), alive while
+    // borrowed, and the caller orders the copy after the source's pack.
+    let r = unsafe {
+        if src_gpu.home() == gpu.home() {
+            sys::cuMemcpyDtoDAsync_v2(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
+        } else if direct {
+            // Peer access on: a copy between unified addresses, which (unlike a peer copy
+            // between contexts) a recorded step can hold.
+            sys::cuMemcpyAsync(dst.device_ptr(), src.device_ptr(), bytes, gpu.cu_stream())
+        } else {
+            sys::cuMemcpyPeerAsync(
+                dst.device_ptr(),
+                gpu.inner.ctx.cu_ctx(),
+                src.device_ptr(),
+                src_gpu.inner.ctx.cu_ctx(),
+                bytes,
+                gpu.cu_stream(),
+            )
+        }
+    };
+    r.result().map_err(|e| gpu.fail("a halo message copy", e).into())
 }
 
 /// Copies the first `bytes` bytes of the buffer to its mirror (`to_host`) and waits, or from
@@ -251,6 +343,9 @@ pub(crate) fn stage(gpu: &Gpu, buffer: &mut GpuBuffer, bytes: usize, to_host: bo
     if bytes == 0 {
         return Ok(());
     }
+    if !to_host {
+        buffer.before_write(gpu)?;
+    }
     gpu.bind()?;
     // SAFETY: both ranges hold `bytes` bytes (checked above); the mirror is pinned and lives as
     // long as the buffer, whose drop waits for the stream.
@@ -266,4 +361,54 @@ pub(crate) fn stage(gpu: &Gpu, buffer: &mut GpuBuffer, bytes: usize, to_host: bo
         gpu.synchronize()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::executor::{ErasedField, Executor, Messages};
+    use crate::field::{Field3, Shape3};
+
+    /// A copy out of a send buffer waits for the pack alone, so the sender's next pack into it
+    /// must wait for the copy. Here the copy queues behind long work on the receiver's stream
+    /// while the sender, idle, packs other values at once: the copy must still deliver the first
+    /// ones. Runs where there is a GPU (on one, the two handles have streams of their own).
+    #[test]
+    fn a_send_buffer_is_not_packed_again_before_the_copy_out_of_it_has_read_it() {
+        let count = Gpu::count().unwrap_or(0);
+        if count == 0 {
+            eprintln!("skipped: no GPU");
+            return;
+        }
+        let (sender, receiver) = (Gpu::new(0).unwrap(), Gpu::new(count - 1).unwrap());
+        let shape = Shape3::new([64, 64, 64]);
+        let points = 64 * 64 * 64;
+        let bytes = points * 8;
+        let packed = |value: f64, buffer: &mut GpuBuffer| {
+            let mut f = sender.upload(&Field3::from_fn(shape, |_| value)).unwrap();
+            let erased = ErasedField::of(&mut f);
+            sender.pack(&[erased.part([0; 3], [64; 3], 0).unwrap()], buffer).unwrap();
+            f // dropped by the caller, after the pack has been issued
+        };
+        let (mut send, mut recv) = (sender.alloc_buffer(bytes).unwrap(), receiver.alloc_buffer(bytes).unwrap());
+        let first = packed(1.0, &mut send);
+        // About 10 ms of copies (40 GB moved) on the receiver's stream, ahead of the copy out of
+        // `send`.
+        let big = Shape3::new([512, 512, 256]);
+        let (a, mut b) = (receiver.alloc::<f64, 3>(big).unwrap(), receiver.alloc::<f64, 3>(big).unwrap());
+        for _ in 0..40 {
+            receiver.copy(&mut b, &a).unwrap();
+        }
+        receiver.copy_buffer(&mut recv, &sender, &send, bytes).unwrap();
+        let second = packed(2.0, &mut send);
+        receiver.buffer_to_host(&mut recv, bytes).unwrap();
+        let got: Vec<f64> = recv.host_bytes().unwrap()[..bytes]
+            .chunks_exact(8)
+            .map(|c| f64::from_le_bytes(c.try_into().unwrap()))
+            .collect();
+        drop((first, second));
+        let wrong = got.iter().filter(|&&v| v != 1.0).count();
+        assert_eq!(got.len(), points);
+        assert_eq!(wrong, 0, "{wrong} of {points} values arrived from the second pack");
+    }
 }
