@@ -19,7 +19,7 @@ mod stream;
 
 pub use column::{for_each_column, SweepOrder};
 pub use isa::{isa, set_isa, Isa};
-pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
+pub use plan::{cache_sizes, caches, plan, set_tuning, tuning, Caches, Plan, Streaming, Tuning};
 pub use point_fns::{GroupRows, PointElement, PointLayout};
 pub use pool::ensure_pool;
 pub use reduce::{for_each_row_reducing, Partials, RowSlots};
