@@ -9,26 +9,40 @@ import sys
 from collections import defaultdict
 
 lines = [json.loads(l) for l in open(sys.argv[1]) if l.strip().startswith("{")]
-triads = [l["gbs"] for l in lines if l["who"] == "triad"]
 loads = [l["loadavg"] for l in lines if l["who"] == "load"]
-triad = statistics.median(triads)
+triads = defaultdict(list)
+for l in lines:
+    if l["who"] == "triad":
+        triads[l.get("threads", 0)].append(l["gbs"])
 runs = defaultdict(list)
 rel = defaultdict(list)
 for l in lines:
     if "case" not in l:
         continue
-    key = (l["case"], l["dims"], l["prec"], l["n"])
+    key = (l.get("threads", 0), l["case"], l["dims"], l["prec"], l["n"])
     pts = float(l["n"]) ** l["dims"] * l["steps"]
     runs[key, l["who"]] += [pts / t / 1e9 for t in l["times"]]
     if "rel_l2_vs_ours" in l:
         rel[key, l["who"]].append(l["rel_l2_vs_ours"])
 
-print(f"STREAM triad (12 B/element, best of 10, {len(triads)} probes): median {triad:.1f} GB/s, "
-      f"range {min(triads):.1f}-{max(triads):.1f}; load average at the probes: {', '.join(loads)}\n")
-print("| case | who | GPts/s (median) | min-max | vs best peer | % of triad | rel. L2 vs ours |")
-print("|---|---|---:|---:|---:|---:|---:|")
-for key in sorted({k for k, _ in runs}):
-    case, dims, prec, n = key
+
+def target(case, dims, prec):
+    """The targets (ratio to the best peer, share of the triad) of this project's line."""
+    if dims == 3 and prec == "f32":
+        return (1.05, 85) if case == "s1" else (1.2, 75)
+    return (1.0, None)
+
+
+for t in sorted(triads):
+    tr = triads[t]
+    print(f"STREAM triad at {t} threads (12 B/element, best of 10, {len(tr)} probes): median "
+          f"{statistics.median(tr):.1f} GB/s, range {min(tr):.1f}-{max(tr):.1f}")
+print(f"load average at the probes: {', '.join(loads)}\n")
+print("| case | threads | who | GPts/s (median) | min-max | vs best peer | % of triad | target | rel. L2 vs ours |")
+print("|---|---:|---|---:|---:|---:|---:|---|---:|")
+for key in sorted({k for k, _ in runs}, key=lambda k: (k[1], k[2], k[3], k[4], k[0])):
+    threads, case, dims, prec, n = key
+    triad = statistics.median(triads.get(threads) or [x for v in triads.values() for x in v])
     elem = 4 if prec == "f32" else 8
     bpp = (2 if case == "s1" else 4) * elem
     whos = sorted({w for k, w in runs if k == key}, key=lambda w: (w != "stencil", w))
@@ -37,8 +51,14 @@ for key in sorted({k for k, _ in runs}):
     best = max((med[w] for w in peers), default=None)
     for w in whos:
         ratio = f"{med[w] / best:.2f}x" if best else "-"
+        share = 100 * med[w] * bpp / triad
         r = f"{max(rel[key, w]):.1e}" if rel[key, w] else "-"
         label = f"{case.upper()} {dims}D {prec} {n}^{dims}"
         name = f"**{w}**" if w == "stencil" else w
-        print(f"| {label} | {name} | {med[w]:.3f} | {min(runs[key, w]):.2f}-{max(runs[key, w]):.2f} | {ratio} | "
-              f"{100 * med[w] * bpp / triad:.0f}% | {r} |")
+        goal = "-"
+        if w == "stencil":
+            want_ratio, want_share = target(case, dims, prec)
+            met = (best is None or med[w] / best >= want_ratio) and (want_share is None or share >= want_share)
+            goal = f">={want_ratio:.2f}x" + (f", >={want_share}%" if want_share else "") + (": met" if met else ": MISSED")
+        print(f"| {label} | {threads} | {name} | {med[w]:.3f} | {min(runs[key, w]):.2f}-{max(runs[key, w]):.2f} | "
+              f"{ratio} | {share:.0f}% | {goal} | {r} |")

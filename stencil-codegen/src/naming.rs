@@ -41,6 +41,11 @@ pub const BLOCK_FN: &str = "__block_fn";
 pub const BLOCK_FN_AVX2: &str = "__block_fn_avx2";
 /// The block function compiled with AVX-512.
 pub const BLOCK_FN_AVX512: &str = "__block_fn_avx512";
+/// The block function's const parameter: the contiguous axis is axis 0 with stride 1, so reads of
+/// a field that differ only along it are one row pointer and constant displacements.
+pub const UNIT: &str = "__UNIT";
+/// Whether the launch's fields have stride 1 along axis 0 (the value `UNIT` takes).
+pub const UNIT_STRIDE: &str = "__unit_stride";
 /// The block of rows a call of the block function runs.
 pub const BLOCK: &str = "__block";
 /// The written rows of the block.

@@ -5,6 +5,11 @@
 //! rows longer than the streaming buffer, outputs poisoned with NaN so a skipped or stray write
 //! shows. Every combination must give the same bits.
 //!
+//! The shapes of `Order::Ijk` (stride 1 along axis 0) run the stride-1 build of the block function
+//! (reads of a field that differ only along axis 0 are one row pointer with constant
+//! displacements); the `Order::Kij` shape and its strides run the general build. The baseline
+//! level (`STENCIL_CPU_ISA=scalar`: SSE2 on x86-64) is among the levels walked.
+//!
 //! The level and the tuning are process-wide settings, so one test walks all of them in turn.
 
 use stencil_runtime::cpu::{set_isa, set_tuning, Isa, Streaming, Tuning};

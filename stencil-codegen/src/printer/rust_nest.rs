@@ -47,6 +47,12 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
         quote! { (#s, #n.shape()) }
     });
     let setup = nest.field_setup();
+    let unit_flag = if nest.unit_groups() {
+        let flag = ident(naming::UNIT_STRIDE);
+        quote!(let #flag = #strides[0] == 1;)
+    } else {
+        quote!()
+    };
     let (pf_setup, pf_row_fns) = (&nest.pf.setup, &nest.pf.row_fns);
     let row_fn = nest.row_fn();
     let (block_fns, closure) = nest.block_fns();
@@ -55,6 +61,7 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
         #unpack
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
+        #unit_flag
         #setup
         #pf_setup
         #pf_row_fns
@@ -189,6 +196,39 @@ impl<'a> Nest<'a> {
             passed_rows,
             printer,
         }
+    }
+
+    /// For each read (field, offset index) whose offset differs from an earlier one of the same
+    /// field only along axis 0: (field, index, earlier index, difference along axis 0).
+    fn unit_shifts(&self) -> Vec<(&'a FieldAccess, usize, usize, i32)> {
+        let mut shifts = Vec::new();
+        for fa in &self.readers {
+            for (i, o) in fa.offsets.iter().enumerate() {
+                if let Some(j) = fa.offsets[..i].iter().position(|p| p[1] == o[1] && p[2] == o[2]) {
+                    shifts.push((*fa, i, j, o[0] - fa.offsets[j][0]));
+                }
+            }
+        }
+        shifts
+    }
+
+    /// Whether some reads share a row up to a shift along axis 0 (then the block function has a
+    /// build for stride 1 along axis 0, where they are one pointer with constant displacements:
+    /// fewer registers, no spilled row pointers).
+    fn unit_groups(&self) -> bool {
+        !self.unit_shifts().is_empty()
+    }
+
+    /// At the top of the block function: in the stride-1 build, each such read's offset is the
+    /// earlier read's plus a constant, so the compiler sees one row pointer.
+    fn unit_offsets(&self) -> TokenStream {
+        let unit = ident(naming::UNIT);
+        let overrides = self.unit_shifts().into_iter().map(|(fa, i, j, d)| {
+            let (off, rep) = (offset_name(fa, i), offset_name(fa, j));
+            let d = Lit::isize_unsuffixed(d as isize);
+            quote!(let #off = if #unit { #rep + #d } else { #off };)
+        });
+        quote!(#(#overrides)*)
     }
 
     /// After the strides: each read field's slice and read offsets, each written field's row
@@ -400,12 +440,16 @@ impl<'a> Nest<'a> {
         let block_body = self.pf.wrap_block(block_loop, rt);
         let [block_fn, block_avx2, block_avx512] =
             [naming::BLOCK_FN, naming::BLOCK_FN_AVX2, naming::BLOCK_FN_AVX512].map(ident);
-        let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
+        let unit = self.unit_groups().then(|| (ident(naming::UNIT), ident(naming::UNIT_STRIDE)));
+        let generics = unit.as_ref().map(|(c, _)| quote!(<const #c: bool>));
+        let unit_offsets = self.unit_offsets();
+        let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512, unit };
         let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
         let fns = quote! {
             #[inline(always)]
-            fn #block_fn(#block_params) {
+            fn #block_fn #generics(#block_params) {
                 let #len = #block.len;
+                #unit_offsets
                 #block_body
             }
             #twins
@@ -499,43 +543,58 @@ fn elem(fa: &FieldAccess) -> Ident {
 }
 
 /// A block function and its twins compiled for AVX2 and AVX-512 (each calls it, so the same body
-/// is vectorised for the wider instruction set).
+/// is vectorised for the wider instruction set). With `unit` (the const parameter and the run-time
+/// flag it takes), each has a build for stride 1 along axis 0 and one for any strides.
 struct IsaBuilds {
     plain: Ident,
     avx2: Ident,
     avx512: Ident,
+    unit: Option<(Ident, Ident)>,
 }
 
 impl IsaBuilds {
     /// The twins' definitions, taking `params` and passing `args` on.
     fn twins(&self, params: &TokenStream, args: &TokenStream) -> TokenStream {
-        let IsaBuilds { plain, avx2, avx512 } = self;
+        let IsaBuilds { plain, avx2, avx512, unit } = self;
+        let (generics, pass) = match unit {
+            Some((c, _)) => (quote!(<const #c: bool>), quote!(::<#c>)),
+            None => (quote!(), quote!()),
+        };
         quote! {
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx2")]
-            fn #avx2(#params) {
-                #plain(#args)
+            fn #avx2 #generics(#params) {
+                #plain #pass(#args)
             }
             #[cfg(target_arch = "x86_64")]
             #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
-            fn #avx512(#params) {
-                #plain(#args)
+            fn #avx512 #generics(#params) {
+                #plain #pass(#args)
             }
         }
     }
 
-    /// The call of the build for the level `isa` names.
+    /// The call of the build for the level `isa` names (and, with `unit`, the strides).
     fn dispatch(&self, rt: &TokenStream, isa: &Ident, args: &TokenStream) -> TokenStream {
-        let IsaBuilds { plain, avx2, avx512 } = self;
-        quote! {
-            match #isa {
-                // SAFETY: `isa()` names a level only where the CPU runs its instructions.
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx512 => unsafe { #avx512(#args) },
-                #[cfg(target_arch = "x86_64")]
-                #rt::__private::Isa::Avx2 => unsafe { #avx2(#args) },
-                _ => #plain(#args),
+        let IsaBuilds { plain, avx2, avx512, unit } = self;
+        let by_isa = |pass: TokenStream| {
+            quote! {
+                match #isa {
+                    // SAFETY: `isa()` names a level only where the CPU runs its instructions.
+                    #[cfg(target_arch = "x86_64")]
+                    #rt::__private::Isa::Avx512 => unsafe { #avx512 #pass(#args) },
+                    #[cfg(target_arch = "x86_64")]
+                    #rt::__private::Isa::Avx2 => unsafe { #avx2 #pass(#args) },
+                    _ => #plain #pass(#args),
+                }
             }
+        };
+        match unit {
+            Some((_, flag)) => {
+                let (yes, no) = (by_isa(quote!(::<true>)), by_isa(quote!(::<false>)));
+                quote!(if #flag { #yes } else { #no })
+            }
+            None => by_isa(quote!()),
         }
     }
 }
@@ -730,7 +789,7 @@ fn print_columns(ir: &StencilIr, nest: ColumnNest<'_>, printer: &NestPrinter<'_>
             let #row = unsafe { #data.column_window(#base, #below, #len, #above) };
         }
     });
-    let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512 };
+    let builds = IsaBuilds { plain: block_fn.clone(), avx2: block_avx2, avx512: block_avx512, unit: None };
     let (twins, dispatch) = (builds.twins(&block_params, &block_args), builds.dispatch(rt, &isa, &block_args));
     let items = quote! {
         #[inline(always)]

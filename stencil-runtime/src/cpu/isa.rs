@@ -1,5 +1,7 @@
 //! Which vector instruction set the CPU nest runs with: detected once per process, lowered (never
-//! raised past what the CPU has) by `STENCIL_CPU_ISA=baseline|avx2|avx512` or [`set_isa`].
+//! raised past what the CPU has) by `STENCIL_CPU_ISA=baseline|avx2|avx512` (`scalar` is another
+//! name of `baseline`) or [`set_isa`]. `STENCIL_CPU_ISA=avx2` on an AVX-512 CPU runs the code an
+//! AVX2-only CPU (AMD Zen 3, Intel client CPUs) runs.
 //!
 //! The macro prints each stencil's row loop once and compiles it three times on x86-64: plain
 //! (the build's baseline, SSE2 by default), inside a `#[target_feature(enable = "avx2")]`
@@ -32,9 +34,14 @@ impl Isa {
         }
     }
 
-    /// Parses [`Isa::name`].
+    /// Parses [`Isa::name`]; `scalar`, `sse2` and `neon` also name [`Isa::Baseline`] (the
+    /// build's own level: the portable fallback, and what an aarch64 build always runs).
     pub fn from_name(name: &str) -> Option<Isa> {
-        Isa::ALL.into_iter().find(|i| i.name().eq_ignore_ascii_case(name.trim()))
+        let name = name.trim();
+        if ["scalar", "sse2", "neon"].iter().any(|a| a.eq_ignore_ascii_case(name)) {
+            return Some(Isa::Baseline);
+        }
+        Isa::ALL.into_iter().find(|i| i.name().eq_ignore_ascii_case(name))
     }
 
     /// Whether this CPU runs code of this level.
@@ -93,4 +100,21 @@ fn choose(level: Option<Isa>) -> Isa {
     let chosen = level.map_or(best, |l| l.min(best));
     CHOSEN.store(chosen.code(), Ordering::Relaxed);
     chosen
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_and_aliases() {
+        for i in Isa::ALL {
+            assert_eq!(Isa::from_name(i.name()), Some(i));
+        }
+        for a in ["scalar", " SSE2 ", "neon", "Baseline"] {
+            assert_eq!(Isa::from_name(a), Some(Isa::Baseline), "{a}");
+        }
+        assert_eq!(Isa::from_name("avx1024"), None);
+        assert!(Isa::Baseline.supported());
+    }
 }

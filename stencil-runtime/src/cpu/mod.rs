@@ -19,7 +19,7 @@ mod stream;
 
 pub use column::{for_each_column, SweepOrder};
 pub use isa::{isa, set_isa, Isa};
-pub use plan::{cache_sizes, plan, set_tuning, tuning, Plan, Streaming, Tuning};
+pub use plan::{cache_sizes, caches, plan, set_tuning, tuning, Caches, Plan, Streaming, Tuning};
 pub use point_fns::{GroupRows, PointElement, PointLayout};
 pub use pool::ensure_pool;
 pub use reduce::{for_each_row_reducing, Partials, RowSlots};
@@ -388,10 +388,11 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
 }
 
 /// Runs `work(t)` for every task `t < tasks`, each once, on the calling thread and up to
-/// `threads - 1` of rayon's workers, which take the next task from a shared counter (dynamic
-/// scheduling). The caller starts at once instead of waking a worker and sleeping until the
-/// pool is done, so a small launch costs no thread wake-up, and a thread slowed by other work
-/// takes fewer tasks.
+/// `threads - 1` workers (rayon's thread count; the spinning pool's workers, or rayon's own when
+/// another launch holds that pool or threads are pinned), which take the next task from a shared
+/// counter (dynamic scheduling). The caller starts at once instead of sleeping until the workers
+/// are done, workers still spinning from the last launch join without a wake-up, and a thread
+/// slowed by other work takes fewer tasks.
 fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     let next = AtomicUsize::new(0);
@@ -405,6 +406,10 @@ fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
     let helpers = rayon::current_num_threads().min(tasks).saturating_sub(1);
     if helpers == 0 {
         return drain();
+    }
+    // The spinning pool (`pool::spin`): workers still awake from the last launch start at once.
+    if pool::spin::enabled() && pool::spin::run(helpers, &drain) {
+        return;
     }
     rayon::in_place_scope(|scope| {
         for _ in 0..helpers {

@@ -11,7 +11,9 @@
 //! write-allocate). Among the tiles whose live planes fit in half an L2 it takes the one that
 //! moves the fewest bytes, divided by how evenly the tasks fill the threads; the outer axis is cut
 //! into chunks until there are about eight tasks per thread. Rows are cut along the contiguous
-//! axis only when even a one-row tile would not fit.
+//! axis only when even a one-row tile would not fit. The cache sizes are read at run time
+//! ([`caches`]: Linux's sysfs, else cpuid, else constants), so a CPU with a small L2 (AMD Zen 3:
+//! 512 KiB) gets thinner tiles than one with 2 MiB.
 
 use crate::field::Shape;
 use crate::range::Loop;
@@ -21,14 +23,14 @@ use std::sync::{OnceLock, RwLock};
 /// Whether written fields are stored with non-temporal (streaming) stores.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Streaming {
-    /// 3D launches: when the launch writes more than this process's share of the caches holds
-    /// (the L2 of each thread plus 4 MiB of last-level cache per thread, at most the whole last
-    /// level): the outputs go to memory anyway, streaming saves reading their lines first, and
-    /// output lines no longer evict the planes a tile keeps in L2. 1D and 2D launches (which
-    /// keep only `2r + 1` rows for reuse): only when the launch writes more than the whole last
-    /// level holds, since the last level then keeps ordinary stores' lines for the next sweep.
-    /// (Measured on a 2-vCPU VM reporting a 480 MiB L3: streaming doubled the 3D 25-point update
-    /// on 256³ and halved the 2D one on 4096², whose fields stay in that L3.)
+    /// When the launch's working set (every field it reads or writes, over its range) exceeds
+    /// the cache this process can count on ([`Caches::llc_share`], with the cache sizes read at
+    /// run time: [`caches`]): the outputs go to memory anyway, streaming saves reading their lines
+    /// first, and output lines no longer evict the planes a tile keeps in L2. 3D launches count
+    /// each thread's L2 and share of the last level; 1D and 2D launches (which keep only `2r + 1`
+    /// rows for reuse) the whole last level, since it then keeps ordinary stores' lines for the
+    /// next sweep. (Measured on a 2-vCPU VM reporting a 480 MiB L3: streaming doubled the 3D
+    /// 25-point update on 256³ and halved the 2D one on 4096², whose fields stay in that L3.)
     Auto,
     /// Whenever the outputs are only written (a read-modify-write field never streams).
     On,
@@ -99,36 +101,158 @@ pub fn set_tuning(t: Tuning) {
     *tuning_lock().write().unwrap_or_else(|e| e.into_inner()) = t;
 }
 
-/// Cache sizes in bytes: L2 per core and the last level, from Linux's sysfs (1 MiB and 32 MiB
-/// where it says nothing).
-pub fn cache_sizes() -> (usize, usize) {
-    static SIZES: OnceLock<(usize, usize)> = OnceLock::new();
-    *SIZES.get_or_init(|| {
-        let (mut l2, mut llc) = (0, 0);
-        for i in 0..8 {
-            let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-            let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
-            let (Some(level), Some(size)) = (read("level"), read("size")) else { continue };
-            if read("type").is_some_and(|t| t.trim() == "Instruction") {
-                continue;
-            }
-            let size = size.trim();
-            let bytes = match size.strip_suffix('K') {
-                Some(k) => k.parse::<usize>().unwrap_or(0) << 10,
-                None => match size.strip_suffix('M') {
-                    Some(m) => m.parse::<usize>().unwrap_or(0) << 20,
-                    None => size.parse().unwrap_or(0),
-                },
+/// The caches the plan sizes tiles and picks stores by, read at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Caches {
+    /// L2 bytes of one core.
+    pub l2: usize,
+    /// Last-level cache bytes (one instance, as the CPU reports it).
+    pub llc: usize,
+    /// CPUs sharing one last-level cache instance (as reported; at least 1).
+    pub llc_sharers: usize,
+}
+
+impl Caches {
+    /// Used where neither sysfs nor cpuid says anything: 1 MiB of L2, 32 MiB of L3 for 8 CPUs.
+    const FALLBACK: Caches = Caches { l2: 1 << 20, llc: 32 << 20, llc_sharers: 8 };
+
+    /// The cache a process of `threads` threads can count on: each thread's L2 plus its share of
+    /// the last level (the reported size over the CPUs sharing it, at most 4 MiB: what one core
+    /// of a server CPU owns, since a virtual machine reports its host's whole last level, shared
+    /// with CPUs it does not see), and at most the whole last level.
+    pub fn llc_share(&self, threads: usize) -> usize {
+        let per_cpu = (self.llc / self.llc_sharers.max(1)).min(4 << 20);
+        self.llc.min(threads.max(1) * (self.l2 + per_cpu))
+    }
+
+    /// From cache entries (level, type, size in bytes, CPUs sharing it), as sysfs or cpuid list
+    /// them: the largest L2 and the largest last level (L3, else L2); [`Caches::FALLBACK`]'s
+    /// values where an entry is missing.
+    fn from_entries(entries: &[(u32, CacheKind, usize, usize)]) -> Caches {
+        let best = |level: u32| {
+            entries
+                .iter()
+                .filter(|e| e.0 == level && e.1 != CacheKind::Instruction && e.2 > 0)
+                .max_by_key(|e| e.2)
+                .map(|e| (e.2, e.3.max(1)))
+        };
+        let l2 = best(2).map_or(Caches::FALLBACK.l2, |e| e.0);
+        let (llc, llc_sharers) = best(3)
+            .or(best(2).map(|(b, _)| (b, 1)))
+            .unwrap_or((Caches::FALLBACK.llc.max(l2), Caches::FALLBACK.llc_sharers));
+        Caches { l2, llc, llc_sharers }
+    }
+}
+
+/// What a cache holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum CacheKind {
+    /// Data only.
+    Data,
+    /// Instructions only.
+    Instruction,
+    /// Both.
+    Unified,
+}
+
+/// Parses a sysfs cache size (`48K`, `1280K`, `32M`, bytes otherwise).
+fn parse_size(size: &str) -> usize {
+    let size = size.trim();
+    let (digits, shift) = match size.as_bytes().last() {
+        Some(b'K') => (&size[..size.len() - 1], 10),
+        Some(b'M') => (&size[..size.len() - 1], 20),
+        Some(b'G') => (&size[..size.len() - 1], 30),
+        _ => (size, 0),
+    };
+    digits.parse::<usize>().unwrap_or(0) << shift
+}
+
+/// Counts the CPUs of a sysfs CPU list (`0-3,8,10-11`).
+fn count_cpus(list: &str) -> usize {
+    list.trim()
+        .split(',')
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('-') {
+            Some((a, b)) => b.trim().parse::<usize>().unwrap_or(0).saturating_sub(a.trim().parse().unwrap_or(0)) + 1,
+            None => 1,
+        })
+        .sum()
+}
+
+/// Cache entries of CPU 0 from Linux's sysfs (empty elsewhere or where it says nothing).
+fn sysfs_entries() -> Vec<(u32, CacheKind, usize, usize)> {
+    let mut entries = Vec::new();
+    for i in 0..16 {
+        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
+        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+        let (Some(level), Some(size)) = (read("level"), read("size")) else { continue };
+        let kind = match read("type").as_deref().map(str::trim) {
+            Some("Instruction") => CacheKind::Instruction,
+            Some("Data") => CacheKind::Data,
+            _ => CacheKind::Unified,
+        };
+        let sharers = read("shared_cpu_list").map_or(1, |l| count_cpus(&l));
+        entries.push((level.trim().parse().unwrap_or(0), kind, parse_size(&size), sharers));
+    }
+    entries
+}
+
+/// Cache entries from cpuid's deterministic cache parameters (leaf 4 on Intel, 0x8000_001D on
+/// AMD): where sysfs is missing (not Linux, or a container hiding it).
+fn cpuid_entries() -> Vec<(u32, CacheKind, usize, usize)> {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::__cpuid_count;
+        // cpuid exists on every x86-64 CPU (safe to call); leaves past the maximum return zeros.
+        let max = __cpuid_count(0, 0).eax;
+        let max_ext = __cpuid_count(0x8000_0000, 0).eax;
+        let leaf = if max >= 4 && __cpuid_count(4, 0).eax & 0x1f != 0 {
+            4
+        } else if max_ext >= 0x8000_001D {
+            0x8000_001D
+        } else {
+            return Vec::new();
+        };
+        let mut entries = Vec::new();
+        for sub in 0..16 {
+            let r = __cpuid_count(leaf, sub);
+            let kind = match r.eax & 0x1f {
+                0 => break,
+                1 => CacheKind::Data,
+                2 => CacheKind::Instruction,
+                _ => CacheKind::Unified,
             };
-            match level.trim() {
-                "2" => l2 = bytes,
-                "3" => llc = bytes,
-                _ => {}
-            }
+            let level = (r.eax >> 5) & 0x7;
+            let sharers = ((r.eax >> 14) & 0xfff) as usize + 1;
+            let ways = ((r.ebx >> 22) & 0x3ff) as usize + 1;
+            let partitions = ((r.ebx >> 12) & 0x3ff) as usize + 1;
+            let line = (r.ebx & 0xfff) as usize + 1;
+            let sets = r.ecx as usize + 1;
+            entries.push((level, kind, ways * partitions * line * sets, sharers));
         }
-        let l2 = if l2 == 0 { 1 << 20 } else { l2 };
-        (l2, if llc == 0 { (32 << 20).max(l2) } else { llc })
+        entries
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    Vec::new()
+}
+
+/// This CPU's caches: from Linux's sysfs, else from cpuid, else 1 MiB of L2 and 32 MiB of L3 for
+/// 8 CPUs (read once). `STENCIL_CPU_L2` and `STENCIL_CPU_LLC` ([`Tuning`]) replace the sizes.
+pub fn caches() -> Caches {
+    static CACHES: OnceLock<Caches> = OnceLock::new();
+    *CACHES.get_or_init(|| {
+        let mut entries = sysfs_entries();
+        if !entries.iter().any(|e| e.0 >= 2) {
+            entries = cpuid_entries();
+        }
+        Caches::from_entries(&entries)
     })
+}
+
+/// Cache sizes in bytes: L2 per core and the last level ([`caches`]).
+pub fn cache_sizes() -> (usize, usize) {
+    let c = caches();
+    (c.l2, c.llc)
 }
 
 /// What one launch does: the tile of a 3D sweep (`[contiguous, middle, outer]`), or the rows per
@@ -170,9 +294,43 @@ pub fn plan<const D: usize>(
     threads: usize,
 ) -> Plan {
     let t = tuning();
-    let (l2_detected, llc_detected) = cache_sizes();
-    let l2 = if t.l2_bytes > 0 { t.l2_bytes } else { l2_detected };
-    let llc = if t.llc_bytes > 0 { t.llc_bytes } else { llc_detected };
+    let mut c = caches();
+    if t.l2_bytes > 0 {
+        c.l2 = t.l2_bytes;
+    }
+    if t.llc_bytes > 0 {
+        c.llc = t.llc_bytes;
+    }
+    plan_with(range, shape, info, elem, write_only, threads, &t, &c)
+}
+
+/// Whether outputs stream under [`Streaming::Auto`]: `working_set` bytes (every field the launch
+/// reads or writes, over the range) against the last level this process can count on
+/// ([`Caches::llc_share`]). In 3D the budget is also held to each thread's L2 plus its share of
+/// the last level, since the planes a tile keeps live must survive the output lines. 1D and 2D
+/// launches (which keep only `2r + 1` rows for reuse) stream only when the working set exceeds
+/// the whole last level.
+fn stream_auto(dims: usize, working_set: usize, caches: &Caches, threads: usize) -> bool {
+    if dims == 3 {
+        working_set > caches.llc_share(threads)
+    } else {
+        working_set > caches.llc
+    }
+}
+
+/// [`plan`] with the tuning and the caches given (not read from the process).
+#[allow(clippy::too_many_arguments)]
+fn plan_with<const D: usize>(
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    info: &StencilInfo,
+    elem: usize,
+    write_only: bool,
+    threads: usize,
+    t: &Tuning,
+    caches: &Caches,
+) -> Plan {
+    let l2 = caches.l2;
     let axes = shape.element_order().axes::<D>();
     let n = range.len_per_axis();
     let mut len = [1usize; 3];
@@ -180,13 +338,12 @@ pub fn plan<const D: usize>(
         *slot = n[a];
     }
     let outputs = info.fields.iter().filter(|f| f.writable).count();
-    let written = outputs * elem * range.points();
+    let working_set = info.fields.len() * elem * range.points();
     let stream = write_only
         && match t.streaming {
             Streaming::On => true,
             Streaming::Off => false,
-            Streaming::Auto if D == 3 => written > llc.min(threads.max(1) * (l2 + (4 << 20))),
-            Streaming::Auto => written > llc,
+            Streaming::Auto => stream_auto(D, working_set, caches, threads),
         };
     let spans = spans(info, axes);
     let block = match D {
@@ -283,5 +440,99 @@ mod tests {
             assert!(live <= 1 << 20, "{b:?} keeps {live} bytes live");
         }
         assert_eq!(tile([10, 7, 5], &star, 8, 1, false, 1 << 20, 2, [3, 2, 1]), [3, 2, 1]);
+    }
+
+    fn star25_info() -> StencilInfo {
+        use crate::stencil::FieldInfo;
+        let field = |name: &'static str, r: i32, writable| FieldInfo { name, lo: [-r; 3], hi: [r; 3], writable };
+        StencilInfo {
+            name: "star25",
+            fields: vec![field("u", 4, false), field("u_prev", 0, false), field("v2", 0, false), field("out", 0, true)]
+                .leak(),
+        }
+    }
+
+    /// Zen 3 (512 KiB L2, 32 MiB L3 for 8 cores), Ice Lake server (1.25 MiB, 48 MiB), Sapphire
+    /// Rapids in a VM (2 MiB, 300 MiB reported for 16 CPUs).
+    const ZEN3: Caches = Caches { l2: 512 << 10, llc: 32 << 20, llc_sharers: 8 };
+    const ICX: Caches = Caches { l2: 1280 << 10, llc: 48 << 20, llc_sharers: 2 };
+    const SPR: Caches = Caches { l2: 2 << 20, llc: 300 << 20, llc_sharers: 16 };
+
+    #[test]
+    fn tiles_follow_the_injected_l2() {
+        let shape = Shape::new([256, 256, 256]).halo(4);
+        let range = Loop::interior(&shape);
+        let info = star25_info();
+        let t = Tuning::default();
+        let mut rows = Vec::new();
+        for c in [ZEN3, ICX, SPR] {
+            let p = plan_with(&range, &shape, &info, 4, true, 2, &t, &c);
+            let [bc, bm, _] = p.block;
+            // The live planes of u (9 planes of bm + 8 rows) and one row band of the others fit
+            // in half the L2.
+            let live = 9 * (bm + 8) * (bc + 8).next_multiple_of(16) * 4 + 2 * bm * bc.next_multiple_of(16) * 4;
+            assert!(live <= c.l2 / 2, "{c:?}: tile {:?} keeps {live} bytes live", p.block);
+            rows.push(bm);
+        }
+        // A smaller L2, a thinner tile.
+        assert!(rows[0] < rows[1] && rows[1] <= rows[2], "rows per tile {rows:?}");
+        // The Tuning's sizes replace the detected ones in `plan` (here: passed in directly).
+        let small = Caches { l2: 256 << 10, ..SPR };
+        let p = plan_with(&range, &shape, &info, 4, true, 2, &t, &small);
+        assert!(p.block[1] < rows[2], "{:?}", p.block);
+    }
+
+    #[test]
+    fn streaming_follows_the_working_set_against_the_injected_last_level() {
+        let info = star25_info();
+        let t = Tuning::default();
+        // 4 fields of 128³ f32: 32 MiB of working set (plus halos, not counted).
+        let shape = Shape::new([128, 128, 128]).halo(4);
+        let range = Loop::interior(&shape);
+        // 2 threads: Zen 3 counts 2 × (512 KiB + 4 MiB); a CPU reporting 64 MiB per core (no
+        // cap would keep all of it) still counts 4 MiB per thread: 32 MiB streams on both.
+        assert!(plan_with(&range, &shape, &info, 4, true, 2, &t, &ZEN3).stream);
+        let big = Caches { l2: 2 << 20, llc: 128 << 20, llc_sharers: 2 };
+        assert!(plan_with(&range, &shape, &info, 4, true, 2, &t, &big).stream);
+        // 16 threads of the 16-CPU machine: 16 × (2 + 4) MiB = 96 MiB hold 32 MiB: no streaming.
+        assert!(!plan_with(&range, &shape, &info, 4, true, 16, &t, &SPR).stream);
+        // 64³: 4 MiB of working set fits everywhere.
+        let small = Shape::new([64, 64, 64]).halo(4);
+        assert!(!plan_with(&Loop::interior(&small), &small, &info, 4, true, 2, &t, &ZEN3).stream);
+        // A read-modify-write launch never streams; `On` and `Off` are obeyed.
+        assert!(!plan_with(&range, &shape, &info, 4, false, 2, &t, &ZEN3).stream);
+        let off = Tuning { streaming: Streaming::Off, ..t };
+        assert!(!plan_with(&range, &shape, &info, 4, true, 2, &off, &ZEN3).stream);
+        let on = Tuning { streaming: Streaming::On, ..t };
+        assert!(plan_with(&Loop::interior(&small), &small, &info, 4, true, 2, &on, &SPR).stream);
+        // 2D: the whole last level counts.
+        assert!(!stream_auto(2, 40 << 20, &ICX, 2) && stream_auto(2, 49 << 20, &ICX, 2));
+        assert!(stream_auto(3, 40 << 20, &ICX, 2));
+    }
+
+    #[test]
+    fn caches_from_entries_sizes_and_sharing() {
+        use CacheKind::*;
+        assert_eq!(parse_size("48K"), 48 << 10);
+        assert_eq!(parse_size("1280K\n"), 1280 << 10);
+        assert_eq!(parse_size("32M"), 32 << 20);
+        assert_eq!(parse_size("4096"), 4096);
+        assert_eq!(count_cpus("0-1\n"), 2);
+        assert_eq!(count_cpus("0-3,8,10-11"), 7);
+        let zen3 = [
+            (1, Data, 32 << 10, 2),
+            (1, Instruction, 32 << 10, 2),
+            (2, Unified, 512 << 10, 2),
+            (3, Unified, 32 << 20, 16),
+        ];
+        assert_eq!(Caches::from_entries(&zen3), Caches { l2: 512 << 10, llc: 32 << 20, llc_sharers: 16 });
+        // No L3: the L2 is the last level; nothing at all: the fallback.
+        let no_l3 = [(1, Data, 64 << 10, 1), (2, Unified, 4 << 20, 4)];
+        assert_eq!(Caches::from_entries(&no_l3), Caches { l2: 4 << 20, llc: 4 << 20, llc_sharers: 1 });
+        assert_eq!(Caches::from_entries(&[]), Caches::FALLBACK);
+        // What this machine reports (sysfs or cpuid) is plausible.
+        let c = caches();
+        assert!(c.l2 >= 64 << 10 && c.llc >= c.l2 && c.llc_sharers >= 1, "{c:?}");
+        assert!(c.llc_share(1) <= c.llc && c.llc_share(1) >= c.l2);
     }
 }

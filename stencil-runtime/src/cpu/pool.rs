@@ -1,7 +1,13 @@
-//! Optional thread pinning: with `STENCIL_CPU_PIN=1` the first parallel work of the runtime builds
-//! rayon's global pool with worker `i` bound to the `i`-th CPU this process may run on, so a
-//! thread keeps its caches and the pages it touched first. Without it (or if the program built
-//! the global pool itself) rayon's default pool is used unchanged.
+//! The threads of CPU launches. By default a launch runs on the calling thread and workers of a
+//! pool of this module (`spin`) that spin briefly between launches before they park
+//! (`STENCIL_CPU_SPIN_US`, 50 by default), as many as rayon's current thread count
+//! (`RAYON_NUM_THREADS`, or the pool a caller `install`s) allows; `STENCIL_CPU_POOL=rayon` runs
+//! launches on rayon's workers instead.
+//!
+//! Optional thread pinning: with `STENCIL_CPU_PIN=1` launches run on rayon's global pool instead,
+//! built at the first parallel work of the runtime with worker `i` bound to the `i`-th CPU this
+//! process may run on, so a thread keeps its caches and the pages it touched first. (If the
+//! program built the global pool itself, rayon's pool is used unchanged.)
 
 use std::sync::Once;
 
@@ -49,4 +55,206 @@ fn pin(cpu: usize) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = cpu;
+}
+
+/// The launch pool: worker threads that, between launches, spin for a while (`STENCIL_CPU_SPIN_US`
+/// microseconds, 50 by default, 0: park at once) before they park, so that the next launch of a
+/// time loop finds them awake instead of paying a thread wake-up (several microseconds per
+/// worker, which dominates launches on small grids). A launch joins up to `helpers` of them to
+/// the calling thread; it returns only once every worker that joined has finished.
+pub(crate) mod spin {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, OnceLock};
+    use std::time::{Duration, Instant};
+
+    /// The job of a launch, its lifetime erased: valid while the launch is open (see `run`).
+    #[derive(Clone, Copy)]
+    struct Job(*const (dyn Fn() + Sync));
+    // SAFETY: the pointee is `Sync`, and `run` keeps it alive while any worker can reach it.
+    unsafe impl Send for Job {}
+
+    struct Slot {
+        /// The launch workers may join (0 before the first).
+        epoch: u64,
+        /// Workers that may still join it.
+        open: usize,
+        job: Option<Job>,
+    }
+
+    struct Shared {
+        slot: Mutex<Slot>,
+        wake: Condvar,
+        /// Mirrors `slot.epoch`, for spinning without the lock.
+        epoch: AtomicU64,
+        /// Workers that joined the current launch and have not finished.
+        active: AtomicUsize,
+        /// The first panic of a worker's part of the current launch (re-raised by the launch).
+        panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
+        spin: Duration,
+    }
+
+    struct Pool {
+        shared: &'static Shared,
+        workers: Mutex<usize>,
+        /// Held by the launch using the pool (another launch at the same time runs without it).
+        busy: Mutex<()>,
+    }
+
+    fn pool() -> &'static Pool {
+        static POOL: OnceLock<Pool> = OnceLock::new();
+        POOL.get_or_init(|| {
+            let us = std::env::var("STENCIL_CPU_SPIN_US").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(50);
+            let shared = Box::leak(Box::new(Shared {
+                slot: Mutex::new(Slot { epoch: 0, open: 0, job: None }),
+                wake: Condvar::new(),
+                epoch: AtomicU64::new(0),
+                active: AtomicUsize::new(0),
+                panic: Mutex::new(None),
+                spin: Duration::from_micros(us),
+            }));
+            Pool { shared, workers: Mutex::new(0), busy: Mutex::new(()) }
+        })
+    }
+
+    fn worker(shared: &'static Shared) {
+        let mut seen = 0u64;
+        loop {
+            // Spin while the last launch is the one seen, then park.
+            let start = Instant::now();
+            let mut spins = 0u32;
+            while shared.epoch.load(Ordering::Acquire) == seen && start.elapsed() < shared.spin {
+                std::hint::spin_loop();
+                spins += 1;
+                if spins.is_multiple_of(64) {
+                    std::thread::yield_now();
+                }
+            }
+            let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
+            while slot.epoch == seen {
+                slot = shared.wake.wait(slot).unwrap_or_else(|e| e.into_inner());
+            }
+            seen = slot.epoch;
+            let job = match slot.job {
+                Some(job) if slot.open > 0 => {
+                    slot.open -= 1;
+                    shared.active.fetch_add(1, Ordering::Relaxed);
+                    job
+                }
+                _ => continue,
+            };
+            drop(slot);
+            // SAFETY: joined while the launch was open: `run` waits for `active` to drop to 0
+            // before the job's borrow ends.
+            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job.0)() }));
+            if let Err(payload) = result {
+                shared.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(payload);
+            }
+            shared.active.fetch_sub(1, Ordering::Release);
+        }
+    }
+
+    /// Runs `job` on the calling thread and on up to `helpers` pool workers at once, returning
+    /// once all have finished; `false` (and nothing run) if another launch holds the pool.
+    pub(crate) fn run(helpers: usize, job: &(dyn Fn() + Sync)) -> bool {
+        let p = pool();
+        let Ok(_busy) = p.busy.try_lock() else { return false };
+        {
+            let mut n = p.workers.lock().unwrap_or_else(|e| e.into_inner());
+            while *n < helpers {
+                let shared = p.shared;
+                let spawned =
+                    std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || worker(shared));
+                if spawned.is_err() {
+                    return false;
+                }
+                *n += 1;
+            }
+        }
+        let s = p.shared;
+        // SAFETY (lifetime erasure): the job is reachable only while the slot is open or a worker
+        // that joined is running it, and both end before this function returns.
+        let erased: *const (dyn Fn() + Sync + 'static) =
+            unsafe { std::mem::transmute(job as *const (dyn Fn() + Sync)) };
+        {
+            let mut slot = s.slot.lock().unwrap_or_else(|e| e.into_inner());
+            slot.epoch += 1;
+            slot.open = helpers;
+            slot.job = Some(Job(erased));
+            s.epoch.store(slot.epoch, Ordering::Release);
+        }
+        s.wake.notify_all();
+        {
+            // Closes the launch and waits for the workers that joined, also when `job` panics
+            // here: the job's borrow must outlive every use.
+            struct Close(&'static Shared);
+            impl Drop for Close {
+                fn drop(&mut self) {
+                    let mut slot = self.0.slot.lock().unwrap_or_else(|e| e.into_inner());
+                    slot.open = 0;
+                    slot.job = None;
+                    drop(slot);
+                    while self.0.active.load(Ordering::Acquire) != 0 {
+                        std::hint::spin_loop();
+                    }
+                }
+            }
+            let _close = Close(s);
+            job();
+        }
+        if let Some(payload) = s.panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            std::panic::resume_unwind(payload);
+        }
+        true
+    }
+
+    /// Whether launches use this pool: not when `STENCIL_CPU_PIN=1` asks for rayon's pinned
+    /// workers, nor with `STENCIL_CPU_POOL=rayon` (rayon's workers, which park sooner).
+    pub(crate) fn enabled() -> bool {
+        static ON: OnceLock<bool> = OnceLock::new();
+        *ON.get_or_init(|| {
+            let var = |name: &str| std::env::var(name).map(|v| v.trim().to_ascii_lowercase()).unwrap_or_default();
+            !(var("STENCIL_CPU_PIN") == "1" || var("STENCIL_CPU_PIN") == "on" || var("STENCIL_CPU_POOL") == "rayon")
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::spin;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    #[test]
+    fn spin_pool_runs_every_task_once_and_passes_panics_on() {
+        for helpers in [1usize, 2, 3, 1] {
+            for _ in 0..200 {
+                let (next, sum) = (AtomicUsize::new(0), AtomicUsize::new(0));
+                let drain = || loop {
+                    let t = next.fetch_add(1, Ordering::Relaxed);
+                    if t >= 100 {
+                        break;
+                    }
+                    sum.fetch_add(t, Ordering::Relaxed);
+                };
+                // Another test may hold the pool: then nothing ran and the caller does it.
+                if !spin::run(helpers, &drain) {
+                    drain();
+                }
+                assert_eq!(sum.load(Ordering::Relaxed), 4950);
+            }
+        }
+        // A panic of any thread's part reaches the launch; the pool works afterwards.
+        loop {
+            match std::panic::catch_unwind(|| spin::run(2, &|| panic!("task failed"))) {
+                Ok(false) => std::thread::yield_now(), // another launch holds the pool
+                Ok(true) => panic!("a launch whose tasks panicked returned"),
+                Err(_) => break,
+            }
+        }
+        let n = AtomicUsize::new(0);
+        if spin::run(2, &|| {
+            n.fetch_add(1, Ordering::Relaxed);
+        }) {
+            assert!((1..=3).contains(&n.load(Ordering::Relaxed)));
+        }
+    }
 }
