@@ -77,15 +77,18 @@ fn fit(h: &[f64], r: &[f64]) -> f64 {
     sxy / x.iter().map(|a| (a - mx).powi(2)).sum::<f64>()
 }
 
-#[test]
-fn the_gradient_passes_the_taylor_test() {
-    let s = survey();
-    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+/// The Taylor test of the gradient on `exec`: the misfit's change along `dm` against `h g·dm`
+/// for h = 1/2 … 1/128, printed; the fitted slopes of the first- and second-order remainders,
+/// and of the remainder with the gradient's sign flipped.
+fn taylor_slopes<E: Executor>(exec: &E, s: &Survey) -> [f64; 3] {
+    let fwi = Fwi::new(exec, s.clone()).unwrap();
     let (m_true, m0) = (s.slowness(true).unwrap(), s.slowness(false).unwrap());
     let observed = fwi.observe(&fwi.upload(&m_true).unwrap()).unwrap();
-    let mut g = Host.alloc(s.shape()).unwrap();
-    let phi0 = fwi.gradient(&m0, &observed, &mut g).unwrap();
-    assert_eq!(phi0, fwi.misfit(&m0, &observed).unwrap(), "the gradient's misfit is the forward one");
+    let mut g = exec.alloc(s.shape()).unwrap();
+    let m0_on = fwi.upload(&m0).unwrap();
+    let phi0 = fwi.gradient(&m0_on, &observed, &mut g).unwrap();
+    assert_eq!(phi0, fwi.misfit(&m0_on, &observed).unwrap(), "the gradient's misfit is the forward one");
+    let g = exec.download(&g).unwrap();
     // dm: a tenth of the anomaly's slowness, plus a smooth wiggle everywhere.
     let dm = Field3::from_fn(s.shape(), |p| {
         let wiggle = ((p[0] as f64) * 0.4).sin() * ((p[1] as f64) * 0.3).cos() * ((p[2] as f64) * 0.5).sin();
@@ -96,7 +99,7 @@ fn the_gradient_passes_the_taylor_test() {
     let (mut first, mut second, mut wrong) = (Vec::new(), Vec::new(), Vec::new());
     println!("{:>10} {:>14} {:>14} {:>14}", "h", "|dPhi|", "|dPhi - h g.dm|", "(with -g)");
     for &h in &h {
-        let m = Field3::from_fn(s.shape(), |p| m0.get(p).unwrap() + h * dm.get(p).unwrap());
+        let m = fwi.upload(&Field3::from_fn(s.shape(), |p| m0.get(p).unwrap() + h * dm.get(p).unwrap())).unwrap();
         let d = fwi.misfit(&m, &observed).unwrap() - phi0;
         first.push(d.abs());
         second.push((d - h * slope).abs());
@@ -108,12 +111,25 @@ fn the_gradient_passes_the_taylor_test() {
             wrong.last().unwrap()
         );
     }
-    let (s1, s2, sw) = (fit(&h, &first), fit(&h, &second), fit(&h, &wrong));
+    [fit(&h, &first), fit(&h, &second), fit(&h, &wrong)]
+}
+
+#[test]
+fn the_gradient_passes_the_taylor_test_on_one_domain_and_on_two_subdomains() {
+    let mut s = survey();
+    let [s1, s2, sw] = taylor_slopes(&Host, &s);
     println!("slopes: {s1:.4} (1 expected), {s2:.4} (2 expected), with the gradient's sign flipped {sw:.4}");
     assert!((s1 - 1.0).abs() <= 0.1, "first-order slope {s1}");
     assert!((s2 - 2.0).abs() <= 0.1, "second-order slope {s2}");
     // A gradient of the wrong sign leaves a first-order remainder: the test can fail.
     assert!((sw - 2.0).abs() > 0.5, "a flipped gradient passed: slope {sw}");
+    // Two subdomains (and a checkpointed reverse loop): every misfit and the gradient are the
+    // single domain's bits, so the slopes are too.
+    s.slots = Some(6);
+    let two = Distributed::host(s.decompose(2, Some([2, 1, 1])).unwrap()).unwrap();
+    let slopes = taylor_slopes(&two, &s);
+    println!("two subdomains, 6 checkpoint slots: slopes {slopes:.4?}");
+    assert_eq!(slopes.map(f64::to_bits), [s1, s2, sw].map(f64::to_bits), "two subdomains: the slopes differ");
 }
 
 #[test]
