@@ -202,11 +202,15 @@ fn sysfs_entries() -> Vec<(u32, CacheKind, usize, usize)> {
 fn cpuid_entries() -> Vec<(u32, CacheKind, usize, usize)> {
     #[cfg(target_arch = "x86_64")]
     {
-        use std::arch::x86_64::__cpuid_count;
-        // cpuid exists on every x86-64 CPU (safe to call); leaves past the maximum return zeros.
-        let max = __cpuid_count(0, 0).eax;
-        let max_ext = __cpuid_count(0x8000_0000, 0).eax;
-        let leaf = if max >= 4 && __cpuid_count(4, 0).eax & 0x1f != 0 {
+        // `__cpuid_count` is a safe function in newer Rust, an unsafe one in older (our MSRV).
+        #[allow(unused_unsafe)]
+        let cpuid = |leaf: u32, sub: u32| {
+            // SAFETY: cpuid exists on every x86-64 CPU; leaves past the maximum return zeros.
+            unsafe { std::arch::x86_64::__cpuid_count(leaf, sub) }
+        };
+        let max = cpuid(0, 0).eax;
+        let max_ext = cpuid(0x8000_0000, 0).eax;
+        let leaf = if max >= 4 && cpuid(4, 0).eax & 0x1f != 0 {
             4
         } else if max_ext >= 0x8000_001D {
             0x8000_001D
@@ -215,7 +219,7 @@ fn cpuid_entries() -> Vec<(u32, CacheKind, usize, usize)> {
         };
         let mut entries = Vec::new();
         for sub in 0..16 {
-            let r = __cpuid_count(leaf, sub);
+            let r = cpuid(leaf, sub);
             let kind = match r.eax & 0x1f {
                 0 => break,
                 1 => CacheKind::Data,
