@@ -157,7 +157,12 @@ pub(crate) mod spin {
     /// once all have finished; `false` (and nothing run) if another launch holds the pool.
     pub(crate) fn run(helpers: usize, job: &(dyn Fn() + Sync)) -> bool {
         let p = pool();
-        let Ok(_busy) = p.busy.try_lock() else { return false };
+        // A launch that panicked poisons the lock; the pool is whole again after it (`Close`).
+        let _busy = match p.busy.try_lock() {
+            Ok(guard) => guard,
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return false,
+        };
         {
             let mut n = p.workers.lock().unwrap_or_else(|e| e.into_inner());
             while *n < helpers {
@@ -196,6 +201,11 @@ pub(crate) mod spin {
                     while self.0.active.load(Ordering::Acquire) != 0 {
                         std::hint::spin_loop();
                     }
+                    // The caller's own part panicked: that panic is the launch's, and a worker's
+                    // must not be left for the next launch to raise.
+                    if std::thread::panicking() {
+                        self.0.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+                    }
                 }
             }
             let _close = Close(s);
@@ -223,8 +233,16 @@ mod tests {
     use super::spin;
     use std::sync::atomic::{AtomicUsize, Ordering};
 
+    /// Yields while another test's launch holds the pool; fails after 10 s, which no launch of
+    /// these tests takes (a pool that refuses every launch is a bug, not a busy pool).
+    fn wait_for_pool(start: std::time::Instant) {
+        assert!(start.elapsed() < std::time::Duration::from_secs(10), "the launch pool refused launches for 10 s");
+        std::thread::yield_now();
+    }
+
     #[test]
     fn spin_pool_runs_every_task_once_and_passes_panics_on() {
+        let start = std::time::Instant::now();
         for helpers in [1usize, 2, 3, 1] {
             for _ in 0..200 {
                 let (next, sum) = (AtomicUsize::new(0), AtomicUsize::new(0));
@@ -245,16 +263,40 @@ mod tests {
         // A panic of any thread's part reaches the launch; the pool works afterwards.
         loop {
             match std::panic::catch_unwind(|| spin::run(2, &|| panic!("task failed"))) {
-                Ok(false) => std::thread::yield_now(), // another launch holds the pool
+                Ok(false) => wait_for_pool(start), // another launch holds the pool
                 Ok(true) => panic!("a launch whose tasks panicked returned"),
                 Err(_) => break,
             }
         }
+        // The caller's part and a worker's both panic: the caller's panic ends the launch, and
+        // the worker's is not raised again by the next launch.
+        let joined = AtomicUsize::new(0);
+        let both = || {
+            joined.fetch_add(1, Ordering::SeqCst);
+            let on_worker = std::thread::current().name().is_some_and(|n| n.starts_with("stencil-cpu"));
+            if !on_worker {
+                let start = std::time::Instant::now();
+                while joined.load(Ordering::SeqCst) < 2 && start.elapsed() < std::time::Duration::from_secs(2) {
+                    std::hint::spin_loop();
+                }
+            }
+            panic!("task failed");
+        };
+        loop {
+            match std::panic::catch_unwind(|| spin::run(2, &both)) {
+                Ok(false) => wait_for_pool(start),
+                Ok(true) => panic!("a launch whose tasks panicked returned"),
+                Err(_) => break,
+            }
+        }
+        assert!(joined.load(Ordering::SeqCst) >= 2, "no worker joined the launch");
+        // The pool still runs launches after panics (its lock was poisoned by them).
         let n = AtomicUsize::new(0);
-        if spin::run(2, &|| {
+        while !spin::run(2, &|| {
             n.fetch_add(1, Ordering::Relaxed);
         }) {
-            assert!((1..=3).contains(&n.load(Ordering::Relaxed)));
+            wait_for_pool(start);
         }
+        assert!((1..=3).contains(&n.load(Ordering::Relaxed)));
     }
 }
