@@ -1,7 +1,7 @@
 //! The arguments of a kernel launch, type-erased: what a functor's `erase_args` turns its typed
 //! tuple into.
 
-use crate::field::{Element, Field, Shape};
+use crate::field::{Element, Field, HaloFill, Shape};
 use crate::reduce::Reducer;
 
 /// What a field of an executor tells the launcher: its shape and the address of its storage.
@@ -13,6 +13,11 @@ pub trait FieldStorage<T: Element, const D: usize> {
     /// Which memory holds the storage: 0 for the host, else an identifier of the device
     /// context (a launch refuses fields of another executor).
     fn home(&self) -> usize;
+    /// The boundary the field declared ([`Executor::declare_boundary`](crate::Executor::declare_boundary)),
+    /// per axis the fill of both ends; `None` when it declared none.
+    fn boundary(&self) -> Option<[Option<HaloFill>; D]> {
+        None
+    }
 }
 
 impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
@@ -24,6 +29,9 @@ impl<T: Element, const D: usize> FieldStorage<T, D> for Field<T, D> {
     }
     fn home(&self) -> usize {
         0
+    }
+    fn boundary(&self) -> Option<[Option<HaloFill>; D]> {
+        self.declared()
     }
 }
 

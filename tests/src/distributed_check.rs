@@ -69,6 +69,9 @@ pub struct Case {
     pub damped: ([usize; 3], [usize; 3]),
     /// Seed of the initial values.
     pub seed: u64,
+    /// The fills of `u` declared once ([`Executor::declare_boundary`]) instead of asked for
+    /// before each step.
+    pub declare: bool,
 }
 
 impl Case {
@@ -88,6 +91,7 @@ impl Case {
             walls: std::array::from_fn(|_| fills[rng.int(0, 2) as usize]),
             damped,
             seed,
+            declare: rng.int(0, 1) == 1,
         }
     }
 
@@ -115,7 +119,7 @@ pub struct Outcome {
     pub probes: Vec<Vec<u64>>,
 }
 
-/// The model: `steps` steps of fill, star13, corners, a damped sub-range and the f32 smoothing.
+/// The model: `steps` steps of fill (or a boundary declared once), star13, corners, a damped sub-range and the f32 smoothing.
 pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome, LaunchError> {
     let shape = Shape3::new(case.global).halo(2);
     let shape32 = Shape3::new(case.global).halo(1);
@@ -127,11 +131,17 @@ pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome
     let interior = Loop3D::interior(&shape);
     let (b, e) = case.damped;
     let damped = Loop3D::from_bounds(shape.extent(), b.map(|x| x + 2), e.map(|x| x + 2)).expect("inside");
+    if case.declare {
+        exec.declare_boundary(&mut u, case.fills())?;
+        exec.declare_boundary(&mut out, case.fills())?;
+    }
     let mut peaks = Vec::new();
     let mut probes = Vec::new();
     let bits = |v: Vec<f64>| v.into_iter().map(f64::to_bits).collect::<Vec<u64>>();
     for _ in 0..steps {
-        exec.fill_halos(&mut [(&mut u, case.fills())])?;
+        if !case.declare {
+            exec.fill_halos(&mut [(&mut u, case.fills())])?;
+        }
         probes.push(bits(exec.read_range(&u, &Loop3D::whole(&shape))?));
         exec.run(&interior, Star13, (0.05, &u, &mut w))?;
         exec.run(&interior, Corners, (&w, &u, &mut out))?;

@@ -4,8 +4,8 @@
 //! field at an offset; misuse is an error that says what to change.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Distributed, Domains, Overlap};
-use stencil_tests::distributed_check::{check, Case, Corners, Damp, Star13};
+use stencil_runtime::{Decomposition, Distributed, Domains, FieldStorage, Overlap};
+use stencil_tests::distributed_check::{check, interior_bits, model, Case, Corners, Damp, Star13};
 use stencil_tests::SplitMix64;
 
 #[test]
@@ -18,6 +18,40 @@ fn a_model_written_once_gives_the_single_domain_bits_on_random_process_grids() {
         compared += check(Domains::new(d, vec![Host; d.len()]).unwrap(), &case, 3).unwrap();
     }
     assert!(compared > 20_000, "only {compared} points compared");
+}
+
+/// A boundary declared once is filled as if `fill_halos` followed every write: on one domain the
+/// model gives the bits (halos included, at every probe) of the model that fills before each
+/// step, and so does every distributed run above whose case declares it.
+#[test]
+fn a_declared_boundary_gives_the_bits_of_fills_before_each_read() {
+    let mut rng = SplitMix64::new(41);
+    for seed in 0..6 {
+        let mut case = Case::random(&mut rng, seed);
+        case.declare = false;
+        let asked = model(&Host, &case, 3).unwrap();
+        case.declare = true;
+        let declared = model(&Host, &case, 3).unwrap();
+        // The probes hold every point of `u`, halo included, where each step reads it.
+        assert!(declared.probes == asked.probes, "{case:?}: the probes differ");
+        assert!(interior_bits(&declared.u) == interior_bits(&asked.u), "{case:?}: the results differ");
+        assert_eq!(declared.peaks, asked.peaks, "{case:?}");
+    }
+}
+
+#[test]
+fn a_declared_boundary_is_checked_against_the_halo_and_the_decomposition() {
+    let (exec, shape) = setup([2, 1, 1], [false, true, false]);
+    let mut u = exec.alloc::<f64, 3>(shape).unwrap();
+    let e = exec.declare_boundary(&mut u, [Some(HaloFill::Mirror); 3]).unwrap_err().to_string();
+    assert!(e.contains("declare_boundary") && e.contains("axis 1") && e.contains("periodic"), "{e}");
+    let e = exec.declare_boundary(&mut u, [Some(HaloFill::Periodic), None, None]).unwrap_err().to_string();
+    assert!(e.contains("axis 0") && e.contains("Decomposition with axis 0 periodic"), "{e}");
+    // A halo of 2 cannot mirror a grid of 1 point along axis 2.
+    let mut thin = Host.alloc::<f64, 3>(Shape3::new([4, 4, 1]).halo(2)).unwrap();
+    let e = Host.declare_boundary(&mut thin, [None, None, Some(HaloFill::Mirror)]).unwrap_err().to_string();
+    assert!(e.contains("axis 2"), "{e}");
+    assert_eq!(thin.boundary(), None, "a refused boundary is not declared");
 }
 
 fn setup(grid: [usize; 3], periodic: [bool; 3]) -> (Distributed<Host, 3>, Shape3) {
@@ -122,6 +156,7 @@ fn one_subdomain_per_axis_split_and_wrap_give_the_single_domain_bits() {
             walls: [HaloFill::Mirror, HaloFill::ZeroGradient, HaloFill::MirrorNegated],
             damped: ([1, 0, 2], [3, 4, 4]),
             seed: seed as u64,
+            declare: seed % 2 == 1,
         };
         let d = case.decomposition();
         check(Domains::new(d, vec![Host; d.len()]).unwrap(), &case, 2).unwrap();

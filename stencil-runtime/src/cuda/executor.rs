@@ -9,7 +9,7 @@
 use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
 use super::error::CudaError;
-use super::halo::fill_halo_sides;
+use super::halo::{self, fill_halo_sides, DeclaredJobs};
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{scalar_or_field, KernelArg};
 use super::memory::DeviceField;
@@ -18,8 +18,8 @@ use super::tune::{LaunchPlan, WrittenField};
 use crate::cuda_source::{geometry, layout_lengths, max_elem_bytes};
 use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
-use crate::executor::{BoxPart, Executor, Messages, Record, SideJob, Stencil};
-use crate::field::{Element, Field, Shape};
+use crate::executor::{BoxPart, Executor, Messages, Record, Same, SideJob, Stencil};
+use crate::field::{Element, Field, HaloFill, Shape};
 use crate::launch::validate;
 use crate::range::Loop;
 use crate::stencil::FieldInfo;
@@ -52,6 +52,41 @@ impl<T: Element, const D: usize> FieldStorage<T, D> for DeviceField<T, D> {
 }
 
 impl Gpu {
+    /// One launch of `S` over `range` with its erased arguments (checked first).
+    fn launch_stencil<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        strategy: Option<Strategy>,
+        values: Vec<ArgValue<'_, D>>,
+    ) -> Result<(), LaunchError> {
+        let shape = self.check_launch::<S, D>(range, &values)?;
+        if range.points() == 0 {
+            return Ok(());
+        }
+        let ir = S::ir();
+        if ir.reduces() {
+            return super::reduce::run::<S, D>(self, range, &shape, values);
+        }
+        let (len, origin, args) = kernel_args::<S, D>(&shape, range, &values)?;
+        let plan = LaunchPlan {
+            name: S::INFO.name,
+            ir_text: S::IR,
+            ir: S::source_ir(),
+            geometry: geometry(&shape, range, max_elem_bytes(ir)),
+            len,
+            origin,
+            args,
+            written: &|| written_fields(ir, S::INFO.fields, &values),
+        };
+        let strategy = match strategy {
+            Some(s) => s,
+            None => self.choose_strategy(&plan)?,
+        };
+        let prepared = self.prepared(plan.ir, S::INFO.name, plan.key(strategy))?;
+        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
+        Ok(self.launch_prepared(&prepared, len, origin, &plan.args)?)
+    }
+
     /// The identifier of this device context in [`FieldStorage::home`].
     pub(crate) fn home(&self) -> usize {
         Arc::as_ptr(&self.inner) as usize
@@ -136,7 +171,9 @@ impl Executor for Gpu {
         dst: &mut DeviceField<T, D>,
         src: &DeviceField<T, D>,
     ) -> Result<(), LaunchError> {
-        Ok(dst.copy_from(src)?)
+        dst.copy_from(src)?;
+        let fills = dst.boundary.map(|f| f.map(|f| [f; 2]));
+        fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(dst, fills)]))
     }
 
     fn read_range<T: Element, const D: usize>(
@@ -152,35 +189,26 @@ impl Executor for Gpu {
         range: &Loop<D>,
         _stencil: S,
         strategy: Option<Strategy>,
-        args: S::Args<'_, Gpu>,
+        mut args: S::Args<'_, Gpu>,
     ) -> Result<(), LaunchError> {
-        let values = S::erase_args::<Gpu>(args);
-        let shape = self.check_launch::<S, D>(range, &values)?;
+        self.launch_stencil::<S, D>(range, strategy, S::erase_args::<Gpu>(S::map_args(&mut args, &Same)))?;
         if range.points() == 0 {
             return Ok(());
         }
-        let ir = S::ir();
-        if ir.reduces() {
-            return super::reduce::run::<S, D>(self, range, &shape, values);
-        }
-        let (len, origin, args) = kernel_args::<S, D>(&shape, range, &values)?;
-        let plan = LaunchPlan {
-            name: S::INFO.name,
-            ir_text: S::IR,
-            ir: S::source_ir(),
-            geometry: geometry(&shape, range, max_elem_bytes(ir)),
-            len,
-            origin,
-            args,
-            written: &|| written_fields(ir, S::INFO.fields, &values),
-        };
-        let strategy = match strategy {
-            Some(s) => s,
-            None => self.choose_strategy(&plan)?,
-        };
-        let prepared = self.prepared(plan.ir, S::INFO.name, plan.key(strategy))?;
-        tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
-        Ok(self.launch_prepared(&prepared, len, origin, &plan.args)?)
+        let declared = DeclaredJobs { gpu: self, jobs: std::cell::RefCell::new(Ok(Vec::new())) };
+        S::map_args(&mut args, &declared);
+        halo::fill(self, declared.jobs.into_inner()?)
+    }
+
+    fn declare_boundary<T: Element, const D: usize>(
+        &self,
+        field: &mut DeviceField<T, D>,
+        fills: [Option<HaloFill>; D],
+    ) -> Result<(), LaunchError> {
+        let sides = fills.map(|f| [f; 2]);
+        let job = halo::job(self, field, &sides)?;
+        field.boundary = Some(fills);
+        halo::fill(self, vec![job])
     }
 
     fn fill_halo_sides<T: Element, const D: usize>(

@@ -13,7 +13,7 @@ use super::error::CudaError;
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceField;
 use crate::error::LaunchError;
-use crate::executor::SideJob;
+use crate::executor::{FieldMap, SideJob};
 use crate::field::{check_halo, Element, HaloError, HaloFill};
 
 /// Fields one launch fills; more are filled in further launches.
@@ -116,7 +116,7 @@ extern "C" __global__ void fill_halos(const Jobs jobs) {
 "#;
 
 /// One field's part of a launch.
-struct Job {
+pub(crate) struct Job {
     ptr: u64,
     lead: i64,
     stride: [i64; 3],
@@ -179,48 +179,59 @@ pub(crate) fn fill_halo_sides<T: Element, const D: usize>(
     gpu: &Gpu,
     jobs: &mut [SideJob<'_, DeviceField<T, D>, D>],
 ) -> Result<(), LaunchError> {
+    let prepared = jobs.iter().map(|(field, fills)| job(gpu, field, fills)).collect::<Result<Vec<_>, _>>()?;
+    fill(gpu, prepared)
+}
+
+/// One field's fills as a job of the kernel, checked.
+pub(crate) fn job<T: Element, const D: usize>(
+    gpu: &Gpu,
+    field: &DeviceField<T, D>,
+    fills: &[[Option<HaloFill>; 2]; D],
+) -> Result<Job, LaunchError> {
     let int = |v: usize, what: &str| {
         i32::try_from(v).map_err(|_| CudaError::TooLarge { what: format!("fill_halos: {what}"), value: v })
     };
-    let mut prepared = Vec::with_capacity(jobs.len());
-    for (field, fills) in jobs.iter() {
-        if field.gpu().home() != gpu.home() {
-            return Err(CudaError::CrossDevice {
-                operation: "fill_halos",
-                detail: format!(
-                    "fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu",
-                    field.gpu()
-                ),
-            }
-            .into());
+    if field.gpu().home() != gpu.home() {
+        return Err(CudaError::CrossDevice {
+            operation: "fill_halos",
+            detail: format!("fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu", field.gpu()),
         }
-        let shape = *field.shape();
-        let (ext, strides, halo, interior) = (shape.extent(), shape.strides(), shape.halo_widths(), shape.interior());
-        let mut job = Job {
-            ptr: field.device_ptr(),
-            lead: shape.lead() as i64,
-            stride: [0; 3],
-            first: 0,
-            extent: [1; 3],
-            halo: [0; 3],
-            n: [1; 3],
-            mode: [[-1; 3]; 2],
-            elem_bytes: std::mem::size_of::<T>() as i32,
-            is_float: matches!(T::NAME, "f32" | "f64") as i32,
-        };
-        for a in 0..D {
-            job.stride[a] = strides[a] as i64;
-            job.extent[a] = int(ext[a], "extent")?;
-            job.halo[a] = int(halo[a], "halo")?;
-            job.n[a] = int(interior[a], "interior")?;
-            for (side, fill) in fills[a].iter().enumerate() {
-                if let Some(fill) = fill {
-                    check_halo(interior, halo, a, *fill)?;
-                    job.mode[side][a] = fill.code();
-                }
+        .into());
+    }
+    let shape = *field.shape();
+    let (ext, strides, halo, interior) = (shape.extent(), shape.strides(), shape.halo_widths(), shape.interior());
+    let mut job = Job {
+        ptr: field.device_ptr(),
+        lead: shape.lead() as i64,
+        stride: [0; 3],
+        first: 0,
+        extent: [1; 3],
+        halo: [0; 3],
+        n: [1; 3],
+        mode: [[-1; 3]; 2],
+        elem_bytes: std::mem::size_of::<T>() as i32,
+        is_float: matches!(T::NAME, "f32" | "f64") as i32,
+    };
+    for a in 0..D {
+        job.stride[a] = strides[a] as i64;
+        job.extent[a] = int(ext[a], "extent")?;
+        job.halo[a] = int(halo[a], "halo")?;
+        job.n[a] = int(interior[a], "interior")?;
+        for (side, fill) in fills[a].iter().enumerate() {
+            if let Some(fill) = fill {
+                check_halo(interior, halo, a, *fill)?;
+                job.mode[side][a] = fill.code();
             }
         }
-        prepared.push(job);
+    }
+    Ok(job)
+}
+
+/// Runs the jobs (of any element types), `MAX_JOBS` per launch.
+pub(crate) fn fill(gpu: &Gpu, mut prepared: Vec<Job>) -> Result<(), LaunchError> {
+    if prepared.is_empty() {
+        return Ok(());
     }
     // Loaded once per device: asking `Gpu::kernel` would hash the source at every fill.
     let kernel = gpu.builtin_kernel(SOURCE, "fill_halos")?;
@@ -245,6 +256,31 @@ pub(crate) fn fill_halo_sides<T: Element, const D: usize>(
         unsafe { gpu.launch(&kernel, dims, &[KernelArg::Bytes(&block)]) }?;
     }
     Ok(())
+}
+
+/// The declared boundary of each written field as jobs (see
+/// [`Executor::declare_boundary`](crate::Executor::declare_boundary)), the first error kept.
+pub(crate) struct DeclaredJobs<'g> {
+    pub(crate) gpu: &'g Gpu,
+    pub(crate) jobs: std::cell::RefCell<Result<Vec<Job>, LaunchError>>,
+}
+
+impl FieldMap<Gpu, Gpu> for DeclaredJobs<'_> {
+    fn field<'a, T: Element, const D: usize>(&self, field: &'a DeviceField<T, D>) -> &'a DeviceField<T, D> {
+        field
+    }
+    fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut DeviceField<T, D>) -> &'a mut DeviceField<T, D> {
+        if let Some(fills) = field.boundary {
+            let mut jobs = self.jobs.borrow_mut();
+            if let Ok(list) = &mut *jobs {
+                match job(self.gpu, field, &fills.map(|f| [f; 2])) {
+                    Ok(j) => list.push(j),
+                    Err(e) => *jobs = Err(e),
+                }
+            }
+        }
+        field
+    }
 }
 
 impl<T: Element, const D: usize> DeviceField<T, D> {

@@ -73,6 +73,8 @@ pub struct DeviceField<T: Element, const D: usize> {
     shape: Shape<D>,
     mem: DeviceAlloc,
     _element: PhantomData<T>,
+    /// The boundary declared by [`Executor::declare_boundary`](crate::Executor::declare_boundary).
+    pub(crate) boundary: Option<[Option<crate::field::HaloFill>; D]>,
 }
 
 /// A 1D device field.
@@ -133,7 +135,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     fn uninit(gpu: &Gpu, shape: Shape<D>) -> Result<Self, CudaError> {
         let bytes = shape.len() * std::mem::size_of::<T>();
         let mem = DeviceAlloc::new(gpu, bytes, || format!("DeviceField<{}, {D}> ({})", T::NAME, shape.describe()))?;
-        Ok(DeviceField { shape, mem, _element: PhantomData })
+        Ok(DeviceField { shape, mem, _element: PhantomData, boundary: None })
     }
 
     /// The field's shape: identical to the host field's, so `Shape::offset` holds on the device.

@@ -48,6 +48,12 @@ impl Gpu {
         };
         let (a, b) = pair;
         let refuse = |reason: String| LaunchError::StepPair { stencil: S::INFO.name, reason };
+        if a.boundary.is_some_and(|f| f.iter().any(Option::is_some)) || b.boundary.is_some_and(|f| f.iter().any(Option::is_some)) {
+            return Err(refuse(format!(
+                "a field of the pair declares a boundary, which must be filled after every step, and {tiling} \
+                 computes several steps per sweep: run the steps one by one (tiling None)"
+            )));
+        }
         let (a_at, b_at) = (a.address(), b.address());
         let (input, output) =
             pair_input::<S, D>(&S::erase_args::<Gpu>(args(&*a, &mut *b, fixed)), a_at, b_at).map_err(refuse)?;

@@ -1,10 +1,28 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
-use super::{check_parts, rows, BoxPart, Executor, HostBuffer, MessageBuffer, Messages, Record, SideJob, Stencil};
+use super::{
+    check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, MessageBuffer, Messages, Record, Same, SideJob, Stencil,
+};
 use crate::error::LaunchError;
-use crate::field::{Element, Field, Shape};
+use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
 use stencil_codegen::printer::cuda::Strategy;
+
+/// Fills the declared boundary of every written field (the first error kept).
+struct FillDeclared(std::cell::RefCell<Result<(), LaunchError>>);
+
+impl FieldMap<Host, Host> for FillDeclared {
+    fn field<'a, T: Element, const D: usize>(&self, field: &'a Field<T, D>) -> &'a Field<T, D> {
+        field
+    }
+    fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut Field<T, D>) -> &'a mut Field<T, D> {
+        let mut first = self.0.borrow_mut();
+        if first.is_ok() {
+            *first = field.fill_declared().map_err(LaunchError::from);
+        }
+        field
+    }
+}
 
 /// The host: [`Field`]s and the CPU loop nest, run in parallel by rayon's pool. Every call
 /// returns when its work is done.
@@ -38,7 +56,7 @@ impl Executor for Host {
             });
         }
         dst.as_mut_slice().copy_from_slice(src.as_slice());
-        Ok(())
+        Ok(dst.fill_declared()?)
     }
 
     fn read_range<T: Element, const D: usize>(
@@ -57,7 +75,11 @@ impl Executor for Host {
         args: S::Args<'_, Host>,
     ) -> Result<(), LaunchError> {
         let _span = tracing::trace_span!(target: "stencil::launch", "run", stencil = S::INFO.name, on = "host", points = range.points()).entered();
-        S::run_host(range, args)
+        let mut args = args;
+        S::run_host(range, S::map_args(&mut args, &Same))?;
+        let fills = FillDeclared(std::cell::RefCell::new(Ok(())));
+        S::map_args(&mut args, &fills);
+        fills.0.into_inner()
     }
 
     fn fill_halo_sides<T: Element, const D: usize>(
@@ -72,6 +94,14 @@ impl Executor for Host {
             }
         }
         Ok(())
+    }
+
+    fn declare_boundary<T: Element, const D: usize>(
+        &self,
+        field: &mut Field<T, D>,
+        fills: [Option<HaloFill>; D],
+    ) -> Result<(), LaunchError> {
+        Ok(field.declare(fills)?)
     }
 
     fn synchronize(&self) -> Result<(), LaunchError> {

@@ -229,6 +229,20 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         jobs: &mut [SideJob<'_, Self::Field<T, D>, D>],
     ) -> Result<(), LaunchError>;
 
+    /// Declares the physical boundary of `field`, once: per axis, the fill of both ends of its
+    /// halo (`None`: the halo keeps the values it holds, a fixed boundary). The executor fills
+    /// the halo now, and again after every launch or copy that writes the field, before anything
+    /// reads it: as if [`Executor::fill_halos`] with these fills followed each write, so a model
+    /// calls no fill. On a [`Distributed`](crate::Distributed) executor it fills the sides on the
+    /// grid's edge (and exchanges across the cuts), when a launch first needs them. An error when
+    /// the halo is too narrow for a fill, or (distributed) a fill contradicts the periodicity of
+    /// the decomposition.
+    fn declare_boundary<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        fills: [Option<HaloFill>; D],
+    ) -> Result<(), LaunchError>;
+
     /// Waits for everything issued so far.
     fn synchronize(&self) -> Result<(), LaunchError>;
 

@@ -12,7 +12,6 @@ mod shape;
 
 use buffer::available_memory;
 pub use buffer::AlignedBuf;
-#[cfg(feature = "cuda")]
 pub(crate) use halo::check as check_halo;
 pub use halo::{HaloError, HaloFill};
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
@@ -84,6 +83,8 @@ impl Element for u32 {
 pub struct Field<T: Element, const D: usize> {
     shape: Shape<D>,
     data: AlignedBuf<T>,
+    /// The boundary declared by [`Executor::declare_boundary`](crate::Executor::declare_boundary).
+    boundary: Option<[Option<HaloFill>; D]>,
 }
 
 /// A 1D host field.
@@ -97,7 +98,7 @@ impl<T: Element, const D: usize> Field<T, D> {
     /// A field of the given shape with every point (halo and padding included) set to zero;
     /// aborts the process when memory runs out, as `Vec` does (see [`Field::try_zeros`]).
     pub fn zeros(shape: Shape<D>) -> Self {
-        Field { data: AlignedBuf::zeroed(shape.len()), shape }
+        Field { data: AlignedBuf::zeroed(shape.len()), shape, boundary: None }
     }
 
     /// [`Field::zeros`], or [`FieldError::OutOfMemory`] saying how many bytes the field needs
@@ -108,7 +109,7 @@ impl<T: Element, const D: usize> Field<T, D> {
             bytes: e.bytes.unwrap_or(usize::MAX),
             available: available_memory(),
         })?;
-        Ok(Field { data, shape })
+        Ok(Field { data, shape, boundary: None })
     }
 
     /// [`Field::from_fn`] that returns [`FieldError::OutOfMemory`] instead of aborting.
@@ -121,10 +122,37 @@ impl<T: Element, const D: usize> Field<T, D> {
         Ok(field)
     }
 
+    /// The boundary declared by [`Executor::declare_boundary`](crate::Executor::declare_boundary).
+    pub(crate) fn declared(&self) -> Option<[Option<HaloFill>; D]> {
+        self.boundary
+    }
+
+    /// Declares the boundary (checked against the halo) and fills it.
+    pub(crate) fn declare(&mut self, fills: [Option<HaloFill>; D]) -> Result<(), HaloError> {
+        for (axis, fill) in fills.iter().enumerate() {
+            if let Some(fill) = fill {
+                halo::check(self.shape.interior(), self.shape.halo_widths(), axis, *fill)?;
+            }
+        }
+        self.boundary = Some(fills);
+        self.fill_declared()
+    }
+
+    /// Fills the declared boundary, axis after axis (nothing without one).
+    pub(crate) fn fill_declared(&mut self) -> Result<(), HaloError> {
+        for (axis, fill) in self.boundary.unwrap_or([None; D]).into_iter().enumerate() {
+            if let Some(fill) = fill {
+                self.fill_halo(axis, fill)?;
+            }
+        }
+        Ok(())
+    }
+
     /// A copy of this field, or [`FieldError::OutOfMemory`].
     pub fn try_clone(&self) -> Result<Self, FieldError> {
         let mut copy = Self::try_zeros(self.shape)?;
         copy.data.copy_from_slice(&self.data);
+        copy.boundary = self.boundary;
         Ok(copy)
     }
 

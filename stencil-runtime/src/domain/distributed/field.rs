@@ -30,6 +30,8 @@ pub(super) struct Head<const D: usize> {
     /// The launch that wrote the field last: its stencil and the place of the field among the
     /// fields it writes (what two-divided overlap learns from).
     writer: Mutex<Option<Writer>>,
+    /// The boundary the field declared: asked for again after every write.
+    declared: Mutex<Option<[Option<HaloFill>; D]>>,
 }
 
 /// A written field of a stencil: the stencil (the address of its IR text) and the field's place
@@ -90,6 +92,22 @@ impl<const D: usize> Head<D> {
         *p = Some(sides);
     }
 
+    pub(super) fn declared(&self) -> Option<[Option<HaloFill>; D]> {
+        *self.declared.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub(super) fn declare(&self, fills: [Option<HaloFill>; D]) {
+        *self.declared.lock().unwrap_or_else(|p| p.into_inner()) = Some(fills);
+        self.ask_declared();
+    }
+
+    /// Asks for the declared boundary's fills (after a write).
+    pub(super) fn ask_declared(&self) {
+        if let Some(fills) = self.declared().filter(|f| f.iter().any(Option::is_some)) {
+            self.ask(fills.map(|f| [f; 2]));
+        }
+    }
+
     pub(super) fn set_pending(&self, sides: Option<Sides<D>>) {
         *self.lock_pending() = sides;
     }
@@ -138,6 +156,7 @@ impl<F, const D: usize> DistField<F, D> {
             current: current.map(AtomicUsize::new),
             pending: Mutex::new(None),
             writer: Mutex::new(None),
+            declared: Mutex::new(None),
         };
         DistField { head, parts: UnsafeCell::new(parts) }
     }
@@ -203,6 +222,9 @@ impl<T: Element, F: FieldStorage<T, D>, const D: usize> FieldStorage<T, D> for D
     fn home(&self) -> usize {
         self.head.home
     }
+    fn boundary(&self) -> Option<[Option<HaloFill>; D]> {
+        self.head.declared()
+    }
 }
 
 /// Part `i` of each distributed field. Used under the executor's lock only.
@@ -253,6 +275,7 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>>
             f.head.make_current(std::array::from_fn(|a| depth[a]));
         }
         f.head.set_writer((self.stencil, k));
+        f.head.ask_declared();
         f
     }
 }

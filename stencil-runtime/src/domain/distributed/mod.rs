@@ -654,6 +654,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         dst.head().make_stale();
         dst.head().make_current(src.head().depth());
         dst.head().set_pending(src.head().pending());
+        dst.head().ask_declared();
         Ok(())
     }
 
@@ -881,31 +882,33 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let mut state = self.lock()?;
         for (k, (f, fills)) in jobs.iter().enumerate() {
             self.check_home_with(f.head().home, || ("fill_halos".into(), format!("field {k} of the call")))?;
-            for (a, sides) in fills.iter().enumerate() {
-                for fill in sides.iter().flatten() {
-                    let periodic = *fill == HaloFill::Periodic;
-                    if periodic && d.grid()[a] > 1 && !d.periodic()[a] {
-                        return Err(LaunchError::Decomposition(format!(
-                            "fill_halos: field {k} of the call is filled Periodic along axis {a}, which is split over \
-                             {} subdomains and not periodic in the decomposition: build the executor's Decomposition \
-                             with axis {a} periodic",
-                            d.grid()[a]
-                        )));
-                    }
-                    if !periodic && d.periodic()[a] {
-                        return Err(LaunchError::Decomposition(format!(
-                            "fill_halos: field {k} of the call is filled {fill:?} along axis {a}, which the \
-                             decomposition makes periodic (its halo is the other end's): fill it Periodic, or build \
-                             the executor's Decomposition with axis {a} not periodic"
-                        )));
-                    }
-                }
-            }
+            check_fills(d, fills, || format!("fill_halos: field {k} of the call"))?;
         }
         for (f, fills) in jobs.iter() {
             state.journal(f.head());
             f.head().ask(*fills);
         }
+        Ok(())
+    }
+
+    /// Checks the fills against the decomposition's periodicity, as `fill_halos` does.
+    fn declare_boundary<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        fills: [Option<HaloFill>; D],
+    ) -> Result<(), LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "declare_boundary", "its field")?;
+        let global = field.head().global;
+        for (a, fill) in fills.iter().enumerate() {
+            if let Some(fill) = fill {
+                crate::field::check_halo(global.interior(), global.halo_widths(), a, *fill)?;
+            }
+        }
+        check_fills(domains.decomposition(), &fills.map(|f| [f; 2]), || "declare_boundary".into())?;
+        state.journal(field.head());
+        field.head().declare(fills);
         Ok(())
     }
 
@@ -993,6 +996,36 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
         let execs = self.inner.domains.execs();
         execs[0].replay_group(&execs[1..], recording)
     }
+}
+
+/// Refuses `Periodic` along a split axis that the decomposition does not wrap, and other fills
+/// along a periodic one; `what` names the call and the field.
+fn check_fills<const D: usize>(
+    d: &Decomposition<D>,
+    fills: &[[Option<HaloFill>; 2]; D],
+    what: impl Fn() -> String,
+) -> Result<(), LaunchError> {
+    for (a, sides) in fills.iter().enumerate() {
+        for fill in sides.iter().flatten() {
+            let periodic = *fill == HaloFill::Periodic;
+            if periodic && d.grid()[a] > 1 && !d.periodic()[a] {
+                return Err(LaunchError::Decomposition(format!(
+                    "{} is filled Periodic along axis {a}, which is split over {} subdomains and not periodic in \
+                     the decomposition: build the executor's Decomposition with axis {a} periodic",
+                    what(),
+                    d.grid()[a]
+                )));
+            }
+            if !periodic && d.periodic()[a] {
+                return Err(LaunchError::Decomposition(format!(
+                    "{} is filled {fill:?} along axis {a}, which the decomposition makes periodic (its halo is the \
+                     other end's): fill it Periodic, or build the executor's Decomposition with axis {a} not periodic",
+                    what()
+                )));
+            }
+        }
+    }
+    Ok(())
 }
 
 fn buffers(what: &str) -> LaunchError {
