@@ -574,11 +574,13 @@ pub struct State<E: Executor> {
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` and metrics `m` on `exec`, with zeroed work fields.
-    pub fn new(exec: &E, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
+    /// The host state `q` and metrics `m` on `exec`, with zeroed work fields; the fields whose
+    /// halos are read declare their boundary (lateral per `model`; at the bottom and top
+    /// mirrored, `W` left as it is and `w` negated).
+    pub fn new(exec: &E, model: &Dycore, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
         let shape = *q[0].shape();
         let z = || exec.alloc(shape);
-        Ok(State {
+        let mut s = State {
             q: all(std::array::from_fn(|v| exec.upload(&q[v])))?,
             q1: all([(); 5].map(|_| z()))?,
             q2: all([(); 5].map(|_| z()))?,
@@ -589,7 +591,21 @@ impl<E: Executor> State<E> {
             thomas: all([(); 2].map(|_| z()))?,
             div: z()?,
             m: all(std::array::from_fn(|v| exec.upload(&m[v])))?,
-        })
+        };
+        let (mirror, lateral) = (model.fills(Some(HaloFill::Mirror)), model.fills(None));
+        let State { q, q1, q2, pert, d, div, .. } = &mut s;
+        for (v, f) in [q, q1, q2].into_iter().flat_map(|q| q.iter_mut().enumerate()) {
+            exec.declare_boundary(f, if v == 3 { lateral } else { mirror })?;
+        }
+        for (v, f) in d.iter_mut().enumerate() {
+            let fills = [mirror, mirror, model.fills(Some(HaloFill::MirrorNegated)), mirror, lateral, mirror][v];
+            exec.declare_boundary(f, fills)?;
+        }
+        let [_, u2, v2, _, t2] = pert;
+        for f in [u2, v2, t2, div] {
+            exec.declare_boundary(f, mirror)?;
+        }
+        Ok(s)
     }
 
     /// A host copy of the current state.
@@ -612,23 +628,12 @@ impl Dycore {
         let [rx, ry, rz] = self.h.map(|h| 1.0 / h);
         let r = [rx, ry, rz];
         let alpha = 0.5 * (1.0 + self.beta);
-        let mirror = self.fills(Some(HaloFill::Mirror));
-        let negated = self.fills(Some(HaloFill::MirrorNegated));
-        let lateral = self.fills(None);
         let ns = self.sound_steps.max(1);
         for stage in 0..3 {
             let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
             let dtau = frac * dt / steps as f64;
             let kd = [0, 1].map(|a| self.div_damp * self.h[a] * self.h[a] / dtau * r[a]);
             let State { q, q1, q2, pert, f, d, e, thomas, div, m } = &mut *s;
-            {
-                let [r0, u0, v0, w0, t0] = match stage {
-                    0 => &mut *q,
-                    1 => &mut *q1,
-                    _ => &mut *q2,
-                };
-                exec.fill_halos(&mut [(r0, mirror), (u0, mirror), (v0, mirror), (w0, lateral), (t0, mirror)])?;
-            }
             // The step's start, the stage's state and where the stage ends.
             let (q, st, out) = match stage {
                 0 => (&*q, &*q, q1),
@@ -636,24 +641,14 @@ impl Dycore {
                 _ => (&*q, &*q2, q1),
             };
             exec.run(&range, DycoreDiag, (st.each_ref(), m.each_ref(), d.each_mut()))?;
-            {
-                let [du, dv, dw, dth, dom, dp] = &mut *d;
-                let mut jobs = [(du, mirror), (dv, mirror), (dw, negated), (dth, mirror), (dom, lateral), (dp, mirror)];
-                exec.fill_halos(&mut jobs)?;
-            }
             let args = (r, self.nu, GRAV, self.u_ref, st.each_ref(), d.each_ref(), m.each_ref(), f.each_mut());
             exec.run(&range, DycoreTendency, args)?;
             exec.run(&range, DycoreInit, (q.each_ref(), st.each_ref(), pert.each_mut(), &mut *div))?;
             for _ in 0..steps {
-                exec.fill_halos(&mut [(&mut pert[4], mirror), (&mut *div, mirror)])?;
                 {
                     let [_, u2, v2, _, t2] = &mut *pert;
                     let args = (GAMMA, dtau, r, kd, &st[4], &d[5], &*t2, &*div, &f[1], &f[2], m.each_ref(), u2, v2);
                     exec.run(&range, DycoreHorizontal, args)?;
-                }
-                {
-                    let [_, u2, v2, _, _] = &mut *pert;
-                    exec.fill_halos(&mut [(u2, mirror), (v2, mirror)])?;
                 }
                 let args = (
                     GAMMA,
@@ -715,8 +710,8 @@ impl Dycore {
         let spec = Spec { id, shape: self.shape(), end: End::Time(t_end), records: None };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
             Ok(Run(match restart {
-                Some(r) => State::new(exec, &r.fields, &m)?,
-                None => State::new(exec, &q0, &m)?,
+                Some(r) => State::new(exec, self, &r.fields, &m)?,
+                None => State::new(exec, self, &q0, &m)?,
             }))
         };
         let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {

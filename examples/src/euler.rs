@@ -342,11 +342,16 @@ pub struct State<E: Executor> {
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` (five fields) on `exec`, with zeroed stage buffers of its shape.
-    pub fn new(exec: &E, q: &[Field3<f64>]) -> Result<Self, Error> {
+    /// The host state `q` (five fields) on `exec`, with zeroed stage buffers of its shape, each
+    /// field declaring the boundary `euler` gives it.
+    pub fn new(exec: &E, euler: &Euler, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
-        Ok(State { q, q1: zeros()?, q2: zeros()?, flux: Vec::new() })
+        let mut s =
+            State { q: all(std::array::from_fn(|v| exec.upload(&q[v])))?, q1: zeros()?, q2: zeros()?, flux: vec![] };
+        for (v, f) in [&mut s.q, &mut s.q1, &mut s.q2].into_iter().flatten().enumerate() {
+            exec.declare_boundary(f, euler.fills(v % 5))?;
+        }
+        Ok(s)
     }
 
     /// A host copy of the current state (waits for the work issued so far).
@@ -356,6 +361,17 @@ impl<E: Executor> State<E> {
 }
 
 impl Euler {
+    /// The boundary of conserved variable `v` at the ends of each axis; a wall flips the normal
+    /// momentum.
+    fn fills(&self, v: usize) -> [Option<HaloFill>; 3] {
+        [0, 1, 2].map(|axis| match self.boundaries[axis] {
+            Boundary::Periodic => Some(HaloFill::Periodic),
+            Boundary::Outflow => Some(HaloFill::ZeroGradient),
+            Boundary::Reflective if v == axis + 1 => Some(HaloFill::MirrorNegated),
+            Boundary::Reflective => Some(HaloFill::Mirror),
+        })
+    }
+
     /// A cubic box of `n³` cells of side `length`, γ = 1.4, no gravity, CFL 0.5, Koren + HLLC,
     /// fused stages, every axis periodic, each stencil's default strategy.
     pub fn cube(n: usize, length: f64) -> Self {
@@ -408,8 +424,7 @@ impl Euler {
         Ok(self.cfl / rate.get())
     }
 
-    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s`: fills the halos of the stage's
-    /// input for the boundaries (all five fields along every axis in one executor call), then
+    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s` (boundaries as the fields declare):
     /// `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out` being
     /// `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
     pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
@@ -420,21 +435,6 @@ impl Euler {
         if self.scheme == Scheme::Split && s.flux.is_empty() {
             s.flux = (0..3).map(|_| all([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
-        let [r, mx, my, mz, e] = match k {
-            0 => &mut s.q,
-            1 => &mut s.q1,
-            _ => &mut s.q2,
-        };
-        // Conserved variable `v` at the ends of each axis; a wall flips the normal momentum.
-        let fills = |v: usize| {
-            [0, 1, 2].map(|axis| match self.boundaries[axis] {
-                Boundary::Periodic => Some(HaloFill::Periodic),
-                Boundary::Outflow => Some(HaloFill::ZeroGradient),
-                Boundary::Reflective if v == axis + 1 => Some(HaloFill::MirrorNegated),
-                Boundary::Reflective => Some(HaloFill::Mirror),
-            })
-        };
-        exec.fill_halos(&mut [(r, fills(0)), (mx, fills(1)), (my, fills(2)), (mz, fills(3)), (e, fills(4))])?;
         let State { q: qn, q1, q2, flux } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
@@ -515,8 +515,8 @@ impl Euler {
         let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<(State<E>, f64), Error> {
             Ok(match restart {
-                Some(r) => (State::new(exec, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),
-                None => (State::new(exec, q)?, 0.0),
+                Some(r) => (State::new(exec, self, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),
+                None => (State::new(exec, self, q)?, 0.0),
             })
         };
         // A CFL step at a time (computed every `dt_every` steps), the last one landing on `t_end`.

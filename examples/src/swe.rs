@@ -269,27 +269,26 @@ pub struct Solver<E: Executor> {
 
 impl<E: Executor> Solver<E> {
     /// A solver on `exec` starting from the host state `q` (copied there), with zeroed stage
-    /// buffers, and each stencil's default strategy.
+    /// buffers, and each stencil's default strategy; every field declares the edges' boundary.
     pub fn new(exec: E, model: Model, q: &State<Field2<f64>>) -> Result<Self, LaunchError> {
         let shape = model.shape();
-        let (stage1, stage2) = (q.try_map(|_| exec.alloc(shape))?, q.try_map(|_| exec.alloc(shape))?);
-        let q = q.try_map(|f| exec.upload(f))?;
+        let (mut stage1, mut stage2) = (q.try_map(|_| exec.alloc(shape))?, q.try_map(|_| exec.alloc(shape))?);
+        let mut q = q.try_map(|f| exec.upload(f))?;
+        let fills = |normal: Option<usize>| [0, 1].map(|a| Some(model.edges[a].fill(normal == Some(a))));
+        for s in [&mut q, &mut stage1, &mut stage2] {
+            exec.declare_boundary(&mut s.h, fills(None))?;
+            exec.declare_boundary(&mut s.hu, fills(Some(0)))?;
+            exec.declare_boundary(&mut s.hv, fills(Some(1)))?;
+        }
         let range = Loop2D::interior(&shape);
         Ok(Solver { exec, model, strategy: None, q, stage1, stage2, range, t: 0.0, steps: 0 })
     }
 
-    /// One SSP-RK3 step of `dt` seconds (on a GPU: issued, not waited for): before each stage the
-    /// halos of its input `s` are refilled for the edges (the three fields along both axes in one
-    /// executor call), then stage `k` runs [`SweStage`], `o = a q + b (s + Δt L(s))` with
-    /// `(a, b) = SSP_RK3[k]`.
+    /// One SSP-RK3 step of `dt` seconds (on a GPU: issued, not waited for): stage `k` runs
+    /// [`SweStage`], `o = a q + b (s + Δt L(s))` with `(a, b) = SSP_RK3[k]`.
     pub fn step(&mut self, dt: f64) -> Result<(), Error> {
         let Solver { exec, model, strategy, q, stage1, stage2, range, .. } = self;
         let [dt_dx, dt_dy] = model.dx.map(|dx| dt / dx);
-        let fills = |normal: Option<usize>| [0, 1].map(|a| Some(model.edges[a].fill(normal == Some(a))));
-        let fill = |s: &mut Fields<E>| {
-            exec.fill_halos(&mut [(&mut s.h, fills(None)), (&mut s.hu, fills(Some(0))), (&mut s.hv, fills(Some(1)))])
-        };
-        fill(q)?;
         let n = &*q;
         let stage = |k: usize, s: &Fields<E>, o: &mut Fields<E>| {
             let (a, b) = SSP_RK3[k];
@@ -297,9 +296,7 @@ impl<E: Executor> Solver<E> {
             exec.run_with(range, SweStage, *strategy, args)
         };
         stage(0, q, stage1)?;
-        fill(stage1)?;
         stage(1, stage1, stage2)?;
-        fill(stage2)?;
         stage(2, stage2, stage1)?;
         std::mem::swap(q, stage1);
         self.t += dt;

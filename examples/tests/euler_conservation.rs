@@ -18,12 +18,12 @@ fn periodic_totals_are_conserved_and_fused_equals_split() {
         ]
     });
     let start = base.totals(&q0);
-    let dt = base.dt(&Host, &State::new(&Host, &q0).expect("a state")).expect("a time step");
+    let dt = base.dt(&Host, &State::new(&Host, &base, &q0).expect("a state")).expect("a time step");
     for riemann in [Riemann::Hllc, Riemann::Rusanov] {
         let mut ends = Vec::new();
         for scheme in [Scheme::Fused, Scheme::Split] {
             let e = Euler { riemann, scheme, ..base };
-            let mut s = State::new(&Host, &q0).expect("a state");
+            let mut s = State::new(&Host, &e, &q0).expect("a state");
             for _ in 0..20 {
                 e.step(&Host, &mut s, dt).expect("steps");
             }

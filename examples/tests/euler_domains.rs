@@ -62,7 +62,7 @@ fn differing(e: &Euler, a: &Conserved<Field3<f64>>, b: &Conserved<Field3<f64>>) 
 /// The end time of about `steps` CFL steps of the initial state (not a multiple of the step:
 /// the last one is shortened).
 fn t_end(e: &Euler, q0: &Conserved<Field3<f64>>, steps: f64) -> f64 {
-    steps * e.dt(&Host, &State::new(&Host, q0).unwrap()).unwrap()
+    steps * e.dt(&Host, &State::new(&Host, e, q0).unwrap()).unwrap()
 }
 
 /// The single-domain run on the host: final state, steps, and `(step, t)` of every step.
@@ -234,7 +234,7 @@ mod gpu {
 #[test]
 fn a_stage_past_the_third_is_refused() {
     let e = model(BOUNDARIES[0], Scheme::Fused, Riemann::Hllc);
-    let mut s = State::new(&Host, &initial(&e)).unwrap();
+    let mut s = State::new(&Host, &e, &initial(&e)).unwrap();
     let m = e.stage(&Host, &mut s, 3, 1e-3).unwrap_err().to_string();
     assert!(m.contains("stages 0, 1 and 2, not 3"), "{m}");
 }

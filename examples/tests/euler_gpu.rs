@@ -58,7 +58,7 @@ fn gpu() -> Option<Gpu> {
 
 /// `STEPS` steps of `dt` from `q0` on `exec` with the same generic code; the final host state.
 fn run<E: Executor>(exec: &E, e: &Euler, q0: &Conserved<Field3<f64>>, dt: f64) -> Conserved<Field3<f64>> {
-    let mut s = State::new(exec, q0).unwrap();
+    let mut s = State::new(exec, e, q0).unwrap();
     for _ in 0..STEPS {
         e.step(exec, &mut s, dt).unwrap();
     }
@@ -70,7 +70,7 @@ fn gpu_equals_cpu_fused_and_split_under_strategies() {
     let Some(gpu) = gpu() else { return };
     let base = model();
     let q0 = initial(&base);
-    let dt = base.dt(&Host, &State::new(&Host, &q0).unwrap()).unwrap();
+    let dt = base.dt(&Host, &State::new(&Host, &base, &q0).unwrap()).unwrap();
     let strategies = [
         None,
         Some(Strategy::PointPerThread { block: [32, 4, 2] }),
@@ -95,8 +95,8 @@ fn gpu_cfl_time_step_equals_the_host_one() {
     let Some(gpu) = gpu() else { return };
     let e = model();
     let q0 = initial(&e);
-    let host = e.dt(&Host, &State::new(&Host, &q0).unwrap()).unwrap();
-    let dev = e.dt(&gpu, &State::new(&gpu, &q0).unwrap()).unwrap();
+    let host = e.dt(&Host, &State::new(&Host, &e, &q0).unwrap()).unwrap();
+    let dev = e.dt(&gpu, &State::new(&gpu, &e, &q0).unwrap()).unwrap();
     eprintln!("CFL time step: host {host:e}, GPU {dev:e}");
     assert_eq!(host.to_bits(), dev.to_bits());
 }

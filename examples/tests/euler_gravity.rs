@@ -16,7 +16,7 @@ fn uniform_gas_falls_freely() {
     for riemann in [Riemann::Hllc, Riemann::Rusanov] {
         for scheme in [Scheme::Fused, Scheme::Split] {
             let e = Euler { riemann, scheme, ..base };
-            let mut s = State::new(&Host, &q0).expect("a state");
+            let mut s = State::new(&Host, &e, &q0).expect("a state");
             let steps = 25;
             for _ in 0..steps {
                 e.step(&Host, &mut s, dt).expect("steps");

@@ -131,6 +131,9 @@ pub fn model<E: Executor>(exec: &E, case: &Case, steps: usize) -> Result<Outcome
     let interior = Loop3D::interior(&shape);
     let (b, e) = case.damped;
     let damped = Loop3D::from_bounds(shape.extent(), b.map(|x| x + 2), e.map(|x| x + 2)).expect("inside");
+    // `v`'s halo keeps its values (a fixed boundary).
+    exec.declare_boundary(&mut v, [None; 3])?;
+    exec.declare_boundary(&mut v_out, [None; 3])?;
     if case.declare {
         exec.declare_boundary(&mut u, case.fills())?;
         exec.declare_boundary(&mut out, case.fills())?;

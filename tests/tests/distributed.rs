@@ -54,6 +54,37 @@ fn a_declared_boundary_is_checked_against_the_halo_and_the_decomposition() {
     assert_eq!(thin.boundary(), None, "a refused boundary is not declared");
 }
 
+/// A field filled by `fill_halos`, written, then read across the grid's edge without a new fill
+/// is refused (its halo there is stale), naming the field, stencil and axis; with the fill again,
+/// or a declared boundary, it runs, and a field never filled keeps its halo (a fixed boundary).
+#[test]
+fn a_forgotten_fill_across_the_edge_is_an_error() {
+    let (exec, shape) = setup([2, 1, 1], [false, true, false]);
+    let all = Loop3D::interior(&shape);
+    let walls = [Some(HaloFill::Mirror), Some(HaloFill::Periodic), Some(HaloFill::ZeroGradient)];
+    let (mut u, mut w) = (exec.alloc::<f64, 3>(shape).unwrap(), exec.alloc::<f64, 3>(shape).unwrap());
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap(); // never filled: a fixed (zero) halo
+    exec.run(&all, Star13, (0.1, &w, &mut u)).unwrap();
+    exec.fill_halos(&mut [(&mut u, walls)]).unwrap();
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+    exec.run(&all, Damp, (0.5, &mut u)).unwrap(); // written: its edge halo is stale now
+    let e = exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap_err().to_string();
+    assert!(e.contains("`star13`") && e.contains("field `u`") && e.contains("axis 0"), "{e}");
+    assert!(e.contains("declare_boundary"), "{e}");
+    // Inside the grid, away from the edge along axis 0 (the wrapped axis 1 and the rest of
+    // axis 2 do not count): no read of the stale halo.
+    let inner = Loop3D::from_bounds(shape.extent(), [4, 2, 2], [10, 12, 8]).unwrap();
+    let e = exec.run(&inner, Star13, (0.1, &u, &mut w)).unwrap_err().to_string();
+    assert!(e.contains("axis 2"), "{e}");
+    let inner = Loop3D::from_bounds(shape.extent(), [4, 2, 4], [10, 12, 6]).unwrap();
+    exec.run(&inner, Star13, (0.1, &u, &mut w)).unwrap();
+    exec.fill_halos(&mut [(&mut u, walls)]).unwrap();
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+    exec.declare_boundary(&mut u, walls).unwrap();
+    exec.run(&all, Damp, (0.5, &mut u)).unwrap();
+    exec.run(&all, Star13, (0.1, &u, &mut w)).unwrap();
+}
+
 fn setup(grid: [usize; 3], periodic: [bool; 3]) -> (Distributed<Host, 3>, Shape3) {
     let d = Decomposition::new([12, 10, 8], grid, periodic, [2, 2, 2]).unwrap();
     (Distributed::host(d).unwrap(), Shape3::new([12, 10, 8]).halo(2))

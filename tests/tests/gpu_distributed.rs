@@ -44,6 +44,29 @@ fn one_subdomain_on_one_gpu_gives_the_plain_gpu_bits() {
     assert_eq!(one.peaks, many.peaks);
 }
 
+/// A boundary declared once: on one GPU (filled by the fill kernel after every launch that writes
+/// the field) and on GPU subdomains, the host's bits at every probe (halos included) and in the
+/// result; and the same as fills before each step.
+#[test]
+fn a_declared_boundary_on_the_gpus_gives_the_host_bits() {
+    let mut rng = SplitMix64::new(11);
+    let gpu = Gpu::new(0).unwrap();
+    for seed in 0..4 {
+        let mut case = Case::random(&mut rng, seed);
+        case.global = case.global.map(|n| n + 20);
+        case.declare = true;
+        let host = model(&stencil_runtime::Host, &case, 3).unwrap();
+        let one = model(&gpu, &case, 3).unwrap();
+        assert!(one.probes == host.probes, "{case:?}: one GPU's probes differ from the host's");
+        assert_eq!(interior_bits(&one.u), interior_bits(&host.u), "{case:?}");
+        let d = case.decomposition();
+        check(Domains::new(d, gpus(d.len())).unwrap(), &case, 3).unwrap();
+        case.declare = false;
+        let asked = model(&gpu, &case, 3).unwrap();
+        assert!(asked.probes == one.probes, "{case:?}: declared and asked fills differ on a GPU");
+    }
+}
+
 /// A 7-point smoothing step, the step the recordings below replay.
 #[stencil_runtime::stencil]
 fn smooth(idx: stencil_runtime::Idx3, c: f64, f: &stencil_runtime::Field3<f64>, g: &mut stencil_runtime::Field3<f64>) {

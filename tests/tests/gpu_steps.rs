@@ -385,4 +385,11 @@ fn refusals_name_the_stencil_and_what_to_change() {
     assert!(e.to_string().contains("pass the first 0 time(s)"), "{e}");
     let twice = g.run_steps_with(&range, Blend, 2, t3, (&mut a, &mut b), &(), |a, b, _| (a, a, b));
     assert!(twice.unwrap_err().to_string().contains("pass the first 2 time(s)"));
+
+    // A declared boundary is filled after every step, which a sweep of several steps cannot do.
+    g.declare_boundary(&mut b, [Some(HaloFill::Periodic); 3]).unwrap();
+    let bounded = g.run_steps_with(&range, Heat7, 3, t3, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
+    let e = bounded.unwrap_err();
+    assert_eq!(e.code(), "S0109", "{e}");
+    assert!(e.to_string().contains("declares a boundary") && e.to_string().contains("tiling None"), "{e}");
 }

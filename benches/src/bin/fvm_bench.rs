@@ -90,7 +90,7 @@ fn main() -> Result<(), Error> {
         let r2 = (x - 0.5).powi(2) + (y - 0.5).powi(2) + (z - 0.5).powi(2);
         [1.0 + 0.1 * (7.0 * x).sin(), 0.2, -0.1, 0.1 * (5.0 * y).cos(), if r2 < 0.01 { 10.0 } else { 1.0 }]
     });
-    let mut state = State::new(&gpu, &q0)?;
+    let mut state = State::new(&gpu, &base, &q0)?;
     let dt = base.dt(&gpu, &state)?;
     // The timed stage reads `q1` (and fills its halos first): start it as the state (not zeros:
     // 0/0 densities).

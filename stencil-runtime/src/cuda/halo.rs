@@ -195,7 +195,10 @@ pub(crate) fn job<T: Element, const D: usize>(
     if field.gpu().home() != gpu.home() {
         return Err(CudaError::CrossDevice {
             operation: "fill_halos",
-            detail: format!("fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu", field.gpu()),
+            detail: format!(
+                "fill_halos on {gpu:?}: a field lives on {:?}; fill each field on its own Gpu",
+                field.gpu()
+            ),
         }
         .into());
     }

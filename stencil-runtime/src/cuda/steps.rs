@@ -48,7 +48,9 @@ impl Gpu {
         };
         let (a, b) = pair;
         let refuse = |reason: String| LaunchError::StepPair { stencil: S::INFO.name, reason };
-        if a.boundary.is_some_and(|f| f.iter().any(Option::is_some)) || b.boundary.is_some_and(|f| f.iter().any(Option::is_some)) {
+        if a.boundary.is_some_and(|f| f.iter().any(Option::is_some))
+            || b.boundary.is_some_and(|f| f.iter().any(Option::is_some))
+        {
             return Err(refuse(format!(
                 "a field of the pair declares a boundary, which must be filled after every step, and {tiling} \
                  computes several steps per sweep: run the steps one by one (tiling None)"

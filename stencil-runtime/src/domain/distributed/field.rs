@@ -5,7 +5,7 @@ use super::Distributed;
 use crate::executor::{Executor, FieldMap, FieldStorage};
 use crate::field::{Element, HaloFill, Shape};
 use std::cell::UnsafeCell;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 /// Per axis, the fill of the low and the high side (`None`: leave it).
@@ -32,6 +32,12 @@ pub(super) struct Head<const D: usize> {
     writer: Mutex<Option<Writer>>,
     /// The boundary the field declared: asked for again after every write.
     declared: Mutex<Option<[Option<HaloFill>; D]>>,
+    /// Whether its halo on the grid's edge is as the model last left it: false after a write of a
+    /// field that declares no boundary and was filled before (by `fill_halos`), true again when
+    /// fills asked for are done.
+    edge: AtomicBool,
+    /// Whether fills were ever asked for it.
+    filled: AtomicBool,
 }
 
 /// A written field of a stencil: the stencil (the address of its IR text) and the field's place
@@ -45,11 +51,12 @@ pub(super) struct Tracking<const D: usize> {
     depth: [usize; D],
     pending: Option<Sides<D>>,
     writer: Option<Writer>,
+    edge: bool,
 }
 
 impl<const D: usize> Head<D> {
     pub(super) fn tracking(&self) -> Tracking<D> {
-        Tracking { depth: self.depth(), pending: self.pending(), writer: self.writer() }
+        Tracking { depth: self.depth(), pending: self.pending(), writer: self.writer(), edge: self.edge() }
     }
 
     pub(super) fn restore(&self, t: &Tracking<D>) {
@@ -58,6 +65,16 @@ impl<const D: usize> Head<D> {
         }
         self.set_pending(t.pending);
         *self.writer.lock().unwrap_or_else(|p| p.into_inner()) = t.writer;
+        self.set_edge(t.edge);
+    }
+
+    /// Whether the halo on the grid's edge is as given or filled (see the field).
+    pub(super) fn edge(&self) -> bool {
+        self.edge.load(Ordering::Relaxed)
+    }
+
+    pub(super) fn set_edge(&self, filled: bool) {
+        self.edge.store(filled, Ordering::Relaxed);
     }
 
     pub(super) fn depth(&self) -> [usize; D] {
@@ -84,6 +101,7 @@ impl<const D: usize> Head<D> {
 
     /// Adds fills to the pending ones (a side asked again takes the later fill).
     pub(super) fn ask(&self, fills: Sides<D>) {
+        self.filled.store(true, Ordering::Relaxed);
         let mut p = self.lock_pending();
         let mut sides = p.unwrap_or([[None; 2]; D]);
         for (now, new) in sides.iter_mut().flatten().zip(fills.iter().flatten()) {
@@ -112,8 +130,13 @@ impl<const D: usize> Head<D> {
         *self.lock_pending() = sides;
     }
 
+    /// The pending fills, which the caller does now.
     pub(super) fn take_pending(&self) -> Option<Sides<D>> {
-        self.lock_pending().take()
+        let sides = self.lock_pending().take();
+        if sides.is_some() {
+            self.set_edge(true);
+        }
+        sides
     }
 
     pub(super) fn writer(&self) -> Option<Writer> {
@@ -157,6 +180,8 @@ impl<F, const D: usize> DistField<F, D> {
             pending: Mutex::new(None),
             writer: Mutex::new(None),
             declared: Mutex::new(None),
+            edge: AtomicBool::new(true),
+            filled: AtomicBool::new(false),
         };
         DistField { head, parts: UnsafeCell::new(parts) }
     }
@@ -275,6 +300,9 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>>
             f.head.make_current(std::array::from_fn(|a| depth[a]));
         }
         f.head.set_writer((self.stencil, k));
+        if f.head.declared().is_none() && f.head.filled.load(Ordering::Relaxed) {
+            f.head.set_edge(false);
+        }
         f.head.ask_declared();
         f
     }

@@ -10,9 +10,10 @@
 //! current that deep is exchanged: all such fields of the launch in one message per neighbour and
 //! axis, as deep as the stencil's recorded reach needs ([`HaloExchange`] underneath).
 //!
-//! **The grid's edge** is the model's, as on one device: [`Executor::fill_halos`] asks for the
-//! fills of the physical boundary (and `Periodic` for the wrap of an axis the decomposition makes
-//! periodic). They are done when a launch first needs them: before the next launch that reads the
+//! **The grid's edge** is the model's, as on one device: the boundary a field declares
+//! ([`Executor::declare_boundary`]) is asked for after every write of it, and
+//! [`Executor::fill_halos`] asks for fills once (`Periodic` for the wrap of an axis the
+//! decomposition makes periodic). They are done when a launch first needs them: before the next launch that reads the
 //! field at an offset (with the exchange of that launch) or writes it. So the halos, and the
 //! results, are those of the single-domain run, bit for bit.
 //!
@@ -42,8 +43,9 @@
 //!     let (mut u, mut u_new) = (exec.upload(u0)?, exec.alloc(*u0.shape())?);
 //!     let interior = Loop3D::interior(u0.shape());
 //!     let walls = [Some(HaloFill::Periodic), Some(HaloFill::Mirror), Some(HaloFill::Mirror)];
+//!     exec.declare_boundary(&mut u, walls)?; // the physical boundary, declared once: filled after
+//!     exec.declare_boundary(&mut u_new, walls)?; // every write, as on one device
 //!     for _ in 0..steps {
-//!         exec.fill_halos(&mut [(&mut u, walls)])?; // the physical boundary, as on one device
 //!         exec.run(&interior, Diffusion, (0.1, &u, &mut u_new))?;
 //!         std::mem::swap(&mut u, &mut u_new);
 //!     }
@@ -493,11 +495,14 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// or with fills pending), one entry per field, as deep as its deepest read.
     fn read_settles<'h, const D: usize>(
         &self,
+        range: &Loop<D>,
         heads: &[(&'h FieldInfo, &'h Head<D>)],
         stencil: &'static str,
     ) -> Result<Vec<Settle<'h, D>>, LaunchError> {
         let mut read: Vec<Settle<'h, D>> = Vec::new();
+        let d = self.domains_of::<D>()?.decomposition();
         for &(info, head) in heads.iter().filter(|(i, _)| !i.writable) {
+            check_edge(d, range, head, info, stencil)?;
             if let Some(s) = Settle::of(self, head, info, stencil, false)? {
                 match read.iter_mut().find(|r| std::ptr::eq(r.head, s.head)) {
                     Some(r) => {
@@ -510,6 +515,40 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         }
         Ok(read)
     }
+}
+
+/// Refuses a read at an offset across the grid's edge (along an axis the decomposition does not
+/// wrap) of a field that declares no boundary, was filled by `fill_halos` before and was written
+/// since: the halo there is stale (a forgotten fill). A field never filled keeps its halo's
+/// values (a fixed boundary), on every executor alike.
+fn check_edge<const D: usize>(
+    d: &Decomposition<D>,
+    range: &Loop<D>,
+    head: &Head<D>,
+    info: &FieldInfo,
+    stencil: &str,
+) -> Result<(), LaunchError> {
+    if range.points() == 0 || head.edge() || head.declared().is_some() || head.pending().is_some() {
+        return Ok(());
+    }
+    let (h, n) = (head.global.halo_widths(), head.global.interior());
+    for a in (0..D).filter(|&a| !d.periodic()[a]) {
+        let side = if info.lo[a] < 0 && (range.begin()[a] as i64 + info.lo[a] as i64) < h[a] as i64 {
+            "low"
+        } else if info.hi[a] > 0 && range.end()[a] as i64 + info.hi[a] as i64 > (h[a] + n[a]) as i64 {
+            "high"
+        } else {
+            continue;
+        };
+        return Err(LaunchError::Decomposition(format!(
+            "stencil `{stencil}` reads field `{}` at an offset across the {side} edge of the grid along axis {a}, but \
+             the field was written since `fill_halos` last filled it, and declares no boundary: its halo there is \
+             stale. Declare its boundary once with `exec.declare_boundary(&mut field, fills)` (filled after every \
+             write), or fill it again before this launch",
+            info.name
+        )));
+    }
+    Ok(())
 }
 
 /// Refuses a column sweep along an axis the decomposition splits: a column must lie in one
@@ -654,6 +693,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         dst.head().make_stale();
         dst.head().make_current(src.head().depth());
         dst.head().set_pending(src.head().pending());
+        dst.head().set_edge(src.head().edge());
         dst.head().ask_declared();
         Ok(())
     }
@@ -756,7 +796,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             self.settle::<S, D>(&mut state, &mut args, &written)?;
         }
         // Fields read at an offset: stale across the cuts, or with fills pending.
-        let read = self.read_settles::<D>(&heads, S::INFO.name)?;
+        let read = self.read_settles::<D>(range, &heads, S::INFO.name)?;
         // Two-divided: learn which launch's written field this one reads at an offset, and
         // whether this launch's written fields are read so next (then it exchanges them itself).
         let two = state.overlap == Overlap::TwoDivided;
