@@ -1,7 +1,8 @@
 //! The fwi3d example's inversion (`stencil_examples::fwi`) at a small size: the dot-product test
 //! of the whole propagator (wavelet to traces, through the injection, the generated adjoint
 //! stencils and the receivers' transpose), the Taylor test of the gradient, checkpointed against
-//! stored and two host subdomains against one (bit for bit), and a few descent iterations.
+//! stored and two host subdomains against one (bit for bit), and a few descent iterations; with
+//! `cuda`, the gradient on a GPU and the Taylor test on two GPU subdomains against the host's bits.
 
 use stencil_examples::fwi::{misfit_of, Fwi, Survey, Traces};
 use stencil_runtime::revolve::Schedule;
@@ -191,4 +192,30 @@ fn bad_input_is_an_error() {
     let short: Traces = vec![vec![0.0; 50]; 3];
     assert!(misfit_of(&short, &short) == 0.0);
     assert!(fwi.misfit(&m, &[short.clone(), short]).is_err());
+}
+
+/// On a GPU, and on two subdomains on the GPUs (subdomain `i` on GPU `i % count`), the gradient
+/// (checkpointed) and every misfit of the Taylor test are the host's bits, so the slopes are too.
+#[cfg(feature = "cuda")]
+#[test]
+fn on_the_gpus_the_gradient_and_the_taylor_slopes_are_the_hosts() {
+    use stencil_runtime::cuda::Gpu;
+    use stencil_runtime::Domains;
+    let count = Gpu::count().expect("a CUDA device");
+    assert!(count > 0, "the GPU tests need a CUDA device");
+    let mut s = survey();
+    s.slots = Some(6);
+    let (host, phi) = gradient_on(&Host, &s);
+    let gpu = Gpu::new(0).unwrap();
+    let (on_gpu, p) = gradient_on(&gpu, &s);
+    assert_eq!(p.to_bits(), phi.to_bits(), "one GPU: the misfit");
+    assert!(bits(&on_gpu) == bits(&host), "one GPU: the gradient differs from the host's");
+    let d = s.decompose(2, Some([2, 1, 1])).unwrap();
+    let gpus = (0..2).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>().unwrap();
+    let two = Distributed::new(Domains::new(d, gpus).unwrap());
+    let slopes = taylor_slopes(&two, &s);
+    let on_host = taylor_slopes(&Host, &s);
+    println!("two GPU subdomains ({count} GPU(s)): slopes {slopes:.4?}, host {on_host:.4?}");
+    assert_eq!(slopes.map(f64::to_bits), on_host.map(f64::to_bits), "two GPU subdomains: the slopes differ");
+    assert!((slopes[0] - 1.0).abs() <= 0.1 && (slopes[1] - 2.0).abs() <= 0.1, "slopes {slopes:?}");
 }

@@ -1,0 +1,139 @@
+//! The gradient's cost on a GPU, as ratios measured in one run: the adjoint of the FWI model's
+//! 25-point update (`FwiWaveAdjoint`, and the `m`-gradient stencil beside it) against the forward
+//! update, in points per second on an `n³` f64 grid; and one shot's gradient (a forward run, then
+//! the adjoint run backwards through a checkpointing schedule with slots for a tenth of the
+//! steps) against one forward run of the same shot, with the memory the checkpoints hold.
+
+use clap::Parser;
+use stencil_bench::{copy_bandwidth, median};
+use stencil_examples::fwi::{Fwi, FwiWave, FwiWaveAdjoint, FwiWaveGradient, Survey};
+use stencil_runtime::adjoint::range_mask;
+use stencil_runtime::cuda::Gpu;
+use stencil_runtime::prelude::*;
+use stencil_runtime::revolve::Schedule;
+
+/// Any error of the run.
+type Failure = Box<dyn std::error::Error>;
+
+/// Command line.
+#[derive(Parser)]
+#[command(
+    about = "FWI on a GPU: adjoint and gradient stencils against the forward update; a gradient against a forward run"
+)]
+struct Args {
+    /// Points per axis of the stencil timings.
+    #[arg(long, default_value_t = 320)]
+    n: usize,
+    /// Physical points per axis of the survey (plus a sponge of 10 on every side).
+    #[arg(long, default_value_t = 128)]
+    survey: usize,
+    /// Time steps of the survey's shot.
+    #[arg(long, default_value_t = 400)]
+    steps: usize,
+    /// Timed repetitions (the median is kept).
+    #[arg(long, default_value_t = 5)]
+    reps: usize,
+}
+
+/// Median wall time of `work` in ms (after one warm-up), each run ending with a synchronize.
+fn time(gpu: &Gpu, reps: usize, mut work: impl FnMut() -> Result<(), Failure>) -> Result<f64, Failure> {
+    work()?;
+    gpu.synchronize()?;
+    let mut ms = Vec::new();
+    for _ in 0..reps {
+        let start = std::time::Instant::now();
+        work()?;
+        gpu.synchronize()?;
+        ms.push(start.elapsed().as_secs_f64() * 1e3);
+    }
+    Ok(median(ms))
+}
+
+fn main() -> Result<(), Failure> {
+    let args = Args::parse();
+    let gpu = Gpu::new(0)?;
+    let n = args.n;
+    let shape = Shape3::new([n; 3]).halo(4);
+    let copy = copy_bandwidth(&gpu, shape.len() * 8)?;
+    let range = Loop3D::interior(&shape);
+    let points = range.points() as f64;
+    let random = |seed: u64| {
+        let mut s = seed;
+        Field3::from_fn(shape, move |_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 11) as f64 / (1u64 << 53) as f64) - 0.5
+        })
+    };
+    let m = gpu.upload(&Field3::from_fn(shape, |_| 1.0 / (2000.0f64 * 2000.0)))?;
+    let damp = gpu.upload(&Field3::from_fn(shape, |[i, _, _]| if i < 10 { 0.01 } else { 0.0 }))?;
+    let (u, u_prev, b) = (gpu.upload(&random(1))?, gpu.upload(&random(2))?, gpu.upload(&random(3))?);
+    let mask = gpu.upload(&range_mask::<f64, 3>(shape, &range))?;
+    let (mut next, mut a, mut t, mut m_bar) = (
+        gpu.alloc::<f64, 3>(shape)?,
+        gpu.upload(&random(4))?,
+        gpu.alloc::<f64, 3>(shape)?,
+        gpu.alloc::<f64, 3>(shape)?,
+    );
+    let (c0, cx, dt2) = (-8.541_666_666_666_666, [1.6, -0.2, 0.025_396_825, -0.001_785_714], 1e-6);
+    let ms_of = |ms: f64| points / (ms * 1e-3) / 1e9;
+    let reps = args.reps.max(1);
+    let fwd =
+        time(&gpu, reps, || Ok(gpu.run(&range, FwiWave, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &mut next))?))?;
+    let adj = time(&gpu, reps, || {
+        Ok(gpu.run(&range, FwiWaveAdjoint, (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask))?)
+    })?;
+    let grad = time(&gpu, reps, || {
+        Ok(gpu.run(&range, FwiWaveGradient, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &b, &mut m_bar, &mask))?)
+    })?;
+    println!("{n}^3 f64, 25-point FWI update (copy {copy:.0} GB/s):");
+    println!("| stencil | ms | GPts/s | ratio to forward |");
+    println!("|---|---:|---:|---:|");
+    for (name, ms) in
+        [("forward (FwiWave)", fwd), ("adjoint (FwiWaveAdjoint)", adj), ("m-gradient (FwiWaveGradient)", grad)]
+    {
+        println!("| {name} | {ms:.3} | {:.2} | {:.2} |", ms_of(ms), ms_of(ms) / ms_of(fwd));
+    }
+    drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar));
+
+    let mut survey = Survey::transmission(args.survey, args.steps, 1);
+    let slots = (args.steps / 10).max(1);
+    survey.slots = Some(slots);
+    let fwi = Fwi::new(&gpu, survey.clone())?;
+    let (w, schedule) = (survey.wavelet(), Schedule::binomial(args.steps, slots)?);
+    let m_true = fwi.upload(&survey.slowness(true)?)?;
+    let m0 = fwi.upload(&survey.slowness(false)?)?;
+    let observed = fwi.traces(&m_true, 0, &w)?;
+    let mut m_bar = gpu.alloc::<f64, 3>(survey.shape())?;
+    let mut run = None;
+    let forward = time(&gpu, reps, || {
+        fwi.traces(&m0, 0, &w)?;
+        Ok(())
+    })?;
+    let gradient = time(&gpu, reps, || {
+        run = Some(fwi.shot_gradient(&m0, 0, &w, &observed, &schedule, &mut m_bar, false)?.run);
+        Ok(())
+    })?;
+    let run = run.expect("timed at least once");
+    let field_mib = survey.shape().len() as f64 * 8.0 / (1u64 << 20) as f64;
+    println!(
+        "\nsurvey {0}^3 (+10 sponge, {1}^3 points with the halo), 1 shot, {2} steps, {3} checkpoint slots:",
+        args.survey,
+        survey.shape().extent()[0],
+        args.steps,
+        slots
+    );
+    println!("| run | ms | ratio to forward |");
+    println!("|---|---:|---:|");
+    println!("| forward (traces of one shot) | {forward:.1} | 1.00 |");
+    println!("| gradient (forward + checkpointed adjoint) | {gradient:.1} | {:.2} |", gradient / forward);
+    println!(
+        "forward steps recomputed: {} for {} adjoint steps; checkpoints held: {} slots x 2 fields = {:.0} MiB \
+         ({:.1} MiB per field)",
+        run.forward_steps,
+        run.adjoint_steps,
+        run.slots_allocated,
+        run.slots_allocated as f64 * 2.0 * field_mib,
+        field_mib
+    );
+    Ok(())
+}
