@@ -77,9 +77,9 @@
 //! | S0410 | `IoError::Unwritable` | values a format cannot hold (names, sizes beyond its counts) | shorten the names or split the data |
 //! | S0411 | `IoError::MissingParts` | parts of a decomposed checkpoint that are not there | restart with the decomposition it was written with, every part present |
 
-#[cfg(feature = "cuda")]
-use crate::cuda::CudaError;
 pub use crate::field::{FieldError, HaloError};
+#[cfg(feature = "cuda")]
+use crate::gpu::cuda::CudaError;
 use crate::io::IoError;
 use crate::regions::RegionError;
 use std::fmt;

@@ -119,29 +119,28 @@
 // The macro names this crate `::stencil_runtime` when it expands inside it (its tests and docs).
 extern crate self as stencil_runtime;
 
-pub mod adjoint;
+// The layers, in the order data flows through them: the functor contract a `#[stencil]` fills
+// in (`stencil`), fields and ranges, the executors and their CPU and GPU halves, the messages
+// between subdomains and ranks (`comm`), the subdomains themselves (`domain`), and I/O.
+mod comm;
 pub mod cpu;
-#[cfg(feature = "cuda")]
-pub mod cuda;
-pub mod cuda_source;
-mod device_args;
-mod disk_cache;
 pub mod domain;
 pub mod error;
 pub mod executor;
 pub mod field;
-mod index;
+pub mod gpu;
 pub mod io;
-pub mod launch;
 pub mod range;
-pub mod reduce;
 pub mod regions;
 pub mod revolve;
 pub mod sparse;
-mod stencil;
-pub mod steps;
-#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-pub mod tuning;
+pub mod stencil;
+
+#[cfg(feature = "cuda")]
+pub use gpu::cuda;
+pub use gpu::source as cuda_source;
+pub use gpu::{steps, tuning};
+pub use stencil::{adjoint, launch, reduce};
 
 #[cfg(feature = "cuda")]
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
@@ -150,7 +149,6 @@ pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{
     cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
 };
-pub use device_args::ArgValue;
 pub use domain::{
     CompCommBinder, Decomposition, DistField, Distributed, Domains, HaloExchange, HaloWidths, Halos, Neighbour,
     NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
@@ -162,11 +160,12 @@ pub use executor::{
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
-pub use index::{Idx1, Idx2, Idx3};
 pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
 pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use sparse::SparsePoints;
+pub use stencil::args::ArgValue;
+pub use stencil::index::{Idx1, Idx2, Idx3};
 pub use stencil::{FieldInfo, StencilInfo};
 pub use stencil_codegen as codegen;
 pub use stencil_macros::{stencil, stencil_fn};
@@ -189,10 +188,10 @@ pub mod __private {
         for_each_column, for_each_row, for_each_row_reducing, isa, linear_offset, row, BlockOutputs, Isa, Partials,
         PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
     };
-    pub use crate::device_args::{field_arg, reduction_arg, ScalarArg};
     pub use crate::executor::FieldMap;
-    pub use crate::launch::validate;
+    pub use crate::stencil::args::{field_arg, reduction_arg, ScalarArg};
     pub use crate::stencil::decode_ir;
+    pub use crate::stencil::launch::validate;
     pub use stencil_codegen::ir::IR_FORMAT;
     pub use stencil_macros::__stencil_collect as stencil_collect;
 }

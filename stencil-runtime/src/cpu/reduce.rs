@@ -6,7 +6,7 @@
 use super::{for_each_row_planned, plan, BlockOutputs, RowBlock, RowOutputs, CHUNK_1D};
 use crate::field::Shape;
 use crate::range::Loop;
-use crate::reduce::{tree, ReduceElem, ReduceOp};
+use crate::stencil::reduce::{tree, ReduceElem, ReduceOp};
 use crate::stencil::StencilInfo;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -70,14 +70,14 @@ pub struct Partials<T> {
 impl<T: ReduceElem> Partials<T> {
     /// `count` slots for a reduction by `op`, each holding the identity.
     pub fn new(op: ReduceOp, count: usize) -> Self {
-        let id = crate::reduce::identity::<T>(op).to_bits64();
+        let id = crate::stencil::reduce::identity::<T>(op).to_bits64();
         Partials { op, slots: (0..count).map(|_| AtomicU64::new(id)).collect(), _elem: PhantomData }
     }
 
     /// The identity of the operator (what a row starts from).
     #[inline(always)]
     pub fn identity(&self) -> T {
-        crate::reduce::identity(self.op)
+        crate::stencil::reduce::identity(self.op)
     }
 
     /// Stores the partial result of the row of slot `slot`.

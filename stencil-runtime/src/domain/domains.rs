@@ -5,9 +5,9 @@
 //! boundary fills, global reductions, and scatter/gather of global fields.
 
 use super::decomposition::{Decomposition, Neighbour, Subdomain};
-use super::transport::{DeviceTransport, Transport};
 use super::workers::Workers;
-use super::world::World;
+use crate::comm::transport::{DeviceTransport, Transport};
+use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{from_le_bytes, to_le_bytes, Executor, FieldStorage, SideJob};
 use crate::field::{Element, Field, HaloFill, Shape};

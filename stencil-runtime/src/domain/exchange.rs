@@ -19,9 +19,9 @@
 //! boundary are left alone: [`Domains::fill_boundary`] fills them, after the exchange.
 
 use super::domains::Domains;
-use super::transport::{DeviceMessage, DeviceTransport};
 use super::workers::Disjoint;
-use super::world::Message;
+use crate::comm::transport::{DeviceMessage, DeviceTransport};
+use crate::comm::world::Message;
 use crate::domain::{HaloWidths, Neighbour};
 use crate::error::LaunchError;
 use crate::executor::{ErasedField, Executor, FieldStorage, MessageBuffer};

@@ -13,29 +13,25 @@ mod decomposition;
 mod distributed;
 mod domains;
 mod exchange;
-mod node;
 mod reach;
-mod transport;
-mod watch;
 mod workers;
-mod world;
 
+#[cfg(feature = "mpi")]
+pub use crate::comm::node::node_rank_of;
+pub use crate::comm::node::NodeRank;
+pub use crate::comm::transport::Transport;
+#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
+pub(crate) use crate::comm::transport::{DeviceMessage, DeviceTransport};
+#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
+pub(crate) use crate::comm::watch::{
+    exchange_error_message, exchange_stall_message, inject_init_failure, setup_failures, Awaited, Deadlines,
+};
+#[cfg(feature = "nccl")]
+pub(crate) use crate::comm::world::timeout as exchange_timeout;
+pub use crate::comm::world::World;
 pub use binder::{CompCommBinder, Halos, Overlap};
 pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
 pub use distributed::{DistField, Distributed};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::{HaloExchange, PhaseTimes};
-#[cfg(feature = "mpi")]
-pub use node::node_rank_of;
-pub use node::NodeRank;
 pub use reach::{HaloWidths, ReachError};
-pub use transport::Transport;
-#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
-pub(crate) use transport::{DeviceMessage, DeviceTransport};
-#[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
-pub(crate) use watch::{
-    exchange_error_message, exchange_stall_message, inject_init_failure, setup_failures, Awaited, Deadlines,
-};
-#[cfg(feature = "nccl")]
-pub(crate) use world::timeout as exchange_timeout;
-pub use world::World;

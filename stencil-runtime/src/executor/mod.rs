@@ -34,20 +34,19 @@
 //! ```
 
 mod host;
-mod message;
 mod record;
 
+pub(crate) use crate::comm::buffer::{check_parts, from_le_bytes, rows, to_le_bytes};
+pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use host::Host;
-pub(crate) use message::{check_parts, from_le_bytes, rows, to_le_bytes};
-pub use message::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use record::Recorded;
 
-pub use crate::device_args::FieldStorage;
+pub use crate::stencil::args::FieldStorage;
 
-use crate::device_args::ArgValue;
 use crate::error::LaunchError;
 use crate::field::{Element, Field, HaloError, HaloFill, Shape};
 use crate::range::Loop;
+use crate::stencil::args::ArgValue;
 use crate::stencil::StencilInfo;
 use stencil_codegen::printer::cuda::Strategy;
 use stencil_codegen::StencilIr;

@@ -2,7 +2,7 @@
 //! step instead of one per kernel), with the state it works on borrowed for as long as it lives.
 
 use super::Executor;
-use crate::launch::LaunchError;
+use crate::stencil::launch::LaunchError;
 
 /// The step closure a [`Recorded`] keeps (run again on executors that do not record).
 type Step<'a, E, F> = Box<dyn FnMut(&E, &mut F) -> Result<(), LaunchError> + 'a>;

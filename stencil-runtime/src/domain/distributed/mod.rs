@@ -83,16 +83,16 @@ use super::decomposition::{Decomposition, Subdomain};
 use super::domains::Domains;
 use super::exchange::HaloExchange;
 use super::workers::PerPart;
-use super::world::World;
-use crate::device_args::ArgValue;
+use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
     from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Record, Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
-use crate::launch::validate;
 use crate::range::Loop;
-use crate::reduce::{ReduceOp, Reducer};
+use crate::stencil::args::ArgValue;
+use crate::stencil::launch::validate;
+use crate::stencil::reduce::{ReduceOp, Reducer};
 use crate::stencil::FieldInfo;
 use field::{CollectWritten, Head, MarkWritten, Part, Writer};
 use halos::Settle;
@@ -204,13 +204,13 @@ impl<const G: usize> Distributed<Host, G> {
 }
 
 #[cfg(feature = "cuda")]
-impl<const G: usize> Distributed<crate::cuda::Gpu, G> {
+impl<const G: usize> Distributed<crate::gpu::cuda::Gpu, G> {
     /// Every subdomain of `decomposition` on the GPUs of this process, subdomain `i` on GPU
     /// `i % count` (several subdomains share a GPU when there are more than GPUs; messages
     /// between GPUs are peer copies), each subdomain's work issued from a host thread of its own
     /// ([`Domains::with_host_threads`]).
     pub fn gpus(decomposition: Decomposition<G>) -> Result<Self, LaunchError> {
-        use crate::cuda::Gpu;
+        use crate::gpu::cuda::Gpu;
         let count = Gpu::count()?;
         if count == 0 {
             return Err(LaunchError::Decomposition(
@@ -1018,7 +1018,7 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
             // Work the parts' executors cannot record (e.g. copies between devices without peer
             // access): the step runs launch by launch.
             #[cfg(feature = "cuda")]
-            Err(LaunchError::Cuda(e @ crate::cuda::CudaError::NotRecordable { .. })) => e.to_string(),
+            Err(LaunchError::Cuda(e @ crate::gpu::cuda::CudaError::NotRecordable { .. })) => e.to_string(),
             Err(e) => {
                 journal.iter().for_each(|j| (j.restore)());
                 return Err(e);

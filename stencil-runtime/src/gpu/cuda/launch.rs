@@ -4,7 +4,7 @@
 use super::context::Gpu;
 use super::error::{is_kernel_fault, CudaError};
 use super::kernel::Kernel;
-use crate::device_args::ArgValue;
+use crate::stencil::args::ArgValue;
 use cudarc::driver::result;
 use cudarc::driver::sys::CUfunction_attribute;
 use std::ffi::c_void;

@@ -42,10 +42,8 @@ mod halo;
 mod kernel;
 mod launch;
 mod memory;
-mod message;
-mod nccl;
+pub(crate) use memory::DeviceAlloc;
 mod nvrtc;
-mod peer;
 mod reduce;
 mod steps;
 mod tune;
@@ -55,8 +53,9 @@ pub use cudarc::driver::{sys::CUresult, DriverError};
 /// NVRTC's error and result code, as [`CudaError::Compile`] and [`CudaError::Nvrtc`] keep them.
 pub use cudarc::nvrtc::{result::NvrtcError, sys::nvrtcResult};
 
-pub use crate::disk_cache::DiskCache;
-pub use crate::tuning::TuneReport;
+pub use crate::comm::gpu_buffer::GpuBuffer;
+pub use crate::gpu::disk_cache::DiskCache;
+pub use crate::gpu::tuning::TuneReport;
 pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
 pub use context::Gpu;
 pub use error::CudaError;
@@ -64,7 +63,6 @@ pub use executor::GpuGraph;
 pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
 pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
-pub use message::GpuBuffer;
 pub use nvrtc::{nvrtc_info, NvrtcInfo, NVRTC_ENV};
 
 use crate::field::{Field3, Shape3};

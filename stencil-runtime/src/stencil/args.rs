@@ -2,7 +2,7 @@
 //! tuple into.
 
 use crate::field::{Element, Field, HaloFill, Shape};
-use crate::reduce::Reducer;
+use crate::stencil::reduce::Reducer;
 
 /// What a field of an executor tells the launcher: its shape and the address of its storage.
 pub trait FieldStorage<T: Element, const D: usize> {

@@ -141,7 +141,7 @@ pub enum CudaError {
         /// Shape of the data copied to.
         destination: String,
     },
-    /// An operation on fields of different [`Gpu`](crate::cuda::Gpu) handles (`S0316`).
+    /// An operation on fields of different [`Gpu`](crate::gpu::cuda::Gpu) handles (`S0316`).
     CrossDevice {
         /// The operation (`copy_from`, `fill_halos`).
         operation: &'static str,
@@ -170,7 +170,7 @@ pub enum CudaError {
         /// The error the work raised while recording.
         error: Box<CudaError>,
     },
-    /// [`self_check`](crate::cuda::self_check) found wrong results (`S0320`).
+    /// [`self_check`](crate::gpu::cuda::self_check) found wrong results (`S0320`).
     SelfCheck {
         /// The device, described.
         device: String,

@@ -7,7 +7,7 @@ use super::context::Gpu;
 use super::error::{locate_error, CudaError};
 use super::kernel::Kernel;
 use super::nvrtc::{Nvrtc, Target};
-use crate::disk_cache::hash128;
+use crate::gpu::disk_cache::hash128;
 use cudarc::driver::sys::CUresult;
 use cudarc::driver::DriverError;
 use cudarc::nvrtc::Ptx;

@@ -5,20 +5,20 @@ use super::context::Gpu;
 use super::executor::kernel_args;
 use super::kernel::{KernelChoice, LaunchKey};
 use super::memory::DeviceField;
-use crate::cuda_source::{geometry, max_elem_bytes};
-use crate::device_args::{ArgValue, FieldStorage};
 use crate::error::LaunchError;
 use crate::executor::{Executor, Stencil};
 use crate::field::Element;
+use crate::gpu::source::{geometry, max_elem_bytes};
+use crate::gpu::steps::sweep_lengths;
 use crate::range::Loop;
-use crate::steps::sweep_lengths;
+use crate::stencil::args::{ArgValue, FieldStorage};
 use stencil_codegen::ir::ParamKind;
 use stencil_codegen::printer::cuda::{check_steps_kernel, TimeTiling};
 
 impl Gpu {
     /// [`Executor::run_steps`] with a choice of sweep: `Some(tiling)` computes up to
     /// `tiling.steps` steps per sweep (an odd number; see [`TimeTiling`] and
-    /// [`crate::steps::sweep_lengths`]) and refuses a stencil or a pair that cannot run so
+    /// [`crate::gpu::steps::sweep_lengths`]) and refuses a stencil or a pair that cannot run so
     /// ([`LaunchError::StepPair`]); `None` runs the steps one by one, as `run_steps` does (on an
     /// H100 the best tiling of the 7-point diffusion is within 2% of the best single steps and
     /// the others are slower: see the guide's GPU chapter, "Several steps per sweep").

@@ -3,9 +3,9 @@
 //! on the destination's stream after an event of the source's stream, and the source's stream
 //! waits for the copy before its later work, so neither side's kernels race with it.
 
-use super::context::Gpu;
-use super::error::CudaError;
 use crate::error::LaunchError;
+use crate::gpu::cuda::CudaError;
+use crate::gpu::cuda::Gpu;
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 
 /// Issues `copy` (work on `gpu`'s stream that reads memory of `src_gpu`) after the earlier work

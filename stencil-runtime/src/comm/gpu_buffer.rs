@@ -8,13 +8,13 @@
 //! alone: a subdomain's copies do not queue behind its neighbours' copies, nor theirs behind
 //! its own, however many neighbours each has and in whatever order host threads issue them.
 
-use super::context::Gpu;
-use super::error::CudaError;
-use super::launch::{KernelArg, LaunchDims};
-use super::memory::DeviceAlloc;
 use super::peer::{enable_peer_access, ordered_between};
 use crate::error::LaunchError;
 use crate::executor::{check_parts, BoxPart, MessageBuffer};
+use crate::gpu::cuda::CudaError;
+use crate::gpu::cuda::DeviceAlloc;
+use crate::gpu::cuda::Gpu;
+use crate::gpu::cuda::{KernelArg, LaunchDims};
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUevent_flags};
 use cudarc::driver::CudaEvent;

@@ -3,9 +3,9 @@
 //! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
 //! element types and depths travel in one buffer per neighbour.
 
-use crate::device_args::FieldStorage;
 use crate::error::LaunchError;
 use crate::field::{Element, Shape};
+use crate::stencil::args::FieldStorage;
 use std::marker::PhantomData;
 
 /// A field borrowed mutably for an exchange, its element type erased: its shape, the address

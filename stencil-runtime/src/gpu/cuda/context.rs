@@ -5,8 +5,8 @@
 use super::error::{driver, is_kernel_fault, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
 use super::nvrtc::MIN_DRIVER_VERSION;
-use crate::disk_cache::DiskCache;
-use crate::tuning::{ShapeClass, TuneReport, TuneSettings};
+use crate::gpu::disk_cache::DiskCache;
+use crate::gpu::tuning::{ShapeClass, TuneReport, TuneSettings};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
 use cudarc::driver::{result, CudaContext, CudaModule, CudaStream, DriverError};
 use std::collections::HashMap;

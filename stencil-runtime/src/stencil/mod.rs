@@ -1,7 +1,14 @@
-//! What the launcher checks about a stencil: its name and field accesses, as the macro computed
-//! them ([`StencilInfo`]), and the decoding of its embedded IR. The [`Stencil`](crate::Stencil)
-//! trait itself lives with [`Executor`](crate::Executor), which it refers to (and which refers to
-//! it).
+//! The functor contract that `#[stencil]` fills in: what the launcher checks about a stencil (its
+//! name and field accesses, as the macro computed them: [`StencilInfo`]) and the decoding of its
+//! embedded IR; the point index types, the type-erased arguments, the launch checks, the
+//! reduction parameters and the adjoints' range mask. The [`Stencil`](crate::Stencil) trait
+//! itself lives with [`Executor`](crate::Executor), which it refers to (and which refers to it).
+
+pub mod adjoint;
+pub(crate) mod args;
+pub(crate) mod index;
+pub mod launch;
+pub mod reduce;
 
 use stencil_codegen::StencilIr;
 

@@ -10,7 +10,7 @@
 //! budget is spent; the fastest is kept in memory and stored on disk. All strategies compute the
 //! same bits, so the choice changes speed only.
 
-use crate::disk_cache::{hash128, DiskCache};
+use crate::gpu::disk_cache::{hash128, DiskCache};
 use std::fmt;
 use std::time::Duration;
 use stencil_codegen::printer::cuda::{has_neighbours, Geometry, Strategy};

@@ -9,7 +9,7 @@ use super::kernel::{KernelChoice, LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
 use crate::error::LaunchError;
-use crate::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
+use crate::gpu::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
 use cudarc::driver::result;
 use std::sync::{Arc, PoisonError};
 use std::time::{Duration, Instant};

@@ -17,21 +17,21 @@
 //! while a step is recorded (a CUDA graph) are not under the deadline when the graph is
 //! replayed; NCCL's asynchronous errors are watched all along.
 
-use super::context::Gpu;
-#[cfg(not(feature = "nccl"))]
-use super::error::CudaError;
 use crate::domain::{Domains, Transport};
 use crate::error::LaunchError;
+#[cfg(not(feature = "nccl"))]
+use crate::gpu::cuda::CudaError;
+use crate::gpu::cuda::Gpu;
 
 #[cfg(feature = "nccl")]
 mod links {
-    use super::super::context::Gpu;
-    use super::super::error::CudaError;
     use crate::domain::{
         exchange_error_message, exchange_stall_message, exchange_timeout, inject_init_failure, setup_failures, Awaited,
         Deadlines, DeviceMessage, DeviceTransport, World,
     };
     use crate::error::LaunchError;
+    use crate::gpu::cuda::CudaError;
+    use crate::gpu::cuda::Gpu;
     use cudarc::driver::sys::{CUevent_flags, CUstreamCaptureStatus};
     use cudarc::driver::{result as driver, sys as dsys, CudaEvent};
     use cudarc::nccl::{result as nccl, sys};
