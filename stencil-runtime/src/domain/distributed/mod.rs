@@ -946,7 +946,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 crate::field::check_halo(global.interior(), global.halo_widths(), a, *fill)?;
             }
         }
-        check_fills(domains.decomposition(), &fills.map(|f| [f; 2]), || "declare_boundary".into())?;
+        check_fills(domains.decomposition(), &fills.map(|f| [f; 2]), || "declare_boundary: the field".into())?;
         state.journal(field.head());
         field.head().declare(fills);
         Ok(())
