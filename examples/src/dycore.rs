@@ -84,7 +84,7 @@ pub fn pressure(theta: f64, g: f64) -> f64 {
 
 /// Diagnostics of a state `s = (R, U, V, W, Θ)` over the cells: `d = (u, v, w, θ, Ω, p)` (each at
 /// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄)`.
-#[stencil]
+#[stencil(portable_math)]
 pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 6], d: [&mut Field3<f64>; 6]) {
     let r = s[0][idx];
     let hx = 0.5

@@ -16,6 +16,9 @@ pub const ADJOINT_ATTR: &str = "__stencil_adjoint";
 /// The attribute `#[stencil(gradient(..))]` leaves on the function for the expansion
 /// (`#[__stencil_gradient(c)]`); the functor does not keep it.
 pub const GRADIENT_ATTR: &str = "__stencil_gradient";
+/// The attribute `#[stencil(portable_math)]` leaves on the function for the expansion
+/// (`#[__stencil_portable_math]`); the functor does not keep it.
+pub const PORTABLE_MATH_ATTR: &str = "__stencil_portable_math";
 
 // ---- The Rust loop nest (`run_host`) ----
 

@@ -368,8 +368,9 @@ fn every_strategy_prints_the_adjoint() {
 
 // ---- A planted bug ----
 
-/// The adjoint's IR with one offset flipped: the first cotangent load (a read-only field the
-/// forward writes, `.._bar`) at a nonzero offset reads at the negated offset instead.
+/// The adjoint's IR (its point functions inlined) with one offset flipped: the first cotangent
+/// load (a read-only field the forward writes, `.._bar`) at a nonzero offset, in the scaled
+/// cotangents the body gathers, reads at the negated offset instead.
 fn flip_one_offset(ir: &StencilIr) -> StencilIr {
     fn flip(e: &mut stencil_runtime::codegen::ir::Expr, ir: &StencilIr, done: &mut bool) {
         if *done {
@@ -401,7 +402,7 @@ fn flip_one_offset(ir: &StencilIr) -> StencilIr {
     let mut out = ir.clone();
     let mut done = false;
     for stmt in &mut out.body {
-        if let Stmt::Store { value, .. } = stmt {
+        if let Stmt::Let { init: Some(value), .. } | Stmt::Store { value, .. } = stmt {
             flip(value, ir, &mut done);
         }
     }

@@ -33,6 +33,9 @@ struct Args {
     /// Timed repetitions (the median is kept).
     #[arg(long, default_value_t = 3)]
     reps: usize,
+    /// Also time the adjoint under every strategy the tuner tries (the tuner keeps the fastest).
+    #[arg(long)]
+    strategies: bool,
 }
 
 /// Median wall time of `work` in ms (after one warm-up), each run ending with a synchronize.
@@ -85,6 +88,22 @@ fn main() -> Result<(), Failure> {
     let grad = time(&gpu, reps, || {
         Ok(gpu.run(&range, FwiWaveGradient, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &b, &mut m_bar, &mask))?)
     })?;
+    if args.strategies {
+        println!("the adjoint under each strategy the tuner tries ({n}^3 f64):");
+        println!("| strategy | ms | GPts/s |");
+        println!("|---|---:|---:|");
+        let ir = <FwiWaveAdjoint as Stencil<3>>::source_ir();
+        for strategy in stencil_runtime::tuning::candidates(ir, [n; 3], 2) {
+            let ms = time(&gpu, reps, || {
+                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask);
+                Ok(gpu.run_with(&range, FwiWaveAdjoint, Some(strategy), args)?)
+            });
+            match ms {
+                Ok(ms) => println!("| {} | {ms:.3} | {:.2} |", strategy.label(), ms_of(ms)),
+                Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
+            }
+        }
+    }
     println!("{n}^3 f64, 25-point FWI update (copy {copy:.0} GB/s):");
     println!("| stencil | ms | GPts/s | ratio to forward |");
     println!("|---|---:|---:|---:|");

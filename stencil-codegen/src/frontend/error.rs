@@ -474,6 +474,11 @@ pub enum ErrorKind {
     },
     /// `#[stencil(adjoint(..))]` on a stencil that has no adjoint with respect to those fields.
     Adjoint(crate::passes::adjoint::AdjointError),
+    /// `#[stencil(portable_math)]` on a stencil that calls a math function with no portable form.
+    NotPortable {
+        /// The function (`sin`).
+        func: &'static str,
+    },
 }
 
 impl fmt::Display for ErrorKind {
@@ -491,6 +496,7 @@ impl fmt::Display for ErrorKind {
             ParamNameClash { name } => write!(f, "two parameters are called `{name}` (an array parameter `q` of N elements also takes the names `q_0` to `q_N-1`): rename one"),
             AttributeTwice { attribute, key: "adjoint" } => write!(f, "`adjoint(..)` is given twice to #[{attribute}]: name every field in one `adjoint(u, v, ..)`"),
             AttributeTwice { attribute, key: "gradient" } => write!(f, "`gradient(..)` is given twice to #[{attribute}]: name every field in one `gradient(c, ..)`"),
+            AttributeTwice { attribute, key: "portable_math" } => write!(f, "`portable_math` is given twice to #[{attribute}]: keep one"),
             AttributeTwice { attribute, key } => write!(f, "`{key} = ..` is given twice to #[{attribute}]: keep one"),
             HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
@@ -529,6 +535,10 @@ impl fmt::Display for ErrorKind {
             SweepReduces { name } => write!(f, "`{name}` is a reduction, and a column sweep cannot fold yet: write the values into a field and reduce it with a separate stencil"),
             SweepRacyRead { field, offset, allowed } => write!(f, "field `{field}` is written by this sweep, so it may be read only at its own point or at a level the sweep has already passed in the same column (e.g. `{allowed}`), not at {offset:?}: other columns and later levels may not hold their new values yet"),
             Adjoint(e) => write!(f, "{e}"),
+            NotPortable { func } => write!(
+                f,
+                "`{func}` has no portable form: with #[stencil(portable_math)] a stencil may call `exp`, `exp2`, `ln`, `log2`, `log10` and `powf` (computed by the stencil's own arithmetic) and the functions every backend already computes alike (`sqrt`, `abs`, `min`, `max`, `clamp`, `powi`, `floor`, `ceil`, `round`, `trunc`, `copysign`, `mul_add`, `signum`, `recip`); compute `{func}` in another stencil, or drop `portable_math`"
+            ),
             Closure => write!(f, "a closure is allowed only as a point function, bound by `let` (`let flux = |p: Idx3| ...;`, then `flux(idx)` or `flux(idx.ix(..))`); for a function of values, write a `#[stencil_fn]` helper"),
             PointFnForm { name, what } => write!(f, "point function `{name}`: {what}"),
             PointFnInSweep { name } => write!(f, "point function `{name}`: a column sweep has no point functions (its levels depend on each other); compute the values in the body"),
@@ -558,7 +568,7 @@ impl fmt::Display for ErrorKind {
             HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
             FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
             BrokenHelper { stencil, helper } => write!(f, "`{stencil}` calls the helper `{helper}`, which has errors (reported where `{helper}` is defined): fix those first"),
-            AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level), `adjoint(u, ..)` (also emit the adjoint stencil with respect to the read fields named), `gradient(c, ..)` (also emit the gradient stencil with respect to the parameter fields named) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
+            AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level), `adjoint(u, ..)` (also emit the adjoint stencil with respect to the read fields named), `gradient(c, ..)` (also emit the gradient stencil with respect to the parameter fields named), `portable_math` (math functions computed alike on every backend, for bit-equal results) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
             AttributeArgument { attribute } => write!(f, "#[{attribute}] takes no argument but `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[{attribute}(crate = my_models::stencil_runtime)]`)"),
             HelperNoReturn => write!(f, "a #[stencil_fn] helper computes a value: declare its return type (`-> f64`, `-> [f64; 5]`, `-> (f64, f64)`) and end the body with it"),
             HelperReturn => write!(f, "`return` is not supported in a #[stencil_fn] helper: end the body with the value (use `if`/`else` as an expression for early results)"),

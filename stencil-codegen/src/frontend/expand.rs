@@ -57,18 +57,19 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 }
 
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
-/// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)` and `gradient(c, ..)`
-/// (`#[stencil]` only).
+/// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)`, `gradient(c, ..)` and
+/// `portable_math` (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
     sweep: Option<SweepOrder>,
     adjoint: Option<TokenStream>,
     gradient: Option<TokenStream>,
+    portable_math: bool,
 }
 
 impl Attribute {
     fn parse(target: Target, attr: TokenStream) -> Result<Attribute, Error> {
-        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None, gradient: None };
+        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None, gradient: None, portable_math: false };
         if attr.is_empty() {
             return Ok(parsed);
         }
@@ -91,6 +92,8 @@ impl Attribute {
                         syn::parenthesized!(fields in input);
                         let fields: TokenStream = fields.parse()?;
                         args.push((if key == "adjoint" { "adjoint" } else { "gradient" }, key.span(), fields));
+                    } else if key == "portable_math" && target == Target::Stencil {
+                        args.push(("portable_math", key.span(), quote!()));
                     } else if key != "sweep" || target != Target::Stencil {
                         return Err(syn::Error::new(key.span(), "argument"));
                     } else {
@@ -111,6 +114,12 @@ impl Attribute {
         syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
         for (key, span, value) in args {
             let twice = Error::new(span, ErrorKind::AttributeTwice { attribute: target.keyword(), key });
+            if key == "portable_math" {
+                if std::mem::replace(&mut parsed.portable_math, true) {
+                    return Err(twice);
+                }
+                continue;
+            }
             if key == "crate" || key == "adjoint" || key == "gradient" {
                 let slot = match key {
                     "crate" => &mut parsed.runtime,
@@ -163,6 +172,10 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
     if let Some(fields) = attr.gradient {
         let marker = format_ident!("{}", naming::GRADIENT_ATTR);
         func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
+    }
+    if attr.portable_math {
+        let marker = format_ident!("{}", naming::PORTABLE_MATH_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker]));
     }
     Ok(attr.runtime)
 }
@@ -269,17 +282,17 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         let declared = declared_params(&instance)?;
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let t = format_ident!("{}", elem.rust_name());
-        impls.push(stencil_impl(&ir, &declared, &quote!(#functor<#t>), rt));
+        impls.push(stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor<#t>), rt));
         if let Some(names) = &adjoint_of {
             let (adj, adj_declared) = adjoint::companion(&instance, &ir, &declared, names)?;
             let adj_name = adjoint::functor_ident(&functor);
-            adjoint_impls.push(stencil_impl(&adj, &adj_declared, &quote!(#adj_name<#t>), rt));
+            adjoint_impls.push(stencil_impl(&finish(func, &adj)?, &adj_declared, &quote!(#adj_name<#t>), rt));
             adjoint_doc = adjoint::doc(&ir.name, &adj);
         }
         if let Some(names) = &gradient_of {
             let (grad, grad_declared) = adjoint::gradient_companion(&instance, &ir, &declared, names)?;
             let grad_name = adjoint::gradient_functor_ident(&functor);
-            gradient_impls.push(stencil_impl(&grad, &grad_declared, &quote!(#grad_name<#t>), rt));
+            gradient_impls.push(stencil_impl(&finish(func, &grad)?, &grad_declared, &quote!(#grad_name<#t>), rt));
             gradient_doc = adjoint::gradient_doc(&ir.name, &grad);
         }
         name = ir.functor_name();
@@ -384,7 +397,7 @@ fn plain_stencil(
         Some(names) => {
             let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
             let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
-            let adj_impl = stencil_impl(&adj, &adj_declared, &quote!(#name), rt);
+            let adj_impl = stencil_impl(&finish(func, &adj)?, &adj_declared, &quote!(#name), rt);
             let def = unit_functor(vis, &name, &doc);
             quote! { #def #adj_impl }
         }
@@ -394,14 +407,25 @@ fn plain_stencil(
         Some(names) => {
             let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
             let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
-            let grad_impl = stencil_impl(&grad, &grad_declared, &quote!(#name), rt);
+            let grad_impl = stencil_impl(&finish(func, &grad)?, &grad_declared, &quote!(#name), rt);
             let def = unit_functor(vis, &name, &doc);
             quote! { #def #grad_impl }
         }
         None => quote!(),
     };
-    let stencil_impl = stencil_impl(&ir, &declared, &quote!(#functor), rt);
+    let stencil_impl = stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor), rt);
     Ok((unit_functor(vis, &functor, &doc), quote! { #stencil_impl #adjoint #gradient }))
+}
+
+/// A lowered stencil (or its adjoint or gradient) as its functor prints it: with
+/// `#[stencil(portable_math)]`, its math functions computed by the stencil's own arithmetic
+/// ([`crate::passes::portable_math()`]).
+fn finish(func: &syn::ItemFn, ir: &crate::ir::StencilIr) -> Result<crate::ir::StencilIr, Error> {
+    if !func.attrs.iter().any(|a| a.path().is_ident(naming::PORTABLE_MATH_ATTR)) {
+        return Ok(ir.clone());
+    }
+    crate::passes::portable_math(ir)
+        .map_err(|f| Error::spanned(&func.sig.ident, ErrorKind::NotPortable { func: f.rust_name() }))
 }
 
 /// The unit struct of a functor that is not generic, with its documentation and derives.

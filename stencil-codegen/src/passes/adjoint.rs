@@ -22,6 +22,21 @@
 //! point-parallel stencil with no write conflict. The terms that do not depend on `L` (sources,
 //! the previous value of an accumulated output) do not enter the adjoint.
 //!
+//! **Scaled cotangents.** Evaluated tap by tap, the coefficients cost as many times more than the
+//! forward's as there are taps: a wave update's `Δt² c_k / m / (1 + d)` is 2 divisions at the
+//! forward point, but 50 in the gather, one pair per neighbour. So each coefficient is split into
+//! a constant factor `k` (scalars and literals only) and a point part `g` (the factors that read
+//! fields, through products, quotients and negations), and the body becomes
+//!
+//! ```text
+//! z_{w,g}(p) = [p ∈ R] · w̄[p] · g(p)          (a point function per distinct (w, g))
+//! l̄[q] += Σ_{taps} k · z_{w,g}(q − o)
+//! ```
+//!
+//! The CPU nest and the GPU's depot kernel compute each point function once per point, so the
+//! wave's adjoint divides twice per point and gathers with constant weights, as the forward does.
+//! Other GPU strategies inline the point functions (one value per tap, as before the split).
+//!
 //! **Parameters.** The adjoint has the forward's parameters in the same places, then one more:
 //!
 //! - a scalar stays (same name);
@@ -48,7 +63,8 @@
 
 use super::symbolic::{State, StateMut, Symbolic, Term};
 use crate::ir::{
-    BinOp, Expr, ExprKind, FieldParam, Literal, MathFn, Param, ParamId, ParamKind, ScalarType, StencilIr, Stmt, UnOp,
+    BinOp, Expr, ExprKind, FieldParam, Literal, Local, MathFn, Param, ParamId, ParamKind, PointFn, ScalarType,
+    StencilIr, Stmt, UnOp,
 };
 use std::fmt;
 
@@ -307,7 +323,7 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     };
     eval.block(&flat.body)?;
 
-    // The taps: (field of L, written field, offset) → summed coefficient, in first-seen order.
+    // The taps: (field of L, written field, offset, coefficient), in first-seen order.
     let mut taps: Vec<(ParamId, ParamId, [i32; 3], Expr)> = Vec::new();
     for w in 0..flat.params.len() {
         let Some(Val::Lin(terms)) = eval.stored[w].take() else { continue };
@@ -326,10 +342,7 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
                     site: Site::Store(flat.params[w].name.clone()),
                 });
             }
-            match taps.iter_mut().find(|(l, v, o, _)| *l == t.field && *v == w && *o == t.offset) {
-                Some(tap) => tap.3 = add(tap.3.clone(), t.coef),
-                None => taps.push((t.field, w, t.offset, t.coef)),
-            }
+            taps.push((t.field, w, t.offset, t.coef));
         }
     }
 
@@ -376,22 +389,46 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     });
     roles.push(AdjointRole::Mask);
 
-    // The body: one accumulating store per field of L.
+    // The scaled cotangents: one point function per written field `w` and distinct point part
+    // `g` of the coefficients, `z(p) = [p ∈ R] · w̄[p] · g(p)`, computed once per point.
+    let mut scaled: Vec<(ParamId, Factored)> = Vec::new();
+    let mut point_fns = Vec::new();
+    let mut locals = Vec::new();
+    let mut weights = Vec::with_capacity(taps.len());
+    for (_, w, _, coef) in &taps {
+        let f = factor(coef);
+        let key = (*w, Factored { k: None, ..f.clone() });
+        let func = scaled.iter().position(|s| *s == key).unwrap_or_else(|| {
+            let wty = flat.field(*w).expect("a field").elem;
+            let mut value = load(wty, *w, [0; 3]);
+            value = f.num.iter().fold(value, |v, n| mul(v, n.clone()));
+            value = f.den.iter().fold(value, |v, d| div(v, d.clone()));
+            let inside = Expr {
+                ty: ScalarType::Bool,
+                kind: ExprKind::Binary(BinOp::Ne, Box::new(load(mask_elem, mask, [0; 3])), Box::new(zero(mask_elem))),
+            };
+            let name = fresh(format!("{}{BAR_SUFFIX}_scaled{}", flat.params[*w].name, scaled.len()));
+            locals.push(Local { name: format!("{name}_value"), ty: wty });
+            let local = locals.len() - 1;
+            point_fns.push(PointFn {
+                name,
+                body: vec![Stmt::Let { local, init: Some(select(&inside, value, zero(wty))) }],
+                outputs: vec![local],
+            });
+            scaled.push(key);
+            scaled.len() - 1
+        });
+        weights.push((func, f.k));
+    }
+
+    // The body: one accumulating store per field of L, `l̄[q] += Σ k · z(q − o)`.
     let mut body = Vec::new();
     for l in (0..flat.params.len()).filter(|&l| linear[l]) {
         let ty = flat.field(l).expect("a field").elem;
         let mut value = load(ty, l, [0; 3]);
-        for (_, w, o, coef) in taps.iter().filter(|t| t.0 == l) {
-            let back = [-o[0], -o[1], -o[2]];
-            let coef = shift(coef, back);
-            let wty = flat.field(*w).expect("a field").elem;
-            let product = mul(coef, load(wty, *w, back));
-            let inside = Expr {
-                ty: ScalarType::Bool,
-                kind: ExprKind::Binary(BinOp::Ne, Box::new(load(mask_elem, mask, back)), Box::new(zero(mask_elem))),
-            };
-            let guarded = Expr { ty, kind: ExprKind::Select(Box::new(inside), Box::new(product), Box::new(zero(ty))) };
-            value = add(value, guarded);
+        for ((_, _, o, _), (func, k)) in taps.iter().zip(&weights).filter(|(t, _)| t.0 == l) {
+            let z = Expr { ty, kind: ExprKind::PointValue { func: *func, output: 0, offset: [-o[0], -o[1], -o[2]] } };
+            value = add(value, k.clone().map_or(z.clone(), |k| mul(k, z)));
         }
         body.push(Stmt::Store { field: l, value });
     }
@@ -400,12 +437,82 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
         dim: flat.dim,
         index_name: flat.index_name.clone(),
         params,
-        locals: Vec::new(),
+        locals,
         body,
         sweep: None,
-        point_fns: Vec::new(),
+        point_fns,
     };
     Ok(Adjoint { ir, roles })
+}
+
+/// A coefficient as `k · Π num / Π den`: `k` reads no field (the same at every forward point),
+/// `num` and `den` are the factors that do, in the order they are applied.
+#[derive(Clone, Debug, PartialEq)]
+struct Factored {
+    k: Option<Expr>,
+    num: Vec<Expr>,
+    den: Vec<Expr>,
+}
+
+/// Whether `e` has the same value at every point (no load, local or point value in it).
+fn is_constant(e: &Expr) -> bool {
+    let mut constant = true;
+    e.visit(&mut |x| {
+        constant &= !matches!(
+            x.kind,
+            ExprKind::Load { .. }
+                | ExprKind::Local(_)
+                | ExprKind::PointValue { .. }
+                | ExprKind::Level
+                | ExprKind::Levels
+        )
+    });
+    constant
+}
+
+/// `coef` split into its constant factor and the factors that read fields, through products,
+/// quotients and negations; any other form that reads a field is one factor.
+fn factor(coef: &Expr) -> Factored {
+    let constant = |k| Factored { k: Some(k), num: Vec::new(), den: Vec::new() };
+    if is_constant(coef) {
+        return constant(coef.clone());
+    }
+    match &coef.kind {
+        ExprKind::Binary(BinOp::Mul, a, b) => {
+            let (a, b) = (factor(a), factor(b));
+            let k = match (a.k, b.k) {
+                (Some(x), Some(y)) => Some(mul(x, y)),
+                (x, y) => x.or(y),
+            };
+            Factored { k, num: [a.num, b.num].concat(), den: [a.den, b.den].concat() }
+        }
+        ExprKind::Binary(BinOp::Div, a, b) if is_constant(b) => {
+            let a = factor(a);
+            Factored { k: Some(div(a.k.unwrap_or_else(|| one(coef.ty)), (**b).clone())), ..a }
+        }
+        ExprKind::Binary(BinOp::Div, a, b) => {
+            let mut a = factor(a);
+            a.den.push((**b).clone());
+            a
+        }
+        ExprKind::Unary(UnOp::Neg, a) => {
+            let a = factor(a);
+            Factored { k: Some(negated(a.k.unwrap_or_else(|| one(coef.ty)))), ..a }
+        }
+        _ => Factored { k: None, num: vec![coef.clone()], den: Vec::new() },
+    }
+}
+
+/// `-e`, folded into a literal.
+fn negated(e: Expr) -> Expr {
+    match e.kind {
+        ExprKind::Lit(Literal::Float(a, b)) => Expr { ty: e.ty, kind: ExprKind::Lit(Literal::Float(-a, -b)) },
+        _ => neg(e),
+    }
+}
+
+fn div(a: Expr, b: Expr) -> Expr {
+    Expr { ty: a.ty, kind: ExprKind::Binary(BinOp::Div, Box::new(a), Box::new(b)) }
 }
 
 pub(super) fn load(ty: ScalarType, field: ParamId, offset: [i32; 3]) -> Expr {
@@ -708,7 +815,8 @@ mod tests {
         adjoint(&ir, &ids)
     }
 
-    /// The taps of the store into `field`: (cotangent, offset) of every guarded term.
+    /// The taps of the store into `field`: (cotangent, offset) of every scaled cotangent it
+    /// gathers, each once.
     fn taps(adj: &Adjoint, field: &str) -> Vec<(String, [i32; 3])> {
         let id = adj.ir.params.iter().position(|p| p.name == field).expect(field);
         let mut out = Vec::new();
@@ -716,20 +824,30 @@ mod tests {
             if let Stmt::Store { field: f, value } = stmt {
                 if *f == id {
                     value.visit(&mut |e| {
-                        if let ExprKind::Select(_, then, _) = &e.kind {
-                            then.visit(&mut |x| {
-                                if let ExprKind::Load { field, offset } = x.kind {
-                                    if adj.roles[field] == AdjointRole::Cotangent {
-                                        out.push((adj.ir.params[field].name.clone(), offset));
-                                    }
-                                }
-                            });
+                        if let ExprKind::PointValue { func, offset, .. } = e.kind {
+                            for (name, at) in reads(adj, func, AdjointRole::Cotangent) {
+                                out.push((name, std::array::from_fn(|i| offset[i] + at[i])));
+                            }
                         }
                     });
                 }
             }
         }
         out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The fields of `role` that point function `func` reads: (name, offset).
+    fn reads(adj: &Adjoint, func: usize, role: AdjointRole) -> Vec<(String, [i32; 3])> {
+        let mut out = Vec::new();
+        crate::ir::visit_exprs(&adj.ir.point_fns[func].body, &mut |x| {
+            if let ExprKind::Load { field, offset } = x.kind {
+                if adj.roles[field] == role {
+                    out.push((adj.ir.params[field].name.clone(), offset));
+                }
+            }
+        });
         out
     }
 
@@ -755,16 +873,22 @@ mod tests {
             [(bar.clone(), [-1, 0, 0]), (bar.clone(), [0, 0, 0]), (bar.clone(), [1, 0, 0])]
         );
         assert_eq!(taps(&adj, "u_prev_bar"), [(bar, [0, 0, 0])]);
-        // The coefficient c[+j] of the tap at forward offset +i is read at (-1, +1, 0).
+        // The coefficient c[+j] of the tap at forward offset +i is read at (-1, +1, 0): in the
+        // scaled cotangent, evaluated at the negated tap offsets.
         let mut c_reads = Vec::new();
         crate::ir::visit_exprs(&adj.ir.body, &mut |e| {
-            if let ExprKind::Load { field: 1, offset } = e.kind {
-                c_reads.push(offset);
+            if let ExprKind::PointValue { func, offset, .. } = e.kind {
+                for (_, at) in reads(&adj, func, Fixed) {
+                    c_reads.push(std::array::from_fn::<i32, 3, _>(|i| offset[i] + at[i]));
+                }
             }
         });
         c_reads.sort();
         c_reads.dedup();
         assert_eq!(c_reads, [[-1, 1, 0], [0, 1, 0], [1, 1, 0]]);
+        // Two point parts: `w̄` alone (the `2 u` term) and `w̄ c[+j]` (the Laplacian's), so the
+        // coefficient's field is read once per point, not once per tap.
+        assert_eq!(adj.ir.point_fns.len(), 2);
     }
 
     #[test]

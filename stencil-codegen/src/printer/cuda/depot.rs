@@ -31,7 +31,7 @@ use super::kernel::KernelParts;
 use super::text::plus32;
 use super::{CudaKernel, StrategyError, MAX_SHARED_BYTES};
 use crate::analysis::stmts_flops;
-use crate::ir::{visit_exprs, ExprKind, Stmt};
+use crate::ir::{visit_exprs, BinOp, ExprKind, Stmt};
 use std::cell::Cell;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt::Write;
@@ -49,13 +49,28 @@ type Inline = BTreeMap<(usize, [i32; 3]), Vec<String>>;
 /// The box of the point itself.
 const OWN: Box2 = [0; 4];
 
-/// Fewest operations of a value for a ring of planes: cheaper values needed at the thread's own
-/// point off the plane (a difference, a product) are recomputed there. Measured on the Euler
+/// Fewest operations of a value ([`recompute_cost`]) for a ring of planes: cheaper values needed
+/// at the thread's own point off the plane (a difference, a product) are recomputed there. Measured on the Euler
 /// stage (H100, 256³ f64, `depot_32x8x16`): the primitive state (13 operations) in a ring of 5
 /// planes, 111 KB per block, 5.31 Gcell/s; recomputed where the z faces read it, 60 KB per
 /// block but 92 registers (2 blocks per SM either way), 4.86 Gcell/s (5.20 with registers
 /// capped for 3 blocks, which spills).
 const RING_MIN_FLOPS: usize = 8;
+
+/// What computing a value again where it is read costs, in operations: its flops, plus three
+/// more per float division (a division is a sequence of several instructions on the GPU; `f64`
+/// has no divide unit) and one per field load. The scaled cotangents of an adjoint
+/// (`w̄ / m / (1 + d)`, 3 flops, 2 divisions, 4 loads: 13) get a ring; a difference of two loads
+/// (1 flop, 2 loads) does not.
+fn recompute_cost(body: &[Stmt]) -> usize {
+    let (mut divisions, mut loads) = (0, 0);
+    visit_exprs(body, &mut |e| match &e.kind {
+        ExprKind::Binary(BinOp::Div, ..) if e.ty.is_float() => divisions += 1,
+        ExprKind::Load { .. } => loads += 1,
+        _ => {}
+    });
+    stmts_flops(body) + 3 * divisions + loads
+}
 
 fn grow(b: &mut Box2, o: Box2) {
     b[0] = b[0].min(o[0]);
@@ -110,7 +125,7 @@ fn plan(k: &KernelParts) -> (Vec<Needs>, Vec<bool>) {
     for g in (0..n).rev() {
         let body = &k.ir.point_fns[g].body;
         let planes: Vec<(i32, Box2)> = match (needs[g].keys().next(), needs[g].keys().next_back()) {
-            (Some(&lo), Some(&hi)) if lo < hi && stmts_flops(body) >= RING_MIN_FLOPS => {
+            (Some(&lo), Some(&hi)) if lo < hi && recompute_cost(body) >= RING_MIN_FLOPS => {
                 rings[g] = true;
                 let hull = hull(&needs[g]);
                 (lo..=hi).map(|dz| (dz, hull)).collect()
