@@ -244,8 +244,8 @@ pub enum Error {
         destination_shape: String,
     },
     /// A decomposition, or a halo exchange over one, that does not fit (process grid, halo,
-    /// executors or fields); the message says what to change.
-    Decomposition(String),
+    /// executors or fields): what was given and what fits.
+    Decomposition(crate::domain::DistributionError),
     /// A range built from bounds outside its extent ([`crate::RangeError`]).
     Range(String),
     /// Several steps per sweep (`Gpu::run_steps_with`) with a pair the arguments do not use as
@@ -327,7 +327,8 @@ impl Error {
             Error::CopyShape { source_shape, destination_shape } => format!(
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
-            Error::Decomposition(m) | Error::Range(m) => m.clone(),
+            Error::Decomposition(e) => e.to_string(),
+            Error::Range(m) => m.clone(),
             Error::StepPair { stencil, reason } => format!("stencil `{stencil}`, run_steps: {reason}"),
             Error::Halo(e) => e.message(),
             Error::Field(e) => e.message(),
@@ -399,7 +400,13 @@ impl Error {
 
 impl From<crate::domain::DecompositionError> for Error {
     fn from(e: crate::domain::DecompositionError) -> Self {
-        Error::Decomposition(e.to_string())
+        Error::Decomposition(e.into())
+    }
+}
+
+impl From<crate::domain::DistributionError> for Error {
+    fn from(e: crate::domain::DistributionError) -> Self {
+        Error::Decomposition(e)
     }
 }
 

@@ -31,7 +31,7 @@ fn host_errors() -> Vec<LaunchError> {
         LaunchError::OutOfBounds { stencil: "s", field: "f", axis: 2, offset: 2, range: (0, 8), halo: 1, extent: 8 },
         LaunchError::WrongDevice { stencil: "s", field: "f", executor: "Gpu(0)".into() },
         LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() },
-        LaunchError::Decomposition("process grid [3, 1, 1] does not fit".into()),
+        stencil_runtime::DistributionError::SplitColumns { stencil: "s", axis: 2, grid: vec![1, 1, 3] }.into(),
         LaunchError::Range("Loop::grow by [4, 0, 0]: along axis 0 ...".into()),
         LaunchError::StepPair { stencil: "s", reason: "the arguments do not read the pair's first field".into() },
         Loop1D::interior(&Shape1::new([4]).halo(1))

@@ -14,6 +14,7 @@ mod distributed;
 mod domains;
 mod exchange;
 mod reach;
+mod refusal;
 mod workers;
 
 #[cfg(feature = "mpi")]
@@ -35,3 +36,4 @@ pub use distributed::{DistField, Distributed};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::{HaloExchange, PhaseTimes};
 pub use reach::{HaloWidths, ReachError};
+pub use refusal::DistributionError;
