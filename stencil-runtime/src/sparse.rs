@@ -109,13 +109,18 @@ impl<const D: usize> SparsePoints<D> {
         })
     }
 
-    /// The box of every point's nodes: what [`SparsePoints::sample`] reads.
+    /// The box of every point's nodes: what [`SparsePoints::sample`] reads at once when the
+    /// points are close together.
     pub fn bounding_box(&self) -> Loop<D> {
         Loop::within(self.extent, self.bounds.0, self.bounds.1)
     }
 
     /// Every point's value of `field` on `exec`, interpolated from its nodes (a point on a node
-    /// reads that node's value exactly): one read of [`SparsePoints::bounding_box`].
+    /// reads that node's value exactly). Points close together are read in one read of
+    /// [`SparsePoints::bounding_box`]; points spread out (a box of more than 4 times their nodes,
+    /// e.g. receivers on two faces of the grid) are read point by point, each the box of its own
+    /// nodes, so that what moves is their nodes and not the grid between them. Both give the
+    /// same bits.
     pub fn sample<E: Executor, T: Element + Into<f64>>(
         &self,
         exec: &E,
@@ -124,17 +129,44 @@ impl<const D: usize> SparsePoints<D> {
         if self.nodes.is_empty() {
             return Ok(Vec::new());
         }
-        let values = exec.read_range(field, &self.bounding_box())?;
-        let (lo, len) = (self.bounds.0, self.bounding_box().len_per_axis());
-        let at = |node: &[usize; D]| (0..D).rev().fold(0, |offset, a| offset * len[a] + (node[a] - lo[a]));
-        Ok(self
-            .nodes
+        let total: usize = self.nodes.iter().map(Vec::len).sum();
+        if self.bounding_box().points() <= 4 * total {
+            let values = exec.read_range(field, &self.bounding_box())?;
+            return Ok(self
+                .nodes
+                .iter()
+                .map(|nodes| interpolate(nodes, self.bounds.0, &self.bounding_box(), &values))
+                .collect());
+        }
+        self.nodes
             .iter()
-            .map(|nodes| match nodes.as_slice() {
-                [(node, _)] => values[at(node)].into(),
-                _ => nodes.iter().map(|(node, w)| w * values[at(node)].into()).sum(),
+            .map(|nodes| {
+                let (mut lo, mut hi) = ([usize::MAX; D], [0; D]);
+                for (node, _) in nodes {
+                    for a in 0..D {
+                        (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
+                    }
+                }
+                let cell = Loop::within(self.extent, lo, hi);
+                Ok(interpolate(nodes, lo, &cell, &exec.read_range(field, &cell)?))
             })
-            .collect())
+            .collect()
+    }
+}
+
+/// A point's value from the values of the box `within` (axis 0 fastest, first point `lo`) that
+/// holds its nodes: the node's value for one node, else the weighted sum in the nodes' order.
+fn interpolate<T: Element + Into<f64>, const D: usize>(
+    nodes: &[([usize; D], f64)],
+    lo: [usize; D],
+    within: &Loop<D>,
+    values: &[T],
+) -> f64 {
+    let len = within.len_per_axis();
+    let at = |node: &[usize; D]| (0..D).rev().fold(0, |offset, a| offset * len[a] + (node[a] - lo[a]));
+    match nodes {
+        [(node, _)] => values[at(node)].into(),
+        _ => nodes.iter().map(|(node, w)| w * values[at(node)].into()).sum(),
     }
 }
 
@@ -174,6 +206,26 @@ mod tests {
     fn setup() -> (Shape3, Loop3D) {
         let shape = Shape3::new([10, 7, 5]).halo(1);
         (shape, Loop3D::interior(&shape).shrink([2, 2, 1]))
+    }
+
+    #[test]
+    fn points_spread_out_are_read_point_by_point_with_the_same_bits() {
+        let shape = Shape3::new([40, 30, 20]).halo(1);
+        let region = Loop3D::interior(&shape);
+        let mut seed = 11;
+        let field = Field3::from_fn(shape, |_| random(&mut seed));
+        let h = [1.0; 3];
+        // Two points in opposite corners: their box is most of the grid (the spread-out path).
+        let positions = [[1.3, 2.6, 0.4], [37.5, 27.25, 18.8]];
+        let points = SparsePoints::new(&region, h, &positions).unwrap();
+        assert!(points.bounding_box().points() > 4 * 16, "the test must take the point-by-point path");
+        let sampled = points.sample(&Host, &field).unwrap();
+        for (p, x) in positions.iter().enumerate() {
+            // Each point alone: its box holds only its nodes (the one-read path).
+            let alone = SparsePoints::new(&region, h, &[*x]).unwrap();
+            assert!(alone.bounding_box().points() <= 4 * alone.nodes(0).len());
+            assert_eq!(sampled[p].to_bits(), alone.sample(&Host, &field).unwrap()[0].to_bits(), "point {p}");
+        }
     }
 
     #[test]

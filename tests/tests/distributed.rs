@@ -272,6 +272,21 @@ fn copies_carry_pending_fills_and_changed_parts_are_stale() {
     let gathered = exec.gather(&du).unwrap().expect("one process is rank 0");
     assert_eq!(gathered.read_range(&all).unwrap(), u.read_range(&all).unwrap());
     assert_eq!(gathered.get([-1]), Some(0.0));
+    // A field that declares its boundary gets it filled again after its parts are changed by
+    // hand: here the first point of each part's interior, so the wrap's halo changes too.
+    exec.declare_boundary(&mut du, periodic).unwrap();
+    let mut changed = exec.download(&du).unwrap();
+    for p in du.parts_mut() {
+        let v = p.get([0]).unwrap();
+        p.set([0], v + 100.0).unwrap();
+    }
+    for s in exec.domains().subdomains() {
+        let g = s.offset[0] as isize;
+        changed.set([g], changed.get([g]).unwrap() + 100.0).unwrap();
+    }
+    changed.fill_halo(0, HaloFill::Periodic).unwrap();
+    let whole = Loop1D::whole(&shape);
+    assert_eq!(exec.download(&du).unwrap().read_range(&whole).unwrap(), changed.read_range(&whole).unwrap());
 }
 
 #[test]

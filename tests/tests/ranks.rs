@@ -104,6 +104,7 @@ fn main() {
             walls,
             damped: ([1, 2, 0], [6, 7, 4]),
             seed,
+            declare: seed % 2 == 1,
         };
         let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
         checked += distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed: {e}"));

@@ -25,13 +25,13 @@ struct Args {
     #[arg(long, default_value_t = 320)]
     n: usize,
     /// Physical points per axis of the survey (plus a sponge of 10 on every side).
-    #[arg(long, default_value_t = 128)]
+    #[arg(long, default_value_t = 64)]
     survey: usize,
     /// Time steps of the survey's shot.
-    #[arg(long, default_value_t = 400)]
+    #[arg(long, default_value_t = 200)]
     steps: usize,
     /// Timed repetitions (the median is kept).
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 3)]
     reps: usize,
 }
 
@@ -102,7 +102,12 @@ fn main() -> Result<(), Failure> {
     let (w, schedule) = (survey.wavelet(), Schedule::binomial(args.steps, slots)?);
     let m_true = fwi.upload(&survey.slowness(true)?)?;
     let m0 = fwi.upload(&survey.slowness(false)?)?;
+    let clock = std::time::Instant::now();
     let observed = fwi.traces(&m_true, 0, &w)?;
+    println!(
+        "\nthe observed traces: {:.2} s (the first forward run, kernels compiled and tuned)",
+        clock.elapsed().as_secs_f64()
+    );
     let mut m_bar = gpu.alloc::<f64, 3>(survey.shape())?;
     let mut run = None;
     let forward = time(&gpu, reps, || {

@@ -217,9 +217,11 @@ impl<F, const D: usize> DistField<F, D> {
     }
 
     /// The parts, one per local subdomain in order, to change by hand: their halos count as stale
-    /// afterwards (fills asked for and not done yet are still done).
+    /// afterwards (fills asked for and not done yet are still done, and a declared boundary is
+    /// filled again, as after a launch that writes the field).
     pub fn parts_mut(&mut self) -> &mut [F] {
         self.head.make_stale();
+        self.head.ask_declared();
         self.parts.get_mut()
     }
 }
