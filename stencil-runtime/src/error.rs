@@ -488,6 +488,7 @@ impl std::error::Error for Error {
             #[cfg(feature = "cuda")]
             Error::Cuda(e) => Some(e),
             Error::Io(e) => Some(e),
+            Error::Decomposition(e) => Some(e),
             Error::Region(e) => Some(e),
             Error::Schedule(e) => Some(e),
             Error::Reach(e) => Some(e),

@@ -150,8 +150,9 @@ pub use cuda_source::{
     cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
 };
 pub use domain::{
-    CompCommBinder, Decomposition, DistField, Distributed, DistributionError, Domains, HaloExchange, HaloWidths, Halos,
-    Neighbour, NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
+    BoundaryFillError, CompCommBinder, Decomposition, DistField, Distributed, DistributionError, Domains, HaloExchange,
+    HaloWidths, Halos, Neighbour, NodeRank, Overlap, PhaseTimes, PlacementError, Subdomain, Transport, TransportError,
+    World,
 };
 pub use error::{Error, LaunchError};
 pub use executor::{

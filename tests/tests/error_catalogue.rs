@@ -179,6 +179,14 @@ fn wrappers_report_and_chain_the_inner_error() {
     assert_eq!(e.code(), "S0211");
     assert_eq!(e.source().and_then(|s| s.downcast_ref::<FieldError>()), Some(&field));
 
+    // A refused decomposition is its own code (S0107) and chains to the structured refusal.
+    let refusal = stencil_runtime::DistributionError::UnevenRanks { grid: vec![3, 1, 1], subdomains: 3, ranks: 2 };
+    let e = LaunchError::from(refusal.clone());
+    assert!(matches!(&e, LaunchError::Decomposition(r) if r == &refusal), "{e:?}");
+    assert_eq!(e.code(), "S0107");
+    assert!(e.to_string().starts_with(&refusal.to_string()), "{e}");
+    assert_eq!(e.source().and_then(|s| s.downcast_ref::<stencil_runtime::DistributionError>()), Some(&refusal));
+
     let own = LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() };
     assert!(own.source().is_none());
 }

@@ -173,7 +173,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         let d = &self.decomposition;
         for (fields, fills) in sets.iter() {
             self.check_count(fields.len(), "fill_boundary")?;
-            d.check_boundary_fills(fills).map_err(LaunchError::Decomposition)?;
+            d.check_boundary_fills(fills).map_err(DistributionError::from)?;
         }
         for (i, s) in self.subdomains().enumerate() {
             let sides: [[bool; 2]; D] = std::array::from_fn(|a| {

@@ -554,7 +554,7 @@ fn find<const D: usize>(links: &[Link<D>], local: usize, axis: usize, side: usiz
     links
         .iter()
         .position(|l| l.local == local && l.axis == axis && l.side == side)
-        .ok_or_else(|| LaunchError::Decomposition(DistributionError::MissingNeighbour { local, side, axis }))
+        .ok_or(LaunchError::Decomposition(DistributionError::MissingNeighbour { local, side, axis }))
 }
 
 /// Where a field's box on a side of `axis` starts before the interior, and its points, along

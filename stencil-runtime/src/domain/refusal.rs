@@ -1,8 +1,11 @@
 //! [`DistributionError`]: what a decomposition, the subdomains of a process, a halo exchange or
 //! the distributed executor refuses, as data (error code S0107). Each variant names what was
-//! given and what fits; `Display` says what to change.
+//! given and what fits; `Display` says what to change. The helpers a distributed run is set up
+//! with refuse with their own small types, which a variant wraps: [`PlacementError`] (a
+//! process's node-local rank and GPUs), [`TransportError`] (`STENCIL_TRANSPORT`) and
+//! [`BoundaryFillError`] (`Decomposition::check_boundary_fills`).
 
-use super::decomposition::DecompositionError;
+use super::decomposition::{BoundaryFillError, DecompositionError};
 use crate::field::HaloFill;
 use std::fmt;
 
@@ -10,11 +13,17 @@ const SIDES: [&str; 2] = ["low", "high"];
 
 /// What a decomposition, the subdomains of a process, a halo exchange or the distributed
 /// executor refuses ([`Error::Decomposition`](crate::Error::Decomposition), S0107).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum DistributionError {
     /// The decomposition cannot be built.
     Grid(DecompositionError),
+    /// Boundary fills a subdomain cannot apply from its own interior.
+    BoundaryFill(BoundaryFillError),
+    /// A process's node-local rank or GPUs cannot be had.
+    Placement(PlacementError),
+    /// A transport name that is not one.
+    Transport(TransportError),
     /// The subdomains cannot be shared evenly by the ranks.
     UnevenRanks {
         /// The process grid.
@@ -319,6 +328,9 @@ impl fmt::Display for DistributionError {
         use DistributionError as E;
         match self {
             E::Grid(e) => write!(f, "{e}"),
+            E::BoundaryFill(e) => write!(f, "{e}"),
+            E::Placement(e) => write!(f, "{e}"),
+            E::Transport(e) => write!(f, "{e}"),
             E::UnevenRanks { grid, subdomains: n, ranks } => write!(
                 f,
                 "process grid {grid:?} has {n} subdomains, which {ranks} ranks cannot share evenly: run `mpiexec -n` \
@@ -486,10 +498,111 @@ impl fmt::Display for DistributionError {
     }
 }
 
-impl std::error::Error for DistributionError {}
+impl std::error::Error for DistributionError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            DistributionError::Grid(e) => Some(e),
+            DistributionError::BoundaryFill(e) => Some(e),
+            DistributionError::Placement(e) => Some(e),
+            DistributionError::Transport(e) => Some(e),
+            _ => None,
+        }
+    }
+}
 
 impl From<DecompositionError> for DistributionError {
     fn from(e: DecompositionError) -> Self {
         DistributionError::Grid(e)
     }
 }
+
+impl From<BoundaryFillError> for DistributionError {
+    fn from(e: BoundaryFillError) -> Self {
+        DistributionError::BoundaryFill(e)
+    }
+}
+
+impl From<PlacementError> for DistributionError {
+    fn from(e: PlacementError) -> Self {
+        DistributionError::Placement(e)
+    }
+}
+
+impl From<TransportError> for DistributionError {
+    fn from(e: TransportError) -> Self {
+        DistributionError::Transport(e)
+    }
+}
+
+/// Why a process's node-local rank or the GPUs of its subdomains cannot be had
+/// ([`NodeRank::from_vars`](crate::NodeRank::from_vars), [`NodeRank::gpus`](crate::NodeRank::gpus)).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum PlacementError {
+    /// A launcher's variable for the node-local rank that is not a number.
+    NotARank {
+        /// The variable (`SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`).
+        variable: &'static str,
+        /// Its value.
+        value: String,
+    },
+    /// The CUDA driver sees no GPU on the node.
+    NoGpu {
+        /// The node, for the message (`node NAME` or `this node`).
+        node: String,
+    },
+    /// More subdomains on the node than GPUs, and sharing them is not allowed.
+    SharedGpu {
+        /// The node, for the message (`node NAME` or `this node`).
+        node: String,
+        /// The node's processes, where known.
+        processes: Option<usize>,
+        /// This process's node-local rank.
+        rank: usize,
+        /// Subdomains per process.
+        per_rank: usize,
+        /// The GPUs the process sees.
+        gpus: usize,
+    },
+}
+
+impl fmt::Display for PlacementError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PlacementError::NotARank { variable, value } => {
+                write!(f, "{variable}={value:?} is not a node-local rank: the launcher sets a number (0, 1, ...)")
+            }
+            PlacementError::NoGpu { node } => {
+                write!(f, "{node}: the CUDA driver sees no GPU: check `CUDA_VISIBLE_DEVICES` and the driver")
+            }
+            PlacementError::SharedGpu { node, processes, rank, per_rank, gpus } => {
+                let processes = processes.map_or_else(|| format!("at least {}", rank + 1), |s| s.to_string());
+                write!(
+                    f,
+                    "{node}: {processes} processes with {per_rank} subdomain(s) each, but {gpus} GPU(s): process \
+                     {rank} of the node would share a GPU; start fewer ranks per node (e.g. srun \
+                     --ntasks-per-node={}) or allow sharing with STENCIL_OVERSUBSCRIBE=1",
+                    (*gpus / (*per_rank).max(1)).max(1)
+                )
+            }
+        }
+    }
+}
+
+impl std::error::Error for PlacementError {}
+
+/// A transport name that is not one ([`Transport::parse`](crate::Transport::parse),
+/// `STENCIL_TRANSPORT`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TransportError {
+    /// The name given (trimmed, lower case).
+    pub given: String,
+}
+
+impl fmt::Display for TransportError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "transport `{}`: use auto, mpi (host-staged) or nccl", self.given)
+    }
+}
+
+impl std::error::Error for TransportError {}

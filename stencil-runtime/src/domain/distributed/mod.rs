@@ -291,7 +291,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     fn domains_of<const D: usize>(&self) -> Result<&Domains<E, D>, LaunchError> {
         (&self.inner.domains as &dyn Any)
             .downcast_ref::<Domains<E, D>>()
-            .ok_or_else(|| LaunchError::Decomposition(DistributionError::Dimensions { field: D, grid: G }))
+            .ok_or(LaunchError::Decomposition(DistributionError::Dimensions { field: D, grid: G }))
     }
 
     fn check_home(&self, home: usize, what: &str, field: &str) -> Result<(), LaunchError> {
