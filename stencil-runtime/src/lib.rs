@@ -161,7 +161,7 @@ pub use executor::{
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
-pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
+pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError, SparseError};
 pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use sparse::SparsePoints;
