@@ -4,9 +4,13 @@
 //! [`Error`] is the runtime's one error type: every executor operation returns it, and every
 //! per-area error converts into it with `?` (a [`HaloError`] or [`FieldError`], a
 //! [`crate::io::IoError`], a [`crate::RegionError`], a [`crate::revolve::ScheduleError`], a
-//! [`crate::domain::ReachError`] and, with the `cuda` feature, a `cuda::CudaError`). A wrapping
-//! variant reports the wrapped error's code as its own, and [`std::error::Error::source`] returns
-//! the wrapped value. Each error type has `code()`, `message()` and `help()`; `Display` writes
+//! [`crate::domain::ReachError`], a [`crate::DistributionError`] or
+//! [`crate::domain::DecompositionError`], a [`crate::RangeError`] or [`crate::SparseError`] and,
+//! with the `cuda` feature, a `cuda::CudaError`). A variant wrapping an error type with
+//! codes (`Halo`, `Field`, `Cuda`, `Io`) reports the wrapped error's code as its own; the others
+//! (`Decomposition`, `Range`, `Region`, `Schedule`, `Reach`) have a code of their own; either
+//! way [`std::error::Error::source`] returns the wrapped value. Each error type with codes has
+//! `code()`, `message()` and `help()`; `Display` writes
 //!
 //! ```text
 //! <message> [<code>]
@@ -29,7 +33,7 @@
 //! | S0105 | `Error::WrongDevice` | a field of the launch lives on another executor | allocate or upload every field with the executor that runs the launch |
 //! | S0106 | `Error::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
 //! | S0107 | `Error::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
-//! | S0108 | `Error::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent | keep begin <= end <= extent, and grow by at most the points outside the range |
+//! | S0108 | `Error::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent, sparse points lie outside their region, or a column sweep has too many levels | keep begin <= end <= extent, grow by at most the points outside the range, place sparse points in the region, split a long column launch |
 //! | S0109 | `Error::StepPair` | `run_steps_with` got a pair, a stencil or a tiling that cannot run several steps per sweep | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
 //! | S0110 | `Error::Region` | a range split into an inner region and slabs wider than the range | slab widths that add up to at most the range's points along each axis |
 //! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
@@ -39,7 +43,7 @@
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
 //! | S0212 | `FieldError::ArrayShapeMismatch` | `Field::from_array` got an array of another shape than the interior | pass an array of the interior's shape |
 //! | S0213 | `FieldError::OutOfBounds` | `Field::set` got a coordinate outside the field | use a global coordinate in `-halo ..= n + halo - 1` |
-//! | S0214 | `FieldError::Range` | `read_range` got a range that does not fit the field | build the range for the field's extent with `i0 + i1 <= n` |
+//! | S0214 | `FieldError::Range` | `read_range` got a range that does not fit the field, or `read_box`/`write_box` a box that leaves it | build the range for the field's extent with `i0 + i1 <= n`; keep a box inside the field |
 //! | S0215 | `FieldError::OutOfMemory` | the memory for a host field could not be had | a smaller grid, f32, or subdomains on several processes |
 //! | S0301 | `CudaError::NoDriver` | `libcuda` is missing or not a working driver | install the NVIDIA driver and check `LD_LIBRARY_PATH` |
 //! | S0302 | `CudaError::DriverTooOld` | the driver supports an older CUDA than 12.0 | upgrade the NVIDIA driver to one for CUDA 12.0 or newer |
@@ -112,7 +116,7 @@ catalogue! {
     "S0105" "Error::WrongDevice" "a field of the launch lives on another executor" "allocate or upload every field with the executor that runs the launch";
     "S0106" "Error::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
     "S0107" "Error::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
-    "S0108" "Error::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent" "keep begin <= end <= extent, and grow by at most the points outside the range";
+    "S0108" "Error::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent, sparse points lie outside their region, or a column sweep has too many levels" "keep begin <= end <= extent, grow by at most the points outside the range, place sparse points in the region, split a long column launch";
     "S0109" "Error::StepPair" "run_steps_with got a pair, a stencil or a tiling that cannot run several steps per sweep" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
     "S0110" "Error::Region" "a range split into an inner region and slabs wider than the range" "slab widths that add up to at most the range's points along each axis";
     "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
@@ -122,7 +126,7 @@ catalogue! {
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
     "S0212" "FieldError::ArrayShapeMismatch" "Field::from_array got an array of another shape than the interior" "pass an array of the interior's shape";
     "S0213" "FieldError::OutOfBounds" "Field::set got a coordinate outside the field" "use a global coordinate in -halo ..= n + halo - 1";
-    "S0214" "FieldError::Range" "read_range got a range that does not fit the field" "build the range for the field's extent with i0 + i1 <= n";
+    "S0214" "FieldError::Range" "read_range got a range that does not fit the field, or read_box/write_box a box that leaves it" "build the range for the field's extent with i0 + i1 <= n; keep a box inside the field";
     "S0215" "FieldError::OutOfMemory" "the memory for a host field could not be had" "a smaller grid, f32, or subdomains on several processes";
     "S0301" "CudaError::NoDriver" "libcuda is missing or not a working driver" "install the NVIDIA driver and check LD_LIBRARY_PATH";
     "S0302" "CudaError::DriverTooOld" "the driver supports an older CUDA than 12.0" "upgrade the NVIDIA driver to one for CUDA 12.0 or newer";
@@ -244,10 +248,11 @@ pub enum Error {
         destination_shape: String,
     },
     /// A decomposition, or a halo exchange over one, that does not fit (process grid, halo,
-    /// executors or fields); the message says what to change.
-    Decomposition(String),
-    /// A range built from bounds outside its extent ([`crate::RangeError`]).
-    Range(String),
+    /// executors or fields): what was given and what fits.
+    Decomposition(crate::domain::DistributionError),
+    /// A range built from bounds outside its extent, sparse points outside their region, or a
+    /// column sweep over too many levels ([`crate::RangeError`]).
+    Range(crate::range::RangeError),
     /// Several steps per sweep (`Gpu::run_steps_with`) with a pair the arguments do not use as
     /// input and output, of a stencil that cannot run so, or with a tiling that does not fit.
     StepPair {
@@ -327,7 +332,8 @@ impl Error {
             Error::CopyShape { source_shape, destination_shape } => format!(
                 "copy: source shape ({source_shape}) differs from destination shape ({destination_shape})"
             ),
-            Error::Decomposition(m) | Error::Range(m) => m.clone(),
+            Error::Decomposition(e) => e.to_string(),
+            Error::Range(e) => e.to_string(),
             Error::StepPair { stencil, reason } => format!("stencil `{stencil}`, run_steps: {reason}"),
             Error::Halo(e) => e.message(),
             Error::Field(e) => e.message(),
@@ -380,7 +386,21 @@ impl Error {
             Error::Decomposition(_) => {
                 "change what the message names (process grid, halo, fields per subdomain)".to_string()
             }
-            Error::Range(_) => "keep begin <= end <= extent; grow by at most the points outside the range".to_string(),
+            Error::Range(e) => {
+                use crate::range::RangeError as R;
+                match e {
+                    R::Sparse(_) => "place every point inside the region, from its first node to its last, in a \
+                                     non-empty region with a spacing > 0"
+                        .to_string(),
+                    R::ColumnLevels { limit, .. } => {
+                        format!("split the launch into ranges of at most {limit} levels along the column axis")
+                    }
+                    R::BoxOutside { .. } => {
+                        "keep the box inside the field: at + len <= extent on every axis (halo included)".to_string()
+                    }
+                    _ => "keep begin <= end <= extent; grow by at most the points outside the range".to_string(),
+                }
+            }
             Error::StepPair { .. } => "do what the message says: pass the pair's first field where the stencil \
                 reads its input and the second where it writes its one output (`|a, b, _| (c, a, b)`), use an odd \
                 number of steps per sweep and a tiling that fits; or run the steps one by one (`run_steps`)"
@@ -399,13 +419,25 @@ impl Error {
 
 impl From<crate::domain::DecompositionError> for Error {
     fn from(e: crate::domain::DecompositionError) -> Self {
-        Error::Decomposition(e.to_string())
+        Error::Decomposition(e.into())
+    }
+}
+
+impl From<crate::domain::DistributionError> for Error {
+    fn from(e: crate::domain::DistributionError) -> Self {
+        Error::Decomposition(e)
     }
 }
 
 impl From<crate::range::RangeError> for Error {
     fn from(e: crate::range::RangeError) -> Self {
-        Error::Range(e.0)
+        Error::Range(e)
+    }
+}
+
+impl From<crate::range::SparseError> for Error {
+    fn from(e: crate::range::SparseError) -> Self {
+        Error::Range(e.into())
     }
 }
 
@@ -481,6 +513,8 @@ impl std::error::Error for Error {
             #[cfg(feature = "cuda")]
             Error::Cuda(e) => Some(e),
             Error::Io(e) => Some(e),
+            Error::Decomposition(e) => Some(e),
+            Error::Range(e) => Some(e),
             Error::Region(e) => Some(e),
             Error::Schedule(e) => Some(e),
             Error::Reach(e) => Some(e),

@@ -150,8 +150,9 @@ pub use cuda_source::{
     cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
 };
 pub use domain::{
-    CompCommBinder, Decomposition, DistField, Distributed, Domains, HaloExchange, HaloWidths, Halos, Neighbour,
-    NodeRank, Overlap, PhaseTimes, Subdomain, Transport, World,
+    BoundaryFillError, CompCommBinder, Decomposition, DistField, Distributed, DistributionError, Domains, HaloExchange,
+    HaloWidths, Halos, Neighbour, NodeRank, Overlap, PhaseTimes, PlacementError, Subdomain, Transport, TransportError,
+    World,
 };
 pub use error::{Error, LaunchError};
 pub use executor::{
@@ -160,7 +161,7 @@ pub use executor::{
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
 };
-pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError};
+pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError, SparseError};
 pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
 pub use sparse::SparsePoints;

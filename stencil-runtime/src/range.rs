@@ -4,19 +4,11 @@
 use crate::field::{Element, Field, FieldError, Shape};
 use std::fmt;
 
+mod error;
+
+pub use error::{RangeError, SparseError};
+
 /// A `D`-dimensional iteration range. Use the aliases [`Loop1D`], [`Loop2D`], [`Loop3D`].
-/// A range that cannot be built from the bounds given: what was asked and what fits.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RangeError(pub String);
-
-impl fmt::Display for RangeError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for RangeError {}
-
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Loop<const D: usize> {
     n: [usize; D],
@@ -83,11 +75,7 @@ impl<const D: usize> Loop<D> {
     /// an error where a bound lies beyond the extent or `begin` beyond `end` (no clamping).
     pub fn from_bounds(n: [usize; D], begin: [usize; D], end: [usize; D]) -> Result<Self, RangeError> {
         if let Some(a) = (0..D).find(|&a| end[a] > n[a] || begin[a] > end[a]) {
-            return Err(RangeError(format!(
-                "Loop::from_bounds: along axis {a} the bounds {}..{} do not lie in 0..{} (extent {:?}): give \
-                 begin <= end <= extent on every axis",
-                begin[a], end[a], n[a], n
-            )));
+            return Err(RangeError::Bounds { axis: a, begin: begin[a], end: end[a], extent: n.to_vec() });
         }
         Ok(Self::within(n, begin, end))
     }
@@ -111,14 +99,14 @@ impl<const D: usize> Loop<D> {
     /// one halo layer); an error where that leaves the extent (no clamping).
     pub fn grow(self, by: [usize; D]) -> Result<Self, RangeError> {
         if let Some(a) = (0..D).find(|&a| by[a] > self.i0[a] || by[a] > self.i1[a]) {
-            return Err(RangeError(format!(
-                "Loop::grow by {by:?}: along axis {a} the range {self:?} has {} points below it and {} above in \
-                 an extent of {}: grow by at most {} there",
-                self.i0[a],
-                self.i1[a],
-                self.n[a],
-                self.i0[a].min(self.i1[a])
-            )));
+            return Err(RangeError::Grow {
+                range: format!("{self:?}"),
+                by: by.to_vec(),
+                axis: a,
+                below: self.i0[a],
+                above: self.i1[a],
+                extent: self.n[a],
+            });
         }
         Ok(Loop {
             n: self.n,
@@ -193,17 +181,20 @@ impl<T: Element, const D: usize> Field<T, D> {
 
 /// The runs along axis 0 of the points of `range` in a field of `shape`, as `(offset of the first
 /// point, stride along axis 0, points)`, in order of the other axes (axis 1 fastest). An error
-/// says why the range does not fit the shape.
+/// ([`RangeError::DoesNotFit`]) names the range, the shape and the first axis where it does not
+/// fit.
 pub(crate) fn row_runs<const D: usize>(
     shape: &Shape<D>,
     range: &Loop<D>,
-) -> Result<Vec<(usize, usize, usize)>, String> {
+) -> Result<Vec<(usize, usize, usize)>, RangeError> {
     let (begin, end, n) = (range.begin(), range.end(), shape.extent());
-    if range.extent() != n || (0..D).any(|a| end[a] < begin[a] as isize) {
-        return Err(format!(
-            "range {range:?} does not fit a field of {} (extent {n:?}, begin <= end on every axis)",
-            shape.describe()
-        ));
+    if let Some(axis) = (0..D).find(|&a| range.extent()[a] != n[a] || end[a] < begin[a] as isize) {
+        return Err(RangeError::DoesNotFit {
+            range: format!("{range:?}"),
+            shape: shape.describe(),
+            extent: n.to_vec(),
+            axis,
+        });
     }
     let len = range.len_per_axis();
     if len.contains(&0) {

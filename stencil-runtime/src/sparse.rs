@@ -7,7 +7,7 @@
 //! nodes in one [`Executor::read_range`] and interpolates. Both work on every executor: on the
 //! distributed one, each node range is cut to the part that owns it and the read is gathered.
 
-use crate::{Element, Executor, LaunchError, Loop, RangeError};
+use crate::{Element, Executor, LaunchError, Loop, SparseError};
 
 /// Points at any coordinates of a region of a grid, each with the nodes of its cell and their
 /// multilinear weights (the zero weights left out: a point on a node has that node alone, with
@@ -22,25 +22,30 @@ pub struct SparsePoints<const D: usize> {
 impl<const D: usize> SparsePoints<D> {
     /// Places `positions` in `region` (a range of storage coordinates, e.g. the physical domain
     /// without an absorbing layer), whose nodes lie `spacing[a]` apart along axis `a`. Positions
-    /// are in the units of `spacing` from the region's first node. An error names the first
-    /// position that lies outside the region (between its first and last node, bounds included).
-    pub fn new(region: &Loop<D>, spacing: [f64; D], positions: &[[f64; D]]) -> Result<Self, RangeError> {
+    /// are in the units of `spacing` from the region's first node. An error
+    /// ([`SparseError::Outside`]) names the first position that lies outside the region (between
+    /// its first and last node, bounds included).
+    pub fn new(region: &Loop<D>, spacing: [f64; D], positions: &[[f64; D]]) -> Result<Self, SparseError> {
         let (first, len) = (region.begin(), region.len_per_axis());
         if let Some(a) = (0..D).find(|&a| len[a] == 0 || spacing[a].is_nan() || spacing[a] <= 0.0) {
-            return Err(RangeError(format!(
-                "SparsePoints::new: axis {a} of region {region:?} has {} nodes and spacing {}: give a non-empty \
-                 region and a spacing > 0",
-                len[a], spacing[a]
-            )));
+            return Err(SparseError::Region {
+                region: format!("{region:?}"),
+                axis: a,
+                nodes: len[a],
+                spacing: spacing[a],
+            });
         }
         let last: [f64; D] = std::array::from_fn(|a| (len[a] - 1) as f64 * spacing[a]);
         let mut nodes = Vec::with_capacity(positions.len());
         for (p, position) in positions.iter().enumerate() {
             if let Some(a) = (0..D).find(|&a| !(0.0..=last[a]).contains(&position[a])) {
-                return Err(RangeError(format!(
-                    "sparse point {p} at {position:?} lies outside the region along axis {a}: give coordinates \
-                     from 0 to {last:?} (node spacing {spacing:?} from the region's first node)"
-                )));
+                return Err(SparseError::Outside {
+                    point: p,
+                    position: position.to_vec(),
+                    axis: a,
+                    last: last.to_vec(),
+                    spacing: spacing.to_vec(),
+                });
             }
             let per_axis: [Vec<(usize, f64)>; D] = std::array::from_fn(|a| {
                 let g = position[a] / spacing[a];
@@ -58,14 +63,14 @@ impl<const D: usize> SparsePoints<D> {
     }
 
     /// Points on the nodes `at` (storage coordinates of a grid of extent `region.extent()`), each
-    /// with weight 1: e.g. a line of receivers on grid points. An error names a node outside
-    /// `region`.
-    pub fn on_nodes(region: &Loop<D>, at: &[[usize; D]]) -> Result<Self, RangeError> {
+    /// with weight 1: e.g. a line of receivers on grid points. An error
+    /// ([`SparseError::NodeOutside`]) names a node outside `region`.
+    pub fn on_nodes(region: &Loop<D>, at: &[[usize; D]]) -> Result<Self, SparseError> {
         let (begin, end) = (region.begin(), region.end());
         if let Some((p, node)) =
             at.iter().enumerate().find(|(_, n)| (0..D).any(|a| n[a] < begin[a] || n[a] as isize >= end[a]))
         {
-            return Err(RangeError(format!("sparse point {p} at node {node:?} lies outside the region {region:?}")));
+            return Err(SparseError::NodeOutside { point: p, node: node.to_vec(), region: format!("{region:?}") });
         }
         Ok(Self::from_nodes(region.extent(), at.iter().map(|&n| vec![(n, 1.0)]).collect()))
     }
@@ -287,11 +292,21 @@ mod tests {
         let len = region.len_per_axis();
         let beyond = (len[1] - 1) as f64 + 0.01;
         let err = SparsePoints::new(&region, [1.0; 3], &[[1.0; 3], [0.0, beyond, 0.0]]).unwrap_err();
-        assert!(err.0.contains("sparse point 1") && err.0.contains("axis 1"), "{err}");
+        assert!(matches!(&err, SparseError::Outside { point: 1, axis: 1, position, .. } if position[1] == beyond));
+        assert!(err.to_string().contains("sparse point 1") && err.to_string().contains("axis 1"), "{err}");
         let err = SparsePoints::new(&region, [1.0; 3], &[[f64::NAN, 0.0, 0.0]]).unwrap_err();
-        assert!(err.0.contains("sparse point 0"), "{err}");
+        assert!(matches!(err, SparseError::Outside { point: 0, axis: 0, .. }), "{err:?}");
+        assert!(err.to_string().contains("sparse point 0"), "{err}");
+        // Positions compare bit for bit: the error equals itself, NaN and all.
+        assert_eq!(err, err.clone());
         let err = SparsePoints::on_nodes(&region, &[[0, 0, 0]]).unwrap_err();
-        assert!(err.0.contains("sparse point 0"), "{err}");
-        assert!(SparsePoints::new(&region, [0.0, 1.0, 1.0], &[]).is_err());
+        assert!(matches!(&err, SparseError::NodeOutside { point: 0, node, .. } if node == &[0, 0, 0]), "{err:?}");
+        assert!(err.to_string().contains("sparse point 0"), "{err}");
+        let err = SparsePoints::new(&region, [0.0, 1.0, 1.0], &[]).unwrap_err();
+        assert!(matches!(err, SparseError::Region { axis: 0, spacing: 0.0, .. }), "{err:?}");
+        // Into the crate's error: a range error (S0108) whose source is the sparse one.
+        let lifted = LaunchError::from(err.clone());
+        assert_eq!(lifted, LaunchError::Range(err.clone().into()));
+        assert_eq!(lifted.code(), "S0108");
     }
 }

@@ -4,7 +4,7 @@
 //! decompositions and exchanges that cannot work.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, HaloWidths};
+use stencil_runtime::{BoundaryFillError, Decomposition, DistributionError, Domains, HaloWidths};
 use stencil_tests::canonical::{Diffusion, Star25};
 use stencil_tests::exchange_check::{check_domains, Case};
 use stencil_tests::SplitMix64;
@@ -75,6 +75,12 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
 
     let d = Decomposition::new([8, 8, 8], [2, 1, 1], [false; 3], [1; 3]).unwrap();
     let e = Domains::new(d, vec![Host]).unwrap_err();
+    assert!(
+        matches!(&e, Error::Decomposition(DistributionError::ExecutorCount { given: 1, rank: 0, local: 2, grid })
+            if grid == &[2, 1, 1]),
+        "{e:?}"
+    );
+    assert_eq!(e.code(), "S0107");
     assert!(e.to_string().contains("1 executors on rank 0 for its 2 subdomains"), "{e}");
     let domains = Domains::new(d, vec![Host, Host]).unwrap();
     let like = Shape3::new([8, 8, 8]).halo(1);
@@ -84,11 +90,25 @@ fn halo_widths_come_from_the_stencils_and_bad_decompositions_are_refused() {
     assert!(e.to_string().contains("subdomain 0") && e.to_string().contains("Subdomain::shape"), "{e}");
     let mut parts: Vec<_> = d.subdomains().map(|s| Field3::<f32>::zeros(s.shape(&like))).collect();
     let e = domains.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
+    assert_eq!(
+        e,
+        Error::Decomposition(DistributionError::BoundaryFill(BoundaryFillError::PeriodicOnSplitAxis {
+            axis: 0,
+            parts: 2
+        }))
+    );
     assert!(e.to_string().contains("declare the axis periodic"), "{e}");
     // Along an axis the decomposition already wraps, the message says so (not "declare it").
     let wrapped = Decomposition::new([8, 8, 8], [2, 1, 1], [true, false, false], [1; 3]).unwrap();
     let wrapped = Domains::new(wrapped, vec![Host, Host]).unwrap();
     let e = wrapped.fill_boundary(&mut [(&mut parts[..], [Some(HaloFill::Periodic), None, None])]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Decomposition(DistributionError::BoundaryFill(BoundaryFillError::PeriodicOnWrappedAxis { axis: 0 }))
+        ),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("already makes periodic") && !e.to_string().contains("declare"), "{e}");
     let mut too_few = vec![Field3::<f32>::zeros(d.subdomain(0).shape(&like))];
     let e = domains.exchange(&mut too_few).unwrap_err();

@@ -7,7 +7,7 @@ use std::error::Error as _;
 use stencil_runtime::error::{explain, CATALOGUE};
 use stencil_runtime::io::IoError;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{FieldError, HaloError};
+use stencil_runtime::{FieldError, HaloError, RangeError};
 
 /// Reads one point to the left along x.
 #[stencil]
@@ -31,8 +31,15 @@ fn host_errors() -> Vec<LaunchError> {
         LaunchError::OutOfBounds { stencil: "s", field: "f", axis: 2, offset: 2, range: (0, 8), halo: 1, extent: 8 },
         LaunchError::WrongDevice { stencil: "s", field: "f", executor: "Gpu(0)".into() },
         LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() },
-        LaunchError::Decomposition("process grid [3, 1, 1] does not fit".into()),
-        LaunchError::Range("Loop::grow by [4, 0, 0]: along axis 0 ...".into()),
+        stencil_runtime::DistributionError::SplitColumns { stencil: "s", axis: 2, grid: vec![1, 1, 3] }.into(),
+        LaunchError::Range(RangeError::Grow {
+            range: "Loop3D[3..8 of 11, 3..8 of 11, 3..8 of 11]".into(),
+            by: vec![4, 0, 0],
+            axis: 0,
+            below: 3,
+            above: 3,
+            extent: 11,
+        }),
         LaunchError::StepPair { stencil: "s", reason: "the arguments do not read the pair's first field".into() },
         Loop1D::interior(&Shape1::new([4]).halo(1))
             .split_boundary(BoundaryWidths { lo: [3], hi: [3] })
@@ -45,7 +52,13 @@ fn host_errors() -> Vec<LaunchError> {
         FieldError::LengthMismatch { expected: 4, got: 3 }.into(),
         FieldError::ArrayShapeMismatch { array: vec![2], interior: vec![3] }.into(),
         FieldError::OutOfBounds { coordinate: vec![-5], shape: "s".into() }.into(),
-        FieldError::Range("range Loop1D[..] does not fit".into()).into(),
+        FieldError::Range(RangeError::DoesNotFit {
+            range: "Loop1D[1..9 of 10]".into(),
+            shape: "8 + 2*1".into(),
+            extent: vec![6],
+            axis: 0,
+        })
+        .into(),
         FieldError::OutOfMemory {
             shape: "2002 x 2002 x 2002 f32".into(),
             bytes: 32_096_096_032,
@@ -179,6 +192,14 @@ fn wrappers_report_and_chain_the_inner_error() {
     assert_eq!(e.code(), "S0211");
     assert_eq!(e.source().and_then(|s| s.downcast_ref::<FieldError>()), Some(&field));
 
+    // A refused decomposition is its own code (S0107) and chains to the structured refusal.
+    let refusal = stencil_runtime::DistributionError::UnevenRanks { grid: vec![3, 1, 1], subdomains: 3, ranks: 2 };
+    let e = LaunchError::from(refusal.clone());
+    assert!(matches!(&e, LaunchError::Decomposition(r) if r == &refusal), "{e:?}");
+    assert_eq!(e.code(), "S0107");
+    assert!(e.to_string().starts_with(&refusal.to_string()), "{e}");
+    assert_eq!(e.source().and_then(|s| s.downcast_ref::<stencil_runtime::DistributionError>()), Some(&refusal));
+
     let own = LaunchError::CopyShape { source_shape: "a".into(), destination_shape: "b".into() };
     assert!(own.source().is_none());
 }
@@ -215,8 +236,10 @@ fn cuda_errors_keep_the_driver_code_and_chain_to_it() {
     assert!(compile.to_string().contains("stencil.cu(1): error: x"), "{compile}");
 
     // A field accessor's error on a device field stays a field error when it becomes a LaunchError.
-    let range = LaunchError::from(CudaError::Field(FieldError::Range("r".into())));
-    assert!(matches!(range, LaunchError::Field(FieldError::Range(_))), "{range:?}");
+    let box_outside =
+        RangeError::BoxOutside { call: "read_box", at: vec![5], len: vec![4], shape: "s".into(), axis: 0 };
+    let range = LaunchError::from(CudaError::Field(FieldError::Range(box_outside.clone())));
+    assert_eq!(range, LaunchError::Field(FieldError::Range(box_outside)));
     assert_eq!(range.code(), "S0214");
 }
 

@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use stencil_runtime::prelude::*;
-use stencil_runtime::FieldStorage;
+use stencil_runtime::{FieldError, FieldStorage, RangeError};
 
 /// A diffusion step pair with periodic halos, written once for any executor.
 fn step_pair<E: Executor>(
@@ -121,6 +121,11 @@ fn box_reads_and_writes_stay_inside_their_fields_or_say_why() {
         assert_eq!(g.get(at), if inside { f.get(at) } else { Some(0.0) }, "point {at:?}");
     }
     let e = f.read_box([5, 0, 0], [4, 1, 1]).unwrap_err();
+    assert!(
+        matches!(&e, FieldError::Range(RangeError::BoxOutside { call: "read_box", axis: 0, at, len, .. })
+            if at == &[5, 0, 0] && len == &[4, 1, 1]),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("leaves the field") && e.to_string().contains("axis 0"), "{e}");
     let e = g.write_box([0, 0, 0], [2, 2, 2], &values).unwrap_err();
     assert!(e.to_string().contains("24 values but the shape has 8 points"), "{e}");

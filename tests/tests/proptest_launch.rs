@@ -7,7 +7,7 @@
 use proptest::prelude::*;
 use proptest::test_runner::{Config, RngSeed};
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Loop, Stencil};
+use stencil_runtime::{Loop, RangeError, Stencil};
 use stencil_tests::{assert_bits_eq, for_each_in_range, nb, poisoned, random, SplitMix64};
 
 #[stencil]
@@ -272,12 +272,16 @@ proptest! {
 fn ranges_beyond_the_extent_are_refused() {
     let s = Shape3::new([5, 5, 5]).halo(3);
     let e = Loop3D::interior(&s).grow([4, 0, 0]).unwrap_err();
+    assert!(matches!(e, RangeError::Grow { axis: 0, below: 3, above: 3, extent: 11, .. }), "{e:?}");
     assert!(e.to_string().contains("along axis 0") && e.to_string().contains("grow by at most 3"), "{e}");
     let e = Loop3D::from_bounds([11; 3], [1, 1, 1], [3, 12, 3]).unwrap_err();
+    assert_eq!(e, RangeError::Bounds { axis: 1, begin: 1, end: 12, extent: vec![11; 3] });
     assert!(e.to_string().contains("along axis 1 the bounds 1..12 do not lie in 0..11"), "{e}");
     let e = Loop3D::from_bounds([11; 3], [4, 1, 1], [3, 3, 3]).unwrap_err();
     assert!(e.to_string().contains("along axis 0"), "{e}");
-    assert_eq!(LaunchError::from(e).code(), "S0108");
+    let lifted = LaunchError::from(e.clone());
+    assert!(matches!(&lifted, LaunchError::Range(r) if r == &e), "{lifted:?}");
+    assert_eq!(lifted.code(), "S0108");
     assert_eq!(Loop3D::from_bounds([11; 3], [3; 3], [8; 3]).unwrap(), Loop3D::interior(&s));
 }
 

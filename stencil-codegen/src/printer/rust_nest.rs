@@ -502,11 +502,7 @@ impl<'a> Nest<'a> {
         let initial = self.carried.iter().map(|(_, _, l, _)| quote!(::std::vec![#l; #block.rows * #block.len]));
         let [level, levels] = [&self.printer.level, &self.printer.levels];
         let axis = Lit::usize_unsuffixed(ir.column_axis());
-        let too_many = format!(
-            "column sweep `{}`: the range has more than {} levels along its last axis: split the launch",
-            ir.name,
-            i32::MAX
-        );
+        let name = &ir.name;
         let nest = ColumnNest {
             scalars: &self.scalars,
             readers: &self.readers,
@@ -517,7 +513,12 @@ impl<'a> Nest<'a> {
         let (column_items, column_call) = (&columns.items, &columns.call);
         let runner = quote! {
             if #range.len_per_axis()[#axis] > i32::MAX as usize {
-                return ::core::result::Result::Err(#rt::LaunchError::Range(#too_many.to_string()));
+                return ::core::result::Result::Err(#rt::LaunchError::Range(#rt::RangeError::ColumnLevels {
+                    stencil: #name,
+                    axis: #axis,
+                    levels: #range.len_per_axis()[#axis],
+                    limit: i32::MAX as usize,
+                }));
             }
             #column_items
             #rt::__private::for_each_column(

@@ -3,6 +3,7 @@
 //! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
 //! element types and depths travel in one buffer per neighbour.
 
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Shape};
 use crate::stencil::args::FieldStorage;
@@ -71,10 +72,13 @@ impl<'a, const D: usize> ErasedField<'a, D> {
     pub(crate) fn part(&self, at: [usize; D], len: [usize; D], offset: usize) -> Result<BoxPart<'_, D>, LaunchError> {
         let ext = self.shape.extent();
         if let Some(a) = (0..D).find(|&a| at[a] + len[a] > ext[a]) {
-            return Err(LaunchError::Decomposition(format!(
-                "halo message: the box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
-                self.shape.describe()
-            )));
+            return Err(DistributionError::BoxOutside {
+                at: at.to_vec(),
+                len: len.to_vec(),
+                shape: self.shape.describe(),
+                axis: a,
+            }
+            .into());
         }
         Ok(BoxPart {
             shape: self.shape,
@@ -156,18 +160,10 @@ pub(crate) fn check_parts<const D: usize>(
 ) -> Result<(), LaunchError> {
     for p in parts {
         if p.offset + p.bytes() > capacity {
-            return Err(LaunchError::Decomposition(format!(
-                "halo message: a box of {} bytes at offset {} does not fit in a buffer of {capacity} bytes",
-                p.bytes(),
-                p.offset
-            )));
+            return Err(DistributionError::BoxOverflow { bytes: p.bytes(), offset: p.offset, capacity }.into());
         }
         if p.home != home {
-            return Err(LaunchError::Decomposition(format!(
-                "halo message: a field of {} lives in another memory than its executor {exec}: pass each \
-                 subdomain's fields with the executor that allocated them",
-                p.shape.describe()
-            )));
+            return Err(DistributionError::ForeignMemory { shape: p.shape.describe(), executor: exec.into() }.into());
         }
     }
     Ok(())

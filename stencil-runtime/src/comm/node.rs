@@ -10,6 +10,7 @@
 //! ([`NodeRank::for_gpus`]).
 
 use super::world::World;
+use crate::domain::{DistributionError, PlacementError};
 use crate::error::LaunchError;
 
 /// A process's place among the processes of its node.
@@ -35,14 +36,15 @@ impl NodeRank {
     /// The node-local rank a launcher set, read through `var` (the environment, or a table in a
     /// test): the first of `SLURM_LOCALID`, `OMPI_COMM_WORLD_LOCAL_RANK`, `MPI_LOCALRANKID`
     /// that is set, with the count from `SLURM_NTASKS_PER_NODE`, `OMPI_COMM_WORLD_LOCAL_SIZE` or
-    /// `MPI_LOCALNRANKS`. `None` when none is set; an error names a variable that is not a
-    /// number.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<NodeRank>, String> {
+    /// `MPI_LOCALNRANKS`. `None` when none is set; [`PlacementError::NotARank`] names a variable
+    /// that is not a number.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Option<NodeRank>, PlacementError> {
         for (rank_var, size_var) in LAUNCHERS {
             let Some(text) = var(rank_var) else { continue };
-            let rank = text.trim().parse().map_err(|_| {
-                format!("{rank_var}={text:?} is not a node-local rank: the launcher sets a number (0, 1, ...)")
-            })?;
+            let rank = text
+                .trim()
+                .parse()
+                .map_err(|_| PlacementError::NotARank { variable: rank_var, value: text.clone() })?;
             // Slurm writes `4(x2)` for uneven layouts: the count is then unknown.
             let size = var(size_var).and_then(|s| s.trim().parse().ok());
             return Ok(Some(NodeRank { rank, size }));
@@ -66,22 +68,20 @@ impl NodeRank {
     /// The GPU ordinals of this process's `per_rank` subdomains among the `count` GPUs it sees:
     /// the node's processes take consecutive blocks (`rank · per_rank ..`), wrapping around when
     /// the node runs more subdomains than it has GPUs, which is an error unless `oversubscribe`
-    /// (the error names the node, its processes, subdomains and GPUs).
-    pub fn gpus(self, per_rank: usize, count: usize, oversubscribe: bool) -> Result<Vec<usize>, String> {
+    /// ([`PlacementError::SharedGpu`] names the node, its processes, subdomains and GPUs).
+    pub fn gpus(self, per_rank: usize, count: usize, oversubscribe: bool) -> Result<Vec<usize>, PlacementError> {
         if count == 0 {
-            return Err(format!("{}: the CUDA driver sees no GPU", node_name()));
+            return Err(PlacementError::NoGpu { node: node_name() });
         }
         let first = self.rank * per_rank;
         if first + per_rank > count && !oversubscribe {
-            let processes = self.size.map_or_else(|| format!("at least {}", self.rank + 1), |s| s.to_string());
-            return Err(format!(
-                "{}: {processes} processes with {per_rank} subdomain(s) each, but {count} GPU(s): process {} of the node \
-                 would share a GPU; start fewer ranks per node (e.g. srun --ntasks-per-node={}) or allow sharing with \
-                 STENCIL_OVERSUBSCRIBE=1",
-                node_name(),
-                self.rank,
-                (count / per_rank.max(1)).max(1)
-            ));
+            return Err(PlacementError::SharedGpu {
+                node: node_name(),
+                processes: self.size,
+                rank: self.rank,
+                per_rank,
+                gpus: count,
+            });
         }
         Ok((first..first + per_rank).map(|i| i % count).collect())
     }
@@ -104,7 +104,7 @@ impl World {
             use mpi::topology::Communicator;
             return Ok(node_rank_of(&comm.split_shared(self.rank() as i32)));
         }
-        let from_env = NodeRank::from_vars(|name| std::env::var(name).ok()).map_err(LaunchError::Decomposition)?;
+        let from_env = NodeRank::from_vars(|name| std::env::var(name).ok()).map_err(DistributionError::from)?;
         Ok(from_env.unwrap_or(NodeRank::ALONE))
     }
 
@@ -114,7 +114,7 @@ impl World {
     pub fn gpu_ordinals(&self, per_rank: usize, count: usize) -> Result<Vec<usize>, LaunchError> {
         let oversubscribe = std::env::var("STENCIL_OVERSUBSCRIBE").map_or(true, |v| v.trim() != "0");
         let node = self.node_rank()?.for_gpus(count, |name| std::env::var(name).ok());
-        node.gpus(per_rank, count, oversubscribe).map_err(LaunchError::Decomposition)
+        Ok(node.gpus(per_rank, count, oversubscribe).map_err(DistributionError::from)?)
     }
 }
 
@@ -157,7 +157,9 @@ mod tests {
         // Slurm first: srun under an MPI that sets its own too.
         assert_eq!(read(&[("MPI_LOCALRANKID", "5"), ("SLURM_LOCALID", "0")]).map(|n| n.rank), Some(0));
         let e = NodeRank::from_vars(vars(&[("OMPI_COMM_WORLD_LOCAL_RANK", "two")])).unwrap_err();
-        assert!(e.contains("OMPI_COMM_WORLD_LOCAL_RANK") && e.contains("\"two\""), "{e}");
+        assert_eq!(e, PlacementError::NotARank { variable: "OMPI_COMM_WORLD_LOCAL_RANK", value: "two".into() });
+        let m = e.to_string();
+        assert!(m.contains("OMPI_COMM_WORLD_LOCAL_RANK") && m.contains("\"two\""), "{m}");
     }
 
     #[test]
@@ -180,8 +182,17 @@ mod tests {
         assert_eq!(at(3, 4).gpus(1, 1, true).unwrap(), [0]);
         // More subdomains on the node than GPUs: an error naming the counts, or shared when allowed.
         let e = at(2, 4).gpus(1, 2, false).unwrap_err();
-        assert!(e.contains("4 processes") && e.contains("2 GPU(s)") && e.contains("STENCIL_OVERSUBSCRIBE=1"), "{e}");
+        assert!(
+            matches!(e, PlacementError::SharedGpu { processes: Some(4), rank: 2, per_rank: 1, gpus: 2, .. }),
+            "{e:?}"
+        );
+        let m = e.to_string();
+        assert!(m.contains("4 processes") && m.contains("2 GPU(s)") && m.contains("STENCIL_OVERSUBSCRIBE=1"), "{m}");
         assert_eq!(at(2, 4).gpus(1, 2, true).unwrap(), [0]);
-        assert!(NodeRank::ALONE.gpus(1, 0, true).unwrap_err().contains("no GPU"));
+        // A process whose node's size is unknown counts at least itself and those before it.
+        let unsized_node = NodeRank { rank: 2, size: None }.gpus(1, 2, false).unwrap_err();
+        assert!(unsized_node.to_string().contains("at least 3 processes"), "{unsized_node}");
+        let none = NodeRank::ALONE.gpus(1, 0, true).unwrap_err();
+        assert!(matches!(none, PlacementError::NoGpu { .. }) && none.to_string().contains("no GPU"), "{none}");
     }
 }

@@ -3,6 +3,7 @@
 //! feature), which [`Domains`](super::Domains) of GPUs take with `Domains::with_transport`.
 //! Messages within one process do not depend on it: buffer copies, peer copies between GPUs.
 
+use crate::domain::{DistributionError, TransportError};
 use crate::error::LaunchError;
 
 /// How the halo messages between ranks travel.
@@ -25,17 +26,18 @@ impl Transport {
     pub fn from_env() -> Result<Self, LaunchError> {
         match std::env::var("STENCIL_TRANSPORT") {
             Err(_) => Ok(Transport::Auto),
-            Ok(v) => Self::parse(&v).map_err(LaunchError::Decomposition),
+            Ok(v) => Ok(Self::parse(&v).map_err(DistributionError::from)?),
         }
     }
 
-    /// `auto`, `mpi` (host-staged) or `nccl` (for command lines and `STENCIL_TRANSPORT`).
-    pub fn parse(s: &str) -> Result<Self, String> {
+    /// `auto`, `mpi` (host-staged) or `nccl` (for command lines and `STENCIL_TRANSPORT`); any
+    /// other name is a [`TransportError`].
+    pub fn parse(s: &str) -> Result<Self, TransportError> {
         match s.trim().to_ascii_lowercase().as_str() {
             "" | "auto" => Ok(Transport::Auto),
             "mpi" | "host" | "host-staged" => Ok(Transport::HostStaged),
             "nccl" => Ok(Transport::Nccl),
-            other => Err(format!("transport `{other}`: use auto, mpi (host-staged) or nccl")),
+            other => Err(TransportError { given: other.to_string() }),
         }
     }
 }
@@ -75,7 +77,7 @@ pub(crate) trait DeviceTransport: Send + Sync + std::fmt::Debug {
 
 #[cfg(test)]
 mod tests {
-    use super::Transport;
+    use super::{Transport, TransportError};
 
     #[test]
     fn transports_parse_or_say_what_is_accepted() {
@@ -83,8 +85,9 @@ mod tests {
         assert_eq!(Transport::parse(""), Ok(Transport::Auto));
         assert_eq!(Transport::parse(" MPI "), Ok(Transport::HostStaged));
         assert_eq!(Transport::parse("nccl"), Ok(Transport::Nccl));
-        let e = Transport::parse("ucx").unwrap_err();
-        assert!(e.contains("use auto, mpi (host-staged) or nccl"), "{e}");
+        let e = Transport::parse(" UCX").unwrap_err();
+        assert_eq!(e, TransportError { given: "ucx".into() });
+        assert!(e.to_string().contains("transport `ucx`: use auto, mpi (host-staged) or nccl"), "{e}");
         assert_eq!(Transport::Nccl.to_string(), "NCCL");
     }
 }

@@ -3,6 +3,7 @@
 //! consecutive blocks of subdomains ([`World::mpi`]). The world moves halo messages between
 //! ranks, reduces scalars and gathers bytes to rank 0.
 
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
 #[cfg(feature = "mpi")]
 use std::sync::Arc;
@@ -294,16 +295,10 @@ impl World {
         if let Some(c) = &self.comm {
             return messages_mpi(c, sends, recvs);
         }
-        Err(LaunchError::Decomposition(format!(
-            "halo messages to other ranks ({}) in a single process: build the domains over the MPI world \
-             (`Domains::over_ranks`)",
-            sends
-                .iter()
-                .map(|m| m.what.as_str())
-                .chain(recvs.iter().map(|m| m.what.as_str()))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )))
+        Err(DistributionError::SingleProcess {
+            messages: sends.iter().map(|m| m.what.clone()).chain(recvs.iter().map(|m| m.what.clone())).collect(),
+        }
+        .into())
     }
 }
 

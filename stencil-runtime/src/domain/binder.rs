@@ -21,6 +21,7 @@
 //! same stencil from the same values.
 
 use super::domains::Domains;
+use super::refusal::DistributionError;
 use crate::error::LaunchError;
 use crate::executor::Executor;
 use crate::range::Loop;
@@ -147,19 +148,15 @@ impl<const D: usize> CompCommBinder<D> {
         mode: Overlap,
     ) -> Result<Self, LaunchError> {
         if ranges.len() != domains.execs().len() {
-            return Err(LaunchError::Decomposition(format!(
-                "CompCommBinder: {} ranges for the {} subdomains of rank {}: give one range per local subdomain",
-                ranges.len(),
-                domains.execs().len(),
-                domains.world().rank()
-            )));
+            return Err(DistributionError::RangeCount {
+                given: ranges.len(),
+                local: domains.execs().len(),
+                rank: domains.world().rank(),
+            }
+            .into());
         }
         if !mode.is_binder_mode() {
-            return Err(LaunchError::Decomposition(
-                "CompCommBinder: Overlap::Auto is the distributed executor's measured choice; give the binder \
-                 None, OneDivided or TwoDivided"
-                    .into(),
-            ));
+            return Err(DistributionError::BinderAuto.into());
         }
         let d = domains.decomposition();
         let sides = |on_boundary: bool| -> Vec<[[bool; 2]; D]> {

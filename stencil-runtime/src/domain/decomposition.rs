@@ -130,6 +130,45 @@ impl fmt::Display for DecompositionError {
 
 impl std::error::Error for DecompositionError {}
 
+/// A boundary fill that a subdomain cannot apply from its own interior
+/// ([`Decomposition::check_boundary_fills`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum BoundaryFillError {
+    /// `Periodic` along an axis the decomposition already wraps: the exchange fills that halo.
+    PeriodicOnWrappedAxis {
+        /// The axis.
+        axis: usize,
+    },
+    /// `Periodic` along an axis split over several subdomains and not periodic in the
+    /// decomposition: the values are on the other end of the grid.
+    PeriodicOnSplitAxis {
+        /// The axis.
+        axis: usize,
+        /// Its subdomains.
+        parts: usize,
+    },
+}
+
+impl fmt::Display for BoundaryFillError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BoundaryFillError::PeriodicOnWrappedAxis { axis } => write!(
+                f,
+                "a Periodic boundary fill along axis {axis}, which the Decomposition already makes periodic: the \
+                 exchange fills its halo from the other end; give that axis no boundary fill (None)"
+            ),
+            BoundaryFillError::PeriodicOnSplitAxis { axis, parts } => write!(
+                f,
+                "a Periodic boundary fill along axis {axis}, which is split over {parts} subdomains: declare the axis \
+                 periodic in the Decomposition (the exchange then wraps it) and give it no boundary fill"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for BoundaryFillError {}
+
 /// A global grid of `global` interior points split over a process grid `grid`, with
 /// `periodic` axes wrapping around. Along an axis of `n` points and `p` domains, the first
 /// `n % p` domains get one point more than the others.
@@ -284,21 +323,14 @@ impl<const D: usize> Decomposition<D> {
     /// Refuses boundary fills that a subdomain cannot apply from its own interior: `Periodic` on
     /// an axis split over several subdomains (its values are on the other end of the grid; make
     /// the axis periodic in the decomposition instead, and the exchange wraps it).
-    pub fn check_boundary_fills(&self, fills: &[Option<crate::field::HaloFill>; D]) -> Result<(), String> {
+    pub fn check_boundary_fills(&self, fills: &[Option<crate::field::HaloFill>; D]) -> Result<(), BoundaryFillError> {
         let Some(a) = (0..D).find(|&a| fills[a] == Some(crate::field::HaloFill::Periodic) && self.grid[a] > 1) else {
             return Ok(());
         };
         if self.periodic[a] {
-            return Err(format!(
-                "a Periodic boundary fill along axis {a}, which the Decomposition already makes periodic: the \
-                 exchange fills its halo from the other end; give that axis no boundary fill (None)"
-            ));
+            return Err(BoundaryFillError::PeriodicOnWrappedAxis { axis: a });
         }
-        Err(format!(
-            "a Periodic boundary fill along axis {a}, which is split over {} subdomains: declare the axis periodic in \
-             the Decomposition (the exchange then wraps it) and give it no boundary fill",
-            self.grid[a]
-        ))
+        Err(BoundaryFillError::PeriodicOnSplitAxis { axis: a, parts: self.grid[a] })
     }
 
     /// The subdomain owning a global interior coordinate, if it is inside the grid.

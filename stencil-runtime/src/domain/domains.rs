@@ -5,6 +5,7 @@
 //! boundary fills, global reductions, and scatter/gather of global fields.
 
 use super::decomposition::{Decomposition, Neighbour, Subdomain};
+use super::refusal::DistributionError;
 use super::workers::Workers;
 use crate::comm::transport::{DeviceTransport, Transport};
 use crate::comm::world::World;
@@ -47,21 +48,19 @@ impl<E: Executor, const D: usize> Domains<E, D> {
     pub fn over_ranks(world: World, decomposition: Decomposition<D>, execs: Vec<E>) -> Result<Self, LaunchError> {
         let (n, ranks, rank) = (decomposition.len(), world.size(), world.rank());
         if n % ranks != 0 || n < ranks {
-            return Err(LaunchError::Decomposition(format!(
-                "process grid {:?} has {n} subdomains, which {ranks} ranks cannot share evenly: run `mpiexec -n` with a \
-                 divisor of {n}, or choose a grid whose number of subdomains is a multiple of {ranks} \
-                 (`Decomposition::auto`)",
-                decomposition.grid()
-            )));
+            return Err(
+                DistributionError::UnevenRanks { grid: decomposition.grid().to_vec(), subdomains: n, ranks }.into()
+            );
         }
         let k = n / ranks;
         if execs.len() != k {
-            return Err(LaunchError::Decomposition(format!(
-                "{} executors on rank {rank} for its {k} subdomains of process grid {:?}: give one executor per \
-                 subdomain of the rank",
-                execs.len(),
-                decomposition.grid()
-            )));
+            return Err(DistributionError::ExecutorCount {
+                given: execs.len(),
+                rank,
+                local: k,
+                grid: decomposition.grid().to_vec(),
+            }
+            .into());
         }
         Ok(Domains { decomposition, world, first: rank * k, execs, device_transport: None, workers: None })
     }
@@ -174,7 +173,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         let d = &self.decomposition;
         for (fields, fills) in sets.iter() {
             self.check_count(fields.len(), "fill_boundary")?;
-            d.check_boundary_fills(fills).map_err(LaunchError::Decomposition)?;
+            d.check_boundary_fills(fills).map_err(DistributionError::from)?;
         }
         for (i, s) in self.subdomains().enumerate() {
             let sides: [[bool; 2]; D] = std::array::from_fn(|a| {
@@ -224,19 +223,15 @@ impl<E: Executor, const D: usize> Domains<E, D> {
             tracing::debug_span!(target: "stencil::io", "gather", field = like.describe(), rank = self.world.rank())
                 .entered();
         if like.interior() != self.decomposition.global() {
-            return Err(LaunchError::Decomposition(format!(
-                "gather: the global shape {} must have the global extent {:?}",
-                like.describe(),
-                self.decomposition.global()
-            )));
+            return Err(DistributionError::GatherExtent {
+                shape: like.describe(),
+                global: self.decomposition.global().to_vec(),
+            }
+            .into());
         }
         let fields: Vec<&E::Field<T, D>> = fields.iter().map(Borrow::borrow).collect();
         if let Some(f) = fields.iter().find(|f| f.shape().element_order() != like.element_order()) {
-            return Err(LaunchError::Decomposition(format!(
-                "gather: a field of {} has another element order than the global shape {}: gather into a shape of the fields' order",
-                f.shape().describe(),
-                like.describe()
-            )));
+            return Err(DistributionError::GatherOrder { field: f.shape().describe(), global: like.describe() }.into());
         }
         let g_halo = like.halo_widths();
         let at = |s: &Subdomain<D>| std::array::from_fn(|a| g_halo[a] + s.offset[a]);
@@ -290,11 +285,13 @@ impl<E: Executor, const D: usize> Domains<E, D> {
         if n == self.execs.len() {
             return Ok(());
         }
-        Err(LaunchError::Decomposition(format!(
-            "{what}: {n} fields, but rank {} holds {} subdomains: pass one field per local subdomain, in order",
-            self.world.rank(),
-            self.execs.len()
-        )))
+        Err(DistributionError::FieldCount {
+            call: what.into(),
+            given: n,
+            rank: self.world.rank(),
+            local: self.execs.len(),
+        }
+        .into())
     }
 }
 

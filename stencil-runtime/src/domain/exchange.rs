@@ -22,7 +22,7 @@ use super::domains::Domains;
 use super::workers::Disjoint;
 use crate::comm::transport::{DeviceMessage, DeviceTransport};
 use crate::comm::world::Message;
-use crate::domain::{HaloWidths, Neighbour};
+use crate::domain::{DistributionError, HaloWidths, Neighbour};
 use crate::error::LaunchError;
 use crate::executor::{ErasedField, Executor, FieldStorage, MessageBuffer};
 use crate::field::Element;
@@ -328,56 +328,49 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// Checks the fields against the slots and the subdomains.
     fn check(&self, fields: &[Vec<ErasedField<'_, D>>]) -> Result<(), LaunchError> {
         let d = &self.domains;
-        let err = |m: String| Err(LaunchError::Decomposition(m));
+        let err = |e: DistributionError| Err(LaunchError::Decomposition(e));
         if fields.len() != d.execs().len() {
-            return err(format!(
-                "exchange on rank {}: fields of {} subdomains, but this process holds {}: pass one list of fields per \
-                 subdomain of the process, in order",
-                d.world().rank(),
-                fields.len(),
-                d.execs().len()
-            ));
+            return err(DistributionError::FieldLists {
+                rank: d.world().rank(),
+                given: fields.len(),
+                local: d.execs().len(),
+            });
         }
         for (s, list) in d.subdomains().zip(fields) {
             if list.len() != self.slots.len() {
-                return err(format!(
-                    "exchange: {} fields for subdomain {}, but the exchange was built with {} ({}): pass them in the \
-                     order they were appended",
-                    list.len(),
-                    s.index,
-                    self.slots.len(),
-                    self.slots.iter().map(|s| s.name.as_str()).collect::<Vec<_>>().join(", ")
-                ));
+                return err(DistributionError::FieldList {
+                    given: list.len(),
+                    subdomain: s.index,
+                    expected: self.slots.iter().map(|s| s.name.clone()).collect(),
+                });
             }
             for (slot, f) in self.slots.iter().zip(list) {
                 let shape = f.shape();
                 if f.element() != slot.element {
-                    return err(format!(
-                        "exchange: field `{}` of subdomain {} holds {}, but it was appended as {}",
-                        slot.name,
-                        s.index,
-                        f.element(),
-                        slot.element
-                    ));
+                    return err(DistributionError::FieldElement {
+                        field: slot.name.clone(),
+                        subdomain: s.index,
+                        element: f.element(),
+                        appended: slot.element,
+                    });
                 }
                 if shape.interior() != s.extent {
-                    return err(format!(
-                        "exchange: field `{}` of subdomain {} has {}, but the subdomain is {:?} points (on rank {}): \
-                         allocate it with `Subdomain::shape`, or pass the fields of these domains",
-                        slot.name,
-                        s.index,
-                        shape.describe(),
-                        s.extent,
-                        d.world().rank()
-                    ));
+                    return err(DistributionError::FieldExtent {
+                        field: slot.name.clone(),
+                        subdomain: s.index,
+                        shape: shape.describe(),
+                        extent: s.extent.to_vec(),
+                        rank: d.world().rank(),
+                    });
                 }
                 let halo = shape.halo_widths();
                 if let Some(a) = (0..D).find(|&a| halo[a] < slot.depth[a]) {
-                    return err(format!(
-                        "exchange: field `{}` has halo {} along axis {a}, but the exchange fills {} layers: allocate it \
-                         with a halo of at least {} or append it with a smaller depth",
-                        slot.name, halo[a], slot.depth[a], slot.depth[a]
-                    ));
+                    return err(DistributionError::HaloDepth {
+                        field: slot.name.clone(),
+                        axis: a,
+                        halo: halo[a],
+                        depth: slot.depth[a],
+                    });
                 }
             }
         }
@@ -397,11 +390,14 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                     continue;
                 }
                 if let Some(s) = d.subdomains().find(|s| s.extent[axis] < depth) {
-                    return Err(LaunchError::Decomposition(format!(
-                        "exchange of `{}`: subdomain {} has {} points along axis {axis}, fewer than the {depth} \
-                         layers exchanged: use fewer subdomains along that axis or a smaller depth",
-                        slot.name, s.index, s.extent[axis]
-                    )));
+                    return Err(DistributionError::ThinForExchange {
+                        field: slot.name.clone(),
+                        subdomain: s.index,
+                        axis,
+                        points: s.extent[axis],
+                        depth,
+                    }
+                    .into());
                 }
             }
         }
@@ -516,12 +512,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     let address = |b: &B, l: &Link<D>| {
         b.device_address().ok_or_else(|| {
-            LaunchError::Decomposition(format!(
-                "exchange: the {} halo of subdomain {} along axis {axis} is in host memory, but the domains move \
-                 messages between ranks device to device: give such domains GPU executors",
-                SIDES[l.side],
-                me(l)
-            ))
+            LaunchError::Decomposition(DistributionError::HostHalo { side: l.side, subdomain: me(l), axis })
         })
     };
     for &l in remote {
@@ -554,22 +545,16 @@ fn tag<const D: usize>(receiver: usize, axis: usize, side: usize) -> Result<i32,
     let t = (receiver * D + axis) * 2 + side;
     // MPI guarantees tags up to 32767.
     i32::try_from(t).ok().filter(|&t| t <= 32767).ok_or_else(|| {
-        LaunchError::Decomposition(format!(
-            "exchange: subdomain {receiver} is beyond the {} subdomains whose halo messages MPI can tell apart: use \
-             fewer subdomains",
-            32768 / (2 * D)
-        ))
+        LaunchError::Decomposition(DistributionError::TooManySubdomains { receiver, limit: 32768 / (2 * D) })
     })
 }
 
 /// The link of local subdomain `local` on `side` of `axis`.
 fn find<const D: usize>(links: &[Link<D>], local: usize, axis: usize, side: usize) -> Result<usize, LaunchError> {
-    links.iter().position(|l| l.local == local && l.axis == axis && l.side == side).ok_or_else(|| {
-        LaunchError::Decomposition(format!(
-            "exchange: local subdomain {local} has no neighbour on the {} side of axis {axis}, though one points to it",
-            SIDES[side]
-        ))
-    })
+    links
+        .iter()
+        .position(|l| l.local == local && l.axis == axis && l.side == side)
+        .ok_or(LaunchError::Decomposition(DistributionError::MissingNeighbour { local, side, axis }))
 }
 
 /// Where a field's box on a side of `axis` starts before the interior, and its points, along

@@ -14,6 +14,7 @@ mod distributed;
 mod domains;
 mod exchange;
 mod reach;
+mod refusal;
 mod workers;
 
 #[cfg(feature = "mpi")]
@@ -30,8 +31,9 @@ pub(crate) use crate::comm::watch::{
 pub(crate) use crate::comm::world::timeout as exchange_timeout;
 pub use crate::comm::world::World;
 pub use binder::{CompCommBinder, Halos, Overlap};
-pub use decomposition::{Decomposition, DecompositionError, Neighbour, Subdomain};
+pub use decomposition::{BoundaryFillError, Decomposition, DecompositionError, Neighbour, Subdomain};
 pub use distributed::{DistField, Distributed};
 pub use domains::{BoundarySet, Domains};
 pub use exchange::{HaloExchange, PhaseTimes};
 pub use reach::{HaloWidths, ReachError};
+pub use refusal::{DistributionError, PlacementError, TransportError};

@@ -6,6 +6,7 @@
 //! worker `i`, and returns when all are done. Workers spin briefly for the next job (launches
 //! come microseconds apart) and then sleep.
 
+use super::refusal::DistributionError;
 use crate::error::LaunchError;
 use std::cell::UnsafeCell;
 use std::panic::{catch_unwind, resume_unwind, AssertUnwindSafe};
@@ -73,7 +74,7 @@ impl Workers {
             let thread = std::thread::Builder::new()
                 .name(format!("stencil-part-{i}"))
                 .spawn(move || work(i, &theirs))
-                .map_err(|e| LaunchError::Decomposition(format!("starting the host thread of subdomain {i}: {e}")))?;
+                .map_err(|e| DistributionError::HostThread { subdomain: i, reason: e.to_string() })?;
             workers.slots.push(slot);
             workers.threads.push(thread);
         }
@@ -260,9 +261,15 @@ mod tests {
     fn the_lowest_failing_part_is_the_error_and_a_panic_resumes_on_the_caller() {
         let workers = Workers::new(3).unwrap();
         let e = workers
-            .each(&|i| if i == 0 { Ok(()) } else { Err(LaunchError::Decomposition(format!("part {i}"))) })
+            .each(&|i| {
+                if i == 0 {
+                    Ok(())
+                } else {
+                    Err(DistributionError::HostThread { subdomain: i, reason: "planted".into() }.into())
+                }
+            })
             .unwrap_err();
-        assert!(e.to_string().contains("part 1"), "{e}");
+        assert!(e.to_string().contains("subdomain 1"), "{e}");
         let panicked =
             catch_unwind(AssertUnwindSafe(|| workers.each(&|i| if i == 2 { panic!("part 2") } else { Ok(()) })));
         assert!(panicked.is_err());

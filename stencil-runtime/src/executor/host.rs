@@ -3,6 +3,7 @@
 use super::{
     check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, MessageBuffer, Messages, Record, Same, SideJob, Stencil,
 };
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -140,11 +141,9 @@ impl Messages for Host {
 
     fn copy_buffer(&self, dst: &mut HostBuffer, _: &Self, src: &HostBuffer, bytes: usize) -> Result<(), LaunchError> {
         if bytes > dst.capacity() || bytes > src.capacity() {
-            return Err(LaunchError::Decomposition(format!(
-                "halo message of {bytes} bytes between buffers of {} and {} bytes",
-                src.capacity(),
-                dst.capacity()
-            )));
+            return Err(
+                DistributionError::MessageSize { bytes, source: src.capacity(), destination: dst.capacity() }.into()
+            );
         }
         dst.as_bytes_mut()[..bytes].copy_from_slice(&src.as_bytes()[..bytes]);
         Ok(())

@@ -16,6 +16,7 @@ pub(crate) use halo::check as check_halo;
 pub use halo::{HaloError, HaloFill};
 pub use shape::{Order, Shape, Shape1, Shape2, Shape3, DEFAULT_ALIGN};
 
+use crate::range::RangeError;
 use std::fmt;
 
 /// A scalar type a field may hold: what the stencil DSL supports as field elements.
@@ -213,13 +214,16 @@ impl<T: Element, const D: usize> Field<T, D> {
     }
 
     /// Refuses a box that leaves the field's storage.
-    fn check_box(&self, at: [usize; D], len: [usize; D], what: &str) -> Result<(), FieldError> {
+    fn check_box(&self, at: [usize; D], len: [usize; D], what: &'static str) -> Result<(), FieldError> {
         let ext = self.shape.extent();
         match (0..D).find(|&a| at[a] + len[a] > ext[a]) {
-            Some(a) => Err(FieldError::Range(format!(
-                "{what}: the box at {at:?} of {len:?} points leaves the field ({}) along axis {a}",
-                self.shape.describe()
-            ))),
+            Some(a) => Err(FieldError::Range(RangeError::BoxOutside {
+                call: what,
+                at: at.to_vec(),
+                len: len.to_vec(),
+                shape: self.shape.describe(),
+                axis: a,
+            })),
             None => Ok(()),
         }
     }
@@ -393,8 +397,9 @@ pub enum FieldError {
         /// The field's shape, described.
         shape: String,
     },
-    /// `read_range` was given a range that does not fit the field (the message says how).
-    Range(String),
+    /// `read_range` was given a range that does not fit the field, or `read_box`/`write_box` a
+    /// box that leaves it ([`RangeError::DoesNotFit`], [`RangeError::BoxOutside`]).
+    Range(RangeError),
     /// The memory for a field could not be had.
     OutOfMemory {
         /// The field's shape, described.
@@ -421,7 +426,9 @@ impl FieldError {
     /// What went wrong, without the code and the help.
     pub fn message(&self) -> String {
         match self {
-            FieldError::Range(message) => format!("read_range: {message}"),
+            // A box error names its call itself.
+            FieldError::Range(e @ RangeError::BoxOutside { .. }) => e.to_string(),
+            FieldError::Range(e) => format!("read_range: {e}"),
             FieldError::LengthMismatch { expected, got } => {
                 format!("the vector has {got} values but the shape has {expected} points (halo included)")
             }
@@ -442,6 +449,9 @@ impl FieldError {
     /// What to change.
     pub fn help(&self) -> String {
         match self {
+            FieldError::Range(RangeError::BoxOutside { .. }) => {
+                "keep the box inside the field: at + len <= extent on every axis (halo included)".to_string()
+            }
             FieldError::Range(_) => "build the range for the field's extent with i0 + i1 <= n on every axis, e.g. \
                                      `Loop3D::interior(field.shape())`"
                 .to_string(),
@@ -473,4 +483,11 @@ impl fmt::Display for FieldError {
     }
 }
 
-impl std::error::Error for FieldError {}
+impl std::error::Error for FieldError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            FieldError::Range(e) => Some(e),
+            _ => None,
+        }
+    }
+}

@@ -7,6 +7,7 @@ use super::field::{DistField, Head, Sides};
 use super::{exchanged, same, Distributed, State};
 use crate::domain::decomposition::Neighbour;
 use crate::domain::exchange::HaloExchange;
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::executor::{ErasedField, Executor, FieldMap, SideJob, Stencil};
 use crate::field::{Element, HaloFill};
@@ -45,11 +46,14 @@ impl<'h, const D: usize> Settle<'h, D> {
         let halo = head.global.halo_widths();
         let need: [usize; D] = std::array::from_fn(|a| if exchanged(d, a) { reach[a] } else { 0 });
         if let Some(a) = (0..D).find(|&a| need[a] > halo[a]) {
-            return Err(LaunchError::Decomposition(format!(
-                "stencil `{stencil}` reads field `{}` {} points away along axis {a}, but its halo is {} wide there: \
-                 allocate it with a halo of at least {} along axis {a}",
-                info.name, need[a], halo[a], need[a]
-            )));
+            return Err(DistributionError::HaloNarrowerThanReach {
+                stencil,
+                field: info.name,
+                axis: a,
+                reach: need[a],
+                halo: halo[a],
+            }
+            .into());
         }
         let pending = head.pending();
         if !all && reach.iter().all(|&r| r == 0) {

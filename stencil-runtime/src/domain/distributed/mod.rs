@@ -82,6 +82,7 @@ use super::binder::{CompCommBinder, Overlap};
 use super::decomposition::{Decomposition, Subdomain};
 use super::domains::Domains;
 use super::exchange::HaloExchange;
+use super::refusal::DistributionError;
 use super::workers::PerPart;
 use crate::comm::world::World;
 use crate::error::LaunchError;
@@ -213,9 +214,7 @@ impl<const G: usize> Distributed<crate::gpu::cuda::Gpu, G> {
         use crate::gpu::cuda::Gpu;
         let count = Gpu::count()?;
         if count == 0 {
-            return Err(LaunchError::Decomposition(
-                "Distributed::gpus: the CUDA driver sees no GPU: run on the host (`Distributed::host`)".into(),
-            ));
+            return Err(DistributionError::NoGpu.into());
         }
         let gpus = (0..decomposition.len()).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>()?;
         Ok(Self::new(Domains::new(decomposition, gpus)?.with_host_threads()?))
@@ -285,19 +284,14 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, State<E, G>>, LaunchError> {
-        self.inner.state.lock().map_err(|_| {
-            LaunchError::Decomposition("the distributed executor: an earlier call panicked while holding it".into())
-        })
+        self.inner.state.lock().map_err(|_| LaunchError::Decomposition(DistributionError::Poisoned))
     }
 
     /// The domains seen as `D`-dimensional (they are `G`-dimensional: an error for another `D`).
     fn domains_of<const D: usize>(&self) -> Result<&Domains<E, D>, LaunchError> {
-        (&self.inner.domains as &dyn Any).downcast_ref::<Domains<E, D>>().ok_or_else(|| {
-            LaunchError::Decomposition(format!(
-                "a {D}D field or range on a distributed executor of a {G}D grid: distribute {G}D fields only, and keep \
-                 fields of other dimensions on the subdomains' executors"
-            ))
-        })
+        (&self.inner.domains as &dyn Any)
+            .downcast_ref::<Domains<E, D>>()
+            .ok_or(LaunchError::Decomposition(DistributionError::Dimensions { field: D, grid: G }))
     }
 
     fn check_home(&self, home: usize, what: &str, field: &str) -> Result<(), LaunchError> {
@@ -310,11 +304,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             return Ok(());
         }
         let (what, field) = names();
-        Err(LaunchError::Decomposition(format!(
-            "{what}: {field} is not a field of this distributed executor ({}): allocate it with this executor's \
-             `alloc` or `upload` (fields of another executor or decomposition cannot be mixed)",
-            self.describe()
-        )))
+        Err(DistributionError::ForeignField { call: what, field, executor: self.describe() }.into())
     }
 
     /// Refuses a global shape that is not the decomposed grid's or whose halo a subdomain is too
@@ -327,26 +317,26 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     ) -> Result<(), LaunchError> {
         let d = domains.decomposition();
         if shape.interior() != d.global() {
-            return Err(LaunchError::Decomposition(format!(
-                "{what}: a field of {} on a distributed executor of a grid of {:?} points: give the shape of the whole \
-                 grid (its interior {:?}, with the halo the stencils need)",
-                shape.describe(),
-                d.global(),
-                d.global()
-            )));
+            return Err(DistributionError::GlobalShape {
+                call: what.into(),
+                shape: shape.describe(),
+                global: d.global().to_vec(),
+            }
+            .into());
         }
         let halo = shape.halo_widths();
         for s in d.subdomains() {
             if let Some(a) = (0..D).find(|&a| exchanged(d, a) && s.extent[a] < halo[a]) {
-                return Err(LaunchError::Decomposition(format!(
-                    "{what}: subdomain {} is {} points thick along axis {a}, thinner than the halo of {} ({} points): \
-                     split that axis over fewer subdomains (process grid {:?}) or give the field a narrower halo",
-                    s.index,
-                    s.extent[a],
-                    shape.describe(),
-                    halo[a],
-                    d.grid()
-                )));
+                return Err(DistributionError::ThinForHalo {
+                    call: what.into(),
+                    subdomain: s.index,
+                    axis: a,
+                    points: s.extent[a],
+                    shape: shape.describe(),
+                    halo: halo[a],
+                    grid: d.grid().to_vec(),
+                }
+                .into());
             }
         }
         Ok(())
@@ -526,7 +516,7 @@ fn check_edge<const D: usize>(
     range: &Loop<D>,
     head: &Head<D>,
     info: &FieldInfo,
-    stencil: &str,
+    stencil: &'static str,
 ) -> Result<(), LaunchError> {
     if range.points() == 0 || head.edge() || head.declared().is_some() || head.pending().is_some() {
         return Ok(());
@@ -534,36 +524,22 @@ fn check_edge<const D: usize>(
     let (h, n) = (head.global.halo_widths(), head.global.interior());
     for a in (0..D).filter(|&a| !d.periodic()[a]) {
         let side = if info.lo[a] < 0 && (range.begin()[a] as i64 + info.lo[a] as i64) < h[a] as i64 {
-            "low"
+            0
         } else if info.hi[a] > 0 && range.end()[a] as i64 + info.hi[a] as i64 > (h[a] + n[a]) as i64 {
-            "high"
+            1
         } else {
             continue;
         };
-        return Err(LaunchError::Decomposition(format!(
-            "stencil `{stencil}` reads field `{}` at an offset across the {side} edge of the grid along axis {a}, but \
-             the field was written since `fill_halos` last filled it, and declares no boundary: its halo there is \
-             stale. Declare its boundary once with `exec.declare_boundary(&mut field, fills)` (filled after every \
-             write), or fill it again before this launch",
-            info.name
-        )));
+        return Err(DistributionError::StaleEdge { stencil, field: info.name, axis: a, side }.into());
     }
     Ok(())
 }
 
 /// Refuses a column sweep along an axis the decomposition splits: a column must lie in one
 /// subdomain.
-fn columns_whole<const D: usize>(stencil: &str, grid: [usize; D]) -> Result<(), LaunchError> {
+fn columns_whole<const D: usize>(stencil: &'static str, grid: [usize; D]) -> Result<(), LaunchError> {
     if grid[D - 1] > 1 {
-        return Err(LaunchError::Decomposition(format!(
-            "stencil `{}` sweeps its columns along axis {}, which the decomposition splits over {} subdomains: a \
-             column must lie in one subdomain; use a process grid of 1 along axis {} (process grid {:?})",
-            stencil,
-            D - 1,
-            grid[D - 1],
-            D - 1,
-            grid
-        )));
+        return Err(DistributionError::SplitColumns { stencil, axis: D - 1, grid: grid.to_vec() }.into());
     }
     Ok(())
 }
@@ -1049,28 +1025,16 @@ fn check_fills<const D: usize>(
         for fill in sides.iter().flatten() {
             let periodic = *fill == HaloFill::Periodic;
             if periodic && d.grid()[a] > 1 && !d.periodic()[a] {
-                return Err(LaunchError::Decomposition(format!(
-                    "{} is filled Periodic along axis {a}, which is split over {} subdomains and not periodic in \
-                     the decomposition: build the executor's Decomposition with axis {a} periodic",
-                    what(),
-                    d.grid()[a]
-                )));
+                return Err(DistributionError::PeriodicNotWrapped { what: what(), axis: a, parts: d.grid()[a] }.into());
             }
             if !periodic && d.periodic()[a] {
-                return Err(LaunchError::Decomposition(format!(
-                    "{} is filled {fill:?} along axis {a}, which the decomposition makes periodic (its halo is the \
-                     other end's): fill it Periodic, or build the executor's Decomposition with axis {a} not periodic",
-                    what()
-                )));
+                return Err(DistributionError::FillOnWrappedAxis { what: what(), axis: a, fill: *fill }.into());
             }
         }
     }
     Ok(())
 }
 
-fn buffers(what: &str) -> LaunchError {
-    LaunchError::Decomposition(format!(
-        "`{what}` on a distributed executor: it moves halos itself (before the launches that need them); message \
-         buffers belong to its subdomains' executors (`Distributed::domains().exec(i)`)"
-    ))
+fn buffers(call: &'static str) -> LaunchError {
+    DistributionError::Buffers { call }.into()
 }

@@ -201,7 +201,7 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     /// run per row of the range, so a line along x in `ijk` order (e.g. the receivers of a
     /// seismogram) costs one small copy instead of a whole download.
     pub fn read_range(&self, range: &Loop<D>) -> Result<Vec<T>, CudaError> {
-        let runs = row_runs(&self.shape, range).map_err(|m| CudaError::Field(FieldError::Range(m)))?;
+        let runs = row_runs(&self.shape, range).map_err(|e| CudaError::Field(FieldError::Range(e)))?;
         let mut values = vec![T::default(); range.points()];
         let gpu = &self.mem.gpu;
         gpu.refuse_while_recording("read_range")?;
