@@ -421,7 +421,7 @@ pub fn dycore_rain(
     w[1][idx] = dry * cloud;
     w[2][idx] = dry * fallen;
     r[idx] = dry * total;
-    t[idx] = dry * total * temp / pi * (1.0 + vapour / eps) / total;
+    t[idx] = dry * temp / pi * (1.0 + vapour / eps);
     let bottom = if idx.level() + 1 == idx.levels() { 1.0 } else { 0.0 };
     ground[idx] = ground[idx] + bottom * dt * flux;
 }
