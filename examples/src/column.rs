@@ -17,7 +17,8 @@
 //! substitutes back from the top, carrying the level above's solution. Both fields share `c'`.
 //! The stencils read `ρ` one level above and below, so the fields have a halo of one level.
 //!
-//! **Warm rain** ([`WarmRain`], a Kessler-type scheme): at every level a saturation adjustment
+//! **Warm rain** ([`WarmRain`], a Kessler-type scheme, the point physics of
+//! [`crate::warm_rain`], shared with the dynamical core): at every level a saturation adjustment
 //! (Tetens' saturation mixing ratio, one Newton step with latent heating), autoconversion of
 //! cloud to rain above a threshold and accretion of cloud by rain; then the rain falls with
 //! Kessler's terminal velocity, `v_t = 36.34 (10⁻³ ρ q_r)^0.1364 √(ρ₀/ρ)`, as an upwind flux
@@ -29,6 +30,9 @@
 
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Executor, LaunchError};
+
+pub use crate::warm_rain::saturation;
+use crate::warm_rain::{fall_speed, warm_rain_point};
 
 /// Upward elimination of the Thomas algorithm for `x = t` and `x = qv` at once.
 #[stencil(sweep = forward)]
@@ -81,16 +85,9 @@ pub fn diffuse_down(
     qv[idx] = q_above;
 }
 
-/// Saturation mixing ratio over water (Tetens), kg/kg, at temperature `t` (K) and pressure `p`
-/// (Pa).
-#[stencil_fn]
-pub fn saturation(t: f64, p: f64) -> f64 {
-    380.0 / p * (17.27 * (t - 273.15) / (t - 35.86)).exp()
-}
-
-/// One step of warm-rain microphysics and rain sedimentation, in place, from the top level down;
-/// `rain_out` gets the flux leaving each level downwards (kg/m²/s; at the bottom level, the
-/// surface rain rate).
+/// One step of warm-rain microphysics ([`warm_rain_point`]) and rain sedimentation, in place,
+/// from the top level down; `rain_out` gets the flux leaving each level downwards (kg/m²/s; at
+/// the bottom level, the surface rain rate).
 #[stencil(sweep = backward)]
 pub fn warm_rain(
     idx: Idx3,
@@ -106,38 +103,15 @@ pub fn warm_rain(
 ) {
     #[carry]
     let mut flux_above = 0.0;
-    // Latent heat of vaporisation (J/kg), specific heat of dry air (J/(kg K)), gas constant of
-    // water vapour (J/(kg K)).
-    let (lv, cp, rv) = (2.5e6, 1004.0, 461.5);
-    let mut temp = t[idx];
-    let mut vapour = qv[idx];
-    let mut cloud = qc[idx];
-    let mut rain = qr[idx];
-    // Saturation adjustment: condense the excess vapour, or evaporate cloud into the deficit.
-    let qs = saturation(temp, p[idx]);
-    let excess = (vapour - qs) / (1.0 + lv * lv * qs / (cp * rv * temp * temp));
-    let change = excess.max(-cloud);
-    vapour -= change;
-    cloud += change;
-    temp += lv / cp * change;
-    // Autoconversion above the threshold (Kessler: 10⁻³/s above 10⁻³ kg/kg), and accretion of
-    // cloud by rain (2.2/s).
-    let auto = (1.0e-3 * (cloud - 1.0e-3)).max(0.0) * dt;
-    let accr = 2.2 * cloud * rain.max(0.0).powf(0.875) * dt;
-    let to_rain = (auto + accr).min(cloud);
-    cloud -= to_rain;
-    rain += to_rain;
-    // Sedimentation: upwind flux out of this level, the flux from above in (surface density
-    // 1.2 kg/m³ in the terminal velocity).
+    let (temp, vapour, cloud, rain) = warm_rain_point(dt, p[idx], 1.0, t[idx], qv[idx], qc[idx], qr[idx]);
+    // Sedimentation: upwind flux out of this level, the flux from above in.
     let density = rho[idx];
-    let fall = 36.34 * (1.0e-3 * density * rain.max(0.0)).powf(0.1364) * (1.2 / density).sqrt();
-    let flux = density * rain * fall;
-    rain += dt * (flux_above - flux) / (density * dz);
-    flux_above = flux;
+    let flux = density * rain * fall_speed(density, rain);
     t[idx] = temp;
     qv[idx] = vapour;
     qc[idx] = cloud;
-    qr[idx] = rain;
+    qr[idx] = rain + dt * (flux_above - flux) / (density * dz);
+    flux_above = flux;
     rain_out[idx] = flux;
 }
 

@@ -2,8 +2,8 @@
 //! section II): the fully compressible equations in flux form over terrain, finite volumes on an
 //! Arakawa C grid with Koren-limited fluxes, and HE-VI time splitting (a long Wicker–Skamarock
 //! RK3 step for advection; short forward–backward steps for sound and gravity waves, vertically
-//! implicit by a Thomas column sweep). Dry; the equations, the discretisation and the test cases
-//! are on the `dycore` examples page.
+//! implicit by a Thomas column sweep). Dry, or moist with warm rain (below); the equations, the
+//! discretisation and the test cases are on the `dycore` examples page.
 //!
 //! **Coordinates.** Gal-Chen terrain following: `z = z_s(x, y) + ζ G`, `G = 1 − z_s/H` (the
 //! Jacobian `∂z/∂ζ`), `0 ≤ ζ ≤ H`. The prognostic variables are G-weighted: `R = Gρ`,
@@ -16,13 +16,22 @@
 //! the ground is index `k = −1`, in the halo, the lid `k = n_z − 1`), of `z_x` the edge
 //! `(i + ½, k + ½)` and of `z_y` the edge `(j + ½, k + ½)`. A field `wmask` is 1 on the inner
 //! `w` faces and 0 at the ground and the lid: the boundary conditions `Ω = 0` are products by it.
+//!
+//! **Moisture.** `R = Gρ` is the density of moist air (dry air, vapour, cloud and rain), the
+//! water is `Gρq_v`, `Gρq_c`, `Gρq_r` (`q` mixing ratios per kg of dry air, `ρq` partial
+//! densities) and `Θ = Gρθ_ρ` with the density potential temperature
+//! `θ_ρ = θ (1 + q_v/ε)/(1 + q_v + q_c + q_r)`, `ε = R_d/R_v`: then `p = p₀ (R_d Θ/(G p₀))^γ` and
+//! the buoyancy `−gR` hold as in the dry core, whose stencils are unchanged. [`DycoreWater`]
+//! advects the water, [`DycoreRain`] is the warm rain of [`crate::warm_rain`] once per long step.
 
+use stencil_runtime::io::netcdf::{Axis, Writer};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill};
 
 use crate::checkpoint::{Error, Plan};
 use crate::driver::{self, all, End, Identity, Named, Restart, Spec};
 use crate::euler::limited_slope;
+use crate::warm_rain::{fall_speed, saturation, warm_rain_point, LV, RV};
 
 /// Halo width of every field (the limited fluxes read two points upstream).
 pub const HALO: usize = 2;
@@ -38,6 +47,10 @@ pub const CV: f64 = CP - RD;
 pub const GAMMA: f64 = CP / CV;
 /// Gravitational acceleration, m/s².
 pub const GRAV: f64 = 9.81;
+/// `R_d/R_v`.
+pub const EPS: f64 = RD / RV;
+/// Total water mixing ratio of the moist bubble, kg/kg.
+pub const QT: f64 = 0.02;
 
 /// The Koren-limited value at the face between `c0` and `p1` (`m1` before, `p2` after) upwind
 /// for the flux `vel`: `κ = 1/3, β = 2` of [`limited_slope`].
@@ -318,6 +331,101 @@ pub fn dycore_commit(idx: Idx3, s: [&Field3<f64>; 5], pert: [&Field3<f64>; 5], o
     }
 }
 
+/// The specific contents `c = Q/R` of the water species (`w` = `(Gρq_v, Gρq_c, Gρq_r)`) of a
+/// stage state: what the mass fluxes carry.
+#[stencil]
+pub fn dycore_ratio(idx: Idx3, r: &Field3<f64>, w: [&Field3<f64>; 3], c: [&mut Field3<f64>; 3]) {
+    for v in 0..3 {
+        c[v][idx] = w[v][idx] / r[idx];
+    }
+}
+
+/// After each short step, the sum over the stage's short steps so far (`first` = 0 restarts it)
+/// of the perturbation mass fluxes `U''`, `V''` and `(W'' − U'' z_x − V'' z_y)/G` (0 at the
+/// ground and the lid).
+#[stencil]
+#[rustfmt::skip]
+pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 6], acc: [&mut Field3<f64>; 3]) {
+    let h = 0.5 * (m[1][idx] * 0.5 * (pert[1][idx] + pert[1][idx.ix::<0, 0, 1>()])
+        + m[1][idx.ix::<-1, 0, 0>()] * 0.5 * (pert[1][idx.ix::<-1, 0, 0>()] + pert[1][idx.ix::<-1, 0, 1>()]))
+        + 0.5 * (m[2][idx] * 0.5 * (pert[2][idx] + pert[2][idx.ix::<0, 0, 1>()])
+        + m[2][idx.ix::<0, -1, 0>()] * 0.5 * (pert[2][idx.ix::<0, -1, 0>()] + pert[2][idx.ix::<0, -1, 1>()]));
+    acc[0][idx] = first * acc[0][idx] + pert[1][idx];
+    acc[1][idx] = first * acc[1][idx] + pert[2][idx];
+    acc[2][idx] = first * acc[2][idx] + m[3][idx] * (pert[3][idx] - h) / m[0][idx];
+}
+
+/// The end of a stage for the water: `out = wq − dt ∇·(F c)`, `wq` the step's start, `c` the
+/// specific contents of the stage state (Koren-limited, upwind for `F`), `F` the mass flux the
+/// density saw over the stage: the stage state's (`u`, `v`, `omega`) plus the mean of the short
+/// steps' (`acc / n`, `rn` = 1/n; the vertical flux of a short step is weighted `1 − α` at its old
+/// `W''` and `α` at its new, so the sum in `acc`, of the new ones, is corrected by `(1 − α)`
+/// times the first `W''` (`w_start − w_stage`) less the last (`w_end`)). A uniform `c` stays
+/// uniform to round-off.
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_water(
+    idx: Idx3, dt: f64, rn: f64, alpha: f64, r: [f64; 3], u: &Field3<f64>, v: &Field3<f64>, omega: &Field3<f64>,
+    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 6], acc: [&Field3<f64>; 3],
+    c: [&Field3<f64>; 3], wq: [&Field3<f64>; 3], out: [&mut Field3<f64>; 3],
+) {
+    let fx = |p: Idx3| { let f = u[p] + rn * acc[0][p];
+        [f * koren(c[0][p.ix::<-1, 0, 0>()], c[0][p], c[0][p.ix::<1, 0, 0>()], c[0][p.ix::<2, 0, 0>()], f),
+         f * koren(c[1][p.ix::<-1, 0, 0>()], c[1][p], c[1][p.ix::<1, 0, 0>()], c[1][p.ix::<2, 0, 0>()], f),
+         f * koren(c[2][p.ix::<-1, 0, 0>()], c[2][p], c[2][p.ix::<1, 0, 0>()], c[2][p.ix::<2, 0, 0>()], f)] };
+    let fy = |p: Idx3| { let f = v[p] + rn * acc[1][p];
+        [f * koren(c[0][p.ix::<0, -1, 0>()], c[0][p], c[0][p.ix::<0, 1, 0>()], c[0][p.ix::<0, 2, 0>()], f),
+         f * koren(c[1][p.ix::<0, -1, 0>()], c[1][p], c[1][p.ix::<0, 1, 0>()], c[1][p.ix::<0, 2, 0>()], f),
+         f * koren(c[2][p.ix::<0, -1, 0>()], c[2][p], c[2][p.ix::<0, 1, 0>()], c[2][p.ix::<0, 2, 0>()], f)] };
+    let fz = |p: Idx3| {
+        let f = omega[p] + rn * (acc[2][p] - (1.0 - alpha) * m[3][p] * (w_end[p] - w_start[p] + w_stage[p]) / m[0][p]);
+        [f * koren(c[0][p.ix::<0, 0, -1>()], c[0][p], c[0][p.ix::<0, 0, 1>()], c[0][p.ix::<0, 0, 2>()], f),
+         f * koren(c[1][p.ix::<0, 0, -1>()], c[1][p], c[1][p.ix::<0, 0, 1>()], c[1][p.ix::<0, 0, 2>()], f),
+         f * koren(c[2][p.ix::<0, 0, -1>()], c[2][p], c[2][p.ix::<0, 0, 1>()], c[2][p.ix::<0, 0, 2>()], f)] };
+    let (east, west, north, south) = (fx(idx), fx(idx.ix::<-1, 0, 0>()), fy(idx), fy(idx.ix::<0, -1, 0>()));
+    let (top, bottom) = (fz(idx), fz(idx.ix::<0, 0, -1>()));
+    for s in 0..3 {
+        out[s][idx] = wq[s][idx] - dt * ((east[s] - west[s]) * r[0] + (north[s] - south[s]) * r[1] + (top[s] - bottom[s]) * r[2]);
+    }
+}
+
+/// Warm rain over a long step `dt`, in place, from the lid down ([`warm_rain_point`] at every
+/// cell; `rain` 0: saturation adjustment only): the state's `R` and `Θ = Gρθ_ρ` and the water
+/// `w` = `(Gρq_v, Gρq_c, Gρq_r)`; rain falls through the cells as an upwind flux, its mass
+/// leaving `R` with it, and what leaves the lowest cell adds to `ground` (kg/m²). Latent heat
+/// warms θ at the cell's pressure; the dry air `R − ΣQ` of each cell stays.
+#[stencil(sweep = backward)]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn dycore_rain(
+    idx: Idx3, dt: f64, rdz: f64, rain: f64, g: &Field3<f64>, r: &mut Field3<f64>, t: &mut Field3<f64>,
+    w: [&mut Field3<f64>; 3], ground: &mut Field3<f64>,
+) {
+    #[carry]
+    let mut above = 0.0;
+    // R_d/R_v and R_d/c_p (module constants are not visible in stencil code).
+    let (eps, kappa) = (287.0 / 461.5, 287.0 / 1004.0);
+    let dry = r[idx] - (w[0][idx] + w[1][idx] + w[2][idx]);
+    let (qv, qc, qr) = (w[0][idx] / dry, w[1][idx] / dry, w[2][idx] / dry);
+    let theta = t[idx] / r[idx] * (1.0 + qv + qc + qr) / (1.0 + qv / eps);
+    let p = pressure(t[idx], g[idx]);
+    let pi = (p / 1.0e5).powf(kappa);
+    let (temp, vapour, cloud, rain_water) = warm_rain_point(dt, p, rain, theta * pi, qv, qc, qr);
+    let density = dry / g[idx];
+    let flux = density * rain_water * fall_speed(density, rain_water);
+    let fallen = rain_water + dt * (above - flux) * rdz / dry;
+    above = flux;
+    let total = 1.0 + vapour + cloud + fallen;
+    w[0][idx] = dry * vapour;
+    w[1][idx] = dry * cloud;
+    w[2][idx] = dry * fallen;
+    r[idx] = dry * total;
+    t[idx] = dry * temp / pi * (1.0 + vapour / eps);
+    let bottom = if idx.level() + 1 == idx.levels() { 1.0 } else { 0.0 };
+    ground[idx] = ground[idx] + bottom * dt * flux;
+}
+
 /// The test cases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Case {
@@ -327,6 +435,9 @@ pub enum Case {
     Bubble,
     /// A stratified atmosphere at rest (N = 0.01/s) over steep terrain.
     Rest,
+    /// The moist bubble of Bryan and Fritsch (2002): the warm bubble's buoyancy in a saturated,
+    /// moist-neutral atmosphere (θ_e = 320 K, total water 0.02) with cloud water everywhere.
+    MoistBubble,
 }
 
 /// The lateral boundary condition of an axis.
@@ -367,10 +478,16 @@ pub struct Dycore {
     pub reference: bool,
     /// Terrain height amplitude, m (the [`Case::Rest`] mountain).
     pub mountain: f64,
+    /// Rain in a moist run: Kessler's autoconversion, accretion and fall (else a saturation
+    /// adjustment only, Bryan and Fritsch's reversible set-up).
+    pub rain: bool,
 }
 
 /// The state's fields in checkpoints and snapshots.
 pub const FIELDS: [&str; 5] = ["rho_g", "rho_u_g", "rho_v_g", "rho_w_g", "rho_theta_g"];
+/// The water's fields of a moist run, after [`FIELDS`]: `Gρq_v`, `Gρq_c`, `Gρq_r` and the rain
+/// that reached the ground (kg/m², at level 0).
+pub const WATER: [&str; 4] = ["rho_qv_g", "rho_qc_g", "rho_qr_g", "rain_ground"];
 
 impl Dycore {
     /// A case at horizontal spacing `dx` (m) with its published domain and settings; `ny` cells
@@ -382,7 +499,7 @@ impl Dycore {
         // Domain (x, z) in m, Δz / Δx, diffusivity, sponge.
         let (lx, lz, dz_per_dx, nu, sponge, mountain) = match case {
             Case::Straka => (51_200.0, 6_400.0, 1.0, 75.0, (0.0, 0.0), 0.0),
-            Case::Bubble => (20_000.0, 10_000.0, 1.0, 0.0, (0.0, 0.0), 0.0),
+            Case::Bubble | Case::MoistBubble => (20_000.0, 10_000.0, 1.0, 0.0, (0.0, 0.0), 0.0),
             Case::Rest => (40_000.0, 20_000.0, 0.5, 0.0, (5_000.0, 0.05), 1_000.0),
         };
         let dz = dx * dz_per_dx;
@@ -417,7 +534,13 @@ impl Dycore {
             lateral,
             reference: true,
             mountain,
+            rain: false,
         })
+    }
+
+    /// Whether the run carries water.
+    pub fn moist(&self) -> bool {
+        self.case == Case::MoistBubble
     }
 
     /// The fields' shape: `n` cells and a halo of [`HALO`].
@@ -461,16 +584,26 @@ impl Dycore {
         let bump = |l: f64| if l < 1.0 { (std::f64::consts::FRAC_PI_2 * l).cos().powi(2) } else { 0.0 };
         match self.case {
             Case::Straka => -15.0 * bump(((x / 4_000.0).powi(2) + ((z - 3_000.0) / 2_000.0).powi(2)).sqrt()) / pi,
-            Case::Bubble => 2.0 * bump(((x / 2_000.0).powi(2) + ((z - 2_000.0) / 2_000.0).powi(2)).sqrt()),
+            Case::Bubble | Case::MoistBubble => {
+                2.0 * bump(((x / 2_000.0).powi(2) + ((z - 2_000.0) / 2_000.0).powi(2)).sqrt())
+            }
             Case::Rest => 0.0,
         }
     }
 
-    /// The initial state `(R, U, V, W, Θ)` and the metrics `(G, z_x, z_y, wmask, sponge, p̄)` on
-    /// the host, halos included. Each column is in discrete hydrostatic balance (the balance of
-    /// the vertical momentum equation) with the background θ; the perturbation changes the
-    /// density at fixed pressure (as Straka et al.).
+    /// The initial state `(R, U, V, W, Θ)` (the water dropped) and the metrics of
+    /// [`Dycore::initial_all`].
     pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 6]) {
+        let (q, m) = self.initial_all();
+        let mut q = q.into_iter();
+        (std::array::from_fn(|_| q.next().expect("five fields")), m)
+    }
+
+    /// The initial state `(R, U, V, W, Θ)` (and [`WATER`] when moist) and the metrics `(G, z_x,
+    /// z_y, wmask, sponge, p̄)` on the host, halos included. Each column is in discrete
+    /// hydrostatic balance (the balance of the vertical momentum equation) with the background
+    /// θ; the perturbation changes the density at fixed pressure (as Straka et al.).
+    pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 6]) {
         let shape = self.shape();
         let (top, dz) = (self.top(), self.h[2]);
         let zs = |g: [isize; 3]| self.terrain(self.x(g[0], 0), self.x(g[1], 1));
@@ -526,7 +659,7 @@ impl Dycore {
         let nz = self.n[2] as isize;
         let reference =
             |g: [isize; 3]| if self.reference { P0 * self.background(height(g)).1.powf(CP / RD) } else { 0.0 };
-        let metrics = [
+        let mut metrics = [
             Field3::from_fn(shape, jac),
             Field3::from_fn(shape, |g| edge(g, 0)),
             Field3::from_fn(shape, |g| if self.n[1] > 1 { edge(g, 1) } else { 0.0 }),
@@ -534,7 +667,77 @@ impl Dycore {
             Field3::from_fn(shape, sponge),
             Field3::from_fn(shape, reference),
         ];
-        (state, metrics)
+        if self.moist() {
+            let (q, reference) = self.moist_initial();
+            metrics[5] = reference;
+            return (q, metrics);
+        }
+        (state.into(), metrics)
+    }
+
+    /// θ_e (K) at pressure `p` (Pa), temperature `t` (K), vapour `qv` and total water `qt` in the
+    /// reversible form of Bryan and Fritsch (2002) with the latent heat of [`crate::warm_rain`]:
+    /// `T (p_d/p₀)^(−R_d/c) exp(L_v q_v/(c T))`, `c = c_p + c_l q_t`, `p_d = p ε/(ε + q_v)`.
+    pub fn theta_e(p: f64, t: f64, qv: f64, qt: f64) -> f64 {
+        let c = CP + 4186.0 * qt;
+        t * (p * EPS / (EPS + qv) / P0).powf(-RD / c) * (LV * qv / (c * t)).exp()
+    }
+
+    /// The moist bubble's base state `(p, T, q_v)` at the cell centres `k = 0..n_z` (flat ground),
+    /// saturated with total water [`QT`]: θ_e = 320 K at the ground (p₀); each level is the air of
+    /// the level below (θ, q_v, q_c kept) adjusted by [`warm_rain_point`] at its own pressure
+    /// (neutral for the model's own moist thermodynamics), in the discrete hydrostatic balance of
+    /// the vertical momentum equation.
+    pub fn moist_base(&self) -> Vec<[f64; 3]> {
+        let rho = |[p, t, qv]: [f64; 3]| p * (1.0 + QT) / (RD * t * (1.0 + qv / EPS));
+        let lift = |[pb, tb, qv]: [f64; 3], p: f64| {
+            let mut s = (tb * (p / pb).powf(RD / CP), qv, QT - qv, 0.0);
+            for _ in 0..8 {
+                s = warm_rain_point(0.0, p, 0.0, s.0, s.1, s.2, 0.0);
+            }
+            [p, s.0, s.1]
+        };
+        let (mut lo, mut hi) = (250.0, 320.0);
+        for _ in 0..60 {
+            let t = 0.5 * (lo + hi);
+            *(if Self::theta_e(P0, t, saturation(t, P0), QT) > 320.0 { &mut hi } else { &mut lo }) = t;
+        }
+        let mut below = [P0, lo, saturation(lo, P0)];
+        (0..self.n[2])
+            .map(|k| {
+                let dz = if k == 0 { 0.5 * self.h[2] } else { self.h[2] };
+                let mut at = lift(below, below[0]);
+                for _ in 0..30 {
+                    at = lift(below, below[0] - GRAV * dz * 0.5 * (rho(below) + rho(at)));
+                }
+                below = at;
+                at
+            })
+            .collect()
+    }
+
+    /// The moist bubble's initial state ([`FIELDS`], then [`WATER`]) and reference pressure: the
+    /// base state, and in the bubble air at the base state's pressure, saturated, with the
+    /// density temperature `T_ρ = T̄_ρ (1 + θ′/300 K)` (θ′ of [`Dycore::perturbation`]: the
+    /// buoyancy of the dry bubble, as Bryan and Fritsch).
+    fn moist_initial(&self) -> (Vec<Field3<f64>>, Field3<f64>) {
+        let (shape, base) = (self.shape(), self.moist_base());
+        let level = |g: [isize; 3]| base[g[2].clamp(0, self.n[2] as isize - 1) as usize];
+        let cell = |g: [isize; 3]| {
+            let [p, t0, qv0] = level(g);
+            let bump = self.perturbation(self.x(g[0], 0), (g[2] as f64 + 0.5) * self.h[2], 1.0);
+            // T (1 + q_v/ε) = (1 + q_t) T_ρ, with q_v saturated at T.
+            let virt = t0 * (1.0 + qv0 / EPS) * (1.0 + bump / 300.0);
+            let mut t = t0;
+            for _ in 0..50 {
+                t = virt / (1.0 + saturation(t, p) / EPS);
+            }
+            let (qv, r) = (saturation(t, p), p * (1.0 + QT) / (RD * virt));
+            let theta_rho = virt / (1.0 + QT) * (P0 / p).powf(RD / CP);
+            [r, r * theta_rho, r / (1.0 + QT) * qv, r / (1.0 + QT) * (QT - qv)]
+        };
+        let (f, z) = (|v: usize| Field3::from_fn(shape, |g| cell(g)[v]), || Field3::zeros(shape));
+        (vec![f(0), z(), z(), z(), f(1), f(2), f(3), z(), z()], Field3::from_fn(shape, |g| level(g)[0]))
     }
 
     /// The decomposition over `domains` subdomains (over process grid `grid` when given; the
@@ -571,10 +774,27 @@ pub struct State<E: Executor> {
     div: E::Field<f64, 3>,
     /// Metrics `(G, z_x, z_y, wmask, sponge, p̄)`.
     pub m: [E::Field<f64, 3>; 6],
+    /// The water of a moist run.
+    pub water: Option<Water<E>>,
+}
+
+/// The water of a moist run on executor `E`.
+pub struct Water<E: Executor> {
+    /// `(Gρq_v, Gρq_c, Gρq_r)` at the current time.
+    pub w: [E::Field<f64, 3>; 3],
+    /// Stage results.
+    w1: [E::Field<f64, 3>; 3],
+    w2: [E::Field<f64, 3>; 3],
+    /// Specific contents `Q/R` of the stage state, and the short steps' summed mass fluxes.
+    c: [E::Field<f64, 3>; 3],
+    acc: [E::Field<f64, 3>; 3],
+    /// The rain that reached the ground (kg/m², level 0).
+    pub ground: E::Field<f64, 3>,
 }
 
 impl<E: Executor> State<E> {
-    /// The host state `q` and metrics `m` on `exec`, with zeroed work fields; the fields whose
+    /// The host state `q` ([`FIELDS`], then [`WATER`] when moist) and metrics `m` on `exec`, with
+    /// zeroed work fields; the fields whose
     /// halos are read declare their boundary (lateral per `model`; at the bottom and top
     /// mirrored, `W` left as it is and `w` negated).
     pub fn new(exec: &E, model: &Dycore, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
@@ -591,8 +811,24 @@ impl<E: Executor> State<E> {
             thomas: all([(); 2].map(|_| z()))?,
             div: z()?,
             m: all(std::array::from_fn(|v| exec.upload(&m[v])))?,
+            water: None,
         };
         let (mirror, lateral) = (model.fills(Some(HaloFill::Mirror)), model.fills(None));
+        if q.len() > FIELDS.len() {
+            let mut w = Water {
+                w: all(std::array::from_fn(|v| exec.upload(&q[5 + v])))?,
+                w1: all([(); 3].map(|_| z()))?,
+                w2: all([(); 3].map(|_| z()))?,
+                c: all([(); 3].map(|_| z()))?,
+                acc: all([(); 3].map(|_| z()))?,
+                ground: exec.upload(&q[8])?,
+            };
+            for f in [&mut w.w, &mut w.w1, &mut w.w2, &mut w.c].into_iter().flatten().chain(&mut w.acc[..2]) {
+                exec.declare_boundary(f, mirror)?;
+            }
+            exec.declare_boundary(&mut w.acc[2], lateral)?;
+            s.water = Some(w);
+        }
         let State { q, q1, q2, pert, d, div, .. } = &mut s;
         for (v, f) in [q, q1, q2].into_iter().flat_map(|q| q.iter_mut().enumerate()) {
             exec.declare_boundary(f, if v == 3 { lateral } else { mirror })?;
@@ -608,9 +844,15 @@ impl<E: Executor> State<E> {
         Ok(s)
     }
 
-    /// A host copy of the current state.
-    pub fn download(&self, exec: &E) -> Result<[Field3<f64>; 5], Error> {
-        Ok(all(self.q.each_ref().map(|f| exec.download(f)))?)
+    /// A host copy of the current state ([`FIELDS`], then [`WATER`] when moist).
+    pub fn download(&self, exec: &E) -> Result<Vec<Field3<f64>>, Error> {
+        Ok(self.fields().into_iter().map(|f| exec.download(f)).collect::<Result<_, _>>()?)
+    }
+
+    /// The state's fields: [`FIELDS`], then [`WATER`] when moist.
+    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+        let water = self.water.iter().flat_map(|w| w.w.iter().chain([&w.ground]));
+        self.q.iter().chain(water).collect()
     }
 }
 
@@ -633,7 +875,7 @@ impl Dycore {
             let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
             let dtau = frac * dt / steps as f64;
             let kd = [0, 1].map(|a| self.div_damp * self.h[a] * self.h[a] / dtau * r[a]);
-            let State { q, q1, q2, pert, f, d, e, thomas, div, m } = &mut *s;
+            let State { q, q1, q2, pert, f, d, e, thomas, div, m, water } = &mut *s;
             // The step's start, the stage's state and where the stage ends.
             let (q, st, out) = match stage {
                 0 => (&*q, &*q, q1),
@@ -644,7 +886,11 @@ impl Dycore {
             let args = (r, self.nu, GRAV, self.u_ref, st.each_ref(), d.each_ref(), m.each_ref(), f.each_mut());
             exec.run(&range, DycoreTendency, args)?;
             exec.run(&range, DycoreInit, (q.each_ref(), st.each_ref(), pert.each_mut(), &mut *div))?;
-            for _ in 0..steps {
+            if let Some(w) = water.as_mut() {
+                let ws = [&w.w, &w.w1, &w.w2][stage];
+                exec.run(&range, DycoreRatio, (&st[0], ws.each_ref(), w.c.each_mut()))?;
+            }
+            for n in 0..steps {
                 {
                     let [_, u2, v2, _, t2] = &mut *pert;
                     let args = (GAMMA, dtau, r, kd, &st[4], &d[5], &*t2, &*div, &f[1], &f[2], m.each_ref(), u2, v2);
@@ -683,10 +929,43 @@ impl Dycore {
                 let [r2, _, _, w2, t2] = &mut *pert;
                 let args = (dtau, alpha, rz, &d[3], &*w2, e.each_ref(), m.each_ref(), r2, t2, &mut *div);
                 exec.run(&range, DycoreFinish, args)?;
+                if let Some(w) = water.as_mut() {
+                    let first = if n == 0 { 0.0 } else { 1.0 };
+                    exec.run(&range, DycoreFlux, (first, pert.each_ref(), m.each_ref(), w.acc.each_mut()))?;
+                }
+            }
+            if let Some(w) = water.as_mut() {
+                let Water { w: w0, w1, w2, c, acc, .. } = w;
+                let wout = if stage == 1 { w2 } else { w1 };
+                let args = (
+                    frac * dt,
+                    1.0 / steps as f64,
+                    alpha,
+                    r,
+                    &st[1],
+                    &st[2],
+                    &d[4],
+                    &pert[3],
+                    &q[3],
+                    &st[3],
+                    m.each_ref(),
+                    acc.each_ref(),
+                    c.each_ref(),
+                    w0.each_ref(),
+                    wout.each_mut(),
+                );
+                exec.run(&range, DycoreWater, args)?;
             }
             exec.run(&range, DycoreCommit, (st.each_ref(), pert.each_ref(), out.each_mut()))?;
         }
         std::mem::swap(&mut s.q, &mut s.q1);
+        if let Some(w) = s.water.as_mut() {
+            std::mem::swap(&mut w.w, &mut w.w1);
+            let [r, _, _, _, t] = &mut s.q;
+            let rain = if self.rain { 1.0 } else { 0.0 };
+            let args = (dt, rz, rain, &s.m[0], r, t, w.w.each_mut(), &mut w.ground);
+            exec.run(&range, DycoreRain, args)?;
+        }
         Ok(())
     }
 
@@ -700,12 +979,35 @@ impl Dycore {
         plan: &Plan,
         after_step: impl FnMut(usize, f64),
     ) -> Result<([Field3<f64>; 5], usize, usize), Error> {
-        let (q0, m) = self.initial();
+        let (q, steps, start) = self.run_with(exec, t_end, plan, None, after_step, |_, _| Ok(()))?;
+        let mut q = q.into_iter();
+        Ok((std::array::from_fn(|_| q.next().expect("five fields")), steps, start))
+    }
+
+    /// [`Dycore::run`] with the water: the final host state has [`FIELDS`], then [`WATER`] when
+    /// moist. With `every`, `output(t, state)` gets the host state after the first step at or
+    /// past each multiple of `every` seconds, and after the last.
+    pub fn run_with<E: Executor>(
+        &self,
+        exec: &E,
+        t_end: f64,
+        plan: &Plan,
+        every: Option<f64>,
+        after_step: impl FnMut(usize, f64),
+        mut output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
+    ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
+        let (q0, m) = self.initial_all();
+        let names: Vec<&'static str> =
+            FIELDS.iter().chain(if self.moist() { &WATER[..] } else { &[] }).copied().collect();
+        let mut settings = vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)];
+        if self.moist() {
+            settings.push(("rain", self.rain as u8 as f64));
+        }
         let id = Identity {
             name: format!("dycore {:?} {:?}", self.case, self.lateral),
             grid: self.n.to_vec(),
-            fields: FIELDS.to_vec(),
-            settings: vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)],
+            fields: names.clone(),
+            settings,
         };
         let spec = Spec { id, shape: self.shape(), end: End::Time(t_end), records: None };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
@@ -717,20 +1019,32 @@ impl Dycore {
         let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
             let dt = self.dt.min(t_end - t);
             self.step(exec, &mut s.0, dt)?;
-            Ok((if t_end - t <= self.dt { t_end } else { t + dt }, Vec::new()))
+            let now = if t_end - t <= self.dt { t_end } else { t + dt };
+            if every.is_some_and(|e| (now / e).floor() > (t / e).floor() || now >= t_end) {
+                output(now, &s.0.download(exec)?)?;
+            }
+            Ok((now, Vec::new()))
         };
         let plan = Plan { model: "dycore".into(), ..plan.clone() };
         let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;
         let q = end.state.0.download(exec)?;
         if let Some(v) = q.iter().position(|f| f.interior_view().iter().any(|x| !x.is_finite())) {
-            return Err(format!("{} is not finite at the end: the run went unstable", FIELDS[v]).into());
+            return Err(format!("{} is not finite at the end: the run went unstable", names[v]).into());
         }
         Ok((q, end.steps, end.start))
     }
 
-    /// θ − θ̄ of every cell of a host state, `[i][j][k]` flattened z fastest, with the
-    /// cell heights: `(θ′, z)` per cell.
-    pub fn theta_prime(&self, q: &[Field3<f64>; 5]) -> Vec<(usize, usize, usize, f64)> {
+    /// θ − θ̄ of every cell of a host state, `[i][j][k]` flattened z fastest (θ̄ the background,
+    /// or the moist base state).
+    pub fn theta_prime(&self, q: &[Field3<f64>]) -> Vec<(usize, usize, usize, f64)> {
+        if self.moist() {
+            let (base, view) = (self.moist_base(), q[0].interior_view());
+            let cells = view.indexed_iter().map(|((i, j, k), _)| {
+                let [p, t, _] = base[k];
+                (i, j, k, self.moist_cell(q, [i, j, k]).0 - t * (P0 / p).powf(RD / CP))
+            });
+            return cells.collect();
+        }
         let mut out = Vec::new();
         let [r, t] = [q[0].interior_view(), q[4].interior_view()];
         let top = self.top();
@@ -743,8 +1057,30 @@ impl Dycore {
         out
     }
 
+    /// θ (K), θ_e (K) and the mixing ratios `(q_v, q_c, q_r)` of interior cell `c` of a moist
+    /// host state.
+    pub fn moist_cell(&self, q: &[Field3<f64>], c: [usize; 3]) -> (f64, f64, [f64; 3]) {
+        let at = |f: &Field3<f64>| f.get(c.map(|x| x as isize)).expect("an interior cell");
+        let dry = at(&q[0]) - at(&q[5]) - at(&q[6]) - at(&q[7]);
+        let w = [at(&q[5]) / dry, at(&q[6]) / dry, at(&q[7]) / dry];
+        let qt = w[0] + w[1] + w[2];
+        let theta = at(&q[4]) / at(&q[0]) * (1.0 + qt) / (1.0 + w[0] / EPS);
+        let zs = self.terrain(self.x(c[0] as isize, 0), self.x(c[1] as isize, 1));
+        let p = pressure(at(&q[4]), 1.0 - zs / self.top());
+        (theta, Self::theta_e(p, theta * (p / P0).powf(RD / CP), w[0], qt), w)
+    }
+
+    /// The dry air, the water in the air and the rain that reached the ground of a moist host
+    /// state, kg (per m across for a slice).
+    pub fn water(&self, q: &[Field3<f64>]) -> (f64, f64, f64) {
+        let sum = |v: usize| q[v].interior_view().sum() * self.h.iter().product::<f64>();
+        let water = sum(5) + sum(6) + sum(7);
+        let ground = q[8].interior_view().indexed_iter().filter(|((.., k), _)| *k == 0).map(|(_, x)| x).sum::<f64>();
+        (sum(0) - water, water, ground * self.h[0] * self.h[1])
+    }
+
     /// The largest `|u|` and `|w|` (Cartesian, at their faces) of a host state, m/s.
-    pub fn max_wind(&self, q: &[Field3<f64>; 5]) -> (f64, f64) {
+    pub fn max_wind(&self, q: &[Field3<f64>]) -> (f64, f64) {
         let (r, u, w) = (&q[0], &q[1], &q[3]);
         let [nx, ny, nz] = self.n.map(|n| n as isize);
         let (mut um, mut wm) = (0.0f64, 0.0f64);
@@ -764,14 +1100,14 @@ impl Dycore {
     }
 
     /// The mass `Σ R Δx Δy Δζ` of a host state, kg (per m across for a slice).
-    pub fn mass(&self, q: &[Field3<f64>; 5]) -> f64 {
+    pub fn mass(&self, q: &[Field3<f64>]) -> f64 {
         q[0].interior_view().sum() * self.h.iter().product::<f64>()
     }
 
     /// The density current's front: where the −1 K contour of θ′ meets the lowest level, the
     /// largest such `x` (Straka et al.'s definition; linear between cell centres), m; and the
     /// minimum θ′, K.
-    pub fn front(&self, q: &[Field3<f64>; 5]) -> (f64, f64) {
+    pub fn front(&self, q: &[Field3<f64>]) -> (f64, f64) {
         let cells = self.theta_prime(q);
         let min = cells.iter().map(|c| c.3).fold(f64::INFINITY, f64::min);
         let low: Vec<f64> = cells.iter().filter(|c| c.1 == self.n[1] / 2 && c.2 == 0).map(|c| c.3).collect();
@@ -784,11 +1120,80 @@ impl Dycore {
     }
 }
 
+/// The variables of the output files: name, units, long name (the last two only when moist).
+pub const OUTPUT: [(&str, &str, &str); 5] = [
+    ("theta_prime", "K", "potential temperature perturbation from the base state"),
+    ("u", "m s-1", "horizontal wind (x) at the cell centres"),
+    ("w", "m s-1", "vertical wind at the cell centres"),
+    ("qr", "kg kg-1", "rain water mixing ratio"),
+    ("theta_e_prime", "K", "equivalent potential temperature perturbation from the base state"),
+];
+
+/// An x–z section of a state for output: its time (s) and the values of [`OUTPUT`]'s variables,
+/// `i + n_x k`.
+pub struct Frame {
+    /// Model time, s.
+    pub time: f64,
+    /// The variables' values.
+    pub values: Vec<Vec<f64>>,
+}
+
+impl Dycore {
+    /// The x–z section through `j = n_y/2` of a host state at time `t`: θ′, u and w (averaged from
+    /// their faces to the cell centres) and, when moist, q_r and θ_e′.
+    pub fn section(&self, t: f64, q: &[Field3<f64>]) -> Frame {
+        let [nx, ny, nz] = self.n;
+        let mut v = vec![vec![0.0; nx * nz]; if self.moist() { 5 } else { 3 }];
+        let base = if self.moist() { self.moist_base() } else { Vec::new() };
+        for (i, j, k, theta) in self.theta_prime(q) {
+            if j == ny / 2 {
+                v[0][i + nx * k] = theta;
+            }
+        }
+        let at = |f: usize, i: usize, k: usize| q[f].get([(i % nx) as isize, (ny / 2) as isize, k as isize]).unwrap();
+        for (i, k) in (0..nz).flat_map(|k| (0..nx).map(move |i| (i, k))) {
+            let u = |i: usize| at(1, i, k) / (0.5 * (at(0, i, k) + at(0, i + 1, k)));
+            let w = |k: usize| if k + 1 < nz { at(3, i, k) / (0.5 * (at(0, i, k) + at(0, i, k + 1))) } else { 0.0 };
+            v[1][i + nx * k] = 0.5 * (u(i + nx - 1) + u(i));
+            v[2][i + nx * k] = 0.5 * (if k > 0 { w(k - 1) } else { 0.0 } + w(k));
+            if self.moist() {
+                let (_, theta_e, w) = self.moist_cell(q, [i, ny / 2, k]);
+                let [p, t, qv] = base[k];
+                v[3][i + nx * k] = w[2];
+                v[4][i + nx * k] = theta_e - Self::theta_e(p, t, qv, QT);
+            }
+        }
+        Frame { time: t, values: v }
+    }
+
+    /// Writes `frames` as a CF-1.8 NetCDF file: coordinates `x`, `z` (cell centres, m; `z` is
+    /// the height above flat ground, ζ over terrain) and `time` (s), and each variable of
+    /// [`OUTPUT`] as `(time, z, x)` with its `units` and `long_name`.
+    pub fn write_netcdf(&self, path: &std::path::Path, frames: &[Frame]) -> Result<(), Error> {
+        let [nx, _, nz] = self.n;
+        let Some(first) = frames.first() else { return Err("no output times to write".into()) };
+        let axes = vec![
+            Axis::regular("x", nx, self.x(0, 0), self.h[0], "m").axis("X").long_name("x of the cell centres"),
+            Axis::regular("z", nz, 0.5 * self.h[2], self.h[2], "m").axis("Z").long_name("height of the cell centres"),
+            Axis::with_values("time", frames.iter().map(|f| f.time).collect(), "s").axis("T").long_name("model time"),
+        ];
+        let shape = Shape3::new([nx, nz, frames.len()]);
+        let at = |v: usize, [i, k, t]: [isize; 3]| frames[t as usize].values[v][i as usize + nx * k as usize];
+        let fields: Vec<_> = (0..first.values.len()).map(|v| Field3::from_fn(shape, |g| at(v, g))).collect();
+        let mut nc = Writer::new(axes);
+        nc.attribute("title", format!("dycore, case {:?}", self.case));
+        for (f, (name, units, long_name)) in fields.iter().zip(OUTPUT) {
+            nc.field(name, f, units, long_name)?;
+        }
+        Ok(nc.write(path)?)
+    }
+}
+
 /// A run's state as its checkpoints hold it.
 pub struct Run<E: Executor>(pub State<E>);
 
 impl<E: Executor> Named<E::Field<f64, 3>> for Run<E> {
     fn fields(&self) -> Vec<&E::Field<f64, 3>> {
-        self.0.q.iter().collect()
+        self.0.fields()
     }
 }

@@ -14,3 +14,4 @@ pub mod placement;
 pub mod progress;
 pub mod swe;
 pub mod velocity;
+pub mod warm_rain;

@@ -1,20 +1,23 @@
 //! The nonhydrostatic dynamical core of `stencil_examples::dycore` on its test cases: the Straka
-//! density current (`--case straka`), a rising warm bubble (`--case bubble`) and a stratified
-//! atmosphere at rest over steep terrain (`--case rest`), run on the CPU, a GPU, subdomains or
-//! MPI ranks (the same code and the same bits everywhere). Prints the case's measures (front
-//! and θ′min, winds, mass) and writes a PNG of θ′ in the x–z plane. `--help` lists the options.
+//! density current (`--case straka`), a rising warm bubble (`--case bubble`), the moist bubble
+//! of Bryan and Fritsch (`--case moist-bubble`) and a stratified atmosphere at rest over steep
+//! terrain (`--case rest`), run on the CPU, a GPU, subdomains or MPI ranks (the same code and
+//! the same bits everywhere). Prints the case's measures (front and θ′min, winds, mass, water)
+//! and writes a PNG of θ′ in the x–z plane, and with `--netcdf` a NetCDF file of sections.
+//! `--help` lists the options.
 
 use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Dycore};
+use stencil_examples::dycore::{Case, Dycore, Frame};
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_examples::progress::{self, Timed};
 use stencil_runtime::{Executor, Field2, Field3, Overlap, Shape2};
 
-/// A dry nonhydrostatic dynamical core (HE-VI, terrain following, C grid) on a standard test.
+/// A nonhydrostatic dynamical core (HE-VI, terrain following, C grid; dry, or moist with warm
+/// rain) on a standard test.
 #[derive(Parser, Debug)]
 #[command(version)]
 struct Args {
@@ -27,7 +30,7 @@ struct Args {
     /// Cells across (y); 1: a vertical slice.
     #[arg(long, default_value_t = 1)]
     ny: usize,
-    /// End time, s (default: 900 for straka, 1000 for bubble, 21600 for rest).
+    /// End time, s (default: 900 for straka, 1000 for the bubbles, 21600 for rest).
     #[arg(long)]
     t_end: Option<f64>,
     /// Short (sound) steps per long step.
@@ -42,6 +45,17 @@ struct Args {
     /// Use the full pressure in the horizontal pressure gradient (no reference state).
     #[arg(long)]
     no_reference: bool,
+    /// Kessler rain (autoconversion, accretion, fall) in the moist bubble; without it, Bryan and
+    /// Fritsch's reversible saturation adjustment only.
+    #[arg(long)]
+    rain: bool,
+    /// Also write `dycore.nc` (CF NetCDF: θ′, u, w, and q_r and θ_e′ when moist, in the x–z
+    /// plane) at the end and every `--netcdf-every` seconds.
+    #[arg(long)]
+    netcdf: bool,
+    /// Seconds between the NetCDF file's output times (default: only the end).
+    #[arg(long)]
+    netcdf_every: Option<f64>,
     /// Directory for the output files (created if missing).
     #[arg(long, default_value = "dycore-out")]
     out: PathBuf,
@@ -65,18 +79,26 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let mut d = Dycore::new(args.case, args.dx, args.ny)?;
     let t_end = args.t_end.unwrap_or(match args.case {
         Case::Straka => 900.0,
-        Case::Bubble => 1000.0,
+        Case::Bubble | Case::MoistBubble => 1000.0,
         Case::Rest => 21_600.0,
     });
     if !(t_end > 0.0 && t_end.is_finite()) || args.sound_steps == 0 || !(0.0..=1.0).contains(&args.beta) {
         return Err("need --t-end > 0, --sound-steps >= 1 and 0 <= --beta <= 1".into());
     }
+    if (args.rain && !d.moist()) || (args.netcdf_every.is_some() && !args.netcdf) {
+        return Err("--rain needs --case moist-bubble, --netcdf-every needs --netcdf".into());
+    }
+    let every = args.netcdf.then(|| args.netcdf_every.unwrap_or(t_end));
+    if every.is_some_and(|e| !(e > 0.0 && e.is_finite())) {
+        return Err("need --netcdf-every > 0".into());
+    }
+    d.rain = args.rain;
     (d.sound_steps, d.beta, d.reference) = (args.sound_steps, args.beta, !args.no_reference);
     if d.case == Case::Rest {
         d.mountain = args.mountain;
     }
-    // 43 fields on the executor; the initial state, metrics and result on the host.
-    let footprint = Footprint { executor: 43 * 8, host: 16 * 8 };
+    // 43 fields on the executor (58 moist); the initial state, metrics and result on the host.
+    let footprint = Footprint { executor: if d.moist() { 58 } else { 43 } * 8, host: 20 * 8 };
     let decompose = |domains| d.decompose(domains, args.placement.grid);
     let placement = processes.place("dycore", &args.placement, &d.shape(), footprint, decompose)?;
     let [nx, ny, nz] = d.n;
@@ -86,14 +108,14 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         d.case, d.h[0], d.h[2], d.dt, d.sound_steps, d.beta
     );
     placement.print();
-    let (q0, _) = d.initial();
+    let (q0, _) = d.initial_all();
     let rank0 = processes.world().rank() == 0;
     let timed = Timed::new(progress::time(rank0), 1);
     let plan = args.checkpoint.plan("dycore", processes)?;
-    let job = Job { d: &d, t_end, plan: &plan, timed: &timed };
+    let job = Job { d: &d, t_end, every, plan: &plan, timed: &timed };
     let run = processes.run(placement, args.overlap.or(Overlap::None), "dycore", job);
     timed.bar.finish_and_clear();
-    let (q, steps, _) = run?;
+    let (q, steps, frames) = run?;
     if !rank0 {
         return Ok(());
     }
@@ -107,6 +129,13 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let tmax = d.theta_prime(&q).iter().map(|c| c.3).fold(f64::MIN, f64::max);
     println!("theta' from {tmin:.4} K to {tmax:.4} K; max |u| {um:.4e} m/s, max |w| {wm:.4e} m/s");
     println!("mass relative change {:.3e}", (m1 - m0) / m0);
+    if d.moist() {
+        let ((dry0, water0, _), (dry, water, ground)) = (d.water(&q0), d.water(&q));
+        let (qr, theta_e) = frames.last().map_or((0.0, 0.0), |f| (max(&f.values[3]), max(&f.values[4])));
+        println!("theta_e' max {theta_e:.4} K, q_r max {qr:.3e} kg/kg, rain on the ground {ground:.4e} kg");
+        let budget = (water + ground - water0) / water0;
+        println!("relative change: dry air {:.3e}, water + rain on the ground {budget:.3e}", (dry - dry0) / dry0);
+    }
     if d.case == Case::Straka {
         println!("front at {:.1} m (Straka et al. 1993: about 15500 m; theta'min about -9.8 K)", front);
     }
@@ -121,24 +150,42 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let field = Field2::from_fn(Shape2::new([nx, nz]), |[i, k]| slice[i as usize + nx * k as usize]);
     let (lo, hi) = write_png_field(&path, &field)?;
     println!("wrote {} (theta' in the x-z plane, {lo:.3} to {hi:.3} K)", path.display());
+    if args.netcdf {
+        let path = args.out.join("dycore.nc");
+        d.write_netcdf(&path, &frames)?;
+        println!("wrote {} ({} output times)", path.display(), frames.len());
+    }
     Ok(())
+}
+
+fn max(v: &[f64]) -> f64 {
+    v.iter().copied().fold(f64::MIN, f64::max)
 }
 
 /// The run on whatever executor the options chose.
 struct Job<'a> {
     d: &'a Dycore,
     t_end: f64,
+    every: Option<f64>,
     plan: &'a Plan,
     timed: &'a Timed,
 }
 
 impl OnExecutor for Job<'_> {
-    type Output = ([Field3<f64>; 5], usize, usize);
+    type Output = (Vec<Field3<f64>>, usize, Vec<Frame>);
 
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
-        let Job { d, t_end, plan, timed } = self;
+        let Job { d, t_end, every, plan, timed } = self;
         timed.bar.println(format!("running on {}", exec.describe()));
         // Each step downloads nothing: the ticks follow the issue of the work (on a GPU).
-        d.run(exec, t_end, plan, |step, t| timed.tick_at(step, t, t_end))
+        // The sections at the output times (and the last, for the measures of a moist run).
+        let mut frames = Vec::new();
+        let every = every.or(d.moist().then_some(t_end));
+        let out = |t: f64, q: &[Field3<f64>]| {
+            frames.push(d.section(t, q));
+            Ok(())
+        };
+        let (q, steps, _) = d.run_with(exec, t_end, plan, every, |step, t| timed.tick_at(step, t, t_end), out)?;
+        Ok((q, steps, frames))
     }
 }
