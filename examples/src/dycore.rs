@@ -395,7 +395,7 @@ pub fn dycore_water(
 /// `w` = `(Gρq_v, Gρq_c, Gρq_r)`; rain falls through the cells as an upwind flux, its mass
 /// leaving `R` with it, and what leaves the lowest cell adds to `ground` (kg/m²). Latent heat
 /// warms θ at the cell's pressure; the dry air `R − ΣQ` of each cell stays.
-#[stencil(sweep = backward)]
+#[stencil(sweep = backward, portable_math)]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_rain(
