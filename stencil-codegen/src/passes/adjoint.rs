@@ -389,13 +389,39 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     });
     roles.push(AdjointRole::Mask);
 
+    let (body, locals, point_fns) = gather(&flat, &linear, &taps, (mask, mask_elem), &fresh);
+    let ir = StencilIr {
+        name: format!("{}{ADJOINT_SUFFIX}", flat.name),
+        dim: flat.dim,
+        index_name: flat.index_name.clone(),
+        params,
+        locals,
+        body,
+        sweep: None,
+        point_fns,
+    };
+    Ok(Adjoint { ir, roles })
+}
+
+/// The adjoint's body: one point function per written field `w` and distinct point part `g` of
+/// the taps' coefficients (the scaled cotangent `[p ∈ R] · w̄[p] · g(p)`), and one accumulating
+/// store per field of `L` gathering them with the constant factors. `mask` is the mask
+/// parameter and its element type; `fresh` makes a name no parameter has.
+#[allow(clippy::type_complexity)]
+fn gather(
+    flat: &StencilIr,
+    linear: &[bool],
+    taps: &[(ParamId, ParamId, [i32; 3], Expr)],
+    (mask, mask_elem): (ParamId, ScalarType),
+    fresh: &dyn Fn(String) -> String,
+) -> (Vec<Stmt>, Vec<Local>, Vec<PointFn>) {
     // The scaled cotangents: one point function per written field `w` and distinct point part
     // `g` of the coefficients, `z(p) = [p ∈ R] · w̄[p] · g(p)`, computed once per point.
     let mut scaled: Vec<(ParamId, Factored)> = Vec::new();
     let mut point_fns = Vec::new();
     let mut locals = Vec::new();
     let mut weights = Vec::with_capacity(taps.len());
-    for (_, w, _, coef) in &taps {
+    for (_, w, _, coef) in taps {
         let f = factor(coef);
         let key = (*w, Factored { k: None, ..f.clone() });
         let func = scaled.iter().position(|s| *s == key).unwrap_or_else(|| {
@@ -432,17 +458,7 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
         }
         body.push(Stmt::Store { field: l, value });
     }
-    let ir = StencilIr {
-        name: format!("{}{ADJOINT_SUFFIX}", flat.name),
-        dim: flat.dim,
-        index_name: flat.index_name.clone(),
-        params,
-        locals,
-        body,
-        sweep: None,
-        point_fns,
-    };
-    Ok(Adjoint { ir, roles })
+    (body, locals, point_fns)
 }
 
 /// A coefficient as `k · Π num / Π den`: `k` reads no field (the same at every forward point),

@@ -327,6 +327,42 @@ impl fmt::Display for DistributionError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         use DistributionError as E;
         match self {
+            E::Grid(..)
+            | E::BoundaryFill(..)
+            | E::Placement(..)
+            | E::Transport(..)
+            | E::UnevenRanks { .. }
+            | E::ExecutorCount { .. }
+            | E::FieldCount { .. }
+            | E::RangeCount { .. }
+            | E::GatherExtent { .. }
+            | E::GatherOrder { .. }
+            | E::SingleProcess { .. } => self.fmt_setup(f),
+            E::BoxOutside { .. }
+            | E::BoxOverflow { .. }
+            | E::ForeignMemory { .. }
+            | E::MessageSize { .. }
+            | E::FieldLists { .. }
+            | E::FieldList { .. }
+            | E::FieldElement { .. }
+            | E::FieldExtent { .. }
+            | E::HaloDepth { .. }
+            | E::ThinForExchange { .. }
+            | E::HostHalo { .. }
+            | E::TooManySubdomains { .. }
+            | E::MissingNeighbour { .. }
+            | E::BinderAuto
+            | E::HostThread { .. } => self.fmt_exchange(f),
+            _ => self.fmt_executor(f),
+        }
+    }
+}
+
+impl DistributionError {
+    /// The decomposition, placement and set-up refusals.
+    fn fmt_setup(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DistributionError as E;
+        match self {
             E::Grid(e) => write!(f, "{e}"),
             E::BoundaryFill(e) => write!(f, "{e}"),
             E::Placement(e) => write!(f, "{e}"),
@@ -366,6 +402,14 @@ impl fmt::Display for DistributionError {
                  (`Domains::over_ranks`)",
                 messages.join(", ")
             ),
+            _ => unreachable!("`Display::fmt` routes only these variants here"),
+        }
+    }
+
+    /// The halo exchange's refusals.
+    fn fmt_exchange(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DistributionError as E;
+        match self {
             E::BoxOutside { at, len, shape, axis } => {
                 write!(f, "halo message: the box at {at:?} of {len:?} points leaves the field ({shape}) along axis {axis}")
             }
@@ -436,12 +480,22 @@ impl fmt::Display for DistributionError {
             E::HostThread { subdomain, reason } => {
                 write!(f, "starting the host thread of subdomain {subdomain}: {reason}")
             }
+            _ => unreachable!("`Display::fmt` routes only these variants here"),
+        }
+    }
+
+    /// The distributed executor's refusals.
+    fn fmt_executor(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use DistributionError as E;
+        match self {
             E::HaloNarrowerThanReach { stencil, field, axis, reach, halo } => write!(
                 f,
                 "stencil `{stencil}` reads field `{field}` {reach} points away along axis {axis}, but its halo is \
                  {halo} wide there: allocate it with a halo of at least {reach} along axis {axis}"
             ),
-            E::NoGpu => f.write_str("Distributed::gpus: the CUDA driver sees no GPU: run on the host (`Distributed::host`)"),
+            E::NoGpu => {
+                f.write_str("Distributed::gpus: the CUDA driver sees no GPU: run on the host (`Distributed::host`)")
+            }
             E::Poisoned => f.write_str("the distributed executor: an earlier call panicked while holding it"),
             E::Dimensions { field, grid } => write!(
                 f,
@@ -494,6 +548,7 @@ impl fmt::Display for DistributionError {
                 "`{call}` on a distributed executor: it moves halos itself (before the launches that need them); \
                  message buffers belong to its subdomains' executors (`Distributed::domains().exec(i)`)"
             ),
+            _ => unreachable!("`Display::fmt` routes only the remaining variants here"),
         }
     }
 }
