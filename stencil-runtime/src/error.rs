@@ -259,7 +259,7 @@ pub enum Error {
         /// The stencil.
         stencil: &'static str,
         /// What is wrong, and what to change.
-        reason: String,
+        reason: crate::gpu::steps::StepPairError,
     },
     /// A halo fill that cannot work (axis, or an interior thinner than the halo). Reports the
     /// [`HaloError`]'s code.

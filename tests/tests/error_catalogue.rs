@@ -40,7 +40,10 @@ fn host_errors() -> Vec<LaunchError> {
             above: 3,
             extent: 11,
         }),
-        LaunchError::StepPair { stencil: "s", reason: "the arguments do not read the pair's first field".into() },
+        LaunchError::StepPair {
+            stencil: "s",
+            reason: stencil_runtime::steps::StepPairError::Count { first: 0, second: 1 },
+        },
         Loop1D::interior(&Shape1::new([4]).halo(1))
             .split_boundary(BoundaryWidths { lo: [3], hi: [3] })
             .expect_err("6 points of slabs in 4")
@@ -111,7 +114,7 @@ fn cuda_errors() -> Vec<stencil_runtime::CudaError> {
         CudaError::TooLarge { what: "fill_halos: extent".into(), value: 1 << 32 },
         CudaError::NotRecordable { error: Box::new(CudaError::Driver { during: "download".into(), error: driver }) },
         CudaError::SelfCheck { device: "Gpu(0)".into(), failures: vec!["3 points wrong".into()] },
-        CudaError::InvalidArgument("kernel source contains a NUL byte".into()),
+        CudaError::InvalidArgument(stencil_runtime::cuda::ArgumentError::NulInSource),
         CudaError::Driver { during: "reading the free memory".into(), error: driver },
         CudaError::Nccl { during: "exchanging halo messages".into(), detail: "ncclSystemError".into() },
         CudaError::NvrtcMismatch {

@@ -11,9 +11,9 @@
 use super::peer::{enable_peer_access, ordered_between};
 use crate::error::LaunchError;
 use crate::executor::{check_parts, BoxPart, MessageBuffer};
-use crate::gpu::cuda::CudaError;
 use crate::gpu::cuda::DeviceAlloc;
 use crate::gpu::cuda::Gpu;
+use crate::gpu::cuda::{ArgumentError, CudaError};
 use crate::gpu::cuda::{KernelArg, LaunchDims};
 use cudarc::driver::result;
 use cudarc::driver::sys::{self, CUevent_flags};
@@ -198,11 +198,10 @@ pub(crate) fn pack<const D: usize>(
 ) -> Result<(), LaunchError> {
     check_parts(parts, buffer.capacity(), gpu.home(), &format!("{gpu:?}"))?;
     if let Some(p) = parts.iter().find(|p| p.offset() % p.elem_bytes() != 0) {
-        return Err(CudaError::InvalidArgument(format!(
-            "halo message: a box at byte {} of the buffer is not aligned to its {}-byte elements",
-            p.offset(),
-            p.elem_bytes()
-        ))
+        return Err(CudaError::InvalidArgument(ArgumentError::UnalignedBox {
+            offset: p.offset(),
+            elem_bytes: p.elem_bytes(),
+        })
         .into());
     }
     let kernel = gpu.builtin_kernel(SOURCE, "pack_boxes")?;
@@ -268,10 +267,11 @@ pub(crate) fn copy_buffer(
     bytes: usize,
 ) -> Result<(), LaunchError> {
     if bytes > dst.bytes || bytes > src.bytes {
-        return Err(CudaError::InvalidArgument(format!(
-            "halo message of {bytes} bytes between buffers of {} and {} bytes",
-            src.bytes, dst.bytes
-        ))
+        return Err(CudaError::InvalidArgument(ArgumentError::MessageSize {
+            bytes,
+            source: src.bytes,
+            destination: dst.bytes,
+        })
         .into());
     }
     if bytes == 0 {
@@ -330,11 +330,7 @@ fn issue_copy(
 /// its mirror to the device, in stream order.
 pub(crate) fn stage(gpu: &Gpu, buffer: &mut GpuBuffer, bytes: usize, to_host: bool) -> Result<(), LaunchError> {
     if bytes > buffer.bytes {
-        return Err(CudaError::InvalidArgument(format!(
-            "staging {bytes} bytes of a halo message buffer of {} bytes",
-            buffer.bytes
-        ))
-        .into());
+        return Err(CudaError::InvalidArgument(ArgumentError::Staging { bytes, buffer: buffer.bytes }).into());
     }
     let what = if to_host { "a halo message to the host" } else { "a halo message from the host" };
     gpu.refuse_while_recording(what)?;

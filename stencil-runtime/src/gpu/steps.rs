@@ -2,6 +2,97 @@
 //! how a run of `n` steps is split into sweeps that each compute several steps (host facts,
 //! tested without a GPU).
 
+use std::fmt;
+use stencil_codegen::printer::cuda::{StrategyError, TimeTiling};
+
+/// Why `Gpu::run_steps_with` refuses a pair, a stencil or a tiling
+/// ([`Error::StepPair`](crate::Error::StepPair), S0109).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StepPairError {
+    /// A field of the pair declares a boundary, which must be filled after every step.
+    DeclaredBoundary {
+        /// The tiling asked for.
+        tiling: TimeTiling,
+    },
+    /// The pair's fields are passed in the wrong roles.
+    Roles {
+        /// The parameter that receives the first field.
+        first: String,
+        /// The parameter that receives the second.
+        second: String,
+    },
+    /// A field of the pair is not passed exactly once.
+    Count {
+        /// How often the first field is passed.
+        first: usize,
+        /// How often the second.
+        second: usize,
+    },
+    /// The stencil cannot be blocked in time this way.
+    Kernel(StrategyError),
+    /// The pair's second field is not what the stencil writes.
+    Output {
+        /// The parameter that receives the second field.
+        given: String,
+        /// The field the stencil writes.
+        written: String,
+    },
+    /// An even number of steps per sweep.
+    EvenSteps {
+        /// The tiling asked for.
+        tiling: TimeTiling,
+    },
+    /// More shared memory per block than the device has.
+    SharedMemory {
+        /// The tiling asked for.
+        tiling: TimeTiling,
+        /// Bytes it needs per block.
+        needs: u32,
+        /// Bytes the device has per block.
+        limit: u32,
+    },
+}
+
+impl fmt::Display for StepPairError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use StepPairError as E;
+        match self {
+            E::DeclaredBoundary { tiling } => write!(
+                f,
+                "a field of the pair declares a boundary, which must be filled after every step, and {tiling} \
+                 computes several steps per sweep: run the steps one by one (tiling None)"
+            ),
+            E::Roles { first, second } => write!(
+                f,
+                "the arguments pass the pair's first field as `{first}` and its second as `{second}`: the first \
+                 must be a field the stencil reads (`&`), the second one it writes (`&mut`)"
+            ),
+            E::Count { first, second } => write!(
+                f,
+                "the arguments must pass each field of the pair once, but pass the first {first} time(s) and the \
+                 second {second} time(s)"
+            ),
+            E::Kernel(e) => write!(f, "{e}"),
+            E::Output { given, written } => {
+                write!(f, "the arguments pass the pair's second field as `{given}`, but the stencil writes `{written}`")
+            }
+            E::EvenSteps { tiling } => write!(
+                f,
+                "{tiling} computes an even number of steps per sweep, whose result would overwrite its own input: \
+                 use {} or {} steps",
+                tiling.steps - 1,
+                tiling.steps + 1
+            ),
+            E::SharedMemory { tiling, needs, limit } => write!(
+                f,
+                "{tiling} needs {needs} bytes of shared memory per block and this device has {limit}: use fewer \
+                 steps or a smaller tile"
+            ),
+        }
+    }
+}
+
 /// The lengths of the sweeps that run `steps` time steps with at most `per_sweep` per sweep.
 ///
 /// Every sweep is odd: a sweep reads one field of the pair and writes the other, which is where

@@ -43,26 +43,51 @@ impl Default for TuneSettings {
 
 impl TuneSettings {
     /// The settings the environment asks for; an unreadable value is an `Err` naming it.
-    pub fn from_env() -> Result<Self, String> {
+    pub fn from_env() -> Result<Self, TuneSettingError> {
         Self::from_vars(|name| std::env::var(name).ok())
     }
 
-    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, String> {
+    fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self, TuneSettingError> {
         let mut s = TuneSettings::default();
         if let Some(v) = var("STENCIL_AUTOTUNE").filter(|v| !v.is_empty()) {
             s.enabled = match v.to_ascii_lowercase().as_str() {
                 "on" | "1" | "true" => true,
                 "off" | "0" | "false" => false,
-                _ => return Err(format!("STENCIL_AUTOTUNE={v}: use on or off")),
+                _ => return Err(TuneSettingError::Autotune { value: v }),
             };
         }
         if let Some(v) = var("STENCIL_AUTOTUNE_MS").filter(|v| !v.is_empty()) {
-            let ms: u64 = v.parse().map_err(|_| {
-                format!("STENCIL_AUTOTUNE_MS={v}: give the tuning budget per stencil in milliseconds, e.g. 2000")
-            })?;
+            let ms: u64 = v.parse().map_err(|_| TuneSettingError::Budget { value: v.clone() })?;
             s.budget = Duration::from_millis(ms);
         }
         Ok(s)
+    }
+}
+
+/// An autotuning setting of the environment that cannot be read.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TuneSettingError {
+    /// `STENCIL_AUTOTUNE` is neither on nor off.
+    Autotune {
+        /// The value given.
+        value: String,
+    },
+    /// `STENCIL_AUTOTUNE_MS` is no number of milliseconds.
+    Budget {
+        /// The value given.
+        value: String,
+    },
+}
+
+impl fmt::Display for TuneSettingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TuneSettingError::Autotune { value } => write!(f, "STENCIL_AUTOTUNE={value}: use on or off"),
+            TuneSettingError::Budget { value } => {
+                write!(f, "STENCIL_AUTOTUNE_MS={value}: give the tuning budget per stencil in milliseconds, e.g. 2000")
+            }
+        }
     }
 }
 
@@ -429,7 +454,9 @@ mod tests {
         assert_eq!(vars(&[("STENCIL_AUTOTUNE", "off")]).map(|s| s.enabled), Ok(false));
         assert_eq!(vars(&[("STENCIL_AUTOTUNE", "ON")]).map(|s| s.enabled), Ok(true));
         assert_eq!(vars(&[("STENCIL_AUTOTUNE_MS", "250")]).map(|s| s.budget), Ok(Duration::from_millis(250)));
-        assert!(vars(&[("STENCIL_AUTOTUNE", "maybe")]).unwrap_err().contains("use on or off"));
-        assert!(vars(&[("STENCIL_AUTOTUNE_MS", "2s")]).unwrap_err().contains("milliseconds"));
+        assert!(vars(&[("STENCIL_AUTOTUNE", "maybe")]).unwrap_err().to_string().contains("use on or off"));
+        assert!(vars(&[("STENCIL_AUTOTUNE_MS", "2s")]).unwrap_err().to_string().contains("milliseconds"));
+        assert_eq!(vars(&[("STENCIL_AUTOTUNE", "maybe")]), Err(TuneSettingError::Autotune { value: "maybe".into() }));
+        assert_eq!(vars(&[("STENCIL_AUTOTUNE_MS", "2s")]), Err(TuneSettingError::Budget { value: "2s".into() }));
     }
 }

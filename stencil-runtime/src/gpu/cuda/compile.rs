@@ -4,7 +4,7 @@
 //! on-disk [`DiskCache`] of compiled code.
 
 use super::context::Gpu;
-use super::error::{locate_error, CudaError};
+use super::error::{locate_error, ArgumentError, CudaError};
 use super::kernel::Kernel;
 use super::nvrtc::{Nvrtc, Target};
 use crate::gpu::disk_cache::hash128;
@@ -69,7 +69,7 @@ impl Gpu {
     ) -> Result<(Kernel, CompileStats), CudaError> {
         let start = Instant::now();
         if entry.contains('\0') {
-            return Err(CudaError::InvalidArgument(format!("kernel entry {entry:?} contains a NUL byte")));
+            return Err(CudaError::InvalidArgument(ArgumentError::NulInEntry { entry: entry.to_string() }));
         }
         let nvrtc = Nvrtc::get()?;
         let (major, minor) = nvrtc.version;
@@ -128,15 +128,14 @@ fn compile(
     target: &Target,
     log: &mut String,
 ) -> Result<Vec<u8>, CudaError> {
-    let src =
-        CString::new(source).map_err(|_| CudaError::InvalidArgument("kernel source contains a NUL byte".into()))?;
+    let src = CString::new(source).map_err(|_| CudaError::InvalidArgument(ArgumentError::NulInSource))?;
     let ptx = matches!(target, Target::Ptx(_));
     nvrtc.compile(&src, PROGRAM_NAME, options, ptx, log).map_err(|(error, during)| match (during, error) {
         ("nvrtcCompileProgram", error) | ("nvrtcGetCUBIN" | "nvrtcGetPTX", error @ None) => {
             CudaError::Compile { line: locate_error(log, source), log: log.clone(), options: options.to_vec(), error }
         }
         (_, Some(error)) => CudaError::Nvrtc { during, error },
-        (during, None) => CudaError::InvalidArgument(format!("NVRTC options: {during}")),
+        (during, None) => CudaError::InvalidArgument(ArgumentError::NvrtcOptions { during: during.to_string() }),
     })
 }
 

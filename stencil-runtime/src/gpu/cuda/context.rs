@@ -2,7 +2,7 @@
 //! (naming the last kernel on a fault), and event timing. Kernels are compiled in `compile.rs`,
 //! launched in `launch.rs`, and device memory lives in `memory.rs`, all on top of this.
 
-use super::error::{driver, is_kernel_fault, CudaError};
+use super::error::{driver, is_kernel_fault, ArgumentError, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
 use super::nvrtc::MIN_DRIVER_VERSION;
 use crate::gpu::disk_cache::DiskCache;
@@ -68,7 +68,8 @@ impl Gpu {
 
     /// Opens device `ordinal` with the given disk cache, or none (e.g. to time cold compiles).
     pub fn with_disk_cache(ordinal: usize, disk: Option<DiskCache>) -> Result<Gpu, CudaError> {
-        let tune_settings = TuneSettings::from_env().map_err(CudaError::InvalidArgument)?;
+        let tune_settings =
+            TuneSettings::from_env().map_err(|e| CudaError::InvalidArgument(ArgumentError::Tuning(e)))?;
         let count = Self::count()?;
         if ordinal >= count {
             return Err(CudaError::NoDevice { ordinal, count });
@@ -183,9 +184,10 @@ impl Gpu {
     pub(crate) fn refuse_while_recording(&self, what: &str) -> Result<(), CudaError> {
         match self.stream.capture_status() {
             Ok(sys::CUstreamCaptureStatus::CU_STREAM_CAPTURE_STATUS_NONE) => Ok(()),
-            Ok(_) => Err(CudaError::InvalidArgument(format!(
-                "{what} on {self:?} while a step is being recorded: a recording holds device work only"
-            ))),
+            Ok(_) => Err(CudaError::InvalidArgument(ArgumentError::WhileRecording {
+                what: what.to_string(),
+                gpu: format!("{self:?}"),
+            })),
             Err(e) => Err(self.fail("reading the stream's capture status", e)),
         }
     }

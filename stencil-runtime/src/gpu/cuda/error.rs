@@ -179,7 +179,7 @@ pub enum CudaError {
     },
     /// A call with arguments that cannot work (NUL in a name or a source, zero repetitions...)
     /// (`S0321`).
-    InvalidArgument(String),
+    InvalidArgument(ArgumentError),
     /// NCCL (the device-to-device transport between ranks) could not be loaded, could not be
     /// set up for these subdomains, or a call failed (`S0323`).
     Nccl {
@@ -340,7 +340,7 @@ impl CudaError {
             CudaError::SelfCheck { device, failures } => {
                 format!("self check failed on {device}: {}", failures.join("; "))
             }
-            CudaError::InvalidArgument(m) => m.clone(),
+            CudaError::InvalidArgument(e) => e.to_string(),
             CudaError::Driver { during, error } => format!("{during}: {}", describe(*error)),
             CudaError::Nccl { during, detail } => format!("NCCL, {during}: {detail}"),
             CudaError::NvrtcMismatch { nvrtc, driver, reason } => format!(
@@ -550,6 +550,91 @@ pub(crate) fn locate_error(log: &str, source: &str) -> Option<(usize, String)> {
     let found: Vec<(usize, bool)> = log.lines().filter_map(|l| Some((location(l)?, l.contains("error")))).collect();
     let (n, _) = found.iter().find(|(_, is_error)| *is_error).or(found.first())?;
     Some((*n, source.lines().nth(n - 1).unwrap_or_default().to_string()))
+}
+
+/// What is wrong with the arguments of a CUDA call ([`CudaError::InvalidArgument`], S0321).
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ArgumentError {
+    /// A kernel's entry name holds a NUL byte.
+    NulInEntry {
+        /// The name.
+        entry: String,
+    },
+    /// A kernel's source holds a NUL byte.
+    NulInSource,
+    /// NVRTC refused its options.
+    NvrtcOptions {
+        /// The NVRTC call that failed.
+        during: String,
+    },
+    /// An autotuning setting of the environment that cannot be read.
+    Tuning(crate::tuning::TuneSettingError),
+    /// A copy to or from the host, or a synchronisation, while a step is being recorded.
+    WhileRecording {
+        /// What was asked.
+        what: String,
+        /// The GPU, described.
+        gpu: String,
+    },
+    /// `copy_bandwidth_gbs` with nothing to copy.
+    CopyBandwidth {
+        /// Bytes asked for.
+        bytes: usize,
+        /// Repetitions asked for.
+        reps: usize,
+    },
+    /// A box of a halo message not aligned to its elements in the buffer.
+    UnalignedBox {
+        /// Its byte offset in the buffer.
+        offset: usize,
+        /// The bytes of one element.
+        elem_bytes: usize,
+    },
+    /// Staging more bytes of a halo message buffer than it holds.
+    Staging {
+        /// Bytes asked for.
+        bytes: usize,
+        /// The buffer's bytes.
+        buffer: usize,
+    },
+    /// A halo message larger than one of the buffers it moves between.
+    MessageSize {
+        /// The message's bytes.
+        bytes: usize,
+        /// The source buffer's bytes.
+        source: usize,
+        /// The destination buffer's bytes.
+        destination: usize,
+    },
+}
+
+impl fmt::Display for ArgumentError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        use ArgumentError as E;
+        match self {
+            E::NulInEntry { entry } => write!(f, "kernel entry {entry:?} contains a NUL byte"),
+            E::NulInSource => f.write_str("kernel source contains a NUL byte"),
+            E::NvrtcOptions { during } => write!(f, "NVRTC options: {during}"),
+            E::Tuning(e) => write!(f, "{e}"),
+            E::WhileRecording { what, gpu } => {
+                write!(f, "{what} on {gpu} while a step is being recorded: a recording holds device work only")
+            }
+            E::CopyBandwidth { bytes, reps } => {
+                write!(f, "copy_bandwidth_gbs needs bytes > 0 and reps > 0, got {bytes}, {reps}")
+            }
+            E::UnalignedBox { offset, elem_bytes } => write!(
+                f,
+                "halo message: a box at byte {offset} of the buffer is not aligned to its {elem_bytes}-byte elements"
+            ),
+            E::Staging { bytes, buffer } => {
+                write!(f, "staging {bytes} bytes of a halo message buffer of {buffer} bytes")
+            }
+            E::MessageSize { bytes, source, destination } => {
+                write!(f, "halo message of {bytes} bytes between buffers of {source} and {destination} bytes")
+            }
+        }
+    }
 }
 
 #[cfg(test)]

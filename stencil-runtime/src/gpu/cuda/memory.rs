@@ -3,7 +3,7 @@
 //! both identically; and the device's copy bandwidth.
 
 use super::context::Gpu;
-use super::error::CudaError;
+use super::error::{ArgumentError, CudaError};
 use super::launch::KernelArg;
 use crate::field::{Element, Field, FieldError, Shape};
 use crate::range::{row_runs, Loop};
@@ -110,9 +110,7 @@ impl Gpu {
     /// memory-bound kernel's throughput is compared with.
     pub fn copy_bandwidth_gbs(&self, bytes: usize, reps: usize) -> Result<f64, CudaError> {
         if bytes == 0 || reps == 0 {
-            return Err(CudaError::InvalidArgument(format!(
-                "copy_bandwidth_gbs needs bytes > 0 and reps > 0, got {bytes}, {reps}"
-            )));
+            return Err(CudaError::InvalidArgument(ArgumentError::CopyBandwidth { bytes, reps }));
         }
         let src = DeviceAlloc::new(self, bytes, || "the copy-bandwidth source".into())?;
         let dst = DeviceAlloc::new(self, bytes, || "the copy-bandwidth destination".into())?;

@@ -58,7 +58,7 @@ pub use crate::gpu::disk_cache::DiskCache;
 pub use crate::gpu::tuning::TuneReport;
 pub use compile::{compile_check, CacheSource, CompileStats, KERNEL_OPTIONS};
 pub use context::Gpu;
-pub use error::CudaError;
+pub use error::{ArgumentError, CudaError};
 pub use executor::GpuGraph;
 pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};

@@ -9,7 +9,7 @@ use crate::error::LaunchError;
 use crate::executor::{Executor, Stencil};
 use crate::field::Element;
 use crate::gpu::source::{geometry, max_elem_bytes};
-use crate::gpu::steps::sweep_lengths;
+use crate::gpu::steps::{sweep_lengths, StepPairError};
 use crate::range::Loop;
 use crate::stencil::args::{ArgValue, FieldStorage};
 use stencil_codegen::ir::ParamKind;
@@ -47,14 +47,11 @@ impl Gpu {
             return self.run_steps(range, stencil, steps, pair, fixed, args);
         };
         let (a, b) = pair;
-        let refuse = |reason: String| LaunchError::StepPair { stencil: S::INFO.name, reason };
+        let refuse = |reason: StepPairError| LaunchError::StepPair { stencil: S::INFO.name, reason };
         if a.boundary.is_some_and(|f| f.iter().any(Option::is_some))
             || b.boundary.is_some_and(|f| f.iter().any(Option::is_some))
         {
-            return Err(refuse(format!(
-                "a field of the pair declares a boundary, which must be filled after every step, and {tiling} \
-                 computes several steps per sweep: run the steps one by one (tiling None)"
-            )));
+            return Err(refuse(StepPairError::DeclaredBoundary { tiling }));
         }
         let (a_at, b_at) = (a.address(), b.address());
         let (input, output) =
@@ -63,27 +60,18 @@ impl Gpu {
         // run's rest may be shorter.
         let ir = S::ir();
         let geo = geometry(a.shape(), range, max_elem_bytes(ir));
-        let (written, shared) = check_steps_kernel(ir, tiling, input, &geo).map_err(|e| refuse(e.to_string()))?;
+        let (written, shared) =
+            check_steps_kernel(ir, tiling, input, &geo).map_err(|e| refuse(StepPairError::Kernel(e)))?;
         if written != output {
-            return Err(refuse(format!(
-                "the arguments pass the pair's second field as `{}`, but the stencil writes `{}`",
-                ir.params[output].name, ir.params[written].name
-            )));
+            let (given, written) = (ir.params[output].name.clone(), ir.params[written].name.clone());
+            return Err(refuse(StepPairError::Output { given, written }));
         }
         if tiling.steps % 2 == 0 {
-            return Err(refuse(format!(
-                "{tiling} computes an even number of steps per sweep, whose result would overwrite its own input: \
-                 use {} or {} steps",
-                tiling.steps - 1,
-                tiling.steps + 1
-            )));
+            return Err(refuse(StepPairError::EvenSteps { tiling }));
         }
         let limit = self.max_shared_per_block()?;
         if shared > limit {
-            return Err(refuse(format!(
-                "{tiling} needs {shared} bytes of shared memory per block and this device has {limit}: \
-                 use fewer steps or a smaller tile"
-            )));
+            return Err(refuse(StepPairError::SharedMemory { tiling, needs: shared, limit }));
         }
         for sweep in sweep_lengths(steps, tiling.steps) {
             // The rest of a run left by longer sweeps goes one step at a time.
@@ -129,7 +117,7 @@ fn pair_input<S: Stencil<D>, const D: usize>(
     values: &[ArgValue<'_, D>],
     a: u64,
     b: u64,
-) -> Result<(usize, usize), String> {
+) -> Result<(usize, usize), StepPairError> {
     let ir = S::ir();
     let at = |address: u64| -> Vec<usize> {
         values
@@ -144,16 +132,7 @@ fn pair_input<S: Stencil<D>, const D: usize>(
     let (inputs, outputs) = (at(a), at(b));
     match (inputs.as_slice(), outputs.as_slice()) {
         (&[i], &[o]) if !writable(i) && writable(o) => Ok((i, o)),
-        (&[i], &[o]) => Err(format!(
-            "the arguments pass the pair's first field as `{}` and its second as `{}`: the first must be \
-             a field the stencil reads (`&`), the second one it writes (`&mut`)",
-            name(i),
-            name(o)
-        )),
-        (ins, outs) => Err(format!(
-            "the arguments must pass each field of the pair once, but pass the first {} time(s) and the second {} time(s)",
-            ins.len(),
-            outs.len()
-        )),
+        (&[i], &[o]) => Err(StepPairError::Roles { first: name(i).to_string(), second: name(o).to_string() }),
+        (ins, outs) => Err(StepPairError::Count { first: ins.len(), second: outs.len() }),
     }
 }
