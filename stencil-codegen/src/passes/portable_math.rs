@@ -200,7 +200,12 @@ impl Emit<'_> {
     /// A new local holding `e`, as an expression.
     fn bind(&mut self, e: Expr) -> Expr {
         let id: LocalId = self.locals.len();
-        self.locals.push(Local { name: format!("portable_{id}"), ty: e.ty });
+        // A name no local of the stencil has (a user's `portable_3` keeps its own).
+        let mut name = format!("portable_{id}");
+        while self.locals.iter().any(|l| l.name == name) {
+            name.push('_');
+        }
+        self.locals.push(Local { name, ty: e.ty });
         let ty = e.ty;
         self.out.push(Stmt::Let { local: id, init: Some(e) });
         Expr { ty, kind: ExprKind::Local(id) }
@@ -365,6 +370,14 @@ mod tests {
         // The backend's log2 only estimates the exponent of `ln` (inside `powf`); sqrt stays.
         assert!(calls.contains(&MathFn::Sqrt) && calls.contains(&MathFn::Log2));
         assert!(matches!(out.body.last(), Some(Stmt::Store { .. })));
+        // A user's local with the name the pass would give keeps it; the pass's takes another.
+        let taken = lower(
+            "fn f(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) { let portable_1 = u[idx]; out[idx] = portable_1.exp(); }",
+        );
+        let out = portable_math(&taken).expect("portable");
+        let names: Vec<&str> = out.locals.iter().map(|l| l.name.as_str()).collect();
+        let unique: std::collections::HashSet<&str> = names.iter().copied().collect();
+        assert_eq!(unique.len(), names.len(), "{names:?}");
         let sin = lower(
             "fn f(idx: Idx1, u: &Field1<f64>, out: &mut Field1<f64>) { out[idx] = u[idx].exp() * u[idx].sin(); }",
         );
