@@ -96,9 +96,10 @@ pub fn pressure(theta: f64, g: f64) -> f64 {
 }
 
 /// Diagnostics of a state `s = (R, U, V, W, Θ)` over the cells: `d = (u, v, w, θ, Ω, p)` (each at
-/// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄)`.
+/// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄, G_w)` (`G` of
+/// the cells, `G_w` of the `w` faces).
 #[stencil(portable_math)]
-pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 6], d: [&mut Field3<f64>; 6]) {
+pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 7], d: [&mut Field3<f64>; 6]) {
     let r = s[0][idx];
     let hx = 0.5
         * (m[1][idx] * 0.5 * (s[1][idx] + s[1][idx.ix::<0, 0, 1>()])
@@ -110,7 +111,7 @@ pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 6], d: [&m
     d[1][idx] = s[2][idx] / (0.5 * (r + s[0][idx.ix::<0, 1, 0>()]));
     d[2][idx] = s[3][idx] / (0.5 * (r + s[0][idx.ix::<0, 0, 1>()]));
     d[3][idx] = s[4][idx] / r;
-    d[4][idx] = m[3][idx] * (s[3][idx] - hx - hy) / m[0][idx];
+    d[4][idx] = m[3][idx] * (s[3][idx] - hx - hy) / m[6][idx];
     d[5][idx] = pressure(s[4][idx], m[0][idx]);
 }
 
@@ -123,7 +124,7 @@ pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 6], d: [&m
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_tendency(
     idx: Idx3, r: [f64; 3], nu: f64, grav: f64, u_ref: f64,
-    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 6], f: [&mut Field3<f64>; 5],
+    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 7], f: [&mut Field3<f64>; 5],
 ) {
     let r2 = [r[0] * r[0], r[1] * r[1], r[2] * r[2]];
     // Scalar fluxes through the upper x, y, z faces of cell p (mass flux × limited θ).
@@ -217,7 +218,7 @@ pub fn dycore_init(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_horizontal(
     idx: Idx3, gamma: f64, dtau: f64, r: [f64; 3], kd: [f64; 2], theta_s: &Field3<f64>, p_s: &Field3<f64>,
-    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 6],
+    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 7],
     u2: &mut Field3<f64>, v2: &mut Field3<f64>,
 ) {
     let pp = |p: Idx3| gamma * p_s[p] / theta_s[p] * theta2[p];
@@ -240,7 +241,7 @@ pub fn dycore_horizontal(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_explicit(
     idx: Idx3, gamma: f64, dtau: f64, alpha: f64, r: [f64; 3], grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 6], e: [&mut Field3<f64>; 3],
+    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 7], e: [&mut Field3<f64>; 3],
 ) {
     // U'' z_x + V'' z_y at the w face of cell p, from the edges.
     let h = |p: Idx3| 0.5 * (m[1][p] * 0.5 * (pert[1][p] + pert[1][p.ix::<0, 0, 1>()])
@@ -248,7 +249,7 @@ pub fn dycore_explicit(
         + 0.5 * (m[2][p] * 0.5 * (pert[2][p] + pert[2][p.ix::<0, 0, 1>()])
         + m[2][p.ix::<0, -1, 0>()] * 0.5 * (pert[2][p.ix::<0, -1, 0>()] + pert[2][p.ix::<0, -1, 1>()]));
     // The explicit mass flux through the w face of cell p (0 at the ground and the lid).
-    let em = |p: Idx3| m[3][p] * ((1.0 - alpha) * pert[3][p] - h(p)) / m[0][p];
+    let em = |p: Idx3| m[3][p] * ((1.0 - alpha) * pert[3][p] - h(p)) / m[6][p];
     let tw = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<0, 0, 1>()]);
     let tu = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<1, 0, 0>()]) * pert[1][p];
     let tv = |p: Idx3| 0.5 * (d[3][p] + d[3][p.ix::<0, 1, 0>()]) * pert[2][p];
@@ -269,14 +270,15 @@ pub fn dycore_explicit(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_eliminate(
     idx: Idx3, gamma: f64, dtau: f64, alpha: f64, rdz: f64, grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    e: [&Field3<f64>; 3], m: [&Field3<f64>; 6], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
+    e: [&Field3<f64>; 3], m: [&Field3<f64>; 7], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
 ) {
     #[carry]
     let mut c_below = 0.0;
     #[carry]
     let mut d_below = 0.0;
-    let a = dtau * alpha * rdz / m[0][idx];
+    // `a` of this face, the face above and the face below: the implicit `Ω'' = α W''/G_w`.
     let b = dtau * alpha * rdz;
+    let (a, a_above, a_below) = (b / m[6][idx], b / m[6][idx.ix(0, 0, 1)], b / m[6][idx.ix(0, 0, -1)]);
     let eg = 0.5 * dtau * alpha * grav;
     let c2 = gamma * d[5][idx] / theta_s[idx];
     let c2u = gamma * d[5][idx.ix(0, 0, 1)] / theta_s[idx.ix(0, 0, 1)];
@@ -284,9 +286,9 @@ pub fn dycore_eliminate(
     let tw_below = 0.5 * (d[3][idx.ix(0, 0, -1)] + d[3][idx]);
     let tw_above = 0.5 * (d[3][idx.ix(0, 0, 1)] + d[3][idx.ix(0, 0, 2)]);
     let (mk, mb, ma) = (m[3][idx], m[3][idx.ix(0, 0, -1)], m[3][idx.ix(0, 0, 1)]);
-    let upper = mk * ma * (-b * c2u * a * tw_above - eg * a);
+    let upper = mk * ma * (-b * c2u * a_above * tw_above - eg * a_above);
     let diag = 1.0 + mk * b * a * tw * (c2u + c2);
-    let lower = mk * mb * (-b * c2 * a * tw_below + eg * a);
+    let lower = mk * mb * (-b * c2 * a_below * tw_below + eg * a_below);
     let rhs = mk * (e[2][idx] - b * (c2u * e[1][idx.ix(0, 0, 1)] - c2 * e[1][idx])
         - eg * (e[0][idx.ix(0, 0, 1)] + e[0][idx]));
     let pivot = diag - lower * c_below;
@@ -312,11 +314,11 @@ pub fn dycore_substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, w2: &mut
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_finish(
     idx: Idx3, dtau: f64, alpha: f64, rdz: f64, theta: &Field3<f64>, w2: &Field3<f64>, e: [&Field3<f64>; 3],
-    m: [&Field3<f64>; 6], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
+    m: [&Field3<f64>; 7], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
 ) {
-    let a = dtau * alpha * rdz / m[0][idx];
-    let fm = |p: Idx3| m[3][p] * w2[p];
-    let ft = |p: Idx3| m[3][p] * 0.5 * (theta[p] + theta[p.ix::<0, 0, 1>()]) * w2[p];
+    let a = dtau * alpha * rdz;
+    let fm = |p: Idx3| m[3][p] * w2[p] / m[6][p];
+    let ft = |p: Idx3| m[3][p] * 0.5 * (theta[p] + theta[p.ix::<0, 0, 1>()]) * w2[p] / m[6][p];
     let rho = e[0][idx] - a * (fm(idx) - fm(idx.ix::<0, 0, -1>()));
     div[idx] = (r2[idx] - rho) / dtau;
     r2[idx] = rho;
@@ -345,14 +347,14 @@ pub fn dycore_ratio(idx: Idx3, r: &Field3<f64>, w: [&Field3<f64>; 3], c: [&mut F
 /// ground and the lid).
 #[stencil]
 #[rustfmt::skip]
-pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 6], acc: [&mut Field3<f64>; 3]) {
+pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 7], acc: [&mut Field3<f64>; 3]) {
     let h = 0.5 * (m[1][idx] * 0.5 * (pert[1][idx] + pert[1][idx.ix::<0, 0, 1>()])
         + m[1][idx.ix::<-1, 0, 0>()] * 0.5 * (pert[1][idx.ix::<-1, 0, 0>()] + pert[1][idx.ix::<-1, 0, 1>()]))
         + 0.5 * (m[2][idx] * 0.5 * (pert[2][idx] + pert[2][idx.ix::<0, 0, 1>()])
         + m[2][idx.ix::<0, -1, 0>()] * 0.5 * (pert[2][idx.ix::<0, -1, 0>()] + pert[2][idx.ix::<0, -1, 1>()]));
     acc[0][idx] = first * acc[0][idx] + pert[1][idx];
     acc[1][idx] = first * acc[1][idx] + pert[2][idx];
-    acc[2][idx] = first * acc[2][idx] + m[3][idx] * (pert[3][idx] - h) / m[0][idx];
+    acc[2][idx] = first * acc[2][idx] + m[3][idx] * (pert[3][idx] - h) / m[6][idx];
 }
 
 /// The end of a stage for the water: `out = wq − dt ∇·(F c)`, `wq` the step's start, `c` the
@@ -367,7 +369,7 @@ pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_water(
     idx: Idx3, dt: f64, rn: f64, alpha: f64, r: [f64; 3], u: &Field3<f64>, v: &Field3<f64>, omega: &Field3<f64>,
-    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 6], acc: [&Field3<f64>; 3],
+    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 7], acc: [&Field3<f64>; 3],
     c: [&Field3<f64>; 3], wq: [&Field3<f64>; 3], out: [&mut Field3<f64>; 3],
 ) {
     let fx = |p: Idx3| { let f = u[p] + rn * acc[0][p];
@@ -379,7 +381,7 @@ pub fn dycore_water(
          f * koren(c[1][p.ix::<0, -1, 0>()], c[1][p], c[1][p.ix::<0, 1, 0>()], c[1][p.ix::<0, 2, 0>()], f),
          f * koren(c[2][p.ix::<0, -1, 0>()], c[2][p], c[2][p.ix::<0, 1, 0>()], c[2][p.ix::<0, 2, 0>()], f)] };
     let fz = |p: Idx3| {
-        let f = omega[p] + rn * (acc[2][p] - (1.0 - alpha) * m[3][p] * (w_end[p] - w_start[p] + w_stage[p]) / m[0][p]);
+        let f = omega[p] + rn * (acc[2][p] - (1.0 - alpha) * m[3][p] * (w_end[p] - w_start[p] + w_stage[p]) / m[6][p]);
         [f * koren(c[0][p.ix::<0, 0, -1>()], c[0][p], c[0][p.ix::<0, 0, 1>()], c[0][p.ix::<0, 0, 2>()], f),
          f * koren(c[1][p.ix::<0, 0, -1>()], c[1][p], c[1][p.ix::<0, 0, 1>()], c[1][p.ix::<0, 0, 2>()], f),
          f * koren(c[2][p.ix::<0, 0, -1>()], c[2][p], c[2][p.ix::<0, 0, 1>()], c[2][p.ix::<0, 0, 2>()], f)] };
@@ -435,6 +437,8 @@ pub enum Case {
     Bubble,
     /// A stratified atmosphere at rest (N = 0.01/s) over steep terrain.
     Rest,
+    /// Schär et al. (2002) mountain wave: U = 10 m/s over the 250 m Schär mountain, N = 0.01/s.
+    MountainWave,
     /// The moist bubble of Bryan and Fritsch (2002): the warm bubble's buoyancy in a saturated,
     /// moist-neutral atmosphere (θ_e = 320 K, total water 0.02) with cloud water everywhere.
     MoistBubble,
@@ -448,6 +452,41 @@ pub enum Lateral {
     /// Open: zero-gradient halos.
     Open,
 }
+
+/// The terrain-following vertical coordinate: the height `z(x, y, ζ)` of the coordinate surface
+/// `ζ` (the ground at `ζ = 0`, the lid at `ζ = H`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Coordinate {
+    /// Gal-Chen and Somerville (1975): `z = ζ + z_s (1 − ζ/H)`; the terrain's every scale
+    /// reaches the lid.
+    GalChen,
+    /// SLEVE (Schär et al. 2002): `z = ζ + h₁ b₁(ζ) + h₂ b₂(ζ)`, `b_i = sinh((H − ζ)/s_i) /
+    /// sinh(H/s_i)`; `h₁` the terrain smoothed (a Gaussian of [`SLEVE_SMOOTHING`] m), `h₂` the
+    /// rest, decaying over [`SLEVE_SCALES`]: small-scale terrain leaves the coordinate surfaces
+    /// within a few km of the ground.
+    Sleve,
+}
+
+/// The reference pressure `p̄` of the horizontal pressure gradient, which acts on `p − p̄`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Reference {
+    /// The background sounding in the discrete hydrostatic balance of each column (the initial
+    /// pressure): a resting atmosphere over any terrain is an exact discrete equilibrium.
+    Discrete,
+    /// The background sounding's analytic pressure at each cell's height: the balance's
+    /// truncation error, which varies along sloping coordinate surfaces, drives winds.
+    Analytic,
+    /// No reference: the full pressure (the large hydrostatic part enters the difference of two
+    /// big terms over sloping coordinate surfaces).
+    None,
+}
+
+/// The decay heights `(s₁, s₂)` of the SLEVE coordinate's large- and small-scale terrain, m
+/// (Schär et al. 2002).
+pub const SLEVE_SCALES: (f64, f64) = (15_000.0, 2_500.0);
+/// The standard deviation of the Gaussian that smooths the terrain into the SLEVE coordinate's
+/// large-scale part, m.
+pub const SLEVE_SMOOTHING: f64 = 2_000.0;
 
 /// A run's settings: grid, case and numerics.
 #[derive(Clone, Debug, PartialEq)]
@@ -474,10 +513,12 @@ pub struct Dycore {
     pub u_ref: f64,
     /// Lateral boundary along x and y.
     pub lateral: [Lateral; 2],
-    /// Subtract the reference pressure `p̄(z)` before the horizontal pressure gradient.
-    pub reference: bool,
-    /// Terrain height amplitude, m (the [`Case::Rest`] mountain).
+    /// The pressure the horizontal pressure gradient subtracts first.
+    pub reference: Reference,
+    /// Terrain height amplitude, m (the Schär mountain of [`Case::Rest`] and [`Case::MountainWave`]).
     pub mountain: f64,
+    /// The vertical coordinate over terrain.
+    pub coordinate: Coordinate,
     /// Rain in a moist run: Kessler's autoconversion, accretion and fall (else a saturation
     /// adjustment only, Bryan and Fritsch's reversible set-up).
     pub rain: bool,
@@ -501,6 +542,7 @@ impl Dycore {
             Case::Straka => (51_200.0, 6_400.0, 1.0, 75.0, (0.0, 0.0), 0.0),
             Case::Bubble | Case::MoistBubble => (20_000.0, 10_000.0, 1.0, 0.0, (0.0, 0.0), 0.0),
             Case::Rest => (40_000.0, 20_000.0, 0.5, 0.0, (5_000.0, 0.05), 1_000.0),
+            Case::MountainWave => (200_000.0, 21_600.0, 0.6, 0.0, (10_800.0, 0.05), 250.0),
         };
         let dz = dx * dz_per_dx;
         let (nx, nz) = ((lx / dx).round() as usize, (lz / dz).round() as usize);
@@ -530,10 +572,11 @@ impl Dycore {
             div_damp: 0.1,
             nu,
             sponge,
-            u_ref: 0.0,
+            u_ref: if case == Case::MountainWave { 10.0 } else { 0.0 },
             lateral,
-            reference: true,
+            reference: Reference::Discrete,
             mountain,
+            coordinate: if case == Case::MountainWave { Coordinate::Sleve } else { Coordinate::GalChen },
             rain: false,
         })
     }
@@ -554,23 +597,70 @@ impl Dycore {
     }
 
     /// The centre `x` of cell `i` (the domain is centred on 0 in x and y).
-    fn x(&self, i: isize, axis: usize) -> f64 {
+    pub(crate) fn x(&self, i: isize, axis: usize) -> f64 {
         (i as f64 + 0.5 - 0.5 * self.n[axis] as f64) * self.h[axis]
     }
 
     /// The terrain height at `(x, y)`: the Schär et al. (2002) mountain, `h₀ exp(−(x/a)²)
-    /// cos²(πx/λ)`, a = 5 km, λ = 4 km (times `exp(−(y/a)²)` in 3D), for [`Case::Rest`].
+    /// cos²(πx/λ)`, a = 5 km, λ = 4 km (times `exp(−(y/a)²)` in 3D); 0 over flat cases.
     pub fn terrain(&self, x: f64, y: f64) -> f64 {
         let a = 5_000.0;
         let across = if self.n[1] > 1 { (-(y / a).powi(2)).exp() } else { 1.0 };
         self.mountain * (-(x / a).powi(2)).exp() * (std::f64::consts::PI * x / 4_000.0).cos().powi(2) * across
     }
 
+    /// The height of coordinate surface `zeta` over `(x, y)`, m.
+    pub fn height(&self, x: f64, y: f64, zeta: f64) -> f64 {
+        let top = self.top();
+        match self.coordinate {
+            Coordinate::GalChen => {
+                let zs = self.terrain(x, y);
+                zs + zeta * (1.0 - zs / top)
+            }
+            Coordinate::Sleve => {
+                let (zs, large) = (self.terrain(x, y), self.smoothed_terrain(x, y));
+                let b = |s: f64| ((top - zeta) / s).sinh() / (top / s).sinh();
+                zeta + large * b(SLEVE_SCALES.0) + (zs - large) * b(SLEVE_SCALES.1)
+            }
+        }
+    }
+
+    /// The terrain smoothed by a Gaussian of [`SLEVE_SMOOTHING`] (along x, and y in 3D).
+    fn smoothed_terrain(&self, x: f64, y: f64) -> f64 {
+        let (sigma, reach) = (SLEVE_SMOOTHING, if self.n[1] > 1 { 6 } else { 0 });
+        let (mut sum, mut weights) = (0.0, 0.0);
+        for a in -6..=6 {
+            for b in -reach..=reach {
+                let weight = (-((a * a + b * b) as f64) / 8.0).exp();
+                sum += weight * self.terrain(x + a as f64 * 0.5 * sigma, y + b as f64 * 0.5 * sigma);
+                weights += weight;
+            }
+        }
+        sum / weights
+    }
+
+    /// The Jacobian `G = ∂z/∂ζ` of cell `g` (`face`: of its top `w` face), discrete: the height
+    /// difference of the cell's faces (of the cell centres around the face) over `Δζ`, so that
+    /// the pressure gradient of a constant pressure vanishes exactly.
+    pub fn jacobian(&self, g: [isize; 3], face: bool) -> f64 {
+        let (x, y, dz) = (self.x(g[0], 0), self.x(g[1], 1), self.h[2]);
+        if self.coordinate == Coordinate::GalChen {
+            return 1.0 - self.terrain(x, y) / self.top();
+        }
+        let zeta = (g[2] as f64 + if face { 1.5 } else { 1.0 }) * dz;
+        (self.height(x, y, zeta) - self.height(x, y, zeta - dz)) / dz
+    }
+
+    /// The height of the centre of cell `g`, m.
+    pub fn cell_height(&self, g: [isize; 3]) -> f64 {
+        self.height(self.x(g[0], 0), self.x(g[1], 1), (g[2] as f64 + 0.5) * self.h[2])
+    }
+
     /// The background potential temperature and Exner function at height `z`.
     pub fn background(&self, z: f64) -> (f64, f64) {
         let theta0 = 300.0;
         match self.case {
-            Case::Rest => {
+            Case::Rest | Case::MountainWave => {
                 let n2 = 1.0e-4;
                 let pi = 1.0 + GRAV * GRAV / (CP * theta0 * n2) * ((-n2 * z / GRAV).exp() - 1.0);
                 (theta0 * (n2 * z / GRAV).exp(), pi)
@@ -587,13 +677,13 @@ impl Dycore {
             Case::Bubble | Case::MoistBubble => {
                 2.0 * bump(((x / 2_000.0).powi(2) + ((z - 2_000.0) / 2_000.0).powi(2)).sqrt())
             }
-            Case::Rest => 0.0,
+            Case::Rest | Case::MountainWave => 0.0,
         }
     }
 
     /// The initial state `(R, U, V, W, Θ)` (the water dropped) and the metrics of
     /// [`Dycore::initial_all`].
-    pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 6]) {
+    pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 7]) {
         let (q, m) = self.initial_all();
         let mut q = q.into_iter();
         (std::array::from_fn(|_| q.next().expect("five fields")), m)
@@ -603,12 +693,12 @@ impl Dycore {
     /// z_y, wmask, sponge, p̄)` on the host, halos included. Each column is in discrete
     /// hydrostatic balance (the balance of the vertical momentum equation) with the background
     /// θ; the perturbation changes the density at fixed pressure (as Straka et al.).
-    pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 6]) {
+    pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 7]) {
         let shape = self.shape();
         let (top, dz) = (self.top(), self.h[2]);
         let zs = |g: [isize; 3]| self.terrain(self.x(g[0], 0), self.x(g[1], 1));
-        let jac = |g: [isize; 3]| 1.0 - zs(g) / top;
-        let height = |g: [isize; 3]| zs(g) + (g[2] as f64 + 0.5) * dz * jac(g);
+        let jac = |g: [isize; 3]| self.jacobian(g, false);
+        let height = |g: [isize; 3]| self.cell_height(g);
         // p of every level of the column through `g` by Newton on the discrete balance
         // (p_k − p_{k−1})/Δζ = −g (R_{k−1} + R_k)/2.
         let column = |g: [isize; 3]| -> Vec<f64> {
@@ -618,10 +708,12 @@ impl Dycore {
             let mut p = vec![P0 * self.background(at(0)).1.powf(CP / RD)];
             for k in 1..levels {
                 let (below, z) = (p[k as usize - 1], at(k));
-                let r_below = jac(g) * rho(below, at(k - 1));
+                let cell = |k: isize| [g[0], g[1], k - HALO as isize];
+                let (g_below, g_here) = (jac(cell(k - 1)), jac(cell(k)));
+                let r_below = g_below * rho(below, at(k - 1));
                 let mut x = below;
                 for _ in 0..30 {
-                    let r = jac(g) * rho(x, z);
+                    let r = g_here * rho(x, z);
                     let f = x - below + dz * GRAV * 0.5 * (r_below + r);
                     x -= f / (1.0 + dz * GRAV * 0.5 * r / (GAMMA * x));
                 }
@@ -644,11 +736,16 @@ impl Dycore {
         let u = Field3::from_fn(shape, |g| 0.5 * (at(&r, g) + at(&r, [g[0] + 1, g[1], g[2]])) * self.u_ref);
         let t = Field3::from_fn(shape, |g| jac(g) * rho_theta(g));
         let state = [r, u, Field3::zeros(shape), Field3::zeros(shape), t];
-        // z_x at the edge (i+½, k+½): (1 − ζ/H) δx z_s; z_y likewise.
+        // z_x at the edge (i+½, k+½): δx of the face heights ((1 − ζ/H) δx z_s for Gal-Chen);
+        // z_y likewise.
         let edge = |g: [isize; 3], axis: usize| {
             let mut e = g;
             e[axis] += 1;
-            (1.0 - (g[2] + 1) as f64 * dz / top) * (zs(e) - zs(g)) / self.h[axis]
+            if self.coordinate == Coordinate::GalChen {
+                return (1.0 - (g[2] + 1) as f64 * dz / top) * (zs(e) - zs(g)) / self.h[axis];
+            }
+            let face = |c: [isize; 3]| self.height(self.x(c[0], 0), self.x(c[1], 1), (g[2] + 1) as f64 * dz);
+            (face(e) - face(g)) / self.h[axis]
         };
         let (depth, rate) = self.sponge;
         let sponge = |g: [isize; 3]| {
@@ -657,8 +754,11 @@ impl Dycore {
             rate * (std::f64::consts::FRAC_PI_2 * s).sin().powi(2)
         };
         let nz = self.n[2] as isize;
-        let reference =
-            |g: [isize; 3]| if self.reference { P0 * self.background(height(g)).1.powf(CP / RD) } else { 0.0 };
+        let reference = |g: [isize; 3]| match self.reference {
+            Reference::Discrete => p.get(g).expect("a point of the shape"),
+            Reference::Analytic => P0 * self.background(height(g)).1.powf(CP / RD),
+            Reference::None => 0.0,
+        };
         let mut metrics = [
             Field3::from_fn(shape, jac),
             Field3::from_fn(shape, |g| edge(g, 0)),
@@ -666,6 +766,7 @@ impl Dycore {
             Field3::from_fn(shape, |g| if (0..nz - 1).contains(&g[2]) { 1.0 } else { 0.0 }),
             Field3::from_fn(shape, sponge),
             Field3::from_fn(shape, reference),
+            Field3::from_fn(shape, |g| self.jacobian(g, true)),
         ];
         if self.moist() {
             let (q, reference) = self.moist_initial();
@@ -772,8 +873,8 @@ pub struct State<E: Executor> {
     e: [E::Field<f64, 3>; 3],
     thomas: [E::Field<f64, 3>; 2],
     div: E::Field<f64, 3>,
-    /// Metrics `(G, z_x, z_y, wmask, sponge, p̄)`.
-    pub m: [E::Field<f64, 3>; 6],
+    /// Metrics `(G, z_x, z_y, wmask, sponge, p̄, G_w)`.
+    pub m: [E::Field<f64, 3>; 7],
     /// The water of a moist run.
     pub water: Option<Water<E>>,
 }
@@ -997,6 +1098,10 @@ impl Dycore {
         mut output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
     ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
         let (q0, m) = self.initial_all();
+        if let Some(g) = m[0].interior_view().iter().chain(m[6].interior_view()).find(|g| !(**g > 0.0)) {
+            let why = format!("the {:?} coordinate surfaces cross over this terrain (a Jacobian of {g})", self.coordinate);
+            return Err(format!("{why}: lower the mountain or use another coordinate").into());
+        }
         let names: Vec<&'static str> =
             FIELDS.iter().chain(if self.moist() { &WATER[..] } else { &[] }).copied().collect();
         let mut settings = vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)];
@@ -1047,11 +1152,8 @@ impl Dycore {
         }
         let mut out = Vec::new();
         let [r, t] = [q[0].interior_view(), q[4].interior_view()];
-        let top = self.top();
         for ((i, j, k), &rv) in r.indexed_iter() {
-            let g = [i as isize, j as isize, k as isize];
-            let zs = self.terrain(self.x(g[0], 0), self.x(g[1], 1));
-            let z = zs + (k as f64 + 0.5) * self.h[2] * (1.0 - zs / top);
+            let z = self.cell_height([i as isize, j as isize, k as isize]);
             out.push((i, j, k, t[[i, j, k]] / rv - self.background(z).0));
         }
         out
@@ -1065,8 +1167,7 @@ impl Dycore {
         let w = [at(&q[5]) / dry, at(&q[6]) / dry, at(&q[7]) / dry];
         let qt = w[0] + w[1] + w[2];
         let theta = at(&q[4]) / at(&q[0]) * (1.0 + qt) / (1.0 + w[0] / EPS);
-        let zs = self.terrain(self.x(c[0] as isize, 0), self.x(c[1] as isize, 1));
-        let p = pressure(at(&q[4]), 1.0 - zs / self.top());
+        let p = pressure(at(&q[4]), self.jacobian(c.map(|x| x as isize), false));
         (theta, Self::theta_e(p, theta * (p / P0).powf(RD / CP), w[0], qt), w)
     }
 

@@ -9,6 +9,7 @@ pub mod dycore;
 pub mod euler;
 pub mod fwi;
 pub mod logging;
+pub mod mountain_wave;
 pub mod output;
 pub mod placement;
 pub mod progress;

@@ -10,7 +10,8 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Dycore, Frame};
+use stencil_examples::dycore::{Case, Coordinate, Dycore, Frame, Reference};
+use stencil_examples::mountain_wave;
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_examples::progress::{self, Timed};
@@ -24,13 +25,14 @@ struct Args {
     /// The test case.
     #[arg(long, value_enum, default_value_t = Case::Straka)]
     case: Case,
-    /// Horizontal grid spacing, m (Δz = Δx; Δx/2 for `rest`).
+    /// Horizontal grid spacing, m (Δz = Δx; Δx/2 for `rest`, 0.6 Δx for `mountain-wave`).
     #[arg(long, default_value_t = 200.0)]
     dx: f64,
     /// Cells across (y); 1: a vertical slice.
     #[arg(long, default_value_t = 1)]
     ny: usize,
-    /// End time, s (default: 900 for straka, 1000 for the bubbles, 21600 for rest).
+    /// End time, s (default: 900 for straka, 1000 for the bubbles, 21600 for rest and
+    /// mountain-wave).
     #[arg(long)]
     t_end: Option<f64>,
     /// Short (sound) steps per long step.
@@ -39,12 +41,18 @@ struct Args {
     /// Off-centering β of the vertically implicit solve (0: Crank–Nicolson).
     #[arg(long, default_value_t = 0.2)]
     beta: f64,
-    /// Height of the `rest` mountain, m.
-    #[arg(long, default_value_t = 1000.0)]
-    mountain: f64,
-    /// Use the full pressure in the horizontal pressure gradient (no reference state).
+    /// Height of the mountain, m (default: 1000 for `rest`, 250 for `mountain-wave`).
     #[arg(long)]
-    no_reference: bool,
+    mountain: Option<f64>,
+    /// The vertical coordinate over terrain (default: sleve for `mountain-wave`, else gal-chen).
+    #[arg(long, value_enum)]
+    coordinate: Option<Coordinate>,
+    /// The Rayleigh sponge's rate at the lid, 1/s (default: the case's; 0.05 over terrain).
+    #[arg(long)]
+    sponge_rate: Option<f64>,
+    /// The pressure the horizontal pressure gradient subtracts first.
+    #[arg(long, value_enum, default_value_t = Reference::Discrete)]
+    reference: Reference,
     /// Kessler rain (autoconversion, accretion, fall) in the moist bubble; without it, Bryan and
     /// Fritsch's reversible saturation adjustment only.
     #[arg(long)]
@@ -80,7 +88,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let t_end = args.t_end.unwrap_or(match args.case {
         Case::Straka => 900.0,
         Case::Bubble | Case::MoistBubble => 1000.0,
-        Case::Rest => 21_600.0,
+        Case::Rest | Case::MountainWave => 21_600.0,
     });
     if !(t_end > 0.0 && t_end.is_finite()) || args.sound_steps == 0 || !(0.0..=1.0).contains(&args.beta) {
         return Err("need --t-end > 0, --sound-steps >= 1 and 0 <= --beta <= 1".into());
@@ -93,9 +101,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         return Err("need --netcdf-every > 0".into());
     }
     d.rain = args.rain;
-    (d.sound_steps, d.beta, d.reference) = (args.sound_steps, args.beta, !args.no_reference);
-    if d.case == Case::Rest {
-        d.mountain = args.mountain;
+    if let Some(rate) = args.sponge_rate {
+        d.sponge.1 = rate;
+    }
+    d.coordinate = args.coordinate.unwrap_or(d.coordinate);
+    (d.sound_steps, d.beta, d.reference) = (args.sound_steps, args.beta, args.reference);
+    match (args.mountain, d.case) {
+        (Some(h), Case::Rest | Case::MountainWave) => d.mountain = h,
+        (Some(_), _) => return Err("--mountain needs --case rest or mountain-wave".into()),
+        (None, _) => {}
     }
     // 43 fields on the executor (58 moist); the initial state, metrics and result on the host.
     let footprint = Footprint { executor: if d.moist() { 58 } else { 43 } * 8, host: 20 * 8 };
@@ -140,6 +154,9 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         println!("front at {:.1} m (Straka et al. 1993: about 15500 m; theta'min about -9.8 K)", front);
     }
     std::fs::create_dir_all(&args.out).map_err(|e| format!("{}: {e}", args.out.display()))?;
+    if d.case == Case::MountainWave {
+        mountain_wave(&d, &q, &args.out)?;
+    }
     let path = args.out.join("theta_xz.png");
     let mut slice = vec![0.0; nx * nz];
     for (i, j, k, t) in d.theta_prime(&q) {
@@ -188,4 +205,24 @@ impl OnExecutor for Job<'_> {
         let (q, steps, _) = d.run_with(exec, t_end, plan, every, |step, t| timed.tick_at(step, t, t_end), out)?;
         Ok((q, steps, frames))
     }
+}
+
+/// The mountain wave against the linear solution: normalised L2 errors of `w` and `w_xz.png`.
+fn mountain_wave(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<(), Box<dyn std::error::Error>> {
+    let points = mountain_wave::compare(d, q, 10_000.0);
+    for (x_max, z_min) in [(f64::INFINITY, 0.0), (25_000.0, 0.0), (f64::INFINITY, 1_000.0), (25_000.0, 1_000.0)] {
+        let e = mountain_wave::l2_error(&points, x_max, z_min);
+        println!("w against the linear solution, |x| <= {x_max} m, {z_min} m <= z <= 10 km: L2 error {e:.4}");
+    }
+    let band = |lo: f64, hi: f64| {
+        let inside: Vec<[f64; 4]> = points.iter().filter(|p| p[1] > lo && p[1] <= hi).copied().collect();
+        mountain_wave::l2_error(&inside, f64::INFINITY, 0.0)
+    };
+    let bands = [0.0, 2_500.0, 5_000.0, 7_500.0, 10_000.0].windows(2).map(|b| format!("{:.3}", band(b[0], b[1])));
+    println!("L2 error by height (0-2.5, 2.5-5, 5-7.5, 7.5-10 km): {}", bands.collect::<Vec<_>>().join(", "));
+    let max_w = points.iter().fold([0.0f64; 2], |m, p| [m[0].max(p[2].abs()), m[1].max(p[3].abs())]);
+    println!("max |w| below 10 km: model {:.4} m/s, linear {:.4} m/s", max_w[0], max_w[1]);
+    let csv: String = points.iter().map(|p| format!("{},{},{},{}\n", p[0], p[1], p[2], p[3])).collect();
+    std::fs::write(out.join("w_linear.csv"), format!("x,z,w_model,w_linear\n{csv}"))?;
+    Ok(())
 }
