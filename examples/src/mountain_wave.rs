@@ -16,6 +16,7 @@
 
 use stencil_runtime::prelude::*;
 
+use crate::checkpoint::Error;
 use crate::dycore::{Dycore, CV, GRAV, RD};
 
 /// The linear solution over a model's terrain (its middle row across).
@@ -65,7 +66,8 @@ impl LinearWave {
         let mut sum = 0.0;
         for &[k, re, im, m2] in &self.modes {
             // i k U ĥ e^{ikx} E(z): phase kx (+ mz), decay e^{−|m|z}.
-            let (phase, decay) = if m2 > 0.0 { (k * x + m2.sqrt() * z, 1.0) } else { (k * x, (-(-m2).sqrt() * z).exp()) };
+            let (phase, decay) =
+                if m2 > 0.0 { (k * x + m2.sqrt() * z, 1.0) } else { (k * x, (-(-m2).sqrt() * z).exp()) };
             // Re[i (re + i im) (cos + i sin)] = −(re sin + im cos).
             sum += 2.0 * k * self.u * decay * -(re * phase.sin() + im * phase.cos());
         }
@@ -104,4 +106,26 @@ pub fn l2_error(points: &[[f64; 4]], x_max: f64, z_min: f64) -> f64 {
         n += wl * wl;
     }
     (e / n).sqrt()
+}
+
+/// Prints the errors of [`compare`]'s points below 10 km against the linear solution (overall, near
+/// the mountain, above 1 km, by height) and writes them to `w_linear.csv` in `out`.
+pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<(), Error> {
+    let points = compare(d, q, 10_000.0);
+    for (x_max, z_min) in [(f64::INFINITY, 0.0), (25_000.0, 0.0), (f64::INFINITY, 1_000.0), (25_000.0, 1_000.0)] {
+        let e = l2_error(&points, x_max, z_min);
+        println!("w against the linear solution, |x| <= {x_max} m, {z_min} m <= z <= 10 km: L2 error {e:.4}");
+    }
+    let band = |lo: f64, hi: f64| {
+        let inside: Vec<[f64; 4]> = points.iter().filter(|p| p[1] > lo && p[1] <= hi).copied().collect();
+        l2_error(&inside, f64::INFINITY, 0.0)
+    };
+    let bands = [0.0, 2_500.0, 5_000.0, 7_500.0, 10_000.0].windows(2).map(|b| format!("{:.3}", band(b[0], b[1])));
+    println!("L2 error by height (0-2.5, 2.5-5, 5-7.5, 7.5-10 km): {}", bands.collect::<Vec<_>>().join(", "));
+    let max_w = points.iter().fold([0.0f64; 2], |m, p| [m[0].max(p[2].abs()), m[1].max(p[3].abs())]);
+    println!("max |w| below 10 km: model {:.4} m/s, linear {:.4} m/s", max_w[0], max_w[1]);
+    let csv: String = points.iter().map(|p| format!("{},{},{},{}\n", p[0], p[1], p[2], p[3])).collect();
+    let path = out.join("w_linear.csv");
+    std::fs::write(&path, format!("x,z,w_model,w_linear\n{csv}")).map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(())
 }

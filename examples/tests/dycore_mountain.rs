@@ -1,5 +1,5 @@
 //! The Schär et al. (2002) mountain wave (U = 10 m/s, N = 0.01/s, the 250 m mountain with 4 km
-//! ripples) at a CI spacing (Δx = 1 km, Δζ = 600 m, a 100 km periodic domain, 3 h) against the
+//! ripples) at a CI spacing (Δx = 1 km, Δζ = 600 m, a 60 km periodic domain, 2 h) against the
 //! steady linear solution of `stencil_examples::mountain_wave`: the vertical velocity below
 //! 10 km has the linear solution's shape and size, the SLEVE coordinate (whose surfaces lose
 //! the ripples within a few km) halves the error of Gal-Chen's (whose surfaces carry them to the
@@ -15,23 +15,31 @@ use stencil_runtime::Host;
 /// the relative mass change.
 fn run(coordinate: Coordinate) -> (f64, f64, f64, f64) {
     let mut d = Dycore::new(Case::MountainWave, 1000.0, 1).unwrap();
-    d.n[0] = 100;
+    d.n[0] = 60;
     d.coordinate = coordinate;
     let (q0, _) = d.initial();
-    let (q, steps, _) = d.run(&Host, 10_800.0, &Plan::none(), |_, _| {}).unwrap();
+    let (q, steps, _) = d.run(&Host, 7_200.0, &Plan::none(), |_, _| {}).unwrap();
     let points = compare(&d, &q, 10_000.0);
     let e = l2_error(&points, f64::INFINITY, 0.0);
     let max = |v: usize| points.iter().map(|p| p[v].abs()).fold(0.0, f64::max);
     let mass = (d.mass(&q) - d.mass(&q0)) / d.mass(&q0);
-    eprintln!("{coordinate:?}: {steps} steps, L2 error {e:.3}, max |w| {:.3} (linear {:.3}), mass {mass:.1e}", max(2), max(3));
+    eprintln!(
+        "{coordinate:?}: {steps} steps, L2 error {e:.3}, max |w| {:.3} (linear {:.3}), mass {mass:.1e}",
+        max(2),
+        max(3)
+    );
     (e, max(2), max(3), mass)
 }
 
 #[test]
 fn vertical_velocity_follows_linear_theory_and_sleve_beats_gal_chen() {
-    let (sleve, w_max, w_linear, mass) = run(Coordinate::Sleve);
-    let (gal_chen, ..) = run(Coordinate::GalChen);
-    assert!(sleve < 0.6, "SLEVE: L2 error {sleve}");
+    // The two runs side by side (each is one thread's work on a vertical slice).
+    let ((sleve, w_max, w_linear, mass), (gal_chen, ..)) = std::thread::scope(|s| {
+        let other = s.spawn(|| run(Coordinate::GalChen));
+        (run(Coordinate::Sleve), other.join().expect("the Gal-Chen run"))
+    });
+    // 0.43 measured; halving the terrain slope in the mass flux Ω (a planted bug) gives 0.58.
+    assert!(sleve < 0.5, "SLEVE: L2 error {sleve}");
     assert!(gal_chen > 1.5 * sleve, "Gal-Chen {gal_chen} against SLEVE {sleve}");
     assert!((0.6..1.3).contains(&(w_max / w_linear)), "max |w| {w_max} against the linear {w_linear}");
     assert!(mass.abs() < 1e-12, "mass {mass}");
