@@ -591,12 +591,12 @@ mod tests {
         assert!(c.llc_share(1) <= c.llc && c.llc_share(1) >= c.l2);
     }
 
-    /// A fake sysfs CPU directory under the temp dir: `caches` are (index, level, type, size,
-    /// shared_cpu_list), `None` for a file left out.
-    fn fake_sysfs(
-        name: &str,
-        caches: &[(u32, Option<&str>, Option<&str>, Option<&str>, Option<&str>)],
-    ) -> std::path::PathBuf {
+    /// One fake `cache/index*` directory: index, then the contents of `level`, `type`, `size`
+    /// and `shared_cpu_list` (`None`: the file is left out).
+    type FakeCache<'a> = (u32, Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+
+    /// A fake sysfs CPU directory under the temp dir holding `caches`.
+    fn fake_sysfs(name: &str, caches: &[FakeCache<'_>]) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("stencil-sysfs-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         for &(index, level, kind, size, shared) in caches {
