@@ -14,7 +14,9 @@
 //! and reductions (integer-valued, so any order of the sum is exact) are walked the same way.
 //!
 //! The level and the tuning are process-wide settings, so one test walks all of them in turn.
-//! Another launches tiny grids many times, back to back and after pauses, on the launch pool.
+//! Another launches tiny grids many times, back to back and after pauses, on the launch pool. A
+//! third runs the 3D stencils in a child process with `STENCIL_CPU_ISA=scalar` set, the way a
+//! user forces the scalar fallback.
 
 use stencil_runtime::cpu::{set_isa, set_tuning, Isa, Streaming, Tuning};
 use stencil_runtime::prelude::*;
@@ -109,8 +111,10 @@ fn for_each_setting(mut check: impl FnMut(&str)) {
     let blocks = [[0, 0, 0], [1, 1, 1], [5, 3, 2], [16, 7, 3], [3, 100, 1]];
     let mut levels: Vec<Isa> = Isa::ALL.into_iter().map(|l| set_isa(Some(l))).collect();
     levels.dedup();
+    assert_eq!(levels[0], Isa::Baseline, "the baseline (the scalar fallback) can always be forced");
     for isa in levels {
         set_isa(Some(isa));
+        assert_eq!(stencil_runtime::cpu::isa(), isa, "launches run the level just set");
         for streaming in [Streaming::On, Streaming::Off] {
             for block in blocks {
                 set_tuning(Tuning { block, streaming, ..Tuning::default() });
@@ -284,4 +288,57 @@ fn many_tiny_launches_spinning_or_parked_give_the_reference_bits() {
             assert_bits_eq(&out, want, &format!("tiny launch {launch} on {s:?}"));
         }
     });
+}
+
+/// `STENCIL_CPU_ISA=scalar`, read from the environment once per process, forces the scalar
+/// fallback (the build's baseline: SSE2 on x86-64, NEON on aarch64): the test below runs in a
+/// child process with it set and `STENCIL_CPU_VERBOSE=1`, which prints every launch's level.
+#[test]
+fn the_environment_forces_the_scalar_fallback() {
+    let exe = std::env::current_exe().expect("the test binary");
+    let out = std::process::Command::new(exe)
+        .args(["--exact", "scalar_fallback_in_a_child_process", "--nocapture", "--test-threads=1"])
+        .env("STENCIL_CPU_ISA", "scalar")
+        .env("STENCIL_CPU_VERBOSE", "1")
+        .env("STENCIL_CPU_PATHS_CHILD", "1")
+        .output()
+        .expect("the child process runs");
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success() && stdout.contains("1 passed"), "child failed:\n{stdout}\n{stderr}");
+    let launches: Vec<&str> = stderr.lines().filter(|l| l.starts_with("stencil ")).collect();
+    assert!(launches.len() >= 8, "the child printed {} launch lines:\n{stderr}", launches.len());
+    for l in &launches {
+        assert!(l.contains(" threads, Baseline, ") && l.contains("; caches Caches {"), "launch line: {l}");
+    }
+}
+
+/// Run by the test above in a child process (does nothing otherwise): the 3D stencils under the
+/// level the environment set, with and without streaming stores and with odd tiles, against the
+/// references.
+#[test]
+fn scalar_fallback_in_a_child_process() {
+    if std::env::var_os("STENCIL_CPU_PATHS_CHILD").is_none() {
+        return;
+    }
+    assert_eq!(stencil_runtime::cpu::isa(), Isa::Baseline, "STENCIL_CPU_ISA=scalar");
+    let mut rng = SplitMix64::new(2718);
+    let s = Shape3::new([37, 11, 9]).halo(4);
+    let c: [f32; 7] = std::array::from_fn(|_| rng.uniform(-0.5, 0.5) as f32);
+    let f = random::<f32, 3>(s, &mut rng, -1.0, 1.0);
+    let (u, p) = (random::<f64, 3>(s, &mut rng, -1.0, 1.0), random::<f64, 3>(s, &mut rng, -1.0, 1.0));
+    let v = random::<f64, 3>(s, &mut rng, 0.5, 1.5);
+    for streaming in [Streaming::On, Streaming::Off] {
+        for block in [[0, 0, 0], [5, 3, 2]] {
+            set_tuning(Tuning { block, streaming, ..Tuning::default() });
+            let ctx = format!("scalar fallback, {streaming:?}, block {block:?}");
+            let r = Loop3D::interior(&s);
+            let diffusion = |r: &Loop3D, out: &mut Field3<f32>| {
+                r.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, out))
+            };
+            check(s, r, diffusion, |g| diffusion_ref(c, &f, g), &format!("diffusion f32, {ctx}"));
+            let star = |r: &Loop3D, out: &mut Field3<f64>| r.run(Star25F64, (0.05, &u, &p, &v, out));
+            check(s, r, star, |g| star25_ref(0.05, &u, &p, &v, g), &format!("star25 f64, {ctx}"));
+        }
+    }
+    set_tuning(Tuning::default());
 }
