@@ -295,7 +295,12 @@ pub fn for_each_row<const D: usize, O: RowOutputs>(
     let threads = rayon::current_num_threads();
     let plan = plan(range, shape, info, outputs.elem_bytes(), write_only, threads);
     if verbose() {
-        eprintln!("stencil {}: {range:?} on {threads} threads, {:?}, {plan:?}", info.name, isa());
+        let (caches, source) = plan::caches_and_source();
+        eprintln!(
+            "stencil {}: {range:?} on {threads} threads, {:?}, {plan:?}; caches {caches:?} (from {source:?})",
+            info.name,
+            isa()
+        );
     }
     for_each_row_planned(range, shape, &plan, outputs, body)
 }

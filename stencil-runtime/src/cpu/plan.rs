@@ -128,7 +128,7 @@ impl Caches {
     /// From cache entries (level, type, size in bytes, CPUs sharing it), as sysfs or cpuid list
     /// them: the largest L2 and the largest last level (L3, else L2); [`Caches::FALLBACK`]'s
     /// values where an entry is missing.
-    fn from_entries(entries: &[(u32, CacheKind, usize, usize)]) -> Caches {
+    fn from_entries(entries: &[CacheEntry]) -> Caches {
         let best = |level: u32| {
             entries
                 .iter()
@@ -155,16 +155,18 @@ enum CacheKind {
     Unified,
 }
 
-/// Parses a sysfs cache size (`48K`, `1280K`, `32M`, bytes otherwise).
+/// Parses a sysfs cache size (`48K`, `1280K`, `32M`, bytes otherwise; a trailing `B` or `iB`
+/// is allowed). 0 for anything else.
 fn parse_size(size: &str) -> usize {
     let size = size.trim();
+    let size = size.strip_suffix("iB").or_else(|| size.strip_suffix('B')).unwrap_or(size);
     let (digits, shift) = match size.as_bytes().last() {
         Some(b'K') => (&size[..size.len() - 1], 10),
         Some(b'M') => (&size[..size.len() - 1], 20),
         Some(b'G') => (&size[..size.len() - 1], 30),
         _ => (size, 0),
     };
-    digits.parse::<usize>().unwrap_or(0) << shift
+    digits.trim().parse::<usize>().ok().and_then(|d| d.checked_mul(1 << shift)).unwrap_or(0)
 }
 
 /// Counts the CPUs of a sysfs CPU list (`0-3,8,10-11`).
@@ -179,27 +181,44 @@ fn count_cpus(list: &str) -> usize {
         .sum()
 }
 
-/// Cache entries of CPU 0 from Linux's sysfs (empty elsewhere or where it says nothing).
-fn sysfs_entries() -> Vec<(u32, CacheKind, usize, usize)> {
+/// One cache as sysfs or cpuid lists it: level, type, size in bytes, CPUs sharing it.
+type CacheEntry = (u32, CacheKind, usize, usize);
+
+/// Cache entries of the CPU whose sysfs directory is `cpu_dir` (`/sys/devices/system/cpu/cpu0`
+/// on Linux): its `cache/index*/{level,type,size,shared_cpu_list}`. Entries whose level or size
+/// is missing or unreadable are left out; empty where the directory is missing.
+fn sysfs_entries(cpu_dir: &std::path::Path) -> Vec<CacheEntry> {
+    let Ok(dirs) = std::fs::read_dir(cpu_dir.join("cache")) else { return Vec::new() };
+    let mut indexed: Vec<(usize, std::path::PathBuf)> = dirs
+        .filter_map(|d| d.ok())
+        .filter_map(|d| {
+            let index = d.file_name().to_str()?.strip_prefix("index")?.parse().ok()?;
+            Some((index, d.path()))
+        })
+        .collect();
+    indexed.sort();
     let mut entries = Vec::new();
-    for i in 0..16 {
-        let dir = format!("/sys/devices/system/cpu/cpu0/cache/index{i}");
-        let read = |f: &str| std::fs::read_to_string(format!("{dir}/{f}")).ok();
+    for (_, dir) in indexed {
+        let read = |f: &str| std::fs::read_to_string(dir.join(f)).ok();
         let (Some(level), Some(size)) = (read("level"), read("size")) else { continue };
+        let (Ok(level), size) = (level.trim().parse::<u32>(), parse_size(&size)) else { continue };
+        if size == 0 {
+            continue;
+        }
         let kind = match read("type").as_deref().map(str::trim) {
             Some("Instruction") => CacheKind::Instruction,
             Some("Data") => CacheKind::Data,
             _ => CacheKind::Unified,
         };
-        let sharers = read("shared_cpu_list").map_or(1, |l| count_cpus(&l));
-        entries.push((level.trim().parse().unwrap_or(0), kind, parse_size(&size), sharers));
+        let sharers = read("shared_cpu_list").map_or(1, |l| count_cpus(&l).max(1));
+        entries.push((level, kind, size, sharers));
     }
     entries
 }
 
 /// Cache entries from cpuid's deterministic cache parameters (leaf 4 on Intel, 0x8000_001D on
 /// AMD): where sysfs is missing (not Linux, or a container hiding it).
-fn cpuid_entries() -> Vec<(u32, CacheKind, usize, usize)> {
+fn cpuid_entries() -> Vec<CacheEntry> {
     #[cfg(target_arch = "x86_64")]
     {
         // `__cpuid_count` is a safe function in newer Rust, an unsafe one in older (our MSRV).
@@ -240,17 +259,44 @@ fn cpuid_entries() -> Vec<(u32, CacheKind, usize, usize)> {
     Vec::new()
 }
 
+/// Where [`caches`] found the sizes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum CacheSource {
+    /// Linux's sysfs.
+    Sysfs,
+    /// cpuid's deterministic cache parameters.
+    Cpuid,
+    /// Neither said anything about an L2 or a last level: [`Caches::FALLBACK`].
+    Fallback,
+}
+
+/// The caches of the CPU whose sysfs directory is `cpu_dir`, else from `cpuid` (called only when
+/// sysfs lists no L2 or L3), else [`Caches::FALLBACK`].
+fn detect(cpu_dir: &std::path::Path, cpuid: impl FnOnce() -> Vec<CacheEntry>) -> (Caches, CacheSource) {
+    let usable = |entries: &[CacheEntry]| entries.iter().any(|e| e.0 >= 2 && e.1 != CacheKind::Instruction);
+    let entries = sysfs_entries(cpu_dir);
+    if usable(&entries) {
+        return (Caches::from_entries(&entries), CacheSource::Sysfs);
+    }
+    let entries = cpuid();
+    if usable(&entries) {
+        return (Caches::from_entries(&entries), CacheSource::Cpuid);
+    }
+    (Caches::FALLBACK, CacheSource::Fallback)
+}
+
+/// [`caches`] and where they were read.
+pub(crate) fn caches_and_source() -> (Caches, CacheSource) {
+    static CACHES: OnceLock<(Caches, CacheSource)> = OnceLock::new();
+    *CACHES.get_or_init(|| detect(std::path::Path::new("/sys/devices/system/cpu/cpu0"), cpuid_entries))
+}
+
 /// This CPU's caches: from Linux's sysfs, else from cpuid, else 1 MiB of L2 and 32 MiB of L3 for
-/// 8 CPUs (read once). `STENCIL_CPU_L2` and `STENCIL_CPU_LLC` ([`Tuning`]) replace the sizes.
+/// 8 CPUs (read once). `STENCIL_CPU_L2` and `STENCIL_CPU_LLC` ([`Tuning`]) override these
+/// sizes in launches' plans; this function reports what the CPU said. `STENCIL_CPU_VERBOSE=1`
+/// prints, with every launch's plan, these sizes and where they were read.
 pub fn caches() -> Caches {
-    static CACHES: OnceLock<Caches> = OnceLock::new();
-    *CACHES.get_or_init(|| {
-        let mut entries = sysfs_entries();
-        if !entries.iter().any(|e| e.0 >= 2) {
-            entries = cpuid_entries();
-        }
-        Caches::from_entries(&entries)
-    })
+    caches_and_source().0
 }
 
 /// Cache sizes in bytes: L2 per core and the last level ([`caches`]).
@@ -521,6 +567,11 @@ mod tests {
         assert_eq!(parse_size("1280K\n"), 1280 << 10);
         assert_eq!(parse_size("32M"), 32 << 20);
         assert_eq!(parse_size("4096"), 4096);
+        assert_eq!(parse_size("512 KiB"), 512 << 10);
+        assert_eq!(parse_size("2MB"), 2 << 20);
+        for bad in ["", "K", "abc", "-4K", "1.5M", "99999999999999999999G"] {
+            assert_eq!(parse_size(bad), 0, "{bad:?}");
+        }
         assert_eq!(count_cpus("0-1\n"), 2);
         assert_eq!(count_cpus("0-3,8,10-11"), 7);
         let zen3 = [
@@ -538,5 +589,83 @@ mod tests {
         let c = caches();
         assert!(c.l2 >= 64 << 10 && c.llc >= c.l2 && c.llc_sharers >= 1, "{c:?}");
         assert!(c.llc_share(1) <= c.llc && c.llc_share(1) >= c.l2);
+    }
+
+    /// One fake `cache/index*` directory: index, then the contents of `level`, `type`, `size`
+    /// and `shared_cpu_list` (`None`: the file is left out).
+    type FakeCache<'a> = (u32, Option<&'a str>, Option<&'a str>, Option<&'a str>, Option<&'a str>);
+
+    /// A fake sysfs CPU directory under the temp dir holding `caches`.
+    fn fake_sysfs(name: &str, caches: &[FakeCache<'_>]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("stencil-sysfs-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        for &(index, level, kind, size, shared) in caches {
+            let d = dir.join(format!("cache/index{index}"));
+            std::fs::create_dir_all(&d).expect("temp dir");
+            for (file, value) in [("level", level), ("type", kind), ("size", size), ("shared_cpu_list", shared)] {
+                if let Some(v) = value {
+                    std::fs::write(d.join(file), format!("{v}\n")).expect("temp file");
+                }
+            }
+        }
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        dir
+    }
+
+    #[test]
+    fn caches_from_a_fake_sysfs_else_cpuid_else_the_fallback() {
+        use CacheKind::*;
+        let no_cpuid = Vec::new;
+        // Ice Lake server in a 2-vCPU VM (what `/sys/devices/system/cpu/cpu0` lists there), the
+        // index directories listed out of order and one past 9.
+        let icx = fake_sysfs(
+            "icx",
+            &[
+                (3, Some("3"), Some("Unified"), Some("49152K"), Some("0-1")),
+                (0, Some("1"), Some("Data"), Some("48K"), Some("0")),
+                (1, Some("1"), Some("Instruction"), Some("32K"), Some("0")),
+                (2, Some("2"), Some("Unified"), Some("1280K"), Some("0")),
+            ],
+        );
+        let want = Caches { l2: 1280 << 10, llc: 48 << 20, llc_sharers: 2 };
+        assert_eq!(detect(&icx, no_cpuid), (want, CacheSource::Sysfs));
+        // Zen 3: 512 KiB of L2 per core, 32 MiB of L3 shared by 8 cores with SMT; the L3 at
+        // index 10; a file that cannot be parsed and one that is missing are skipped.
+        let zen3 = fake_sysfs(
+            "zen3",
+            &[
+                (0, Some("1"), Some("Data"), Some("32K"), Some("0,64")),
+                (2, Some("2"), Some("Unified"), Some("512K"), Some("0,64")),
+                (4, Some("two"), Some("Unified"), Some("8M"), None),
+                (5, Some("2"), Some("Unified"), None, None),
+                (10, Some("3"), Some("Unified"), Some("32768K"), Some("0-7,64-71")),
+            ],
+        );
+        let want = Caches { l2: 512 << 10, llc: 32 << 20, llc_sharers: 16 };
+        assert_eq!(detect(&zen3, no_cpuid), (want, CacheSource::Sysfs));
+        // An L2 and no L3: the L2 is the last level, private.
+        let l2_only = fake_sysfs(
+            "l2",
+            &[(0, Some("1"), Some("Data"), Some("64K"), None), (1, Some("2"), None, Some("4M"), None)],
+        );
+        assert_eq!(detect(&l2_only, no_cpuid).0, Caches { l2: 4 << 20, llc: 4 << 20, llc_sharers: 1 });
+        // Sysfs missing, or listing only an L1 or only garbage: cpuid's entries, and where cpuid
+        // says nothing either, the fallback (1 MiB of L2, 32 MiB of L3 for 8 CPUs).
+        let missing = std::env::temp_dir().join(format!("stencil-sysfs-none-{}", std::process::id()));
+        let l1_only = fake_sysfs("l1", &[(0, Some("1"), Some("Data"), Some("48K"), Some("0"))]);
+        let garbage = fake_sysfs(
+            "garbage",
+            &[(2, Some("2"), Some("Unified"), Some("lots"), Some("0")), (3, None, None, Some("8M"), None)],
+        );
+        let cpuid = || vec![(2, Unified, 2 << 20, 2), (3, Unified, 105 << 20, 112)];
+        for dir in [&missing, &l1_only, &garbage] {
+            let want = Caches { l2: 2 << 20, llc: 105 << 20, llc_sharers: 112 };
+            assert_eq!(detect(dir, cpuid), (want, CacheSource::Cpuid), "{dir:?}");
+            assert_eq!(detect(dir, no_cpuid), (Caches::FALLBACK, CacheSource::Fallback), "{dir:?}");
+        }
+        assert_eq!(Caches::FALLBACK, Caches { l2: 1 << 20, llc: 32 << 20, llc_sharers: 8 });
+        for dir in [icx, zen3, l2_only, l1_only, garbage] {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
 }

@@ -198,8 +198,15 @@ pub(crate) mod spin {
                     slot.open = 0;
                     slot.job = None;
                     drop(slot);
+                    // Yields now and then: a worker descheduled mid-task (more threads than
+                    // free CPUs) gets its CPU back sooner.
+                    let mut spins = 0u32;
                     while self.0.active.load(Ordering::Acquire) != 0 {
                         std::hint::spin_loop();
+                        spins = spins.wrapping_add(1);
+                        if spins.is_multiple_of(64) {
+                            std::thread::yield_now();
+                        }
                     }
                     // The caller's own part panicked: that panic is the launch's, and a worker's
                     // must not be left for the next launch to raise.
@@ -298,5 +305,45 @@ mod tests {
             wait_for_pool(start);
         }
         assert!((1..=3).contains(&n.load(Ordering::Relaxed)));
+    }
+
+    /// Many tiny launches, some right after the last (workers still spinning), some after a pause
+    /// longer than the spin (workers parked): every launch must get every helper it asks for, so
+    /// a lost wake-up shows as a launch whose helpers never come (the caller waits 5 s for them).
+    #[test]
+    fn tiny_launches_wake_every_helper_spinning_or_parked() {
+        let spin = std::env::var("STENCIL_CPU_SPIN_US").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(50);
+        let pause = std::time::Duration::from_micros(spin + 500);
+        for launch in 0..1500usize {
+            let helpers = [1usize, 3, 2][launch % 3];
+            let parked = launch % 4 == 0;
+            if parked {
+                std::thread::sleep(pause);
+            }
+            let (joined, work) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let job = || {
+                joined.fetch_add(1, Ordering::SeqCst);
+                let wait = std::time::Instant::now();
+                while joined.load(Ordering::SeqCst) < helpers + 1 && wait.elapsed() < std::time::Duration::from_secs(5)
+                {
+                    std::thread::yield_now();
+                }
+                work.fetch_add(1, Ordering::Relaxed);
+            };
+            // Another test may hold the pool: retry (nothing ran).
+            let busy_since = std::time::Instant::now();
+            while !spin::run(helpers, &job) {
+                wait_for_pool(busy_since);
+            }
+            let n = joined.load(Ordering::SeqCst);
+            assert_eq!(
+                n,
+                helpers + 1,
+                "launch {launch} (after a pause: {parked}): {n} of {} threads joined",
+                helpers + 1
+            );
+            // Every thread that joined finished before the launch returned.
+            assert_eq!(work.load(Ordering::Relaxed), n, "launch {launch} returned before its workers finished");
+        }
     }
 }
