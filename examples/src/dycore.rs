@@ -1098,7 +1098,8 @@ impl Dycore {
         mut output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
     ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
         let (q0, m) = self.initial_all();
-        if let Some(g) = m[0].interior_view().iter().chain(m[6].interior_view()).find(|g| !(**g > 0.0)) {
+        let (cells, faces) = (m[0].interior_view(), m[6].interior_view());
+        if let Some(g) = cells.iter().chain(faces.iter()).copied().find(|g| !g.is_finite() || *g <= 0.0) {
             let why =
                 format!("the {:?} coordinate surfaces cross over this terrain (a Jacobian of {g})", self.coordinate);
             return Err(format!("{why}: lower the mountain or use another coordinate").into());

@@ -1,6 +1,6 @@
 //! Bad input is refused with a message that says what to change: a spacing that does not divide
 //! the domain, one that leaves too few cells, a non-positive one, an unknown case name, and
-//! options out of range (the `dycore` binary).
+//! options out of range, terrain that folds the coordinate (the `dycore` binary).
 
 use std::process::Command;
 use stencil_examples::dycore::{Case, Dycore};
@@ -34,6 +34,11 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     assert!(!ok && text.contains("does not divide"), "{text}");
     let (ok, text) = run(&["--beta", "2"]);
     assert!(!ok && text.contains("0 <= --beta <= 1"), "{text}");
+    // Terrain higher than the lid folds the Gal-Chen coordinate; --mountain on a flat case.
+    let (ok, text) = run(&["--case", "rest", "--dx", "1000", "--mountain", "30000", "--t-end", "10"]);
+    assert!(!ok && text.contains("GalChen coordinate surfaces cross") && text.contains("lower the mountain"), "{text}");
+    let (ok, text) = run(&["--case", "straka", "--mountain", "100"]);
+    assert!(!ok && text.contains("--mountain needs --case rest or mountain-wave"), "{text}");
     let out = std::env::temp_dir().join(format!("dycore-cli-{}", std::process::id()));
     let dir = out.to_str().unwrap();
     let (ok, text) = run(&["--case", "bubble", "--dx", "1000", "--t-end", "60", "--domains", "2", "--out", dir]);
