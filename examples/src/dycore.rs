@@ -690,7 +690,7 @@ impl Dycore {
     }
 
     /// The initial state `(R, U, V, W, Θ)` (and [`WATER`] when moist) and the metrics `(G, z_x,
-    /// z_y, wmask, sponge, p̄)` on the host, halos included. Each column is in discrete
+    /// z_y, wmask, sponge, p̄, G_w)` on the host, halos included. Each column is in discrete
     /// hydrostatic balance (the balance of the vertical momentum equation) with the background
     /// θ; the perturbation changes the density at fixed pressure (as Straka et al.).
     pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 7]) {

@@ -112,6 +112,9 @@ pub fn l2_error(points: &[[f64; 4]], x_max: f64, z_min: f64) -> f64 {
 /// the mountain, above 1 km, by height) and writes them to `w_linear.csv` in `out`.
 pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<(), Error> {
     let points = compare(d, q, 10_000.0);
+    if d.u_ref == 0.0 || points.iter().all(|p| p[3] == 0.0) {
+        return Err("no wind or no terrain: the linear solution is zero, so there is no error to report".into());
+    }
     for (x_max, z_min) in [(f64::INFINITY, 0.0), (25_000.0, 0.0), (f64::INFINITY, 1_000.0), (25_000.0, 1_000.0)] {
         let e = l2_error(&points, x_max, z_min);
         println!("w against the linear solution, |x| <= {x_max} m, {z_min} m <= z <= 10 km: L2 error {e:.4}");

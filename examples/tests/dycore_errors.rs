@@ -37,6 +37,14 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     // Terrain higher than the lid folds the Gal-Chen coordinate; --mountain on a flat case.
     let (ok, text) = run(&["--case", "rest", "--dx", "1000", "--mountain", "30000", "--t-end", "10"]);
     assert!(!ok && text.contains("GalChen coordinate surfaces cross") && text.contains("lower the mountain"), "{text}");
+    let (ok, text) = run(&["--case", "rest", "--dx", "4000", "--t-end", "10", "--sponge-rate=-0.1"]);
+    assert!(!ok && text.contains("--sponge-rate must be a finite rate >= 0"), "{text}");
+    let (ok, text) = run(&["--case", "moist-bubble", "--dx", "2000", "--t-end", "10", "--reference", "none"]);
+    assert!(!ok && text.contains("needs a dry case"), "{text}");
+    let flat = std::env::temp_dir().join(format!("dycore-flat-{}", std::process::id()));
+    let args = ["--case", "mountain-wave", "--mountain", "0", "--dx", "4000", "--t-end", "10", "--out"];
+    let (ok, text) = run(&[&args[..], &[flat.to_str().unwrap()]].concat());
+    assert!(!ok && text.contains("the linear solution is zero"), "{text}");
     let (ok, text) = run(&["--case", "straka", "--mountain", "100"]);
     assert!(!ok && text.contains("--mountain needs --case rest or mountain-wave"), "{text}");
     let out = std::env::temp_dir().join(format!("dycore-cli-{}", std::process::id()));

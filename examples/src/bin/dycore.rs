@@ -102,7 +102,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     d.rain = args.rain;
     if let Some(rate) = args.sponge_rate {
+        if !(rate.is_finite() && rate >= 0.0) {
+            return Err(format!("--sponge-rate must be a finite rate >= 0 (1/s), not {rate}").into());
+        }
         d.sponge.1 = rate;
+    }
+    if d.moist() && args.reference != Reference::Discrete {
+        return Err(
+            "a moist run subtracts its discrete base state: --reference analytic or none needs a dry case".into()
+        );
     }
     d.coordinate = args.coordinate.unwrap_or(d.coordinate);
     (d.sound_steps, d.beta, d.reference) = (args.sound_steps, args.beta, args.reference);
