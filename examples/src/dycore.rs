@@ -96,10 +96,10 @@ pub fn pressure(theta: f64, g: f64) -> f64 {
 }
 
 /// Diagnostics of a state `s = (R, U, V, W, Θ)` over the cells: `d = (u, v, w, θ, Ω, p)` (each at
-/// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄, G_w)` (`G` of
+/// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄, G_w, θ̄)` (`G` of
 /// the cells, `G_w` of the `w` faces).
 #[stencil(portable_math)]
-pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 7], d: [&mut Field3<f64>; 6]) {
+pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 8], d: [&mut Field3<f64>; 6]) {
     let r = s[0][idx];
     let hx = 0.5
         * (m[1][idx] * 0.5 * (s[1][idx] + s[1][idx.ix::<0, 0, 1>()])
@@ -124,13 +124,16 @@ pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 7], d: [&m
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_tendency(
     idx: Idx3, r: [f64; 3], nu: f64, grav: f64, u_ref: f64,
-    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 7], f: [&mut Field3<f64>; 5],
+    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 8], f: [&mut Field3<f64>; 5],
 ) {
     let r2 = [r[0] * r[0], r[1] * r[1], r[2] * r[2]];
-    // Scalar fluxes through the upper x, y, z faces of cell p (mass flux × limited θ).
-    let ftx = |p: Idx3| s[1][p] * koren(d[3][p.ix::<-1, 0, 0>()], d[3][p], d[3][p.ix::<1, 0, 0>()], d[3][p.ix::<2, 0, 0>()], s[1][p]);
-    let fty = |p: Idx3| s[2][p] * koren(d[3][p.ix::<0, -1, 0>()], d[3][p], d[3][p.ix::<0, 1, 0>()], d[3][p.ix::<0, 2, 0>()], s[2][p]);
-    let ftz = |p: Idx3| d[4][p] * koren(d[3][p.ix::<0, 0, -1>()], d[3][p], d[3][p.ix::<0, 0, 1>()], d[3][p.ix::<0, 0, 2>()], d[4][p]);
+    // Scalar fluxes through the upper x, y, z faces of cell p: mass flux × θ at the face, the
+    // reference θ̄ centred and the deviation θ − θ̄ limited (a limiter on θ itself clips the
+    // stratification along sloping surfaces, and the clipping drives winds in a resting atmosphere).
+    let dev = |p: Idx3| d[3][p] - m[7][p];
+    let ftx = |p: Idx3| s[1][p] * (0.5 * (m[7][p] + m[7][p.ix::<1, 0, 0>()]) + koren(dev(p.ix::<-1, 0, 0>()), dev(p), dev(p.ix::<1, 0, 0>()), dev(p.ix::<2, 0, 0>()), s[1][p]));
+    let fty = |p: Idx3| s[2][p] * (0.5 * (m[7][p] + m[7][p.ix::<0, 1, 0>()]) + koren(dev(p.ix::<0, -1, 0>()), dev(p), dev(p.ix::<0, 1, 0>()), dev(p.ix::<0, 2, 0>()), s[2][p]));
+    let ftz = |p: Idx3| d[4][p] * (0.5 * (m[7][p] + m[7][p.ix::<0, 0, 1>()]) + koren(dev(p.ix::<0, 0, -1>()), dev(p), dev(p.ix::<0, 0, 1>()), dev(p.ix::<0, 0, 2>()), d[4][p]));
     // u momentum: x flux at the centre of cell p + x̂, y flux at edge (i+½, j+½), z flux at (i+½, k+½).
     let fux = |p: Idx3| { let mf = 0.5 * (s[1][p] + s[1][p.ix::<1, 0, 0>()]);
         mf * koren(d[0][p.ix::<-1, 0, 0>()], d[0][p], d[0][p.ix::<1, 0, 0>()], d[0][p.ix::<2, 0, 0>()], mf) };
@@ -218,7 +221,7 @@ pub fn dycore_init(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_horizontal(
     idx: Idx3, gamma: f64, dtau: f64, r: [f64; 3], kd: [f64; 2], theta_s: &Field3<f64>, p_s: &Field3<f64>,
-    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 7],
+    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 8],
     u2: &mut Field3<f64>, v2: &mut Field3<f64>,
 ) {
     let pp = |p: Idx3| gamma * p_s[p] / theta_s[p] * theta2[p];
@@ -241,7 +244,7 @@ pub fn dycore_horizontal(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_explicit(
     idx: Idx3, gamma: f64, dtau: f64, alpha: f64, r: [f64; 3], grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 7], e: [&mut Field3<f64>; 3],
+    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 8], e: [&mut Field3<f64>; 3],
 ) {
     // U'' z_x + V'' z_y at the w face of cell p, from the edges.
     let h = |p: Idx3| 0.5 * (m[1][p] * 0.5 * (pert[1][p] + pert[1][p.ix::<0, 0, 1>()])
@@ -270,7 +273,7 @@ pub fn dycore_explicit(
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_eliminate(
     idx: Idx3, gamma: f64, dtau: f64, alpha: f64, rdz: f64, grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    e: [&Field3<f64>; 3], m: [&Field3<f64>; 7], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
+    e: [&Field3<f64>; 3], m: [&Field3<f64>; 8], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
 ) {
     #[carry]
     let mut c_below = 0.0;
@@ -314,7 +317,7 @@ pub fn dycore_substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, w2: &mut
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_finish(
     idx: Idx3, dtau: f64, alpha: f64, rdz: f64, theta: &Field3<f64>, w2: &Field3<f64>, e: [&Field3<f64>; 3],
-    m: [&Field3<f64>; 7], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
+    m: [&Field3<f64>; 8], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
 ) {
     let a = dtau * alpha * rdz;
     let fm = |p: Idx3| m[3][p] * w2[p] / m[6][p];
@@ -347,7 +350,7 @@ pub fn dycore_ratio(idx: Idx3, r: &Field3<f64>, w: [&Field3<f64>; 3], c: [&mut F
 /// ground and the lid).
 #[stencil]
 #[rustfmt::skip]
-pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 7], acc: [&mut Field3<f64>; 3]) {
+pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 8], acc: [&mut Field3<f64>; 3]) {
     let h = 0.5 * (m[1][idx] * 0.5 * (pert[1][idx] + pert[1][idx.ix::<0, 0, 1>()])
         + m[1][idx.ix::<-1, 0, 0>()] * 0.5 * (pert[1][idx.ix::<-1, 0, 0>()] + pert[1][idx.ix::<-1, 0, 1>()]))
         + 0.5 * (m[2][idx] * 0.5 * (pert[2][idx] + pert[2][idx.ix::<0, 0, 1>()])
@@ -369,7 +372,7 @@ pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f
 #[allow(clippy::too_many_arguments)]
 pub fn dycore_water(
     idx: Idx3, dt: f64, rn: f64, alpha: f64, r: [f64; 3], u: &Field3<f64>, v: &Field3<f64>, omega: &Field3<f64>,
-    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 7], acc: [&Field3<f64>; 3],
+    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 8], acc: [&Field3<f64>; 3],
     c: [&Field3<f64>; 3], wq: [&Field3<f64>; 3], out: [&mut Field3<f64>; 3],
 ) {
     let fx = |p: Idx3| { let f = u[p] + rn * acc[0][p];
@@ -683,17 +686,18 @@ impl Dycore {
 
     /// The initial state `(R, U, V, W, Θ)` (the water dropped) and the metrics of
     /// [`Dycore::initial_all`].
-    pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 7]) {
+    pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 8]) {
         let (q, m) = self.initial_all();
         let mut q = q.into_iter();
         (std::array::from_fn(|_| q.next().expect("five fields")), m)
     }
 
     /// The initial state `(R, U, V, W, Θ)` (and [`WATER`] when moist) and the metrics `(G, z_x,
-    /// z_y, wmask, sponge, p̄, G_w)` on the host, halos included. Each column is in discrete
+    /// z_y, wmask, sponge, p̄, G_w, θ̄)` on the host, halos included (`θ̄` the background θ, or
+    /// `θ_ρ` when moist, at the cell centres: the part of θ the advection does not limit). Each column is in discrete
     /// hydrostatic balance (the balance of the vertical momentum equation) with the background
     /// θ; the perturbation changes the density at fixed pressure (as Straka et al.).
-    pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 7]) {
+    pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 8]) {
         let shape = self.shape();
         let (top, dz) = (self.top(), self.h[2]);
         let zs = |g: [isize; 3]| self.terrain(self.x(g[0], 0), self.x(g[1], 1));
@@ -767,10 +771,12 @@ impl Dycore {
             Field3::from_fn(shape, sponge),
             Field3::from_fn(shape, reference),
             Field3::from_fn(shape, |g| self.jacobian(g, true)),
+            Field3::from_fn(shape, |g| self.background(height(g)).0),
         ];
         if self.moist() {
-            let (q, reference) = self.moist_initial();
+            let (q, reference, theta) = self.moist_initial();
             metrics[5] = reference;
+            metrics[7] = theta;
             return (q, metrics);
         }
         (state.into(), metrics)
@@ -817,11 +823,11 @@ impl Dycore {
             .collect()
     }
 
-    /// The moist bubble's initial state ([`FIELDS`], then [`WATER`]) and reference pressure: the
+    /// The moist bubble's initial state ([`FIELDS`], then [`WATER`]), reference pressure and θ̄_ρ: the
     /// base state, and in the bubble air at the base state's pressure, saturated, with the
     /// density temperature `T_ρ = T̄_ρ (1 + θ′/300 K)` (θ′ of [`Dycore::perturbation`]: the
     /// buoyancy of the dry bubble, as Bryan and Fritsch).
-    fn moist_initial(&self) -> (Vec<Field3<f64>>, Field3<f64>) {
+    fn moist_initial(&self) -> (Vec<Field3<f64>>, Field3<f64>, Field3<f64>) {
         let (shape, base) = (self.shape(), self.moist_base());
         let level = |g: [isize; 3]| base[g[2].clamp(0, self.n[2] as isize - 1) as usize];
         let cell = |g: [isize; 3]| {
@@ -838,7 +844,9 @@ impl Dycore {
             [r, r * theta_rho, r / (1.0 + QT) * qv, r / (1.0 + QT) * (QT - qv)]
         };
         let (f, z) = (|v: usize| Field3::from_fn(shape, |g| cell(g)[v]), || Field3::zeros(shape));
-        (vec![f(0), z(), z(), z(), f(1), f(2), f(3), z(), z()], Field3::from_fn(shape, |g| level(g)[0]))
+        let theta_rho = |[p, t, qv]: [f64; 3]| t * (1.0 + qv / EPS) / (1.0 + QT) * (P0 / p).powf(RD / CP);
+        let (p, theta) = (Field3::from_fn(shape, |g| level(g)[0]), Field3::from_fn(shape, |g| theta_rho(level(g))));
+        (vec![f(0), z(), z(), z(), f(1), f(2), f(3), z(), z()], p, theta)
     }
 
     /// The decomposition over `domains` subdomains (over process grid `grid` when given; the
@@ -873,8 +881,8 @@ pub struct State<E: Executor> {
     e: [E::Field<f64, 3>; 3],
     thomas: [E::Field<f64, 3>; 2],
     div: E::Field<f64, 3>,
-    /// Metrics `(G, z_x, z_y, wmask, sponge, p̄, G_w)`.
-    pub m: [E::Field<f64, 3>; 7],
+    /// Metrics `(G, z_x, z_y, wmask, sponge, p̄, G_w, θ̄)`.
+    pub m: [E::Field<f64, 3>; 8],
     /// The water of a moist run.
     pub water: Option<Water<E>>,
 }
