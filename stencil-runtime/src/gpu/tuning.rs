@@ -22,7 +22,7 @@ pub const TUNE_MIN_POINTS: usize = 1 << 15;
 
 /// Version of the candidate lists and the record format: bump it when either changes, so that
 /// records of older lists are redone rather than trusted.
-const TUNE_FORMAT: u32 = 2;
+const TUNE_FORMAT: u32 = 3;
 
 /// Whether and how long launches are tuned (per device; [`TuneSettings::from_env`] reads
 /// `STENCIL_AUTOTUNE=on|off` and `STENCIL_AUTOTUNE_MS`).
@@ -146,6 +146,21 @@ pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strate
             point(128, 2, 1),
             point(32, 4, 2),
         ]);
+        // Two passes with the values read at neighbours written out (timed first: where they
+        // apply, the strategies that recompute those values per neighbour are the slowest).
+        if stencil_codegen::passes::materialise(ir).is_ok() {
+            let two = |block_x, block_y, points_per_thread| Strategy::TwoPass { block_x, block_y, points_per_thread };
+            list.splice(
+                1..1,
+                [
+                    two(64, 4, 16),
+                    two(32, 4, 16),
+                    two(64, 4, 8),
+                    Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+                    Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
+                ],
+            );
+        }
         if !ir.point_fns.is_empty() {
             let depot = |block_x, block_y, planes| Strategy::Depot { block_x, block_y, planes };
             list.extend([depot(32, 8, 16), depot(16, 16, 16), depot(32, 4, 16), depot(32, 8, 32)]);

@@ -6,7 +6,7 @@ use cudarc::driver::CudaFunction;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use stencil_codegen::printer::cuda::{
-    print_kernel, print_steps_kernel, CudaKernel, Geometry, Strategy, StrategyError, TimeTiling,
+    print_first_pass, print_kernel, print_steps_kernel, CudaKernel, Geometry, Strategy, StrategyError, TimeTiling,
 };
 use stencil_codegen::StencilIr;
 
@@ -70,6 +70,8 @@ pub(crate) enum KernelChoice {
     Step(Strategy),
     /// Several steps per sweep of the ping-pong pair whose input is parameter `input`.
     Steps { tiling: TimeTiling, input: usize },
+    /// The first pass of a two-pass strategy (the same kernel for every such strategy).
+    FirstPass,
 }
 
 impl KernelChoice {
@@ -78,6 +80,7 @@ impl KernelChoice {
         match *self {
             KernelChoice::Step(strategy) => print_kernel(ir, strategy, geometry),
             KernelChoice::Steps { tiling, input } => print_steps_kernel(ir, tiling, input, geometry),
+            KernelChoice::FirstPass => print_first_pass(ir, geometry),
         }
     }
 }
