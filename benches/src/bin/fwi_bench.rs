@@ -118,9 +118,11 @@ fn main() -> Result<(), Failure> {
             depot,
             two(64, 4, 16),
             two(32, 4, 16),
+            two(32, 2, 16),
             two(64, 4, 8),
             two(32, 8, 32),
             Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+            Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
             Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
         ];
         // One launch of each from the same start, bits compared with the depot's.

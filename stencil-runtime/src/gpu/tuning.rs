@@ -155,8 +155,10 @@ pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strate
                 [
                     two(64, 4, 16),
                     two(32, 4, 16),
+                    two(32, 2, 16),
                     two(64, 4, 8),
                     Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+                    Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
                     Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
                 ],
             );
