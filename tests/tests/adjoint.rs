@@ -479,9 +479,9 @@ fn the_compiled_adjoint_matches_its_ir() {
 
 /// The two passes of the GPU's two-pass strategies (`passes::materialise`), run by the IR
 /// interpreter, give the one-pass adjoint's bits: the first over the adjoint range grown by the
-/// offsets of the written-out scaled cotangents, the second over the range. Two planted bugs
-/// fail: the first pass one point short of the grown range at one end (a scratch value left
-/// unwritten), and one tap of the second pass dropped.
+/// offsets of the written-out scaled cotangents, the second over the range, the scratch field
+/// starting with stale values. Two planted bugs fail: the first pass one point short of the
+/// grown range at one end (a stale scratch value read), and one tap of the second pass dropped.
 #[test]
 fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
     use stencil_runtime::codegen::passes::{inline_point_fns, materialise};
@@ -509,16 +509,19 @@ fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
     interpret(<DampedAdjoint as Stencil<3>>::ir(), &q, &mut one, &[dt]);
     let split = materialise(<DampedAdjoint as Stencil<3>>::source_ir()).expect("a split");
     assert_eq!(split.values.len(), 1, "one scaled cotangent is read at neighbours");
-    assert_eq!((split.lo, split.hi), ([-1; 3], [1; 3]));
     let (first, second) = (inline_point_fns(&split.first), inline_point_fns(&split.second));
+    let stale = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
     let grown = |short: usize| {
-        let (b, e) = (q.begin(), q.end());
-        let e = [e[0] as usize + 1 - short, e[1] as usize + 1, e[2] as usize + 1];
-        Loop3D::from_bounds(shape.extent(), [b[0] - 1, b[1] - 1, b[2] - 1], e).expect("inside")
+        let (b, e, lo, hi) = (q.begin(), q.end(), split.lo, split.hi);
+        let end: [usize; 3] = std::array::from_fn(|a| (e[a] + hi[a] as isize) as usize - usize::from(a == 0) * short);
+        let begin: [usize; 3] = std::array::from_fn(|a| (b[a] as isize + lo[a] as isize) as usize);
+        Loop3D::from_bounds(shape.extent(), begin, end).expect("inside")
     };
     let two = |first_range: &Loop3D, second: &StencilIr| {
         let mut fields = start();
-        fields.push(Some(Field3::filled(shape, 0.0)));
+        // The scratch field starts with stale values, as device memory does: every value the
+        // second pass reads must come from the first.
+        fields.push(Some(stale.try_clone().expect("clone")));
         interpret(&first, first_range, &mut fields, &[dt]);
         interpret(second, &q, &mut fields, &[dt]);
         fields

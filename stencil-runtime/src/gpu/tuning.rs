@@ -361,15 +361,30 @@ mod tests {
         <Diffusion as Stencil<3>>::ir()
     }
 
+    #[stencil]
+    fn shared(idx: Idx3, u: &Field3<f64>, out: &mut Field3<f64>) {
+        let square = |p: Idx3| u[p] * u[p];
+        out[idx] = square(idx.ix::<1, 0, 0>()) - square(idx);
+    }
+
+    #[test]
+    fn a_point_function_read_at_a_neighbour_brings_two_pass_candidates_after_the_default() {
+        let c = candidates(<Shared as Stencil<3>>::source_ir(), [1024; 3], 2);
+        assert!(matches!(c[0], Strategy::Depot { .. }), "{c:?}");
+        assert!(c[1].is_two_pass() && c.iter().filter(|s| s.is_two_pass()).count() >= 2, "{c:?}");
+    }
+
     #[test]
     fn labels_parse_back() {
-        for s in candidates(diffusion_ir(), [16, 1024, 1024], 4)
-            .into_iter()
-            .chain([Strategy::SharedTile3D { tile: [8, 8, 3] }, Strategy::Stream25D { tile_x: 16, tile_y: 5 }])
-        {
+        for s in candidates(diffusion_ir(), [16, 1024, 1024], 4).into_iter().chain([
+            Strategy::SharedTile3D { tile: [8, 8, 3] },
+            Strategy::Stream25D { tile_x: 16, tile_y: 5 },
+            Strategy::TwoPass { block_x: 32, block_y: 2, points_per_thread: 16 },
+            Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
+        ]) {
             assert_eq!(s.label().parse::<Strategy>(), Ok(s));
         }
-        for bad in ["", "zmarch", "zmarch_64x4", "point_1x2x3x4", "smem3d_axbxc", "warp_32x1x1"] {
+        for bad in ["", "zmarch", "zmarch_64x4", "point_1x2x3x4", "smem3d_axbxc", "warp_32x1x1", "twopass_32x8"] {
             let e = bad.parse::<Strategy>().unwrap_err();
             assert!(e.contains(bad) && e.contains("zmarch_64x4x16"), "{e}");
         }
@@ -378,6 +393,8 @@ mod tests {
     #[test]
     fn candidates_start_with_the_default_and_fit_thin_ranges() {
         let ir = diffusion_ir();
+        // No point function read at a neighbour: no two-pass candidate.
+        assert!(!candidates(ir, [1024; 3], 4).iter().any(Strategy::is_two_pass));
         let cube = candidates(ir, [1024, 1024, 1024], 4);
         assert_eq!(cube[0], Strategy::default_for(ir));
         assert_eq!(cube.len(), cube.iter().collect::<std::collections::HashSet<_>>().len(), "duplicates");
