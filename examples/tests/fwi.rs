@@ -229,7 +229,7 @@ fn on_a_gpu_every_adjoint_strategy_gives_the_hosts_bits() {
     use stencil_examples::fwi::FwiWaveAdjoint;
     use stencil_runtime::adjoint::range_mask;
     use stencil_runtime::cuda::Gpu;
-    use stencil_runtime::Strategy;
+    use stencil_runtime::{Loop3D, Shape3, Strategy};
     let gpu = Gpu::new(0).expect("a CUDA device");
     let shape = Shape3::new([52, 44, 40]).halo(8);
     let mut state = 0x5eed_u64;

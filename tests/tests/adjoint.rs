@@ -592,10 +592,10 @@ fn every_strategy_runs_the_adjoint_on_a_gpu_with_the_host_bits() {
     let bits = |f: &Field3<f64>| f.read_range(&q).expect("read").iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     let mut strategies = 0;
     let two_pass = [
-        Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 },
-        Strategy::TwoPass { block_x: 16, block_y: 3, points_per_thread: 5 },
-        Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
-        Strategy::TwoPassStream { tile_x: 16, tile_y: 5 },
+        stencil_runtime::Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 },
+        stencil_runtime::Strategy::TwoPass { block_x: 16, block_y: 3, points_per_thread: 5 },
+        stencil_runtime::Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+        stencil_runtime::Strategy::TwoPassStream { tile_x: 16, tile_y: 5 },
     ];
     for strategy in common::strategies().into_iter().chain(two_pass) {
         let mut dx = gpu.upload(&start).expect("x");
