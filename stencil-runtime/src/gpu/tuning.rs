@@ -452,7 +452,7 @@ mod tests {
         assert!(done.is_complete() && done.best == s && done.times.len() == 4);
         let text = String::from_utf8(r.encode()).unwrap();
         for damaged in [
-            text.replace("stencil-tune 2", "stencil-tune 1"),
+            text.replace("stencil-tune 3", "stencil-tune 2"),
             text.replace(" x\n", " y\n"),
             text.replace("best zmarch_64x4x8", "best zmarch_64x4"),
             text.replace("best zmarch_64x4x8", "best stream25d_32x8"),
