@@ -477,10 +477,10 @@ fn the_compiled_adjoint_matches_its_ir() {
     }
 }
 
-/// The two passes of the GPU's two-pass strategies (`passes::materialise`), run by the IR
-/// interpreter, give the one-pass adjoint's bits: the first over the adjoint range grown by the
-/// offsets of the written-out scaled cotangents, the second over the range, the scratch field
-/// starting with stale values. Two planted bugs fail: the first pass one point short of the
+/// The passes of the GPU's two-pass strategies (`passes::materialise`), run by the IR
+/// interpreter, give the one-pass adjoint's bits: the point pass over the adjoint range, the
+/// first over the range grown by the offsets of the written-out scaled cotangents, the second
+/// over the range, the scratch field starting with stale values. Two planted bugs fail: the first pass one point short of the
 /// grown range at one end (a stale scratch value read), and one tap of the second pass dropped.
 #[test]
 fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
@@ -510,6 +510,10 @@ fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
     let split = materialise(<DampedAdjoint as Stencil<3>>::source_ir()).expect("a split");
     assert_eq!(split.values.len(), 1, "one scaled cotangent is read at neighbours");
     let (first, second) = (inline_point_fns(&split.first), inline_point_fns(&split.second));
+    // `u_prev_bar`'s sum and the start of `u_bar`'s (up to the first neighbour's term) need values
+    // at the point only: the point pass does them.
+    let point = inline_point_fns(split.point.as_ref().expect("a point pass"));
+    assert_eq!(second.body.len(), 1, "the second pass adds only into u_bar");
     let stale = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
     let grown = |short: usize| {
         let (b, e, lo, hi) = (q.begin(), q.end(), split.lo, split.hi);
@@ -522,7 +526,14 @@ fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
         // The scratch field starts with stale values, as device memory does: every value the
         // second pass reads must come from the first.
         fields.push(Some(stale.try_clone().expect("clone")));
+        // The point pass over the range (the parts of the sums at the point, and the values
+        // there), then the first pass over the rest of the grown range (run over all of it, its
+        // values on the range itself thrown away, as the GPU does not compute them there).
+        interpret(&point, &q, &mut fields, &[dt]);
+        let on_range = fields[7].as_ref().expect("scratch").try_clone().expect("clone");
         interpret(&first, first_range, &mut fields, &[dt]);
+        let scratch = fields[7].as_mut().expect("scratch");
+        for_each_in_range(&q, &shape, |g| scratch.set(g, nb(&on_range, g, [0; 3])).expect("inside"));
         interpret(second, &q, &mut fields, &[dt]);
         fields
     };

@@ -172,6 +172,7 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("point_fns_twopass".into(), cuda_kernel::<FluxPoints, 3>(two, &s1, &inner).unwrap()));
     let wave = Loop3D::interior(&s4).shrink([4; 3]);
     out.push(("adjoint25_twopass_first".into(), cuda_first_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
+    out.push(("adjoint25_twopass_point".into(), cuda_point_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
     out.push(("adjoint25_twopass".into(), cuda_kernel::<Wave25Adjoint, 3>(two, &s4, &wave).unwrap()));
     let stream = Strategy::TwoPassStream { tile_x: 32, tile_y: 8 };
     out.push(("adjoint25_twopassstream".into(), cuda_kernel::<Wave25Adjoint, 3>(stream, &s4, &wave).unwrap()));
@@ -250,6 +251,9 @@ fn bad_blocks_are_errors() {
     let e = cuda_kernel::<Diffusion, 3>(two, &s, &r).unwrap_err();
     assert!(e.to_string().contains("no value to write out"), "{e}");
     assert!(cuda_first_pass_kernel::<Diffusion, 3>(&s, &r).is_err());
+    // FluxPoints stores one value, which starts with a neighbour's term: no point pass.
+    let e = cuda_point_pass_kernel::<FluxPoints, 3>(&s, &r).unwrap_err();
+    assert!(e.to_string().contains("no point pass"), "{e}");
     // A ring of 9 planes of 8 f64 values: 9 x 8 x 8 B = 576 B per thread, 147 KB for 256
     // threads, 295 KB for 512.
     let s4 = Shape3::new([64, 64, 64]).halo(4);

@@ -50,6 +50,18 @@ pub fn cuda_first_pass_kernel<S: Stencil<D>, const D: usize>(
     stencil_codegen::printer::cuda::print_first_pass(ir, &geometry(shape, &grown, max_elem_bytes(ir)))
 }
 
+/// The point pass of a two-pass strategy for stencil `S` over `range` of fields of `shape`, where
+/// `S` has one: over `range`, it stores the parts of the body's sums that need values at the
+/// point only and writes the values there (the first pass then covers only the rest of the grown
+/// range). An error where `S` has none.
+pub fn cuda_point_pass_kernel<S: Stencil<D>, const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<CudaKernel, StrategyError> {
+    let ir = S::source_ir();
+    stencil_codegen::printer::cuda::print_point_pass(ir, &geometry(shape, range, max_elem_bytes(ir)))
+}
+
 /// `range` grown by the offsets `lo` (≤ 0) and `hi` (≥ 0) per axis: where the first pass of a
 /// two-pass launch runs; `None` where that leaves the fields.
 pub(crate) fn first_pass_range<const D: usize>(

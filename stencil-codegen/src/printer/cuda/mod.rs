@@ -351,6 +351,18 @@ pub fn print_first_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKerne
     print_kernel(&split.first, FIRST_PASS, geometry)
 }
 
+/// Prints the point pass of `ir` under a two-pass strategy, where it has one
+/// ([`Materialised::point`](crate::passes::materialise::Materialised::point)): over the launch's
+/// range, it stores the parts of the sums that need values at the point only and writes the
+/// values out; the first pass then covers only the rest of the grown range.
+pub fn print_point_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    let split = crate::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
+    let point = split.point.ok_or_else(|| {
+        StrategyError::NoTwoPass(crate::passes::materialise::MaterialiseError::NoPointPass { stencil: ir.name.clone() })
+    })?;
+    print_kernel(&point, FIRST_PASS, geometry)
+}
+
 /// Prints the kernel of `ir`, whose analysis is `analysis` (of the inlined IR), for `strategy`
 /// and `geometry`.
 ///

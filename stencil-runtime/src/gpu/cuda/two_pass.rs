@@ -1,7 +1,9 @@
 //! Launches under a two-pass strategy ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]): the
 //! first kernel writes the values a stencil's body reads at neighbours into scratch fields over
 //! the range grown by their offsets, the second runs the body reading them back
-//! (`stencil_codegen::passes::materialise`). The scratch fields have the launch's field shape;
+//! (`stencil_codegen::passes::materialise`). Where the stencil has a point pass, it runs over the
+//! range first (the parts of the sums at the point, and the values there), and the first kernel
+//! covers only the rest of the grown range, as up to `2 D` slabs. The scratch fields have the launch's field shape;
 //! they are allocated on first use per (stream, size) and kept by the device for later launches
 //! (and for recorded steps, which hold their addresses), freed with the device handle's last clone.
 
@@ -26,14 +28,24 @@ pub(crate) struct TwoPassInfo {
     lo: [i32; 3],
     hi: [i32; 3],
     elem_bytes: Vec<usize>,
+    point: bool,
+}
+
+/// One launch's range: lengths along the layout axes, first element, geometry.
+pub(crate) struct Part {
+    pub(crate) len: [usize; 3],
+    pub(crate) origin: i64,
+    pub(crate) geometry: Geometry,
 }
 
 /// The first pass of one launch: its range (lengths along the layout axes, first element) and
 /// geometry, and the bytes of each scratch field.
 pub(crate) struct FirstPass {
-    pub(crate) len: [usize; 3],
-    pub(crate) origin: i64,
-    pub(crate) geometry: Geometry,
+    /// Where the first kernel runs: the grown range, or without the launch's range where a
+    /// point pass covers that.
+    pub(crate) parts: Vec<Part>,
+    /// Whether the point pass runs (over the launch's range).
+    pub(crate) point: bool,
     pub(crate) scratch_bytes: Vec<usize>,
 }
 
@@ -54,7 +66,7 @@ impl Gpu {
                 let elem_bytes = (n..split.first.params.len())
                     .map(|p| split.first.field(p).expect("a scratch field").elem.size_bytes())
                     .collect();
-                Some(Arc::new(TwoPassInfo { lo: split.lo, hi: split.hi, elem_bytes }))
+                Some(Arc::new(TwoPassInfo { lo: split.lo, hi: split.hi, elem_bytes, point: split.point.is_some() }))
             })
             .clone()
     }
@@ -74,14 +86,19 @@ impl Gpu {
         }
         let info = self.two_pass_info(ir_text, ir)?;
         let grown = first_pass_range(shape, range, info.lo, info.hi)?;
-        let len = layout_lengths(shape, &grown);
-        if len.iter().any(|&n| i32::try_from(n).is_err()) {
-            return None;
+        let boxes = if info.point { shell(&grown, range) } else { vec![grown] };
+        let mut parts = Vec::with_capacity(boxes.len());
+        for b in boxes.iter().filter(|b| b.points() > 0) {
+            let len = layout_lengths(shape, b);
+            if len.iter().any(|&n| i32::try_from(n).is_err()) {
+                return None;
+            }
+            let geometry = geometry(shape, b, max_elem_bytes(ir));
+            parts.push(Part { len, origin: shape.offset(b.begin()) as i64, geometry });
         }
         Some(FirstPass {
-            len,
-            origin: shape.offset(grown.begin()) as i64,
-            geometry: geometry(shape, &grown, max_elem_bytes(ir)),
+            parts,
+            point: info.point,
             scratch_bytes: info.elem_bytes.iter().map(|b| b * shape.len()).collect(),
         })
     }
@@ -126,12 +143,7 @@ impl Gpu {
             }
             .into());
         };
-        let key = LaunchKey {
-            stencil: plan.ir_text.as_ptr() as usize,
-            kernel: KernelChoice::FirstPass,
-            geometry: first.geometry,
-        };
-        let first_kernel = self.prepared(plan.ir, plan.name, key)?;
+        let stencil = plan.ir_text.as_ptr() as usize;
         let second_kernel = self.prepared(plan.ir, plan.name, plan.key(strategy))?;
         let scratch = self.scratch(&first.scratch_bytes)?;
         // The stencil's own arguments, then the scratch fields, then the range (origin, lengths).
@@ -143,7 +155,42 @@ impl Gpu {
             a.extend(len.map(|n| KernelArg::I32(n as i32)));
             a
         };
-        self.launch_prepared(&first_kernel, first.len, first.origin, &with(first.origin, first.len))?;
+        if first.point {
+            let key = LaunchKey { stencil, kernel: KernelChoice::PointPass, geometry: plan.geometry };
+            let point = self.prepared(plan.ir, plan.name, key)?;
+            self.launch_prepared(&point, plan.len, plan.origin, &with(plan.origin, plan.len))?;
+        }
+        for part in &first.parts {
+            let key = LaunchKey { stencil, kernel: KernelChoice::FirstPass, geometry: part.geometry };
+            let kernel = self.prepared(plan.ir, plan.name, key)?;
+            self.launch_prepared(&kernel, part.len, part.origin, &with(part.origin, part.len))?;
+        }
         Ok(self.launch_prepared(&second_kernel, plan.len, plan.origin, &with(plan.origin, plan.len))?)
     }
+}
+
+/// `grown` without `inner` (which it contains), as up to `2 D` disjoint boxes: along each axis
+/// in turn, the slabs below and above `inner`, spanning `inner` along the earlier axes and
+/// `grown` along the later ones.
+fn shell<const D: usize>(grown: &Loop<D>, inner: &Loop<D>) -> Vec<Loop<D>> {
+    let (gb, ge, ib, ie) = (grown.begin(), grown.end(), inner.begin(), inner.end());
+    let mut out = Vec::with_capacity(2 * D);
+    for a in 0..D {
+        let span = |lo_a: usize, hi_a: usize| {
+            let begin: [usize; D] = std::array::from_fn(|x| match x.cmp(&a) {
+                std::cmp::Ordering::Less => ib[x],
+                std::cmp::Ordering::Equal => lo_a,
+                std::cmp::Ordering::Greater => gb[x],
+            });
+            let end: [usize; D] = std::array::from_fn(|x| match x.cmp(&a) {
+                std::cmp::Ordering::Less => ie[x] as usize,
+                std::cmp::Ordering::Equal => hi_a,
+                std::cmp::Ordering::Greater => ge[x] as usize,
+            });
+            Loop::from_bounds(grown.extent(), begin, end).expect("inside the grown range")
+        };
+        out.push(span(gb[a], ib[a]));
+        out.push(span(ie[a] as usize, ge[a] as usize));
+    }
+    out
 }
