@@ -9,7 +9,8 @@ mod common;
 use common::*;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    cuda_first_pass_kernel, cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, Strategy, TimeTiling,
+    cuda_first_pass_kernel, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
+    Strategy, TimeTiling,
 };
 
 /// The CFL-type reduction: a max of a wave speed, the f64 sum of an f32 field under a branch, a
