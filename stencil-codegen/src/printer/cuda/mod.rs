@@ -86,7 +86,7 @@ pub enum Strategy {
     /// values the body reads at neighbours into scratch fields (one thread per point, over the
     /// range grown by the offsets they are read at; [`print_first_pass`]), the second is the
     /// body reading them back from those fields, z-marching as [`Strategy::ZMarch`] with these
-    /// sizes (see [`crate::passes::materialise`]). The runtime allocates the scratch fields and
+    /// sizes (see [`crate::passes::materialise()`]). The runtime allocates the scratch fields and
     /// keeps them for later launches.
     TwoPass {
         /// Threads along c of the second pass.
@@ -293,7 +293,7 @@ pub enum StrategyError {
         /// Why, and what to change.
         reason: String,
     },
-    /// A two-pass strategy for a stencil that cannot be split ([`crate::passes::materialise`]).
+    /// A two-pass strategy for a stencil that cannot be split ([`crate::passes::materialise()`]).
     NoTwoPass(crate::passes::materialise::MaterialiseError),
 }
 
@@ -343,7 +343,7 @@ pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> 
 
 /// Prints the first pass of `ir` under a two-pass strategy: it writes the values the body reads
 /// at neighbours into the scratch fields that follow the stencil's parameters
-/// ([`crate::passes::materialise`]), over fields laid out as `geometry` says (the geometry of
+/// ([`crate::passes::materialise()`]), over fields laid out as `geometry` says (the geometry of
 /// the range grown by [`Materialised::lo`](crate::passes::materialise::Materialised::lo) and
 /// `hi`).
 pub fn print_first_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
