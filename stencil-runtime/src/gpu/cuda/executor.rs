@@ -77,7 +77,7 @@ impl Gpu {
             origin,
             args,
             written: &|| written_fields(ir, S::INFO.fields, &values),
-            first_pass: self.first_pass(S::IR, S::source_ir(), &shape, range),
+            first_pass: &|| self.first_pass(S::IR, S::source_ir(), &shape, range),
         };
         let strategy = match strategy {
             Some(s) => s,

@@ -39,8 +39,9 @@ pub(crate) struct LaunchPlan<'a> {
     pub(crate) args: Vec<KernelArg<'a>>,
     /// The fields the stencil writes (computed only when a launch is tuned).
     pub(crate) written: &'a dyn Fn() -> Vec<WrittenField>,
-    /// The first pass of a two-pass strategy, where the stencil has one (see `two_pass.rs`).
-    pub(crate) first_pass: Option<FirstPass>,
+    /// The first pass of a two-pass strategy, where the stencil has one (see `two_pass.rs`;
+    /// computed only for a two-pass launch or when a launch is tuned).
+    pub(crate) first_pass: &'a dyn Fn() -> Option<FirstPass>,
 }
 
 impl LaunchPlan<'_> {
@@ -100,7 +101,7 @@ impl Gpu {
         };
         let start = Instant::now();
         let mut candidates = tuning::candidates(plan.ir, plan.len, plan.geometry.lanes);
-        if plan.first_pass.is_none() {
+        if (plan.first_pass)().is_none() {
             candidates.retain(|s| !s.is_two_pass());
         }
         // The printed kernels are part of the key: a record made by another code generator is

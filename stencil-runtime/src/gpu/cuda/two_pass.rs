@@ -133,7 +133,7 @@ impl Gpu {
             let prepared = self.prepared(plan.ir, plan.name, plan.key(strategy))?;
             return Ok(self.launch_prepared(&prepared, plan.len, plan.origin, args)?);
         }
-        let Some(first) = &plan.first_pass else {
+        let Some(first) = (plan.first_pass)() else {
             return Err(CudaError::UnsupportedStrategy {
                 stencil: plan.name.to_string(),
                 reason: format!(
