@@ -477,6 +477,99 @@ fn the_compiled_adjoint_matches_its_ir() {
     }
 }
 
+/// The passes of the GPU's two-pass strategies (`passes::materialise`), run by the IR
+/// interpreter, give the one-pass adjoint's bits: the point pass over the adjoint range, the
+/// first over the range grown by the offsets of the written-out scaled cotangents, the second
+/// over the range, the scratch field starting with stale values. Two planted bugs fail: the first pass one point short of the
+/// grown range at one end (a stale scratch value read), and one tap of the second pass dropped.
+#[test]
+fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
+    use stencil_runtime::codegen::passes::{inline_point_fns, materialise};
+    let shape = Shape3::new([11, 10, 9]).halo(1);
+    let mut rng = SplitMix64::new(0x2fa);
+    let r = Loop3D::interior(&shape).shrink([1; 3]);
+    let q = r.grow([1; 3]).expect("room");
+    let dt = 0.3;
+    let (c2, d) = (random::<f64, _>(shape, &mut rng, 0.5, 1.5), random::<f64, _>(shape, &mut rng, 0.0, 0.5));
+    let (y, m) = (random::<f64, _>(shape, &mut rng, -1.0, 1.0), stencil_runtime::adjoint::range_mask(shape, &r));
+    let (u_bar, u_prev_bar) =
+        (random::<f64, _>(shape, &mut rng, -1.0, 1.0), random::<f64, _>(shape, &mut rng, -1.0, 1.0));
+    let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+    // Parameters: dt, c2, d, u_bar, u_prev_bar, u_next_bar, range_mask (then the scratch fields).
+    let start = || vec![None, clone(&c2), clone(&d), clone(&u_bar), clone(&u_prev_bar), clone(&y), clone(&m)];
+    let bits = |fields: &[Option<Field3<f64>>]| {
+        let mut out = Vec::new();
+        for p in [3, 4] {
+            let f = fields[p].as_ref().expect("a cotangent");
+            for_each_in_range(&Loop3D::whole(&shape), &shape, |g| out.push(nb(f, g, [0; 3]).to_bits()));
+        }
+        out
+    };
+    let mut one = start();
+    interpret(<DampedAdjoint as Stencil<3>>::ir(), &q, &mut one, &[dt]);
+    let split = materialise(<DampedAdjoint as Stencil<3>>::source_ir()).expect("a split");
+    assert_eq!(split.values.len(), 1, "one scaled cotangent is read at neighbours");
+    let (first, second) = (inline_point_fns(&split.first), inline_point_fns(&split.second));
+    // `u_prev_bar`'s sum and the start of `u_bar`'s (up to the first neighbour's term) need values
+    // at the point only: the point pass does them.
+    let point = inline_point_fns(split.point.as_ref().expect("a point pass"));
+    assert_eq!(second.body.len(), 1, "the second pass adds only into u_bar");
+    let stale = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
+    let grown = |short: usize| {
+        let (b, e, lo, hi) = (q.begin(), q.end(), split.lo, split.hi);
+        let end: [usize; 3] = std::array::from_fn(|a| (e[a] + hi[a] as isize) as usize - usize::from(a == 0) * short);
+        let begin: [usize; 3] = std::array::from_fn(|a| (b[a] as isize + lo[a] as isize) as usize);
+        Loop3D::from_bounds(shape.extent(), begin, end).expect("inside")
+    };
+    let two = |first_range: &Loop3D, second: &StencilIr| {
+        let mut fields = start();
+        // The scratch field starts with stale values, as device memory does: every value the
+        // second pass reads must come from the first.
+        fields.push(Some(stale.try_clone().expect("clone")));
+        // The point pass over the range (the parts of the sums at the point, and the values
+        // there), then the first pass over the rest of the grown range (run over all of it, its
+        // values on the range itself thrown away, as the GPU does not compute them there).
+        interpret(&point, &q, &mut fields, &[dt]);
+        let on_range = fields[7].as_ref().expect("scratch").try_clone().expect("clone");
+        interpret(&first, first_range, &mut fields, &[dt]);
+        let scratch = fields[7].as_mut().expect("scratch");
+        for_each_in_range(&q, &shape, |g| scratch.set(g, nb(&on_range, g, [0; 3])).expect("inside"));
+        interpret(second, &q, &mut fields, &[dt]);
+        fields
+    };
+    assert!(bits(&two(&grown(0), &second)) == bits(&one), "the two passes differ from the one-pass adjoint");
+    assert!(bits(&two(&grown(1), &second)) != bits(&one), "a first pass one point short passed");
+    // The second pass with its first tap at a neighbour dropped (the term replaced by zero).
+    let mut dropped = second.clone();
+    let mut done = false;
+    fn drop_tap(e: &mut stencil_runtime::codegen::ir::Expr, scratch: usize, done: &mut bool) {
+        use stencil_runtime::codegen::ir::{BinOp, Literal};
+        if *done {
+            return;
+        }
+        match &mut e.kind {
+            ExprKind::Binary(BinOp::Mul, _, b) if matches!(b.kind, ExprKind::Load { field, offset } if field == scratch && offset != [0; 3]) =>
+            {
+                e.kind = ExprKind::Lit(Literal::Float(0.0, 0.0));
+                *done = true;
+            }
+            ExprKind::Binary(_, a, b) => {
+                drop_tap(a, scratch, done);
+                drop_tap(b, scratch, done);
+            }
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => drop_tap(a, scratch, done),
+            _ => {}
+        }
+    }
+    for stmt in &mut dropped.body {
+        if let Stmt::Store { value, .. } = stmt {
+            drop_tap(value, 7, &mut done);
+        }
+    }
+    assert!(done, "no tap of the scratch field at a neighbour in {:?}", dropped.body);
+    assert!(bits(&two(&grown(0), &dropped)) != bits(&one), "a dropped tap passed");
+}
+
 /// The adjoint's parameters mirror the forward's: same places, roles swapped, the mask last.
 #[test]
 fn the_adjoint_parameters_mirror_the_forward() {
@@ -509,7 +602,13 @@ fn every_strategy_runs_the_adjoint_on_a_gpu_with_the_host_bits() {
     let (dc, dy, dm) = (gpu.upload(&c).expect("c"), gpu.upload(&y).expect("y"), gpu.upload(&m).expect("m"));
     let bits = |f: &Field3<f64>| f.read_range(&q).expect("read").iter().map(|v| v.to_bits()).collect::<Vec<_>>();
     let mut strategies = 0;
-    for strategy in common::strategies() {
+    let two_pass = [
+        stencil_runtime::Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 },
+        stencil_runtime::Strategy::TwoPass { block_x: 16, block_y: 3, points_per_thread: 5 },
+        stencil_runtime::Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+        stencil_runtime::Strategy::TwoPassStream { tile_x: 16, tile_y: 5 },
+    ];
+    for strategy in common::strategies().into_iter().chain(two_pass) {
         let mut dx = gpu.upload(&start).expect("x");
         gpu.run_with(&q, Star8Adjoint, Some(strategy), (w, &dc, &mut dx, &dy, &dm)).expect("adjoint on the GPU");
         assert_eq!(bits(&gpu.download(&dx).expect("download")), bits(&host), "star8 adjoint, {strategy}");

@@ -8,7 +8,10 @@ mod common;
 
 use common::*;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{cuda_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel, Strategy, TimeTiling};
+use stencil_runtime::{
+    cuda_first_pass_kernel, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
+    Strategy, TimeTiling,
+};
 
 /// The CFL-type reduction: a max of a wave speed, the f64 sum of an f32 field under a branch, a
 /// written field, a neighbour read.
@@ -96,6 +99,24 @@ fn flux_points(idx: Idx3, c: f64, u: &Field3<f64>, out: &mut Field3<f64>) {
     out[idx] = u[idx] - c * (fx(idx) - fx(idx.ix::<-1, 0, 0>()) + fz(idx) - fz(idx.ix::<0, 0, -1>()));
 }
 
+/// The FWI update's form (25-point star, damping, division by the slowness): its adjoint reads a
+/// scaled cotangent at 25 neighbours, which the two-pass strategies write out first.
+#[stencil(adjoint(u, u_prev))]
+#[rustfmt::skip]
+fn wave25(
+    idx: Idx3, c: [f64; 5], dt2: f64, m: &Field3<f64>, damp: &Field3<f64>, u: &Field3<f64>, u_prev: &Field3<f64>,
+    u_next: &mut Field3<f64>,
+) {
+    let mut lap = c[0] * u[idx];
+    for r in 1..=4 {
+        lap += c[r] * (u[idx.ix(r, 0, 0)] + u[idx.ix(-r, 0, 0)]);
+        lap += c[r] * (u[idx.ix(0, r, 0)] + u[idx.ix(0, -r, 0)]);
+        lap += c[r] * (u[idx.ix(0, 0, r)] + u[idx.ix(0, 0, -r)]);
+    }
+    let d = damp[idx];
+    u_next[idx] = (2.0 * u[idx] - (1.0 - d) * u_prev[idx] + dt2 * lap / m[idx]) / (1.0 + d);
+}
+
 /// One configuration of each strategy, plus the scalar (unaligned) form of z-marching.
 fn snapshot_strategies() -> Vec<(&'static str, Strategy)> {
     vec![
@@ -147,6 +168,16 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     out.push(("point_fns_point".into(), cuda_kernel::<FluxPoints, 3>(point, &s1, &inner).unwrap()));
     let depot = Strategy::Depot { block_x: 32, block_y: 4, planes: 8 };
     out.push(("point_fns_depot".into(), cuda_kernel::<FluxPoints, 3>(depot, &s1, &inner).unwrap()));
+    let two = Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 };
+    out.push(("point_fns_twopass_first".into(), cuda_first_pass_kernel::<FluxPoints, 3>(&s1, &inner).unwrap()));
+    out.push(("point_fns_twopass".into(), cuda_kernel::<FluxPoints, 3>(two, &s1, &inner).unwrap()));
+    let wave = Loop3D::interior(&s4).shrink([4; 3]);
+    out.push(("adjoint25_twopass_first".into(), cuda_first_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
+    out.push(("adjoint25_twopass_point".into(), cuda_point_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
+    out.push(("adjoint25_twopass".into(), cuda_kernel::<Wave25Adjoint, 3>(two, &s4, &wave).unwrap()));
+    let stream = Strategy::TwoPassStream { tile_x: 32, tile_y: 8 };
+    out.push(("adjoint25_twopassstream".into(), cuda_kernel::<Wave25Adjoint, 3>(stream, &s4, &wave).unwrap()));
+    out.push(("adjoint25_depot".into(), cuda_kernel::<Wave25Adjoint, 3>(depot, &s4, &wave).unwrap()));
     let s3 = Shape3::new([64, 64, 64]).halo(3);
     let lopsided = cuda_kernel::<LopsidedRing, 3>(depot, &s3, &Loop3D::interior(&s3)).unwrap();
     out.push(("point_fns_lopsided_ring_depot".into(), lopsided));
@@ -216,6 +247,14 @@ fn bad_blocks_are_errors() {
     assert!(e.to_string().contains("points_per_thread"), "{e}");
     let e = cuda_kernel::<Diffusion, 3>(Strategy::Depot { block_x: 32, block_y: 2, planes: 0 }, &s, &r).unwrap_err();
     assert!(e.to_string().contains("planes must be at least 1"), "{e}");
+    // Two passes need a point function read at a neighbour.
+    let two = Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 };
+    let e = cuda_kernel::<Diffusion, 3>(two, &s, &r).unwrap_err();
+    assert!(e.to_string().contains("no value to write out"), "{e}");
+    assert!(cuda_first_pass_kernel::<Diffusion, 3>(&s, &r).is_err());
+    // FluxPoints stores one value, which starts with a neighbour's term: no point pass.
+    let e = cuda_point_pass_kernel::<FluxPoints, 3>(&s, &r).unwrap_err();
+    assert!(e.to_string().contains("no point pass"), "{e}");
     // A ring of 9 planes of 8 f64 values: 9 x 8 x 8 B = 576 B per thread, 147 KB for 256
     // threads, 295 KB for 512.
     let s4 = Shape3::new([64, 64, 64]).halo(4);

@@ -11,6 +11,7 @@ use stencil_runtime::adjoint::range_mask;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
 use stencil_runtime::revolve::Schedule;
+use stencil_runtime::Strategy;
 
 /// Any error of the run.
 type Failure = Box<dyn std::error::Error>;
@@ -36,6 +37,11 @@ struct Args {
     /// Also time the adjoint under every strategy the tuner tries (the tuner keeps the fastest).
     #[arg(long)]
     strategies: bool,
+    /// Also time the adjoint under the depot kernel (the one-pass default) and under each
+    /// two-pass strategy (scaled cotangents written to a scratch field, then gathered), side by
+    /// side with the forward, each two-pass result checked bit for bit against the depot's.
+    #[arg(long)]
+    two_pass: bool,
 }
 
 /// Median wall time of `work` in ms (after one warm-up), each run ending with a synchronize.
@@ -104,6 +110,72 @@ fn main() -> Result<(), Failure> {
             }
         }
     }
+    let mut differs = Vec::new();
+    if args.two_pass {
+        let depot = Strategy::Depot { block_x: 32, block_y: 8, planes: 16 };
+        let two = |block_x, block_y, points_per_thread| Strategy::TwoPass { block_x, block_y, points_per_thread };
+        let paths = [
+            depot,
+            two(64, 4, 16),
+            two(32, 4, 16),
+            two(32, 2, 16),
+            two(64, 4, 8),
+            two(32, 8, 32),
+            Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+            Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
+            Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
+        ];
+        // One launch of each from the same start, bits compared with the depot's.
+        let once = |strategy: Strategy| -> Result<Vec<u64>, Failure> {
+            let (mut a1, mut t1) = (gpu.upload(&random(4))?, gpu.upload(&random(5))?);
+            let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a1, &mut t1, &b, &mask);
+            gpu.run_with(&range, FwiWaveAdjoint, Some(strategy), args)?;
+            let (a1, t1) = (gpu.download(&a1)?, gpu.download(&t1)?);
+            Ok(a1.as_slice().iter().chain(t1.as_slice()).map(|v| v.to_bits()).collect())
+        };
+        let reference = once(depot)?;
+        println!("{n}^3 f64: the adjoint, one pass (depot) against two passes (copy {copy:.0} GB/s):");
+        println!("| stencil | ms | GPts/s | ratio to forward | bits |");
+        println!("|---|---:|---:|---:|---|");
+        println!("| forward (FwiWave, tuned) | {fwd:.3} | {:.2} | 1.00 | |", ms_of(fwd));
+        println!("| adjoint as tuned | {adj:.3} | {:.2} | {:.2} | |", ms_of(adj), ms_of(adj) / ms_of(fwd));
+        let mut best: Option<(Strategy, f64)> = None;
+        for strategy in paths {
+            let same = if strategy == depot {
+                "reference".to_string()
+            } else {
+                match once(strategy) {
+                    Ok(bits) if bits == reference => "= depot".to_string(),
+                    Ok(_) => {
+                        differs.push(strategy.label());
+                        "DIFFERENT".to_string()
+                    }
+                    Err(e) => format!("failed: {e}"),
+                }
+            };
+            let ms = time(&gpu, reps, || {
+                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask);
+                Ok(gpu.run_with(&range, FwiWaveAdjoint, Some(strategy), args)?)
+            });
+            match ms {
+                Ok(ms) => {
+                    println!(
+                        "| adjoint, {} | {ms:.3} | {:.2} | {:.2} | {same} |",
+                        strategy.label(),
+                        ms_of(ms),
+                        ms_of(ms) / ms_of(fwd)
+                    );
+                    if strategy.is_two_pass() && best.is_none_or(|(_, b)| ms < b) {
+                        best = Some((strategy, ms));
+                    }
+                }
+                Err(e) => println!("| adjoint, {} | failed: {e} | | | {same} |", strategy.label()),
+            }
+        }
+        if let Some((s, ms)) = best {
+            println!("fastest two-pass: {s}, {:.2} GPts/s, {:.2}x the forward\n", ms_of(ms), ms_of(ms) / ms_of(fwd));
+        }
+    }
     println!("{n}^3 f64, 25-point FWI update (copy {copy:.0} GB/s):");
     println!("| stencil | ms | GPts/s | ratio to forward |");
     println!("|---|---:|---:|---:|");
@@ -113,6 +185,9 @@ fn main() -> Result<(), Failure> {
         println!("| {name} | {ms:.3} | {:.2} | {:.2} |", ms_of(ms), ms_of(ms) / ms_of(fwd));
     }
     drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar));
+    if !differs.is_empty() {
+        return Err(format!("two-pass strategies whose bits differ from the depot's: {differs:?}").into());
+    }
 
     let mut survey = Survey::transmission(args.survey, args.steps, 1);
     let slots = (args.steps / 10).max(1);

@@ -8,16 +8,21 @@
 //!   linear in some of its fields (`#[stencil(adjoint(u))]`).
 //! - [`gradient()`]: a new stencil too: the transposed derivative of a stencil's update with respect
 //!   to parameter fields, in gather form (`#[stencil(gradient(c))]`).
+//! - [`materialise()`]: a stencil with point functions split in two: a pass that writes the
+//!   values its body reads at neighbours into fields, and the body reading them back (the GPU's
+//!   two-pass strategies).
 //! - [`portable_math()`]: `exp`, `ln`, `powf` and their kin computed by the stencil's own
 //!   arithmetic, so that every backend gives the same bits (`#[stencil(portable_math)]`).
 
 pub mod adjoint;
 pub mod gradient;
 mod inline_point_fns;
+pub mod materialise;
 pub mod portable_math;
 mod symbolic;
 
 pub use adjoint::adjoint;
 pub use gradient::gradient;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};
+pub use materialise::materialise;
 pub use portable_math::portable_math;

@@ -36,6 +36,50 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
     stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem_bytes(ir)))
 }
 
+/// The first kernel of a two-pass strategy ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]:
+/// `cuda_kernel` prints the second) for stencil `S` over `range` of fields of `shape`: it writes
+/// the values the body reads at neighbours into scratch fields over `range` grown by their
+/// offsets. An error where `S` reads no point function at a neighbour.
+pub fn cuda_first_pass_kernel<S: Stencil<D>, const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<CudaKernel, StrategyError> {
+    let ir = S::source_ir();
+    let split = stencil_codegen::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
+    let grown = first_pass_range(shape, range, split.lo, split.hi).unwrap_or(*range);
+    stencil_codegen::printer::cuda::print_first_pass(ir, &geometry(shape, &grown, max_elem_bytes(ir)))
+}
+
+/// The point pass of a two-pass strategy for stencil `S` over `range` of fields of `shape`, where
+/// `S` has one: over `range`, it stores the parts of the body's sums that need values at the
+/// point only and writes the values there (the first pass then covers only the rest of the grown
+/// range). An error where `S` has none.
+pub fn cuda_point_pass_kernel<S: Stencil<D>, const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+) -> Result<CudaKernel, StrategyError> {
+    let ir = S::source_ir();
+    stencil_codegen::printer::cuda::print_point_pass(ir, &geometry(shape, range, max_elem_bytes(ir)))
+}
+
+/// `range` grown by the offsets `lo` (≤ 0) and `hi` (≥ 0) per axis: where the first pass of a
+/// two-pass launch runs; `None` where that leaves the fields.
+pub(crate) fn first_pass_range<const D: usize>(
+    shape: &Shape<D>,
+    range: &Loop<D>,
+    lo: [i32; 3],
+    hi: [i32; 3],
+) -> Option<Loop<D>> {
+    let (begin, end) = (range.begin(), range.end());
+    let mut b = [0usize; D];
+    let mut e = [0usize; D];
+    for a in 0..D {
+        b[a] = usize::try_from(begin[a] as i64 + i64::from(lo[a])).ok()?;
+        e[a] = usize::try_from(end[a] as i64 + i64::from(hi[a])).ok()?;
+    }
+    Loop::from_bounds(shape.extent(), b, e).ok()
+}
+
 /// The kernel that `Gpu::run_steps_with(range, .., Some(tiling), ..)` compiles for sweeps of
 /// `tiling.steps` steps of stencil `S`, whose field parameter `input` is the pair's input, over
 /// fields of `shape` (an error names a parameter `input` that is not one of `S`'s).

@@ -22,7 +22,7 @@ pub const TUNE_MIN_POINTS: usize = 1 << 15;
 
 /// Version of the candidate lists and the record format: bump it when either changes, so that
 /// records of older lists are redone rather than trusted.
-const TUNE_FORMAT: u32 = 2;
+const TUNE_FORMAT: u32 = 3;
 
 /// Whether and how long launches are tuned (per device; [`TuneSettings::from_env`] reads
 /// `STENCIL_AUTOTUNE=on|off` and `STENCIL_AUTOTUNE_MS`).
@@ -146,6 +146,23 @@ pub fn candidates(ir: &StencilIr, lengths: [usize; 3], lanes: u32) -> Vec<Strate
             point(128, 2, 1),
             point(32, 4, 2),
         ]);
+        // Two passes with the values read at neighbours written out (timed first: where they
+        // apply, the strategies that recompute those values per neighbour are the slowest).
+        if stencil_codegen::passes::materialise(ir).is_ok() {
+            let two = |block_x, block_y, points_per_thread| Strategy::TwoPass { block_x, block_y, points_per_thread };
+            list.splice(
+                1..1,
+                [
+                    two(64, 4, 16),
+                    two(32, 4, 16),
+                    two(32, 2, 16),
+                    two(64, 4, 8),
+                    Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+                    Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
+                    Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
+                ],
+            );
+        }
         if !ir.point_fns.is_empty() {
             let depot = |block_x, block_y, planes| Strategy::Depot { block_x, block_y, planes };
             list.extend([depot(32, 8, 16), depot(16, 16, 16), depot(32, 4, 16), depot(32, 8, 32)]);
@@ -344,15 +361,30 @@ mod tests {
         <Diffusion as Stencil<3>>::ir()
     }
 
+    #[stencil]
+    fn shared(idx: Idx3, u: &Field3<f64>, out: &mut Field3<f64>) {
+        let square = |p: Idx3| u[p] * u[p];
+        out[idx] = square(idx.ix::<1, 0, 0>()) - square(idx);
+    }
+
+    #[test]
+    fn a_point_function_read_at_a_neighbour_brings_two_pass_candidates_after_the_default() {
+        let c = candidates(<Shared as Stencil<3>>::source_ir(), [1024; 3], 2);
+        assert!(matches!(c[0], Strategy::Depot { .. }), "{c:?}");
+        assert!(c[1].is_two_pass() && c.iter().filter(|s| s.is_two_pass()).count() >= 2, "{c:?}");
+    }
+
     #[test]
     fn labels_parse_back() {
-        for s in candidates(diffusion_ir(), [16, 1024, 1024], 4)
-            .into_iter()
-            .chain([Strategy::SharedTile3D { tile: [8, 8, 3] }, Strategy::Stream25D { tile_x: 16, tile_y: 5 }])
-        {
+        for s in candidates(diffusion_ir(), [16, 1024, 1024], 4).into_iter().chain([
+            Strategy::SharedTile3D { tile: [8, 8, 3] },
+            Strategy::Stream25D { tile_x: 16, tile_y: 5 },
+            Strategy::TwoPass { block_x: 32, block_y: 2, points_per_thread: 16 },
+            Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
+        ]) {
             assert_eq!(s.label().parse::<Strategy>(), Ok(s));
         }
-        for bad in ["", "zmarch", "zmarch_64x4", "point_1x2x3x4", "smem3d_axbxc", "warp_32x1x1"] {
+        for bad in ["", "zmarch", "zmarch_64x4", "point_1x2x3x4", "smem3d_axbxc", "warp_32x1x1", "twopass_32x8"] {
             let e = bad.parse::<Strategy>().unwrap_err();
             assert!(e.contains(bad) && e.contains("zmarch_64x4x16"), "{e}");
         }
@@ -361,6 +393,8 @@ mod tests {
     #[test]
     fn candidates_start_with_the_default_and_fit_thin_ranges() {
         let ir = diffusion_ir();
+        // No point function read at a neighbour: no two-pass candidate.
+        assert!(!candidates(ir, [1024; 3], 4).iter().any(Strategy::is_two_pass));
         let cube = candidates(ir, [1024, 1024, 1024], 4);
         assert_eq!(cube[0], Strategy::default_for(ir));
         assert_eq!(cube.len(), cube.iter().collect::<std::collections::HashSet<_>>().len(), "duplicates");
@@ -418,7 +452,7 @@ mod tests {
         assert!(done.is_complete() && done.best == s && done.times.len() == 4);
         let text = String::from_utf8(r.encode()).unwrap();
         for damaged in [
-            text.replace("stencil-tune 2", "stencil-tune 1"),
+            text.replace("stencil-tune 3", "stencil-tune 2"),
             text.replace(" x\n", " y\n"),
             text.replace("best zmarch_64x4x8", "best zmarch_64x4"),
             text.replace("best zmarch_64x4x8", "best stream25d_32x8"),

@@ -82,7 +82,32 @@ pub enum Strategy {
         /// Planes each block walks along o.
         planes: u32,
     },
+    /// For stencils that read point functions at neighbours: two kernels. The first writes the
+    /// values the body reads at neighbours into scratch fields (one thread per point, over the
+    /// range grown by the offsets they are read at; [`print_first_pass`]), the second is the
+    /// body reading them back from those fields, z-marching as [`Strategy::ZMarch`] with these
+    /// sizes (see [`crate::passes::materialise()`]). The runtime allocates the scratch fields and
+    /// keeps them for later launches.
+    TwoPass {
+        /// Threads along c of the second pass.
+        block_x: u32,
+        /// Threads along m of the second pass.
+        block_y: u32,
+        /// Points each thread of the second pass walks along o.
+        points_per_thread: u32,
+    },
+    /// As [`Strategy::TwoPass`], the second pass streaming as [`Strategy::Stream25D`].
+    TwoPassStream {
+        /// Tile width along c of the second pass.
+        tile_x: u32,
+        /// Tile height along m of the second pass.
+        tile_y: u32,
+    },
 }
+
+/// The blocking of [`print_first_pass`]: its values are all read at the point itself, so
+/// z-marching with 16-byte accesses runs it as a copy.
+pub const FIRST_PASS: Strategy = Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 };
 
 impl Strategy {
     /// The strategy the runtime picks when none is given: for 3D stencils the depot kernel where
@@ -110,6 +135,27 @@ impl Strategy {
             Strategy::Stream25D { tile_x, tile_y } => format!("stream25d_{tile_x}x{tile_y}"),
             Strategy::SharedTile3D { tile: [x, y, z] } => format!("smem3d_{x}x{y}x{z}"),
             Strategy::Depot { block_x, block_y, planes } => format!("depot_{block_x}x{block_y}x{planes}"),
+            Strategy::TwoPass { block_x, block_y, points_per_thread } => {
+                format!("twopass_{block_x}x{block_y}x{points_per_thread}")
+            }
+            Strategy::TwoPassStream { tile_x, tile_y } => format!("twopassstream_{tile_x}x{tile_y}"),
+        }
+    }
+
+    /// Whether the strategy runs two kernels with scratch fields between them
+    /// ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]).
+    pub fn is_two_pass(&self) -> bool {
+        matches!(self, Strategy::TwoPass { .. } | Strategy::TwoPassStream { .. })
+    }
+
+    /// The one-kernel strategy of a two-pass strategy's second pass (`self` for the others).
+    pub fn second_pass(&self) -> Strategy {
+        match *self {
+            Strategy::TwoPass { block_x, block_y, points_per_thread } => {
+                Strategy::ZMarch { block_x, block_y, points_per_thread }
+            }
+            Strategy::TwoPassStream { tile_x, tile_y } => Strategy::Stream25D { tile_x, tile_y },
+            other => other,
         }
     }
 }
@@ -118,10 +164,11 @@ impl std::str::FromStr for Strategy {
     type Err = String;
 
     /// The strategy a [`Strategy::label`] names (`zmarch_64x4x16`, `point_128x2x1`,
-    /// `stream25d_32x8`, `smem3d_32x4x4`, `depot_32x4x16`).
+    /// `stream25d_32x8`, `smem3d_32x4x4`, `depot_32x4x16`, `twopass_64x4x16`,
+    /// `twopassstream_32x8`).
     fn from_str(label: &str) -> Result<Self, String> {
         let bad = || {
-            format!("`{label}` is not a strategy label: use e.g. zmarch_64x4x16, point_128x2x1, stream25d_32x8, smem3d_32x4x4 or depot_32x4x16")
+            format!("`{label}` is not a strategy label: use e.g. zmarch_64x4x16, point_128x2x1, stream25d_32x8, smem3d_32x4x4, depot_32x4x16, twopass_64x4x16 or twopassstream_32x8")
         };
         let (kind, sizes) = label.split_once('_').ok_or_else(bad)?;
         let n: Vec<u32> = sizes.split('x').map(str::parse).collect::<Result<_, _>>().map_err(|_| bad())?;
@@ -133,6 +180,10 @@ impl std::str::FromStr for Strategy {
             ("stream25d", &[tile_x, tile_y]) => Strategy::Stream25D { tile_x, tile_y },
             ("smem3d", &[x, y, z]) => Strategy::SharedTile3D { tile: [x, y, z] },
             ("depot", &[block_x, block_y, planes]) => Strategy::Depot { block_x, block_y, planes },
+            ("twopass", &[block_x, block_y, points_per_thread]) => {
+                Strategy::TwoPass { block_x, block_y, points_per_thread }
+            }
+            ("twopassstream", &[tile_x, tile_y]) => Strategy::TwoPassStream { tile_x, tile_y },
             _ => return Err(bad()),
         })
     }
@@ -242,6 +293,8 @@ pub enum StrategyError {
         /// Why, and what to change.
         reason: String,
     },
+    /// A two-pass strategy for a stencil that cannot be split ([`crate::passes::materialise()`]).
+    NoTwoPass(crate::passes::materialise::MaterialiseError),
 }
 
 impl fmt::Display for StrategyError {
@@ -256,6 +309,7 @@ impl fmt::Display for StrategyError {
             StrategyError::NotSteppable { stencil, reason } => {
                 write!(f, "stencil `{stencil}` cannot run several time steps per sweep: {reason}")
             }
+            StrategyError::NoTwoPass(e) => write!(f, "no two-pass kernels: {e}"),
         }
     }
 }
@@ -271,13 +325,42 @@ pub const STREAM_PLANES: u32 = 32;
 /// [`print_kernel_with`]).
 /// A stencil's point functions are inlined first, except for [`Strategy::Depot`], which keeps
 /// them (the field facts are still those of the inlined IR).
+///
+/// For a two-pass strategy ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]) it prints the
+/// second pass, the body reading the written-out values (the first is [`print_first_pass`]).
 pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    if strategy.is_two_pass() {
+        let split = crate::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
+        return print_kernel(&split.second, strategy.second_pass(), geometry);
+    }
     let target = match strategy {
         Strategy::Depot { .. } if ir.sweep.is_none() => Target::CudaDepot,
         _ => Target::Cuda,
     };
     let prepared = prepare(ir, target);
     print_kernel_with(&prepared.ir, &prepared.analysis, strategy, geometry)
+}
+
+/// Prints the first pass of `ir` under a two-pass strategy: it writes the values the body reads
+/// at neighbours into the scratch fields that follow the stencil's parameters
+/// ([`crate::passes::materialise()`]), over fields laid out as `geometry` says (the geometry of
+/// the range grown by [`Materialised::lo`](crate::passes::materialise::Materialised::lo) and
+/// `hi`).
+pub fn print_first_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    let split = crate::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
+    print_kernel(&split.first, FIRST_PASS, geometry)
+}
+
+/// Prints the point pass of `ir` under a two-pass strategy, where it has one
+/// ([`Materialised::point`](crate::passes::materialise::Materialised::point)): over the launch's
+/// range, it stores the parts of the sums that need values at the point only and writes the
+/// values out; the first pass then covers only the rest of the grown range.
+pub fn print_point_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    let split = crate::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
+    let point = split.point.ok_or_else(|| {
+        StrategyError::NoTwoPass(crate::passes::materialise::MaterialiseError::NoPointPass { stencil: ir.name.clone() })
+    })?;
+    print_kernel(&point, FIRST_PASS, geometry)
 }
 
 /// Prints the kernel of `ir`, whose analysis is `analysis` (of the inlined IR), for `strategy`
@@ -322,6 +405,9 @@ pub fn print_kernel_with(
             }
             block_x * block_y
         }
+        Strategy::TwoPass { .. } | Strategy::TwoPassStream { .. } => {
+            return Err(bad(strategy, "a two-pass strategy prints two kernels: use print_kernel and print_first_pass"))
+        }
     };
     if threads == 0 || threads > 1024 {
         return Err(bad(strategy, &format!("a block needs 1 to 1024 threads, this one has {threads}")));
@@ -335,6 +421,7 @@ pub fn print_kernel_with(
         Strategy::Stream25D { tile_x, tile_y } => zmarch::print(&k, tile_x, tile_y, STREAM_PLANES, true),
         Strategy::SharedTile3D { tile } => shared_tile3d::print(&k, tile),
         Strategy::Depot { block_x, block_y, planes } => depot::print(&k, block_x, block_y, planes)?,
+        Strategy::TwoPass { .. } | Strategy::TwoPassStream { .. } => unreachable!("refused above"),
     })
 }
 

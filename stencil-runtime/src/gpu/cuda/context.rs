@@ -5,6 +5,7 @@
 use super::error::{driver, is_kernel_fault, ArgumentError, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
 use super::nvrtc::MIN_DRIVER_VERSION;
+use super::two_pass::{Scratch, TwoPassInfo};
 use crate::gpu::disk_cache::DiskCache;
 use crate::gpu::tuning::{ShapeClass, TuneReport, TuneSettings};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
@@ -54,6 +55,28 @@ pub(crate) struct GpuInner {
     /// Tuned choices by (stencil, shape class), with what tuning found (none where it could not
     /// tune: the default is kept without retrying).
     pub(crate) tuned: Mutex<HashMap<(usize, ShapeClass), Tuned>>,
+    /// What two-pass launches need of each stencil's split, by stencil (see `two_pass.rs`).
+    pub(crate) two_pass: Mutex<HashMap<usize, Option<Arc<TwoPassInfo>>>>,
+    /// The scratch fields of two-pass launches, by (stream, bytes); freed on drop.
+    pub(crate) scratch: Mutex<Scratch>,
+}
+
+impl Drop for GpuInner {
+    fn drop(&mut self) {
+        let scratch = std::mem::take(self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner));
+        if scratch.is_empty() {
+            return;
+        }
+        // SAFETY: the context is alive (held here); after the device is synchronised no queued
+        // kernel uses the scratch fields, each allocated by `malloc_sync` and freed once.
+        unsafe {
+            self.ctx.record_err(result::ctx::set_current(self.ctx.cu_ctx()));
+            self.ctx.record_err(result::ctx::synchronize());
+            for ptr in scratch.into_values().flatten() {
+                self.ctx.record_err(result::free_sync(ptr));
+            }
+        }
+    }
 }
 
 /// A tuned choice and what tuning found (none where it could not tune).
@@ -101,6 +124,8 @@ impl Gpu {
                 reductions: Mutex::new(HashMap::new()),
                 tune_settings: Mutex::new(tune_settings),
                 tuned: Mutex::new(HashMap::new()),
+                two_pass: Mutex::new(HashMap::new()),
+                scratch: Mutex::new(HashMap::new()),
             }),
         })
     }

@@ -77,14 +77,14 @@ impl Gpu {
             origin,
             args,
             written: &|| written_fields(ir, S::INFO.fields, &values),
+            first_pass: &|| self.first_pass(S::IR, S::source_ir(), &shape, range),
         };
         let strategy = match strategy {
             Some(s) => s,
             None => self.choose_strategy(&plan)?,
         };
-        let prepared = self.prepared(plan.ir, S::INFO.name, plan.key(strategy))?;
         tracing::trace!(target: "stencil::launch", stencil = S::INFO.name, on = self.ordinal(), ?strategy, points = range.points(), "run");
-        Ok(self.launch_prepared(&prepared, len, origin, &plan.args)?)
+        self.launch_plan(&plan, strategy, &plan.args)
     }
 
     /// The identifier of this device context in [`FieldStorage::home`].

@@ -6,7 +6,8 @@ use cudarc::driver::CudaFunction;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use stencil_codegen::printer::cuda::{
-    print_kernel, print_steps_kernel, CudaKernel, Geometry, Strategy, StrategyError, TimeTiling,
+    print_first_pass, print_kernel, print_point_pass, print_steps_kernel, CudaKernel, Geometry, Strategy,
+    StrategyError, TimeTiling,
 };
 use stencil_codegen::StencilIr;
 
@@ -70,6 +71,10 @@ pub(crate) enum KernelChoice {
     Step(Strategy),
     /// Several steps per sweep of the ping-pong pair whose input is parameter `input`.
     Steps { tiling: TimeTiling, input: usize },
+    /// The first pass of a two-pass strategy (the same kernel for every such strategy).
+    FirstPass,
+    /// The point pass of a two-pass strategy, where the stencil has one.
+    PointPass,
 }
 
 impl KernelChoice {
@@ -78,6 +83,8 @@ impl KernelChoice {
         match *self {
             KernelChoice::Step(strategy) => print_kernel(ir, strategy, geometry),
             KernelChoice::Steps { tiling, input } => print_steps_kernel(ir, tiling, input, geometry),
+            KernelChoice::FirstPass => print_first_pass(ir, geometry),
+            KernelChoice::PointPass => print_point_pass(ir, geometry),
         }
     }
 }

@@ -41,6 +41,14 @@ impl DeviceAlloc {
         self.ptr
     }
 
+    /// The address, no longer freed on drop (the caller frees it with `free_sync`).
+    pub(crate) fn into_raw(self) -> CUdeviceptr {
+        let me = std::mem::ManuallyDrop::new(self);
+        // SAFETY: `me` is never used or dropped again; its handle is moved out once and dropped.
+        drop(unsafe { std::ptr::read(&me.gpu) });
+        me.ptr
+    }
+
     /// The device the memory is on.
     pub(crate) fn gpu(&self) -> &Gpu {
         &self.gpu

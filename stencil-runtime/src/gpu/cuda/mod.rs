@@ -47,6 +47,7 @@ mod nvrtc;
 mod reduce;
 mod steps;
 mod tune;
+mod two_pass;
 
 /// The cudarc types that [`CudaError`] keeps: the driver's and NVRTC's result codes.
 pub use cudarc::driver::{sys::CUresult, DriverError};

@@ -8,6 +8,7 @@ use super::error::CudaError;
 use super::kernel::{KernelChoice, LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
+use super::two_pass::FirstPass;
 use crate::error::LaunchError;
 use crate::gpu::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
 use cudarc::driver::result;
@@ -38,6 +39,9 @@ pub(crate) struct LaunchPlan<'a> {
     pub(crate) args: Vec<KernelArg<'a>>,
     /// The fields the stencil writes (computed only when a launch is tuned).
     pub(crate) written: &'a dyn Fn() -> Vec<WrittenField>,
+    /// The first pass of a two-pass strategy, where the stencil has one (see `two_pass.rs`;
+    /// computed only for a two-pass launch or when a launch is tuned).
+    pub(crate) first_pass: &'a dyn Fn() -> Option<FirstPass>,
 }
 
 impl LaunchPlan<'_> {
@@ -96,7 +100,10 @@ impl Gpu {
             chosen
         };
         let start = Instant::now();
-        let candidates = tuning::candidates(plan.ir, plan.len, plan.geometry.lanes);
+        let mut candidates = tuning::candidates(plan.ir, plan.len, plan.geometry.lanes);
+        if (plan.first_pass)().is_none() {
+            candidates.retain(|s| !s.is_two_pass());
+        }
         // The printed kernels are part of the key: a record made by another code generator is
         // not found.
         let kernels: Vec<String> = candidates
@@ -206,24 +213,24 @@ impl Gpu {
                     | CudaError::LaunchFailed { .. }
                     | CudaError::SharedMemory { .. }
                     | CudaError::Compile { .. }
+                    // A two-pass strategy's scratch fields.
+                    | CudaError::OutOfMemory { .. }
             )
         };
         let skip = |e: &CudaError| {
             tracing::warn!(target: "stencil::tune", stencil = plan.name, %strategy, "candidate skipped: {e}");
             Ok(None)
         };
-        let prepared = match self.prepared(plan.ir, plan.name, plan.key(strategy)) {
-            Err(LaunchError::Cuda(e)) if cannot_run(&e) => return skip(&e),
-            p => p?,
-        };
-        let launch = || self.launch_prepared(&prepared, plan.len, plan.origin, args);
+        let launch = || self.launch_plan(plan, strategy, args);
         match launch() {
-            Err(e) if cannot_run(&e) => return skip(&e),
+            Err(LaunchError::Cuda(e)) if cannot_run(&e) => return skip(&e),
             r => r?,
         }
-        let (_, one) = self.time_ms(launch)?;
+        let (issued, one) = self.time_ms(|| Ok(launch()))?;
+        issued?;
         let reps = (share_ms / one.max(1e-3)).clamp(1.0, 10.0) as usize;
-        let (_, total) = self.time_ms(|| (0..reps).try_for_each(|_| launch()))?;
+        let (issued, total) = self.time_ms(|| Ok((0..reps).try_for_each(|_| launch())))?;
+        issued?;
         Ok(Some(total / reps as f64))
     }
 
