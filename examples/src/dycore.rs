@@ -24,6 +24,7 @@
 //! the buoyancy `−gR` hold as in the dry core, whose stencils are unchanged. [`DycoreWater`]
 //! advects the water, [`DycoreRain`] is the warm rain of [`crate::warm_rain`] once per long step.
 
+use rayon::prelude::*;
 use stencil_runtime::io::netcdf::{Axis, Writer};
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill};
@@ -431,6 +432,17 @@ pub fn dycore_rain(
     ground[idx] = ground[idx] + bottom * dt * flux;
 }
 
+/// [`Field3::from_fn`] over the host's threads, a plane of storage per task (`f` is pure: the
+/// same values).
+fn par_field(shape: Shape3, f: impl Fn([isize; 3]) -> f64 + Sync) -> Field3<f64> {
+    let [ex, ey, ez] = shape.extent();
+    let planes: Vec<Vec<f64>> = (0..ez)
+        .into_par_iter()
+        .map(|k| (0..ey).flat_map(|j| (0..ex).map(move |i| shape.to_global([i, j, k]))).map(&f).collect())
+        .collect();
+    Field3::from_vec(shape, planes.concat()).expect("one value per storage point")
+}
+
 /// The test cases.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Case {
@@ -725,20 +737,22 @@ impl Dycore {
             }
             p
         };
-        let mut cols = std::collections::HashMap::new();
-        let mut p_at =
-            |g: [isize; 3]| cols.entry([g[0], g[1]]).or_insert_with(|| column(g))[(g[2] + HALO as isize) as usize];
-        let p = Field3::from_fn(shape, &mut p_at);
+        // Every column (halo included) at once on the host's threads.
+        let [ex, ey, _] = shape.extent();
+        let h = HALO as isize;
+        let columns: Vec<Vec<f64>> =
+            (0..ex * ey).into_par_iter().map(|c| column([(c % ex) as isize - h, (c / ex) as isize - h, 0])).collect();
+        let p = par_field(shape, |g| columns[(g[0] + h) as usize + (g[1] + h) as usize * ex][(g[2] + h) as usize]);
         let rho_theta = |g: [isize; 3]| (p.get(g).unwrap() / P0).powf(1.0 / GAMMA) * P0 / RD;
-        let r = Field3::from_fn(shape, |g| {
+        let r = par_field(shape, |g| {
             let z = height(g);
             let pi = (p.get(g).unwrap() / P0).powf(RD / CP);
             let theta = self.background(z).0 + self.perturbation(self.x(g[0], 0), z, pi);
             jac(g) * rho_theta(g) / theta
         });
         let at = |f: &Field3<f64>, g: [isize; 3]| f.get(g).unwrap_or(0.0);
-        let u = Field3::from_fn(shape, |g| 0.5 * (at(&r, g) + at(&r, [g[0] + 1, g[1], g[2]])) * self.u_ref);
-        let t = Field3::from_fn(shape, |g| jac(g) * rho_theta(g));
+        let u = par_field(shape, |g| 0.5 * (at(&r, g) + at(&r, [g[0] + 1, g[1], g[2]])) * self.u_ref);
+        let t = par_field(shape, |g| jac(g) * rho_theta(g));
         let state = [r, u, Field3::zeros(shape), Field3::zeros(shape), t];
         // z_x at the edge (i+½, k+½): δx of the face heights ((1 − ζ/H) δx z_s for Gal-Chen);
         // z_y likewise.
@@ -764,14 +778,14 @@ impl Dycore {
             Reference::None => 0.0,
         };
         let mut metrics = [
-            Field3::from_fn(shape, jac),
-            Field3::from_fn(shape, |g| edge(g, 0)),
-            Field3::from_fn(shape, |g| if self.n[1] > 1 { edge(g, 1) } else { 0.0 }),
-            Field3::from_fn(shape, |g| if (0..nz - 1).contains(&g[2]) { 1.0 } else { 0.0 }),
-            Field3::from_fn(shape, sponge),
-            Field3::from_fn(shape, reference),
-            Field3::from_fn(shape, |g| self.jacobian(g, true)),
-            Field3::from_fn(shape, |g| self.background(height(g)).0),
+            par_field(shape, jac),
+            par_field(shape, |g| edge(g, 0)),
+            par_field(shape, |g| if self.n[1] > 1 { edge(g, 1) } else { 0.0 }),
+            par_field(shape, |g| if (0..nz - 1).contains(&g[2]) { 1.0 } else { 0.0 }),
+            par_field(shape, sponge),
+            par_field(shape, reference),
+            par_field(shape, |g| self.jacobian(g, true)),
+            par_field(shape, |g| self.background(height(g)).0),
         ];
         if self.moist() {
             let (q, reference, theta) = self.moist_initial();
