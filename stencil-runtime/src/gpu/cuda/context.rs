@@ -5,7 +5,6 @@
 use super::error::{driver, is_kernel_fault, ArgumentError, CudaError};
 use super::kernel::{Kernel, LaunchKey, Prepared, ReducePrepared};
 use super::nvrtc::MIN_DRIVER_VERSION;
-use super::two_pass::{Scratch, TwoPassInfo};
 use crate::gpu::disk_cache::DiskCache;
 use crate::gpu::tuning::{ShapeClass, TuneReport, TuneSettings};
 use cudarc::driver::sys::{self, CUevent_flags, CUresult};
@@ -323,3 +322,15 @@ pub(crate) fn driver_version() -> Result<i32, CudaError> {
     unsafe { sys::cuDriverGetVersion(&mut version) }.result().map_err(|e| driver("cuDriverGetVersion", e))?;
     Ok(version)
 }
+
+/// What a launch needs of a stencil's split: the reach of the written-out values and the
+/// element size of each scratch field. Cached per stencil.
+pub(crate) struct TwoPassInfo {
+    pub(crate) lo: [i32; 3],
+    pub(crate) hi: [i32; 3],
+    pub(crate) elem_bytes: Vec<usize>,
+    pub(crate) point: bool,
+}
+
+/// Scratch fields by (stream, bytes): device addresses, freed when the device is dropped.
+pub(crate) type Scratch = HashMap<(usize, usize), Vec<u64>>;

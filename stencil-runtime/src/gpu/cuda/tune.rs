@@ -8,7 +8,6 @@ use super::error::CudaError;
 use super::kernel::{KernelChoice, LaunchKey, Prepared};
 use super::launch::{KernelArg, LaunchDims};
 use super::memory::DeviceAlloc;
-use super::two_pass::FirstPass;
 use crate::error::LaunchError;
 use crate::gpu::tuning::{self, ShapeClass, Timing, TuneRecord, TuneReport, TuneSettings, TUNE_MIN_POINTS};
 use cudarc::driver::result;
@@ -252,4 +251,22 @@ impl Gpu {
         // the launch (dropping a field or a copy waits for the stream).
         unsafe { self.launch(&prepared.kernel, dims, args) }
     }
+}
+
+/// One launch's range: lengths along the layout axes, first element, geometry.
+pub(crate) struct Part {
+    pub(crate) len: [usize; 3],
+    pub(crate) origin: i64,
+    pub(crate) geometry: Geometry,
+}
+
+/// The first pass of one launch: its range (lengths along the layout axes, first element) and
+/// geometry, and the bytes of each scratch field.
+pub(crate) struct FirstPass {
+    /// Where the first kernel runs: the grown range, or without the launch's range where a
+    /// point pass covers that.
+    pub(crate) parts: Vec<Part>,
+    /// Whether the point pass runs (over the launch's range).
+    pub(crate) point: bool,
+    pub(crate) scratch_bytes: Vec<usize>,
 }

@@ -7,50 +7,19 @@
 //! they are allocated on first use per (stream, size) and kept by the device for later launches
 //! (and for recorded steps, which hold their addresses), freed with the device handle's last clone.
 
-use super::context::Gpu;
+use super::context::{Gpu, TwoPassInfo};
 use super::error::CudaError;
 use super::kernel::{KernelChoice, LaunchKey};
 use super::launch::KernelArg;
 use super::memory::DeviceAlloc;
-use super::tune::LaunchPlan;
+use super::tune::{FirstPass, LaunchPlan, Part};
 use crate::error::LaunchError;
 use crate::field::Shape;
 use crate::gpu::source::{first_pass_range, geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
-use std::collections::HashMap;
 use std::sync::{Arc, PoisonError};
-use stencil_codegen::printer::cuda::{Geometry, Strategy};
+use stencil_codegen::printer::cuda::Strategy;
 use stencil_codegen::StencilIr;
-
-/// What a launch needs of a stencil's split: the reach of the written-out values and the
-/// element size of each scratch field. Cached per stencil.
-pub(crate) struct TwoPassInfo {
-    lo: [i32; 3],
-    hi: [i32; 3],
-    elem_bytes: Vec<usize>,
-    point: bool,
-}
-
-/// One launch's range: lengths along the layout axes, first element, geometry.
-pub(crate) struct Part {
-    pub(crate) len: [usize; 3],
-    pub(crate) origin: i64,
-    pub(crate) geometry: Geometry,
-}
-
-/// The first pass of one launch: its range (lengths along the layout axes, first element) and
-/// geometry, and the bytes of each scratch field.
-pub(crate) struct FirstPass {
-    /// Where the first kernel runs: the grown range, or without the launch's range where a
-    /// point pass covers that.
-    pub(crate) parts: Vec<Part>,
-    /// Whether the point pass runs (over the launch's range).
-    pub(crate) point: bool,
-    pub(crate) scratch_bytes: Vec<usize>,
-}
-
-/// Scratch fields by (stream, bytes): device addresses, freed when the device is dropped.
-pub(crate) type Scratch = HashMap<(usize, usize), Vec<u64>>;
 
 impl Gpu {
     /// The split's facts for the stencil whose serialised IR is `ir_text` (`ir` its IR); `None`
