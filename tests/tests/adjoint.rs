@@ -509,14 +509,15 @@ fn the_two_passes_give_the_one_pass_bits_and_planted_bugs_do_not() {
     interpret(<DampedAdjoint as Stencil<3>>::ir(), &q, &mut one, &[dt]);
     let split = materialise(<DampedAdjoint as Stencil<3>>::source_ir()).expect("a split");
     assert_eq!(split.values.len(), 1, "one scaled cotangent is read at neighbours");
-    let (first, second) = (inline_point_fns(&split.first), inline_point_fns(&split.second));
+    assert_eq!(split.first.len(), 1, "one value, one box of offsets, one first pass");
+    let (first, second) = (inline_point_fns(&split.first[0].ir), inline_point_fns(&split.second));
     // `u_prev_bar`'s sum and the start of `u_bar`'s (up to the first neighbour's term) need values
     // at the point only: the point pass does them.
     let point = inline_point_fns(split.point.as_ref().expect("a point pass"));
     assert_eq!(second.body.len(), 1, "the second pass adds only into u_bar");
     let stale = random::<f64, _>(shape, &mut rng, -1.0, 1.0);
     let grown = |short: usize| {
-        let (b, e, lo, hi) = (q.begin(), q.end(), split.lo, split.hi);
+        let (b, e, lo, hi) = (q.begin(), q.end(), split.first[0].lo, split.first[0].hi);
         let end: [usize; 3] = std::array::from_fn(|a| (e[a] + hi[a] as isize) as usize - usize::from(a == 0) * short);
         let begin: [usize; 3] = std::array::from_fn(|a| (b[a] as isize + lo[a] as isize) as usize);
         Loop3D::from_bounds(shape.extent(), begin, end).expect("inside")

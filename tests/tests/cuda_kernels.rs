@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    cuda_first_pass_kernel, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
+    cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
     Strategy, TimeTiling,
 };
 
@@ -169,10 +169,19 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let depot = Strategy::Depot { block_x: 32, block_y: 4, planes: 8 };
     out.push(("point_fns_depot".into(), cuda_kernel::<FluxPoints, 3>(depot, &s1, &inner).unwrap()));
     let two = Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 };
-    out.push(("point_fns_twopass_first".into(), cuda_first_pass_kernel::<FluxPoints, 3>(&s1, &inner).unwrap()));
+    let one = |mut k: Vec<CudaKernel>| {
+        assert_eq!(k.len(), 1, "one box of offsets, one first pass");
+        k.remove(0)
+    };
+    // `fx` is read along x, `fz` along z: a first pass for each.
+    let firsts = cuda_first_pass_kernels::<FluxPoints, 3>(&s1, &inner).unwrap();
+    assert_eq!(firsts.len(), 2, "two boxes of offsets, two first passes");
+    for (n, k) in firsts.into_iter().enumerate() {
+        out.push((format!("point_fns_twopass_first{n}"), k));
+    }
     out.push(("point_fns_twopass".into(), cuda_kernel::<FluxPoints, 3>(two, &s1, &inner).unwrap()));
     let wave = Loop3D::interior(&s4).shrink([4; 3]);
-    out.push(("adjoint25_twopass_first".into(), cuda_first_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
+    out.push(("adjoint25_twopass_first".into(), one(cuda_first_pass_kernels::<Wave25Adjoint, 3>(&s4, &wave).unwrap())));
     out.push(("adjoint25_twopass_point".into(), cuda_point_pass_kernel::<Wave25Adjoint, 3>(&s4, &wave).unwrap()));
     out.push(("adjoint25_twopass".into(), cuda_kernel::<Wave25Adjoint, 3>(two, &s4, &wave).unwrap()));
     let stream = Strategy::TwoPassStream { tile_x: 32, tile_y: 8 };
@@ -251,7 +260,7 @@ fn bad_blocks_are_errors() {
     let two = Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 };
     let e = cuda_kernel::<Diffusion, 3>(two, &s, &r).unwrap_err();
     assert!(e.to_string().contains("no value to write out"), "{e}");
-    assert!(cuda_first_pass_kernel::<Diffusion, 3>(&s, &r).is_err());
+    assert!(cuda_first_pass_kernels::<Diffusion, 3>(&s, &r).is_err());
     // FluxPoints stores one value, which starts with a neighbour's term: no point pass.
     let e = cuda_point_pass_kernel::<FluxPoints, 3>(&s, &r).unwrap_err();
     assert!(e.to_string().contains("no point pass"), "{e}");

@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{DeviceField, Element, Field};
+use stencil_runtime::{DeviceField, Element, Field, Strategy};
 
 fn gpu() -> Gpu {
     Gpu::new(0).expect("the GPU suite needs a CUDA device")
@@ -350,6 +350,57 @@ fn point_functions_every_strategy_both_layouts() {
                 range.with_strategy(s).run_on(&g, LopsidedRing, (&du, &dv, &mut dout)).unwrap();
                 let got = dout.download().unwrap();
                 assert_same(&format!("lopsided_ring {order:?} {s} {range:?}"), &want_ring, &got, f64::to_bits);
+            }
+        }
+    }
+}
+
+/// Two-pass strategies on stencils whose values are read over different boxes of offsets (one
+/// first pass per box), with and without a point pass, both layouts, the interior and a
+/// sub-range, over halos no wider than the stencils' reach, against the host's CPU nest.
+#[test]
+fn two_pass_splits_every_box_both_layouts() {
+    use stencil_tests::canonical::{FluxUpdate, Lopsided, SplitBoxes, SplitBoxesSum};
+    let g = gpu();
+    let mut rng = Rng(13);
+    let two = [
+        Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 },
+        Strategy::TwoPass { block_x: 16, block_y: 3, points_per_thread: 5 },
+        Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
+        Strategy::TwoPassStream { tile_x: 16, tile_y: 5 },
+    ];
+    for order in [Order::Ijk, Order::Kij] {
+        for halo in [2, 3] {
+            let shape = Shape3::new([37, 21, 15]).halo(halo).order(order);
+            let (u, v) = (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v));
+            let (du, dv) = (up(&g, &u), up(&g, &v));
+            for range in [Loop3D::interior(&shape), Loop3D::interior(&shape).shrink([3, 1, 2])] {
+                let check =
+                    |name: &str, host: &dyn Fn(&mut Field3<f64>), dev: &dyn Fn(Strategy, &mut DeviceField<f64, 3>)| {
+                        let mut want = Field3::filled(shape, f64::NAN);
+                        host(&mut want);
+                        for s in two {
+                            let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+                            dev(s, &mut dout);
+                            let what = format!("{name} {order:?} halo {halo} {s} {range:?}");
+                            assert_same(&what, &want, &dout.download().unwrap(), f64::to_bits);
+                        }
+                    };
+                if halo == 2 {
+                    check("split_boxes", &|w| range.run(SplitBoxes, (&u, &v, w)).unwrap(), &|s, d| {
+                        range.with_strategy(s).run_on(&g, SplitBoxes, (&du, &dv, d)).unwrap()
+                    });
+                    check("split_boxes_sum", &|w| range.run(SplitBoxesSum, (&u, &v, w)).unwrap(), &|s, d| {
+                        range.with_strategy(s).run_on(&g, SplitBoxesSum, (&du, &dv, d)).unwrap()
+                    });
+                    check("flux_update", &|w| range.run(FluxUpdate, (0.3, &u, &v, w)).unwrap(), &|s, d| {
+                        range.with_strategy(s).run_on(&g, FluxUpdate, (0.3, &du, &dv, d)).unwrap()
+                    });
+                } else {
+                    check("lopsided", &|w| range.run(Lopsided, (&u, &v, w)).unwrap(), &|s, d| {
+                        range.with_strategy(s).run_on(&g, Lopsided, (&du, &dv, d)).unwrap()
+                    });
+                }
             }
         }
     }

@@ -179,3 +179,40 @@ fn settings_bound_and_switch_off_tuning() {
     assert!(on.tune_reports().is_empty());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// Tuning stencils whose two-pass split has several first passes, with and without a point pass,
+/// over halos no wider than their reach (a first pass computing a value where the body never
+/// reads it would read past the fields: an illegal address, or under memcheck an error): every
+/// two-pass candidate runs, and the tuned launch gives the host's bits.
+#[test]
+fn tuning_times_every_two_pass_split_and_changes_no_value() {
+    use stencil_tests::canonical::{SplitBoxes, SplitBoxesSum};
+    let dir = scratch_dir("split");
+    let g = gpu_with(&dir, TuneSettings::default());
+    let mut rng = Rng(7);
+    let shape = Shape3::new([96, 80, 64]).halo(2);
+    let range = Loop3D::interior(&shape);
+    let u = random(shape, &mut rng, |v| v);
+    let v = random(shape, &mut rng, |v| v);
+    let (du, dv) = (g.upload(&u).unwrap(), g.upload(&v).unwrap());
+    let bits = |f: &Field3<f64>| f.as_slice().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    let mut want = Field3::filled(shape, f64::NAN);
+    range.run(SplitBoxes, (&u, &v, &mut want)).unwrap();
+    let mut got = g.upload(&Field3::filled(shape, f64::NAN)).unwrap();
+    range.run_on(&g, SplitBoxes, (&du, &dv, &mut got)).unwrap();
+    assert!(bits(&want) == bits(&got.download().unwrap()), "split_boxes, tuned");
+    let mut want = Field3::filled(shape, f64::NAN);
+    range.run(SplitBoxesSum, (&u, &v, &mut want)).unwrap();
+    let mut got = g.upload(&Field3::filled(shape, f64::NAN)).unwrap();
+    range.run_on(&g, SplitBoxesSum, (&du, &dv, &mut got)).unwrap();
+    assert!(bits(&want) == bits(&got.download().unwrap()), "split_boxes_sum, tuned");
+    let reports = g.tune_reports();
+    assert_eq!(reports.len(), 2, "{reports:#?}");
+    for r in &reports {
+        let two: Vec<_> = r.record.times.iter().filter(|(s, _)| s.is_two_pass()).collect();
+        assert!(!two.is_empty(), "two-pass candidates for {}: {r:#?}", r.record.stencil);
+        assert!(two.iter().all(|(_, t)| !matches!(t, Timing::CannotRun)), "every two-pass candidate runs: {r:#?}");
+        println!("{}: best {} ({} two-pass candidates)", r.record.stencil, r.record.best, two.len());
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -235,3 +235,55 @@ fn the_functor_ir_has_them_inlined_and_the_launch_checks_their_reach() {
     let r: Loop<3> = Loop3D::interior(&shape).shrink([1, 0, 0]);
     r.run(FluxUpdate, (1.0, &u, &v, &mut out)).unwrap();
 }
+
+/// The two-pass split (`stencil_codegen::passes::materialise`) writes each value only over the
+/// box of offsets where the body reads it: every first pass reads the fields within the
+/// stencil's own reach, so any launch the checks accept can run it. Values read over different
+/// boxes get passes of their own (one pass over the union of the boxes would compute `a` of
+/// `SplitBoxes` a point further up along z and read `u` past the stencil's reach).
+#[test]
+fn two_pass_first_passes_read_within_the_stencils_reach() {
+    use stencil_codegen::passes::materialise;
+    use stencil_runtime::Stencil;
+    use stencil_tests::canonical::{Lopsided, LopsidedRing, SplitBoxes, SplitBoxesSum};
+    fn check<S: Stencil<3>>(passes: usize, point: bool) {
+        let ir = S::source_ir();
+        let split = materialise(ir).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!((split.first.len(), split.point.is_some()), (passes, point), "{}", ir.name);
+        let (mut lo, mut hi) = ([0i32; 3], [0i32; 3]);
+        for f in S::INFO.fields {
+            for a in 0..3 {
+                (lo[a], hi[a]) = (lo[a].min(f.lo[a]), hi[a].max(f.hi[a]));
+            }
+        }
+        for (n, pass) in split.first.iter().enumerate() {
+            for a in 0..3 {
+                let ok = lo[a] <= pass.reads_lo[a] && pass.reads_hi[a] <= hi[a];
+                assert!(
+                    ok,
+                    "{} pass {n}: reads {:?}..{:?}, reach {lo:?}..{hi:?}",
+                    ir.name, pass.reads_lo, pass.reads_hi
+                );
+                assert!(pass.lo[a] <= 0 && pass.hi[a] >= 0, "{} pass {n}: the box holds the point", ir.name);
+            }
+        }
+        // Every value is written by exactly one pass.
+        let stored: Vec<usize> = (split.first.iter())
+            .flat_map(|p| {
+                p.ir.body.iter().map(|s| match s {
+                    stencil_codegen::ir::Stmt::Store { field, .. } => *field,
+                    _ => panic!("a first pass only stores"),
+                })
+            })
+            .collect();
+        let n = ir.params.len();
+        let mut sorted = stored.clone();
+        sorted.sort();
+        assert_eq!(sorted, (n..n + split.values.len()).collect::<Vec<_>>(), "{}", ir.name);
+    }
+    check::<FluxUpdate>(3, false);
+    check::<Lopsided>(2, false);
+    check::<LopsidedRing>(2, false);
+    check::<SplitBoxes>(2, false);
+    check::<SplitBoxesSum>(2, true);
+}

@@ -113,18 +113,10 @@ fn main() -> Result<(), Failure> {
     let mut differs = Vec::new();
     if args.two_pass {
         let depot = Strategy::Depot { block_x: 32, block_y: 8, planes: 16 };
-        let two = |block_x, block_y, points_per_thread| Strategy::TwoPass { block_x, block_y, points_per_thread };
-        let paths = [
-            depot,
-            two(64, 4, 16),
-            two(32, 4, 16),
-            two(32, 2, 16),
-            two(64, 4, 8),
-            two(32, 8, 32),
-            Strategy::TwoPassStream { tile_x: 32, tile_y: 8 },
-            Strategy::TwoPassStream { tile_x: 32, tile_y: 4 },
-            Strategy::TwoPassStream { tile_x: 64, tile_y: 4 },
-        ];
+        // The depot as the reference, then the two-pass strategies the tuner tries.
+        let ir = <FwiWaveAdjoint as Stencil<3>>::source_ir();
+        let tried = stencil_runtime::tuning::candidates(ir, [n; 3], 2).into_iter().filter(Strategy::is_two_pass);
+        let paths: Vec<Strategy> = std::iter::once(depot).chain(tried).collect();
         // One launch of each from the same start, bits compared with the depot's.
         let once = |strategy: Strategy| -> Result<Vec<u64>, Failure> {
             let (mut a1, mut t1) = (gpu.upload(&random(4))?, gpu.upload(&random(5))?);

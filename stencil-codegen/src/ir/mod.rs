@@ -645,6 +645,32 @@ impl<T> Expr<T> {
             }
         }
     }
+
+    /// Visits this expression and every sub-expression mutably, parents first (a rewrite of a
+    /// node's kind is then walked in its new form).
+    pub fn visit_mut(&mut self, f: &mut impl FnMut(&mut Expr<T>)) {
+        f(self);
+        match &mut self.kind {
+            ExprKind::Lit(_)
+            | ExprKind::Local(_)
+            | ExprKind::Scalar(_)
+            | ExprKind::Load { .. }
+            | ExprKind::Level
+            | ExprKind::Levels
+            | ExprKind::PointValue { .. } => {}
+            ExprKind::Unary(_, a) | ExprKind::Cast(a) => a.visit_mut(f),
+            ExprKind::Binary(_, a, b) => {
+                a.visit_mut(f);
+                b.visit_mut(f);
+            }
+            ExprKind::Call(_, args) => args.iter_mut().for_each(|a| a.visit_mut(f)),
+            ExprKind::Select(c, a, b) => {
+                c.visit_mut(f);
+                a.visit_mut(f);
+                b.visit_mut(f);
+            }
+        }
+    }
 }
 
 impl<T> Stmt<T> {
@@ -679,6 +705,25 @@ pub fn visit_exprs<T>(body: &[Stmt<T>], f: &mut impl FnMut(&Expr<T>)) {
                 cond.visit(f);
                 visit_exprs(then_body, f);
                 visit_exprs(else_body, f);
+            }
+        }
+    }
+}
+
+/// Visits every expression of a statement list (with sub-expressions) mutably, in order.
+pub fn visit_exprs_mut<T>(body: &mut [Stmt<T>], f: &mut impl FnMut(&mut Expr<T>)) {
+    for stmt in body {
+        match stmt {
+            Stmt::Let { init, .. } => {
+                if let Some(e) = init {
+                    e.visit_mut(f)
+                }
+            }
+            Stmt::Assign { value, .. } | Stmt::Store { value, .. } | Stmt::Fold { value, .. } => value.visit_mut(f),
+            Stmt::If { cond, then_body, else_body } => {
+                cond.visit_mut(f);
+                visit_exprs_mut(then_body, f);
+                visit_exprs_mut(else_body, f);
             }
         }
     }

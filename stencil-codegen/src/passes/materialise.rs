@@ -30,23 +30,26 @@
 //! fields and the mask once, and the second pass reads only the written-out values and the
 //! cotangent it adds into.
 //!
-//! **Ranges.** The second pass runs over the launch's range `R`; the values are needed over `R`
-//! grown by the reach of their offsets ([`Materialised::lo`], [`Materialised::hi`]), each axis on
-//! its own (a box). Without a point pass the first pass runs over that grown box; with one, the
-//! point pass runs over `R` (writing the values there) and the first pass over the rest of the
-//! box only. A launch whose range plus the stencil's reach fits its fields covers these reads
-//! too: a value at `p + o` reads the fields at `p + o` plus its own offsets, which the stencil's
-//! reach check already bounds per axis.
+//! **Ranges.** The second pass runs over the launch's range `R`. Each value is needed over `R`
+//! grown by the offsets at which the body reads it, each axis on its own (a box that contains
+//! the point). Values with the same box share a first pass ([`Materialised::first`]), which
+//! writes them over `R` grown by that box, so no value is computed where the body does not read
+//! it: a value that the body reads only at `p` and `p − x̂` reads its fields over `R` grown by its
+//! own reach and one point down along x, no further, however far along other axes other values
+//! are read. Without a point pass each first pass runs over its grown box; with one, the point
+//! pass runs over `R` (writing every value there) and each first pass over the rest of its box.
+//! [`ValuePass::reads_lo`] and [`ValuePass::reads_hi`] bound where a pass reads the fields: a
+//! launch runs the two passes only where these reads stay inside the fields (they stay inside
+//! the stencil's own reach wherever the body reads each value at the point itself).
 
 use crate::ir::{BinOp, Expr, ExprKind, FieldParam, Param, ParamKind, StencilIr, Stmt};
 
 /// The two passes of a stencil whose point functions are written out (see the module docs).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Materialised {
-    /// The first pass: the stencil's parameters, then one writable field per written-out value
-    /// (in [`Materialised::values`] order), into which it stores each value at its own point.
-    /// It writes none of the stencil's fields.
-    pub first: StencilIr,
+    /// The first passes, one per box of offsets at which the body reads values (see the module
+    /// docs).
+    pub first: Vec<ValuePass>,
     /// The second pass: the stencil's parameters, then the same fields, read only; the body with
     /// every written-out value loaded from its field.
     pub second: StencilIr,
@@ -57,10 +60,24 @@ pub struct Materialised {
     pub point: Option<StencilIr>,
     /// The point function and output each extra field holds.
     pub values: Vec<(usize, usize)>,
-    /// The least offset at which the body reads a written-out value, per stencil axis (≤ 0).
+}
+
+/// A first pass: the values whose reads by the body span the same box of offsets.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ValuePass {
+    /// The stencil's parameters, then one writable field per written-out value (in
+    /// [`Materialised::values`] order, every pass the same list); it stores this pass's values
+    /// into their fields at its own point, and writes none of the stencil's fields.
+    pub ir: StencilIr,
+    /// The least offset at which the body reads one of these values, per stencil axis (≤ 0).
     pub lo: [i32; 3],
     /// The greatest such offset, per stencil axis (≥ 0).
     pub hi: [i32; 3],
+    /// The least offset from the launch's range at which this pass, run over the range grown by
+    /// `lo` and `hi`, reads a field, per stencil axis.
+    pub reads_lo: [i32; 3],
+    /// The greatest such offset, per stencil axis.
+    pub reads_hi: [i32; 3],
 }
 
 /// Why a stencil cannot be split into the two passes.
@@ -81,6 +98,15 @@ pub enum MaterialiseError {
         /// The stencil.
         stencil: String,
     },
+    /// A first pass was asked for by a number the split does not have.
+    NoSuchPass {
+        /// The stencil.
+        stencil: String,
+        /// The number asked for.
+        pass: usize,
+        /// How many first passes the split has.
+        count: usize,
+    },
 }
 
 impl std::fmt::Display for MaterialiseError {
@@ -99,6 +125,11 @@ impl std::fmt::Display for MaterialiseError {
                 "stencil `{stencil}` has no point pass: its body is not a list of sums into fields it reads only \
                  there, or no sum starts with terms at the point itself"
             ),
+            MaterialiseError::NoSuchPass { stencil, pass, count } => write!(
+                f,
+                "stencil `{stencil}` has {count} first pass(es), one per box of offsets at which its body reads \
+                 values: there is no pass {pass}"
+            ),
         }
     }
 }
@@ -114,7 +145,6 @@ pub fn materialise(ir: &StencilIr) -> Result<Materialised, MaterialiseError> {
     // them from the same form, so the bits are unchanged).
     let ir = &super::inline_nested_point_fns(ir);
     let mut values: Vec<(usize, usize)> = Vec::new();
-    let (mut lo, mut hi) = ([0i32; 3], [0i32; 3]);
     crate::ir::visit_exprs(&ir.body, &mut |e| {
         if let ExprKind::PointValue { func, output, offset } = e.kind {
             if offset != [0; 3] && !values.contains(&(func, output)) {
@@ -125,9 +155,12 @@ pub fn materialise(ir: &StencilIr) -> Result<Materialised, MaterialiseError> {
     if values.is_empty() {
         return Err(MaterialiseError::NothingShared { stencil: ir.name.clone() });
     }
+    // The box of offsets at which the body reads each value (with the point itself).
+    let mut boxes = vec![([0i32; 3], [0i32; 3]); values.len()];
     crate::ir::visit_exprs(&ir.body, &mut |e| {
         if let ExprKind::PointValue { func, output, offset } = e.kind {
-            if values.contains(&(func, output)) {
+            if let Some(v) = values.iter().position(|&x| x == (func, output)) {
+                let (lo, hi) = &mut boxes[v];
                 for a in 0..3 {
                     lo[a] = lo[a].min(offset[a]);
                     hi[a] = hi[a].max(offset[a]);
@@ -152,41 +185,71 @@ pub fn materialise(ir: &StencilIr) -> Result<Materialised, MaterialiseError> {
         let elem = ir.locals[pf.outputs[output]].ty;
         extra.push(Param { name, kind: ParamKind::Field(FieldParam { elem, writable: true }) });
     }
-    let first = StencilIr {
-        name: format!("{}_values", ir.name),
-        params: ir.params.iter().chain(&extra).cloned().collect(),
-        body: values
-            .iter()
-            .enumerate()
-            .map(|(s, &(func, output))| Stmt::Store {
-                field: n + s,
-                value: Expr {
-                    ty: ir.locals[ir.point_fns[func].outputs[output]].ty,
-                    kind: ExprKind::PointValue { func, output, offset: [0; 3] },
-                },
-            })
-            .collect(),
-        ..ir.clone()
+    let base = StencilIr { params: ir.params.iter().chain(&extra).cloned().collect(), body: Vec::new(), ..ir.clone() };
+    let store = |s: usize| {
+        let (func, output) = values[s];
+        Stmt::Store {
+            field: n + s,
+            value: Expr {
+                ty: ir.locals[ir.point_fns[func].outputs[output]].ty,
+                kind: ExprKind::PointValue { func, output, offset: [0; 3] },
+            },
+        }
     };
+    let mut first: Vec<ValuePass> = Vec::new();
+    for (s, &(lo, hi)) in boxes.iter().enumerate() {
+        match first.iter_mut().find(|p| (p.lo, p.hi) == (lo, hi)) {
+            Some(pass) => pass.ir.body.push(store(s)),
+            None => {
+                let name = match first.len() {
+                    0 => format!("{}_values", ir.name),
+                    g => format!("{}_values{g}", ir.name),
+                };
+                let ir = StencilIr { name, body: vec![store(s)], ..base.clone() };
+                first.push(ValuePass { ir, lo, hi, reads_lo: lo, reads_hi: hi });
+            }
+        }
+    }
+    for pass in &mut first {
+        let inlined = super::inline_point_fns(&pass.ir);
+        crate::ir::visit_exprs(&inlined.body, &mut |e| {
+            if let ExprKind::Load { offset, .. } = e.kind {
+                for a in 0..3 {
+                    pass.reads_lo[a] = pass.reads_lo[a].min(pass.lo[a] + offset[a]);
+                    pass.reads_hi[a] = pass.reads_hi[a].max(pass.hi[a] + offset[a]);
+                }
+            }
+        });
+    }
     let read_only = extra.into_iter().map(|p| match p.kind {
         ParamKind::Field(f) => Param { kind: ParamKind::Field(FieldParam { writable: false, ..f }), ..p },
         _ => unreachable!("a field"),
     });
     let mut body = ir.body.clone();
-    for s in &mut body {
-        load_values(s, &values, n);
-    }
+    crate::ir::visit_exprs_mut(&mut body, &mut |e| {
+        if let ExprKind::PointValue { func, output, offset } = e.kind {
+            if let Some(s) = values.iter().position(|&v| v == (func, output)) {
+                e.kind = ExprKind::Load { field: n + s, offset };
+            }
+        }
+    });
     let read_only: Vec<Param> = read_only.collect();
     let mut point = None;
     if let Some((near, far)) = split_sums(ir, &body, n) {
         let mut point_body: Vec<Stmt> = near.into_iter().map(|(field, value)| Stmt::Store { field, value }).collect();
-        point_body.extend(first.body.iter().cloned());
+        point_body.extend((0..values.len()).map(store));
         // The parts at the point read the written-out values at offset 0 as point values again
         // (computed there, then stored), so that the point pass reads no extra field.
-        for s in &mut point_body {
-            unload_values(s, &values, n);
-        }
-        point = Some(StencilIr { name: format!("{}_point", ir.name), body: point_body, ..first.clone() });
+        crate::ir::visit_exprs_mut(&mut point_body, &mut |e| {
+            if let ExprKind::Load { field, offset } = e.kind {
+                if field >= n {
+                    debug_assert_eq!(offset, [0; 3], "only parts with no neighbour value move to the point pass");
+                    let (func, output) = values[field - n];
+                    e.kind = ExprKind::PointValue { func, output, offset };
+                }
+            }
+        });
+        point = Some(StencilIr { name: format!("{}_point", ir.name), body: point_body, ..base.clone() });
         body = far;
     }
     let second = StencilIr {
@@ -195,7 +258,7 @@ pub fn materialise(ir: &StencilIr) -> Result<Materialised, MaterialiseError> {
         body,
         ..ir.clone()
     };
-    Ok(Materialised { first, point, second, values, lo, hi })
+    Ok(Materialised { first, point, second, values })
 }
 
 /// The stores' sums split before their first load of an extra field (index `n` on) at a
@@ -268,78 +331,4 @@ fn cut(e: &mut Expr, field: usize, far: &dyn Fn(&Expr) -> bool) -> Option<Expr> 
     }
     let ty = a.ty;
     Some(std::mem::replace(&mut **a, Expr { ty, kind: ExprKind::Load { field, offset: [0; 3] } }))
-}
-
-/// `stmt` with every load of an extra field (`values[s]` in field `n + s`) at the point turned
-/// back into its point value.
-fn unload_values(stmt: &mut Stmt, values: &[(usize, usize)], n: usize) {
-    fn go(e: &mut Expr, values: &[(usize, usize)], n: usize) {
-        if let ExprKind::Load { field, offset } = e.kind {
-            if field >= n {
-                debug_assert_eq!(offset, [0; 3], "only parts with no neighbour value move to the point pass");
-                let (func, output) = values[field - n];
-                e.kind = ExprKind::PointValue { func, output, offset };
-            }
-            return;
-        }
-        match &mut e.kind {
-            ExprKind::Unary(_, a) | ExprKind::Cast(a) => go(a, values, n),
-            ExprKind::Binary(_, a, b) => {
-                go(a, values, n);
-                go(b, values, n);
-            }
-            ExprKind::Call(_, args) => args.iter_mut().for_each(|a| go(a, values, n)),
-            ExprKind::Select(c, a, b) => {
-                go(c, values, n);
-                go(a, values, n);
-                go(b, values, n);
-            }
-            _ => {}
-        }
-    }
-    if let Stmt::Store { value, .. } = stmt {
-        go(value, values, n);
-    }
-}
-
-/// `stmt` with every written-out value (`values[s]`, in field `n + s`) loaded from its field.
-fn load_values(stmt: &mut Stmt, values: &[(usize, usize)], n: usize) {
-    match stmt {
-        Stmt::Let { init: Some(e), .. }
-        | Stmt::Assign { value: e, .. }
-        | Stmt::Store { value: e, .. }
-        | Stmt::Fold { value: e, .. } => load_in(e, values, n),
-        Stmt::Let { init: None, .. } => {}
-        Stmt::If { cond, then_body, else_body } => {
-            load_in(cond, values, n);
-            then_body.iter_mut().chain(else_body.iter_mut()).for_each(|s| load_values(s, values, n));
-        }
-    }
-}
-
-fn load_in(e: &mut Expr, values: &[(usize, usize)], n: usize) {
-    match &mut e.kind {
-        ExprKind::PointValue { func, output, offset } => {
-            if let Some(s) = values.iter().position(|v| *v == (*func, *output)) {
-                e.kind = ExprKind::Load { field: n + s, offset: *offset };
-            }
-        }
-        ExprKind::Unary(_, a) | ExprKind::Cast(a) => load_in(a, values, n),
-        ExprKind::Binary(_, a, b) => {
-            load_in(a, values, n);
-            load_in(b, values, n);
-        }
-        ExprKind::Call(_, args) => args.iter_mut().for_each(|a| load_in(a, values, n)),
-        ExprKind::Select(c, a, b) => {
-            load_in(c, values, n);
-            load_in(a, values, n);
-            load_in(b, values, n);
-        }
-        ExprKind::Lit(_)
-        | ExprKind::Local(_)
-        | ExprKind::Scalar(_)
-        | ExprKind::Load { .. }
-        | ExprKind::Level
-        | ExprKind::Levels => {}
-    }
 }

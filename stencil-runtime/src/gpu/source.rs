@@ -36,18 +36,23 @@ pub fn cuda_kernel<S: Stencil<D>, const D: usize>(
     stencil_codegen::printer::cuda::print_kernel(ir, strategy, &geometry(shape, range, max_elem_bytes(ir)))
 }
 
-/// The first kernel of a two-pass strategy ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]:
-/// `cuda_kernel` prints the second) for stencil `S` over `range` of fields of `shape`: it writes
-/// the values the body reads at neighbours into scratch fields over `range` grown by their
-/// offsets. An error where `S` reads no point function at a neighbour.
-pub fn cuda_first_pass_kernel<S: Stencil<D>, const D: usize>(
+/// The first kernels of a two-pass strategy ([`Strategy::TwoPass`], [`Strategy::TwoPassStream`]:
+/// `cuda_kernel` prints the second) for stencil `S` over `range` of fields of `shape`, one per box
+/// of offsets at which the body reads point function values: each writes its values into
+/// scratch fields over `range` grown by its box. An error where `S` reads no point function at a
+/// neighbour.
+pub fn cuda_first_pass_kernels<S: Stencil<D>, const D: usize>(
     shape: &Shape<D>,
     range: &Loop<D>,
-) -> Result<CudaKernel, StrategyError> {
+) -> Result<Vec<CudaKernel>, StrategyError> {
     let ir = S::source_ir();
     let split = stencil_codegen::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
-    let grown = first_pass_range(shape, range, split.lo, split.hi).unwrap_or(*range);
-    stencil_codegen::printer::cuda::print_first_pass(ir, &geometry(shape, &grown, max_elem_bytes(ir)))
+    (split.first.iter().enumerate())
+        .map(|(pass, first)| {
+            let grown = first_pass_range(shape, range, first.lo, first.hi).unwrap_or(*range);
+            stencil_codegen::printer::cuda::print_first_pass(ir, pass, &geometry(shape, &grown, max_elem_bytes(ir)))
+        })
+        .collect()
 }
 
 /// The point pass of a two-pass strategy for stencil `S` over `range` of fields of `shape`, where

@@ -341,14 +341,23 @@ pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> 
     print_kernel_with(&prepared.ir, &prepared.analysis, strategy, geometry)
 }
 
-/// Prints the first pass of `ir` under a two-pass strategy: it writes the values the body reads
-/// at neighbours into the scratch fields that follow the stencil's parameters
-/// ([`crate::passes::materialise()`]), over fields laid out as `geometry` says (the geometry of
-/// the range grown by [`Materialised::lo`](crate::passes::materialise::Materialised::lo) and
-/// `hi`).
-pub fn print_first_pass(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+/// Prints first pass `pass` of `ir` under a two-pass strategy: it writes the values the body
+/// reads at neighbours over the same box of offsets into the scratch fields that follow the
+/// stencil's parameters ([`crate::passes::materialise()`]), over fields laid out as `geometry`
+/// says (the geometry of the range grown by that pass's
+/// [`ValuePass::lo`](crate::passes::materialise::ValuePass::lo) and `hi`). An error where `ir`
+/// cannot be split or has no pass `pass`.
+pub fn print_first_pass(ir: &StencilIr, pass: usize, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
     let split = crate::passes::materialise(ir).map_err(StrategyError::NoTwoPass)?;
-    print_kernel(&split.first, FIRST_PASS, geometry)
+    let count = split.first.len();
+    let first = split.first.get(pass).ok_or_else(|| {
+        StrategyError::NoTwoPass(crate::passes::materialise::MaterialiseError::NoSuchPass {
+            stencil: ir.name.clone(),
+            pass,
+            count,
+        })
+    })?;
+    print_kernel(&first.ir, FIRST_PASS, geometry)
 }
 
 /// Prints the point pass of `ir` under a two-pass strategy, where it has one

@@ -323,13 +323,21 @@ pub(crate) fn driver_version() -> Result<i32, CudaError> {
     Ok(version)
 }
 
-/// What a launch needs of a stencil's split: the reach of the written-out values and the
-/// element size of each scratch field. Cached per stencil.
+/// What a launch needs of a stencil's split: per first pass, the box of offsets over which it
+/// writes its values and the offsets at which it then reads the fields; the element size of
+/// each scratch field; whether there is a point pass. Cached per stencil.
 pub(crate) struct TwoPassInfo {
-    pub(crate) lo: [i32; 3],
-    pub(crate) hi: [i32; 3],
+    pub(crate) passes: Vec<PassReach>,
     pub(crate) elem_bytes: Vec<usize>,
     pub(crate) point: bool,
+}
+
+/// One first pass's box (`lo`, `hi`) and reads (`reads_lo`, `reads_hi`), per stencil axis.
+pub(crate) struct PassReach {
+    pub(crate) lo: [i32; 3],
+    pub(crate) hi: [i32; 3],
+    pub(crate) reads_lo: [i32; 3],
+    pub(crate) reads_hi: [i32; 3],
 }
 
 /// Scratch fields by (stream, bytes): device addresses, freed when the device is dropped.

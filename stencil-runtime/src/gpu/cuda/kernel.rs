@@ -71,8 +71,8 @@ pub(crate) enum KernelChoice {
     Step(Strategy),
     /// Several steps per sweep of the ping-pong pair whose input is parameter `input`.
     Steps { tiling: TimeTiling, input: usize },
-    /// The first pass of a two-pass strategy (the same kernel for every such strategy).
-    FirstPass,
+    /// First pass number `n` of a two-pass strategy (the same kernels for every such strategy).
+    FirstPass(usize),
     /// The point pass of a two-pass strategy, where the stencil has one.
     PointPass,
 }
@@ -83,7 +83,7 @@ impl KernelChoice {
         match *self {
             KernelChoice::Step(strategy) => print_kernel(ir, strategy, geometry),
             KernelChoice::Steps { tiling, input } => print_steps_kernel(ir, tiling, input, geometry),
-            KernelChoice::FirstPass => print_first_pass(ir, geometry),
+            KernelChoice::FirstPass(n) => print_first_pass(ir, n, geometry),
             KernelChoice::PointPass => print_point_pass(ir, geometry),
         }
     }

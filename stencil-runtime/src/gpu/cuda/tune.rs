@@ -263,9 +263,9 @@ pub(crate) struct Part {
 /// The first pass of one launch: its range (lengths along the layout axes, first element) and
 /// geometry, and the bytes of each scratch field.
 pub(crate) struct FirstPass {
-    /// Where the first kernel runs: the grown range, or without the launch's range where a
-    /// point pass covers that.
-    pub(crate) parts: Vec<Part>,
+    /// Where the first kernels run, each (pass, range): the range grown by the pass's box, or
+    /// that without the launch's range where a point pass covers it.
+    pub(crate) parts: Vec<(usize, Part)>,
     /// Whether the point pass runs (over the launch's range).
     pub(crate) point: bool,
     pub(crate) scratch_bytes: Vec<usize>,

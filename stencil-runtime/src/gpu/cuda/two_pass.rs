@@ -7,7 +7,7 @@
 //! they are allocated on first use per (stream, size) and kept by the device for later launches
 //! (and for recorded steps, which hold their addresses), freed with the device handle's last clone.
 
-use super::context::{Gpu, TwoPassInfo};
+use super::context::{Gpu, PassReach, TwoPassInfo};
 use super::error::CudaError;
 use super::kernel::{KernelChoice, LaunchKey};
 use super::launch::KernelArg;
@@ -32,10 +32,14 @@ impl Gpu {
             .or_insert_with(|| {
                 let split = stencil_codegen::passes::materialise(ir).ok()?;
                 let n = ir.params.len();
-                let elem_bytes = (n..split.first.params.len())
-                    .map(|p| split.first.field(p).expect("a scratch field").elem.size_bytes())
+                let params = &split.first[0].ir;
+                let elem_bytes = (n..params.params.len())
+                    .map(|p| params.field(p).expect("a scratch field").elem.size_bytes())
                     .collect();
-                Some(Arc::new(TwoPassInfo { lo: split.lo, hi: split.hi, elem_bytes, point: split.point.is_some() }))
+                let passes = (split.first.iter())
+                    .map(|f| PassReach { lo: f.lo, hi: f.hi, reads_lo: f.reads_lo, reads_hi: f.reads_hi })
+                    .collect();
+                Some(Arc::new(TwoPassInfo { passes, elem_bytes, point: split.point.is_some() }))
             })
             .clone()
     }
@@ -54,16 +58,20 @@ impl Gpu {
             return None;
         }
         let info = self.two_pass_info(ir_text, ir)?;
-        let grown = first_pass_range(shape, range, info.lo, info.hi)?;
-        let boxes = if info.point { shell(&grown, range) } else { vec![grown] };
-        let mut parts = Vec::with_capacity(boxes.len());
-        for b in boxes.iter().filter(|b| b.points() > 0) {
-            let len = layout_lengths(shape, b);
-            if len.iter().any(|&n| i32::try_from(n).is_err()) {
-                return None;
+        let mut parts = Vec::new();
+        for (pass, reach) in info.passes.iter().enumerate() {
+            // Where the pass reads the fields must lie inside them (not only where it writes).
+            first_pass_range(shape, range, reach.reads_lo, reach.reads_hi)?;
+            let grown = first_pass_range(shape, range, reach.lo, reach.hi)?;
+            let boxes = if info.point { shell(&grown, range) } else { vec![grown] };
+            for b in boxes.iter().filter(|b| b.points() > 0) {
+                let len = layout_lengths(shape, b);
+                if len.iter().any(|&n| i32::try_from(n).is_err()) {
+                    return None;
+                }
+                let geometry = geometry(shape, b, max_elem_bytes(ir));
+                parts.push((pass, Part { len, origin: shape.offset(b.begin()) as i64, geometry }));
             }
-            let geometry = geometry(shape, b, max_elem_bytes(ir));
-            parts.push(Part { len, origin: shape.offset(b.begin()) as i64, geometry });
         }
         Some(FirstPass {
             parts,
@@ -107,7 +115,8 @@ impl Gpu {
                 stencil: plan.name.to_string(),
                 reason: format!(
                     "strategy {strategy}: the stencil reads no point function at a neighbour, or the range grown by \
-                     their offsets leaves the fields"
+                     their offsets (plus the reach of the values there) leaves the fields: shrink the range or \
+                     widen the halo"
                 ),
             }
             .into());
@@ -129,8 +138,8 @@ impl Gpu {
             let point = self.prepared(plan.ir, plan.name, key)?;
             self.launch_prepared(&point, plan.len, plan.origin, &with(plan.origin, plan.len))?;
         }
-        for part in &first.parts {
-            let key = LaunchKey { stencil, kernel: KernelChoice::FirstPass, geometry: part.geometry };
+        for (pass, part) in &first.parts {
+            let key = LaunchKey { stencil, kernel: KernelChoice::FirstPass(*pass), geometry: part.geometry };
             let kernel = self.prepared(plan.ir, plan.name, key)?;
             self.launch_prepared(&kernel, part.len, part.origin, &with(part.origin, part.len))?;
         }
