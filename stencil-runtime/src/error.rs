@@ -38,6 +38,7 @@
 //! | S0110 | `Error::Region` | a range split into an inner region and slabs wider than the range | slab widths that add up to at most the range's points along each axis |
 //! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
 //! | S0112 | `Error::Reach` | a halo asked for from a stencil's reads of a field it does not have | name the field as the stencil's signature does |
+//! | S0113 | `Error::Setting` | a `STENCIL_CPU_*` environment variable has a value it does not take | use a value the message lists, or unset the variable |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -121,6 +122,7 @@ catalogue! {
     "S0110" "Error::Region" "a range split into an inner region and slabs wider than the range" "slab widths that add up to at most the range's points along each axis";
     "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
     "S0112" "Error::Reach" "a halo asked for from a stencil's reads of a field it does not have" "name the field as the stencil's signature does";
+    "S0113" "Error::Setting" "a STENCIL_CPU_* environment variable has a value it does not take" "use a value the message lists, or unset the variable";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -278,6 +280,9 @@ pub enum Error {
     Schedule(ScheduleError),
     /// A stencil has no field of the name a halo was asked for.
     Reach(ReachError),
+    /// A `STENCIL_CPU_*` environment variable has a value it does not take (every host launch
+    /// reports it).
+    Setting(crate::cpu::SettingError),
 }
 
 /// The name [`Error`] had before it took in every per-area error: the same type.
@@ -305,6 +310,7 @@ impl Error {
             Error::Region(_) => "S0110",
             Error::Schedule(_) => "S0111",
             Error::Reach(_) => "S0112",
+            Error::Setting(_) => "S0113",
         }
     }
 
@@ -343,6 +349,7 @@ impl Error {
             Error::Region(e) => e.to_string(),
             Error::Schedule(e) => e.to_string(),
             Error::Reach(e) => e.to_string(),
+            Error::Setting(e) => e.to_string(),
         }
     }
 
@@ -413,6 +420,7 @@ impl Error {
             Error::Region(_) => "use slab widths that add up to at most the range's points along each axis".to_string(),
             Error::Schedule(_) => "give at least one checkpoint slot".to_string(),
             Error::Reach(e) => format!("name one of the stencil's fields: {}", e.fields.join(", ")),
+            Error::Setting(e) => format!("set {} to one of the values it takes, or unset it", e.variable),
         }
     }
 }
@@ -492,6 +500,12 @@ impl From<ReachError> for Error {
     }
 }
 
+impl From<crate::cpu::SettingError> for Error {
+    fn from(e: crate::cpu::SettingError) -> Self {
+        Error::Setting(e)
+    }
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -518,6 +532,7 @@ impl std::error::Error for Error {
             Error::Region(e) => Some(e),
             Error::Schedule(e) => Some(e),
             Error::Reach(e) => Some(e),
+            Error::Setting(e) => Some(e),
             _ => None,
         }
     }

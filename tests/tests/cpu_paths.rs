@@ -342,3 +342,41 @@ fn scalar_fallback_in_a_child_process() {
     }
     set_tuning(Tuning::default());
 }
+
+/// A `STENCIL_CPU_*` variable with a value it does not take fails every host launch with an
+/// error naming the variable and the values it takes (error S0113), rather than running with
+/// the default: a child process runs one launch with `STENCIL_CPU_NT=sometimes`, another with
+/// `STENCIL_CPU_BLOCK=64x8x8`.
+#[test]
+fn a_bad_setting_fails_launches_with_its_name() {
+    for (variable, value, takes) in
+        [("STENCIL_CPU_NT", "sometimes", "auto, on, off"), ("STENCIL_CPU_BLOCK", "64x8x8", "separated by commas")]
+    {
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "bad_setting_in_a_child_process", "--nocapture", "--test-threads=1"])
+            .env(variable, value)
+            .env("STENCIL_CPU_PATHS_CHILD", "1")
+            .output()
+            .expect("the child process runs");
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success() && stdout.contains("1 passed"), "child failed:\n{stdout}\n{stderr}");
+        let line = stdout.lines().find(|l| l.contains("launch error: ")).expect("the child prints the error");
+        assert!(line.contains(&format!("{variable}=\"{value}\"")) && line.contains(takes), "{line}");
+    }
+}
+
+/// Run by the test above in a child process (does nothing otherwise): one launch, whose error
+/// it prints.
+#[test]
+fn bad_setting_in_a_child_process() {
+    if std::env::var_os("STENCIL_CPU_PATHS_CHILD").is_none() {
+        return;
+    }
+    let s = Shape2::new([8, 8]).halo(1);
+    let u = poisoned::<f64, 2>(s);
+    let mut out = poisoned::<f64, 2>(s);
+    let e = Loop2D::interior(&s).run(Lap2d, (0.1, &u, &mut out)).expect_err("a bad setting");
+    assert_eq!(e.code(), "S0113", "{e}");
+    println!("launch error: {}", e.to_string().replace('\n', " / "));
+}

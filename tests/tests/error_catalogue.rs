@@ -50,6 +50,12 @@ fn host_errors() -> Vec<LaunchError> {
             .into(),
         stencil_runtime::revolve::Schedule::binomial(5, 0).expect_err("no slot").into(),
         stencil_runtime::domain::ReachError { stencil: "s", field: "g".into(), fields: vec!["f", "out"] }.into(),
+        stencil_runtime::cpu::SettingError {
+            variable: "STENCIL_CPU_NT",
+            value: "sometimes".into(),
+            expected: "auto, on or off",
+        }
+        .into(),
         HaloError::NoSuchAxis { axis: 3, dims: 2 }.into(),
         HaloError::InteriorThinnerThanHalo { axis: 0, n: 1, halo: 2, fill: HaloFill::Periodic }.into(),
         FieldError::LengthMismatch { expected: 4, got: 3 }.into(),

@@ -15,6 +15,7 @@ mod plan;
 mod point_fns;
 pub(crate) mod pool;
 mod reduce;
+mod settings;
 mod stream;
 
 pub use column::{for_each_column, SweepOrder};
@@ -23,6 +24,7 @@ pub use plan::{cache_sizes, caches, plan, set_tuning, tuning, Caches, Plan, Stre
 pub use point_fns::{GroupRows, PointElement, PointLayout};
 pub use pool::ensure_pool;
 pub use reduce::{for_each_row_reducing, Partials, RowSlots};
+pub use settings::{check_settings, settings, SettingError};
 pub use stream::{stream_copy, DenormalMode};
 
 use crate::field::{AlignedBuf, Element, Shape};

@@ -76,6 +76,7 @@ impl Executor for Host {
         args: S::Args<'_, Host>,
     ) -> Result<(), LaunchError> {
         let _span = tracing::trace_span!(target: "stencil::launch", "run", stencil = S::INFO.name, on = "host", points = range.points()).entered();
+        crate::cpu::settings()?;
         let mut args = args;
         S::run_host(range, S::map_args(&mut args, &Same))?;
         let fills = FillDeclared(std::cell::RefCell::new(Ok(())));
