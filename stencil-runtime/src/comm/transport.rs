@@ -88,6 +88,9 @@ mod tests {
         let e = Transport::parse(" UCX").unwrap_err();
         assert_eq!(e, TransportError { given: "ucx".into() });
         assert!(e.to_string().contains("transport `ucx`: use auto, mpi (host-staged) or nccl"), "{e}");
+        assert!(!e.to_string().contains("not built"), "{e}");
+        let e = Transport::parse("CUDA-aware").unwrap_err().to_string();
+        assert!(e.contains("`cuda-aware`: use auto, mpi (host-staged) or nccl") && e.contains("not built"), "{e}");
         assert_eq!(Transport::Nccl.to_string(), "NCCL");
     }
 }

@@ -656,7 +656,12 @@ pub struct TransportError {
 
 impl fmt::Display for TransportError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "transport `{}`: use auto, mpi (host-staged) or nccl", self.given)
+        write!(f, "transport `{}`: use auto, mpi (host-staged) or nccl", self.given)?;
+        if self.given.contains("cuda") || self.given.contains("aware") {
+            // Named in the docs: the transport is not built, as no CUDA-aware MPI could test it.
+            write!(f, " (a CUDA-aware MPI transport is not built; nccl sends device buffers directly)")?;
+        }
+        Ok(())
     }
 }
 
