@@ -2,27 +2,17 @@
 //! section II): the fully compressible equations in flux form over terrain, finite volumes on an
 //! Arakawa C grid with Koren-limited fluxes, and HE-VI time splitting (a long Wicker–Skamarock
 //! RK3 step for advection; short forward–backward steps for sound and gravity waves, vertically
-//! implicit by a Thomas column sweep). Dry, or moist with warm rain (below); the equations, the
-//! discretisation and the test cases are on the `dycore` examples page.
+//! implicit by a Thomas column sweep). Dry, or moist with warm rain. The equations, the
+//! coordinates, the discretisation and the test cases are on the `dycore` examples page.
 //!
-//! **Coordinates.** Gal-Chen terrain following: `z = z_s(x, y) + ζ G`, `G = 1 − z_s/H` (the
-//! Jacobian `∂z/∂ζ`), `0 ≤ ζ ≤ H`. The prognostic variables are G-weighted: `R = Gρ`,
-//! `U = Gρu`, `V = Gρv`, `W = Gρw` and `Θ = Gρθ`; the vertical mass flux through ζ surfaces is
-//! `Ω = Gρζ̇ = (W − U z_x − V z_y)/G`, with `z_x = ∂z/∂x|_ζ = (1 − ζ/H) ∂z_s/∂x`.
-//!
-//! **Staggering.** Every field has the shape of the cells (`n` cells per axis, [`HALO`] layers);
-//! what a point *means* depends on the field: index `(i, j, k)` of `U` is the face `i + ½` (east
-//! face of cell `i`), of `V` the face `j + ½`, of `W` and `Ω` the face `k + ½` (top of cell `k`;
-//! the ground is index `k = −1`, in the halo, the lid `k = n_z − 1`), of `z_x` the edge
-//! `(i + ½, k + ½)` and of `z_y` the edge `(j + ½, k + ½)`. A field `wmask` is 1 on the inner
-//! `w` faces and 0 at the ground and the lid: the boundary conditions `Ω = 0` are products by it.
-//!
-//! **Moisture.** `R = Gρ` is the density of moist air (dry air, vapour, cloud and rain), the
-//! water is `Gρq_v`, `Gρq_c`, `Gρq_r` (`q` mixing ratios per kg of dry air, `ρq` partial
-//! densities) and `Θ = Gρθ_ρ` with the density potential temperature
-//! `θ_ρ = θ (1 + q_v/ε)/(1 + q_v + q_c + q_r)`, `ε = R_d/R_v`: then `p = p₀ (R_d Θ/(G p₀))^γ` and
-//! the buoyancy `−gR` hold as in the dry core, whose stencils are unchanged. [`DycoreWater`]
-//! advects the water, [`DycoreRain`] is the warm rain of [`crate::warm_rain`] once per long step.
+//! The prognostic variables are G-weighted (`G = ∂z/∂ζ`): `R = Gρ`, `U = Gρu`, `V = Gρv`,
+//! `W = Gρw`, `Θ = Gρθ` (moist: `R` of moist air, `Θ = Gρθ_ρ`, and the water `Gρq_v`, `Gρq_c`,
+//! `Gρq_r`, [`DycoreWater`], [`DycoreRain`]); `Ω = (W − U z_x − V z_y)/G` is the mass flux
+//! through ζ surfaces. Every field has the cells' shape ([`HALO`] layers); index `(i, j, k)` of
+//! `U` is the face `i + ½`, of `V` the face `j + ½`, of `W` and `Ω` the face `k + ½` (the ground
+//! is `k = −1`, in the halo, the lid `k = n_z − 1`), of `z_x` the edge `(i + ½, k + ½)` and of
+//! `z_y` the edge `(j + ½, k + ½)`. `wmask` is 1 on the inner `w` faces and 0 at the ground and
+//! the lid: the boundary conditions `Ω = 0` are products by it.
 
 use rayon::prelude::*;
 use stencil_runtime::io::netcdf::{Axis, Writer};
@@ -267,7 +257,7 @@ pub fn dycore_explicit(
 }
 
 /// The upward elimination of the Thomas algorithm for `W''` of every inner w face (the
-/// equation at the lid is `W'' = 0`): the tridiagonal system of the module docs, its rows
+/// equation at the lid is `W'' = 0`): the tridiagonal system of the docs page, its rows
 /// built here from the stage state and `e`, `c'` and `d'` carried.
 #[stencil(sweep = forward)]
 #[rustfmt::skip]
@@ -361,13 +351,11 @@ pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f
     acc[2][idx] = first * acc[2][idx] + m[3][idx] * (pert[3][idx] - h) / m[6][idx];
 }
 
-/// The end of a stage for the water: `out = wq − dt ∇·(F c)`, `wq` the step's start, `c` the
-/// specific contents of the stage state (Koren-limited, upwind for `F`), `F` the mass flux the
-/// density saw over the stage: the stage state's (`u`, `v`, `omega`) plus the mean of the short
-/// steps' (`acc / n`, `rn` = 1/n; the vertical flux of a short step is weighted `1 − α` at its old
-/// `W''` and `α` at its new, so the sum in `acc`, of the new ones, is corrected by `(1 − α)`
-/// times the first `W''` (`w_start − w_stage`) less the last (`w_end`)). A uniform `c` stays
-/// uniform to round-off.
+/// The end of a stage for the water: `out = wq − dt ∇·(F c)` (`wq` at the step's start, `c` of
+/// the stage state, Koren-limited upwind for `F`), `F` the mass flux the density saw: the stage
+/// state's (`u`, `v`, `omega`) plus the short steps' mean (`rn` = 1/n times `acc`, corrected for
+/// the off-centering by `(1 − α)` times the first `W''` (`w_start − w_stage`) less the last).
+/// A uniform `c` stays uniform to round-off.
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
@@ -397,10 +385,9 @@ pub fn dycore_water(
 }
 
 /// Warm rain over a long step `dt`, in place, from the lid down ([`warm_rain_point`] at every
-/// cell; `rain` 0: saturation adjustment only): the state's `R` and `Θ = Gρθ_ρ` and the water
-/// `w` = `(Gρq_v, Gρq_c, Gρq_r)`; rain falls through the cells as an upwind flux, its mass
-/// leaving `R` with it, and what leaves the lowest cell adds to `ground` (kg/m²). Latent heat
-/// warms θ at the cell's pressure; the dry air `R − ΣQ` of each cell stays.
+/// cell; `rain` 0: saturation adjustment only) on `R`, `Θ = Gρθ_ρ` and the water `w`: rain falls
+/// as an upwind flux, its mass leaving `R`, and what leaves the lowest cell adds to `ground`
+/// (kg/m²). Latent heat warms θ at the cell's pressure; the dry air `R − ΣQ` of each cell stays.
 #[stencil(sweep = backward, portable_math)]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
@@ -568,27 +555,23 @@ impl Dycore {
             .into());
         }
         if nx < 2 * HALO || nz < 2 * HALO || ny == 0 {
-            let cells = format!("{nx} × {ny} × {nz} cells");
-            return Err(
-                format!("--dx {dx} m leaves {cells}: need at least {} along x and z, 1 along y", 2 * HALO).into()
-            );
+            let (cells, min) = (format!("{nx} × {ny} × {nz} cells"), 2 * HALO);
+            return Err(format!("--dx {dx} m leaves {cells}: need at least {min} along x and z, 1 along y").into());
         }
         // Δt from the sound speed: forward–backward short steps at Courant number 0.5.
         let sound_steps = 6;
-        let dt = sound_steps as f64 * 0.5 * dx / 350.0;
-        let lateral = [Lateral::Periodic, if ny >= HALO { Lateral::Periodic } else { Lateral::Open }];
         Ok(Dycore {
             case,
             n: [nx, ny, nz],
             h: [dx, dx, dz],
-            dt,
+            dt: sound_steps as f64 * 0.5 * dx / 350.0,
             sound_steps,
             beta: 0.2,
             div_damp: 0.1,
             nu,
             sponge,
             u_ref: if case == Case::MountainWave { 10.0 } else { 0.0 },
-            lateral,
+            lateral: [Lateral::Periodic, if ny >= HALO { Lateral::Periodic } else { Lateral::Open }],
             reference: Reference::Discrete,
             mountain,
             coordinate: if case == Case::MountainWave { Coordinate::Sleve } else { Coordinate::GalChen },
@@ -699,16 +682,14 @@ impl Dycore {
     /// The initial state `(R, U, V, W, Θ)` (the water dropped) and the metrics of
     /// [`Dycore::initial_all`].
     pub fn initial(&self) -> ([Field3<f64>; 5], [Field3<f64>; 8]) {
-        let (q, m) = self.initial_all();
-        let mut q = q.into_iter();
-        (std::array::from_fn(|_| q.next().expect("five fields")), m)
+        let (mut q, m) = self.initial_all();
+        (std::array::from_fn(|_| q.remove(0)), m)
     }
 
     /// The initial state `(R, U, V, W, Θ)` (and [`WATER`] when moist) and the metrics `(G, z_x,
-    /// z_y, wmask, sponge, p̄, G_w, θ̄)` on the host, halos included (`θ̄` the background θ, or
-    /// `θ_ρ` when moist, at the cell centres: the part of θ the advection does not limit). Each column is in discrete
-    /// hydrostatic balance (the balance of the vertical momentum equation) with the background
-    /// θ; the perturbation changes the density at fixed pressure (as Straka et al.).
+    /// z_y, wmask, sponge, p̄, G_w, θ̄)` on the host, halos included (`θ̄` the background θ, θ_ρ
+    /// when moist: the part the advection does not limit). Each column is in discrete hydrostatic
+    /// balance with the background θ; the perturbation changes the density at fixed pressure.
     pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 8]) {
         let shape = self.shape();
         let (top, dz) = (self.top(), self.h[2]);
@@ -725,8 +706,7 @@ impl Dycore {
             for k in 1..levels {
                 let (below, z) = (p[k as usize - 1], at(k));
                 let cell = |k: isize| [g[0], g[1], k - HALO as isize];
-                let (g_below, g_here) = (jac(cell(k - 1)), jac(cell(k)));
-                let r_below = g_below * rho(below, at(k - 1));
+                let (g_here, r_below) = (jac(cell(k)), jac(cell(k - 1)) * rho(below, at(k - 1)));
                 let mut x = below;
                 for _ in 0..30 {
                     let r = g_here * rho(x, z);
@@ -738,8 +718,7 @@ impl Dycore {
             p
         };
         // Every column (halo included) at once on the host's threads.
-        let [ex, ey, _] = shape.extent();
-        let h = HALO as isize;
+        let ([ex, ey, _], h) = (shape.extent(), HALO as isize);
         let columns: Vec<Vec<f64>> =
             (0..ex * ey).into_par_iter().map(|c| column([(c % ex) as isize - h, (c / ex) as isize - h, 0])).collect();
         let p = par_field(shape, |g| columns[(g[0] + h) as usize + (g[1] + h) as usize * ex][(g[2] + h) as usize]);
@@ -753,9 +732,8 @@ impl Dycore {
         let at = |f: &Field3<f64>, g: [isize; 3]| f.get(g).unwrap_or(0.0);
         let u = par_field(shape, |g| 0.5 * (at(&r, g) + at(&r, [g[0] + 1, g[1], g[2]])) * self.u_ref);
         let t = par_field(shape, |g| jac(g) * rho_theta(g));
-        let state = [r, u, Field3::zeros(shape), Field3::zeros(shape), t];
-        // z_x at the edge (i+½, k+½): δx of the face heights ((1 − ζ/H) δx z_s for Gal-Chen);
-        // z_y likewise.
+        let mut state = vec![r, u, Field3::zeros(shape), Field3::zeros(shape), t];
+        // z_x at the edge (i+½, k+½): δx of the face heights ((1 − ζ/H) δx z_s for Gal-Chen); z_y likewise.
         let edge = |g: [isize; 3], axis: usize| {
             let mut e = g;
             e[axis] += 1;
@@ -788,12 +766,9 @@ impl Dycore {
             par_field(shape, |g| self.background(height(g)).0),
         ];
         if self.moist() {
-            let (q, reference, theta) = self.moist_initial();
-            metrics[5] = reference;
-            metrics[7] = theta;
-            return (q, metrics);
+            (state, metrics[5], metrics[7]) = self.moist_initial();
         }
-        (state.into(), metrics)
+        (state, metrics)
     }
 
     /// θ_e (K) at pressure `p` (Pa), temperature `t` (K), vapour `qv` and total water `qt` in the
@@ -806,9 +781,8 @@ impl Dycore {
 
     /// The moist bubble's base state `(p, T, q_v)` at the cell centres `k = 0..n_z` (flat ground),
     /// saturated with total water [`QT`]: θ_e = 320 K at the ground (p₀); each level is the air of
-    /// the level below (θ, q_v, q_c kept) adjusted by [`warm_rain_point`] at its own pressure
-    /// (neutral for the model's own moist thermodynamics), in the discrete hydrostatic balance of
-    /// the vertical momentum equation.
+    /// the level below adjusted by [`warm_rain_point`] at its own pressure (neutral for the model's
+    /// moist thermodynamics), in discrete hydrostatic balance.
     pub fn moist_base(&self) -> Vec<[f64; 3]> {
         let rho = |[p, t, qv]: [f64; 3]| p * (1.0 + QT) / (RD * t * (1.0 + qv / EPS));
         let lift = |[pb, tb, qv]: [f64; 3], p: f64| {
@@ -837,10 +811,9 @@ impl Dycore {
             .collect()
     }
 
-    /// The moist bubble's initial state ([`FIELDS`], then [`WATER`]), reference pressure and θ̄_ρ: the
-    /// base state, and in the bubble air at the base state's pressure, saturated, with the
-    /// density temperature `T_ρ = T̄_ρ (1 + θ′/300 K)` (θ′ of [`Dycore::perturbation`]: the
-    /// buoyancy of the dry bubble, as Bryan and Fritsch).
+    /// The moist bubble's initial state ([`FIELDS`], then [`WATER`]), reference pressure and θ̄_ρ:
+    /// the base state, and in the bubble saturated air with `T_ρ = T̄_ρ (1 + θ′/300 K)` (θ′ of
+    /// [`Dycore::perturbation`]: the dry bubble's buoyancy, as Bryan and Fritsch).
     fn moist_initial(&self) -> (Vec<Field3<f64>>, Field3<f64>, Field3<f64>) {
         let (shape, base) = (self.shape(), self.moist_base());
         let level = |g: [isize; 3]| base[g[2].clamp(0, self.n[2] as isize - 1) as usize];
@@ -868,13 +841,10 @@ impl Dycore {
     pub fn decompose(&self, domains: usize, grid: Option<[usize; 3]>) -> Result<Decomposition<3>, Error> {
         let periodic = [self.lateral[0] == Lateral::Periodic, self.lateral[1] == Lateral::Periodic, false];
         let grid = match grid {
-            Some(g) => Some(g),
-            None => {
-                let d = Decomposition::<3>::auto([self.n[0], self.n[1], 1], domains, periodic, [HALO, HALO, 0])?;
-                Some(d.grid())
-            }
+            Some(g) => g,
+            None => Decomposition::<3>::auto([self.n[0], self.n[1], 1], domains, periodic, [HALO, HALO, 0])?.grid(),
         };
-        Ok(Decomposition::with_grid(self.n, domains, grid, periodic, self.shape().halo_widths())?)
+        Ok(Decomposition::with_grid(self.n, domains, Some(grid), periodic, self.shape().halo_widths())?)
     }
 }
 
@@ -917,9 +887,8 @@ pub struct Water<E: Executor> {
 
 impl<E: Executor> State<E> {
     /// The host state `q` ([`FIELDS`], then [`WATER`] when moist) and metrics `m` on `exec`, with
-    /// zeroed work fields; the fields whose
-    /// halos are read declare their boundary (lateral per `model`; at the bottom and top
-    /// mirrored, `W` left as it is and `w` negated).
+    /// zeroed work fields; the fields whose halos are read declare their boundary (lateral per
+    /// `model`; at the bottom and top mirrored, `W` left as it is and `w` negated).
     pub fn new(exec: &E, model: &Dycore, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
         let shape = *q[0].shape();
         let z = || exec.alloc(shape);
@@ -990,10 +959,8 @@ impl Dycore {
     /// the slow tendencies of its state and short steps from the step's start.
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
         let range = Loop3D::interior(exec.shape_of(&s.q[0]));
-        let [rx, ry, rz] = self.h.map(|h| 1.0 / h);
-        let r = [rx, ry, rz];
-        let alpha = 0.5 * (1.0 + self.beta);
-        let ns = self.sound_steps.max(1);
+        let r = self.h.map(|h| 1.0 / h);
+        let (rz, alpha, ns) = (r[2], 0.5 * (1.0 + self.beta), self.sound_steps.max(1));
         for stage in 0..3 {
             let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
             let dtau = frac * dt / steps as f64;
@@ -1001,85 +968,46 @@ impl Dycore {
             let State { q, q1, q2, pert, f, d, e, thomas, div, m, water } = &mut *s;
             // The step's start, the stage's state and where the stage ends.
             let (q, st, out) = match stage {
-                0 => (&*q, &*q, q1),
-                1 => (&*q, &*q1, q2),
-                _ => (&*q, &*q2, q1),
+                0 => (q.each_ref(), q.each_ref(), q1),
+                1 => (q.each_ref(), q1.each_ref(), q2),
+                _ => (q.each_ref(), q2.each_ref(), q1),
             };
-            exec.run(&range, DycoreDiag, (st.each_ref(), m.each_ref(), d.each_mut()))?;
-            let args = (r, self.nu, GRAV, self.u_ref, st.each_ref(), d.each_ref(), m.each_ref(), f.each_mut());
-            exec.run(&range, DycoreTendency, args)?;
-            exec.run(&range, DycoreInit, (q.each_ref(), st.each_ref(), pert.each_mut(), &mut *div))?;
+            let m = m.each_ref();
+            exec.run(&range, DycoreDiag, (st, m, d.each_mut()))?;
+            exec.run(&range, DycoreTendency, (r, self.nu, GRAV, self.u_ref, st, d.each_ref(), m, f.each_mut()))?;
+            exec.run(&range, DycoreInit, (q, st, pert.each_mut(), &mut *div))?;
             if let Some(w) = water.as_mut() {
                 let ws = [&w.w, &w.w1, &w.w2][stage];
-                exec.run(&range, DycoreRatio, (&st[0], ws.each_ref(), w.c.each_mut()))?;
+                exec.run(&range, DycoreRatio, (st[0], ws.each_ref(), w.c.each_mut()))?;
             }
+            // The stage's diagnostics and tendencies stay as they are over its short steps.
+            let (d, f) = (d.each_ref(), f.each_ref());
             for n in 0..steps {
-                {
-                    let [_, u2, v2, _, t2] = &mut *pert;
-                    let args = (GAMMA, dtau, r, kd, &st[4], &d[5], &*t2, &*div, &f[1], &f[2], m.each_ref(), u2, v2);
-                    exec.run(&range, DycoreHorizontal, args)?;
-                }
-                let args = (
-                    GAMMA,
-                    dtau,
-                    alpha,
-                    r,
-                    GRAV,
-                    &st[4],
-                    d.each_ref(),
-                    pert.each_ref(),
-                    f.each_ref(),
-                    m.each_ref(),
-                    e.each_mut(),
-                );
+                let [_, u2, v2, _, t2] = &mut *pert;
+                let args = (GAMMA, dtau, r, kd, st[4], d[5], &*t2, &*div, f[1], f[2], m, u2, v2);
+                exec.run(&range, DycoreHorizontal, args)?;
+                let args = (GAMMA, dtau, alpha, r, GRAV, st[4], d, pert.each_ref(), f, m, e.each_mut());
                 exec.run(&range, DycoreExplicit, args)?;
                 let [cp, dp] = &mut *thomas;
-                let args = (
-                    GAMMA,
-                    dtau,
-                    alpha,
-                    rz,
-                    GRAV,
-                    &st[4],
-                    d.each_ref(),
-                    e.each_ref(),
-                    m.each_ref(),
-                    &mut *cp,
-                    &mut *dp,
-                );
+                let args = (GAMMA, dtau, alpha, rz, GRAV, st[4], d, e.each_ref(), m, &mut *cp, &mut *dp);
                 exec.run(&range, DycoreEliminate, args)?;
                 exec.run(&range, DycoreSubstitute, (&*cp, &*dp, &mut pert[3]))?;
                 let [r2, _, _, w2, t2] = &mut *pert;
-                let args = (dtau, alpha, rz, &d[3], &*w2, e.each_ref(), m.each_ref(), r2, t2, &mut *div);
-                exec.run(&range, DycoreFinish, args)?;
+                exec.run(&range, DycoreFinish, (dtau, alpha, rz, d[3], &*w2, e.each_ref(), m, r2, t2, &mut *div))?;
                 if let Some(w) = water.as_mut() {
                     let first = if n == 0 { 0.0 } else { 1.0 };
-                    exec.run(&range, DycoreFlux, (first, pert.each_ref(), m.each_ref(), w.acc.each_mut()))?;
+                    exec.run(&range, DycoreFlux, (first, pert.each_ref(), m, w.acc.each_mut()))?;
                 }
             }
             if let Some(w) = water.as_mut() {
                 let Water { w: w0, w1, w2, c, acc, .. } = w;
-                let wout = if stage == 1 { w2 } else { w1 };
-                let args = (
-                    frac * dt,
-                    1.0 / steps as f64,
-                    alpha,
-                    r,
-                    &st[1],
-                    &st[2],
-                    &d[4],
-                    &pert[3],
-                    &q[3],
-                    &st[3],
-                    m.each_ref(),
-                    acc.each_ref(),
-                    c.each_ref(),
-                    w0.each_ref(),
-                    wout.each_mut(),
-                );
+                let wout = (if stage == 1 { w2 } else { w1 }).each_mut();
+                let (dts, rn, acc, c, w0) =
+                    (frac * dt, 1.0 / steps as f64, acc.each_ref(), c.each_ref(), w0.each_ref());
+                let args = (dts, rn, alpha, r, st[1], st[2], d[4], &pert[3], q[3], st[3], m, acc, c, w0, wout);
                 exec.run(&range, DycoreWater, args)?;
             }
-            exec.run(&range, DycoreCommit, (st.each_ref(), pert.each_ref(), out.each_mut()))?;
+            exec.run(&range, DycoreCommit, (st, pert.each_ref(), out.each_mut()))?;
         }
         std::mem::swap(&mut s.q, &mut s.q1);
         if let Some(w) = s.water.as_mut() {
@@ -1102,9 +1030,8 @@ impl Dycore {
         plan: &Plan,
         after_step: impl FnMut(usize, f64),
     ) -> Result<([Field3<f64>; 5], usize, usize), Error> {
-        let (q, steps, start) = self.run_with(exec, t_end, plan, None, after_step, |_, _| Ok(()))?;
-        let mut q = q.into_iter();
-        Ok((std::array::from_fn(|_| q.next().expect("five fields")), steps, start))
+        let (mut q, steps, start) = self.run_with(exec, t_end, plan, None, after_step, |_, _| Ok(()))?;
+        Ok((std::array::from_fn(|_| q.remove(0)), steps, start))
     }
 
     /// [`Dycore::run`] with the water: the final host state has [`FIELDS`], then [`WATER`] when
@@ -1140,10 +1067,7 @@ impl Dycore {
         };
         let spec = Spec { id, shape: self.shape(), end: End::Time(t_end), records: None };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
-            Ok(Run(match restart {
-                Some(r) => State::new(exec, self, &r.fields, &m)?,
-                None => State::new(exec, self, &q0, &m)?,
-            }))
+            Ok(Run(State::new(exec, self, restart.as_ref().map_or(&q0, |r| &r.fields), &m)?))
         };
         let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
             let dt = self.dt.min(t_end - t);
@@ -1168,21 +1092,13 @@ impl Dycore {
     /// θ − θ̄ of every cell of a host state, `[i][j][k]` flattened z fastest (θ̄ the background,
     /// or the moist base state).
     pub fn theta_prime(&self, q: &[Field3<f64>]) -> Vec<(usize, usize, usize, f64)> {
-        if self.moist() {
-            let (base, view) = (self.moist_base(), q[0].interior_view());
-            let cells = view.indexed_iter().map(|((i, j, k), _)| {
-                let [p, t, _] = base[k];
-                (i, j, k, self.moist_cell(q, [i, j, k]).0 - t * (P0 / p).powf(RD / CP))
-            });
-            return cells.collect();
-        }
-        let mut out = Vec::new();
+        let base = if self.moist() { self.moist_base() } else { Vec::new() };
         let [r, t] = [q[0].interior_view(), q[4].interior_view()];
-        for ((i, j, k), &rv) in r.indexed_iter() {
-            let z = self.cell_height([i as isize, j as isize, k as isize]);
-            out.push((i, j, k, t[[i, j, k]] / rv - self.background(z).0));
-        }
-        out
+        let cells = r.indexed_iter().map(|((i, j, k), &rv)| match base.get(k) {
+            Some(&[p, t0, _]) => (i, j, k, self.moist_cell(q, [i, j, k]).0 - t0 * (P0 / p).powf(RD / CP)),
+            None => (i, j, k, t[[i, j, k]] / rv - self.background(self.cell_height([i, j, k].map(|x| x as isize))).0),
+        });
+        cells.collect()
     }
 
     /// θ (K), θ_e (K) and the mixing ratios `(q_v, q_c, q_r)` of interior cell `c` of a moist
@@ -1208,19 +1124,13 @@ impl Dycore {
 
     /// The largest `|u|` and `|w|` (Cartesian, at their faces) of a host state, m/s.
     pub fn max_wind(&self, q: &[Field3<f64>]) -> (f64, f64) {
-        let (r, u, w) = (&q[0], &q[1], &q[3]);
-        let [nx, ny, nz] = self.n.map(|n| n as isize);
+        let at = |v: usize, g: [usize; 3]| q[v].get(g.map(|x| x as isize)).unwrap();
         let (mut um, mut wm) = (0.0f64, 0.0f64);
-        for i in 0..nx {
-            for j in 0..ny {
-                for k in 0..nz {
-                    let at = |f: &Field3<f64>, g: [isize; 3]| f.get(g).unwrap();
-                    let ru = 0.5 * (at(r, [i, j, k]) + at(r, [(i + 1) % nx, j, k]));
-                    um = um.max((at(u, [i, j, k]) / ru).abs());
-                    if k + 1 < nz {
-                        wm = wm.max((at(w, [i, j, k]) / (0.5 * (at(r, [i, j, k]) + at(r, [i, j, k + 1])))).abs());
-                    }
-                }
+        for ((i, j, k), _) in q[0].interior_view().indexed_iter() {
+            let ru = 0.5 * (at(0, [i, j, k]) + at(0, [(i + 1) % self.n[0], j, k]));
+            um = um.max((at(1, [i, j, k]) / ru).abs());
+            if k + 1 < self.n[2] {
+                wm = wm.max((at(3, [i, j, k]) / (0.5 * (at(0, [i, j, k]) + at(0, [i, j, k + 1])))).abs());
             }
         }
         (um, wm)
@@ -1272,10 +1182,8 @@ impl Dycore {
         let [nx, ny, nz] = self.n;
         let mut v = vec![vec![0.0; nx * nz]; if self.moist() { 5 } else { 3 }];
         let base = if self.moist() { self.moist_base() } else { Vec::new() };
-        for (i, j, k, theta) in self.theta_prime(q) {
-            if j == ny / 2 {
-                v[0][i + nx * k] = theta;
-            }
+        for (i, _, k, theta) in self.theta_prime(q).into_iter().filter(|c| c.1 == ny / 2) {
+            v[0][i + nx * k] = theta;
         }
         let at = |f: usize, i: usize, k: usize| q[f].get([(i % nx) as isize, (ny / 2) as isize, k as isize]).unwrap();
         for (i, k) in (0..nz).flat_map(|k| (0..nx).map(move |i| (i, k))) {

@@ -100,25 +100,20 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if every.is_some_and(|e| !(e > 0.0 && e.is_finite())) {
         return Err("need --netcdf-every > 0".into());
     }
-    d.rain = args.rain;
-    if let Some(rate) = args.sponge_rate {
-        if !(rate.is_finite() && rate >= 0.0) {
-            return Err(format!("--sponge-rate must be a finite rate >= 0 (1/s), not {rate}").into());
-        }
-        d.sponge.1 = rate;
+    if let Some(rate) = args.sponge_rate.filter(|r| !(r.is_finite() && *r >= 0.0)) {
+        return Err(format!("--sponge-rate must be a finite rate >= 0 (1/s), not {rate}").into());
     }
     if d.moist() && args.reference != Reference::Discrete {
         return Err(
             "a moist run subtracts its discrete base state: --reference analytic or none needs a dry case".into()
         );
     }
-    d.coordinate = args.coordinate.unwrap_or(d.coordinate);
-    (d.sound_steps, d.beta, d.reference) = (args.sound_steps, args.beta, args.reference);
-    match (args.mountain, d.case) {
-        (Some(h), Case::Rest | Case::MountainWave) => d.mountain = h,
-        (Some(_), _) => return Err("--mountain needs --case rest or mountain-wave".into()),
-        (None, _) => {}
+    if args.mountain.is_some() && !matches!(d.case, Case::Rest | Case::MountainWave) {
+        return Err("--mountain needs --case rest or mountain-wave".into());
     }
+    (d.sound_steps, d.beta, d.reference, d.rain) = (args.sound_steps, args.beta, args.reference, args.rain);
+    (d.coordinate, d.sponge.1) = (args.coordinate.unwrap_or(d.coordinate), args.sponge_rate.unwrap_or(d.sponge.1));
+    d.mountain = args.mountain.unwrap_or(d.mountain);
     // 44 fields on the executor (59 moist); the initial state, metrics and result on the host.
     let footprint = Footprint { executor: if d.moist() { 59 } else { 44 } * 8, host: 20 * 8 };
     let decompose = |domains| d.decompose(domains, args.placement.grid);
@@ -151,9 +146,11 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let tmax = d.theta_prime(&q).iter().map(|c| c.3).fold(f64::MIN, f64::max);
     println!("theta' from {tmin:.4} K to {tmax:.4} K; max |u| {um:.4e} m/s, max |w| {wm:.4e} m/s");
     println!("mass relative change {:.3e}", (m1 - m0) / m0);
+    // The x–z section of the end state: θ′ for the picture, the maxima of q_r and θ_e′ when moist.
+    let end = d.section(t_end, &q);
     if d.moist() {
         let ((dry0, water0, _), (dry, water, ground)) = (d.water(&q0), d.water(&q));
-        let (qr, theta_e) = frames.last().map_or((0.0, 0.0), |f| (max(&f.values[3]), max(&f.values[4])));
+        let (qr, theta_e) = (max(&end.values[3]), max(&end.values[4]));
         println!("theta_e' max {theta_e:.4} K, q_r max {qr:.3e} kg/kg, rain on the ground {ground:.4e} kg");
         let budget = (water + ground - water0) / water0;
         println!("relative change: dry air {:.3e}, water + rain on the ground {budget:.3e}", (dry - dry0) / dry0);
@@ -166,13 +163,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         mountain_wave::report(&d, &q, &args.out)?;
     }
     let path = args.out.join("theta_xz.png");
-    let mut slice = vec![0.0; nx * nz];
-    for (i, j, k, t) in d.theta_prime(&q) {
-        if j == ny / 2 {
-            slice[i + nx * k] = t;
-        }
-    }
-    let field = Field2::from_fn(Shape2::new([nx, nz]), |[i, k]| slice[i as usize + nx * k as usize]);
+    let field = Field2::from_fn(Shape2::new([nx, nz]), |[i, k]| end.values[0][i as usize + nx * k as usize]);
     let (lo, hi) = write_png_field(&path, &field)?;
     println!("wrote {} (theta' in the x-z plane, {lo:.3} to {hi:.3} K)", path.display());
     if args.netcdf {
@@ -203,9 +194,8 @@ impl OnExecutor for Job<'_> {
         let Job { d, t_end, every, plan, timed } = self;
         timed.bar.println(format!("running on {}", exec.describe()));
         // Each step downloads nothing: the ticks follow the issue of the work (on a GPU).
-        // The sections at the output times (and the last, for the measures of a moist run).
+        // The sections at the output times of the NetCDF file.
         let mut frames = Vec::new();
-        let every = every.or(d.moist().then_some(t_end));
         let out = |t: f64, q: &[Field3<f64>]| {
             frames.push(d.section(t, q));
             Ok(())
