@@ -261,6 +261,13 @@ fn bad_blocks_are_errors() {
     let e = cuda_kernel::<Diffusion, 3>(two, &s, &r).unwrap_err();
     assert!(e.to_string().contains("no value to write out"), "{e}");
     assert!(cuda_first_pass_kernels::<Diffusion, 3>(&s, &r).is_err());
+    // A first pass by a number the split does not have (FluxPoints has two, one per axis).
+    let geometry =
+        stencil_runtime::codegen::printer::cuda::Geometry { strides: [1, 10, 100], layout: [0, 1, 2], lanes: 1 };
+    let ir = <FluxPoints as stencil_runtime::Stencil<3>>::source_ir();
+    assert!(stencil_runtime::codegen::printer::cuda::print_first_pass(ir, 1, &geometry).is_ok());
+    let e = stencil_runtime::codegen::printer::cuda::print_first_pass(ir, 2, &geometry).unwrap_err().to_string();
+    assert!(e.contains("has 2 first pass(es)") && e.contains("there is no pass 2"), "{e}");
     // FluxPoints stores one value, which starts with a neighbour's term: no point pass.
     let e = cuda_point_pass_kernel::<FluxPoints, 3>(&s, &r).unwrap_err();
     assert!(e.to_string().contains("no point pass"), "{e}");
