@@ -147,8 +147,8 @@ pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 #[cfg(feature = "cuda")]
 pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
 pub use cuda_source::{
-    cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
-    ReduceKernel, Strategy, TimeTiling,
+    cuda_boxes_kernel, cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel,
+    cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
 };
 pub use domain::{
     BoundaryFillError, CompCommBinder, Decomposition, DistField, Distributed, DistributionError, Domains, HaloExchange,

@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{
-    cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel, cuda_steps_kernel, CudaKernel,
-    Strategy, TimeTiling,
+    cuda_boxes_kernel, cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel,
+    cuda_steps_kernel, CudaKernel, Strategy, TimeTiling,
 };
 
 /// The CFL-type reduction: a max of a wave speed, the f64 sum of an f32 field under a branch, a
@@ -206,6 +206,13 @@ fn kernels() -> Vec<(String, CudaKernel)> {
         cuda_steps_kernel::<Star25, 3>(steps3.with_steps(1), "u", &s4.order(Order::Kij), &Loop3D::interior(&s4))
             .unwrap(),
     ));
+    // Several ranges in one launch: reach 1 and 4, Kij, point functions inlined, 2D, f64.
+    out.push(("diffusion_boxes".into(), cuda_boxes_kernel::<Diffusion, 3>(&s1).unwrap()));
+    out.push(("star25_boxes".into(), cuda_boxes_kernel::<Star25, 3>(&s4).unwrap()));
+    out.push(("branchy_boxes_kij".into(), cuda_boxes_kernel::<Branchy, 3>(&kij).unwrap()));
+    out.push(("point_fns_boxes".into(), cuda_boxes_kernel::<FluxPoints, 3>(&s1).unwrap()));
+    out.push(("jacobi2d_boxes".into(), cuda_boxes_kernel::<Jacobi2d, 2>(&plane).unwrap()));
+    out.push(("f64_boxes".into(), cuda_boxes_kernel::<DiffusionF64, 3>(&s64).unwrap()));
     out.push(("f64_zmarch".into(), cuda_kernel::<DiffusionF64, 3>(zmarch, &s64, &Loop3D::interior(&s64)).unwrap()));
     out
 }

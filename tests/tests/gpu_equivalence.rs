@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{DeviceField, Element, Field, Strategy};
+use stencil_runtime::{DeviceField, Element, Field, Loop, Strategy};
 
 fn gpu() -> Gpu {
     Gpu::new(0).expect("the GPU suite needs a CUDA device")
@@ -453,4 +453,126 @@ fn ranges_starting_anywhere_in_a_line() {
             }
         }
     }
+}
+
+/// A writer into a shared buffer (for the trace of the launches).
+#[derive(Clone, Default)]
+struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The non-empty boundary slabs of the interior of `shape` with these widths.
+fn slabs<const D: usize>(shape: &Shape<D>, lo: [usize; D], hi: [usize; D]) -> Vec<Loop<D>> {
+    let split = Loop::interior(shape).split_boundary(stencil_runtime::BoundaryWidths { lo, hi }).unwrap();
+    split.boundary().map(|(_, r)| r).filter(|r| r.points() > 0).collect()
+}
+
+/// Several ranges as one launch (`Executor::run_regions`, how the distributed executor runs a
+/// part's boundary slabs): the six slabs of a range (from one point thin to 32 wide, along every
+/// axis), both layouts, reach 1 and 4 in 3D (rows of one and of four points per thread) and a 2D
+/// stencil, against the host run over the same
+/// slabs; every point outside them keeps its poison. The trace shows each fused launch. A stencil
+/// with point functions and overlapping ranges run one launch per range, and give the host's
+/// bits too; a slab that leaves the halo is refused before anything is written.
+#[test]
+fn regions_as_one_launch_equal_the_host() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_env_filter("stencil::launch=trace")
+        .with_ansi(false)
+        .with_writer(move || writer.clone())
+        .finish();
+    tracing::subscriber::with_default(subscriber, || {
+        let g = gpu();
+        let mut rng = Rng(21);
+        for order in [Order::Ijk, Order::Kij] {
+            let shape = Shape3::new([45, 23, 19]).halo(1).order(order);
+            let f = random(shape, &mut rng, |v| v as f32);
+            let c = [0.11f32, 0.12, 0.13, 0.14, 0.15, 0.16, 0.17];
+            let regions = slabs(&shape, [32, 1, 2], [1, 3, 1]);
+            assert_eq!(regions.len(), 6);
+            let mut cpu = Field3::filled(shape, f32::NAN);
+            for r in &regions {
+                r.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut cpu)).unwrap();
+            }
+            let (df, mut dout) = (up(&g, &f), up(&g, &Field3::filled(shape, f32::NAN)));
+            g.run_regions(&regions, Diffusion, None, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &df, &mut dout))
+                .unwrap();
+            assert_same(&format!("diffusion slabs {order:?}"), &cpu, &dout.download().unwrap(), f32_bits);
+
+            // Rows of 49 points (one point per thread), and of 72 with slabs starting on 16 bytes
+            // (four points per thread, the last vector of a row cut short).
+            for (n, lo, hi) in [([41, 29, 23], [4, 1, 4], [8, 4, 1]), ([64, 20, 18], [4, 4, 3], [8, 1, 4])] {
+                let shape = Shape3::new(n).halo(4).order(order);
+                let [u, u_prev, v2] = [0, 1, 2].map(|_| random(shape, &mut rng, |v| v as f32));
+                let regions = slabs(&shape, lo, hi);
+                let mut cpu = Field3::filled(shape, f32::NAN);
+                for r in &regions {
+                    r.run(Star25, (0.3, &u, &u_prev, &v2, &mut cpu)).unwrap();
+                }
+                let [du, dup, dv] = [&u, &u_prev, &v2].map(|f| up(&g, f));
+                let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+                g.run_regions(&regions, Star25, None, (0.3, &du, &dup, &dv, &mut dout)).unwrap();
+                assert_same(&format!("star25 slabs {n:?} {order:?}"), &cpu, &dout.download().unwrap(), f32_bits);
+            }
+
+            let shape = Shape2::new([67, 45]).halo(1).order(order);
+            let (u, rhs) = (random(shape, &mut rng, |v| v as f32), random(shape, &mut rng, |v| v as f32));
+            let regions = slabs(&shape, [32, 1], [1, 2]);
+            let mut cpu = Field2::filled(shape, f32::NAN);
+            for r in &regions {
+                r.run(Jacobi2d, (0.8, &u, &rhs, &mut cpu)).unwrap();
+            }
+            let (du, drhs) = (up(&g, &u), up(&g, &rhs));
+            let mut dout = up(&g, &Field2::filled(shape, f32::NAN));
+            g.run_regions(&regions, Jacobi2d, None, (0.8, &du, &drhs, &mut dout)).unwrap();
+            assert_same(&format!("2d slabs {order:?}"), &cpu, &dout.download().unwrap(), f32_bits);
+
+            // Point functions: one launch per slab.
+            let shape = Shape3::new([37, 21, 15]).halo(2).order(order);
+            let (u, v) = (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v));
+            let regions = slabs(&shape, [2, 2, 2], [2, 2, 2]);
+            let mut cpu = Field3::filled(shape, f64::NAN);
+            for r in &regions {
+                r.run(FluxUpdate, (0.3, &u, &v, &mut cpu)).unwrap();
+            }
+            let (du, dv) = (up(&g, &u), up(&g, &v));
+            let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+            g.run_regions(&regions, FluxUpdate, None, (0.3, &du, &dv, &mut dout)).unwrap();
+            assert_same(&format!("flux_update slabs {order:?}"), &cpu, &dout.download().unwrap(), f64::to_bits);
+        }
+        // Overlapping ranges: one launch each, in order.
+        let shape = Shape3::new([30, 20, 10]).halo(1);
+        let f = random(shape, &mut rng, |v| v as f32);
+        let overlapping = [Loop3D::new(32, 1, 20, 22, 1, 1, 12, 1, 1), Loop3D::new(32, 10, 1, 22, 5, 9, 12, 1, 1)];
+        let mut cpu = Field3::filled(shape, f32::NAN);
+        for r in &overlapping {
+            r.run(Diffusion, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut cpu)).unwrap();
+        }
+        let (df, mut dout) = (up(&g, &f), up(&g, &Field3::filled(shape, f32::NAN)));
+        g.run_regions(&overlapping, Diffusion, None, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &df, &mut dout)).unwrap();
+        assert_same("overlapping ranges", &cpu, &dout.download().unwrap(), f32_bits);
+        // A slab that reaches past the halo: refused, nothing written.
+        let mut regions = slabs(&shape, [1, 1, 1], [1, 1, 1]);
+        regions.push(Loop3D::new(32, 0, 31, 22, 1, 1, 12, 1, 1));
+        let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+        let err = g
+            .run_regions(&regions, Diffusion, None, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &df, &mut dout))
+            .expect_err("a range whose reach leaves the fields");
+        assert!(err.to_string().contains("diffusion"), "{err}");
+        assert!(dout.download().unwrap().to_vec().iter().all(|v| v.is_nan()), "a refused launch wrote the output");
+    });
+    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let fused = text.lines().filter(|l| l.contains("run as one launch")).count();
+    let fusing = std::env::var("STENCIL_FUSE_SLABS").map_or(true, |v| v != "0");
+    assert_eq!(fused, if fusing { 8 } else { 0 }, "fused launches in the trace:\n{text}");
 }

@@ -172,6 +172,25 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         args: S::Args<'_, Self>,
     ) -> Result<(), LaunchError>;
 
+    /// Runs `stencil` over each of `regions` with the same arguments: the same as one
+    /// [`Executor::run_with`] per non-empty region, in order, for regions that share no point.
+    /// A GPU runs up to eight of them as one launch where the stencil allows it (no point
+    /// functions, not a reduction or a column sweep; `STENCIL_FUSE_SLABS=0` turns it off): the
+    /// distributed executor runs a part's boundary slabs this way.
+    #[doc(hidden)]
+    fn run_regions<S: Stencil<D>, const D: usize>(
+        &self,
+        regions: &[Loop<D>],
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Self>,
+    ) -> Result<(), LaunchError> {
+        for r in regions.iter().filter(|r| r.points() > 0) {
+            self.run_with(r, stencil, strategy, S::map_args(&mut args, &Same))?;
+        }
+        Ok(())
+    }
+
     /// Runs `steps` time steps of a stencil that reads one field of a pair and writes the other:
     /// the same as `steps` calls of `run(range, stencil, args(&a, &mut b, fixed))`, each followed
     /// by `std::mem::swap(a, b)`, so that `a` holds the last step's result. `args` builds one

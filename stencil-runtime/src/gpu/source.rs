@@ -67,6 +67,14 @@ pub fn cuda_point_pass_kernel<S: Stencil<D>, const D: usize>(
     stencil_codegen::printer::cuda::print_point_pass(ir, &geometry(shape, range, max_elem_bytes(ir)))
 }
 
+/// The kernel that runs stencil `S` over several ranges of fields of `shape` as one launch (how
+/// a GPU runs a part's boundary slabs: [`Executor::run_regions`](crate::Executor::run_regions)).
+pub fn cuda_boxes_kernel<S: Stencil<D>, const D: usize>(shape: &Shape<D>) -> Result<CudaKernel, StrategyError> {
+    let ir = S::source_ir();
+    let whole = Loop::whole(shape);
+    stencil_codegen::printer::cuda::print_boxes_kernel(ir, &geometry(shape, &whole, max_elem_bytes(ir)))
+}
+
 /// `range` grown by the offsets `lo` (≤ 0) and `hi` (≥ 0) per axis: where the first pass of a
 /// two-pass launch runs; `None` where that leaves the fields.
 pub(crate) fn first_pass_range<const D: usize>(

@@ -8,6 +8,7 @@
 //! an immediate; the range (origin and lengths) is a kernel argument, so one kernel serves every
 //! range over fields of one shape.
 
+mod boxes;
 mod c_body;
 mod column;
 mod column_staged;
@@ -23,6 +24,7 @@ mod temporal;
 mod text;
 mod zmarch;
 
+pub use boxes::{boxes_param, LaunchBox, BOXES_MAX, BOXES_PLANES, BOXES_THREADS};
 pub use c_body::{c_type, Access};
 pub use column::COLUMN_BLOCK;
 pub use reduce::{print_reduce_kernel, ReduceKernel, REDUCE_THREADS, REDUCE_UNROLL};
@@ -341,6 +343,26 @@ pub fn print_kernel(ir: &StencilIr, strategy: Strategy, geometry: &Geometry) -> 
     print_kernel_with(&prepared.ir, &prepared.analysis, strategy, geometry)
 }
 
+/// Prints the kernel that runs `ir` over several disjoint boxes of points in one launch,
+/// z-marching with blocks shaped per box (point functions inlined), with vector accesses where
+/// `geometry` allows them in every box: its last parameter is the boxes, as [`boxes_param`]
+/// writes them, and its grid `[blocks, 1, 1]` of [`BOXES_THREADS`] threads. An
+/// error for a column sweep or a reduction.
+pub fn print_boxes_kernel(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKernel, StrategyError> {
+    let not = |reason: &str| StrategyError::BadBlock { strategy: "boxes".into(), reason: reason.into() };
+    if ir.reduces() {
+        return Err(StrategyError::Reduces { stencil: ir.name.clone() });
+    }
+    if ir.sweep.is_some() {
+        return Err(not("a column sweep runs whole columns, not boxes"));
+    }
+    let prepared = prepare(ir, Target::Cuda);
+    let strategy = Strategy::ZMarch { block_x: BOXES_THREADS, block_y: 1, points_per_thread: BOXES_PLANES };
+    let k = kernel::KernelParts::new(&prepared.ir, &prepared.analysis, strategy, geometry);
+    let k = kernel::KernelParts { entry: format!("{}_boxes", ir.name), ..k };
+    Ok(boxes::print(&k))
+}
+
 /// Prints first pass `pass` of `ir` under a two-pass strategy: it writes the values the body
 /// reads at neighbours over the same box of offsets into the scratch fields that follow the
 /// stencil's parameters ([`crate::passes::materialise()`]), over fields laid out as `geometry`
@@ -425,9 +447,11 @@ pub fn print_kernel_with(
     Ok(match strategy {
         Strategy::PointPerThread { block } => point_per_thread::print(&k, block),
         Strategy::ZMarch { block_x, block_y, points_per_thread } => {
-            zmarch::print(&k, block_x, block_y, points_per_thread, false)
+            zmarch::print(&k, block_x, block_y, points_per_thread, zmarch::Columns::Range { tiled: false })
         }
-        Strategy::Stream25D { tile_x, tile_y } => zmarch::print(&k, tile_x, tile_y, STREAM_PLANES, true),
+        Strategy::Stream25D { tile_x, tile_y } => {
+            zmarch::print(&k, tile_x, tile_y, STREAM_PLANES, zmarch::Columns::Range { tiled: true })
+        }
         Strategy::SharedTile3D { tile } => shared_tile3d::print(&k, tile),
         Strategy::Depot { block_x, block_y, planes } => depot::print(&k, block_x, block_y, planes)?,
         Strategy::TwoPass { .. } | Strategy::TwoPassStream { .. } => unreachable!("refused above"),

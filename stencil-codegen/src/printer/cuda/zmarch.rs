@@ -97,9 +97,26 @@ impl Access for Marching<'_> {
     }
 }
 
-/// Prints the z-marching kernel; with `tiled`, the 2.5D variant whose in-plane neighbours come
-/// from a shared plane tile (`plane_tile`).
-pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thread: u32, tiled: bool) -> CudaKernel {
+/// How a z-marching kernel finds its range and its threads' columns.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Columns {
+    /// One range (the `origin`, `n_c`, `n_m`, `n_o` parameters), a `block_x` × `block_y` block
+    /// over (c, m); with `tiled`, the 2.5D variant whose in-plane neighbours come from a shared
+    /// plane tile (`plane_tile`).
+    Range { tiled: bool },
+    /// Several boxes, blocks of `block_x` threads shaped per box (`boxes.rs`).
+    Boxes,
+}
+
+/// Prints the z-marching kernel over `columns`.
+pub(super) fn print(
+    k: &KernelParts,
+    block_x: u32,
+    block_y: u32,
+    points_per_thread: u32,
+    columns: Columns,
+) -> CudaKernel {
+    let tiled = columns == Columns::Range { tiled: true };
     // Wide stencils need many queue slots; each lane multiplies them. Halve the lanes (still
     // aligned: the runtime checked alignment for the widest) until the queues hold at most
     // QUEUE_VALUES values, so a thread keeps enough occupancy to have loads in flight.
@@ -141,14 +158,23 @@ pub(super) fn print(k: &KernelParts, block_x: u32, block_y: u32, points_per_thre
     // warp's accesses cover whole lines: with the range 64 bytes into a line, an in-place
     // 25-point update ran at 63% of copy against 86% aligned (H100, 1000³ f32).
     let line_points = k.line_points(block_x * lanes as u32);
-    let mut s = k.header(block_x * block_y);
-    s.push_str(&format!(
-        "    {}
+    let mut s = match columns {
+        Columns::Range { .. } => {
+            let mut s = k.header(block_x * block_y);
+            s.push_str(&format!(
+                "    {}
     const int m = blockIdx.y * {block_y} + threadIdx.y;
     const int o0 = blockIdx.z * {points_per_thread};
-    {}long long idx = origin + c + m * S_M + o0 * S_O;
 ",
-        k.aligned_c(&format!("blockIdx.x * {block_x} + threadIdx.x"), lanes as u32, line_points),
+                k.aligned_c(&format!("blockIdx.x * {block_x} + threadIdx.x"), lanes as u32, line_points),
+            ));
+            s
+        }
+        Columns::Boxes => super::boxes::header(k, block_x, points_per_thread, lanes),
+    };
+    s.push_str(&format!(
+        "    {}long long idx = origin + c + m * S_M + o0 * S_O;
+",
         if tile.is_some() { "" } else { "if (c < 0 || c >= n_c || m >= n_m) return;\n    " }
     ));
     if let Some(t) = &tile {

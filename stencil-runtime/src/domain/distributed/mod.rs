@@ -790,7 +790,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             let reach: [usize; D] = std::array::from_fn(|a| early.iter().flatten().map(|d| d[a]).max().unwrap_or(0));
             let binder = CompCommBinder::new(domains, whole, reach, Overlap::TwoDivided)?
                 .contiguous_axis(global.contiguous_axis());
-            binder.step(
+            binder.step_phases(
                 domains,
                 &mut args,
                 |args, _| {
@@ -814,9 +814,11 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                     let refs: Vec<&Settle<'_, D>> = list.iter().collect();
                     self.exchange(&mut state, &refs, [false; D])
                 },
-                |exec, i, r, args| match r.points() {
-                    0 => Ok(()),
-                    _ => exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i))),
+                |args, execs, regions| {
+                    for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
+                        exec.run_regions(regions, stencil, strategy, S::map_args(args, &Part(i)))?;
+                    }
+                    Ok(())
                 },
             )?;
         } else {
@@ -839,16 +841,11 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                     domains.each_part(&|i| {
                         // SAFETY: part `i`'s arguments, taken by part `i`'s job only.
                         let mut part = unsafe { parts.take(i) };
-                        regions[i]
-                            .iter()
-                            .filter(|r| r.points() > 0)
-                            .try_for_each(|r| execs[i].run_with(r, stencil, strategy, S::map_args(&mut part, &Same)))
+                        execs[i].run_regions(&regions[i], stencil, strategy, S::map_args(&mut part, &Same))
                     })
                 } else {
                     for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
-                        for r in regions.iter().filter(|r| r.points() > 0) {
-                            exec.run_with(r, stencil, strategy, S::map_args(args, &Part(i)))?;
-                        }
+                        exec.run_regions(regions, stencil, strategy, S::map_args(args, &Part(i)))?;
                     }
                     Ok(())
                 }

@@ -200,6 +200,27 @@ impl Executor for Gpu {
         halo::fill(self, declared.jobs.into_inner()?)
     }
 
+    fn run_regions<S: Stencil<D>, const D: usize>(
+        &self,
+        regions: &[Loop<D>],
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Gpu>,
+    ) -> Result<(), LaunchError> {
+        let regions: Vec<Loop<D>> = regions.iter().copied().filter(|r| r.points() > 0).collect();
+        // Every range is checked before any runs: a refused call writes nothing.
+        let values = S::erase_args::<Gpu>(S::map_args(&mut args, &Same));
+        regions.iter().try_for_each(|r| self.check_launch::<S, D>(r, &values).map(drop))?;
+        let fused = strategy.is_none() && self.launch_regions::<S, D>(&regions, &values)?;
+        drop(values);
+        if !fused {
+            return regions.iter().try_for_each(|r| self.run_with(r, stencil, strategy, S::map_args(&mut args, &Same)));
+        }
+        let declared = DeclaredJobs { gpu: self, jobs: std::cell::RefCell::new(Ok(Vec::new())) };
+        S::map_args(&mut args, &declared);
+        halo::fill(self, declared.jobs.into_inner()?)
+    }
+
     fn declare_boundary<T: Element, const D: usize>(
         &self,
         field: &mut DeviceField<T, D>,

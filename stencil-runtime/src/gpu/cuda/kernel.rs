@@ -6,8 +6,8 @@ use cudarc::driver::CudaFunction;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
 use stencil_codegen::printer::cuda::{
-    print_first_pass, print_kernel, print_point_pass, print_steps_kernel, CudaKernel, Geometry, Strategy,
-    StrategyError, TimeTiling,
+    print_boxes_kernel, print_first_pass, print_kernel, print_point_pass, print_steps_kernel, CudaKernel, Geometry,
+    Strategy, StrategyError, TimeTiling,
 };
 use stencil_codegen::StencilIr;
 
@@ -75,6 +75,8 @@ pub(crate) enum KernelChoice {
     FirstPass(usize),
     /// The point pass of a two-pass strategy, where the stencil has one.
     PointPass,
+    /// Several ranges in one launch (`boxes.rs`).
+    Boxes,
 }
 
 impl KernelChoice {
@@ -85,6 +87,7 @@ impl KernelChoice {
             KernelChoice::Steps { tiling, input } => print_steps_kernel(ir, tiling, input, geometry),
             KernelChoice::FirstPass(n) => print_first_pass(ir, n, geometry),
             KernelChoice::PointPass => print_point_pass(ir, geometry),
+            KernelChoice::Boxes => print_boxes_kernel(ir, geometry),
         }
     }
 }

@@ -33,7 +33,8 @@
 //! ```
 
 // One-way dependencies: error, kernel <- nvrtc <- context <- compile, launch <- memory <- halo, peer <- message,
-// reduce, tune <- executor <- steps.
+// reduce, tune, boxes <- executor <- steps.
+mod boxes;
 mod compile;
 mod context;
 mod error;
