@@ -576,3 +576,51 @@ fn regions_as_one_launch_equal_the_host() {
     let fusing = std::env::var("STENCIL_FUSE_SLABS").map_or(true, |v| v != "0");
     assert_eq!(fused, if fusing { 8 } else { 0 }, "fused launches in the trace:\n{text}");
 }
+
+/// A point function read only ahead (at +1 and +2 along x) whose value reads two points and one
+/// point back: the stencil reaches one point each way, but a first pass over the box of offsets
+/// from the point itself to +2 reads two back and writes two ahead.
+#[stencil]
+fn read_ahead(idx: Idx3, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let back = |p: Idx3| 0.5 * u[p.ix::<-2, 0, 0>()] + u[p.ix::<-1, 0, 0>()];
+    out[idx] = back(idx.ix::<1, 0, 0>()) - back(idx.ix::<2, 0, 0>());
+}
+
+/// A two-pass strategy whose first pass would read past the fields (a halo as wide as the
+/// stencil's reach, narrower than the first pass's reads) is refused with what to change, and
+/// writes nothing; the default strategy runs the same launch, and with the halo widened the
+/// two-pass strategy runs it too: the host's bits in both.
+#[test]
+fn two_pass_refuses_a_first_pass_that_leaves_the_fields() {
+    let g = gpu();
+    let mut rng = Rng(31);
+    let two = Strategy::TwoPass { block_x: 32, block_y: 4, points_per_thread: 8 };
+    for halo in [1, 2] {
+        let shape = Shape3::new([33, 9, 7]).halo_per_axis([halo, 0, 0]);
+        let range = Loop3D::interior(&shape);
+        let u = random(shape, &mut rng, |v| v);
+        let mut want = Field3::filled(shape, f64::NAN);
+        range.run(ReadAhead, (&u, &mut want)).unwrap();
+        let du = up(&g, &u);
+        let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+        range.run_on(&g, ReadAhead, (&du, &mut dout)).unwrap();
+        assert_same(&format!("read_ahead default, halo {halo}"), &want, &dout.download().unwrap(), f64::to_bits);
+        let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+        let ran = range.with_strategy(two).run_on(&g, ReadAhead, (&du, &mut dout));
+        let got = dout.download().unwrap();
+        match halo {
+            1 => {
+                let e = ran.expect_err("the first pass reads two points back").to_string();
+                assert!(
+                    e.contains("read_ahead") && e.contains("leaves the fields") && e.contains("widen the halo"),
+                    "{e}"
+                );
+                assert!(got.to_vec().iter().all(|v| v.is_nan()), "a refused launch wrote the output");
+            }
+            _ => {
+                ran.unwrap();
+                assert_same(&format!("read_ahead two-pass, halo {halo}"), &want, &got, f64::to_bits);
+            }
+        }
+    }
+}
