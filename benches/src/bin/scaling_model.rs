@@ -50,9 +50,11 @@ const PEER_EXPOSED: f64 = 0.12;
 const NCCL_EXPOSED: f64 = 0.45;
 /// Share of the inner block's rate the boundary slabs reach.
 const SLAB_EFFICIENCY: f64 = 0.5;
-/// Fixed cost of splitting off one slab (its own launch, a partial last wave): measured on two
-/// H200s, the one-divided 512³ diffusion update without its exchange takes 6–7 µs longer than the
-/// whole update, with one slab per subdomain (`scaling`, column "split, no exchange").
+/// Fixed cost of one slab launch (its launch, a partial last wave): measured on two H200s, the
+/// one-divided 512³ diffusion update without its exchange takes 6–7 µs longer than the whole
+/// update, with one slab per subdomain (`scaling`, column "split, no exchange"). Since design
+/// record 0028 a subdomain's slabs run as one launch (`fused`): the cost is paid once per step
+/// instead of once per slab (assumed from the launch count; not measured beyond one slab).
 const SLAB_FIXED_US: f64 = 6.0;
 
 /// Host time one process spends per GPU and step issuing a divided step (the inner and slab
@@ -112,7 +114,7 @@ enum Drive {
 
 /// Predicted milliseconds per step for subdomain `s` of `d`, with or without overlap: the GPU's
 /// step, or the host's issue of it where that is longer.
-fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive) -> f64 {
+fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, fused: bool) -> f64 {
     let gpus_here = d.len().min(GPUS_PER_NODE) as f64;
     let host_ms = 1e-3
         * match drive {
@@ -121,7 +123,7 @@ fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, 
             Drive::RankPerGpu if d.len() > 1 => HOST_US_PER_RANK + neighbours(d, s) * HOST_US_PER_NCCL_MESSAGE,
             _ => 0.0,
         };
-    gpu_step_ms(st, d, s, overlap, drive).max(host_ms)
+    gpu_step_ms(st, d, s, overlap, drive, fused).max(host_ms)
 }
 
 /// How many neighbours subdomain `s` exchanges with.
@@ -139,13 +141,14 @@ fn neighbours(d: &Decomposition<3>, s: &Subdomain<3>) -> f64 {
     n
 }
 
-/// The GPU's part of [`step_ms`].
-fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive) -> f64 {
+/// The GPU's part of [`step_ms`]; `fused`: the slabs as one launch.
+fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, fused: bool) -> f64 {
     let points: f64 = s.extent.iter().map(|&n| n as f64).product();
     let update = points / st.rate;
     let mut exchange = 0.0;
     let mut slab_time = 0.0;
     let mut slab_points = 0.0;
+    let mut slabs: f64 = 0.0;
     // A message inside a node: its fixed cost and rate as the exchange alone measured them (pack,
     // copy, unpack, events); between nodes, NCCL's fixed cost at the adapter's bandwidth.
     let (inside_us, inside_gbs) = match drive {
@@ -172,12 +175,14 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
             // 105-108 µs against 44-50 µs for one neighbour on two GPUs); NCCL's kernels move
             // both at once.
             slowest = if same_node && drive != Drive::RankPerGpu { slowest + message } else { slowest.max(message) };
-            slab_time += face * st.halo as f64 / (st.rate * SLAB_EFFICIENCY) + SLAB_FIXED_US * 1e-6;
+            slab_time += face * st.halo as f64 / (st.rate * SLAB_EFFICIENCY);
             slab_points += face * st.halo as f64;
+            slabs += 1.0;
         }
         // The axes one after the other.
         exchange += slowest;
     }
+    slab_time += SLAB_FIXED_US * 1e-6 * if fused { slabs.min(1.0) } else { slabs };
     let seconds = if overlap {
         let inner = (points - slab_points) / st.rate;
         let exposed = if drive == Drive::RankPerGpu { NCCL_EXPOSED } else { PEER_EXPOSED };
@@ -191,13 +196,13 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
 /// The slowest subdomain's step over `p` GPUs for a global grid `global`, driven one process per
 /// node.
 fn predict(st: &Stencil, global: [usize; 3], p: usize, overlap: bool) -> Option<f64> {
-    predict_with(st, global, p, overlap, Drive::OneProcess)
+    predict_with(st, global, p, overlap, Drive::OneProcess, true)
 }
 
-/// [`predict`] with the GPUs driven as `drive` says.
-fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive) -> Option<f64> {
+/// [`predict`] with the GPUs driven as `drive` says, the slabs as one launch or not (`fused`).
+fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive, fused: bool) -> Option<f64> {
     let d = Decomposition::auto(global, p, [false; 3], [st.halo; 3]).ok()?;
-    d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive)).reduce(f64::max)
+    d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive, fused)).reduce(f64::max)
 }
 
 /// Command line.
@@ -232,7 +237,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (kind, global, base) in [("weak", global, weak1), ("strong", [1024; 3], strong1)] {
                 for drive in drives {
                     for overlap in [false, true] {
-                        let ms = predict_with(st, global, p, overlap, drive);
+                        let ms = predict_with(st, global, p, overlap, drive, true);
                         // Weak: efficiency t1 / tP; strong: speedup t1 / tP over P.
                         let eff = ms.map(|ms| if kind == "weak" { base / ms } else { base / ms / p as f64 });
                         if let (Some(ms), Some(eff)) = (ms, eff) {
@@ -263,7 +268,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 (false, _) => [512; 3],
             };
-            let at = |drive| weak1 / predict_with(st, global, *p, overlap, drive).expect("predicted");
+            // Measured with one launch per slab.
+            let at = |drive| weak1 / predict_with(st, global, *p, overlap, drive, false).expect("predicted");
             let (one, ranks) = (at(Drive::OneProcess), at(Drive::RankPerGpu));
             let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
             // Points of efficiency (strong: of speedup / P) between prediction and measurement.
@@ -279,6 +285,26 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\nlargest difference: {worst:.1} points of efficiency (strong: of speedup per GPU)");
+    println!("\nweak at 4096 GPUs with overlap, the slabs as one launch (as run now) against one launch per slab:\n");
+    println!("| stencil | one process: fused | per slab | ranks: fused | per slab |");
+    println!("|---|---:|---:|---:|---:|");
+    for st in &stencils {
+        let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
+        let global = Decomposition::<3>::auto([512 * 4096; 3], 4096, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g);
+        let at = |drive, fused| {
+            let e = weak1 / predict_with(st, global, 4096, true, drive, fused).expect("predicted");
+            format!("{:.1}%", 100.0 * e)
+        };
+        let (one, ranks) = (Drive::OneProcess, Drive::RankPerGpu);
+        println!(
+            "| {} | {} | {} | {} | {} |",
+            st.name,
+            at(one, true),
+            at(one, false),
+            at(ranks, true),
+            at(ranks, false)
+        );
+    }
     println!(
         "\nweak: efficiency t(1 GPU) / t(P GPUs) at a fixed block per GPU; strong: speedup / P on one grid. \
          {GPUS_PER_NODE} GPUs per node, InfiniBand {IB_GBS} GB/s between nodes."
