@@ -1,13 +1,12 @@
-//! One launch over several disjoint boxes of points (a subdomain's boundary slabs): z-marching
-//! as [`Strategy::ZMarch`](super::Strategy::ZMarch) (each thread walks up to [`BOXES_PLANES`]
+//! One launch over several disjoint boxes of points (a subdomain's boundary slabs): the
+//! parameter and the first lines of a kernel that z-marches (`zmarch::Columns::Boxes`) as
+//! [`Strategy::ZMarch`](super::Strategy::ZMarch) (each thread walks up to [`BOXES_PLANES`]
 //! points along o with the o-neighbours in a register queue, one point per step), with blocks of
 //! [`BOXES_THREADS`] threads numbered across the boxes. Each box shapes its blocks over (c, m)
 //! to its own extent (a slab a few points thin along m gets blocks flat along it), so thin slabs
 //! waste few threads, and a step's six slabs cost one launch instead of six.
 
 use super::kernel::KernelParts;
-use super::zmarch::{self, Columns};
-use super::CudaKernel;
 
 /// Boxes one launch takes at most (the `2·D` slabs of a 3D range and two more).
 pub const BOXES_MAX: usize = 8;
@@ -96,12 +95,6 @@ pub fn boxes_param(boxes: &[LaunchBox], lanes: u32) -> Option<(Vec<u8>, u32)> {
     // The struct's size is a multiple of its alignment (8).
     bytes.resize(bytes.len().next_multiple_of(8), 0);
     Some((bytes, blocks as u32))
-}
-
-/// The boxes kernel of the stencil (point functions already inlined), with vector accesses of
-/// the geometry's lanes where the z-march's queues allow them.
-pub(super) fn print(k: &KernelParts) -> CudaKernel {
-    zmarch::print(k, BOXES_THREADS, 1, BOXES_PLANES, Columns::Boxes)
 }
 
 /// The kernel's signature and its first lines: the box of this block, and the column (`c`,

@@ -360,7 +360,7 @@ pub fn print_boxes_kernel(ir: &StencilIr, geometry: &Geometry) -> Result<CudaKer
     let strategy = Strategy::ZMarch { block_x: BOXES_THREADS, block_y: 1, points_per_thread: BOXES_PLANES };
     let k = kernel::KernelParts::new(&prepared.ir, &prepared.analysis, strategy, geometry);
     let k = kernel::KernelParts { entry: format!("{}_boxes", ir.name), ..k };
-    Ok(boxes::print(&k))
+    Ok(zmarch::print(&k, BOXES_THREADS, 1, BOXES_PLANES, zmarch::Columns::Boxes))
 }
 
 /// Prints first pass `pass` of `ir` under a two-pass strategy: it writes the values the body
