@@ -243,6 +243,22 @@ struct Args {
     csv: Option<std::path::PathBuf>,
 }
 
+/// The targets of a bench run on `p` GPUs over the global grid `g`: weak efficiency with 512³ per
+/// GPU, or strong speed-up of one 512³ grid (`None`: no target for this run).
+fn target(model: Model, kind: &str, p: usize, g: [usize; 3]) -> Option<f64> {
+    let per_gpu = [g[0], g[1], g[2] / p.max(1)];
+    if (kind == "weak" && per_gpu != [512; 3]) || (kind != "weak" && g != [512; 3]) {
+        return None;
+    }
+    match (kind, p, model) {
+        ("weak", 2..=4, _) => Some(0.97),
+        ("strong", 2, _) => Some(1.85),
+        ("strong", 4, Model::Diffusion) => Some(3.0),
+        ("strong", 4, Model::Acoustic) => Some(3.5),
+        _ => None,
+    }
+}
+
 fn parse_extent(s: &str) -> Res<[usize; 3]> {
     let v: Vec<usize> = s.split('x').map(|p| p.trim().parse()).collect::<Result<_, _>>()?;
     match v[..] {
@@ -339,6 +355,15 @@ fn main() -> Res<()> {
                         (Some(t1), "weak") => format!("{:.1}% efficiency", 100.0 * t1 / best),
                         (Some(t1), _) => format!("{:.2}x ({:.1}% of {p}x)", t1 / best, 100.0 * t1 / best / p as f64),
                         (None, _) => "(1 GPU: its own run)".into(),
+                    };
+                    let versus = match (base, target(model, kind, p, g)) {
+                        (Some(t1), Some(goal)) => {
+                            let got = t1 / best;
+                            let shown =
+                                if kind == "weak" { format!("{:.0}%", 100.0 * goal) } else { format!("{goal:.2}x") };
+                            format!("{versus}; target ≥ {shown}: {}", if got >= goal { "met" } else { "missed" })
+                        }
+                        _ => versus,
                     };
                     let hidden = if b.exchange > 0.0 && p > 1 {
                         format!("{:.0}%", 100.0 * (1.0 - ((best - b.update).max(0.0) / b.exchange)).clamp(0.0, 1.0))
