@@ -455,20 +455,6 @@ fn ranges_starting_anywhere_in_a_line() {
     }
 }
 
-/// A writer into a shared buffer (for the trace of the launches).
-#[derive(Clone, Default)]
-struct Captured(std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
-
-impl std::io::Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 /// The non-empty boundary slabs of the interior of `shape` with these widths.
 fn slabs<const D: usize>(shape: &Shape<D>, lo: [usize; D], hi: [usize; D]) -> Vec<Loop<D>> {
     let split = Loop::interior(shape).split_boundary(stencil_runtime::BoundaryWidths { lo, hi }).unwrap();
@@ -571,7 +557,7 @@ fn regions_as_one_launch_equal_the_host() {
         assert!(err.to_string().contains("diffusion"), "{err}");
         assert!(dout.download().unwrap().to_vec().iter().all(|v| v.is_nan()), "a refused launch wrote the output");
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     let fused = text.lines().filter(|l| l.contains("run as one launch")).count();
     let fusing = std::env::var("STENCIL_FUSE_SLABS").map_or(true, |v| v != "0");
     assert_eq!(fused, if fusing { 8 } else { 0 }, "fused launches in the trace:\n{text}");

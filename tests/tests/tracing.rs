@@ -1,8 +1,9 @@
 //! The runtime's tracing spans and events: a launch, a scatter, an exchange and a gather each
 //! show up under their target when a subscriber asks for them.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
+mod common;
+
+use common::Captured;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains};
 use tracing_subscriber::fmt::format::FmtSpan;
@@ -10,20 +11,6 @@ use tracing_subscriber::fmt::format::FmtSpan;
 #[stencil]
 fn shift(idx: Idx2, u: &Field2<f64>, out: &mut Field2<f64>) {
     out[idx] = u[idx.ix::<1, 0>()] - u[idx.ix::<0, -1>()];
-}
-
-/// A writer into a shared buffer.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(bytes);
-        Ok(bytes.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
 }
 
 #[test]
@@ -47,7 +34,7 @@ fn launches_exchanges_and_gathers_are_traced() {
         domains.exchange(&mut parts).unwrap();
         domains.gather(&shape, &parts).unwrap();
     });
-    let text = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let text = captured.text();
     for expected in ["stencil::launch", "stencil=\"shift\"", "stencil::exchange", "exchange", "scatter", "gather"] {
         assert!(text.contains(expected), "`{expected}` is missing from the trace:\n{text}");
     }

@@ -47,3 +47,24 @@ impl Rng {
 pub fn random<T: Element, const D: usize>(shape: Shape<D>, rng: &mut Rng, cast: impl Fn(f64) -> T) -> Field<T, D> {
     Field::from_fn(shape, |_| cast(rng.next()))
 }
+
+/// A writer into a shared buffer: what a `tracing` subscriber wrote, for a test to read.
+#[derive(Clone, Default)]
+pub struct Captured(pub std::sync::Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl Captured {
+    /// Everything written so far.
+    pub fn text(&self) -> String {
+        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
+    }
+}
+
+impl std::io::Write for Captured {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}

@@ -12,6 +12,7 @@ use super::launch::{KernelArg, LaunchDims};
 use crate::cpu::SettingError;
 use crate::error::LaunchError;
 use crate::executor::Stencil;
+use crate::field::Shape;
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
 use crate::stencil::args::ArgValue;
@@ -52,23 +53,21 @@ fn disjoint<const D: usize>(regions: &[Loop<D>]) -> bool {
 }
 
 impl Gpu {
-    /// Runs `S` over every range of `regions` (non-empty, at least two) as one launch, after the
-    /// checks of a launch over each; `Ok(false)` (nothing done) where they cannot run as one:
-    /// fusing is off, the stencil is not [`fusable`], there are too many ranges or they overlap.
+    /// Runs `S` over every range of `regions` (non-empty, each already checked by
+    /// `check_launch` against the fields of `shape`) as one launch; `Ok(false)` (nothing done)
+    /// where they cannot run as one: fusing is off, the stencil is not [`fusable`], there are
+    /// fewer than two or too many ranges, or they overlap.
     pub(crate) fn launch_regions<S: Stencil<D>, const D: usize>(
         &self,
         regions: &[Loop<D>],
+        shape: &Shape<D>,
         values: &[ArgValue<'_, D>],
     ) -> Result<bool, LaunchError> {
         let ir = S::source_ir();
         if !fuse_setting()? || !fusable(ir) || regions.len() < 2 || regions.len() > BOXES_MAX || !disjoint(regions) {
             return Ok(false);
         }
-        let mut shape = None;
-        for r in regions {
-            shape = Some(self.check_launch::<S, D>(r, values)?);
-        }
-        let shape = shape.expect("at least two regions");
+        let shape = *shape;
         let boxes: Vec<LaunchBox> = regions
             .iter()
             .map(|r| LaunchBox {
@@ -94,7 +93,7 @@ impl Gpu {
         let dims = LaunchDims { grid: [blocks, 1, 1], block: prepared.block, shared_bytes: 0 };
         // SAFETY: the kernel was printed for this stencil and geometry: its parameters are the
         // stencil's (as `values` gives them) and the boxes; every range was checked against
-        // every field with the stencil's reach, and each thread touches only the points of its
+        // every field with the stencil's reach (the caller's contract), and each thread touches only the points of its
         // box and their neighbours within the reach.
         unsafe { self.launch(&prepared.kernel, dims, &args)? };
         Ok(true)

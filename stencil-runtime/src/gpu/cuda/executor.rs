@@ -52,6 +52,13 @@ impl<T: Element, const D: usize> FieldStorage<T, D> for DeviceField<T, D> {
 }
 
 impl Gpu {
+    /// Fills the declared boundaries of the fields a launch of `S` with `args` wrote.
+    fn fill_declared<S: Stencil<D>, const D: usize>(&self, args: &mut S::Args<'_, Gpu>) -> Result<(), LaunchError> {
+        let declared = DeclaredJobs { gpu: self, jobs: std::cell::RefCell::new(Ok(Vec::new())) };
+        S::map_args(args, &declared);
+        halo::fill(self, declared.jobs.into_inner()?)
+    }
+
     /// One launch of `S` over `range` with its erased arguments (checked first).
     fn launch_stencil<S: Stencil<D>, const D: usize>(
         &self,
@@ -195,9 +202,7 @@ impl Executor for Gpu {
         if range.points() == 0 {
             return Ok(());
         }
-        let declared = DeclaredJobs { gpu: self, jobs: std::cell::RefCell::new(Ok(Vec::new())) };
-        S::map_args(&mut args, &declared);
-        halo::fill(self, declared.jobs.into_inner()?)
+        self.fill_declared::<S, D>(&mut args)
     }
 
     fn run_regions<S: Stencil<D>, const D: usize>(
@@ -210,15 +215,19 @@ impl Executor for Gpu {
         let regions: Vec<Loop<D>> = regions.iter().copied().filter(|r| r.points() > 0).collect();
         // Every range is checked before any runs: a refused call writes nothing.
         let values = S::erase_args::<Gpu>(S::map_args(&mut args, &Same));
-        regions.iter().try_for_each(|r| self.check_launch::<S, D>(r, &values).map(drop))?;
-        let fused = strategy.is_none() && self.launch_regions::<S, D>(&regions, &values)?;
+        let mut shape = None;
+        for r in &regions {
+            shape = Some(self.check_launch::<S, D>(r, &values)?);
+        }
+        let fused = match shape {
+            Some(shape) if strategy.is_none() => self.launch_regions::<S, D>(&regions, &shape, &values)?,
+            _ => false,
+        };
         drop(values);
         if !fused {
             return regions.iter().try_for_each(|r| self.run_with(r, stencil, strategy, S::map_args(&mut args, &Same)));
         }
-        let declared = DeclaredJobs { gpu: self, jobs: std::cell::RefCell::new(Ok(Vec::new())) };
-        S::map_args(&mut args, &declared);
-        halo::fill(self, declared.jobs.into_inner()?)
+        self.fill_declared::<S, D>(&mut args)
     }
 
     fn declare_boundary<T: Element, const D: usize>(
