@@ -13,7 +13,7 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Element, Executor, Regions, SparsePoints, Strategy};
 
 use crate::checkpoint::{self, Error, Plan};
-use crate::driver::{self, End, Identity, Named, Restart, Spec};
+use crate::driver::{self, End, Identity, Named, Record, Restart, Spec};
 use crate::velocity::VelocityGrid;
 
 /// The 8th-order central coefficients of `∂²/∂x²` on a unit grid: centre, then offsets 1..4.
@@ -540,7 +540,8 @@ pub struct Outcome<T: Element> {
 
 /// Runs `model` on `exec` with a CUDA strategy per region (`strategies`; the host ignores
 /// them), recording the receivers after every step and the wavefields after step `snapshot`
-/// (1-based, if given); `after_step(s)` after step `s`, once its receivers are read. Checkpoints
+/// (1-based, if given); `after_step(s)` after step `s` is issued (its receivers are collected a
+/// few steps later, without making the host wait for a GPU every step). Checkpoints
 /// (the state and the traces so far) and restarts, on any placement, as `plan` says.
 pub fn run<E: Executor, T: Wave>(
     exec: &E,
@@ -579,9 +580,10 @@ pub fn run<E: Executor, T: Wave>(
     };
     let (regions, c) = (model.regions(), Coefficients::new([model.h; 3]).to::<T>());
     let mut snap = None;
-    let step = |state: &mut State<E::Field<T, 3>>, s: usize, _| -> Result<(f64, Vec<T>), Error> {
+    let step = |state: &mut State<E::Field<T, 3>>, s: usize, _| -> Result<(f64, Record<T>), Error> {
         T::step(exec, strategies, &regions, &c, state, &model.source_at(s)?)?;
-        let record = receivers.sample(exec, &state.u)?.into_iter().map(T::from_f64).collect();
+        let samples = receivers.sample_later(exec, &state.u)?;
+        let record = Record::Later(Box::new(move || Ok(samples.wait()?.into_iter().map(T::from_f64).collect())));
         if snapshot == Some(s + 1) {
             snap = Some(state.wavefields(exec)?);
         }

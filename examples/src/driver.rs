@@ -125,6 +125,36 @@ pub struct Spec<const D: usize> {
     pub records: Option<(&'static str, usize)>,
 }
 
+/// What a step of [`run_fields`] records: values it has, or values still on their way (e.g.
+/// receivers sampled without waiting for the GPU, [`SparsePoints::sample_later`]), collected a
+/// few steps later, so that the host issues the next steps meanwhile.
+///
+/// [`SparsePoints::sample_later`]: stencil_runtime::SparsePoints::sample_later
+pub enum Record<T> {
+    /// The values.
+    Now(Vec<T>),
+    /// A read in flight: the function waits for it and returns the values.
+    Later(Box<dyn FnOnce() -> Result<Vec<T>, Error>>),
+}
+
+impl<T> Record<T> {
+    /// No values (a model without records).
+    pub fn none() -> Self {
+        Record::Now(Vec::new())
+    }
+
+    fn get(self) -> Result<Vec<T>, Error> {
+        match self {
+            Record::Now(values) => Ok(values),
+            Record::Later(wait) => wait(),
+        }
+    }
+}
+
+/// How many steps' [`Record::Later`] records may be in flight: the host runs at most this many
+/// steps ahead of the oldest read it has not collected.
+const RECORDS_IN_FLIGHT: usize = 8;
+
 /// What a restart hands the build of [`run_fields`].
 pub struct Restart<'c, T: Element, const D: usize> {
     /// The state's fields as the checkpoint holds them, in the order of their names.
@@ -153,6 +183,8 @@ struct Fields<'a, E, T, const D: usize, S, F> {
     step: usize,
     time: f64,
     records: Vec<Vec<T>>,
+    /// Records of the last steps, not yet collected (oldest first).
+    in_flight: std::collections::VecDeque<Record<T>>,
     step_fn: F,
 }
 
@@ -161,7 +193,7 @@ where
     E: Executor,
     T: IoElement,
     S: Named<E::Field<T, D>>,
-    F: FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
+    F: FnMut(&mut S, usize, f64) -> Result<(f64, Record<T>), Error>,
 {
     fn clock(&self) -> (usize, f64) {
         (self.step, self.time)
@@ -181,12 +213,16 @@ where
             }
             let (time, record) = (self.step_fn)(&mut self.state, self.step, self.time)?;
             if self.spec.records.is_some() {
-                self.records.push(record);
+                self.in_flight.push_back(record);
+                if self.in_flight.len() > RECORDS_IN_FLIGHT {
+                    self.collect(1)?;
+                }
             }
             (self.step, self.time) = (self.step + 1, time);
             after_step(self.step, time);
         }
-        Ok(())
+        // A segment ends before a checkpoint, a check or the end: every record is in by then.
+        self.collect(self.in_flight.len())
     }
 
     fn save(&self, id: &Identity, write: &mut dyn FnMut(&Checkpoint<'_>) -> Result<(), Error>) -> Result<(), Error> {
@@ -204,17 +240,28 @@ where
     }
 }
 
+impl<E, T, const D: usize, S, F> Fields<'_, E, T, D, S, F> {
+    /// Collects the `n` oldest records in flight.
+    fn collect(&mut self, n: usize) -> Result<(), Error> {
+        for record in self.in_flight.drain(..n) {
+            self.records.push(record.get()?);
+        }
+        Ok(())
+    }
+}
+
 /// Runs a model whose state is named fields on `exec` to its end through [`run`]: `build` makes
 /// the state from the initial one (given `None`) or from a restart (the fields of
 /// `spec.id.fields`, read from the checkpoint; the step and the time start at the
 /// checkpoint's), and `step(state, step, time)` runs step `step + 1`, returning the time after
-/// it and its record (empty without records).
+/// it and its record ([`Record::none`] without records). `after_step` may run before the
+/// step's record is in.
 pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T, D>>>(
     exec: &E,
     spec: &Spec<D>,
     plan: &Plan,
     build: impl FnOnce(Option<Restart<'_, T, D>>) -> Result<S, Error>,
-    step: impl FnMut(&mut S, usize, f64) -> Result<(f64, Vec<T>), Error>,
+    step: impl FnMut(&mut S, usize, f64) -> Result<(f64, Record<T>), Error>,
     after_step: impl FnMut(usize, f64),
 ) -> Result<Finished<S, T>, Error> {
     let Spec { id, shape, records, .. } = spec;
@@ -234,7 +281,7 @@ pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T
             (Some(c), Some((name, width))) => checkpoint::records_of(c, name, *width, at)?,
             _ => Vec::new(),
         };
-        Ok(Fields { exec, spec, state, step: at, time, records: kept, step_fn: step })
+        Ok(Fields { exec, spec, state, step: at, time, records: kept, in_flight: Default::default(), step_fn: step })
     };
     let (run, start) = run(&full, plan, start, after_step)?;
     Ok(Finished { state: run.state, steps: run.step, records: run.records, start })
@@ -372,14 +419,20 @@ mod tests {
                 }
                 Ok(One(r.map_or_else(|| Field1::from_fn(shape, |[i]| i as f64), |mut r| r.fields.remove(0))))
             };
-            let step = |s: &mut One, step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+            // Records now and records collected later (every third step), in step order.
+            let step = |s: &mut One, step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
                 s.0 = Field1::from_fn(shape, |[i]| 2.0 * s.0.get([i]).unwrap() + 1.0);
-                Ok((t + 0.5, vec![step as f64, s.0.get([3]).unwrap()]))
+                let values = vec![step as f64, s.0.get([3]).unwrap()];
+                let record =
+                    if step % 3 == 1 { Record::Later(Box::new(move || Ok(values))) } else { Record::Now(values) };
+                Ok((t + 0.5, record))
             };
             run_fields(&Host, &spec, plan, build, step, |_, _| {}).unwrap()
         };
         let straight = go(&Plan::none());
         assert_eq!((straight.steps, straight.start, straight.records.len()), (6, 0, 6));
+        let first: Vec<f64> = straight.records.iter().map(|r| r[0]).collect();
+        assert_eq!(first, [0.0, 1.0, 2.0, 3.0, 4.0, 5.0], "records in step order");
         let plan = Plan::every("toy", 3, &dir);
         go(&plan);
         let resumed = go(&Plan::none().restart_from(&plan.path(3)));

@@ -20,7 +20,7 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill};
 
 use crate::checkpoint::{Error, Plan};
-use crate::driver::{self, all, End, Identity, Named, Restart, Spec};
+use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
 use crate::euler::limited_slope;
 use crate::warm_rain::{fall_speed, saturation, warm_rain_point, LV, RV};
 
@@ -1069,7 +1069,7 @@ impl Dycore {
         let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
             Ok(Run(State::new(exec, self, restart.as_ref().map_or(&q0, |r| &r.fields), &m)?))
         };
-        let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+        let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
             let dt = self.dt.min(t_end - t);
             self.step(exec, &mut s.0, dt)?;
             // The step's work is done before it is counted (a GPU runs behind the host).
@@ -1078,7 +1078,7 @@ impl Dycore {
             if every.is_some_and(|e| (now / e).floor() > (t / e).floor() || now >= t_end) {
                 output(now, &s.0.download(exec)?)?;
             }
-            Ok((now, Vec::new()))
+            Ok((now, Record::none()))
         };
         let plan = Plan { model: "dycore".into(), ..plan.clone() };
         let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;

@@ -12,7 +12,7 @@ use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Strategy};
 
 use crate::checkpoint::{Error, Plan};
-use crate::driver::{self, all, End, Identity, Named, Restart, Spec};
+use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -520,7 +520,7 @@ impl Euler {
             })
         };
         // A CFL step at a time (computed every `dt_every` steps), the last one landing on `t_end`.
-        let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Vec<f64>), Error> {
+        let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
             if step.is_multiple_of(dt_every.max(1)) {
                 *dt_cfl = e.dt(exec, s)?;
             }
@@ -530,7 +530,7 @@ impl Euler {
                 return Err(format!("time step {dt} at t = {t}: {why}").into());
             }
             e.step(exec, s, dt)?;
-            Ok((if t_end - t <= dt { t_end } else { t + dt }, Vec::new()))
+            Ok((if t_end - t <= dt { t_end } else { t + dt }, Record::none()))
         };
         let plan = Plan { model: "euler3d".into(), ..plan.clone() };
         let end = driver::run_fields(exec, &spec, &plan, build, step, after_step)?;

@@ -12,10 +12,11 @@
 //! checkpoints by the runtime's Revolve schedule) and [`Fwi::invert`] (gradient descent with a
 //! backtracking line search). The fwi3d page of the examples docs gives the conventions.
 
+use std::collections::VecDeque;
 use stencil_runtime::adjoint::range_mask;
 use stencil_runtime::prelude::*;
 use stencil_runtime::revolve::{reverse, ReverseRun, Schedule};
-use stencil_runtime::{Decomposition, Executor, SparsePoints};
+use stencil_runtime::{Decomposition, Executor, Samples, SparsePoints};
 
 use crate::acoustic::{courant_limit, Coefficients, HALO};
 use crate::checkpoint::Error;
@@ -295,9 +296,45 @@ struct Work<F> {
     b: F,
     t: F,
     syn: Traces,
+    /// The first forward sweep's samples still in flight, for `syn`.
+    sampling: InFlight,
     residual: Traces,
     misfit: f64,
     wavelet_bar: Vec<f64>,
+}
+
+/// Receiver samples in flight ([`SparsePoints::sample_later`]) by step, collected into the
+/// traces once more than a few are pending, so that the host does not wait for a GPU each step.
+#[derive(Default)]
+struct InFlight(VecDeque<(usize, Samples<f64, 3>)>);
+
+impl InFlight {
+    /// Steps whose samples may be in flight.
+    const STEPS: usize = 8;
+
+    /// Adds step `i`'s samples, collecting the oldest into `traces` beyond [`InFlight::STEPS`].
+    fn push(&mut self, i: usize, samples: Samples<f64, 3>, traces: &mut Traces) -> Result<(), Error> {
+        self.0.push_back((i, samples));
+        while self.0.len() > Self::STEPS {
+            self.collect_one(traces)?;
+        }
+        Ok(())
+    }
+
+    /// Collects every sample in flight into `traces`.
+    fn collect(&mut self, traces: &mut Traces) -> Result<(), Error> {
+        while !self.0.is_empty() {
+            self.collect_one(traces)?;
+        }
+        Ok(())
+    }
+
+    fn collect_one(&mut self, traces: &mut Traces) -> Result<(), Error> {
+        if let Some((i, samples)) = self.0.pop_front() {
+            traces[i] = samples.wait()?;
+        }
+        Ok(())
+    }
 }
 
 impl<'e, E: Executor> Fwi<'e, E> {
@@ -358,14 +395,15 @@ impl<'e, E: Executor> Fwi<'e, E> {
         self.check_shot(shot, wavelet)?;
         let mut s = self.at_rest()?;
         let mut next = self.exec.alloc(self.survey.shape())?;
-        let mut traces = Vec::with_capacity(self.survey.steps);
+        let (mut traces, mut sampling) = (vec![Vec::new(); self.survey.steps], InFlight::default());
         for i in 0..self.survey.steps {
             self.step(m, shot, wavelet, i, &s, &mut next)?;
             let [p, u] = &mut s;
             std::mem::swap(p, u);
             std::mem::swap(u, &mut next);
-            traces.push(self.receivers.sample(self.exec, &s[1])?);
+            sampling.push(i, self.receivers.sample_later(self.exec, &s[1])?, &mut traces)?;
         }
+        sampling.collect(&mut traces)?;
         Ok(traces)
     }
 
@@ -469,6 +507,7 @@ impl<'e, E: Executor> Fwi<'e, E> {
             b: alloc()?,
             t: alloc()?,
             syn: vec![Vec::new(); n],
+            sampling: InFlight::default(),
             residual: Vec::new(),
             misfit: 0.0,
             wavelet_bar: vec![0.0; if wavelet_bar { n } else { 0 }],
@@ -484,13 +523,17 @@ impl<'e, E: Executor> Fwi<'e, E> {
                 self.step(m, shot, wavelet, i, s, &mut w.scratch)?;
                 s.swap(0, 1);
                 std::mem::swap(&mut s[1], &mut w.scratch);
-                w.syn[i] = self.receivers.sample(exec, &s[1])?;
+                // Recomputed steps sample what the first sweep sampled: only that one samples.
+                if w.residual.is_empty() {
+                    w.sampling.push(i, self.receivers.sample_later(exec, &s[1])?, &mut w.syn)?;
+                }
                 Ok(())
             },
             |w, i, first, s| {
                 // (a, b): the cotangents of the state after step i, (u^i, u^{i+1}).
                 if first {
                     self.step(m, shot, wavelet, i, s, &mut w.scratch)?;
+                    w.sampling.collect(&mut w.syn)?;
                     w.syn[i] = self.receivers.sample(exec, &w.scratch)?;
                     w.residual = w
                         .syn

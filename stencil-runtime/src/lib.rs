@@ -157,7 +157,8 @@ pub use domain::{
 };
 pub use error::{Error, LaunchError};
 pub use executor::{
-    ErasedField, Executor, FieldStorage, HaloJob, Host, Messages, Record, Recorded, SideJob, Stencil, StrategyLoop,
+    ErasedField, Executor, FieldStorage, HaloJob, Host, Messages, Readback, Record, Recorded, SideJob, Stencil,
+    StrategyLoop,
 };
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
@@ -165,7 +166,7 @@ pub use field::{
 pub use range::{Loop, Loop1D, Loop2D, Loop3D, RangeError, SparseError};
 pub use reduce::{Max, Min, ReduceElem, ReduceOp, Reducer, Sum};
 pub use regions::{BoundaryWidths, RegionError, Regions, Side};
-pub use sparse::SparsePoints;
+pub use sparse::{Samples, SparsePoints};
 pub use stencil::args::ArgValue;
 pub use stencil::index::{Idx1, Idx2, Idx3};
 pub use stencil::{FieldInfo, StencilInfo};

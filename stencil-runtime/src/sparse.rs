@@ -4,10 +4,16 @@
 //! cell's nodes with multilinear weights (trilinear in 3D). A source is injected by launching
 //! the model's injection stencil on each node's one-point range ([`SparsePoints::spread`]); a
 //! receiver is sampled with [`SparsePoints::sample`], which reads the box of all the receivers'
-//! nodes in one [`Executor::read_range`] and interpolates. Both work on every executor: on the
-//! distributed one, each node range is cut to the part that owns it and the read is gathered.
+//! nodes in one [`Executor::read_range`] and interpolates, or with [`SparsePoints::sample_later`],
+//! which issues the same read without waiting for the executor ([`Samples::wait`] collects it).
+//! All work on every executor: on the distributed one, each node range is cut to the part that
+//! owns it and the read is gathered.
 
-use crate::{Element, Executor, LaunchError, Loop, SparseError};
+use crate::{Element, Executor, LaunchError, Loop, Readback, SparseError};
+use std::sync::Arc;
+
+/// One point's nodes (storage coordinates) and their weights.
+type PointNodes<const D: usize> = Vec<([usize; D], f64)>;
 
 /// Points at any coordinates of a region of a grid, each with the nodes of its cell and their
 /// multilinear weights (the zero weights left out: a point on a node has that node alone, with
@@ -15,7 +21,7 @@ use crate::{Element, Executor, LaunchError, Loop, SparseError};
 #[derive(Clone, Debug, PartialEq)]
 pub struct SparsePoints<const D: usize> {
     extent: [usize; D],
-    nodes: Vec<Vec<([usize; D], f64)>>,
+    nodes: Arc<[PointNodes<D>]>,
     bounds: ([usize; D], [usize; D]),
 }
 
@@ -85,7 +91,7 @@ impl<const D: usize> SparsePoints<D> {
         if nodes.is_empty() {
             lo = [0; D];
         }
-        SparsePoints { extent, nodes, bounds: (lo, hi) }
+        SparsePoints { extent, nodes: nodes.into(), bounds: (lo, hi) }
     }
 
     /// How many points there are.
@@ -125,37 +131,72 @@ impl<const D: usize> SparsePoints<D> {
     /// [`SparsePoints::bounding_box`]; points spread out (a box of more than 4 times their nodes,
     /// e.g. receivers on two faces of the grid) are read point by point, each the box of its own
     /// nodes, so that what moves is their nodes and not the grid between them. Both give the
-    /// same bits.
+    /// same bits. Waits for earlier work: [`SparsePoints::sample_later`] does not.
     pub fn sample<E: Executor, T: Element + Into<f64>>(
         &self,
         exec: &E,
         field: &E::Field<T, D>,
     ) -> Result<Vec<f64>, LaunchError> {
-        if self.nodes.is_empty() {
-            return Ok(Vec::new());
-        }
+        self.sample_later(exec, field)?.wait()
+    }
+
+    /// [`SparsePoints::sample`] issued with the executor's work, without waiting for it
+    /// ([`Executor::read_ranges_later`]): [`Samples::wait`] gives the values `field` held when
+    /// this was called, whatever later work writes, with the same bits as `sample`. A model
+    /// that records receivers every step keeps a few steps' samples in flight, so the host
+    /// issues the next steps while a GPU works.
+    pub fn sample_later<E: Executor, T: Element + Into<f64>>(
+        &self,
+        exec: &E,
+        field: &E::Field<T, D>,
+    ) -> Result<Samples<T, D>, LaunchError> {
         let total: usize = self.nodes.iter().map(Vec::len).sum();
-        if self.bounding_box().points() <= 4 * total {
-            let values = exec.read_range(field, &self.bounding_box())?;
-            return Ok(self
-                .nodes
-                .iter()
-                .map(|nodes| interpolate(nodes, self.bounds.0, &self.bounding_box(), &values))
-                .collect());
+        let boxes: Vec<Loop<D>> = if self.nodes.is_empty() {
+            Vec::new()
+        } else if self.bounding_box().points() <= 4 * total {
+            vec![self.bounding_box()]
+        } else {
+            self.nodes.iter().map(|nodes| self.cell_of(nodes)).collect()
+        };
+        let readback = exec.read_ranges_later(field, &boxes)?;
+        Ok(Samples { nodes: self.nodes.clone(), boxes, readback })
+    }
+
+    /// The box of one point's nodes.
+    fn cell_of(&self, nodes: &[([usize; D], f64)]) -> Loop<D> {
+        let (mut lo, mut hi) = ([usize::MAX; D], [0; D]);
+        for (node, _) in nodes {
+            for a in 0..D {
+                (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
+            }
         }
-        self.nodes
+        Loop::within(self.extent, lo, hi)
+    }
+}
+
+/// The values of [`SparsePoints::sample_later`] in flight: [`Samples::wait`] interpolates them.
+#[must_use = "Samples hold their values until `wait` is called"]
+#[derive(Debug)]
+pub struct Samples<T: Element, const D: usize> {
+    nodes: Arc<[PointNodes<D>]>,
+    /// The boxes read: the points' bounding box, or one box per point.
+    boxes: Vec<Loop<D>>,
+    readback: Readback<T>,
+}
+
+impl<T: Element + Into<f64>, const D: usize> Samples<T, D> {
+    /// Waits for the read and returns every point's value, as [`SparsePoints::sample`] does.
+    pub fn wait(self) -> Result<Vec<f64>, LaunchError> {
+        let values = self.readback.wait()?;
+        if let ([whole], [values], true) = (&self.boxes[..], &values[..], self.nodes.len() > 1) {
+            return Ok(self.nodes.iter().map(|nodes| interpolate(nodes, whole.begin(), whole, values)).collect());
+        }
+        Ok(self
+            .nodes
             .iter()
-            .map(|nodes| {
-                let (mut lo, mut hi) = ([usize::MAX; D], [0; D]);
-                for (node, _) in nodes {
-                    for a in 0..D {
-                        (lo[a], hi[a]) = (lo[a].min(node[a]), hi[a].max(node[a] + 1));
-                    }
-                }
-                let cell = Loop::within(self.extent, lo, hi);
-                Ok(interpolate(nodes, lo, &cell, &exec.read_range(field, &cell)?))
-            })
-            .collect()
+            .zip(self.boxes.iter().zip(&values))
+            .map(|(nodes, (cell, values))| interpolate(nodes, cell.begin(), cell, values))
+            .collect())
     }
 }
 

@@ -3,6 +3,8 @@
 //! (`stencil_tests::distributed_check`); halos are exchanged exactly when a launch reads a stale
 //! field at an offset; misuse is an error that says what to change.
 
+mod common;
+
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Distributed, Domains, FieldStorage, Overlap};
 use stencil_tests::distributed_check::{check, interior_bits, model, Case, Corners, Damp, Star13};
@@ -393,4 +395,14 @@ fn auto_overlap_chooses_per_site_and_changes_no_bit_and_no_exchange() {
     assert_eq!(chosen.len(), 1, "one launch site (the stencil over the interior) decided: {chosen:?}");
     assert!(matches!(chosen[0], Overlap::None | Overlap::OneDivided), "{chosen:?}");
     assert!(plain.chosen_overlaps().is_empty(), "only Auto chooses");
+}
+
+/// Reads issued without waiting, over parts on a process grid that cuts every axis (each range
+/// gathered from the parts that own it), hold the values of their time, as on one domain.
+#[test]
+fn reads_issued_later_gather_the_values_of_their_time_from_the_parts() {
+    for (seed, grid) in [[2, 2, 2], [3, 1, 2], [1, 4, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [false, true, false], [2, 2, 2]).unwrap();
+        common::check_reads_later(&Distributed::new(Domains::new(d, vec![Host; d.len()]).unwrap()), seed as u64);
+    }
 }

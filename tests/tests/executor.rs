@@ -190,3 +190,8 @@ fn run_steps_on_the_host_is_single_steps_with_a_swap_after_each() {
         assert_eq!(bits(&b), bits(&other), "{steps} steps: the field before the result");
     }
 }
+
+#[test]
+fn reads_issued_later_hold_the_values_of_their_time_on_the_host() {
+    check_reads_later(&Host, 5);
+}

@@ -5,8 +5,10 @@
 //! overlap modes, and one subdomain on one GPU gives the plain GPU executor's bits.
 #![cfg(feature = "cuda")]
 
+mod common;
+
 use stencil_runtime::cuda::Gpu;
-use stencil_runtime::{Distributed, Domains};
+use stencil_runtime::{Decomposition, Distributed, Domains};
 use stencil_tests::distributed_check::{check, interior_bits, model, Case};
 use stencil_tests::SplitMix64;
 
@@ -155,4 +157,14 @@ fn a_recorded_pair_of_steps_over_gpu_subdomains_replays_the_host_bits() {
         assert_eq!(interior_bits(&one), interior_bits(&reference), "{overlap:?}: unrecorded steps against the host");
     }
     eprintln!("recorded steps over {} GPU(s): the host bits", Gpu::count().unwrap());
+}
+
+/// Reads issued without waiting over GPU parts (each part's copies on its own stream, placed
+/// into the global ranges at `wait`) hold the values of their time.
+#[test]
+fn reads_issued_later_gather_the_values_of_their_time_from_gpu_parts() {
+    for (seed, grid) in [[2, 2, 2], [1, 1, 2], [4, 1, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [false; 3], [2, 2, 2]).unwrap();
+        common::check_reads_later(&Distributed::new(Domains::new(d, gpus(d.len())).unwrap()), seed as u64);
+    }
 }

@@ -193,3 +193,13 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
     checked += check_domains(&Domains::new(d, (0..d.len()).map(at).collect()).unwrap(), &c2).unwrap();
     println!("{checked} halo points checked on {count} GPU(s)");
 }
+
+/// A read issued without waiting copies into pinned memory on the stream: its values are those
+/// before the later copy that overwrites the field, in whichever order reads are waited for.
+#[test]
+fn reads_issued_later_hold_the_values_of_their_time_on_the_gpu() {
+    let gpu = gpu();
+    for seed in 0..3 {
+        check_reads_later(&gpu, seed);
+    }
+}

@@ -34,11 +34,15 @@
 //! ```
 
 mod host;
+mod readback;
 mod record;
 
 pub(crate) use crate::comm::buffer::{check_parts, from_le_bytes, rows, to_le_bytes};
 pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use host::Host;
+#[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
+pub(crate) use readback::Pending;
+pub use readback::Readback;
 pub use record::Recorded;
 
 pub use crate::stencil::args::FieldStorage;
@@ -150,6 +154,20 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         field: &Self::Field<T, D>,
         range: &Loop<D>,
     ) -> Result<Vec<T>, LaunchError>;
+
+    /// [`Executor::read_range`] of each of `ranges`, issued in order with the executor's work
+    /// but without waiting for it where the executor can: a GPU copies the values into
+    /// page-locked host memory on its stream and [`Readback::wait`] waits for that copy alone.
+    /// The values are those after the work issued before this call, whatever later work
+    /// writes. Every range is checked first: an error reads nothing. The default reads at once.
+    fn read_ranges_later<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        ranges: &[Loop<D>],
+    ) -> Result<Readback<T>, LaunchError> {
+        let values = ranges.iter().map(|r| self.read_range(field, r)).collect::<Result<_, _>>()?;
+        Ok(Readback::ready(values))
+    }
 
     /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
     /// those of every launch: nothing is written when it returns an error.

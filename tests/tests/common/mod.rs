@@ -68,3 +68,54 @@ impl std::io::Write for Captured {
         Ok(())
     }
 }
+
+/// Reads issued with `read_ranges_later` and samples with `sample_later` hold the values of the
+/// time they were issued, bit for bit as `read_range` and `sample` on the host give them,
+/// however the field is written after them and in whichever order they are waited for; a read
+/// dropped unwaited leaves later reads whole; a range that does not fit the field is refused.
+/// `exec` holds a 13 × 9 × 7 grid with a halo of 2 (a distributed one: any decomposition).
+pub fn check_reads_later<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
+    use stencil_runtime::{Host, SparsePoints};
+    let shape = Shape3::new([13, 9, 7]).halo(2);
+    let mut rng = Rng(seed);
+    let (a, b) = (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v));
+    let n = shape.extent();
+    let range = |begin: [usize; 3], end: [usize; 3]| Loop3D::from_bounds(n, begin, end).unwrap();
+    let ranges = [
+        range([2, 5, 4], [15, 6, 5]), // a line along x, the whole interior
+        range([3, 2, 2], [9, 11, 9]), // a box across the grid
+        range([8, 8, 8], [9, 9, 9]),  // one point
+        range([4, 4, 4], [4, 5, 5]),  // empty
+        range([6, 3, 2], [7, 4, 9]),  // a line along z
+    ];
+    let interior = Loop3D::interior(&shape);
+    // Receivers spread out (read one by one) and close together (one box), one on a node.
+    let spread = SparsePoints::new(&interior, [1.0; 3], &[[0.5, 0.5, 0.5], [11.5, 7.25, 5.5], [6.0, 4.0, 3.0]]);
+    let close = SparsePoints::new(&interior, [1.0; 3], &[[3.0, 3.5, 2.0], [3.5, 3.5, 2.25], [4.0, 3.0, 2.0]]);
+    let (spread, close) = (spread.unwrap(), close.unwrap());
+
+    let mut f = exec.upload(&a).unwrap();
+    let g = exec.upload(&b).unwrap();
+    let first = exec.read_ranges_later(&f, &ranges).unwrap();
+    let samples = [spread.sample_later(exec, &f).unwrap(), close.sample_later(exec, &f).unwrap()];
+    exec.copy(&mut f, &g).unwrap();
+    drop(exec.read_ranges_later(&f, &ranges).unwrap());
+    let second = exec.read_ranges_later(&f, &ranges).unwrap();
+
+    let expect = |h: &Field<f64, 3>| ranges.iter().map(|r| h.read_range(r).unwrap()).collect::<Vec<_>>();
+    let bits =
+        |v: Vec<Vec<f64>>| v.into_iter().map(|r| r.into_iter().map(f64::to_bits).collect()).collect::<Vec<Vec<u64>>>();
+    assert_eq!(bits(second.wait().unwrap()), bits(expect(&b)), "the read after the copy");
+    assert_eq!(bits(first.wait().unwrap()), bits(expect(&a)), "the read before the copy");
+    let [s, c] = samples;
+    let on_host =
+        |p: &SparsePoints<3>, h| p.sample(&Host, h).unwrap().into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    assert_eq!(c.wait().unwrap().into_iter().map(f64::to_bits).collect::<Vec<_>>(), on_host(&close, &a), "close");
+    assert_eq!(s.wait().unwrap().into_iter().map(f64::to_bits).collect::<Vec<_>>(), on_host(&spread, &a), "spread");
+    // Waiting reads nothing the executor's own read would not: the same bits now.
+    let now: Vec<Vec<f64>> = ranges.iter().map(|r| exec.read_range(&f, r).unwrap()).collect();
+    assert_eq!(bits(now), bits(expect(&b)));
+    let foreign = Loop3D::from_parts([n[0] + 1, n[1], n[2]], [2; 3], [2; 3]);
+    let refused = exec.read_ranges_later(&f, &[ranges[0], foreign]).unwrap_err().to_string();
+    assert!(refused.contains("range"), "{refused}");
+}

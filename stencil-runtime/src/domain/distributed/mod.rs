@@ -87,7 +87,7 @@ use super::workers::PerPart;
 use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
-    from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Record, Same, SideJob, Stencil,
+    from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Readback, Record, Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -370,6 +370,23 @@ fn same<A: Any + Copy, B: Any + Copy>(a: A) -> B {
 /// The points of a global `range` that subdomain `s` computes, in its part's storage
 /// coordinates: those of its interior, and beyond the grid's edge those of the global halo next
 /// to it. `None` when there are none.
+/// Puts the values of the box `local` (axis 0 fastest) of the subdomain whose interior starts at
+/// the global point `offset` into `out`, the values of the global `range`.
+fn place<T: Copy, const D: usize>(range: &Loop<D>, offset: [usize; D], local: &Loop<D>, values: &[T], out: &mut [T]) {
+    let (begin, len) = (range.begin(), range.len_per_axis());
+    let (lb, ll) = (local.begin(), local.len_per_axis());
+    for (k, &v) in values.iter().enumerate() {
+        let (mut rest, mut at, mut stride) = (k, 0, 1);
+        for a in 0..D {
+            let g = lb[a] + rest % ll[a] + offset[a];
+            rest /= ll[a];
+            at += (g - begin[a]) * stride;
+            stride *= len[a];
+        }
+        out[at] = v;
+    }
+}
+
 fn cut<const D: usize>(range: &Loop<D>, global: &Shape<D>, s: &Subdomain<D>, grid: [usize; D]) -> Option<Loop<D>> {
     let (h, n) = (global.halo_widths(), global.extent());
     let (begin, end) = (range.begin(), range.end());
@@ -693,22 +710,9 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if in_halo && range.points() > 0 {
             self.settle_field(&mut state, field)?;
         }
-        let len = range.len_per_axis();
         let mut out = vec![T::default(); range.points()];
-        // Puts the values of the box `local` of subdomain `s` (axis 0 fastest) into `out`.
-        let place = |s: &Subdomain<D>, local: &Loop<D>, values: &[T], out: &mut [T]| {
-            let (lb, ll) = (local.begin(), local.len_per_axis());
-            for (k, &v) in values.iter().enumerate() {
-                let (mut rest, mut at, mut stride) = (k, 0, 1);
-                for a in 0..D {
-                    let g = lb[a] + rest % ll[a] + s.offset[a];
-                    rest /= ll[a];
-                    at += (g - begin[a]) * stride;
-                    stride *= len[a];
-                }
-                out[at] = v;
-            }
-        };
+        let place =
+            |s: &Subdomain<D>, local: &Loop<D>, values: &[T], out: &mut [T]| place(range, s.offset, local, values, out);
         // SAFETY: the lock is held.
         let parts = unsafe { field.parts_shared() };
         let mut mine = Vec::new();
@@ -737,6 +741,61 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         })?;
         share(world, &mut out);
         Ok(out)
+    }
+
+    /// In one process, each part's reads are issued on its executor without waiting, and
+    /// placed into the global ranges at [`Readback::wait`]. Over several ranks, which share the
+    /// values through messages, each range is read at once ([`Executor::read_range`]).
+    fn read_ranges_later<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        ranges: &[Loop<D>],
+    ) -> Result<Readback<T>, LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        if domains.world().size() > 1 {
+            let values = ranges.iter().map(|r| self.read_range(field, r)).collect::<Result<_, _>>()?;
+            return Ok(Readback::ready(values));
+        }
+        let d = domains.decomposition();
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "read_ranges_later", "its field")?;
+        let global = field.head().global;
+        for range in ranges {
+            crate::range::row_runs(&global, range).map_err(crate::field::FieldError::Range)?;
+        }
+        let h = global.halo_widths();
+        let in_halo = |r: &Loop<D>| {
+            let (begin, end) = (r.begin(), r.end());
+            r.points() > 0 && (0..D).any(|a| begin[a] < h[a] || end[a] > (h[a] + global.interior()[a]) as isize)
+        };
+        if ranges.iter().any(in_halo) {
+            self.settle_field(&mut state, field)?;
+        }
+        // SAFETY: the lock is held.
+        let parts = unsafe { field.parts_shared() };
+        // Per part read: its offset and, for each range it holds points of, (range, local box).
+        type Layout<const D: usize> = ([usize; D], Vec<(usize, Loop<D>)>);
+        let mut reads = Vec::new();
+        let mut layout: Vec<Layout<D>> = Vec::new();
+        for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(parts) {
+            let locals: Vec<(usize, Loop<D>)> =
+                ranges.iter().enumerate().filter_map(|(i, r)| Some((i, cut(r, &global, &s, d.grid())?))).collect();
+            if !locals.is_empty() {
+                let boxes: Vec<Loop<D>> = locals.iter().map(|(_, l)| *l).collect();
+                reads.push(exec.read_ranges_later(part, &boxes)?);
+                layout.push((s.offset, locals));
+            }
+        }
+        let ranges = ranges.to_vec();
+        Ok(Readback::join(reads, move |values| {
+            let mut out: Vec<Vec<T>> = ranges.iter().map(|r| vec![T::default(); r.points()]).collect();
+            for ((offset, locals), values) in layout.iter().zip(values) {
+                for ((i, local), v) in locals.iter().zip(values) {
+                    place(&ranges[*i], *offset, local, &v, &mut out[*i]);
+                }
+            }
+            Ok(out)
+        }))
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(

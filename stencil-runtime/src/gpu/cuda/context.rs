@@ -58,21 +58,29 @@ pub(crate) struct GpuInner {
     pub(crate) two_pass: Mutex<HashMap<usize, Option<Arc<TwoPassInfo>>>>,
     /// The scratch fields of two-pass launches, by (stream, bytes); freed on drop.
     pub(crate) scratch: Mutex<Scratch>,
+    /// Page-locked host blocks (address, bytes) free for reads that do not wait
+    /// ([`Gpu::take_pinned`]); freed on drop.
+    pinned: Mutex<Vec<(usize, usize)>>,
 }
 
 impl Drop for GpuInner {
     fn drop(&mut self) {
         let scratch = std::mem::take(self.scratch.get_mut().unwrap_or_else(PoisonError::into_inner));
-        if scratch.is_empty() {
+        let pinned = std::mem::take(self.pinned.get_mut().unwrap_or_else(PoisonError::into_inner));
+        if scratch.is_empty() && pinned.is_empty() {
             return;
         }
         // SAFETY: the context is alive (held here); after the device is synchronised no queued
-        // kernel uses the scratch fields, each allocated by `malloc_sync` and freed once.
+        // kernel or copy uses the scratch fields or the pinned blocks, each allocated by
+        // `malloc_sync` or `malloc_host` and freed once.
         unsafe {
             self.ctx.record_err(result::ctx::set_current(self.ctx.cu_ctx()));
             self.ctx.record_err(result::ctx::synchronize());
             for ptr in scratch.into_values().flatten() {
                 self.ctx.record_err(result::free_sync(ptr));
+            }
+            for (ptr, _) in pinned {
+                self.ctx.record_err(result::free_host(ptr as *mut std::ffi::c_void));
             }
         }
     }
@@ -125,8 +133,32 @@ impl Gpu {
                 tuned: Mutex::new(HashMap::new()),
                 two_pass: Mutex::new(HashMap::new()),
                 scratch: Mutex::new(HashMap::new()),
+                pinned: Mutex::new(Vec::new()),
             }),
         })
+    }
+
+    /// A page-locked host block (address, bytes) of at least `bytes` bytes, for a copy that
+    /// the host collects later: the smallest free one that fits, else a new one (a power of
+    /// two, at least 4 KiB). Hand it back with [`Gpu::give_pinned`] once no copy uses it.
+    pub(crate) fn take_pinned(&self, bytes: usize) -> Result<(usize, usize), CudaError> {
+        let mut free = self.inner.pinned.lock().unwrap_or_else(PoisonError::into_inner);
+        let best = free.iter().enumerate().filter(|(_, b)| b.1 >= bytes).min_by_key(|(_, b)| b.1).map(|(i, _)| i);
+        if let Some(i) = best {
+            return Ok(free.swap_remove(i));
+        }
+        drop(free);
+        let size = bytes.max(4096).next_power_of_two();
+        self.bind()?;
+        // SAFETY: plain allocation of page-locked memory, freed when the context's last handle
+        // is dropped (`GpuInner::drop`).
+        let ptr = unsafe { result::malloc_host(size, 0) }.map_err(|e| self.fail("allocating pinned host memory", e))?;
+        Ok((ptr as usize, size))
+    }
+
+    /// Returns a block of [`Gpu::take_pinned`] for reuse; no queued copy may still use it.
+    pub(crate) fn give_pinned(&self, block: (usize, usize)) {
+        self.inner.pinned.lock().unwrap_or_else(PoisonError::into_inner).push(block);
     }
 
     /// Number of CUDA devices; `Ok(0)` when a driver is installed but sees no device.

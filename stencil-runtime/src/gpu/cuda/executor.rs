@@ -16,7 +16,7 @@ use super::memory::DeviceField;
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::error::LaunchError;
-use crate::executor::{BoxPart, Executor, Messages, Record, Same, SideJob, Stencil};
+use crate::executor::{BoxPart, Executor, Messages, Readback, Record, Same, SideJob, Stencil};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
@@ -189,6 +189,14 @@ impl Executor for Gpu {
         range: &Loop<D>,
     ) -> Result<Vec<T>, LaunchError> {
         Ok(field.read_range(range)?)
+    }
+
+    fn read_ranges_later<T: Element, const D: usize>(
+        &self,
+        field: &DeviceField<T, D>,
+        ranges: &[Loop<D>],
+    ) -> Result<Readback<T>, LaunchError> {
+        Ok(field.read_ranges_later(ranges)?)
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(

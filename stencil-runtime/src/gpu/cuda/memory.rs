@@ -5,10 +5,12 @@
 use super::context::Gpu;
 use super::error::{ArgumentError, CudaError};
 use super::launch::KernelArg;
+use crate::error::LaunchError;
+use crate::executor::{Pending, Readback};
 use crate::field::{Element, Field, FieldError, Shape};
 use crate::range::{row_runs, Loop};
-use cudarc::driver::result;
-use cudarc::driver::sys::{CUdeviceptr, CUresult};
+use cudarc::driver::sys::{self, CUdeviceptr, CUresult};
+use cudarc::driver::{result, CudaEvent};
 use std::marker::PhantomData;
 
 /// Device memory from `cuMemAlloc`, freed on drop after the stream has finished with it.
@@ -232,6 +234,53 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         Ok(values)
     }
 
+    /// [`DeviceField::read_range`] of each of `ranges` without waiting: the copies go into a
+    /// page-locked host block on the stream, after the work queued so far, and
+    /// [`Readback::wait`] waits for them alone. Every range is checked before anything is
+    /// copied.
+    pub fn read_ranges_later(&self, ranges: &[Loop<D>]) -> Result<Readback<T>, CudaError> {
+        let runs = ranges
+            .iter()
+            .map(|r| row_runs(&self.shape, r).map_err(|e| CudaError::Field(FieldError::Range(e))))
+            .collect::<Result<Vec<_>, _>>()?;
+        let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("read_ranges_later")?;
+        let lens: Vec<usize> = ranges.iter().map(Loop::points).collect();
+        let size = std::mem::size_of::<T>();
+        let total: usize = lens.iter().sum();
+        if total == 0 {
+            return Ok(Readback::ready(lens.iter().map(|_| Vec::new()).collect()));
+        }
+        gpu.bind()?;
+        let block = gpu.take_pinned(total * size)?;
+        // From here the block is the read's: its drop hands it back after the copies.
+        let mut read = GpuRead::<T> { gpu: gpu.clone(), block, event: None, lens, waited: false, _values: PhantomData };
+        let mut at = 0;
+        for (range_runs, range) in runs.into_iter().zip(ranges) {
+            let len_of_run = range.len_per_axis()[0];
+            for (offset, stride, len) in range_runs {
+                debug_assert_eq!(len, len_of_run);
+                let (copies, per_copy) = if stride == 1 { (1, len) } else { (len, 1) };
+                for c in 0..copies {
+                    let src = self.mem.ptr + ((offset + c * stride) * size) as u64;
+                    let dst = block.0 + (at + c * per_copy) * size;
+                    // SAFETY: `row_runs` checked every point of the run lies in the field, so
+                    // the source is inside the allocation; the destination lies in the block
+                    // (`total` elements, each range's points in turn), which stays the read's
+                    // until its event has passed.
+                    unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut _, src, per_copy * size, gpu.cu_stream()) }
+                        .result()
+                        .map_err(|e| gpu.fail("copying a range to the host", e))?;
+                }
+                at += len;
+            }
+        }
+        let no_timing = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        let event = gpu.stream().record_event(no_timing).map_err(|e| gpu.fail("recording a read's event", e))?;
+        read.event = Some(event);
+        Ok(Readback::pending(Box::new(read)))
+    }
+
     /// Overwrites this field with another of the same shape on the same [`Gpu`] handle. Queued
     /// on the stream after earlier work; returns without waiting.
     pub fn copy_from(&mut self, src: &DeviceField<T, D>) -> Result<(), CudaError> {
@@ -250,6 +299,57 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
                 .map_err(|e| gpu.fail("copying between device fields", e))?;
         }
         Ok(())
+    }
+}
+
+/// A read of [`DeviceField::read_ranges_later`] in flight: its pinned block and the event after
+/// its copies (`None` until all are queued); the drop hands the block back once no copy can
+/// write it.
+struct GpuRead<T> {
+    gpu: Gpu,
+    block: (usize, usize),
+    event: Option<CudaEvent>,
+    /// Points per range, in order.
+    lens: Vec<usize>,
+    /// Whether `wait` saw the copies complete.
+    waited: bool,
+    _values: PhantomData<fn() -> T>,
+}
+
+impl<T: Element> Pending<T> for GpuRead<T> {
+    fn wait(mut self: Box<Self>) -> Result<Vec<Vec<T>>, LaunchError> {
+        let event = self.event.take().expect("a read in flight has its event");
+        event.synchronize().map_err(|e| self.gpu.fail("waiting for a read", e))?;
+        self.waited = true;
+        let mut at = self.block.0 as *const T;
+        let values = self
+            .lens
+            .iter()
+            .map(|&len| {
+                // SAFETY: the copies into these `len` elements of the block have completed (the
+                // event has passed), and the ranges lie one after another in the block.
+                let v = unsafe { std::slice::from_raw_parts(at, len) }.to_vec();
+                at = at.wrapping_add(len);
+                v
+            })
+            .collect();
+        Ok(values)
+    }
+}
+
+impl<T> Drop for GpuRead<T> {
+    fn drop(&mut self) {
+        // Unread, or queueing failed part way: copies may still write the block.
+        let finished = match self.event.take() {
+            _ if self.waited => Ok(()),
+            Some(event) => event.synchronize(),
+            None => self.gpu.stream().synchronize(),
+        };
+        // Where waiting failed the context is broken: the block stays out of use (freed with
+        // the context).
+        if finished.is_ok() {
+            self.gpu.give_pinned(self.block);
+        }
     }
 }
 

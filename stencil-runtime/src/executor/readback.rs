@@ -1,0 +1,114 @@
+//! Reads that do not wait: [`Readback`], what [`Executor::read_ranges_later`] returns.
+//!
+//! A model that samples its receivers every step with [`Executor::read_range`] makes the host
+//! wait for the GPU every step, so the GPU idles while the host issues the next step. A
+//! `Readback` is the same read issued in order on the executor's stream (into page-locked host
+//! memory on a GPU) and collected later, after more steps have been issued.
+//!
+//! [`Executor::read_range`]: crate::Executor::read_range
+//! [`Executor::read_ranges_later`]: crate::Executor::read_ranges_later
+
+use crate::error::LaunchError;
+use crate::field::Element;
+
+/// The values of some ranges of a field, read in order with the executor's other work and
+/// handed over by [`Readback::wait`]: the values the field held when the read was issued,
+/// whatever later work writes. Dropping it without waiting is allowed (on a GPU the drop waits
+/// for the copy, so that its host memory can be reused).
+#[must_use = "a Readback holds its values until `wait` is called"]
+pub struct Readback<T: Element> {
+    state: State<T>,
+}
+
+enum State<T: Element> {
+    Ready(Vec<Vec<T>>),
+    Pending(Box<dyn Pending<T>>),
+}
+
+/// A read in flight: an executor's copy, or several of them combined.
+pub(crate) trait Pending<T: Element>: Send {
+    /// Waits for the read and returns the values, one vector per range.
+    fn wait(self: Box<Self>) -> Result<Vec<Vec<T>>, LaunchError>;
+}
+
+/// Several reads combined by a function once all of them are in.
+struct Joined<T: Element, F> {
+    parts: Vec<Readback<T>>,
+    finish: F,
+}
+
+impl<T: Element, F> Pending<T> for Joined<T, F>
+where
+    F: FnOnce(Vec<Vec<Vec<T>>>) -> Result<Vec<Vec<T>>, LaunchError> + Send,
+{
+    fn wait(self: Box<Self>) -> Result<Vec<Vec<T>>, LaunchError> {
+        let Joined { parts, finish } = *self;
+        let values = parts.into_iter().map(Readback::wait).collect::<Result<Vec<_>, _>>()?;
+        finish(values)
+    }
+}
+
+impl<T: Element> Readback<T> {
+    /// Values already read (an executor whose reads complete at once, such as the host).
+    pub fn ready(values: Vec<Vec<T>>) -> Self {
+        Readback { state: State::Ready(values) }
+    }
+
+    /// A read in flight, collected by `pending.wait()`.
+    pub(crate) fn pending(pending: Box<dyn Pending<T>>) -> Self {
+        Readback { state: State::Pending(pending) }
+    }
+
+    /// `parts`, once all are in, handed to `finish` (e.g. one read per subdomain placed into
+    /// the ranges of the whole grid).
+    pub(crate) fn join(
+        parts: Vec<Readback<T>>,
+        finish: impl FnOnce(Vec<Vec<Vec<T>>>) -> Result<Vec<Vec<T>>, LaunchError> + Send + 'static,
+    ) -> Self {
+        if parts.iter().all(|p| matches!(p.state, State::Ready(_))) {
+            let values = parts.into_iter().map(|p| match p.state {
+                State::Ready(v) => v,
+                State::Pending(_) => unreachable!("checked above"),
+            });
+            return match finish(values.collect()) {
+                Ok(v) => Readback::ready(v),
+                Err(e) => Readback::pending(Box::new(Failed(Some(e)))),
+            };
+        }
+        Readback::pending(Box::new(Joined { parts, finish }))
+    }
+
+    /// Whether the values are already on the host (waiting returns at once).
+    pub fn is_ready(&self) -> bool {
+        matches!(self.state, State::Ready(_))
+    }
+
+    /// Waits for the read and returns the values: one vector per range, in the order the
+    /// ranges were given, each axis 0 fastest as [`Executor::read_range`] returns them.
+    ///
+    /// [`Executor::read_range`]: crate::Executor::read_range
+    pub fn wait(self) -> Result<Vec<Vec<T>>, LaunchError> {
+        match self.state {
+            State::Ready(values) => Ok(values),
+            State::Pending(p) => p.wait(),
+        }
+    }
+}
+
+/// A combination whose function failed on values already in: the error, at `wait`.
+struct Failed(Option<LaunchError>);
+
+impl<T: Element> Pending<T> for Failed {
+    fn wait(mut self: Box<Self>) -> Result<Vec<Vec<T>>, LaunchError> {
+        Err(self.0.take().expect("waited once"))
+    }
+}
+
+impl<T: Element> std::fmt::Debug for Readback<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.state {
+            State::Ready(v) => write!(f, "Readback(ready: {} ranges)", v.len()),
+            State::Pending(_) => write!(f, "Readback(pending)"),
+        }
+    }
+}
