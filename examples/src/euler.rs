@@ -9,7 +9,7 @@
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Reduced, Strategy};
 
 use crate::checkpoint::{Error, Plan};
 use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
@@ -326,6 +326,11 @@ pub struct Euler {
     pub boundaries: [Boundary; 3],
     /// The CUDA strategy of every launch (`None`: each stencil's default; the host ignores it).
     pub strategy: Option<Strategy>,
+    /// Each step's CFL step from the state one step before (the first step's from its own),
+    /// its reduction issued before the step's stages and collected after them, so the host never
+    /// waits for a GPU with nothing queued. Off: from the step's own state (`dt_every` steps
+    /// apart), which makes the host wait for the GPU each time.
+    pub dt_lagged: bool,
 }
 
 /// The fields a time step works on, on executor `E`: the state, two stage buffers and (split
@@ -386,6 +391,7 @@ impl Euler {
             scheme: Scheme::Fused,
             boundaries: [Boundary::Periodic; 3],
             strategy: None,
+            dt_lagged: false,
         }
     }
 
@@ -422,6 +428,20 @@ impl Euler {
         let mut rate = Max::new();
         exec.run_with(&cells, EulerRate, self.strategy, (self.gamma, hx, hy, hz, s.q.each_ref(), &mut rate))?;
         Ok(self.cfl / rate.get())
+    }
+
+    /// [`Euler::dt`]'s reduction issued without waiting: `cfl` over the rate folded from it is
+    /// the same step size, bit for bit.
+    pub fn rate_later<E: Executor>(&self, exec: &E, s: &State<E>) -> Result<Reduced, Error> {
+        let cells = Loop3D::interior(exec.shape_of(&s.q[0]));
+        let [hx, hy, hz] = self.h;
+        let mut unused = Max::new();
+        Ok(exec.reduce_later(
+            &cells,
+            EulerRate,
+            self.strategy,
+            (self.gamma, hx, hy, hz, s.q.each_ref(), &mut unused),
+        )?)
     }
 
     /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s` (boundaries as the fields declare):
@@ -510,7 +530,13 @@ impl Euler {
             name: format!("euler3d {:?} {:?} {:?} {:?}", e.scheme, e.riemann, e.limiter, e.boundaries),
             grid: e.n.to_vec(),
             fields: vec!["rho", "rho_u", "rho_v", "rho_w", "energy"],
-            settings: vec![("cfl", e.cfl), ("gamma", e.gamma), ("gravity", e.gravity), ("dt_every", dt_every as f64)],
+            settings: vec![
+                ("cfl", e.cfl),
+                ("gamma", e.gamma),
+                ("gravity", e.gravity),
+                ("dt_every", dt_every as f64),
+                ("dt_lagged", f64::from(u8::from(e.dt_lagged))),
+            ],
         };
         let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<(State<E>, f64), Error> {
@@ -519,9 +545,10 @@ impl Euler {
                 None => (State::new(exec, self, q)?, 0.0),
             })
         };
-        // A CFL step at a time (computed every `dt_every` steps), the last one landing on `t_end`.
+        // A CFL step at a time (computed every `dt_every` steps, or lagged by one step), the last
+        // one landing on `t_end`. Lagged, `dt_cfl` holds the next step's (so a checkpoint does).
         let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
-            if step.is_multiple_of(dt_every.max(1)) {
+            if (e.dt_lagged && step == 0) || (!e.dt_lagged && step.is_multiple_of(dt_every.max(1))) {
                 *dt_cfl = e.dt(exec, s)?;
             }
             let dt = dt_cfl.min(t_end - t);
@@ -529,7 +556,14 @@ impl Euler {
                 let why = "the state has a non-positive density or pressure";
                 return Err(format!("time step {dt} at t = {t}: {why}").into());
             }
+            let rate = if e.dt_lagged { Some(e.rate_later(exec, s)?) } else { None };
             e.step(exec, s, dt)?;
+            if let Some(rate) = rate {
+                // The stages stay queued while the host waits for the reduction before them.
+                let mut r = Max::<f64>::new();
+                rate.fold_into(&mut [&mut r])?;
+                *dt_cfl = e.cfl / r.get();
+            }
             Ok((if t_end - t <= dt { t_end } else { t + dt }, Record::none()))
         };
         let plan = Plan { model: "euler3d".into(), ..plan.clone() };

@@ -100,3 +100,33 @@ fn gpu_cfl_time_step_equals_the_host_one() {
     eprintln!("CFL time step: host {host:e}, GPU {dev:e}");
     assert_eq!(host.to_bits(), dev.to_bits());
 }
+
+/// A run whose CFL step is lagged by one step (its reduction collected while the step runs,
+/// `Executor::reduce_later`) gives the host's bits, on one GPU and on GPU parts, and the
+/// lagged step is the host's `dt` of the state before.
+#[test]
+fn lagged_cfl_steps_on_gpus_give_the_host_bits() {
+    use stencil_examples::checkpoint::Plan;
+    use stencil_runtime::Distributed;
+    let Some(gpu) = gpu() else { return };
+    let mut e = model();
+    e.dt_lagged = true;
+    let q0 = initial(&e);
+    let s = State::new(&gpu, &e, &q0).unwrap();
+    let mut rate = stencil_runtime::Max::<f64>::new();
+    e.rate_later(&gpu, &s).unwrap().fold_into(&mut [&mut rate]).unwrap();
+    assert_eq!((e.cfl / rate.get()).to_bits(), e.dt(&Host, &State::new(&Host, &e, &q0).unwrap()).unwrap().to_bits());
+    let t_end = 0.02;
+    let (cpu, steps, _) = e.run(&Host, &q0, t_end, 1, &Plan::none(), |_, _| {}).unwrap();
+    assert!(steps > 5, "{steps} steps");
+    let (on_gpu, gpu_steps, _) = e.run(&gpu, &q0, t_end, 1, &Plan::none(), |_, _| {}).unwrap();
+    let d = e.decompose(4, Some([2, 2, 1])).unwrap();
+    let parts = Distributed::new(stencil_runtime::Domains::new(d, vec![gpu.clone(); 4]).unwrap());
+    let (on_parts, parts_steps, _) = e.run(&parts, &q0, t_end, 1, &Plan::none(), |_, _| {}).unwrap();
+    assert_eq!((gpu_steps, parts_steps), (steps, steps));
+    for (what, got) in [("one GPU", &on_gpu), ("four GPU parts", &on_parts)] {
+        let (l2, same) = compare(&e, got, &cpu);
+        eprintln!("lagged CFL steps, {what}: relative L2 {l2:e}, bit-equal: {same}");
+        assert!(same, "{what}: relative L2 {l2:e}");
+    }
+}

@@ -39,6 +39,7 @@
 //! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
 //! | S0112 | `Error::Reach` | a halo asked for from a stencil's reads of a field it does not have | name the field as the stencil's signature does |
 //! | S0113 | `Error::Setting` | a `STENCIL_CPU_*` or `STENCIL_FUSE_SLABS` environment variable has a value it does not take | use a value the message lists, or unset the variable |
+//! | S0114 | `Error::Reductions` | the results of a reduction issued without waiting were folded into another number of reduction parameters than the stencil has | pass the launch's reduction parameters, in order |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
 //! | S0211 | `FieldError::LengthMismatch` | `Field::from_vec` got the wrong number of values | pass one value per point, halo included |
@@ -123,6 +124,7 @@ catalogue! {
     "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
     "S0112" "Error::Reach" "a halo asked for from a stencil's reads of a field it does not have" "name the field as the stencil's signature does";
     "S0113" "Error::Setting" "a STENCIL_CPU_* or STENCIL_FUSE_SLABS environment variable has a value it does not take" "use a value the message lists, or unset the variable";
+    "S0114" "Error::Reductions" "the results of a reduction issued without waiting were folded into another number of reduction parameters than the stencil has" "pass the launch's reduction parameters, in order";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
     "S0211" "FieldError::LengthMismatch" "Field::from_vec got the wrong number of values" "pass one value per point, halo included";
@@ -283,6 +285,16 @@ pub enum Error {
     /// A `STENCIL_CPU_*` environment variable has a value it does not take (every host launch
     /// reports it).
     Setting(crate::cpu::SettingError),
+    /// [`Reduced::fold_into`](crate::Reduced::fold_into) got another number of reduction
+    /// parameters than the stencil has.
+    Reductions {
+        /// The stencil.
+        stencil: &'static str,
+        /// Its reduction parameters.
+        expected: usize,
+        /// The reducers given.
+        given: usize,
+    },
 }
 
 /// The name [`Error`] had before it took in every per-area error: the same type.
@@ -311,6 +323,7 @@ impl Error {
             Error::Schedule(_) => "S0111",
             Error::Reach(_) => "S0112",
             Error::Setting(_) => "S0113",
+            Error::Reductions { .. } => "S0114",
         }
     }
 
@@ -350,6 +363,9 @@ impl Error {
             Error::Schedule(e) => e.to_string(),
             Error::Reach(e) => e.to_string(),
             Error::Setting(e) => e.to_string(),
+            Error::Reductions { stencil, expected, given } => format!(
+                "stencil `{stencil}` has {expected} reduction parameter(s), but its results were folded into {given}"
+            ),
         }
     }
 
@@ -421,6 +437,9 @@ impl Error {
             Error::Schedule(_) => "give at least one checkpoint slot".to_string(),
             Error::Reach(e) => format!("name one of the stencil's fields: {}", e.fields.join(", ")),
             Error::Setting(e) => format!("set {} to one of the values it takes, or unset it", e.variable),
+            Error::Reductions { expected, .. } => {
+                format!("pass the launch's {expected} reduction parameter(s) to `fold_into`, in parameter order")
+            }
         }
     }
 }

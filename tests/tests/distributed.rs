@@ -406,3 +406,12 @@ fn reads_issued_later_gather_the_values_of_their_time_from_the_parts() {
         common::check_reads_later(&Distributed::new(Domains::new(d, vec![Host; d.len()]).unwrap()), seed as u64);
     }
 }
+
+/// Reductions issued without waiting over host parts fold, part by part, what a launch folds.
+#[test]
+fn reductions_issued_later_fold_what_a_launch_folds_over_the_parts() {
+    for (seed, grid) in [[2, 2, 2], [3, 1, 2], [1, 4, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [false, true, false], [2, 2, 2]).unwrap();
+        common::check_reduce_later(&Distributed::new(Domains::new(d, vec![Host; d.len()]).unwrap()), seed as u64);
+    }
+}

@@ -56,6 +56,7 @@ fn host_errors() -> Vec<LaunchError> {
             expected: "auto, on or off",
         }
         .into(),
+        LaunchError::Reductions { stencil: "s", expected: 1, given: 2 },
         HaloError::NoSuchAxis { axis: 3, dims: 2 }.into(),
         HaloError::InteriorThinnerThanHalo { axis: 0, n: 1, halo: 2, fill: HaloFill::Periodic }.into(),
         FieldError::LengthMismatch { expected: 4, got: 3 }.into(),

@@ -195,3 +195,8 @@ fn run_steps_on_the_host_is_single_steps_with_a_swap_after_each() {
 fn reads_issued_later_hold_the_values_of_their_time_on_the_host() {
     check_reads_later(&Host, 5);
 }
+
+#[test]
+fn reductions_issued_later_fold_what_a_launch_folds_on_the_host() {
+    check_reduce_later(&Host, 6);
+}

@@ -168,3 +168,13 @@ fn reads_issued_later_gather_the_values_of_their_time_from_gpu_parts() {
         common::check_reads_later(&Distributed::new(Domains::new(d, gpus(d.len())).unwrap()), seed as u64);
     }
 }
+
+/// Reductions issued without waiting over GPU parts (each part's results copied on its own
+/// stream) fold, part by part, what a launch folds.
+#[test]
+fn reductions_issued_later_fold_what_a_launch_folds_over_gpu_parts() {
+    for (seed, grid) in [[2, 2, 2], [1, 1, 2], [4, 1, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [false; 3], [2, 2, 2]).unwrap();
+        common::check_reduce_later(&Distributed::new(Domains::new(d, gpus(d.len())).unwrap()), seed as u64);
+    }
+}

@@ -203,3 +203,13 @@ fn reads_issued_later_hold_the_values_of_their_time_on_the_gpu() {
         check_reads_later(&gpu, seed);
     }
 }
+
+/// A reduction issued without waiting copies its results into pinned memory on the stream:
+/// folded later, they are what a launch folds, for the values before a later copy.
+#[test]
+fn reductions_issued_later_fold_what_a_launch_folds_on_the_gpu() {
+    let gpu = gpu();
+    for seed in 0..3 {
+        check_reduce_later(&gpu, seed);
+    }
+}

@@ -49,6 +49,10 @@ struct Args {
     /// field; the last step is reused meanwhile).
     #[arg(long, default_value_t = 1)]
     dt_every: usize,
+    /// Each step's CFL step from the state one step before, its reduction collected while the
+    /// step runs (the host does not wait for the GPU; other bits than without)
+    #[arg(long, conflicts_with = "dt_every")]
+    dt_lagged: bool,
     /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
     #[command(flatten)]
     checkpoint: CheckpointArgs,
@@ -66,7 +70,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         return Err(format!("need --size >= 2, --t-end > 0 and 0 < --cfl <= 1 ({why})").into());
     }
     let mut e = Euler::cube(args.size, 1.0);
-    (e.cfl, e.boundaries) = (args.cfl, [Boundary::Reflective; 3]);
+    (e.cfl, e.boundaries, e.dt_lagged) = (args.cfl, [Boundary::Reflective; 3], args.dt_lagged);
     (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
@@ -139,7 +143,8 @@ impl OnExecutor for Blast<'_> {
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Blast { e, q0, args, plan, timed } = self;
         let (t_end, dt_every) = (args.t_end, args.dt_every);
-        timed.bar.println(format!("running on {}, CFL step from a download every {dt_every} steps", exec.describe()));
+        let when = if e.dt_lagged { "lagged by one step".to_string() } else { format!("every {dt_every} steps") };
+        timed.bar.println(format!("running on {}, CFL step {when}", exec.describe()));
         e.run(exec, q0, t_end, dt_every, plan, |step, t| timed.tick_at(step, t, t_end))
     }
 }

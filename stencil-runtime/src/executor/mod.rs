@@ -42,7 +42,7 @@ pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use host::Host;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use readback::Pending;
-pub use readback::Readback;
+pub use readback::{Readback, Reduced};
 pub use record::Recorded;
 
 pub use crate::stencil::args::FieldStorage;
@@ -167,6 +167,22 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     ) -> Result<Readback<T>, LaunchError> {
         let values = ranges.iter().map(|r| self.read_range(field, r)).collect::<Result<_, _>>()?;
         Ok(Readback::ready(values))
+    }
+
+    /// [`Executor::run_with`] of a stencil that reduces, without waiting for its results where
+    /// the executor can: a GPU copies them into page-locked host memory on its stream, and
+    /// [`Reduced::fold_into`] waits for that copy alone and folds the launch's value into
+    /// reduction parameters: the bits `run_with` leaves in a parameter holding the identity.
+    /// The reduction parameters in `args` are left as they were (a sum holding −0.0 comes back
+    /// as +0.0). The default runs at once.
+    fn reduce_later<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Self>,
+    ) -> Result<Reduced, LaunchError> {
+        reduce_now(self, range, stencil, strategy, S::map_args(&mut args, &Same))
     }
 
     /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
@@ -308,6 +324,36 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         fills[axis] = Some(fill);
         self.fill_halos(&mut [(field, fills)])
     }
+}
+
+/// [`Executor::reduce_later`] that runs at once: the launch's results taken out of its reduction
+/// parameters, which get their values back.
+pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
+    exec: &E,
+    range: &Loop<D>,
+    stencil: S,
+    strategy: Option<Strategy>,
+    mut args: S::Args<'_, E>,
+) -> Result<Reduced, LaunchError> {
+    let mut before = Vec::new();
+    for v in S::erase_args::<E>(S::map_args(&mut args, &Same)) {
+        if let ArgValue::Reduction(r) = v {
+            before.push(r.value_f64());
+            r.reset_value();
+        }
+    }
+    let ran = exec.run_with(range, stencil, strategy, S::map_args(&mut args, &Same));
+    let mut results = Vec::with_capacity(before.len());
+    let mut before = before.into_iter();
+    for v in S::erase_args::<E>(S::map_args(&mut args, &Same)) {
+        if let ArgValue::Reduction(r) = v {
+            results.push(r.value_f64());
+            r.reset_value();
+            r.fold_f64(before.next().expect("one value per reduction"));
+        }
+    }
+    ran?;
+    Ok(Reduced::ready(S::INFO.name, if results.is_empty() { Vec::new() } else { vec![results] }))
 }
 
 /// The halo-message half of an executor: contiguous buffers, packing boxes of fields into them

@@ -112,3 +112,63 @@ impl<T: Element> std::fmt::Debug for Readback<T> {
         }
     }
 }
+
+/// The results of a launch that reduces, issued without waiting ([`Executor::reduce_later`]):
+/// [`Reduced::fold_into`] waits and folds into each reduction parameter the launch's value, the
+/// bits that [`Executor::run`] leaves in a parameter holding the identity.
+///
+/// [`Executor::run`]: crate::Executor::run
+///
+/// [`Executor::reduce_later`]: crate::Executor::reduce_later
+#[must_use = "a Reduced holds the launch's results until `fold_into` is called"]
+#[derive(Debug)]
+pub struct Reduced {
+    /// The stencil.
+    stencil: &'static str,
+    /// One vector per piece of the launch (a subdomain's part, in order): each reduction's
+    /// result over that piece, in parameter order.
+    pieces: Readback<f64>,
+}
+
+impl Reduced {
+    /// Results already on the host: one vector per piece, each with one value per reduction.
+    pub(crate) fn ready(stencil: &'static str, pieces: Vec<Vec<f64>>) -> Self {
+        Reduced { stencil, pieces: Readback::ready(pieces) }
+    }
+
+    /// Results in flight (one piece per range of the readback).
+    pub(crate) fn from_readback(stencil: &'static str, pieces: Readback<f64>) -> Self {
+        Reduced { stencil, pieces }
+    }
+
+    /// Several launches' results, folded one after another in this order.
+    pub(crate) fn join(stencil: &'static str, parts: Vec<Reduced>) -> Self {
+        let parts = parts.into_iter().map(|p| p.pieces).collect();
+        Reduced { stencil, pieces: Readback::join(parts, |values| Ok(values.into_iter().flatten().collect())) }
+    }
+
+    /// Waits for the results and folds the launch's value into each of `reducers` (the launch's
+    /// reduction parameters in order, e.g. `&mut [&mut rate]`): the value is what
+    /// [`Executor::run`] leaves in a parameter holding the identity (its pieces, a subdomain's
+    /// part each, folded in order), folded into what the reducer holds (a sum holding −0.0 is
+    /// taken as +0.0). An error when the count differs from the stencil's reductions.
+    ///
+    /// [`Executor::run`]: crate::Executor::run
+    pub fn fold_into(self, reducers: &mut [&mut dyn crate::Reducer]) -> Result<(), LaunchError> {
+        let pieces = self.pieces.wait()?;
+        if let Some(piece) = pieces.iter().find(|p| p.len() != reducers.len()) {
+            let (expected, given) = (piece.len(), reducers.len());
+            return Err(LaunchError::Reductions { stencil: self.stencil, expected, given });
+        }
+        for (i, r) in reducers.iter_mut().enumerate() {
+            let held = r.value_f64();
+            r.reset_value();
+            pieces.iter().for_each(|piece| r.fold_f64(piece[i]));
+            let value = r.value_f64();
+            r.reset_value();
+            r.fold_f64(held);
+            r.fold_f64(value);
+        }
+        Ok(())
+    }
+}

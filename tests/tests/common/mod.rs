@@ -119,3 +119,90 @@ pub fn check_reads_later<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
     let refused = exec.read_ranges_later(&f, &[ranges[0], foreign]).unwrap_err().to_string();
     assert!(refused.contains("range"), "{refused}");
 }
+
+/// The sum of `u` in `f32`, at the point only (on a distributed executor each part's sum is
+/// folded in the parts' order, so the order shows in the bits).
+#[stencil]
+pub fn mass_f32(idx: Idx3, u: &Field3<f32>, total: &mut Sum<f32>) {
+    total.fold(u[idx]);
+}
+
+/// Reductions issued with `reduce_later` fold, at `fold_into`, the value `run` leaves in a
+/// reducer at the identity, over the values of the time they were issued, whatever is written
+/// after them, into reducers that already hold values; the launch's own reduction parameters
+/// keep theirs; a wrong number of reducers is error S0114. A point-wise reduction (`Peak`) and one that reads a
+/// neighbour, with three reductions of `f32` (`Stats3dF32`). `exec` holds a 13 × 9 × 7 grid with
+/// a halo of 2 (a distributed one: any decomposition).
+pub fn check_reduce_later<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
+    use stencil_runtime::Reducer;
+    use stencil_tests::distributed_check::Peak;
+    use stencil_tests::reducing::Stats3dF32;
+    let shape = Shape3::new([13, 9, 7]).halo(2);
+    let mut rng = Rng(seed);
+    let (a, b) = (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| 3.0 * v));
+    // f32 values of magnitudes 2^0 to 2^23: sums in another order round otherwise.
+    let wide = |v: f64| (v * 2f64.powi(((v * 1e6) as i64).rem_euclid(24) as i32)) as f32;
+    let (a32, b32) = (random(shape, &mut rng, wide), random(shape, &mut rng, wide));
+    let range = Loop3D::interior(&shape);
+    let part = Loop3D::from_bounds(shape.extent(), [3, 2, 4], [11, 7, 9]).unwrap();
+    let (mut u, mut w) = (exec.upload(&a).unwrap(), exec.upload(&a32).unwrap());
+    let g = (exec.upload(&b).unwrap(), exec.upload(&b32).unwrap());
+
+    // The launch's own parameters hold values that must survive.
+    let mut own = Max::<f64>::new();
+    own.fold(0.125);
+    let (mut s_own, mut lo_own, mut j_own) = (Sum::<f32>::new(), Min::<f32>::new(), Max::<f32>::new());
+    s_own.fold(1.5f32);
+    let first = exec.reduce_later(&range, Peak, None, (&u, &mut own)).unwrap();
+    let first_part = exec.reduce_later(&part, Peak, None, (&u, &mut own)).unwrap();
+    let stats = exec.reduce_later(&range, Stats3dF32, None, (&w, &mut s_own, &mut lo_own, &mut j_own)).unwrap();
+    let mass = exec.reduce_later(&range, MassF32, None, (&w, &mut s_own)).unwrap();
+    exec.copy(&mut u, &g.0).unwrap();
+    exec.copy(&mut w, &g.1).unwrap();
+    let second = exec.reduce_later(&range, Peak, None, (&u, &mut own)).unwrap();
+    assert_eq!((own.get(), s_own.get(), lo_own.get(), j_own.get()), (0.125, 1.5, f32::INFINITY, f32::NEG_INFINITY));
+
+    // References: `run` on the same executor over the same values (a start value folded in).
+    let peak = |values: &Field<f64, 3>, range: &Loop3D| {
+        let f = exec.upload(values).unwrap();
+        let (mut m, mut held) = (Max::<f64>::new(), Max::<f64>::new());
+        exec.run(range, Peak, (&f, &mut m)).unwrap();
+        held.fold(0.5);
+        held.fold(m.get());
+        held.get()
+    };
+    let stats_ref = {
+        let f = exec.upload(&a32).unwrap();
+        let (mut s, mut lo, mut j) = (Sum::<f32>::new(), Min::<f32>::new(), Max::<f32>::new());
+        exec.run(&range, Stats3dF32, (&f, &mut s, &mut lo, &mut j)).unwrap();
+        ((-2.25f32 + s.get()).to_bits(), lo.get().to_bits(), j.get().to_bits())
+    };
+    let folded = |r: stencil_runtime::Reduced| {
+        let mut m = Max::<f64>::new();
+        m.fold(0.5);
+        r.fold_into(&mut [&mut m]).unwrap();
+        m.get()
+    };
+    assert_eq!(folded(second).to_bits(), peak(&b, &range).to_bits(), "the reduction after the copy");
+    assert_eq!(folded(first).to_bits(), peak(&a, &range).to_bits(), "the reduction before the copy");
+    assert_eq!(folded(first_part).to_bits(), peak(&a, &part).to_bits(), "over part of the grid");
+    let (mut s, mut lo, mut j) = (Sum::<f32>::new(), Min::<f32>::new(), Max::<f32>::new());
+    s.fold(-2.25f32);
+    stats.fold_into(&mut [&mut s, &mut lo, &mut j]).unwrap();
+    assert_eq!((s.get().to_bits(), lo.get().to_bits(), j.get().to_bits()), stats_ref, "three f32 reductions");
+    let mass_ref = {
+        let f = exec.upload(&a32).unwrap();
+        let mut total = Sum::<f32>::new();
+        exec.run(&range, MassF32, (&f, &mut total)).unwrap();
+        0.75f32 + total.get()
+    };
+    let mut total = Sum::<f32>::new();
+    total.fold(0.75);
+    mass.fold_into(&mut [&mut total]).unwrap();
+    assert_eq!(total.get().to_bits(), mass_ref.to_bits(), "an f32 sum");
+    // A wrong count of reducers is refused.
+    let again = exec.reduce_later(&range, Peak, None, (&u, &mut own)).unwrap();
+    let (mut m1, mut m2) = (Max::<f64>::new(), Max::<f64>::new());
+    let refused = again.fold_into(&mut [&mut m1 as &mut dyn Reducer, &mut m2]).unwrap_err();
+    assert_eq!(refused.code(), "S0114", "{refused}");
+}

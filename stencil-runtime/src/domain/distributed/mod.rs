@@ -87,7 +87,8 @@ use super::workers::PerPart;
 use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
-    from_le_bytes, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Readback, Record, Same, SideJob, Stencil,
+    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Readback, Record, Reduced,
+    Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -796,6 +797,41 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             }
             Ok(out)
         }))
+    }
+
+    /// In one process, a reduction that reads its fields at the point only and writes none, over
+    /// a range inside the grid's interior, is issued on every part's executor without waiting;
+    /// the parts' results are folded in the parts' order, as `run_with` folds them. Other launches,
+    /// and launches over several ranks (whose results are combined through messages), run at once.
+    fn reduce_later<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Self>,
+    ) -> Result<Reduced, LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let at_the_point = S::INFO.fields.iter().all(|f| !f.writable && f.lo == [0; 3] && f.hi == [0; 3]);
+        let simple = at_the_point && S::ir().reduces() && S::ir().sweep.is_none();
+        if domains.world().size() > 1 || !simple || range.points() == 0 {
+            return reduce_now(self, range, stencil, strategy, args);
+        }
+        let d = domains.decomposition();
+        let state = self.lock()?;
+        let LaunchFields { global, .. } = self.launch_fields::<S, D>(range, &mut args)?;
+        let (begin, end, h) = (range.begin(), range.end(), global.halo_widths());
+        let inside = (0..D).all(|a| begin[a] >= h[a] && end[a] <= (h[a] + global.interior()[a]) as isize);
+        if !inside || state.journal.is_some() {
+            drop(state);
+            return reduce_now(self, range, stencil, strategy, args);
+        }
+        let mut parts = Vec::new();
+        for (i, (s, exec)) in domains.subdomains().zip(domains.execs()).enumerate() {
+            if let Some(local) = cut(range, &global, &s, d.grid()) {
+                parts.push(exec.reduce_later(&local, stencil, strategy, S::map_args(&mut args, &Part(i)))?);
+            }
+        }
+        Ok(Reduced::join(S::INFO.name, parts))
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(

@@ -16,7 +16,7 @@ use super::memory::DeviceField;
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::error::LaunchError;
-use crate::executor::{BoxPart, Executor, Messages, Readback, Record, Same, SideJob, Stencil};
+use crate::executor::{BoxPart, Executor, Messages, Readback, Record, Reduced, Same, SideJob, Stencil};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
@@ -211,6 +211,28 @@ impl Executor for Gpu {
             return Ok(());
         }
         self.fill_declared::<S, D>(&mut args)
+    }
+
+    fn reduce_later<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Gpu>,
+    ) -> Result<Reduced, LaunchError> {
+        if !S::ir().reduces() {
+            self.run_with(range, stencil, strategy, args)?;
+            return Ok(Reduced::ready(S::INFO.name, Vec::new()));
+        }
+        let values = S::erase_args::<Gpu>(S::map_args(&mut args, &Same));
+        let shape = self.check_launch::<S, D>(range, &values)?;
+        if range.points() == 0 {
+            return Ok(Reduced::ready(S::INFO.name, Vec::new()));
+        }
+        let results = super::reduce::issue::<S, D>(self, range, &shape, &values)?;
+        drop(values);
+        self.fill_declared::<S, D>(&mut args)?;
+        Ok(Reduced::from_readback(S::INFO.name, results))
     }
 
     fn run_regions<S: Stencil<D>, const D: usize>(

@@ -243,42 +243,20 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
             .iter()
             .map(|r| row_runs(&self.shape, r).map_err(|e| CudaError::Field(FieldError::Range(e))))
             .collect::<Result<Vec<_>, _>>()?;
-        let gpu = &self.mem.gpu;
-        gpu.refuse_while_recording("read_ranges_later")?;
-        let lens: Vec<usize> = ranges.iter().map(Loop::points).collect();
-        let size = std::mem::size_of::<T>();
-        let total: usize = lens.iter().sum();
-        if total == 0 {
-            return Ok(Readback::ready(lens.iter().map(|_| Vec::new()).collect()));
-        }
-        gpu.bind()?;
-        let block = gpu.take_pinned(total * size)?;
-        // From here the block is the read's: its drop hands it back after the copies.
-        let mut read = GpuRead::<T> { gpu: gpu.clone(), block, event: None, lens, waited: false, _values: PhantomData };
-        let mut at = 0;
-        for (range_runs, range) in runs.into_iter().zip(ranges) {
-            let len_of_run = range.len_per_axis()[0];
-            for (offset, stride, len) in range_runs {
-                debug_assert_eq!(len, len_of_run);
-                let (copies, per_copy) = if stride == 1 { (1, len) } else { (len, 1) };
-                for c in 0..copies {
-                    let src = self.mem.ptr + ((offset + c * stride) * size) as u64;
-                    let dst = block.0 + (at + c * per_copy) * size;
-                    // SAFETY: `row_runs` checked every point of the run lies in the field, so
-                    // the source is inside the allocation; the destination lies in the block
-                    // (`total` elements, each range's points in turn), which stays the read's
-                    // until its event has passed.
-                    unsafe { sys::cuMemcpyDtoHAsync_v2(dst as *mut _, src, per_copy * size, gpu.cu_stream()) }
-                        .result()
-                        .map_err(|e| gpu.fail("copying a range to the host", e))?;
-                }
-                at += len;
+        let size = std::mem::size_of::<T>() as u64;
+        let mut copies = Vec::new();
+        for (offset, stride, len) in runs.into_iter().flatten() {
+            // A run along the contiguous axis is one copy; in `kij` order axis 0 is strided, so
+            // each point is a copy of its own.
+            if stride == 1 {
+                copies.push((self.mem.ptr + offset as u64 * size, len));
+            } else {
+                copies.extend((0..len).map(|c| (self.mem.ptr + (offset + c * stride) as u64 * size, 1)));
             }
         }
-        let no_timing = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
-        let event = gpu.stream().record_event(no_timing).map_err(|e| gpu.fail("recording a read's event", e))?;
-        read.event = Some(event);
-        Ok(Readback::pending(Box::new(read)))
+        // SAFETY: `row_runs` checked that every point of every run lies in the field, so each
+        // copy's source lies inside this allocation.
+        unsafe { read_pinned(&self.mem.gpu, "read_ranges_later", &copies, ranges.iter().map(Loop::points).collect()) }
     }
 
     /// Overwrites this field with another of the same shape on the same [`Gpu`] handle. Queued
@@ -302,7 +280,47 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
     }
 }
 
-/// A read of [`DeviceField::read_ranges_later`] in flight: its pinned block and the event after
+/// Copies device memory to the host without waiting: `copies` (device address, elements of
+/// `T`), one after another, into a page-locked block on `gpu`'s stream after the work queued so
+/// far; the values come back as vectors of `lens` elements (in order; the same total).
+///
+/// # Safety
+/// Each copy's source must lie inside a live allocation of `gpu`'s context that later work on
+/// the stream may write but not free before the copy.
+pub(crate) unsafe fn read_pinned<T: Element>(
+    gpu: &Gpu,
+    what: &str,
+    copies: &[(u64, usize)],
+    lens: Vec<usize>,
+) -> Result<Readback<T>, CudaError> {
+    gpu.refuse_while_recording(what)?;
+    let size = std::mem::size_of::<T>();
+    let total: usize = lens.iter().sum();
+    debug_assert_eq!(total, copies.iter().map(|c| c.1).sum::<usize>());
+    if total == 0 {
+        return Ok(Readback::ready(lens.iter().map(|_| Vec::new()).collect()));
+    }
+    gpu.bind()?;
+    let block = gpu.take_pinned(total * size)?;
+    // From here the block is the read's: its drop hands it back after the copies.
+    let mut read = GpuRead::<T> { gpu: gpu.clone(), block, event: None, lens, waited: false, _values: PhantomData };
+    let mut at = block.0;
+    for &(src, len) in copies {
+        // SAFETY: the source lies in a live allocation (the caller's promise); the destination,
+        // `len` elements at `at`, lies in the block (`total` elements), which stays the read's
+        // until its event has passed.
+        unsafe { sys::cuMemcpyDtoHAsync_v2(at as *mut _, src, len * size, gpu.cu_stream()) }
+            .result()
+            .map_err(|e| gpu.fail("copying to the host", e))?;
+        at += len * size;
+    }
+    let no_timing = Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING);
+    let event = gpu.stream().record_event(no_timing).map_err(|e| gpu.fail("recording a read's event", e))?;
+    read.event = Some(event);
+    Ok(Readback::pending(Box::new(read)))
+}
+
+/// A read of [`read_pinned`] in flight: its pinned block and the event after
 /// its copies (`None` until all are queued); the drop hands the block back once no copy can
 /// write it.
 struct GpuRead<T> {

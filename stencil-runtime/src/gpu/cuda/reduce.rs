@@ -1,6 +1,6 @@
 //! Launches of stencils that reduce: pass 1 over the range with one partial result per block,
-//! pass 2 in one block, and the results read back (a launch waits for them), folded into the
-//! reduction parameters. The kernels are printed by `stencil_codegen::printer::cuda::reduce`.
+//! pass 2 in one block, and the results copied into page-locked host memory: a launch waits for
+//! them and folds them into the reduction parameters (`Executor::reduce_later` does not wait). The kernels are printed by `stencil_codegen::printer::cuda::reduce`.
 //!
 //! The partial results live in stream-ordered memory (`cuMemAllocAsync`, from the device's pool:
 //! no allocation cost per launch after the first, no synchronisation), freed after the read.
@@ -14,8 +14,9 @@ use super::context::Gpu;
 use super::error::CudaError;
 use super::kernel::ReducePrepared;
 use super::launch::{scalar_or_field, KernelArg, LaunchDims};
+use super::memory::read_pinned;
 use crate::error::LaunchError;
-use crate::executor::Stencil;
+use crate::executor::{Readback, Stencil};
 use crate::field::Shape;
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
@@ -62,6 +63,25 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
     shape: &Shape<D>,
     mut values: Vec<ArgValue<'_, D>>,
 ) -> Result<(), LaunchError> {
+    let results = issue::<S, D>(gpu, range, shape, &values)?.wait()?;
+    let mut results = results.into_iter().flatten();
+    for v in &mut values {
+        if let ArgValue::Reduction(reducer) = v {
+            reducer.fold_f64(results.next().expect("one result per reduction"));
+        }
+    }
+    Ok(())
+}
+
+/// Issues the two passes of the reducing stencil `S` over `range` (validated, not empty) with
+/// the erased `values`, and the copy of the results to the host, without waiting: one vector of
+/// each reduction's result, in parameter order.
+pub(super) fn issue<S: Stencil<D>, const D: usize>(
+    gpu: &Gpu,
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    values: &[ArgValue<'_, D>],
+) -> Result<Readback<f64>, LaunchError> {
     let name = S::INFO.name;
     gpu.refuse_while_recording(&format!(
         "stencil `{name}` folds into a reduction, whose result a launch reads back to the host; a launch of it"
@@ -106,7 +126,7 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
     let partial = |r: usize| base + (r * blocks * 8) as u64;
     let mut args: Vec<KernelArg> = Vec::with_capacity(values.len() + 5);
     let mut r = 0;
-    for v in &values {
+    for v in values {
         args.push(scalar_or_field(v).unwrap_or_else(|| {
             r += 1;
             KernelArg::Ptr(partial(r - 1))
@@ -129,21 +149,12 @@ pub(super) fn run<S: Stencil<D>, const D: usize>(
     // SAFETY: pass 2 takes each reduction's partials (`blocks` of them, written by pass 1), the
     // result slots (one double each) and `blocks`, all inside the scratch memory.
     unsafe { gpu.launch(&prepared.pass2, one, &final_args) }?;
-    let mut results = vec![0f64; count];
-    gpu.bind()?;
-    // SAFETY: `count` doubles at `result_at` inside the scratch memory; the copy is ordered after
-    // pass 2 on the stream, and the stream is synchronised before `results` is read.
-    unsafe { result::memcpy_dtoh_async(&mut results, base + result_at as u64, gpu.cu_stream()) }
-        .map_err(|e| gpu.fail("copying reduction results to the host", e))?;
-    gpu.synchronize()?;
+    // SAFETY: `count` doubles at `result_at` inside the scratch memory, copied after pass 2 on
+    // the stream; the scratch is freed in stream order after the copy (its drop below).
+    let results =
+        unsafe { read_pinned::<f64>(gpu, "a reduction's results", &[(base + result_at as u64, count)], vec![count]) }?;
     drop(scratch);
-    let mut results = results.into_iter();
-    for v in &mut values {
-        if let ArgValue::Reduction(reducer) = v {
-            reducer.fold_f64(results.next().expect("one result per reduction"));
-        }
-    }
-    Ok(())
+    Ok(results)
 }
 
 /// The loaded kernels of `S` for `geo`, printed and compiled on first use.
