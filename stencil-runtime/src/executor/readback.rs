@@ -137,6 +137,7 @@ impl Reduced {
     }
 
     /// Results in flight (one piece per range of the readback).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn from_readback(stencil: &'static str, pieces: Readback<f64>) -> Self {
         Reduced { stencil, pieces }
     }
