@@ -151,15 +151,16 @@ impl<const D: usize> SparsePoints<D> {
         field: &E::Field<T, D>,
     ) -> Result<Samples<T, D>, LaunchError> {
         let total: usize = self.nodes.iter().map(Vec::len).sum();
+        let per_point = self.bounding_box().points() > 4 * total;
         let boxes: Vec<Loop<D>> = if self.nodes.is_empty() {
             Vec::new()
-        } else if self.bounding_box().points() <= 4 * total {
-            vec![self.bounding_box()]
-        } else {
+        } else if per_point {
             self.nodes.iter().map(|nodes| self.cell_of(nodes)).collect()
+        } else {
+            vec![self.bounding_box()]
         };
         let readback = exec.read_ranges_later(field, &boxes)?;
-        Ok(Samples { nodes: self.nodes.clone(), boxes, readback })
+        Ok(Samples { nodes: self.nodes.clone(), boxes, per_point, readback })
     }
 
     /// The box of one point's nodes.
@@ -179,8 +180,9 @@ impl<const D: usize> SparsePoints<D> {
 #[derive(Debug)]
 pub struct Samples<T: Element, const D: usize> {
     nodes: Arc<[PointNodes<D>]>,
-    /// The boxes read: the points' bounding box, or one box per point.
+    /// The boxes read: the points' bounding box, or one box per point (`per_point`).
     boxes: Vec<Loop<D>>,
+    per_point: bool,
     readback: Readback<T>,
 }
 
@@ -188,7 +190,7 @@ impl<T: Element + Into<f64>, const D: usize> Samples<T, D> {
     /// Waits for the read and returns every point's value, as [`SparsePoints::sample`] does.
     pub fn wait(self) -> Result<Vec<f64>, LaunchError> {
         let values = self.readback.wait()?;
-        if let ([whole], [values], true) = (&self.boxes[..], &values[..], self.nodes.len() > 1) {
+        if let (false, [whole], [values]) = (self.per_point, &self.boxes[..], &values[..]) {
             return Ok(self.nodes.iter().map(|nodes| interpolate(nodes, whole.begin(), whole, values)).collect());
         }
         Ok(self
