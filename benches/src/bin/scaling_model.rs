@@ -77,14 +77,15 @@ const HOST_US_PER_NCCL_MESSAGE: f64 = 40.0;
 
 /// Measured with `scaling` (best overlap mode), 512³ per GPU (weak) or 512³ in all (strong):
 /// (GPUs, stencil, quantity, with peer copies in one process, over NCCL with a rank per GPU).
-/// 2 GPUs: 2 × H200 (NVLink NV18), 2026-11-24, split along z, the lower ends of the ranges on the
-/// scaling page; 4 GPUs: 4 × H200 (NV18 between every pair), 2026-11-28, the auto process grid,
-/// one host thread (in one process) and four ranks over NCCL, each in the same machine.
+/// 2 GPUs: 2 × H200 (NVLink NV18), split along z; in one process 2026-11-29 (one host thread,
+/// the slabs as one launch), over NCCL 2026-11-24 (the lower ends of the ranges on the scaling
+/// page); 4 GPUs: 4 × H200 (NV18 between every pair), 2026-11-28, the auto process grid, one
+/// host thread (in one process) and four ranks over NCCL, each in the same machine.
 const MEASURED: [(usize, &str, &str, f64, f64); 8] = [
-    (2, "diffusion 7-point f32", "weak, overlap", 0.981, 0.970),
-    (2, "diffusion 7-point f32", "strong, overlap", 1.86, 1.84),
-    (2, "acoustic 25-point f32", "weak, overlap", 0.973, 0.968),
-    (2, "acoustic 25-point f32", "strong, overlap", 1.88, 1.85),
+    (2, "diffusion 7-point f32", "weak, overlap", 0.968, 0.970),
+    (2, "diffusion 7-point f32", "strong, overlap", 1.84, 1.84),
+    (2, "acoustic 25-point f32", "weak, overlap", 0.974, 0.968),
+    (2, "acoustic 25-point f32", "strong, overlap", 1.92, 1.85),
     (4, "diffusion 7-point f32", "weak, overlap", 0.945, 0.921),
     (4, "diffusion 7-point f32", "strong, overlap", 1.83, 2.47),
     (4, "acoustic 25-point f32", "weak, overlap", 0.943, 0.953),
