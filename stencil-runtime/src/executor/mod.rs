@@ -353,7 +353,7 @@ pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
         }
     }
     ran?;
-    Ok(Reduced::ready(S::INFO.name, if results.is_empty() { Vec::new() } else { vec![results] }))
+    Ok(Reduced::ready::<S, D>(if results.is_empty() { Vec::new() } else { vec![results] }))
 }
 
 /// The halo-message half of an executor: contiguous buffers, packing boxes of fields into them

@@ -9,6 +9,7 @@
 //! [`Executor::read_ranges_later`]: crate::Executor::read_ranges_later
 
 use crate::error::LaunchError;
+use crate::executor::Stencil;
 use crate::field::Element;
 
 /// The values of some ranges of a field, read in order with the executor's other work and
@@ -125,42 +126,46 @@ impl<T: Element> std::fmt::Debug for Readback<T> {
 pub struct Reduced {
     /// The stencil.
     stencil: &'static str,
+    /// Its reduction parameters.
+    count: usize,
     /// One vector per piece of the launch (a subdomain's part, in order): each reduction's
     /// result over that piece, in parameter order.
     pieces: Readback<f64>,
 }
 
 impl Reduced {
-    /// Results already on the host: one vector per piece, each with one value per reduction.
-    pub(crate) fn ready(stencil: &'static str, pieces: Vec<Vec<f64>>) -> Self {
-        Reduced { stencil, pieces: Readback::ready(pieces) }
+    /// Results of stencil `S` already on the host: one vector per piece, each with one value
+    /// per reduction.
+    pub(crate) fn ready<S: Stencil<D>, const D: usize>(pieces: Vec<Vec<f64>>) -> Self {
+        Self::from_readback::<S, D>(Readback::ready(pieces))
     }
 
-    /// Results in flight (one piece per range of the readback).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
-    pub(crate) fn from_readback(stencil: &'static str, pieces: Readback<f64>) -> Self {
-        Reduced { stencil, pieces }
+    /// Results of stencil `S` in flight (one piece per range of the readback).
+    pub(crate) fn from_readback<S: Stencil<D>, const D: usize>(pieces: Readback<f64>) -> Self {
+        Reduced { stencil: S::INFO.name, count: S::ir().reductions().count(), pieces }
     }
 
-    /// Several launches' results, folded one after another in this order.
-    pub(crate) fn join(stencil: &'static str, parts: Vec<Reduced>) -> Self {
+    /// Several launches' results of stencil `S`, folded one after another in this order.
+    pub(crate) fn join<S: Stencil<D>, const D: usize>(parts: Vec<Reduced>) -> Self {
         let parts = parts.into_iter().map(|p| p.pieces).collect();
-        Reduced { stencil, pieces: Readback::join(parts, |values| Ok(values.into_iter().flatten().collect())) }
+        Self::from_readback::<S, D>(Readback::join(parts, |values| Ok(values.into_iter().flatten().collect())))
     }
 
     /// Waits for the results and folds the launch's value into each of `reducers` (the launch's
     /// reduction parameters in order, e.g. `&mut [&mut rate]`): the value is what
     /// [`Executor::run`] leaves in a parameter holding the identity (its pieces, a subdomain's
     /// part each, folded in order), folded into what the reducer holds (a sum holding −0.0 is
-    /// taken as +0.0). An error when the count differs from the stencil's reductions.
+    /// taken as +0.0). An error when the count differs from the stencil's reductions (checked
+    /// before waiting).
     ///
     /// [`Executor::run`]: crate::Executor::run
     pub fn fold_into(self, reducers: &mut [&mut dyn crate::Reducer]) -> Result<(), LaunchError> {
-        let pieces = self.pieces.wait()?;
-        if let Some(piece) = pieces.iter().find(|p| p.len() != reducers.len()) {
-            let (expected, given) = (piece.len(), reducers.len());
+        if reducers.len() != self.count {
+            let (expected, given) = (self.count, reducers.len());
             return Err(LaunchError::Reductions { stencil: self.stencil, expected, given });
         }
+        let pieces = self.pieces.wait()?;
+        debug_assert!(pieces.iter().all(|p| p.len() == self.count), "one result per reduction");
         for (i, r) in reducers.iter_mut().enumerate() {
             let held = r.value_f64();
             r.reset_value();

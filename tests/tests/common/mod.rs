@@ -205,4 +205,15 @@ pub fn check_reduce_later<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
     let (mut m1, mut m2) = (Max::<f64>::new(), Max::<f64>::new());
     let refused = again.fold_into(&mut [&mut m1 as &mut dyn Reducer, &mut m2]).unwrap_err();
     assert_eq!(refused.code(), "S0114", "{refused}");
+    // Over an empty range the reducers keep their values; a stencil without reductions given a
+    // reducer is refused, not ignored.
+    let empty = Loop3D::from_bounds(shape.extent(), [4, 4, 4], [4, 9, 9]).unwrap();
+    let mut m = Max::<f64>::new();
+    m.fold(0.5);
+    exec.reduce_later(&empty, Peak, None, (&u, &mut own)).unwrap().fold_into(&mut [&mut m]).unwrap();
+    assert_eq!(m.get(), 0.5);
+    let mut out = exec.alloc(shape).unwrap();
+    let plain = exec.reduce_later(&range, stencil_tests::distributed_check::Damp, None, (0.5, &mut out)).unwrap();
+    let refused = plain.fold_into(&mut [&mut m]).unwrap_err();
+    assert_eq!(refused.code(), "S0114", "{refused}");
 }

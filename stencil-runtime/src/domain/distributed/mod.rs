@@ -831,7 +831,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 parts.push(exec.reduce_later(&local, stencil, strategy, S::map_args(&mut args, &Part(i)))?);
             }
         }
-        Ok(Reduced::join(S::INFO.name, parts))
+        Ok(Reduced::join::<S, D>(parts))
     }
 
     fn run_with<S: Stencil<D>, const D: usize>(

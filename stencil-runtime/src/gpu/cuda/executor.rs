@@ -222,17 +222,17 @@ impl Executor for Gpu {
     ) -> Result<Reduced, LaunchError> {
         if !S::ir().reduces() {
             self.run_with(range, stencil, strategy, args)?;
-            return Ok(Reduced::ready(S::INFO.name, Vec::new()));
+            return Ok(Reduced::ready::<S, D>(Vec::new()));
         }
         let values = S::erase_args::<Gpu>(S::map_args(&mut args, &Same));
         let shape = self.check_launch::<S, D>(range, &values)?;
         if range.points() == 0 {
-            return Ok(Reduced::ready(S::INFO.name, Vec::new()));
+            return Ok(Reduced::ready::<S, D>(Vec::new()));
         }
         let results = super::reduce::issue::<S, D>(self, range, &shape, &values)?;
         drop(values);
         self.fill_declared::<S, D>(&mut args)?;
-        Ok(Reduced::from_readback(S::INFO.name, results))
+        Ok(Reduced::from_readback::<S, D>(results))
     }
 
     fn run_regions<S: Stencil<D>, const D: usize>(
