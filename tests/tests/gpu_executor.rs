@@ -172,6 +172,10 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
         case([13, 11, 10], [2, 2, 2], [true, false, true], [2, 1, 3], [1, 1, 2], Order::Ijk, 1),
         case([9, 12, 17], [1, 2, 3], [true, true, true], [1, 2, 2], [1, 2, 2], Order::Kij, 2),
         case([40, 6, 5], [4, 1, 1], [true, false, false], [4, 1, 1], [3, 1, 1], Order::Kij, 3),
+        // Rows of 512 bytes and more (cuts across the outer axes): field-to-field copies by the
+        // copy engine, where the others take the kernel (seeds 4 and 5 copy field to field).
+        case([150, 5, 12], [1, 1, 2], [false, false, true], [2, 1, 2], [1, 1, 2], Order::Ijk, 4),
+        case([6, 8, 140], [2, 2, 1], [true, false, true], [1, 2, 3], [1, 1, 2], Order::Kij, 5),
     ];
     let mut checked = 0;
     for c in cases {
@@ -189,8 +193,11 @@ fn halo_exchange_between_gpu_subdomains_fills_every_face_edge_and_corner() {
         order: Order::Ijk,
         seed: 9,
     };
-    let d = c2.decomposition().unwrap();
-    checked += check_domains(&Domains::new(d, (0..d.len()).map(at).collect()).unwrap(), &c2).unwrap();
+    let c3 = Case { global: [200, 8], grid: [1, 2], seed: 8, ..c2 };
+    for c in [c2, c3] {
+        let d = c.decomposition().unwrap();
+        checked += check_domains(&Domains::new(d, (0..d.len()).map(at).collect()).unwrap(), &c).unwrap();
+    }
     println!("{checked} halo points checked on {count} GPU(s)");
 }
 

@@ -3,11 +3,13 @@
 //! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
 //! element types and depths travel in one buffer per neighbour.
 
+use crate::cpu::SettingError;
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Shape};
 use crate::stencil::args::FieldStorage;
 use std::marker::PhantomData;
+use std::sync::OnceLock;
 
 /// A field borrowed mutably for an exchange, its element type erased: its shape, the address
 /// and home of its storage, and its element size (4 or 8 bytes).
@@ -169,6 +171,72 @@ pub(crate) fn check_parts<const D: usize>(
     Ok(())
 }
 
+/// Checks that the boxes of a copy from field to field pair up (same count, and per pair the same
+/// points per axis, element size and element order), that every box written lives in memory
+/// `home` and every box read in `src_home`.
+pub(crate) fn check_pairs<const D: usize>(
+    into: &[BoxPart<'_, D>],
+    from: &[BoxPart<'_, D>],
+    (home, src_home): (usize, usize),
+    exec: &str,
+) -> Result<(), LaunchError> {
+    let describe = |parts: &[BoxPart<'_, D>]| {
+        let boxes: Vec<String> =
+            parts.iter().map(|p| format!("{:?} of {} ({} B)", p.len, p.shape.describe(), p.elem_bytes)).collect();
+        format!("{} boxes: {}", parts.len(), boxes.join(", "))
+    };
+    let paired = into.len() == from.len()
+        && into.iter().zip(from).all(|(a, b)| {
+            a.len == b.len
+                && a.elem_bytes == b.elem_bytes
+                && a.shape.element_order().axes::<D>() == b.shape.element_order().axes::<D>()
+        });
+    if !paired {
+        return Err(DistributionError::BoxPairs { into: describe(into), from: describe(from) }.into());
+    }
+    for (parts, home) in [(into, home), (from, src_home)] {
+        if let Some(p) = parts.iter().find(|p| p.home != home) {
+            return Err(DistributionError::ForeignMemory { shape: p.shape.describe(), executor: exec.into() }.into());
+        }
+    }
+    Ok(())
+}
+
+/// How halos between subdomains of one process travel (`STENCIL_DIRECT_HALOS`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DirectHalos {
+    /// Through message buffers, as between ranks (`0`).
+    Off,
+    /// Field to field where the executors reach each other's memory (`1`, the default): on GPUs
+    /// by the copy engine for boxes of long rows, by a kernel for the others.
+    On,
+    /// Field to field, on GPUs by a kernel for every box (`kernel`; for comparisons).
+    Kernel,
+}
+
+/// The variable that chooses how halos travel within a process.
+const DIRECT_VARIABLE: &str = "STENCIL_DIRECT_HALOS";
+
+/// `STENCIL_DIRECT_HALOS`, read once; an error for a value it does not take.
+pub(crate) fn direct_halos() -> Result<DirectHalos, SettingError> {
+    static SETTING: OnceLock<Result<DirectHalos, SettingError>> = OnceLock::new();
+    SETTING.get_or_init(|| parse_direct(std::env::var(DIRECT_VARIABLE).ok().as_deref())).clone()
+}
+
+fn parse_direct(value: Option<&str>) -> Result<DirectHalos, SettingError> {
+    match value {
+        None | Some("1") => Ok(DirectHalos::On),
+        Some("0") => Ok(DirectHalos::Off),
+        Some("kernel") => Ok(DirectHalos::Kernel),
+        Some(other) => Err(SettingError {
+            variable: DIRECT_VARIABLE,
+            value: other.to_string(),
+            expected: "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
+                       or kernel (field to field, by a kernel on GPUs)",
+        }),
+    }
+}
+
 /// A contiguous buffer for halo messages: host memory, or device memory with a pinned host
 /// mirror for messages between ranks.
 pub trait MessageBuffer: Send + Sync {
@@ -252,5 +320,20 @@ pub(crate) fn from_le_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
         out
     } else {
         bytes.chunks_exact(size).map(T::get_le).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_direct_setting_takes_zero_one_and_kernel() {
+        assert_eq!(parse_direct(None).unwrap(), DirectHalos::On);
+        assert_eq!(parse_direct(Some("1")).unwrap(), DirectHalos::On);
+        assert_eq!(parse_direct(Some("0")).unwrap(), DirectHalos::Off);
+        assert_eq!(parse_direct(Some("kernel")).unwrap(), DirectHalos::Kernel);
+        let e = parse_direct(Some("on")).unwrap_err().to_string();
+        assert!(e.contains("STENCIL_DIRECT_HALOS") && e.contains("\"on\"") && e.contains("0 (halos through"), "{e}");
     }
 }

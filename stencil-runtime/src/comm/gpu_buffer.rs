@@ -9,8 +9,10 @@
 //! its own, however many neighbours each has and in whatever order host threads issue them.
 
 use super::peer::{enable_peer_access, ordered_between};
+use crate::comm::buffer::{direct_halos, DirectHalos};
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
-use crate::executor::{check_parts, BoxPart, MessageBuffer};
+use crate::executor::{check_pairs, check_parts, BoxPart, MessageBuffer};
 use crate::gpu::cuda::DeviceAlloc;
 use crate::gpu::cuda::Gpu;
 use crate::gpu::cuda::{ArgumentError, CudaError};
@@ -324,6 +326,230 @@ fn issue_copy(
         }
     };
     r.result().map_err(|e| gpu.fail("a halo message copy", e).into())
+}
+
+/// A point in a GPU stream's work ([`Messages::mark`](crate::Messages::mark)): an event, the
+/// stream it was recorded on, and whether that stream was being recorded (an event of a
+/// recording cannot be queried).
+pub struct GpuMark {
+    event: CudaEvent,
+    home: usize,
+    stream: usize,
+    recorded: bool,
+}
+
+/// Marks the work issued on `gpu`'s stream so far.
+pub(crate) fn mark(gpu: &Gpu) -> Result<GpuMark, LaunchError> {
+    let event = gpu.stream().record_event(NO_TIMING).map_err(|e| gpu.fail("recording an event", e))?;
+    Ok(GpuMark { event, home: gpu.home(), stream: gpu.cu_stream() as usize, recorded: gpu.is_recording()? })
+}
+
+/// Orders `gpu`'s later work after `mark`: nothing on the stream that recorded it, nothing when it
+/// has passed (a wait for another device's event costs a stream several microseconds even then).
+pub(crate) fn after(gpu: &Gpu, mark: &GpuMark) -> Result<(), LaunchError> {
+    if mark.home == gpu.home() && mark.stream == gpu.cu_stream() as usize {
+        return Ok(());
+    }
+    let recording = gpu.is_recording()?;
+    if !mark.recorded {
+        let done = mark.event.try_is_complete().map_err(|e| gpu.fail("querying an event", e))?;
+        if done {
+            return Ok(());
+        }
+        if recording {
+            // A recording cannot wait for work outside it: wait here.
+            return mark.event.synchronize().map_err(|e| gpu.fail("waiting for another stream's event", e).into());
+        }
+    }
+    gpu.stream().wait(&mark.event).map_err(|e| gpu.fail("waiting for another stream's event", e))?;
+    Ok(())
+}
+
+/// Pairs one direct copy launch takes; more take further launches.
+const MAX_PAIRS: usize = 16;
+/// Bytes of one pair in the kernel's parameter block (see `COPY_SOURCE`).
+const PAIR_BYTES: usize = 104;
+
+/// The direct copy kernel: thread `t` moves one element from a box of one field (possibly in
+/// another device's memory, through peer access) to a box of another, both walked in layout
+/// order.
+const COPY_SOURCE: &str = r#"
+struct Pair {
+    unsigned long long from, into;   // storage starts
+    long long from_base, into_base;  // element offsets of the boxes' first points
+    long long from_stride[3];        // per layout axis, elements
+    long long into_stride[3];
+    long long first;                 // first thread of this pair
+    int len[3];                      // points per layout axis
+    int elem_bytes;                  // 4 or 8
+};
+struct Pairs { int count; int pad; Pair pair[16]; };
+
+extern "C" __global__ void copy_boxes(const Pairs pairs) {
+    const long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x;
+    int j = 0;
+    while (j + 1 < pairs.count && t >= pairs.pair[j + 1].first) ++j;
+    const Pair& p = pairs.pair[j];
+    const long long r = t - p.first;
+    if (r < 0 || r >= (long long)p.len[0] * p.len[1] * p.len[2]) return;
+    const long long c0 = r % p.len[0], c1 = (r / p.len[0]) % p.len[1], c2 = r / ((long long)p.len[0] * p.len[1]);
+    const long long a = p.from_base + c0 * p.from_stride[0] + c1 * p.from_stride[1] + c2 * p.from_stride[2];
+    const long long b = p.into_base + c0 * p.into_stride[0] + c1 * p.into_stride[1] + c2 * p.into_stride[2];
+    if (p.elem_bytes == 8) {
+        ((unsigned long long*)p.into)[b] = ((const unsigned long long*)p.from)[a];
+    } else {
+        ((unsigned int*)p.into)[b] = ((const unsigned int*)p.from)[a];
+    }
+}
+"#;
+
+/// Copies each box of `from` (fields of `src_gpu`, read through peer access on another device)
+/// into the box of `into` at the same index, on `gpu`'s stream, up to [`MAX_PAIRS`] per launch.
+/// The caller orders it ([`mark`], [`after`]).
+pub(crate) fn copy_boxes<const D: usize>(
+    gpu: &Gpu,
+    into: &[BoxPart<'_, D>],
+    src_gpu: &Gpu,
+    from: &[BoxPart<'_, D>],
+) -> Result<(), LaunchError> {
+    check_pairs(into, from, (gpu.home(), src_gpu.home()), &format!("{gpu:?}"))?;
+    if src_gpu.home() != gpu.home() && !enable_peer_access(gpu, src_gpu)? {
+        return Err(DistributionError::NoDirectCopy { executor: "a GPU without peer access to the other" }.into());
+    }
+    let engine = direct_halos()? == DirectHalos::On;
+    let mut pairs = Vec::new();
+    for (to, part) in into.iter().zip(from).filter(|(p, _)| !p.is_empty()) {
+        if !(engine && by_copy_engine(gpu, to, part)?) {
+            pairs.push((to, part));
+        }
+    }
+    if pairs.is_empty() {
+        return Ok(());
+    }
+    let kernel = gpu.builtin_kernel(COPY_SOURCE, "copy_boxes")?;
+    for chunk in pairs.chunks(MAX_PAIRS) {
+        let mut block = vec![0u8; 8 + MAX_PAIRS * PAIR_BYTES];
+        block[0..4].copy_from_slice(&(chunk.len() as i32).to_le_bytes());
+        let mut first = 0i64;
+        for (i, (to, part)) in chunk.iter().enumerate() {
+            let bytes = pair_bytes(to, part, first)?;
+            block[8 + i * PAIR_BYTES..8 + (i + 1) * PAIR_BYTES].copy_from_slice(&bytes);
+            first += to.points() as i64;
+        }
+        let dims = LaunchDims::covering([first as usize, 1, 1], [256, 1, 1]);
+        // SAFETY: the block is the kernel's `Pairs` (layout above); every box lies in its field
+        // (checked when the part was made), the boxes pair up (`check_pairs`), the fields read
+        // are on this device or reachable through peer access (enabled above), and all are
+        // alive while the streams use them (the exchange's callers keep them borrowed).
+        unsafe { gpu.launch(&kernel, dims, &[KernelArg::Bytes(&block)]) }?;
+    }
+    Ok(())
+}
+
+/// Rows at least this long go by the copy engine (no SMs taken from the kernels the copy
+/// overlaps); shorter ones, which the copy engine moves slowly, by the kernel.
+const ENGINE_ROW_BYTES: usize = 512;
+
+/// The pitch and rows per plane of a box's field when its layout is dense (the layout's first
+/// axis contiguous, each later axis spanning whole earlier ones), in bytes and rows.
+fn pitch_of<const D: usize>(part: &BoxPart<'_, D>) -> Option<(usize, usize)> {
+    let axes = part.shape().element_order().axes::<D>();
+    let strides = part.shape().strides();
+    let elem = part.elem_bytes();
+    if strides[axes[0]] != 1 {
+        return None;
+    }
+    match D {
+        1 => Some((part.len()[axes[0]] * elem, 1)),
+        2 => Some((strides[axes[1]] * elem, part.len()[axes[1]])),
+        _ => strides[axes[2]]
+            .is_multiple_of(strides[axes[1]])
+            .then(|| (strides[axes[1]] * elem, strides[axes[2]] / strides[axes[1]])),
+    }
+}
+
+/// Issues one box's copy from field to field on the copy engine (a 3D copy between unified
+/// addresses) when its rows are long enough and both fields dense; `Ok(false)` (nothing issued)
+/// otherwise.
+fn by_copy_engine<const D: usize>(
+    gpu: &Gpu,
+    into: &BoxPart<'_, D>,
+    from: &BoxPart<'_, D>,
+) -> Result<bool, LaunchError> {
+    let axes = into.shape().element_order().axes::<D>();
+    let elem = into.elem_bytes();
+    let width = into.len()[axes[0]] * elem;
+    let (Some((into_pitch, into_height)), Some((from_pitch, from_height))) = (pitch_of(into), pitch_of(from)) else {
+        return Ok(false);
+    };
+    if width < ENGINE_ROW_BYTES || D > 3 {
+        return Ok(false);
+    }
+    let len = |r: usize| if r < D { into.len()[axes[r]] } else { 1 };
+    let at = |p: &BoxPart<'_, D>| p.address() + (p.shape().offset(p.at()) * elem) as u64;
+    let copy = sys::CUDA_MEMCPY3D {
+        srcXInBytes: 0,
+        srcY: 0,
+        srcZ: 0,
+        srcLOD: 0,
+        srcMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        srcHost: std::ptr::null(),
+        srcDevice: at(from),
+        srcArray: std::ptr::null_mut(),
+        reserved0: std::ptr::null_mut(),
+        srcPitch: from_pitch,
+        srcHeight: from_height,
+        dstXInBytes: 0,
+        dstY: 0,
+        dstZ: 0,
+        dstLOD: 0,
+        dstMemoryType: sys::CUmemorytype::CU_MEMORYTYPE_UNIFIED,
+        dstHost: std::ptr::null_mut(),
+        dstDevice: at(into),
+        dstArray: std::ptr::null_mut(),
+        reserved1: std::ptr::null_mut(),
+        dstPitch: into_pitch,
+        dstHeight: into_height,
+        WidthInBytes: width,
+        Height: len(1),
+        Depth: len(2),
+    };
+    gpu.bind()?;
+    // SAFETY: both boxes lie in their fields (checked when the parts were made) and pair up
+    // (`check_pairs`); the pitches and plane heights are the fields' own, so every row copied
+    // is a row of the box; the fields are alive while the stream uses them (the exchange's
+    // callers keep them borrowed), and peer access is on where they are on two devices.
+    let r = unsafe { sys::cuMemcpy3DAsync_v2(&copy, gpu.cu_stream()) };
+    r.result().map_err(|e| gpu.fail("a halo copy from field to field", e))?;
+    Ok(true)
+}
+
+/// One pair in the direct copy kernel's layout: the layout axes of `into`'s field.
+fn pair_bytes<const D: usize>(
+    into: &BoxPart<'_, D>,
+    from: &BoxPart<'_, D>,
+    first: i64,
+) -> Result<[u8; PAIR_BYTES], LaunchError> {
+    let axes = into.shape().element_order().axes::<D>();
+    let (from_strides, into_strides) = (from.shape().strides(), into.shape().strides());
+    let mut out = [0u8; PAIR_BYTES];
+    let mut put = |at: usize, bytes: &[u8]| out[at..at + bytes.len()].copy_from_slice(bytes);
+    put(0, &from.address().to_le_bytes());
+    put(8, &into.address().to_le_bytes());
+    put(16, &(from.shape().offset(from.at()) as i64).to_le_bytes());
+    put(24, &(into.shape().offset(into.at()) as i64).to_le_bytes());
+    for r in 0..3 {
+        let (fs, is) = if r < D { (from_strides[axes[r]] as i64, into_strides[axes[r]] as i64) } else { (0, 0) };
+        put(32 + 8 * r, &fs.to_le_bytes());
+        put(56 + 8 * r, &is.to_le_bytes());
+        let len = if r < D { into.len()[axes[r]] } else { 1 };
+        let len =
+            i32::try_from(len).map_err(|_| CudaError::TooLarge { what: "a halo box's extent".into(), value: len })?;
+        put(88 + 4 * r, &len.to_le_bytes());
+    }
+    put(80, &first.to_le_bytes());
+    put(100, &(into.elem_bytes() as i32).to_le_bytes());
+    Ok(out)
 }
 
 /// Copies the first `bytes` bytes of the buffer to its mirror (`to_host`) and waits, or from

@@ -35,7 +35,7 @@ pub(super) fn ordered_between(
 /// Lets `gpu`'s context read `peer`'s memory directly (NVLink or PCIe peer-to-peer), where the
 /// devices can; returns whether it does. Where they cannot, peer copies still work through the
 /// driver's staging.
-pub(super) fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<bool, CudaError> {
+pub(crate) fn enable_peer_access(gpu: &Gpu, peer: &Gpu) -> Result<bool, CudaError> {
     let mut done = gpu.inner.peers.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(&direct) = done.get(&peer.home()) {
         return Ok(direct);

@@ -6,7 +6,8 @@ use super::Isa;
 use std::fmt;
 use std::sync::OnceLock;
 
-/// A `STENCIL_*` setting (`STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`) set to a value it does not take.
+/// A `STENCIL_*` setting (`STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`) set to a value it
+/// does not take.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SettingError {
     /// The variable.

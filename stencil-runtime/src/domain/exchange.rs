@@ -7,6 +7,10 @@
 //!   interior layers facing it (over the interior of the later axes, and the interior plus the
 //!   depth of the earlier axes) of every field into that side's send buffer: one kernel per
 //!   buffer on a GPU, row copies on the host;
+//! - within the process, where the executors reach each other's memory (the host; GPUs of one
+//!   device or with peer access), the halo is instead copied from the neighbour's field into the
+//!   halo directly, by the receiver (one kernel per side on a GPU, reading over NVLink), with
+//!   no buffer, pack or unpack (`STENCIL_DIRECT_HALOS=0` turns this off);
 //! - the buffer travels to the neighbour's receive buffer of the opposite side: a buffer copy in
 //!   one process (a peer copy between GPUs, ordered by events after the kernels that wrote the
 //!   field and before the ones that follow); between ranks, MPI (host-staged: the device buffer
@@ -20,6 +24,7 @@
 
 use super::domains::Domains;
 use super::workers::Disjoint;
+use crate::comm::buffer::{direct_halos, DirectHalos};
 use crate::comm::transport::{DeviceMessage, DeviceTransport};
 use crate::comm::world::Message;
 use crate::domain::{DistributionError, HaloWidths, Neighbour};
@@ -74,6 +79,9 @@ struct Link<const D: usize> {
     /// Per axis, whether the subdomain's low and high sides are the grid's edge (no neighbour
     /// this exchange moves halos with): its boxes carry the halo there.
     edges: [[bool; 2]; D],
+    /// Whether the halo is copied from the neighbour's field directly (a neighbour in this
+    /// process whose memory the executor reaches), without the message buffers.
+    direct: bool,
 }
 
 /// The buffers of a built exchange.
@@ -117,13 +125,25 @@ pub struct HaloExchange<E: Executor, const D: usize> {
     slots: Vec<Slot<D>>,
     /// Per axis, whether the halos across the periodic wrap (the grid's edge) are exchanged too.
     wrap: [bool; D],
+    /// Whether every halo goes through the message buffers, also within the process.
+    buffers_only: bool,
     plan: Option<Plan<E::Buffer, D>>,
 }
 
 impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// An exchange of no field yet over `domains`.
     pub fn new(domains: &Domains<E, D>) -> Self {
-        HaloExchange { domains: domains.clone(), slots: Vec::new(), wrap: [true; D], plan: None }
+        HaloExchange { domains: domains.clone(), slots: Vec::new(), wrap: [true; D], buffers_only: false, plan: None }
+    }
+
+    /// This exchange moving every halo through the message buffers (`true`), also between
+    /// subdomains of this process that could copy field to field (as `STENCIL_DIRECT_HALOS=0`
+    /// does for every exchange). For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn through_buffers(&mut self, yes: bool) -> &mut Self {
+        self.buffers_only = yes;
+        self.plan = None;
+        self
     }
 
     /// Adds a field of element type `T` named `name` (for errors), exchanged `depth` layers
@@ -226,7 +246,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let sends = Disjoint::new(&mut plan.sends);
                 let plan_links = &plan.links;
                 domains.each_part(&|p| {
-                    for &l in &by_part[p] {
+                    for &l in by_part[p].iter().filter(|&&l| !plan_links[l].direct) {
                         let link = &plan_links[l];
                         let parts = boxes(&self.slots, link, &fields[p], true)?;
                         // SAFETY: link `l` is subdomain `p`'s: only this job touches its buffer.
@@ -236,6 +256,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 })?;
             }
             mark(|t| &mut t.pack)?;
+            direct_copies(&self.slots, plan, &links, fields, domains)?;
             let staged = domains.device_transport().is_none();
             {
                 let sends = Disjoint::new(&mut plan.sends);
@@ -255,7 +276,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 let recvs = Disjoint::new(&mut plan.recvs);
                 let (plan_links, sends) = (&plan.links, &plan.sends);
                 domains.each_part(&|p| {
-                    for &l in &by_part[p] {
+                    for &l in by_part[p].iter().filter(|&&l| !plan_links[l].direct) {
                         let link = &plan_links[l];
                         if let Peer::Local(j) = link.peer {
                             let from = find(plan_links, j, axis, 1 - link.side)?;
@@ -445,17 +466,30 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                             })
                         })
                         .collect();
+                    // Both ways or neither: a direct link's neighbour packs nothing for it.
+                    let direct = match peer {
+                        Peer::Local(j) => {
+                            let (me, them) = (self.domains.exec(local), self.domains.exec(j));
+                            !self.buffers_only
+                                && direct_halos()? != DirectHalos::Off
+                                && me.reaches(them)?
+                                && them.reaches(me)?
+                        }
+                        Peer::Remote { .. } => false,
+                    };
                     if bytes > 0 {
-                        links.push(Link { local, axis, side, peer, offsets, bytes, edges: edges[local] });
+                        links.push(Link { local, axis, side, peer, offsets, bytes, edges: edges[local], direct });
                     }
                 }
             }
         }
         let (mut sends, mut recvs) = (Vec::new(), Vec::new());
         for l in &links {
+            // A direct link's buffers stay empty; its neighbour's opposite link is direct too.
+            let bytes = if l.direct { 0 } else { l.bytes };
             let exec = self.domains.exec(l.local);
-            sends.push(exec.alloc_buffer(l.bytes)?);
-            recvs.push(exec.alloc_buffer(l.bytes)?);
+            sends.push(exec.alloc_buffer(bytes)?);
+            recvs.push(exec.alloc_buffer(bytes)?);
         }
         self.plan = Some(Plan { links, sends, recvs });
         Ok(())
@@ -490,9 +524,72 @@ fn unpack<E: Executor, const D: usize>(
     domains: &Domains<E, D>,
 ) -> Result<(), LaunchError> {
     domains.each_part(&|p| {
-        for &l in links.iter().filter(|&&l| plan.links[l].local == p) {
+        for &l in links.iter().filter(|&&l| plan.links[l].local == p && !plan.links[l].direct) {
             let parts = boxes(slots, &plan.links[l], &fields[p], false)?;
             domains.exec(p).unpack(&plan.recvs[l], &parts)?;
+        }
+        Ok(())
+    })
+}
+
+/// The halos of the direct links among `links` (one axis), each copied from the neighbour's field
+/// by the receiving subdomain's executor: every subdomain marks its work so far, each receiver
+/// orders its copies after its neighbours' marks, and each neighbour orders its later work after
+/// the copies out of its fields. No copy waits for another copy.
+fn direct_copies<E: Executor, const D: usize>(
+    slots: &[Slot<D>],
+    plan: &Plan<E::Buffer, D>,
+    links: &[usize],
+    fields: &[Vec<ErasedField<'_, D>>],
+    domains: &Domains<E, D>,
+) -> Result<(), LaunchError> {
+    let direct: Vec<usize> = links.iter().copied().filter(|&l| plan.links[l].direct).collect();
+    if direct.is_empty() {
+        return Ok(());
+    }
+    let parts = domains.execs().len();
+    // Who reads from whom: `sources[p]` the subdomains part `p` copies from, `readers[j]` those
+    // that copy from `j`.
+    let (mut sources, mut readers) = (vec![Vec::new(); parts], vec![Vec::new(); parts]);
+    for &l in &direct {
+        let link = &plan.links[l];
+        let Peer::Local(j) = link.peer else { continue };
+        for (list, v) in [(&mut sources[link.local], j), (&mut readers[j], link.local)] {
+            if !list.contains(&v) {
+                list.push(v);
+            }
+        }
+    }
+    let marks = |of: &[Vec<usize>]| -> Result<Vec<Option<E::Mark>>, LaunchError> {
+        let out: Vec<std::sync::Mutex<Option<E::Mark>>> = (0..parts).map(|_| std::sync::Mutex::new(None)).collect();
+        domains.each_part(&|p| {
+            if !of[p].is_empty() {
+                let m = domains.exec(p).mark()?;
+                *out[p].lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(m);
+            }
+            Ok(())
+        })?;
+        Ok(out.into_iter().map(|m| m.into_inner().unwrap_or_else(std::sync::PoisonError::into_inner)).collect())
+    };
+    let written = marks(&readers)?;
+    domains.each_part(&|p| {
+        for &j in &sources[p] {
+            domains.exec(p).after(written[j].as_ref().expect("marked above"))?;
+        }
+        for &l in direct.iter().filter(|&&l| plan.links[l].local == p) {
+            let link = &plan.links[l];
+            let Peer::Local(j) = link.peer else { continue };
+            let from = find(&plan.links, j, link.axis, 1 - link.side)?;
+            let into = boxes(slots, link, &fields[p], false)?;
+            let out_of = boxes(slots, &plan.links[from], &fields[j], true)?;
+            domains.exec(p).copy_boxes(&into, domains.exec(j), &out_of)?;
+        }
+        Ok(())
+    })?;
+    let copied = marks(&sources)?;
+    domains.each_part(&|j| {
+        for &p in &readers[j] {
+            domains.exec(j).after(copied[p].as_ref().expect("marked above"))?;
         }
         Ok(())
     })

@@ -110,6 +110,19 @@ pub enum DistributionError {
         /// The executor.
         executor: String,
     },
+    /// Boxes of a copy from field to field that do not pair up (count, points per axis, element
+    /// size or element order).
+    BoxPairs {
+        /// The boxes written, described.
+        into: String,
+        /// The boxes read, described.
+        from: String,
+    },
+    /// A copy from field to field asked of an executor that cannot make one.
+    NoDirectCopy {
+        /// The executor's type.
+        executor: &'static str,
+    },
     /// A message longer than a buffer it is copied between.
     MessageSize {
         /// The message's bytes.
@@ -341,6 +354,8 @@ impl fmt::Display for DistributionError {
             E::BoxOutside { .. }
             | E::BoxOverflow { .. }
             | E::ForeignMemory { .. }
+            | E::BoxPairs { .. }
+            | E::NoDirectCopy { .. }
             | E::MessageSize { .. }
             | E::FieldLists { .. }
             | E::FieldList { .. }
@@ -421,6 +436,16 @@ impl DistributionError {
                 f,
                 "halo message: a field of {shape} lives in another memory than its executor {executor}: pass each \
                  subdomain's fields with the executor that allocated them"
+            ),
+            E::BoxPairs { into, from } => write!(
+                f,
+                "halo copy from field to field: the boxes read ({from}) do not pair up with the boxes written ({into}): \
+                 each pair needs the same points per axis, element size and element order"
+            ),
+            E::NoDirectCopy { executor } => write!(
+                f,
+                "halo copy from field to field: {executor} cannot read another executor's fields directly: exchange \
+                 through message buffers (pack, copy_buffer, unpack)"
             ),
             E::MessageSize { bytes, source, destination } => {
                 write!(f, "halo message of {bytes} bytes between buffers of {source} and {destination} bytes")

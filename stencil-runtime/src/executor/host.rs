@@ -1,7 +1,8 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
 use super::{
-    check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, MessageBuffer, Messages, Record, Same, SideJob, Stencil,
+    check_pairs, check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, MessageBuffer, Messages, Record, Same,
+    SideJob, Stencil,
 };
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
@@ -155,6 +156,44 @@ impl Messages for Host {
     }
 
     fn buffer_from_host(&self, _: &mut HostBuffer, _: usize) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    type Mark = ();
+
+    fn reaches(&self, _src_exec: &Self) -> Result<bool, LaunchError> {
+        Ok(true)
+    }
+
+    fn mark(&self) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    fn after(&self, _mark: &()) -> Result<(), LaunchError> {
+        Ok(())
+    }
+
+    fn copy_boxes<const D: usize>(
+        &self,
+        into: &[BoxPart<'_, D>],
+        _src_exec: &Self,
+        from: &[BoxPart<'_, D>],
+    ) -> Result<(), LaunchError> {
+        check_pairs(into, from, (0, 0), &self.describe())?;
+        for (to, part) in into.iter().zip(from) {
+            let mut read = rows(part);
+            for_rows(to, |row, _| {
+                let start = read.next().expect("paired boxes have as many rows");
+                let elem = part.elem_bytes();
+                // SAFETY: `part` was made from a host field borrowed for the exchange and checked
+                // to lie inside its storage, so the row is in bounds; the exchange writes no
+                // point of a box it reads (halos are written, interiors read), so the row does not
+                // overlap `row`, and no other job writes it meanwhile.
+                let src =
+                    unsafe { std::slice::from_raw_parts((part.address() as *const u8).add(start * elem), row.len()) };
+                row.copy_from_slice(src);
+            });
+        }
         Ok(())
     }
 }

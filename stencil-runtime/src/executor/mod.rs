@@ -37,7 +37,7 @@ mod host;
 mod readback;
 mod record;
 
-pub(crate) use crate::comm::buffer::{check_parts, from_le_bytes, rows, to_le_bytes};
+pub(crate) use crate::comm::buffer::{check_pairs, check_parts, from_le_bytes, rows, to_le_bytes};
 pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use host::Host;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
@@ -47,6 +47,7 @@ pub use record::Recorded;
 
 pub use crate::stencil::args::FieldStorage;
 
+use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Field, HaloError, HaloFill, Shape};
 use crate::range::Loop;
@@ -391,6 +392,40 @@ pub trait Messages: Sized {
     /// buffer's, before later work (on a GPU: a copy from the mirror, which must not be written
     /// again before the executor has passed it: [`Executor::synchronize`]).
     fn buffer_from_host(&self, buffer: &mut Self::Buffer, bytes: usize) -> Result<(), LaunchError>;
+
+    /// A point in this executor's issued work that other executors' work can be ordered after
+    /// ([`Messages::mark`], [`Messages::after`]): an event on a GPU, nothing on the host.
+    #[doc(hidden)]
+    type Mark: Send + Sync;
+
+    /// Whether [`Messages::copy_boxes`] reads the fields of `src_exec` directly (one memory, or
+    /// peer access between GPUs).
+    #[doc(hidden)]
+    fn reaches(&self, _src_exec: &Self) -> Result<bool, LaunchError> {
+        Ok(false)
+    }
+
+    /// Marks the work issued so far.
+    #[doc(hidden)]
+    fn mark(&self) -> Result<Self::Mark, LaunchError>;
+
+    /// Orders this executor's later work after `mark` (of this or another executor).
+    #[doc(hidden)]
+    fn after(&self, mark: &Self::Mark) -> Result<(), LaunchError>;
+
+    /// Copies each box of `from` (fields of `src_exec`) into the box of `into` at the same index,
+    /// field to field without a buffer, in this executor's order; the caller orders it after
+    /// `src_exec`'s writes and before its later writes ([`Messages::mark`]). Only where
+    /// [`Messages::reaches`] says so.
+    #[doc(hidden)]
+    fn copy_boxes<const D: usize>(
+        &self,
+        _into: &[BoxPart<'_, D>],
+        _src_exec: &Self,
+        _from: &[BoxPart<'_, D>],
+    ) -> Result<(), LaunchError> {
+        Err(DistributionError::NoDirectCopy { executor: std::any::type_name::<Self>() }.into())
+    }
 }
 
 /// The recording half of an executor: a step's work recorded once and replayed without the

@@ -1058,6 +1058,16 @@ impl<E: Executor, const G: usize> Messages for Distributed<E, G> {
     fn buffer_from_host(&self, _buffer: &mut HostBuffer, _bytes: usize) -> Result<(), LaunchError> {
         Err(buffers("buffer_from_host"))
     }
+
+    type Mark = ();
+
+    fn mark(&self) -> Result<(), LaunchError> {
+        Err(buffers("mark"))
+    }
+
+    fn after(&self, _mark: &()) -> Result<(), LaunchError> {
+        Err(buffers("after"))
+    }
 }
 
 impl<E: Executor, const G: usize> Record for Distributed<E, G> {

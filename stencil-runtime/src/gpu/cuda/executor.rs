@@ -15,6 +15,7 @@ use super::launch::{scalar_or_field, KernelArg};
 use super::memory::DeviceField;
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
+use crate::comm::peer::enable_peer_access;
 use crate::error::LaunchError;
 use crate::executor::{BoxPart, Executor, Messages, Readback, Record, Reduced, Same, SideJob, Stencil};
 use crate::field::{Element, Field, HaloFill, Shape};
@@ -318,6 +319,29 @@ impl Messages for Gpu {
 
     fn buffer_from_host(&self, buffer: &mut GpuBuffer, bytes: usize) -> Result<(), LaunchError> {
         message::stage(self, buffer, bytes, false)
+    }
+
+    type Mark = message::GpuMark;
+
+    fn reaches(&self, src_exec: &Self) -> Result<bool, LaunchError> {
+        Ok(src_exec.home() == self.home() || enable_peer_access(self, src_exec)?)
+    }
+
+    fn mark(&self) -> Result<message::GpuMark, LaunchError> {
+        message::mark(self)
+    }
+
+    fn after(&self, mark: &message::GpuMark) -> Result<(), LaunchError> {
+        message::after(self, mark)
+    }
+
+    fn copy_boxes<const D: usize>(
+        &self,
+        into: &[BoxPart<'_, D>],
+        src_exec: &Self,
+        from: &[BoxPart<'_, D>],
+    ) -> Result<(), LaunchError> {
+        message::copy_boxes(self, into, src_exec, from)
     }
 }
 
