@@ -44,3 +44,92 @@ fn helpers_are_plain_functions() {
     let f = rusanov(q, q, 3.0);
     assert_eq!(f, [0.0, 1.0, 0.0, 0.0, 0.0]);
 }
+
+/// A minmod-limited slope, generic over the element type: inlined as `f32` or `f64`, whichever
+/// the calling stencil's fields are.
+#[stencil_fn]
+fn limited<T>(a: T, b: T) -> T {
+    if a * b <= 0.0 {
+        0.0
+    } else if a.abs() < b.abs() {
+        a
+    } else {
+        b
+    }
+}
+
+/// A generic helper calling another, with a literal that takes the element type.
+#[stencil_fn]
+fn centred_limited<T>(l: T, c: T, r: T) -> T {
+    c + 0.25 * (r - l) + limited(c - l, r - c) / 3.0
+}
+
+#[stencil]
+fn limit_generic<T>(idx: Idx3, f: &Field3<T>, out: &mut Field3<T>) {
+    out[idx] = centred_limited(f[idx.ix::<-1, 0, 0>()], f[idx], f[idx.ix::<1, 0, 0>()]);
+}
+
+#[stencil]
+fn limit_f32(idx: Idx3, f: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = centred_limited(f[idx.ix::<0, -1, 0>()], f[idx], f[idx.ix::<0, 1, 0>()]);
+}
+
+/// The helpers of [`limit_generic`] as plain Rust, per element type.
+macro_rules! plain_limited {
+    ($t:ty, $l:expr, $c:expr, $r:expr) => {{
+        let (l, c, r): ($t, $t, $t) = ($l, $c, $r);
+        let (a, b) = (c - l, r - c);
+        let lim: $t = if a * b <= 0.0 {
+            0.0
+        } else if a.abs() < b.abs() {
+            a
+        } else {
+            b
+        };
+        c + 0.25 * (r - l) + lim / 3.0
+    }};
+}
+
+#[test]
+fn generic_helpers_take_the_element_type_of_the_calling_stencil() {
+    let mut rng = SplitMix64::new(29);
+    let shape = Shape3::new([23, 7, 6]).halo(1);
+    let range = Loop3D::interior(&shape);
+    let f64s = Field3::<f64>::from_fn(shape, |_| rng.unit() - 0.5);
+    let f32s = Field3::<f32>::from_fn(shape, |g| f64s.get(g).unwrap() as f32);
+
+    let mut out: Field3<f64> = poisoned(shape);
+    range.run(LimitGeneric::<f64>::new(), (&f64s, &mut out)).unwrap();
+    let mut want = out.clone();
+    for_each_in_range(&range, &shape, |g| {
+        let v = plain_limited!(f64, nb(&f64s, g, [-1, 0, 0]), nb(&f64s, g, [0, 0, 0]), nb(&f64s, g, [1, 0, 0]));
+        want.set(g, v).unwrap();
+    });
+    assert_bits_eq(&out, &want, "generic helper as f64");
+
+    let mut out: Field3<f32> = poisoned(shape);
+    range.run(LimitGeneric::<f32>::new(), (&f32s, &mut out)).unwrap();
+    let mut want = out.clone();
+    for_each_in_range(&range, &shape, |g| {
+        let v = plain_limited!(f32, nb(&f32s, g, [-1, 0, 0]), nb(&f32s, g, [0, 0, 0]), nb(&f32s, g, [1, 0, 0]));
+        want.set(g, v).unwrap();
+    });
+    assert_bits_eq(&out, &want, "generic helper as f32");
+
+    // A plain stencil whose fields are all f32 instantiates the helpers as f32.
+    let mut out: Field3<f32> = poisoned(shape);
+    range.run(LimitF32, (&f32s, &mut out)).unwrap();
+    let mut want = out.clone();
+    for_each_in_range(&range, &shape, |g| {
+        let v = plain_limited!(f32, nb(&f32s, g, [0, -1, 0]), nb(&f32s, g, [0, 0, 0]), nb(&f32s, g, [0, 1, 0]));
+        want.set(g, v).unwrap();
+    });
+    assert_bits_eq(&out, &want, "generic helper in an f32 stencil");
+    // The f32 results are not the f64 ones rounded: the helper ran in f32.
+    let mut differs = false;
+    for_each_in_range(&range, &shape, |g| {
+        let v64 = plain_limited!(f64, nb(&f64s, g, [0, -1, 0]), nb(&f64s, g, [0, 0, 0]), nb(&f64s, g, [0, 1, 0]));
+        differs |= out.get(g).unwrap() != v64 as f32;
+    });
+    assert!(differs, "every f32 result equals the f64 one rounded: was the helper run in f64?");
+}

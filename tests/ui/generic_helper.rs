@@ -1,9 +1,9 @@
 use stencil_runtime::prelude::*;
 
-// A helper is written for one element type.
+// A helper may be generic over one type, its element type; not over two.
 #[stencil_fn]
-fn twice<T>(x: T) -> T {
-    x + x
+fn mix<T, U>(x: T, y: U) -> T {
+    x + y
 }
 
 fn main() {}

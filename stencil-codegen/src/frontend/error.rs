@@ -56,8 +56,14 @@ pub enum ErrorKind {
     ReturnValue,
     /// A stencil with generics other than one type parameter (its element type).
     Generics,
-    /// A generic `#[stencil_fn]` helper.
+    /// A `#[stencil_fn]` helper with generics other than one type parameter (its element type).
     HelperGenerics,
+    /// A generic helper called where no element type is known: a stencil whose fields are of
+    /// several element types, or that has none.
+    HelperElement {
+        /// The helper.
+        helper: String,
+    },
     /// An attribute argument given twice.
     AttributeTwice {
         /// `stencil` or `stencil_fn`.
@@ -489,7 +495,7 @@ impl fmt::Display for ErrorKind {
             ReturnType => write!(f, "a stencil returns nothing: remove the return type and write results into a `&mut` field parameter"),
             ReturnValue => write!(f, "a stencil returns nothing: write the value into a `&mut` field, e.g. `out[idx] = value;`"),
             Generics => write!(f, "a stencil may have one type parameter, its element type, which it is compiled for as f32 and as f64 (`fn heat<T>(idx: Idx3, c: T, f: &Field3<T>, out: &mut Field3<T>)`, run as `Heat::<f64>::new()`): lifetimes, const parameters, where-clauses and more type parameters are not supported"),
-            Instantiation { param, elem, error } => write!(f, "{error} (in the instantiation `{param} = {elem}` of this generic stencil)"),
+            Instantiation { param, elem, error } => write!(f, "{error} (in the instantiation `{param} = {elem}` of this generic stencil or helper)"),
             GroupStore { name, len, found } => write!(f, "`{name}[idx] = ..` writes the {len} members of `{name}`: give an array of {len} values, not {found}"),
             FieldGroupAsValue { name, len, index } => write!(f, "`{name}` is a group of {len} fields and cannot be used as a value: index a member at a point, e.g. `{name}[0][{index}]` (members 0 to {})", len - 1),
             ParamArrayLength => write!(f, "an array parameter's length is an integer literal from 1 to {MAX_ARRAY_LEN}: `w: [f64; 9]`, `q: [&Field3<f64>; 5]`"),
@@ -498,7 +504,8 @@ impl fmt::Display for ErrorKind {
             AttributeTwice { attribute, key: "gradient" } => write!(f, "`gradient(..)` is given twice to #[{attribute}]: name every field in one `gradient(c, ..)`"),
             AttributeTwice { attribute, key: "portable_math" } => write!(f, "`portable_math` is given twice to #[{attribute}]: keep one"),
             AttributeTwice { attribute, key } => write!(f, "`{key} = ..` is given twice to #[{attribute}]: keep one"),
-            HelperGenerics => write!(f, "a #[stencil_fn] helper cannot be generic: write one helper per element type (the stencil that calls it may be generic over its fields' element type)"),
+            HelperGenerics => write!(f, "a #[stencil_fn] helper may have one type parameter, its element type, which it takes from the stencil that calls it (`fn twice<T>(x: T) -> T`): lifetimes, const parameters, where-clauses and more type parameters are not supported"),
+            HelperElement { helper } => write!(f, "`{helper}` is generic over its element type, which it takes from the calling stencil's fields, and this stencil's fields are not all of one element type (or it has none): make the stencil generic (`fn s<T>(..)`), or call a helper written for one element type"),
             Qualifier { which } => write!(f, "a stencil cannot be `{which}`: remove the qualifier"),
             MissingIndex => write!(f, "the first parameter of a stencil must be the point index: `idx: Idx1`, `idx: Idx2` or `idx: Idx3`"),
             ParamPattern => write!(f, "stencil parameters must be plain names, e.g. `dt: f64`"),

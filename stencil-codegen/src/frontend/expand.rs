@@ -211,10 +211,18 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
         syn::Visibility::Public(_) => quote!(pub),
         _ => quote!(pub(crate)),
     };
+    // A helper generic over its element type is for stencils only (Rust would need bounds on
+    // `T` for its arithmetic and literals): its calls are inlined per instantiation.
+    let plain = match func.sig.generics.params.is_empty() {
+        true => quote! {
+            #[inline(always)]
+            #[allow(dead_code)]
+            #func
+        },
+        false => quote!(),
+    };
     quote! {
-        #[inline(always)]
-        #[allow(dead_code)]
-        #func
+        #plain
 
         #[doc(hidden)]
         #[macro_export]

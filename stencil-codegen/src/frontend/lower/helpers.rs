@@ -7,11 +7,13 @@
 //! results and a second printer per backend, for the machine code nvcc produces by inlining
 //! anyway.)
 
+use super::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::syntax::{helper_name, split_tail};
 use super::types::Var;
 use super::values::{DeclType, Value};
 use super::{int_literal, unsupported, Lowerer};
 use crate::frontend::error::{Error, ErrorKind};
+use crate::ir::ScalarType;
 use crate::ir::{Expr, ExprKind, Stmt};
 use std::collections::HashMap;
 use syn::spanned::Spanned;
@@ -53,15 +55,37 @@ fn helper_signature(item: &syn::ItemFn) -> Result<HelperSig, Error> {
 
 /// Checks a `#[stencil_fn]` helper on its own, as every call will inline it: its signature, its
 /// body (with the same rules as a stencil's, and no fields), and the calls it makes, with
-/// `helpers` the helpers it reaches (itself included, so that recursion is found).
+/// `helpers` the helpers it reaches (itself included, so that recursion is found). A helper
+/// generic over its element type (`fn twice<T>(x: T) -> T`) is checked as `f32` and as `f64`.
 pub fn check_helper(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<(), Error> {
-    let sig = helper_signature(item)?;
-    let mut cx = Lowerer::new(0, String::new(), Vec::new(), helpers);
-    let name = item.sig.ident.to_string();
-    cx.call_stack.push(name);
-    let args = sig.params.iter().map(|p| placeholder(&mut cx, &p.name, &p.ty)).collect();
-    cx.inline_body(item, &sig, args, &mut Vec::new())?;
-    cx.types.finish()?;
+    let instances: Vec<(syn::ItemFn, Option<ScalarType>)> =
+        match element_parameter(item).map_err(|e| Error { kind: ErrorKind::HelperGenerics, ..e })? {
+            None => vec![(item.clone(), None)],
+            Some(param) => ELEMENT_TYPES.iter().map(|&e| (instantiate(item, &param, e), Some(e))).collect(),
+        };
+    let param = element_parameter(item).ok().flatten();
+    for (item, element) in instances {
+        let check = || -> Result<(), Error> {
+            let sig = helper_signature(&item)?;
+            let mut cx = Lowerer::new(0, String::new(), Vec::new(), helpers);
+            cx.element = element;
+            cx.call_stack.push(item.sig.ident.to_string());
+            let args = sig.params.iter().map(|p| placeholder(&mut cx, &p.name, &p.ty)).collect();
+            cx.inline_body(&item, &sig, args, &mut Vec::new())?;
+            cx.types.finish().map(|_| ())
+        };
+        check().map_err(|e| match (&param, element) {
+            (Some(param), Some(elem)) => Error {
+                kind: ErrorKind::Instantiation {
+                    param: param.to_string(),
+                    elem: elem.rust_name(),
+                    error: Box::new(e.kind),
+                },
+                ..e
+            },
+            _ => e,
+        })?;
+    }
     Ok(())
 }
 
@@ -97,6 +121,17 @@ impl Lowerer {
             let chain = self.call_stack.iter().chain([&name]).cloned().collect::<Vec<_>>().join(" -> ");
             return Err(Error::spanned(&c.func, ErrorKind::Recursion { chain }));
         }
+        // A generic helper takes the element type of the stencil's fields (or of the generic
+        // helper being checked).
+        let helper = match element_parameter(&helper).map_err(|e| Error { kind: ErrorKind::HelperGenerics, ..e })? {
+            None => helper,
+            Some(param) => {
+                let Some(elem) = self.element else {
+                    return Err(Error::spanned(&c.func, ErrorKind::HelperElement { helper: name }));
+                };
+                instantiate(&helper, &param, elem)
+            }
+        };
         let sig = helper_signature(&helper)?;
         if c.args.len() != sig.params.len() {
             return Err(Error::spanned(

@@ -35,12 +35,23 @@ pub fn lower(item: &syn::ItemFn) -> Result<StencilIr, Error> {
     lower_with_helpers(item, &[])
 }
 
+/// The element type of every field parameter, if they share one.
+fn field_element(params: &[Param]) -> Option<crate::ir::ScalarType> {
+    let mut elems = params.iter().filter_map(|p| match &p.kind {
+        crate::ir::ParamKind::Field(f) => Some(f.elem),
+        _ => None,
+    });
+    let first = elems.next()?;
+    elems.all(|e| e == first).then_some(first)
+}
+
 /// Lowers a `#[stencil]` function to the IR, inlining calls of the `#[stencil_fn]` helpers in
 /// `helpers` (the helpers a call reaches, directly or through other helpers).
 pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<StencilIr, Error> {
     let sig = signature::lower_signature(item)?;
     let mut cx = Lowerer::new(sig.dim, sig.index_name.clone(), sig.params, helpers);
     cx.sweep = sig.sweep;
+    cx.element = field_element(&cx.params);
     for p in &cx.params {
         cx.used_names.insert(p.name.clone());
     }
@@ -181,6 +192,9 @@ struct Lowerer {
     point_fns: Vec<point_fns::PendingPointFn>,
     /// The point function whose body is being lowered (they do not nest).
     point_fn: Option<String>,
+    /// The element type generic helpers are instantiated for: that of the stencil's fields (all
+    /// of one type), or of the helper being checked on its own.
+    element: Option<crate::ir::ScalarType>,
 }
 
 impl Lowerer {
@@ -199,6 +213,7 @@ impl Lowerer {
             param_arrays: HashMap::new(),
             point_fns: Vec::new(),
             point_fn: None,
+            element: None,
         }
     }
 
