@@ -151,8 +151,14 @@ pub fn dycore_tendency(
     let rho = s[0][idx];
     f[0][idx] = -((s[1][idx] - s[1][idx.ix::<-1, 0, 0>()]) * r[0] + (s[2][idx] - s[2][idx.ix::<0, -1, 0>()]) * r[1]
         + (d[4][idx] - d[4][idx.ix::<0, 0, -1>()]) * r[2]);
-    let lap_t = lap(d[3][idx], d[3][idx.ix::<-1, 0, 0>()], d[3][idx.ix::<1, 0, 0>()], d[3][idx.ix::<0, -1, 0>()],
-        d[3][idx.ix::<0, 1, 0>()], d[3][idx.ix::<0, 0, -1>()], d[3][idx.ix::<0, 0, 1>()], r2);
+    // Diffusion of θ − θ̄ only (along sloping ζ surfaces the stratified θ̄ has a Laplacian of its
+    // own, which would heat and cool a resting atmosphere), with no flux through the ground and
+    // the lid (`wmask` 0 there).
+    let dc = dev(idx);
+    let below = dc + m[3][idx.ix::<0, 0, -1>()] * (dev(idx.ix::<0, 0, -1>()) - dc);
+    let above = dc + m[3][idx] * (dev(idx.ix::<0, 0, 1>()) - dc);
+    let lap_t = lap(dc, dev(idx.ix::<-1, 0, 0>()), dev(idx.ix::<1, 0, 0>()), dev(idx.ix::<0, -1, 0>()),
+        dev(idx.ix::<0, 1, 0>()), below, above, r2);
     f[4][idx] = -((ftx(idx) - ftx(idx.ix::<-1, 0, 0>())) * r[0] + (fty(idx) - fty(idx.ix::<0, -1, 0>())) * r[1]
         + (ftz(idx) - ftz(idx.ix::<0, 0, -1>())) * r[2]) + rho * nu * lap_t;
     // U at face i+½.

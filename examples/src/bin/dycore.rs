@@ -38,6 +38,9 @@ struct Args {
     /// Short (sound) steps per long step.
     #[arg(long, default_value_t = 6)]
     sound_steps: usize,
+    /// Diffusivity ν of u, v, w and θ − θ̄, m²/s (default: the case's: 75 for straka, else 0).
+    #[arg(long)]
+    nu: Option<f64>,
     /// Off-centering β of the vertically implicit solve (0: Crank–Nicolson).
     #[arg(long, default_value_t = 0.2)]
     beta: f64,
@@ -114,6 +117,12 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     (d.sound_steps, d.beta, d.reference, d.rain) = (args.sound_steps, args.beta, args.reference, args.rain);
     (d.coordinate, d.sponge.1) = (args.coordinate.unwrap_or(d.coordinate), args.sponge_rate.unwrap_or(d.sponge.1));
     d.mountain = args.mountain.unwrap_or(d.mountain);
+    if let Some(nu) = args.nu {
+        if !(nu.is_finite() && nu >= 0.0) {
+            return Err(format!("--nu must be a finite diffusivity >= 0 (m²/s), not {nu}").into());
+        }
+        d.nu = nu;
+    }
     // 44 fields on the executor (59 moist); the initial state, metrics and result on the host.
     let footprint = Footprint { executor: if d.moist() { 59 } else { 44 } * 8, host: 20 * 8 };
     let decompose = |domains| d.decompose(domains, args.placement.grid);
