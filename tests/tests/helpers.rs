@@ -43,6 +43,11 @@ fn helpers_are_plain_functions() {
     assert_eq!(pressure(q, 3.0), 1.0);
     let f = rusanov(q, q, 3.0);
     assert_eq!(f, [0.0, 1.0, 0.0, 0.0, 0.0]);
+    // A generic helper is, as Rust, its f64 instantiation.
+    let (a, b): (f64, f64) = (0.3, 0.1);
+    assert_eq!(limited(a, b), b);
+    assert_eq!(limited(-a, b), 0.0);
+    assert_eq!(centred_limited(0.0, a, 1.0), a + 0.25 + a / 3.0);
 }
 
 /// A minmod-limited slope, generic over the element type: inlined as `f32` or `f64`, whichever

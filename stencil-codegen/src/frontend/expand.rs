@@ -9,7 +9,7 @@ use super::error::{Error, ErrorKind};
 use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
 use super::lower::{declared_params, lower_with_helpers, UserParam};
-use crate::ir::{ParamKind, SweepOrder, IR_FORMAT};
+use crate::ir::{ParamKind, ScalarType, SweepOrder, IR_FORMAT};
 use crate::pipeline::{self, prepare};
 use crate::printer::rust_nest::{param_type, print_run_host};
 use crate::{naming, VERSION};
@@ -211,16 +211,22 @@ pub fn expand_stencil_fn(attr: TokenStream, item: TokenStream, runtime: TokenStr
         syn::Visibility::Public(_) => quote!(pub),
         _ => quote!(pub(crate)),
     };
-    // A helper generic over its element type is for stencils only (Rust would need bounds on
-    // `T` for its arithmetic and literals): its calls are inlined per instantiation.
-    let plain = match func.sig.generics.params.is_empty() {
-        true => quote! {
+    // A helper generic over its element type is, as Rust, its `f64` instantiation (Rust would
+    // need bounds on `T` for its arithmetic and literals): host code and tests call it on f64;
+    // stencils inline it per instantiation.
+    // Generics it cannot take: the check below says so, and no Rust function adds errors of its own.
+    let plain = match element_parameter(&func) {
+        Ok(Some(param)) => Some(instantiate(&func, &param, ScalarType::F64)),
+        Ok(None) => Some(func.clone()),
+        Err(_) => None,
+    };
+    let plain = plain.map(|plain| {
+        quote! {
             #[inline(always)]
             #[allow(dead_code)]
-            #func
-        },
-        false => quote!(),
-    };
+            #plain
+        }
+    });
     quote! {
         #plain
 
