@@ -46,7 +46,7 @@ pub const QT: f64 = 0.02;
 /// The Koren-limited value at the face between `c0` and `p1` (`m1` before, `p2` after) upwind
 /// for the flux `vel`: `κ = 1/3, β = 2` of [`limited_slope`].
 #[stencil_fn]
-pub fn koren(m1: f64, c0: f64, p1: f64, p2: f64, vel: f64) -> f64 {
+pub fn koren<T>(m1: T, c0: T, p1: T, p2: T, vel: T) -> T {
     if vel >= 0.0 {
         c0 + 0.5 * limited_slope(c0 - m1, p1 - c0, 1.0 / 3.0, 2.0)
     } else {
@@ -61,7 +61,7 @@ pub fn koren(m1: f64, c0: f64, p1: f64, p2: f64, vel: f64) -> f64 {
 /// (there `p` is extrapolated linearly from levels `k`, `k + 1`).
 #[stencil_fn]
 #[allow(clippy::too_many_arguments)]
-pub fn pgf(c: [f64; 6], g0: f64, g1: f64, zlo: f64, zhi: f64, inner: f64, rdx: f64, rdz: f64) -> f64 {
+pub fn pgf<T>(c: [T; 6], g0: T, g1: T, zlo: T, zhi: T, inner: T, rdx: T, rdz: T) -> T {
     let hi = 0.25 * (c[2] + c[3] + c[4] + c[5]);
     let lo_inner = 0.25 * (c[0] + c[1] + c[2] + c[3]);
     let lo_ground = 0.75 * (c[2] + c[3]) - 0.25 * (c[4] + c[5]);
@@ -72,17 +72,17 @@ pub fn pgf(c: [f64; 6], g0: f64, g1: f64, zlo: f64, zhi: f64, inner: f64, rdx: f
 /// The 7-point Laplacian of `c` from its neighbours (`r*2` = 1/h² per axis).
 #[stencil_fn]
 #[allow(clippy::too_many_arguments)]
-pub fn lap(c: f64, xm: f64, xp: f64, ym: f64, yp: f64, zm: f64, zp: f64, r2: [f64; 3]) -> f64 {
+pub fn lap<T>(c: T, xm: T, xp: T, ym: T, yp: T, zm: T, zp: T, r2: [T; 3]) -> T {
     (xm - 2.0 * c + xp) * r2[0] + (ym - 2.0 * c + yp) * r2[1] + (zm - 2.0 * c + zp) * r2[2]
 }
 
 /// The pressure of `Θ = Gρθ` at Jacobian `g`: `p = p₀ (R_d Θ / (G p₀))^γ`.
 #[stencil_fn]
-pub fn pressure(theta: f64, g: f64) -> f64 {
+pub fn pressure<T>(theta: T, g: T) -> T {
     // Module constants are not visible in stencil code: the values of P0, RD and GAMMA.
-    const P: f64 = 1.0e5;
-    const R: f64 = 287.0;
-    const EXPONENT: f64 = 1004.0 / (1004.0 - 287.0);
+    const P: T = 1.0e5;
+    const R: T = 287.0;
+    const EXPONENT: T = 1004.0 / (1004.0 - 287.0);
     P * (R * theta / (g * P)).powf(EXPONENT)
 }
 

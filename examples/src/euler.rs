@@ -48,7 +48,7 @@ pub fn normal_flux(w: [f64; 5], gamma: f64) -> [f64; 5] {
 /// The limited slope `ψ(a, f)` of the module docs: `a` the difference away from the face, `f`
 /// the one across it; `κ = 1/3, β = 2` is Koren, `β = 1` minmod.
 #[stencil_fn]
-pub fn limited_slope(a: f64, f: f64, kappa: f64, beta: f64) -> f64 {
+pub fn limited_slope<T>(a: T, f: T, kappa: T, beta: T) -> T {
     let aa = a.abs();
     let af = f.abs();
     let m = (beta * aa).min(0.5 * ((1.0 - kappa) * aa + (1.0 + kappa) * af)).min(beta * af);

@@ -69,6 +69,18 @@ fn centred_limited<T>(l: T, c: T, r: T) -> T {
     c + 0.25 * (r - l) + limited(c - l, r - c) / 3.0
 }
 
+/// A helper written for f64 that calls a generic one: inside it, the generic helper is f64,
+/// whatever the calling stencil's element type.
+#[stencil_fn]
+fn limited_f64(a: f64, b: f64) -> f64 {
+    limited(a, b) * 2.0
+}
+
+#[stencil]
+fn limit_through_f64(idx: Idx3, f: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = limited_f64((f[idx] - f[idx.ix::<-1, 0, 0>()]) as f64, (f[idx.ix::<1, 0, 0>()] - f[idx]) as f64) as f32;
+}
+
 #[stencil]
 fn limit_generic<T>(idx: Idx3, f: &Field3<T>, out: &mut Field3<T>) {
     out[idx] = centred_limited(f[idx.ix::<-1, 0, 0>()], f[idx], f[idx.ix::<1, 0, 0>()]);
@@ -130,6 +142,15 @@ fn generic_helpers_take_the_element_type_of_the_calling_stencil() {
         want.set(g, v).unwrap();
     });
     assert_bits_eq(&out, &want, "generic helper in an f32 stencil");
+    // An f32 stencil through an f64 helper: the generic helper inside runs in f64.
+    let mut through: Field3<f32> = poisoned(shape);
+    range.run(LimitThroughF64, (&f32s, &mut through)).unwrap();
+    let mut want = through.clone();
+    for_each_in_range(&range, &shape, |g| {
+        let (l, c, r) = (nb(&f32s, g, [-1, 0, 0]), nb(&f32s, g, [0, 0, 0]), nb(&f32s, g, [1, 0, 0]));
+        want.set(g, limited_f64((c - l) as f64, (r - c) as f64) as f32).unwrap();
+    });
+    assert_bits_eq(&through, &want, "a generic helper inside an f64 helper of an f32 stencil");
     // The f32 results are not the f64 ones rounded: the helper ran in f32.
     let mut differs = false;
     for_each_in_range(&range, &shape, |g| {

@@ -68,7 +68,7 @@ pub fn check_helper(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<(), E
         let check = || -> Result<(), Error> {
             let sig = helper_signature(&item)?;
             let mut cx = Lowerer::new(0, String::new(), Vec::new(), helpers);
-            cx.element = element;
+            cx.element = element.or_else(|| own_element(&sig));
             cx.call_stack.push(item.sig.ident.to_string());
             let args = sig.params.iter().map(|p| placeholder(&mut cx, &p.name, &p.ty)).collect();
             cx.inline_body(&item, &sig, args, &mut Vec::new())?;
@@ -87,6 +87,22 @@ pub fn check_helper(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<(), E
         })?;
     }
     Ok(())
+}
+
+/// The floating-point type of every parameter and of the result of a (non-generic) helper, if
+/// they share one: the element type the generic helpers it calls take.
+fn own_element(sig: &HelperSig) -> Option<ScalarType> {
+    fn floats(ty: &DeclType, out: &mut Vec<ScalarType>) {
+        match ty {
+            DeclType::Scalar(t) | DeclType::Array(t, _) => out.push(*t),
+            DeclType::Tuple(v) => v.iter().for_each(|t| floats(t, out)),
+        }
+    }
+    let mut all = Vec::new();
+    sig.params.iter().map(|p| &p.ty).chain([&sig.ret]).for_each(|t| floats(t, &mut all));
+    all.retain(|t| matches!(t, ScalarType::F32 | ScalarType::F64));
+    let first = *all.first()?;
+    all.iter().all(|&t| t == first).then_some(first)
 }
 
 /// An opaque value of type `ty`: fresh locals standing for a parameter when a helper is
@@ -149,7 +165,11 @@ impl Lowerer {
         }
         self.call_stack.push(name);
         let saved = std::mem::replace(&mut self.scopes, vec![HashMap::new()]);
+        // Inside a helper written for one element type, generic helpers take that type.
+        let element = self.element;
+        self.element = own_element(&sig).or(element);
         let result = self.inline_body(&helper, &sig, args, out);
+        self.element = element;
         self.scopes = saved;
         self.call_stack.pop();
         result
