@@ -16,6 +16,7 @@
 
 use rayon::prelude::*;
 use stencil_runtime::io::netcdf::{Axis, Writer};
+use stencil_runtime::io::IoElement;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Executor, HaloFill};
 
@@ -90,7 +91,7 @@ pub fn pressure<T>(theta: T, g: T) -> T {
 /// its field's staggered place). Metrics `m = (G, z_x, z_y, wmask, sponge, p̄, G_w, θ̄)` (`G` of
 /// the cells, `G_w` of the `w` faces).
 #[stencil(portable_math)]
-pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 8], d: [&mut Field3<f64>; 6]) {
+pub fn dycore_diag<T>(idx: Idx3, s: [&Field3<T>; 5], m: [&Field3<T>; 8], d: [&mut Field3<T>; 6]) {
     let r = s[0][idx];
     let hx = 0.5
         * (m[1][idx] * 0.5 * (s[1][idx] + s[1][idx.ix::<0, 0, 1>()])
@@ -113,9 +114,9 @@ pub fn dycore_diag(idx: Idx3, s: [&Field3<f64>; 5], m: [&Field3<f64>; 8], d: [&m
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_tendency(
-    idx: Idx3, r: [f64; 3], nu: f64, grav: f64, u_ref: f64,
-    s: [&Field3<f64>; 5], d: [&Field3<f64>; 6], m: [&Field3<f64>; 8], f: [&mut Field3<f64>; 5],
+pub fn dycore_tendency<T>(
+    idx: Idx3, r: [T; 3], nu: T, grav: T, u_ref: T,
+    s: [&Field3<T>; 5], d: [&Field3<T>; 6], m: [&Field3<T>; 8], f: [&mut Field3<T>; 5],
 ) {
     let r2 = [r[0] * r[0], r[1] * r[1], r[2] * r[2]];
     // Scalar fluxes through the upper x, y, z faces of cell p: mass flux × θ at the face, the
@@ -197,12 +198,12 @@ pub fn dycore_tendency(
 /// The start of a stage's short steps: the perturbations `q − s` of the step's start `q` from
 /// the stage's state `s`, and no divergence yet.
 #[stencil]
-pub fn dycore_init(
+pub fn dycore_init<T>(
     idx: Idx3,
-    q: [&Field3<f64>; 5],
-    s: [&Field3<f64>; 5],
-    pert: [&mut Field3<f64>; 5],
-    div: &mut Field3<f64>,
+    q: [&Field3<T>; 5],
+    s: [&Field3<T>; 5],
+    pert: [&mut Field3<T>; 5],
+    div: &mut Field3<T>,
 ) {
     for v in 0..5 {
         pert[v][idx] = q[v][idx] - s[v][idx];
@@ -216,10 +217,10 @@ pub fn dycore_init(
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_horizontal(
-    idx: Idx3, gamma: f64, dtau: f64, r: [f64; 3], kd: [f64; 2], theta_s: &Field3<f64>, p_s: &Field3<f64>,
-    theta2: &Field3<f64>, div: &Field3<f64>, fu: &Field3<f64>, fv: &Field3<f64>, m: [&Field3<f64>; 8],
-    u2: &mut Field3<f64>, v2: &mut Field3<f64>,
+pub fn dycore_horizontal<T>(
+    idx: Idx3, gamma: T, dtau: T, r: [T; 3], kd: [T; 2], theta_s: &Field3<T>, p_s: &Field3<T>,
+    theta2: &Field3<T>, div: &Field3<T>, fu: &Field3<T>, fv: &Field3<T>, m: [&Field3<T>; 8],
+    u2: &mut Field3<T>, v2: &mut Field3<T>,
 ) {
     let pp = |p: Idx3| gamma * p_s[p] / theta_s[p] * theta2[p];
     let cu = [pp(idx.ix::<0, 0, -1>()), pp(idx.ix::<1, 0, -1>()), pp(idx), pp(idx.ix::<1, 0, 0>()),
@@ -239,9 +240,9 @@ pub fn dycore_horizontal(
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_explicit(
-    idx: Idx3, gamma: f64, dtau: f64, alpha: f64, r: [f64; 3], grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    pert: [&Field3<f64>; 5], f: [&Field3<f64>; 5], m: [&Field3<f64>; 8], e: [&mut Field3<f64>; 3],
+pub fn dycore_explicit<T>(
+    idx: Idx3, gamma: T, dtau: T, alpha: T, r: [T; 3], grav: T, theta_s: &Field3<T>, d: [&Field3<T>; 6],
+    pert: [&Field3<T>; 5], f: [&Field3<T>; 5], m: [&Field3<T>; 8], e: [&mut Field3<T>; 3],
 ) {
     // U'' z_x + V'' z_y at the w face of cell p, from the edges.
     let h = |p: Idx3| 0.5 * (m[1][p] * 0.5 * (pert[1][p] + pert[1][p.ix::<0, 0, 1>()])
@@ -268,9 +269,9 @@ pub fn dycore_explicit(
 #[stencil(sweep = forward)]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_eliminate(
-    idx: Idx3, gamma: f64, dtau: f64, alpha: f64, rdz: f64, grav: f64, theta_s: &Field3<f64>, d: [&Field3<f64>; 6],
-    e: [&Field3<f64>; 3], m: [&Field3<f64>; 8], cp: &mut Field3<f64>, dp: &mut Field3<f64>,
+pub fn dycore_eliminate<T>(
+    idx: Idx3, gamma: T, dtau: T, alpha: T, rdz: T, grav: T, theta_s: &Field3<T>, d: [&Field3<T>; 6],
+    e: [&Field3<T>; 3], m: [&Field3<T>; 8], cp: &mut Field3<T>, dp: &mut Field3<T>,
 ) {
     #[carry]
     let mut c_below = 0.0;
@@ -300,7 +301,7 @@ pub fn dycore_eliminate(
 
 /// Back substitution from the lid down: `W''[k] = d'[k] − c'[k] W''[k + 1]`.
 #[stencil(sweep = backward)]
-pub fn dycore_substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, w2: &mut Field3<f64>) {
+pub fn dycore_substitute<T>(idx: Idx3, cp: &Field3<T>, dp: &Field3<T>, w2: &mut Field3<T>) {
     #[carry]
     let mut above = 0.0;
     above = dp[idx] - cp[idx] * above;
@@ -312,9 +313,9 @@ pub fn dycore_substitute(idx: Idx3, cp: &Field3<f64>, dp: &Field3<f64>, w2: &mut
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_finish(
-    idx: Idx3, dtau: f64, alpha: f64, rdz: f64, theta: &Field3<f64>, w2: &Field3<f64>, e: [&Field3<f64>; 3],
-    m: [&Field3<f64>; 8], r2: &mut Field3<f64>, t2: &mut Field3<f64>, div: &mut Field3<f64>,
+pub fn dycore_finish<T>(
+    idx: Idx3, dtau: T, alpha: T, rdz: T, theta: &Field3<T>, w2: &Field3<T>, e: [&Field3<T>; 3],
+    m: [&Field3<T>; 8], r2: &mut Field3<T>, t2: &mut Field3<T>, div: &mut Field3<T>,
 ) {
     let a = dtau * alpha * rdz;
     let fm = |p: Idx3| m[3][p] * w2[p] / m[6][p];
@@ -327,7 +328,7 @@ pub fn dycore_finish(
 
 /// The end of a stage: `out = s + pert`.
 #[stencil]
-pub fn dycore_commit(idx: Idx3, s: [&Field3<f64>; 5], pert: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5]) {
+pub fn dycore_commit<T>(idx: Idx3, s: [&Field3<T>; 5], pert: [&Field3<T>; 5], out: [&mut Field3<T>; 5]) {
     for v in 0..5 {
         out[v][idx] = s[v][idx] + pert[v][idx];
     }
@@ -336,7 +337,7 @@ pub fn dycore_commit(idx: Idx3, s: [&Field3<f64>; 5], pert: [&Field3<f64>; 5], o
 /// The specific contents `c = Q/R` of the water species (`w` = `(Gρq_v, Gρq_c, Gρq_r)`) of a
 /// stage state: what the mass fluxes carry.
 #[stencil]
-pub fn dycore_ratio(idx: Idx3, r: &Field3<f64>, w: [&Field3<f64>; 3], c: [&mut Field3<f64>; 3]) {
+pub fn dycore_ratio<T>(idx: Idx3, r: &Field3<T>, w: [&Field3<T>; 3], c: [&mut Field3<T>; 3]) {
     for v in 0..3 {
         c[v][idx] = w[v][idx] / r[idx];
     }
@@ -347,7 +348,7 @@ pub fn dycore_ratio(idx: Idx3, r: &Field3<f64>, w: [&Field3<f64>; 3], c: [&mut F
 /// ground and the lid).
 #[stencil]
 #[rustfmt::skip]
-pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f64>; 8], acc: [&mut Field3<f64>; 3]) {
+pub fn dycore_flux<T>(idx: Idx3, first: T, pert: [&Field3<T>; 5], m: [&Field3<T>; 8], acc: [&mut Field3<T>; 3]) {
     let h = 0.5 * (m[1][idx] * 0.5 * (pert[1][idx] + pert[1][idx.ix::<0, 0, 1>()])
         + m[1][idx.ix::<-1, 0, 0>()] * 0.5 * (pert[1][idx.ix::<-1, 0, 0>()] + pert[1][idx.ix::<-1, 0, 1>()]))
         + 0.5 * (m[2][idx] * 0.5 * (pert[2][idx] + pert[2][idx.ix::<0, 0, 1>()])
@@ -365,10 +366,10 @@ pub fn dycore_flux(idx: Idx3, first: f64, pert: [&Field3<f64>; 5], m: [&Field3<f
 #[stencil]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_water(
-    idx: Idx3, dt: f64, rn: f64, alpha: f64, r: [f64; 3], u: &Field3<f64>, v: &Field3<f64>, omega: &Field3<f64>,
-    w_end: &Field3<f64>, w_start: &Field3<f64>, w_stage: &Field3<f64>, m: [&Field3<f64>; 8], acc: [&Field3<f64>; 3],
-    c: [&Field3<f64>; 3], wq: [&Field3<f64>; 3], out: [&mut Field3<f64>; 3],
+pub fn dycore_water<T>(
+    idx: Idx3, dt: T, rn: T, alpha: T, r: [T; 3], u: &Field3<T>, v: &Field3<T>, omega: &Field3<T>,
+    w_end: &Field3<T>, w_start: &Field3<T>, w_stage: &Field3<T>, m: [&Field3<T>; 8], acc: [&Field3<T>; 3],
+    c: [&Field3<T>; 3], wq: [&Field3<T>; 3], out: [&mut Field3<T>; 3],
 ) {
     let fx = |p: Idx3| { let f = u[p] + rn * acc[0][p];
         [f * koren(c[0][p.ix::<-1, 0, 0>()], c[0][p], c[0][p.ix::<1, 0, 0>()], c[0][p.ix::<2, 0, 0>()], f),
@@ -397,9 +398,9 @@ pub fn dycore_water(
 #[stencil(sweep = backward, portable_math)]
 #[rustfmt::skip]
 #[allow(clippy::too_many_arguments)]
-pub fn dycore_rain(
-    idx: Idx3, dt: f64, rdz: f64, rain: f64, g: &Field3<f64>, r: &mut Field3<f64>, t: &mut Field3<f64>,
-    w: [&mut Field3<f64>; 3], ground: &mut Field3<f64>,
+pub fn dycore_rain<T>(
+    idx: Idx3, dt: T, rdz: T, rain: T, g: &Field3<T>, r: &mut Field3<T>, t: &mut Field3<T>,
+    w: [&mut Field3<T>; 3], ground: &mut Field3<T>,
 ) {
     #[carry]
     let mut above = 0.0;
@@ -489,6 +490,16 @@ pub enum Reference {
     None,
 }
 
+/// The element type the fields compute in (the set-up on the host, the diagnostics and the
+/// output are `f64` either way).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Precision {
+    /// Double precision.
+    F64,
+    /// Single precision: half the bytes of `f64`.
+    F32,
+}
+
 /// The decay heights `(s₁, s₂)` of the SLEVE coordinate's large- and small-scale terrain, m
 /// (Schär et al. 2002).
 pub const SLEVE_SCALES: (f64, f64) = (15_000.0, 2_500.0);
@@ -530,6 +541,8 @@ pub struct Dycore {
     /// Rain in a moist run: Kessler's autoconversion, accretion and fall (else a saturation
     /// adjustment only, Bryan and Fritsch's reversible set-up).
     pub rain: bool,
+    /// The fields' element type.
+    pub precision: Precision,
 }
 
 /// The state's fields in checkpoints and snapshots.
@@ -582,6 +595,7 @@ impl Dycore {
             mountain,
             coordinate: if case == Case::MountainWave { Coordinate::Sleve } else { Coordinate::GalChen },
             rain: false,
+            precision: Precision::F64,
         })
     }
 
@@ -855,47 +869,47 @@ impl Dycore {
 }
 
 /// The fields a run works on, on executor `E`.
-pub struct State<E: Executor> {
+pub struct State<E: Executor, T: Real = f64> {
     /// The state `(R, U, V, W, Θ)` at the current time.
-    pub q: [E::Field<f64, 3>; 5],
+    pub q: [E::Field<T, 3>; 5],
     /// Stage results.
-    q1: [E::Field<f64, 3>; 5],
-    q2: [E::Field<f64, 3>; 5],
+    q1: [E::Field<T, 3>; 5],
+    q2: [E::Field<T, 3>; 5],
     /// The short steps' perturbations from the stage state.
-    pert: [E::Field<f64, 3>; 5],
+    pert: [E::Field<T, 3>; 5],
     /// Slow tendencies.
-    f: [E::Field<f64, 3>; 5],
+    f: [E::Field<T, 3>; 5],
     /// Diagnostics `(u, v, w, θ, Ω, p)` of the stage state.
-    d: [E::Field<f64, 3>; 6],
+    d: [E::Field<T, 3>; 6],
     /// `(R̃, Θ̃, W̃)` of the vertical solve, `c'`, `d'`, and the mass divergence.
-    e: [E::Field<f64, 3>; 3],
-    thomas: [E::Field<f64, 3>; 2],
-    div: E::Field<f64, 3>,
+    e: [E::Field<T, 3>; 3],
+    thomas: [E::Field<T, 3>; 2],
+    div: E::Field<T, 3>,
     /// Metrics `(G, z_x, z_y, wmask, sponge, p̄, G_w, θ̄)`.
-    pub m: [E::Field<f64, 3>; 8],
+    pub m: [E::Field<T, 3>; 8],
     /// The water of a moist run.
-    pub water: Option<Water<E>>,
+    pub water: Option<Water<E, T>>,
 }
 
 /// The water of a moist run on executor `E`.
-pub struct Water<E: Executor> {
+pub struct Water<E: Executor, T: Real = f64> {
     /// `(Gρq_v, Gρq_c, Gρq_r)` at the current time.
-    pub w: [E::Field<f64, 3>; 3],
+    pub w: [E::Field<T, 3>; 3],
     /// Stage results.
-    w1: [E::Field<f64, 3>; 3],
-    w2: [E::Field<f64, 3>; 3],
+    w1: [E::Field<T, 3>; 3],
+    w2: [E::Field<T, 3>; 3],
     /// Specific contents `Q/R` of the stage state, and the short steps' summed mass fluxes.
-    c: [E::Field<f64, 3>; 3],
-    acc: [E::Field<f64, 3>; 3],
+    c: [E::Field<T, 3>; 3],
+    acc: [E::Field<T, 3>; 3],
     /// The rain that reached the ground (kg/m², level 0).
-    pub ground: E::Field<f64, 3>,
+    pub ground: E::Field<T, 3>,
 }
 
-impl<E: Executor> State<E> {
+impl<E: Executor, T: Real> State<E, T> {
     /// The host state `q` ([`FIELDS`], then [`WATER`] when moist) and metrics `m` on `exec`, with
     /// zeroed work fields; the fields whose halos are read declare their boundary (lateral per
     /// `model`; at the bottom and top mirrored, `W` left as it is and `w` negated).
-    pub fn new(exec: &E, model: &Dycore, q: &[Field3<f64>], m: &[Field3<f64>]) -> Result<Self, Error> {
+    pub fn new(exec: &E, model: &Dycore, q: &[Field3<T>], m: &[Field3<T>]) -> Result<Self, Error> {
         let shape = *q[0].shape();
         let z = || exec.alloc(shape);
         let mut s = State {
@@ -944,15 +958,110 @@ impl<E: Executor> State<E> {
 
     /// A host copy of the current state ([`FIELDS`], then [`WATER`] when moist).
     pub fn download(&self, exec: &E) -> Result<Vec<Field3<f64>>, Error> {
-        Ok(self.fields().into_iter().map(|f| exec.download(f)).collect::<Result<_, _>>()?)
+        let wide = |f: Field3<T>| Field3::from_vec(*f.shape(), f.to_vec().into_iter().map(Into::into).collect());
+        self.fields().into_iter().map(|f| Ok(wide(exec.download(f)?)?)).collect()
     }
 
     /// The state's fields: [`FIELDS`], then [`WATER`] when moist.
-    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+    fn fields(&self) -> Vec<&E::Field<T, 3>> {
         let water = self.water.iter().flat_map(|w| w.w.iter().chain([&w.ground]));
         self.q.iter().chain(water).collect()
     }
 }
+
+/// An element type the fields compute in ([`Precision`]): the conversion from the host's `f64`
+/// set-up, and [`Dycore::step`] with the stencils' instantiations for it.
+pub trait Real: IoElement + Into<f64> {
+    /// `f` in this element type (each value the nearest).
+    fn field(f: Field3<f64>) -> Field3<Self>;
+
+    /// [`Dycore::step`] in this element type.
+    fn step<E: Executor>(d: &Dycore, exec: &E, s: &mut State<E, Self>, dt: f64) -> Result<(), Error>;
+}
+
+/// Implements [`Real`] for `$t`.
+macro_rules! real {
+    ($t:ident) => {
+        impl Real for $t {
+            fn field(f: Field3<f64>) -> Field3<$t> {
+                let values = f.to_vec().into_iter().map(|v| v as $t).collect();
+                Field3::from_vec(*f.shape(), values).expect("one value per storage point")
+            }
+
+            #[rustfmt::skip]
+            fn step<E: Executor>(d: &Dycore, exec: &E, s: &mut State<E, $t>, dt: f64) -> Result<(), Error> {
+                let range = Loop3D::interior(exec.shape_of(&s.q[0]));
+                let r = d.h.map(|h| 1.0 / h);
+                let (rz, alpha, ns) = (r[2], 0.5 * (1.0 + d.beta), d.sound_steps.max(1));
+                let c = |v: f64| v as $t;
+                let (rt, gamma, grav, alpha_t, rz_t) = (r.map(c), c(GAMMA), c(GRAV), c(alpha), c(rz));
+                for stage in 0..3 {
+                    let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
+                    let dtau = frac * dt / steps as f64;
+                    let kd = [0, 1].map(|a| c(d.div_damp * d.h[a] * d.h[a] / dtau * r[a]));
+                    let dtau = c(dtau);
+                    let State { q, q1, q2, pert, f, d: dg, e, thomas, div, m, water } = &mut *s;
+                    // The step's start, the stage's state and where the stage ends.
+                    let (q, st, out) = match stage {
+                        0 => (q.each_ref(), q.each_ref(), q1),
+                        1 => (q.each_ref(), q1.each_ref(), q2),
+                        _ => (q.each_ref(), q2.each_ref(), q1),
+                    };
+                    let m = m.each_ref();
+                    exec.run(&range, DycoreDiag::<$t>::new(), (st, m, dg.each_mut()))?;
+                    let args = (rt, c(d.nu), grav, c(d.u_ref), st, dg.each_ref(), m, f.each_mut());
+                    exec.run(&range, DycoreTendency::<$t>::new(), args)?;
+                    exec.run(&range, DycoreInit::<$t>::new(), (q, st, pert.each_mut(), &mut *div))?;
+                    if let Some(w) = water.as_mut() {
+                        let ws = [&w.w, &w.w1, &w.w2][stage];
+                        exec.run(&range, DycoreRatio::<$t>::new(), (st[0], ws.each_ref(), w.c.each_mut()))?;
+                    }
+                    // The stage's diagnostics and tendencies stay as they are over its short steps.
+                    let (dg, f) = (dg.each_ref(), f.each_ref());
+                    for n in 0..steps {
+                        let [_, u2, v2, _, t2] = &mut *pert;
+                        let args = (gamma, dtau, rt, kd, st[4], dg[5], &*t2, &*div, f[1], f[2], m, u2, v2);
+                        exec.run(&range, DycoreHorizontal::<$t>::new(), args)?;
+                        let args = (gamma, dtau, alpha_t, rt, grav, st[4], dg, pert.each_ref(), f, m, e.each_mut());
+                        exec.run(&range, DycoreExplicit::<$t>::new(), args)?;
+                        let [cp, dp] = &mut *thomas;
+                        let args = (gamma, dtau, alpha_t, rz_t, grav, st[4], dg, e.each_ref(), m, &mut *cp, &mut *dp);
+                        exec.run(&range, DycoreEliminate::<$t>::new(), args)?;
+                        exec.run(&range, DycoreSubstitute::<$t>::new(), (&*cp, &*dp, &mut pert[3]))?;
+                        let [r2, _, _, w2, t2] = &mut *pert;
+                        let args = (dtau, alpha_t, rz_t, dg[3], &*w2, e.each_ref(), m, r2, t2, &mut *div);
+                        exec.run(&range, DycoreFinish::<$t>::new(), args)?;
+                        if let Some(w) = water.as_mut() {
+                            let first = if n == 0 { 0.0 } else { 1.0 };
+                            exec.run(&range, DycoreFlux::<$t>::new(), (first, pert.each_ref(), m, w.acc.each_mut()))?;
+                        }
+                    }
+                    if let Some(w) = water.as_mut() {
+                        let Water { w: w0, w1, w2, c: cq, acc, .. } = w;
+                        let wout = (if stage == 1 { w2 } else { w1 }).each_mut();
+                        let (dts, rn, acc, c, w0) =
+                            (c(frac * dt), c(1.0 / steps as f64), acc.each_ref(), cq.each_ref(), w0.each_ref());
+                        let args = (dts, rn, alpha_t, rt, st[1], st[2], dg[4], &pert[3], q[3], st[3], m, acc, c, w0, wout);
+                        exec.run(&range, DycoreWater::<$t>::new(), args)?;
+                    }
+                    exec.run(&range, DycoreCommit::<$t>::new(), (st, pert.each_ref(), out.each_mut()))?;
+                }
+                std::mem::swap(&mut s.q, &mut s.q1);
+                if let Some(w) = s.water.as_mut() {
+                    std::mem::swap(&mut w.w, &mut w.w1);
+                    let [r, _, _, _, t] = &mut s.q;
+                    let rain = if d.rain { 1.0 } else { 0.0 };
+                    let args = (c(dt), rz_t, rain, &s.m[0], r, t, w.w.each_mut(), &mut w.ground);
+                    exec.run(&range, DycoreRain::<$t>::new(), args)?;
+                }
+                Ok(())
+            }
+        }
+    };
+}
+
+real!(f32);
+real!(f64);
 
 impl Dycore {
     /// The halo fills of a field: lateral per [`Lateral`], and `z` (None: leave it).
@@ -963,67 +1072,8 @@ impl Dycore {
 
     /// One long step of `dt` on `s`: three Wicker–Skamarock stages of `dt/3`, `dt/2`, `dt`, each
     /// the slow tendencies of its state and short steps from the step's start.
-    pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
-        let range = Loop3D::interior(exec.shape_of(&s.q[0]));
-        let r = self.h.map(|h| 1.0 / h);
-        let (rz, alpha, ns) = (r[2], 0.5 * (1.0 + self.beta), self.sound_steps.max(1));
-        for stage in 0..3 {
-            let (frac, steps) = [(1.0 / 3.0, ns.div_ceil(3)), (0.5, ns.div_ceil(2)), (1.0, ns)][stage];
-            let dtau = frac * dt / steps as f64;
-            let kd = [0, 1].map(|a| self.div_damp * self.h[a] * self.h[a] / dtau * r[a]);
-            let State { q, q1, q2, pert, f, d, e, thomas, div, m, water } = &mut *s;
-            // The step's start, the stage's state and where the stage ends.
-            let (q, st, out) = match stage {
-                0 => (q.each_ref(), q.each_ref(), q1),
-                1 => (q.each_ref(), q1.each_ref(), q2),
-                _ => (q.each_ref(), q2.each_ref(), q1),
-            };
-            let m = m.each_ref();
-            exec.run(&range, DycoreDiag, (st, m, d.each_mut()))?;
-            exec.run(&range, DycoreTendency, (r, self.nu, GRAV, self.u_ref, st, d.each_ref(), m, f.each_mut()))?;
-            exec.run(&range, DycoreInit, (q, st, pert.each_mut(), &mut *div))?;
-            if let Some(w) = water.as_mut() {
-                let ws = [&w.w, &w.w1, &w.w2][stage];
-                exec.run(&range, DycoreRatio, (st[0], ws.each_ref(), w.c.each_mut()))?;
-            }
-            // The stage's diagnostics and tendencies stay as they are over its short steps.
-            let (d, f) = (d.each_ref(), f.each_ref());
-            for n in 0..steps {
-                let [_, u2, v2, _, t2] = &mut *pert;
-                let args = (GAMMA, dtau, r, kd, st[4], d[5], &*t2, &*div, f[1], f[2], m, u2, v2);
-                exec.run(&range, DycoreHorizontal, args)?;
-                let args = (GAMMA, dtau, alpha, r, GRAV, st[4], d, pert.each_ref(), f, m, e.each_mut());
-                exec.run(&range, DycoreExplicit, args)?;
-                let [cp, dp] = &mut *thomas;
-                let args = (GAMMA, dtau, alpha, rz, GRAV, st[4], d, e.each_ref(), m, &mut *cp, &mut *dp);
-                exec.run(&range, DycoreEliminate, args)?;
-                exec.run(&range, DycoreSubstitute, (&*cp, &*dp, &mut pert[3]))?;
-                let [r2, _, _, w2, t2] = &mut *pert;
-                exec.run(&range, DycoreFinish, (dtau, alpha, rz, d[3], &*w2, e.each_ref(), m, r2, t2, &mut *div))?;
-                if let Some(w) = water.as_mut() {
-                    let first = if n == 0 { 0.0 } else { 1.0 };
-                    exec.run(&range, DycoreFlux, (first, pert.each_ref(), m, w.acc.each_mut()))?;
-                }
-            }
-            if let Some(w) = water.as_mut() {
-                let Water { w: w0, w1, w2, c, acc, .. } = w;
-                let wout = (if stage == 1 { w2 } else { w1 }).each_mut();
-                let (dts, rn, acc, c, w0) =
-                    (frac * dt, 1.0 / steps as f64, acc.each_ref(), c.each_ref(), w0.each_ref());
-                let args = (dts, rn, alpha, r, st[1], st[2], d[4], &pert[3], q[3], st[3], m, acc, c, w0, wout);
-                exec.run(&range, DycoreWater, args)?;
-            }
-            exec.run(&range, DycoreCommit, (st, pert.each_ref(), out.each_mut()))?;
-        }
-        std::mem::swap(&mut s.q, &mut s.q1);
-        if let Some(w) = s.water.as_mut() {
-            std::mem::swap(&mut w.w, &mut w.w1);
-            let [r, _, _, _, t] = &mut s.q;
-            let rain = if self.rain { 1.0 } else { 0.0 };
-            let args = (dt, rz, rain, &s.m[0], r, t, w.w.each_mut(), &mut w.ground);
-            exec.run(&range, DycoreRain, args)?;
-        }
-        Ok(())
+    pub fn step<E: Executor, T: Real>(&self, exec: &E, s: &mut State<E, T>, dt: f64) -> Result<(), Error> {
+        T::step(self, exec, s, dt)
     }
 
     /// Runs from the initial state of [`Dycore::initial`] (or the checkpoint `plan.restart`) to
@@ -1050,6 +1100,22 @@ impl Dycore {
         plan: &Plan,
         every: Option<f64>,
         after_step: impl FnMut(usize, f64),
+        output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
+    ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
+        match self.precision {
+            Precision::F64 => self.run_in::<E, f64>(exec, t_end, plan, every, after_step, output),
+            Precision::F32 => self.run_in::<E, f32>(exec, t_end, plan, every, after_step, output),
+        }
+    }
+
+    /// [`Dycore::run_with`] in element type `T`.
+    fn run_in<E: Executor, T: Real>(
+        &self,
+        exec: &E,
+        t_end: f64,
+        plan: &Plan,
+        every: Option<f64>,
+        after_step: impl FnMut(usize, f64),
         mut output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
     ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
         let (q0, m) = self.initial_all();
@@ -1059,6 +1125,7 @@ impl Dycore {
                 format!("the {:?} coordinate surfaces cross over this terrain (a Jacobian of {g})", self.coordinate);
             return Err(format!("{why}: lower the mountain or use another coordinate").into());
         }
+        let (q0, m): (Vec<_>, Vec<_>) = (q0.into_iter().map(T::field).collect(), m.into_iter().map(T::field).collect());
         let names: Vec<&'static str> =
             FIELDS.iter().chain(if self.moist() { &WATER[..] } else { &[] }).copied().collect();
         let mut settings = vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)];
@@ -1072,10 +1139,10 @@ impl Dycore {
             settings,
         };
         let spec = Spec { id, shape: self.shape(), end: End::Time(t_end), records: None };
-        let build = |restart: Option<Restart<f64, 3>>| -> Result<Run<E>, Error> {
+        let build = |restart: Option<Restart<T, 3>>| -> Result<Run<E, T>, Error> {
             Ok(Run(State::new(exec, self, restart.as_ref().map_or(&q0, |r| &r.fields), &m)?))
         };
-        let step = |s: &mut Run<E>, _: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
+        let step = |s: &mut Run<E, T>, _: usize, t: f64| -> Result<(f64, Record<T>), Error> {
             let dt = self.dt.min(t_end - t);
             self.step(exec, &mut s.0, dt)?;
             // The step's work is done before it is counted (a GPU runs behind the host).
@@ -1231,10 +1298,10 @@ impl Dycore {
 }
 
 /// A run's state as its checkpoints hold it.
-pub struct Run<E: Executor>(pub State<E>);
+pub struct Run<E: Executor, T: Real>(pub State<E, T>);
 
-impl<E: Executor> Named<E::Field<f64, 3>> for Run<E> {
-    fn fields(&self) -> Vec<&E::Field<f64, 3>> {
+impl<E: Executor, T: Real> Named<E::Field<T, 3>> for Run<E, T> {
+    fn fields(&self) -> Vec<&E::Field<T, 3>> {
         self.0.fields()
     }
 }

@@ -18,14 +18,14 @@ pub const RV: f64 = 461.5;
 /// Saturation mixing ratio over water (Tetens), kg/kg, at temperature `t` (K) and pressure `p`
 /// (Pa).
 #[stencil_fn]
-pub fn saturation(t: f64, p: f64) -> f64 {
+pub fn saturation<T>(t: T, p: T) -> T {
     380.0 / p * (17.27 * (t - 273.15) / (t - 35.86)).exp()
 }
 
 /// Kessler's terminal velocity of rain (m/s) at air density `rho` (kg/m³) and rain mixing ratio
 /// `qr`.
 #[stencil_fn]
-pub fn fall_speed(rho: f64, qr: f64) -> f64 {
+pub fn fall_speed<T>(rho: T, qr: T) -> T {
     36.34 * (1.0e-3 * rho * qr.max(0.0)).powf(0.1364) * (1.2 / rho).sqrt()
 }
 
@@ -33,7 +33,7 @@ pub fn fall_speed(rho: f64, qr: f64) -> f64 {
 /// scales the conversion of cloud to rain (1: Kessler; 0: none, a reversible saturation
 /// adjustment only).
 #[stencil_fn]
-pub fn warm_rain_point(dt: f64, p: f64, rain: f64, t: f64, qv: f64, qc: f64, qr: f64) -> (f64, f64, f64, f64) {
+pub fn warm_rain_point<T>(dt: T, p: T, rain: T, t: T, qv: T, qc: T, qr: T) -> (T, T, T, T) {
     // Latent heat (J/kg), specific heat of dry air (J/(kg K)), gas constant of water vapour
     // (J/(kg K)): module constants are not visible in stencil code.
     let (lv, cp, rv) = (2.5e6, 1004.0, 461.5);

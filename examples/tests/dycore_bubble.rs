@@ -4,7 +4,7 @@
 //! rises (its warmest cell moves up, w ≈ several m/s).
 
 use stencil_examples::checkpoint::Plan;
-use stencil_examples::dycore::{Case, Dycore};
+use stencil_examples::dycore::{Case, Dycore, Precision};
 use stencil_runtime::{Field3, Host};
 
 fn at(f: &Field3<f64>, i: usize, k: usize) -> f64 {
@@ -47,4 +47,23 @@ fn the_bubble_rises_symmetric_to_round_off_and_conserves_mass() {
     assert!(mass.abs() < 1e-12, "mass change {mass}");
     assert!(wm > 2.0 && wm < 20.0, "max w {wm}");
     assert!(warmest(&q) > warmest(&q0), "the bubble rises");
+}
+
+#[test]
+fn in_single_precision_the_bubble_follows_the_double_precision_run() {
+    let mut d = Dycore::new(Case::Bubble, 500.0, 1).unwrap();
+    let (q0, _) = d.initial();
+    let (wide, ..) = d.run(&Host, 400.0, &Plan::none(), |_, _| {}).unwrap();
+    d.precision = Precision::F32;
+    let (single, ..) = d.run(&Host, 400.0, &Plan::none(), |_, _| {}).unwrap();
+    let (t64, t32) = (d.theta_prime(&wide), d.theta_prime(&single));
+    let dt = t64.iter().zip(&t32).map(|(a, b)| (a.3 - b.3).abs()).fold(0.0, f64::max);
+    let dw = (0..d.n[0]).flat_map(|i| (0..d.n[2]).map(move |k| (i, k)));
+    let dw = dw.map(|(i, k)| (at(&wide[3], i, k) - at(&single[3], i, k)).abs()).fold(0.0, f64::max);
+    let mass = (d.mass(&single) - d.mass(&q0)) / d.mass(&q0);
+    let ((_, w64), (_, w32)) = (d.max_wind(&wide), d.max_wind(&single));
+    eprintln!("f32 against f64: theta' {dt:.1e} K, W {dw:.1e}; max |w| {w32:.4} against {w64:.4} m/s; mass {mass:.1e}");
+    assert!(dt > 0.0 && dt < 2e-3, "theta' differs by {dt} K");
+    assert!((w32 - w64).abs() < 1e-3 * w64, "max w {w32} against {w64}");
+    assert!(mass.abs() < 1e-7 && mass != 0.0, "mass change {mass}");
 }

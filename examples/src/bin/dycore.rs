@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Coordinate, Dycore, Frame, Reference};
+use stencil_examples::dycore::{Case, Coordinate, Dycore, Frame, Precision, Reference};
 use stencil_examples::mountain_wave;
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
@@ -67,6 +67,9 @@ struct Args {
     /// Seconds between the NetCDF file's output times (default: only the end).
     #[arg(long)]
     netcdf_every: Option<f64>,
+    /// The fields' element type (the set-up, diagnostics and output are f64 either way).
+    #[arg(long, value_enum, default_value_t = Precision::F64)]
+    precision: Precision,
     /// Directory for the output files (created if missing).
     #[arg(long, default_value = "dycore-out")]
     out: PathBuf,
@@ -114,7 +117,8 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if args.mountain.is_some() && !matches!(d.case, Case::Rest | Case::MountainWave) {
         return Err("--mountain needs --case rest or mountain-wave".into());
     }
-    (d.sound_steps, d.beta, d.reference, d.rain) = (args.sound_steps, args.beta, args.reference, args.rain);
+    (d.sound_steps, d.beta, d.reference, d.rain, d.precision) =
+        (args.sound_steps, args.beta, args.reference, args.rain, args.precision);
     (d.coordinate, d.sponge.1) = (args.coordinate.unwrap_or(d.coordinate), args.sponge_rate.unwrap_or(d.sponge.1));
     d.mountain = args.mountain.unwrap_or(d.mountain);
     if let Some(nu) = args.nu {
@@ -124,14 +128,15 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         d.nu = nu;
     }
     // 44 fields on the executor (59 moist); the initial state, metrics and result on the host.
-    let footprint = Footprint { executor: if d.moist() { 59 } else { 44 } * 8, host: 20 * 8 };
+    let bytes = if d.precision == Precision::F32 { 4 } else { 8 };
+    let footprint = Footprint { executor: if d.moist() { 59 } else { 44 } * bytes, host: 20 * 8 };
     let decompose = |domains| d.decompose(domains, args.placement.grid);
     let placement = processes.place("dycore", &args.placement, &d.shape(), footprint, decompose)?;
     let [nx, ny, nz] = d.n;
     println!(
         "dycore: {:?}, {nx} x {ny} x {nz} cells (dx = {} m, dz = {} m), dt = {:.3} s, {} sound steps, beta = {}, \
-         t_end = {t_end} s",
-        d.case, d.h[0], d.h[2], d.dt, d.sound_steps, d.beta
+         t_end = {t_end} s, {:?}",
+        d.case, d.h[0], d.h[2], d.dt, d.sound_steps, d.beta, d.precision
     );
     placement.print();
     let (q0, _) = d.initial_all();
