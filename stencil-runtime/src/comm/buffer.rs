@@ -3,13 +3,12 @@
 //! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
 //! element types and depths travel in one buffer per neighbour.
 
-use crate::cpu::SettingError;
+use crate::cpu::{Choice, SettingError};
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Shape};
 use crate::stencil::args::FieldStorage;
 use std::marker::PhantomData;
-use std::sync::OnceLock;
 
 /// A field borrowed mutably for an exchange, its element type erased: its shape, the address
 /// and home of its storage, and its element size (4 or 8 bytes).
@@ -214,27 +213,18 @@ pub(crate) enum DirectHalos {
     Kernel,
 }
 
-/// The variable that chooses how halos travel within a process.
-const DIRECT_VARIABLE: &str = "STENCIL_DIRECT_HALOS";
+/// `STENCIL_DIRECT_HALOS`: how halos travel within a process.
+static DIRECT: Choice<DirectHalos> = Choice::new(
+    "STENCIL_DIRECT_HALOS",
+    &[("1", DirectHalos::On), ("0", DirectHalos::Off), ("kernel", DirectHalos::Kernel)],
+    DirectHalos::On,
+    "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
+     or kernel (field to field, by a kernel on GPUs)",
+);
 
 /// `STENCIL_DIRECT_HALOS`, read once; an error for a value it does not take.
 pub(crate) fn direct_halos() -> Result<DirectHalos, SettingError> {
-    static SETTING: OnceLock<Result<DirectHalos, SettingError>> = OnceLock::new();
-    SETTING.get_or_init(|| parse_direct(std::env::var(DIRECT_VARIABLE).ok().as_deref())).clone()
-}
-
-fn parse_direct(value: Option<&str>) -> Result<DirectHalos, SettingError> {
-    match value {
-        None | Some("1") => Ok(DirectHalos::On),
-        Some("0") => Ok(DirectHalos::Off),
-        Some("kernel") => Ok(DirectHalos::Kernel),
-        Some(other) => Err(SettingError {
-            variable: DIRECT_VARIABLE,
-            value: other.to_string(),
-            expected: "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
-                       or kernel (field to field, by a kernel on GPUs)",
-        }),
-    }
+    DIRECT.get()
 }
 
 /// A contiguous buffer for halo messages: host memory, or device memory with a pinned host
@@ -329,11 +319,11 @@ mod tests {
 
     #[test]
     fn the_direct_setting_takes_zero_one_and_kernel() {
-        assert_eq!(parse_direct(None).unwrap(), DirectHalos::On);
-        assert_eq!(parse_direct(Some("1")).unwrap(), DirectHalos::On);
-        assert_eq!(parse_direct(Some("0")).unwrap(), DirectHalos::Off);
-        assert_eq!(parse_direct(Some("kernel")).unwrap(), DirectHalos::Kernel);
-        let e = parse_direct(Some("on")).unwrap_err().to_string();
+        assert_eq!(DIRECT.parse(None).unwrap(), DirectHalos::On);
+        assert_eq!(DIRECT.parse(Some("1")).unwrap(), DirectHalos::On);
+        assert_eq!(DIRECT.parse(Some("0")).unwrap(), DirectHalos::Off);
+        assert_eq!(DIRECT.parse(Some("kernel")).unwrap(), DirectHalos::Kernel);
+        let e = DIRECT.parse(Some("on")).unwrap_err().to_string();
         assert!(e.contains("STENCIL_DIRECT_HALOS") && e.contains("\"on\"") && e.contains("0 (halos through"), "{e}");
     }
 }
