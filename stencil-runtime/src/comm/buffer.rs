@@ -316,6 +316,52 @@ pub(crate) fn from_le_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::{Host, Messages};
+    use crate::field::{Field, Order};
+
+    /// The text of a `BoxPairs` refusal of the copy `what`; panics on any other outcome.
+    fn box_pairs(what: &str, result: Result<(), LaunchError>) -> String {
+        match result {
+            Err(LaunchError::Decomposition(e @ DistributionError::BoxPairs { .. })) => e.to_string(),
+            other => panic!("{what}: expected DistributionError::BoxPairs, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn boxes_that_do_not_pair_up_are_refused_with_what_each_pair_needs() {
+        // A column of 1 x 6 points: the low x halo at x = 0, the last interior column at x = 8.
+        fn edge<'f>(f: &'f ErasedField<'_, 2>, x: usize) -> BoxPart<'f, 2> {
+            f.part([x, 1], [1, 6], 0).unwrap()
+        }
+        let shape = Shape::new([8, 6]).halo(1);
+        let mut fields = (Field::<f64, 2>::zeros(shape), Field::<f64, 2>::zeros(shape));
+        let (mut narrow, mut columns) =
+            (Field::<f32, 2>::zeros(shape), Field::<f64, 2>::zeros(shape.order(Order::Kij)));
+        let (into, from) = (ErasedField::of(&mut fields.0), ErasedField::of(&mut fields.1));
+        let (narrow, columns) = (ErasedField::of(&mut narrow), ErasedField::of(&mut columns));
+        let written = [edge(&into, 0)];
+        assert!(check_pairs(&written, &[edge(&from, 8)], (0, 0), "host").is_ok());
+        let needs = "each pair needs the same points per axis, element size and element order";
+        let unpaired = [
+            ("no box", vec![]),
+            ("two boxes", vec![edge(&from, 8), edge(&from, 7)]),
+            ("other points per axis", vec![from.part([8, 1], [1, 5], 0).unwrap()]),
+            ("other element size", vec![edge(&narrow, 8)]),
+            ("other element order", vec![edge(&columns, 8)]),
+        ];
+        for (what, read) in unpaired {
+            let text = box_pairs(what, check_pairs(&written, &read, (0, 0), "host"));
+            let counts = format!("the boxes read ({} boxes", read.len());
+            assert!(
+                text.contains(needs)
+                    && text.contains(&counts)
+                    && text.contains("the boxes written (1 boxes: [1, 6] of"),
+                "{what}: {text}"
+            );
+        }
+        // The host's copy from field to field refuses them too.
+        box_pairs("the host's copy", Host.copy_boxes(&written, &Host, &[edge(&narrow, 8)]));
+    }
 
     #[test]
     fn the_direct_setting_takes_zero_one_and_kernel() {
