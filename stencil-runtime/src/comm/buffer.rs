@@ -3,13 +3,12 @@
 //! What [`HaloExchange`](crate::domain::HaloExchange) is made of: several fields of different
 //! element types and depths travel in one buffer per neighbour.
 
-use crate::cpu::SettingError;
+use crate::cpu::{Choice, SettingError};
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
 use crate::field::{Element, Shape};
 use crate::stencil::args::FieldStorage;
 use std::marker::PhantomData;
-use std::sync::OnceLock;
 
 /// A field borrowed mutably for an exchange, its element type erased: its shape, the address
 /// and home of its storage, and its element size (4 or 8 bytes).
@@ -214,27 +213,18 @@ pub(crate) enum DirectHalos {
     Kernel,
 }
 
-/// The variable that chooses how halos travel within a process.
-const DIRECT_VARIABLE: &str = "STENCIL_DIRECT_HALOS";
+/// `STENCIL_DIRECT_HALOS`: how halos travel within a process.
+static DIRECT: Choice<DirectHalos> = Choice::new(
+    "STENCIL_DIRECT_HALOS",
+    &[("1", DirectHalos::On), ("0", DirectHalos::Off), ("kernel", DirectHalos::Kernel)],
+    DirectHalos::On,
+    "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
+     or kernel (field to field, by a kernel on GPUs)",
+);
 
 /// `STENCIL_DIRECT_HALOS`, read once; an error for a value it does not take.
 pub(crate) fn direct_halos() -> Result<DirectHalos, SettingError> {
-    static SETTING: OnceLock<Result<DirectHalos, SettingError>> = OnceLock::new();
-    SETTING.get_or_init(|| parse_direct(std::env::var(DIRECT_VARIABLE).ok().as_deref())).clone()
-}
-
-fn parse_direct(value: Option<&str>) -> Result<DirectHalos, SettingError> {
-    match value {
-        None | Some("1") => Ok(DirectHalos::On),
-        Some("0") => Ok(DirectHalos::Off),
-        Some("kernel") => Ok(DirectHalos::Kernel),
-        Some(other) => Err(SettingError {
-            variable: DIRECT_VARIABLE,
-            value: other.to_string(),
-            expected: "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
-                       or kernel (field to field, by a kernel on GPUs)",
-        }),
-    }
+    DIRECT.get()
 }
 
 /// A contiguous buffer for halo messages: host memory, or device memory with a pinned host
@@ -326,14 +316,60 @@ pub(crate) fn from_le_bytes<T: Element>(bytes: &[u8]) -> Vec<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::executor::{Host, Messages};
+    use crate::field::{Field, Order};
+
+    /// The text of a `BoxPairs` refusal of the copy `what`; panics on any other outcome.
+    fn box_pairs(what: &str, result: Result<(), LaunchError>) -> String {
+        match result {
+            Err(LaunchError::Decomposition(e @ DistributionError::BoxPairs { .. })) => e.to_string(),
+            other => panic!("{what}: expected DistributionError::BoxPairs, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn boxes_that_do_not_pair_up_are_refused_with_what_each_pair_needs() {
+        // A column of 1 x 6 points: the low x halo at x = 0, the last interior column at x = 8.
+        fn edge<'f>(f: &'f ErasedField<'_, 2>, x: usize) -> BoxPart<'f, 2> {
+            f.part([x, 1], [1, 6], 0).unwrap()
+        }
+        let shape = Shape::new([8, 6]).halo(1);
+        let mut fields = (Field::<f64, 2>::zeros(shape), Field::<f64, 2>::zeros(shape));
+        let (mut narrow, mut columns) =
+            (Field::<f32, 2>::zeros(shape), Field::<f64, 2>::zeros(shape.order(Order::Kij)));
+        let (into, from) = (ErasedField::of(&mut fields.0), ErasedField::of(&mut fields.1));
+        let (narrow, columns) = (ErasedField::of(&mut narrow), ErasedField::of(&mut columns));
+        let written = [edge(&into, 0)];
+        assert!(check_pairs(&written, &[edge(&from, 8)], (0, 0), "host").is_ok());
+        let needs = "each pair needs the same points per axis, element size and element order";
+        let unpaired = [
+            ("no box", vec![]),
+            ("two boxes", vec![edge(&from, 8), edge(&from, 7)]),
+            ("other points per axis", vec![from.part([8, 1], [1, 5], 0).unwrap()]),
+            ("other element size", vec![edge(&narrow, 8)]),
+            ("other element order", vec![edge(&columns, 8)]),
+        ];
+        for (what, read) in unpaired {
+            let text = box_pairs(what, check_pairs(&written, &read, (0, 0), "host"));
+            let counts = format!("the boxes read ({} boxes", read.len());
+            assert!(
+                text.contains(needs)
+                    && text.contains(&counts)
+                    && text.contains("the boxes written (1 boxes: [1, 6] of"),
+                "{what}: {text}"
+            );
+        }
+        // The host's copy from field to field refuses them too.
+        box_pairs("the host's copy", Host.copy_boxes(&written, &Host, &[edge(&narrow, 8)]));
+    }
 
     #[test]
     fn the_direct_setting_takes_zero_one_and_kernel() {
-        assert_eq!(parse_direct(None).unwrap(), DirectHalos::On);
-        assert_eq!(parse_direct(Some("1")).unwrap(), DirectHalos::On);
-        assert_eq!(parse_direct(Some("0")).unwrap(), DirectHalos::Off);
-        assert_eq!(parse_direct(Some("kernel")).unwrap(), DirectHalos::Kernel);
-        let e = parse_direct(Some("on")).unwrap_err().to_string();
+        assert_eq!(DIRECT.parse(None).unwrap(), DirectHalos::On);
+        assert_eq!(DIRECT.parse(Some("1")).unwrap(), DirectHalos::On);
+        assert_eq!(DIRECT.parse(Some("0")).unwrap(), DirectHalos::Off);
+        assert_eq!(DIRECT.parse(Some("kernel")).unwrap(), DirectHalos::Kernel);
+        let e = DIRECT.parse(Some("on")).unwrap_err().to_string();
         assert!(e.contains("STENCIL_DIRECT_HALOS") && e.contains("\"on\"") && e.contains("0 (halos through"), "{e}");
     }
 }

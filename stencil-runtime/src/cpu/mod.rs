@@ -24,6 +24,7 @@ pub use plan::{cache_sizes, caches, plan, set_tuning, tuning, Caches, Plan, Stre
 pub use point_fns::{GroupRows, PointElement, PointLayout};
 pub use pool::ensure_pool;
 pub use reduce::{for_each_row_reducing, Partials, RowSlots};
+pub(crate) use settings::Choice;
 pub use settings::{check_settings, settings, SettingError};
 pub use stream::{stream_copy, DenormalMode};
 

@@ -1,6 +1,8 @@
 //! The `STENCIL_CPU_*` environment variables, checked once per process: a value a variable does
 //! not take is an error of every host launch ([`crate::Error::Setting`]) instead of being
-//! ignored, so that a mistyped setting never runs silently with the default.
+//! ignored, so that a mistyped setting never runs silently with the default. `Choice`: a
+//! setting of a few exact values read once (`STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`), with
+//! the same error for a value it does not take.
 
 use super::Isa;
 use std::fmt;
@@ -73,12 +75,64 @@ pub fn settings() -> Result<(), SettingError> {
     CHECKED.get_or_init(|| check_settings(|name| std::env::var(name).ok())).clone()
 }
 
+/// A setting that takes one of a few exact values (no trimming, case as listed), read from the
+/// environment once per process: unset gives `default`; any other value a [`SettingError`] that
+/// lists `expected`.
+pub(crate) struct Choice<T: 'static> {
+    variable: &'static str,
+    values: &'static [(&'static str, T)],
+    default: T,
+    expected: &'static str,
+    read: OnceLock<Result<T, SettingError>>,
+}
+
+impl<T: Copy> Choice<T> {
+    /// The setting `variable`, taking the names of `values` (unset: `default`); `expected` says
+    /// what it takes, for the error.
+    pub(crate) const fn new(
+        variable: &'static str,
+        values: &'static [(&'static str, T)],
+        default: T,
+        expected: &'static str,
+    ) -> Self {
+        Choice { variable, values, default, expected, read: OnceLock::new() }
+    }
+
+    /// The value in this process's environment, read once.
+    pub(crate) fn get(&self) -> Result<T, SettingError> {
+        self.read.get_or_init(|| self.parse(std::env::var(self.variable).ok().as_deref())).clone()
+    }
+
+    /// The value `value` (`None`: unset) stands for.
+    pub(crate) fn parse(&self, value: Option<&str>) -> Result<T, SettingError> {
+        let Some(value) = value else { return Ok(self.default) };
+        match self.values.iter().find(|(name, _)| *name == value) {
+            Some(&(_, v)) => Ok(v),
+            None => Err(SettingError { variable: self.variable, value: value.to_string(), expected: self.expected }),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn with(pairs: &[(&str, &str)]) -> Result<(), SettingError> {
         check_settings(|n| pairs.iter().find(|(k, _)| *k == n).map(|(_, v)| v.to_string()))
+    }
+
+    #[test]
+    fn a_choice_takes_its_values_exactly_and_names_any_other() {
+        static SIDE: Choice<i8> = Choice::new("STENCIL_TEST_SIDE", &[("low", -1), ("high", 1)], 0, "low or high");
+        assert_eq!(SIDE.parse(None), Ok(0));
+        assert_eq!(SIDE.parse(Some("low")), Ok(-1));
+        assert_eq!(SIDE.parse(Some("high")), Ok(1));
+        // Unlike the `STENCIL_CPU_*` check: no trimming, no case folding, and empty is a value.
+        for value in [" low", "High", ""] {
+            let e = SIDE.parse(Some(value)).unwrap_err();
+            assert_eq!(e, SettingError { variable: "STENCIL_TEST_SIDE", value: value.into(), expected: "low or high" });
+            assert_eq!(e.to_string(), format!("STENCIL_TEST_SIDE={value:?} is not a value it takes (low or high)"));
+        }
     }
 
     #[test]

@@ -510,3 +510,39 @@ impl<const D: usize> StrategyLoop<D> {
         exec.run_with(&self.range, stencil, Some(self.strategy), args)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Decomposition, Distributed};
+
+    #[test]
+    fn an_executor_that_does_not_reach_refuses_a_direct_copy_and_says_to_use_buffers() {
+        let shape = Shape::new([8, 6]).halo(1);
+        let (mut a, mut b) =
+            (Field::<f64, 2>::zeros(shape), Field::<f64, 2>::from_fn(shape, |[i, j]| (i + 10 * j) as f64));
+        let (into, from) = (ErasedField::of(&mut a), ErasedField::of(&mut b));
+        let written = [into.part([0, 1], [1, 6], 0).unwrap()];
+        let read = [from.part([8, 1], [1, 6], 0).unwrap()];
+        // The host reaches its own memory and copies these boxes.
+        assert!(Host.reaches(&Host).unwrap());
+        Host.copy_boxes(&written, &Host, &read).unwrap();
+        // A distributed executor reaches no other executor's fields (its subdomains' executors
+        // exchange) and keeps the refusing default.
+        let exec = Distributed::host(Decomposition::new([8, 6], [2, 1], [false; 2], [1; 2]).unwrap()).unwrap();
+        assert!(!exec.reaches(&exec).unwrap());
+        match exec.copy_boxes(&written, &exec, &read) {
+            Err(LaunchError::Decomposition(e @ DistributionError::NoDirectCopy { executor })) => {
+                assert_eq!(executor, std::any::type_name::<Distributed<Host, 2>>());
+                let text = e.to_string();
+                assert!(
+                    text.contains(&format!("{executor} cannot read another executor's fields directly"))
+                        && text.contains("exchange through message buffers (pack, copy_buffer, unpack)"),
+                    "{text}"
+                );
+            }
+            other => panic!("expected DistributionError::NoDirectCopy, got {other:?}"),
+        }
+        assert_eq!(a.read_box([0, 1], [1, 6]).unwrap(), b.read_box([8, 1], [1, 6]).unwrap());
+    }
+}

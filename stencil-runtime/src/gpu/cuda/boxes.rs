@@ -9,36 +9,27 @@
 use super::context::Gpu;
 use super::kernel::{KernelChoice, LaunchKey};
 use super::launch::{KernelArg, LaunchDims};
-use crate::cpu::SettingError;
+use crate::cpu::{Choice, SettingError};
 use crate::error::LaunchError;
 use crate::executor::Stencil;
 use crate::field::Shape;
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
 use crate::stencil::args::ArgValue;
-use std::sync::OnceLock;
 use stencil_codegen::printer::cuda::{boxes_param, LaunchBox, BOXES_MAX};
 
-/// The variable that turns the fused launch of several ranges off.
-const FUSE_VARIABLE: &str = "STENCIL_FUSE_SLABS";
+/// `STENCIL_FUSE_SLABS`: whether several ranges run as one launch.
+static FUSE: Choice<bool> = Choice::new(
+    "STENCIL_FUSE_SLABS",
+    &[("1", true), ("0", false)],
+    true,
+    "0 (one launch per range) or 1 (several ranges as one launch, the default)",
+);
 
 /// Whether several ranges run as one launch: `STENCIL_FUSE_SLABS` (read once), an error for a
 /// value other than `0` and `1`.
 pub(crate) fn fuse_setting() -> Result<bool, SettingError> {
-    static SETTING: OnceLock<Result<bool, SettingError>> = OnceLock::new();
-    SETTING.get_or_init(|| parse_fuse(std::env::var(FUSE_VARIABLE).ok().as_deref())).clone()
-}
-
-fn parse_fuse(value: Option<&str>) -> Result<bool, SettingError> {
-    match value {
-        None | Some("1") => Ok(true),
-        Some("0") => Ok(false),
-        Some(other) => Err(SettingError {
-            variable: FUSE_VARIABLE,
-            value: other.to_string(),
-            expected: "0 (one launch per range) or 1 (several ranges as one launch, the default)",
-        }),
-    }
+    FUSE.get()
 }
 
 /// Whether a stencil can run several ranges as one launch: not a reduction or a column sweep,
@@ -106,10 +97,10 @@ mod tests {
 
     #[test]
     fn the_setting_takes_zero_and_one() {
-        assert!(parse_fuse(None).unwrap());
-        assert!(parse_fuse(Some("1")).unwrap());
-        assert!(!parse_fuse(Some("0")).unwrap());
-        let e = parse_fuse(Some("yes")).unwrap_err().to_string();
+        assert!(FUSE.parse(None).unwrap());
+        assert!(FUSE.parse(Some("1")).unwrap());
+        assert!(!FUSE.parse(Some("0")).unwrap());
+        let e = FUSE.parse(Some("yes")).unwrap_err().to_string();
         assert!(e.contains("STENCIL_FUSE_SLABS") && e.contains("yes") && e.contains("0 (one launch"), "{e}");
     }
 
