@@ -282,8 +282,8 @@ pub enum Error {
     Schedule(ScheduleError),
     /// A stencil has no field of the name a halo was asked for.
     Reach(ReachError),
-    /// A `STENCIL_CPU_*` environment variable has a value it does not take (every host launch
-    /// reports it).
+    /// A `STENCIL_CPU_*`, `STENCIL_FUSE_SLABS` or `STENCIL_DIRECT_HALOS` environment variable has
+    /// a value it does not take (every launch that reads it reports it).
     Setting(crate::cpu::SettingError),
     /// [`Reduced::fold_into`](crate::Reduced::fold_into) got another number of reduction
     /// parameters than the stencil has.

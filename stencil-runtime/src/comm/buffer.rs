@@ -182,7 +182,7 @@ pub(crate) fn check_pairs<const D: usize>(
     let describe = |parts: &[BoxPart<'_, D>]| {
         let boxes: Vec<String> =
             parts.iter().map(|p| format!("{:?} of {} ({} B)", p.len, p.shape.describe(), p.elem_bytes)).collect();
-        format!("{} boxes: {}", parts.len(), boxes.join(", "))
+        format!("{} box{}: {}", parts.len(), if parts.len() == 1 { "" } else { "es" }, boxes.join(", "))
     };
     let paired = into.len() == from.len()
         && into.iter().zip(from).all(|(a, b)| {
@@ -351,11 +351,9 @@ mod tests {
         ];
         for (what, read) in unpaired {
             let text = box_pairs(what, check_pairs(&written, &read, (0, 0), "host"));
-            let counts = format!("the boxes read ({} boxes", read.len());
+            let counts = format!("the boxes read ({} box", read.len());
             assert!(
-                text.contains(needs)
-                    && text.contains(&counts)
-                    && text.contains("the boxes written (1 boxes: [1, 6] of"),
+                text.contains(needs) && text.contains(&counts) && text.contains("the boxes written (1 box: [1, 6] of"),
                 "{what}: {text}"
             );
         }

@@ -445,7 +445,7 @@ impl DistributionError {
             E::NoDirectCopy { executor } => write!(
                 f,
                 "halo copy from field to field: {executor} cannot read another executor's fields directly: exchange \
-                 through message buffers (pack, copy_buffer, unpack)"
+                 its halos through message buffers (set STENCIL_DIRECT_HALOS=0)"
             ),
             E::MessageSize { bytes, source, destination } => {
                 write!(f, "halo message of {bytes} bytes between buffers of {source} and {destination} bytes")

@@ -537,7 +537,7 @@ mod tests {
                 let text = e.to_string();
                 assert!(
                     text.contains(&format!("{executor} cannot read another executor's fields directly"))
-                        && text.contains("exchange through message buffers (pack, copy_buffer, unpack)"),
+                        && text.contains("exchange its halos through message buffers (set STENCIL_DIRECT_HALOS=0)"),
                     "{text}"
                 );
             }
