@@ -1,6 +1,7 @@
 //! Bad input is refused with a message that says what to change: a spacing that does not divide
-//! the domain, one that leaves too few cells, a non-positive one, an unknown case name, and
-//! options out of range, terrain that folds the coordinate (the `dycore` binary).
+//! the domain, one that leaves too few cells, a non-positive one, an unknown case name, options
+//! out of range (`--beta`, `--sponge-rate`, `--nu`, `--precision`), terrain that folds the
+//! coordinate (the `dycore` binary).
 
 use std::process::Command;
 use stencil_examples::dycore::{Case, Dycore};
@@ -39,6 +40,12 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     assert!(!ok && text.contains("GalChen coordinate surfaces cross") && text.contains("lower the mountain"), "{text}");
     let (ok, text) = run(&["--case", "rest", "--dx", "4000", "--t-end", "10", "--sponge-rate=-0.1"]);
     assert!(!ok && text.contains("--sponge-rate must be a finite rate >= 0"), "{text}");
+    for nu in ["-1", "inf", "NaN"] {
+        let (ok, text) = run(&["--case", "rest", "--dx", "4000", "--t-end", "10", &format!("--nu={nu}")]);
+        assert!(!ok && text.contains(&format!("--nu must be a finite diffusivity >= 0 (m²/s), not {nu}")), "{text}");
+    }
+    let (ok, text) = run(&["--precision", "f16"]);
+    assert!(!ok && text.contains("invalid value 'f16'") && text.contains("f32"), "{text}");
     let (ok, text) = run(&["--case", "moist-bubble", "--dx", "2000", "--t-end", "10", "--reference", "none"]);
     assert!(!ok && text.contains("needs a dry case"), "{text}");
     let flat = std::env::temp_dir().join(format!("dycore-flat-{}", std::process::id()));
