@@ -545,12 +545,9 @@ impl<'e, E: Executor> Fwi<'e, E> {
                     exec.copy(&mut w.a, &self.zeros)?;
                     exec.copy(&mut w.b, &self.zeros)?;
                 }
-                // The receivers sampled u^{i+1}: their residuals join its cotangent.
-                for (r, &res) in w.residual[i].iter().enumerate() {
-                    for (node, amount) in self.receivers.spread(r, res) {
-                        exec.run(&node, FwiAdd, (amount, &mut w.b))?;
-                    }
-                }
+                // The receivers sampled u^{i+1}: their residuals join its cotangent (in one
+                // operation: the bits of a launch of `FwiAdd` per node).
+                self.receivers.inject(exec, &mut w.b, &w.residual[i])?;
                 for (node, amount) in source.spread(0, wavelet[i]) {
                     exec.run(&node, FwiInjectGradient, (amount, dt2, m, &w.b, &mut *m_bar, &self.mask))?;
                     if wavelet_bar {

@@ -120,6 +120,29 @@ impl<const D: usize> SparsePoints<D> {
         })
     }
 
+    /// Adds `amounts[p]` at every point `p`, spread over its nodes as [`SparsePoints::spread`]
+    /// spreads it, in one [`Executor::add_at`]: the bits of a launch per node in point order
+    /// (a node shared by points gets their amounts in that order). Refused: another number of
+    /// amounts than points.
+    pub fn inject<E: Executor>(
+        &self,
+        exec: &E,
+        field: &mut E::Field<f64, D>,
+        amounts: &[f64],
+    ) -> Result<(), LaunchError> {
+        if amounts.len() != self.len() {
+            return Err(SparseError::Values { points: self.len(), values: amounts.len() }.into());
+        }
+        let (mut nodes, mut values) = (Vec::new(), Vec::new());
+        for (p, &amount) in amounts.iter().enumerate() {
+            for &(node, w) in self.nodes[p].iter() {
+                nodes.push(node);
+                values.push(if w == 1.0 { amount } else { amount * w });
+            }
+        }
+        exec.add_at(field, &nodes, &values)
+    }
+
     /// The box of every point's nodes: what [`SparsePoints::sample`] reads at once when the
     /// points are close together.
     pub fn bounding_box(&self) -> Loop<D> {
@@ -173,6 +196,25 @@ impl<const D: usize> SparsePoints<D> {
         }
         Loop::within(self.extent, lo, hi)
     }
+}
+
+/// The storage offsets of `points` in a field of `shape`, for [`Executor::add_at`]: an error
+/// names a point outside the interior, or a count of values other than the points'.
+pub(crate) fn add_offsets<const D: usize>(
+    shape: &crate::Shape<D>,
+    points: &[[usize; D]],
+    values: usize,
+) -> Result<Vec<usize>, SparseError> {
+    if points.len() != values {
+        return Err(SparseError::Values { points: points.len(), values });
+    }
+    let (h, n) = (shape.halo_widths(), shape.interior());
+    let outside = |node: &[usize; D]| (0..D).any(|a| node[a] < h[a] || node[a] >= h[a] + n[a]);
+    if let Some((point, node)) = points.iter().enumerate().find(|(_, node)| outside(node)) {
+        let region = format!("the interior of a field of {}", shape.describe());
+        return Err(SparseError::NodeOutside { point, node: node.to_vec(), region });
+    }
+    Ok(points.iter().map(|&node| shape.offset(node)).collect())
 }
 
 /// The values of [`SparsePoints::sample_later`] in flight: [`Samples::wait`] interpolates them.

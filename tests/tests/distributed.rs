@@ -407,6 +407,17 @@ fn reads_issued_later_gather_the_values_of_their_time_from_the_parts() {
     }
 }
 
+/// Values added at many points over parts on a process grid that cuts every axis (each point
+/// added by the part that owns it, the halos exchanged again before a read) give the bits of a
+/// launch per point on one domain.
+#[test]
+fn values_added_at_points_land_in_the_parts_that_own_them() {
+    for (seed, grid) in [[2, 2, 2], [3, 1, 2], [1, 4, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [true, false, false], [2, 2, 2]).unwrap();
+        common::check_add_at(&Distributed::new(Domains::new(d, vec![Host; d.len()]).unwrap()), seed as u64);
+    }
+}
+
 /// Reductions issued without waiting over host parts fold, part by part, what a launch folds.
 #[test]
 fn reductions_issued_later_fold_what_a_launch_folds_over_the_parts() {

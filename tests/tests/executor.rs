@@ -200,3 +200,13 @@ fn reads_issued_later_hold_the_values_of_their_time_on_the_host() {
 fn reductions_issued_later_fold_what_a_launch_folds_on_the_host() {
     check_reduce_later(&Host, 6);
 }
+
+/// Values added at many points in one operation give the bits of a launch per point (repeats
+/// in order), fill a declared boundary again, and are refused for a point in the halo or a
+/// count of values other than the points'.
+#[test]
+fn values_added_at_points_match_a_launch_per_point_on_the_host() {
+    for seed in 0..3 {
+        check_add_at(&Host, seed);
+    }
+}

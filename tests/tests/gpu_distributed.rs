@@ -159,6 +159,15 @@ fn a_recorded_pair_of_steps_over_gpu_subdomains_replays_the_host_bits() {
     eprintln!("recorded steps over {} GPU(s): the host bits", Gpu::count().unwrap());
 }
 
+/// Values added at points over GPU parts give the single host domain's bits.
+#[test]
+fn values_added_at_points_land_in_the_gpu_parts_that_own_them() {
+    for (seed, grid) in [[2, 2, 2], [1, 1, 2], [4, 1, 1]].into_iter().enumerate() {
+        let d = Decomposition::new([13, 9, 7], grid, [true, false, false], [2, 2, 2]).unwrap();
+        common::check_add_at(&Distributed::new(Domains::new(d, gpus(d.len())).unwrap()), seed as u64);
+    }
+}
+
 /// Reads issued without waiting over GPU parts (each part's copies on its own stream, placed
 /// into the global ranges at `wait`) hold the values of their time.
 #[test]

@@ -211,6 +211,16 @@ fn reads_issued_later_hold_the_values_of_their_time_on_the_gpu() {
     }
 }
 
+/// Values added at many points in one launch per 240 (the last chunk's points repeat earlier
+/// ones) give the bits of a launch per point on the host, in f64 and f32.
+#[test]
+fn values_added_at_points_on_the_gpu_match_a_launch_per_point() {
+    let gpu = gpu();
+    for seed in 0..3 {
+        check_add_at(&gpu, seed);
+    }
+}
+
 /// A reduction issued without waiting copies its results into pinned memory on the stream:
 /// folded later, they are what a launch folds, for the values before a later copy.
 #[test]

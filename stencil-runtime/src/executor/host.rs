@@ -61,6 +61,20 @@ impl Executor for Host {
         Ok(dst.fill_declared()?)
     }
 
+    fn add_at<T: Element, const D: usize>(
+        &self,
+        field: &mut Field<T, D>,
+        points: &[[usize; D]],
+        values: &[T],
+    ) -> Result<(), LaunchError> {
+        let offsets = crate::sparse::add_offsets(field.shape(), points, values.len())?;
+        let data = field.as_mut_slice();
+        for (o, &v) in offsets.into_iter().zip(values) {
+            data[o] = data[o].plus(v);
+        }
+        Ok(field.fill_declared()?)
+    }
+
     fn read_range<T: Element, const D: usize>(
         &self,
         field: &Field<T, D>,

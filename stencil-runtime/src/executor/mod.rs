@@ -170,6 +170,20 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         Ok(Readback::ready(values))
     }
 
+    /// Adds `values[i]` to point `points[i]` of `field` (storage coordinates inside its
+    /// interior), in order: a point listed twice gets both values, the first first, so the bits
+    /// are those of one launch per point adding its value. One operation for many points (the
+    /// sources or residuals of [`SparsePoints::inject`](crate::SparsePoints::inject)) where a
+    /// launch per point costs a launch each. Refused ([`SparseError`](crate::SparseError),
+    /// nothing added): a point outside the interior, or another number of values than points. A
+    /// declared boundary is filled again, as after a launch that writes the field.
+    fn add_at<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        points: &[[usize; D]],
+        values: &[T],
+    ) -> Result<(), LaunchError>;
+
     /// [`Executor::run_with`] of a stencil that reduces, without waiting for its results where
     /// the executor can: a GPU copies them into page-locked host memory on its stream, and
     /// [`Reduced::fold_into`] waits for that copy alone and folds the launch's value into

@@ -25,6 +25,9 @@ pub trait Element: Copy + Send + Sync + Default + PartialEq + fmt::Debug + 'stat
     const NAME: &'static str;
     /// `-self` (wrapping for integers), as [`HaloFill::MirrorNegated`] writes it.
     fn negated(self) -> Self;
+    /// `self + other` (wrapping for integers), as [`Executor::add_at`](crate::Executor::add_at)
+    /// adds.
+    fn plus(self, other: Self) -> Self;
     /// Appends the value's little-endian bytes (what a message between ranks carries).
     fn put_le(self, out: &mut Vec<u8>);
     /// The value of `bytes` (little-endian, exactly the type's size), as [`Element::put_le`] wrote it.
@@ -41,6 +44,9 @@ impl Element for f32 {
     fn negated(self) -> Self {
         -self
     }
+    fn plus(self, other: Self) -> Self {
+        self + other
+    }
 }
 impl Element for f64 {
     const NAME: &'static str = "f64";
@@ -52,6 +58,9 @@ impl Element for f64 {
     }
     fn negated(self) -> Self {
         -self
+    }
+    fn plus(self, other: Self) -> Self {
+        self + other
     }
 }
 impl Element for i32 {
@@ -65,6 +74,9 @@ impl Element for i32 {
     fn negated(self) -> Self {
         self.wrapping_neg()
     }
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
 }
 impl Element for u32 {
     const NAME: &'static str = "u32";
@@ -76,6 +88,9 @@ impl Element for u32 {
     }
     fn negated(self) -> Self {
         self.wrapping_neg()
+    }
+    fn plus(self, other: Self) -> Self {
+        self.wrapping_add(other)
     }
 }
 

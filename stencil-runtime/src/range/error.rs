@@ -163,6 +163,13 @@ pub enum SparseError {
         /// The region, described.
         region: String,
     },
+    /// [`Executor::add_at`](crate::Executor::add_at) got another number of values than points.
+    Values {
+        /// Points given.
+        points: usize,
+        /// Values given.
+        values: usize,
+    },
 }
 
 impl PartialEq for SparseError {
@@ -186,6 +193,9 @@ impl PartialEq for SparseError {
                 SparseError::NodeOutside { point, node, region },
                 SparseError::NodeOutside { point: p, node: n, region: r },
             ) => (point, node, region) == (p, n, r),
+            (SparseError::Values { points, values }, SparseError::Values { points: p, values: v }) => {
+                (points, values) == (p, v)
+            }
             _ => false,
         }
     }
@@ -210,6 +220,9 @@ impl fmt::Display for SparseError {
                 f,
                 "sparse point {point} at node {node:?} lies outside the region {region}: give nodes inside the region"
             ),
+            SparseError::Values { points, values } => {
+                write!(f, "add_at: {points} points but {values} values: give one value per point")
+            }
         }
     }
 }

@@ -217,3 +217,83 @@ pub fn check_reduce_later<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
     let refused = plain.fold_into(&mut [&mut m]).unwrap_err();
     assert_eq!(refused.code(), "S0114", "{refused}");
 }
+
+/// `u += amount` at each point of the range: a launch of it per point is what
+/// `Executor::add_at` must give the bits of.
+#[stencil]
+pub fn add_amount<T>(idx: Idx3, amount: T, u: &mut Field3<T>) {
+    u[idx] = u[idx] + amount;
+}
+
+/// `Executor::add_at` on `exec` against a launch of [`AddAmount`] per point on the host, bit for
+/// bit, in f64 and f32: 300 random interior points, one in seven a repeat of an earlier one (its
+/// values added in order), values over 16 orders of magnitude, and a point where the order of
+/// the additions shows (1e16, then +1, +1, −1e16: 0 in order, 2 if the amounts were summed
+/// first); a field with a declared periodic boundary has it filled again; the refusals add
+/// nothing.
+pub fn check_add_at<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
+    use stencil_runtime::Host;
+    let shape = Shape3::new([13, 9, 7]).halo(2);
+    let mut rng = Rng(seed);
+    let mut points: Vec<[usize; 3]> = Vec::new();
+    for k in 0..300 {
+        let point = if k % 7 == 3 {
+            points[((rng.next() + 1.0) * 0.5 * points.len() as f64) as usize % points.len()]
+        } else {
+            // Not the last x plane: its point (12, 8, 6) is the one where the order shows.
+            std::array::from_fn(|a| {
+                2 + ((rng.next() + 1.0) * 1000.0) as usize % (shape.interior()[a] - usize::from(a == 0))
+            })
+        };
+        points.push(point);
+    }
+    let values: Vec<f64> = (0..points.len()).map(|k| rng.next() * 10f64.powi((k % 5) as i32 * 4 - 8)).collect();
+    let corner = [14, 10, 8];
+    let (order_points, order_values) = ([corner; 3], [1.0, 1.0, -1e16]);
+    let start = random(shape, &mut rng, |v| v);
+    let mut host = start.clone();
+    host.set([12, 8, 6], 1e16).unwrap();
+    let mut on_exec = exec.upload(&host).unwrap();
+    let mut periodic = exec.upload(&host).unwrap();
+    exec.declare_boundary(&mut periodic, [Some(HaloFill::Periodic), None, None]).unwrap();
+    for (p, v) in points.iter().zip(&values).chain(order_points.iter().zip(&order_values)) {
+        let range = Loop3D::from_bounds(shape.extent(), *p, p.map(|x| x + 1)).unwrap();
+        Host.run(&range, AddAmount::<f64>::new(), (*v, &mut host)).unwrap();
+    }
+    exec.add_at(&mut on_exec, &points, &values).unwrap();
+    exec.add_at(&mut on_exec, &order_points, &order_values).unwrap();
+    let got = exec.download(&on_exec).unwrap();
+    assert_eq!(got.get([12, 8, 6]).unwrap(), 0.0, "the order of the additions at one point");
+    let bits = |f: &Field<f64, 3>| f.interior_view().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&got), bits(&host), "add_at against a launch per point");
+    // The periodic boundary along x is filled again: each halo plane is the far interior one.
+    exec.add_at(&mut periodic, &points, &values).unwrap();
+    exec.add_at(&mut periodic, &order_points, &order_values).unwrap();
+    let got = exec.download(&periodic).unwrap();
+    for (j, k) in (0..9).flat_map(|j| (0..7).map(move |k| (j, k))) {
+        for (halo, inner) in [(-1, 12), (13, 0), (14, 1)] {
+            let (h, i) = (got.get([halo, j, k]).unwrap(), host.get([inner, j, k]).unwrap());
+            assert_eq!(h.to_bits(), i.to_bits(), "periodic halo x {halo}, y {j}, z {k}");
+        }
+    }
+    // f32.
+    let start32 = random(shape, &mut rng, |v| v as f32);
+    let (mut host32, mut on_exec32) = (start32.clone(), exec.upload(&start32).unwrap());
+    let values32: Vec<f32> = values.iter().map(|&v| v as f32).collect();
+    for (p, v) in points.iter().zip(&values32) {
+        let range = Loop3D::from_bounds(shape.extent(), *p, p.map(|x| x + 1)).unwrap();
+        Host.run(&range, AddAmount::<f32>::new(), (*v, &mut host32)).unwrap();
+    }
+    exec.add_at(&mut on_exec32, &points, &values32).unwrap();
+    let got32 = exec.download(&on_exec32).unwrap();
+    let bits32 = |f: &Field<f32, 3>| f.interior_view().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits32(&got32), bits32(&host32), "add_at in f32");
+    // Refusals: a point in the halo, another number of values; nothing added.
+    let before = bits32(&exec.download(&on_exec32).unwrap());
+    let halo_point = [[3, 3, 3], [1, 4, 4]];
+    let e = exec.add_at(&mut on_exec32, &halo_point, &[1.0, 1.0]).unwrap_err().to_string();
+    assert!(e.contains("sparse point 1 at node [1, 4, 4]") && e.contains("interior"), "{e}");
+    let e = exec.add_at(&mut on_exec32, &points, &values32[1..]).unwrap_err().to_string();
+    assert!(e.contains("300 points but 299 values: give one value per point"), "{e}");
+    assert_eq!(bits32(&exec.download(&on_exec32).unwrap()), before, "a refused add_at adds nothing");
+}

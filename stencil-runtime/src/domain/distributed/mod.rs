@@ -692,6 +692,38 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(())
     }
 
+    /// Each point's values added by the part that owns it (on every rank, each rank adding its
+    /// parts' points); the halos count as stale afterwards, as after a launch that writes the
+    /// field.
+    fn add_at<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        points: &[[usize; D]],
+        values: &[T],
+    ) -> Result<(), LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let mut state = self.lock()?;
+        state.journal(field.head());
+        self.check_home(field.head().home, "add_at", "its field")?;
+        let global = field.head().global;
+        crate::sparse::add_offsets(&global, points, values.len())?;
+        let h = global.halo_widths();
+        for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(field.parts_mut()) {
+            let owns =
+                |p: &[usize; D]| (0..D).all(|a| (h[a] + s.offset[a]..h[a] + s.offset[a] + s.extent[a]).contains(&p[a]));
+            let (local, mine): (Vec<[usize; D]>, Vec<T>) = points
+                .iter()
+                .zip(values)
+                .filter(|(p, _)| owns(p))
+                .map(|(p, &v)| (std::array::from_fn(|a| p[a] - s.offset[a]), v))
+                .unzip();
+            if !local.is_empty() {
+                exec.add_at(part, &local, &mine)?;
+            }
+        }
+        Ok(())
+    }
+
     /// The values at the points of `range` (a range of the global grid, axis 0 fastest), each read
     /// from the part that owns it (and the global halo from the parts next to it, after the fills
     /// asked for), on every rank: what a receiver or a probe reads each step.

@@ -184,6 +184,18 @@ impl Executor for Gpu {
         fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(dst, fills)]))
     }
 
+    fn add_at<T: Element, const D: usize>(
+        &self,
+        field: &mut DeviceField<T, D>,
+        points: &[[usize; D]],
+        values: &[T],
+    ) -> Result<(), LaunchError> {
+        let offsets = crate::sparse::add_offsets(field.shape(), points, values.len())?;
+        super::add_at::add_at(self, field, &offsets, values)?;
+        let fills = field.boundary.map(|f| f.map(|f| [f; 2]));
+        fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(field, fills)]))
+    }
+
     fn read_range<T: Element, const D: usize>(
         &self,
         field: &DeviceField<T, D>,

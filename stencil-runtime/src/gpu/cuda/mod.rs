@@ -33,7 +33,8 @@
 //! ```
 
 // One-way dependencies: error, kernel <- nvrtc <- context <- compile, launch <- memory <- halo, peer <- message,
-// reduce, tune, boxes <- executor <- steps.
+// reduce, tune, boxes, add_at <- executor <- steps.
+mod add_at;
 mod boxes;
 mod compile;
 mod context;
