@@ -50,13 +50,6 @@ pub fn fwi_inject(idx: Idx3, amount: f64, dt2: f64, m: &Field3<f64>, u: &mut Fie
     u[idx] = u[idx] + amount * dt2 / m[idx];
 }
 
-/// `u += amount` at one node: the residuals injected at the receivers, the transpose of
-/// [`SparsePoints::sample`] through [`SparsePoints::spread`].
-#[stencil]
-pub fn fwi_add(idx: Idx3, amount: f64, u: &mut Field3<f64>) {
-    u[idx] = u[idx] + amount;
-}
-
 /// A smooth Gaussian anomaly of the velocity.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Anomaly {
@@ -545,8 +538,8 @@ impl<'e, E: Executor> Fwi<'e, E> {
                     exec.copy(&mut w.a, &self.zeros)?;
                     exec.copy(&mut w.b, &self.zeros)?;
                 }
-                // The receivers sampled u^{i+1}: their residuals join its cotangent (in one
-                // operation: the bits of a launch of `FwiAdd` per node).
+                // The receivers sampled u^{i+1}: their residuals join its cotangent, the
+                // transpose of `sample` (one operation for all receivers).
                 self.receivers.inject(exec, &mut w.b, &w.residual[i])?;
                 for (node, amount) in source.spread(0, wavelet[i]) {
                     exec.run(&node, FwiInjectGradient, (amount, dt2, m, &w.b, &mut *m_bar, &self.mask))?;
