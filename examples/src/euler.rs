@@ -328,8 +328,10 @@ pub struct Euler {
     pub strategy: Option<Strategy>,
     /// Each step's CFL step from the state one step before (the first step's from its own),
     /// its reduction issued before the step's stages and collected after them, so the host never
-    /// waits for a GPU with nothing queued. Off: from the step's own state (`dt_every` steps
-    /// apart), which makes the host wait for the GPU each time.
+    /// waits for a GPU with nothing queued; a run stops with an error if a step so sized has a
+    /// CFL number above 1 for the state it advanced. Off: from the step's own state (`dt_every`
+    /// steps apart), which makes the host wait for the GPU each time. (The `euler3d` program
+    /// runs lagged unless given `--dt-every`.)
     pub dt_lagged: bool,
 }
 
@@ -562,6 +564,14 @@ impl Euler {
                 // The stages stay queued while the host waits for the reduction before them.
                 let mut r = Max::<f64>::new();
                 rate.fold_into(&mut [&mut r])?;
+                // The step's size came from the state before: it must stay stable for its own.
+                if dt * r.get() > 1.0 {
+                    let why = "was taken from the state one step before, and the state it advanced \
+                               moves faster: its CFL number";
+                    let fix = "lower the CFL number, or size each step from its own state (dt_lagged off, \
+                               euler3d --dt-every 1)";
+                    return Err(format!("time step {dt} at t = {t} {why} is {:.4} > 1: {fix}", dt * r.get()).into());
+                }
                 *dt_cfl = e.cfl / r.get();
             }
             Ok((if t_end - t <= dt { t_end } else { t + dt }, Record::none()))

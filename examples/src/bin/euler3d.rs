@@ -45,14 +45,12 @@ struct Args {
     /// How a decomposed run overlaps each stage's halo exchange (the fused scheme).
     #[command(flatten)]
     overlap: OverlapArgs,
-    /// Compute the CFL time step every this many steps (on a GPU each costs a download of one
-    /// field; the last step is reused meanwhile).
-    #[arg(long, default_value_t = 1)]
-    dt_every: usize,
-    /// Each step's CFL step from the state one step before, its reduction collected while the
-    /// step runs (the host does not wait for the GPU; other bits than without)
-    #[arg(long, conflicts_with = "dt_every")]
-    dt_lagged: bool,
+    /// Size the time step from the step's own state every K steps (the host waits for the GPU
+    /// each time; the last size is reused meanwhile). Without it, each step's size comes from
+    /// the state one step before, its reduction collected while the step runs, so the host
+    /// never waits (other bits; the run stops if a step exceeds the CFL limit of 1).
+    #[arg(long, value_name = "K")]
+    dt_every: Option<usize>,
     /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
     #[command(flatten)]
     checkpoint: CheckpointArgs,
@@ -65,12 +63,15 @@ fn main() {
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let positive = |v: f64| v.is_finite() && v > 0.0;
+    if args.dt_every == Some(0) {
+        return Err("need --dt-every >= 1 (steps between time-step sizings)".into());
+    }
     if args.size < 2 || !positive(args.t_end) || !positive(args.cfl) || args.cfl > 1.0 {
         let why = "SSP-RK3 with limited reconstruction and the step summed over three axes is stable up to 1";
         return Err(format!("need --size >= 2, --t-end > 0 and 0 < --cfl <= 1 ({why})").into());
     }
     let mut e = Euler::cube(args.size, 1.0);
-    (e.cfl, e.boundaries, e.dt_lagged) = (args.cfl, [Boundary::Reflective; 3], args.dt_lagged);
+    (e.cfl, e.boundaries, e.dt_lagged) = (args.cfl, [Boundary::Reflective; 3], args.dt_every.is_none());
     (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
@@ -142,7 +143,7 @@ impl OnExecutor for Blast<'_> {
 
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Blast { e, q0, args, plan, timed } = self;
-        let (t_end, dt_every) = (args.t_end, args.dt_every);
+        let (t_end, dt_every) = (args.t_end, args.dt_every.unwrap_or(1));
         let when = if e.dt_lagged { "lagged by one step".to_string() } else { format!("every {dt_every} steps") };
         timed.bar.println(format!("running on {}, CFL step {when}", exec.describe()));
         e.run(exec, q0, t_end, dt_every, plan, |step, t| timed.tick_at(step, t, t_end))

@@ -707,6 +707,9 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         self.check_home(field.head().home, "add_at", "its field")?;
         let global = field.head().global;
         crate::sparse::add_offsets(&global, points, values.len())?;
+        if points.is_empty() {
+            return Ok(());
+        }
         let h = global.halo_widths();
         for ((s, exec), part) in domains.subdomains().zip(domains.execs()).zip(field.parts_mut()) {
             let owns =
