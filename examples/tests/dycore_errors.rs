@@ -54,6 +54,15 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     assert!(!ok && text.contains("the linear solution is zero"), "{text}");
     let (ok, text) = run(&["--case", "straka", "--mountain", "100"]);
     assert!(!ok && text.contains("--mountain needs --case rest or mountain-wave"), "{text}");
+    // An f64 checkpoint restarted in f32 is refused, naming the element types.
+    let ck = std::env::temp_dir().join(format!("dycore-ck-{}", std::process::id()));
+    let base = ["--case", "bubble", "--dx", "2000", "--t-end", "40", "--out", ck.to_str().unwrap()];
+    let (ok, text) = run(&[&base[..], &["--checkpoint-every", "2", "--checkpoint-dir", ck.to_str().unwrap()]].concat());
+    assert!(ok, "{text}");
+    let first = ck.join("dycore-00000002.ckpt");
+    let (ok, text) = run(&[&base[..], &["--precision", "f32", "--restart", first.to_str().unwrap()]].concat());
+    assert!(!ok && text.contains("is f64, but this run's is f32"), "{text}");
+    let _ = std::fs::remove_dir_all(&ck);
     let out = std::env::temp_dir().join(format!("dycore-cli-{}", std::process::id()));
     let dir = out.to_str().unwrap();
     let (ok, text) = run(&["--case", "bubble", "--dx", "1000", "--t-end", "60", "--domains", "2", "--out", dir]);

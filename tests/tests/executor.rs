@@ -210,3 +210,30 @@ fn values_added_at_points_match_a_launch_per_point_on_the_host() {
         check_add_at(&Host, seed);
     }
 }
+
+/// `SparsePoints::inject` adds each point's amount times its node weights, as a launch per node
+/// of `spread` does (a point between nodes, a point on a node, a node two points share), bit
+/// for bit; another number of amounts than points, and `add_at` with no points, add nothing.
+#[test]
+fn injected_amounts_equal_a_launch_per_spread_node() {
+    use stencil_runtime::SparsePoints;
+    let shape = Shape3::new([9, 8, 7]).halo(2);
+    let interior = Loop3D::interior(&shape);
+    let points = SparsePoints::new(&interior, [1.0; 3], &[[1.5, 2.25, 3.0], [4.0, 4.0, 4.0], [1.0, 2.0, 3.0]]).unwrap();
+    let amounts = [0.3, -1.7, 2.9];
+    let start = random(shape, &mut Rng(11), |v| v);
+    let (mut by_inject, mut by_launch) = (start.clone(), start.clone());
+    points.inject(&Host, &mut by_inject, &amounts).unwrap();
+    for (p, &a) in amounts.iter().enumerate() {
+        for (node, amount) in points.spread(p, a) {
+            Host.run(&node, AddAmount::<f64>::new(), (amount, &mut by_launch)).unwrap();
+        }
+    }
+    let bits = |f: &Field<f64, 3>| f.to_vec().into_iter().map(f64::to_bits).collect::<Vec<_>>();
+    assert_eq!(bits(&by_inject), bits(&by_launch));
+    assert_ne!(bits(&by_inject), bits(&start), "something was added");
+    let e = points.inject(&Host, &mut by_inject, &amounts[..2]).unwrap_err().to_string();
+    assert!(e.contains("3 points but 2 values"), "{e}");
+    Host.add_at::<f64, 3>(&mut by_inject, &[], &[]).unwrap();
+    assert_eq!(bits(&by_inject), bits(&by_launch), "a refused inject and an empty add_at add nothing");
+}
