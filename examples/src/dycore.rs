@@ -426,15 +426,28 @@ pub fn dycore_rain<T>(
     ground[idx] = ground[idx] + bottom * dt * flux;
 }
 
-/// [`Field3::from_fn`] over the host's threads, a plane of storage per task (`f` is pure: the
-/// same values).
+/// [`Field3::from_fn`] over the host's threads, a plane of storage per task, written in place
+/// (`f` is pure: the same values). The shape's order is `Ijk`, the model's.
 fn par_field(shape: Shape3, f: impl Fn([isize; 3]) -> f64 + Sync) -> Field3<f64> {
-    let [ex, ey, ez] = shape.extent();
-    let planes: Vec<Vec<f64>> = (0..ez)
-        .into_par_iter()
-        .map(|k| (0..ey).flat_map(|j| (0..ex).map(move |i| shape.to_global([i, j, k]))).map(&f).collect())
-        .collect();
-    Field3::from_vec(shape, planes.concat()).expect("one value per storage point")
+    let ([ex, ey, ez], [unit, pitch, plane]) = (shape.extent(), shape.strides());
+    assert!(unit == 1 && pitch >= ex && plane >= pitch * ey, "an Ijk shape: {}", shape.describe());
+    let mut field = Field3::zeros(shape);
+    let storage = &mut field.as_mut_slice()[shape.lead()..];
+    storage.par_chunks_mut(plane).take(ez).enumerate().for_each(|(k, values)| {
+        for j in 0..ey {
+            for i in 0..ex {
+                values[j * pitch + i] = f(shape.to_global([i, j, k]));
+            }
+        }
+    });
+    field
+}
+
+/// The terrain under one column: its height and (SLEVE) its smoothed height, m.
+#[derive(Clone, Copy, Debug)]
+struct Column {
+    zs: f64,
+    large: f64,
 }
 
 /// The test cases.
@@ -622,6 +635,9 @@ impl Dycore {
     /// The terrain height at `(x, y)`: the Schär et al. (2002) mountain, `h₀ exp(−(x/a)²)
     /// cos²(πx/λ)`, a = 5 km, λ = 4 km (times `exp(−(y/a)²)` in 3D); 0 over flat cases.
     pub fn terrain(&self, x: f64, y: f64) -> f64 {
+        if self.mountain == 0.0 {
+            return 0.0; // the bits of the product below, without its exp and cos
+        }
         let a = 5_000.0;
         let across = if self.n[1] > 1 { (-(y / a).powi(2)).exp() } else { 1.0 };
         self.mountain * (-(x / a).powi(2)).exp() * (std::f64::consts::PI * x / 4_000.0).cos().powi(2) * across
@@ -629,14 +645,27 @@ impl Dycore {
 
     /// The height of coordinate surface `zeta` over `(x, y)`, m.
     pub fn height(&self, x: f64, y: f64, zeta: f64) -> f64 {
-        let top = self.top();
+        self.height_over(self.column(x, y), zeta)
+    }
+
+    /// The terrain under `(x, y)`: its height, and its smoothed height for SLEVE.
+    fn column(&self, x: f64, y: f64) -> Column {
+        let zs = self.terrain(x, y);
+        let large = if self.coordinate == Coordinate::Sleve { self.smoothed_terrain(x, y) } else { 0.0 };
+        Column { zs, large }
+    }
+
+    /// The terrain under the column of cell `g`.
+    fn column_of(&self, g: [isize; 3]) -> Column {
+        self.column(self.x(g[0], 0), self.x(g[1], 1))
+    }
+
+    /// [`Dycore::height`] over the terrain `c`.
+    fn height_over(&self, c: Column, zeta: f64) -> f64 {
+        let (top, Column { zs, large }) = (self.top(), c);
         match self.coordinate {
-            Coordinate::GalChen => {
-                let zs = self.terrain(x, y);
-                zs + zeta * (1.0 - zs / top)
-            }
+            Coordinate::GalChen => zs + zeta * (1.0 - zs / top),
             Coordinate::Sleve => {
-                let (zs, large) = (self.terrain(x, y), self.smoothed_terrain(x, y));
                 let b = |s: f64| ((top - zeta) / s).sinh() / (top / s).sinh();
                 zeta + large * b(SLEVE_SCALES.0) + (zs - large) * b(SLEVE_SCALES.1)
             }
@@ -661,17 +690,21 @@ impl Dycore {
     /// difference of the cell's faces (of the cell centres around the face) over `Δζ`, so that
     /// the pressure gradient of a constant pressure vanishes exactly.
     pub fn jacobian(&self, g: [isize; 3], face: bool) -> f64 {
-        let (x, y, dz) = (self.x(g[0], 0), self.x(g[1], 1), self.h[2]);
+        self.jacobian_over(self.column_of(g), g[2], face)
+    }
+
+    /// [`Dycore::jacobian`] of level `k` over the terrain `c`.
+    fn jacobian_over(&self, c: Column, k: isize, face: bool) -> f64 {
         if self.coordinate == Coordinate::GalChen {
-            return 1.0 - self.terrain(x, y) / self.top();
+            return 1.0 - c.zs / self.top();
         }
-        let zeta = (g[2] as f64 + if face { 1.5 } else { 1.0 }) * dz;
-        (self.height(x, y, zeta) - self.height(x, y, zeta - dz)) / dz
+        let (dz, zeta) = (self.h[2], (k as f64 + if face { 1.5 } else { 1.0 }) * self.h[2]);
+        (self.height_over(c, zeta) - self.height_over(c, zeta - dz)) / dz
     }
 
     /// The height of the centre of cell `g`, m.
     pub fn cell_height(&self, g: [isize; 3]) -> f64 {
-        self.height(self.x(g[0], 0), self.x(g[1], 1), (g[2] as f64 + 0.5) * self.h[2])
+        self.height_over(self.column_of(g), (g[2] as f64 + 0.5) * self.h[2])
     }
 
     /// The background potential temperature and Exner function at height `z`.
@@ -712,10 +745,25 @@ impl Dycore {
     /// balance with the background θ; the perturbation changes the density at fixed pressure.
     pub fn initial_all(&self) -> (Vec<Field3<f64>>, [Field3<f64>; 8]) {
         let shape = self.shape();
+        let ([ex, ey, _], h) = (shape.extent(), HALO as isize);
         let (top, dz) = (self.top(), self.h[2]);
-        let zs = |g: [isize; 3]| self.terrain(self.x(g[0], 0), self.x(g[1], 1));
-        let jac = |g: [isize; 3]| self.jacobian(g, false);
-        let height = |g: [isize; 3]| self.cell_height(g);
+        // The terrain of every column once (SLEVE smooths it over 13 or 169 points).
+        let table: Vec<Column> = (0..ex * ey)
+            .into_par_iter()
+            .map(|c| self.column_of([(c % ex) as isize - h, (c / ex) as isize - h, 0]))
+            .collect();
+        let col = |g: [isize; 3]| {
+            let [i, j] = [g[0] + h, g[1] + h];
+            let inside = (0..ex as isize).contains(&i) && (0..ey as isize).contains(&j);
+            if inside {
+                table[i as usize + j as usize * ex]
+            } else {
+                self.column_of(g)
+            }
+        };
+        let zs = |g: [isize; 3]| col(g).zs;
+        let jac = |g: [isize; 3]| self.jacobian_over(col(g), g[2], false);
+        let height = |g: [isize; 3]| self.height_over(col(g), (g[2] as f64 + 0.5) * dz);
         // p of every level of the column through `g` by Newton on the discrete balance
         // (p_k − p_{k−1})/Δζ = −g (R_{k−1} + R_k)/2.
         let column = |g: [isize; 3]| -> Vec<f64> {
@@ -727,18 +775,22 @@ impl Dycore {
                 let (below, z) = (p[k as usize - 1], at(k));
                 let cell = |k: isize| [g[0], g[1], k - HALO as isize];
                 let (g_here, r_below) = (jac(cell(k)), jac(cell(k - 1)) * rho(below, at(k - 1)));
+                // Thirty iterations at most; an iterate the step leaves unchanged would stay so.
                 let mut x = below;
                 for _ in 0..30 {
                     let r = g_here * rho(x, z);
                     let f = x - below + dz * GRAV * 0.5 * (r_below + r);
-                    x -= f / (1.0 + dz * GRAV * 0.5 * r / (GAMMA * x));
+                    let next = x - f / (1.0 + dz * GRAV * 0.5 * r / (GAMMA * x));
+                    if next == x {
+                        break;
+                    }
+                    x = next;
                 }
                 p.push(x);
             }
             p
         };
         // Every column (halo included) at once on the host's threads.
-        let ([ex, ey, _], h) = (shape.extent(), HALO as isize);
         let columns: Vec<Vec<f64>> =
             (0..ex * ey).into_par_iter().map(|c| column([(c % ex) as isize - h, (c / ex) as isize - h, 0])).collect();
         let p = par_field(shape, |g| columns[(g[0] + h) as usize + (g[1] + h) as usize * ex][(g[2] + h) as usize]);
@@ -760,7 +812,7 @@ impl Dycore {
             if self.coordinate == Coordinate::GalChen {
                 return (1.0 - (g[2] + 1) as f64 * dz / top) * (zs(e) - zs(g)) / self.h[axis];
             }
-            let face = |c: [isize; 3]| self.height(self.x(c[0], 0), self.x(c[1], 1), (g[2] + 1) as f64 * dz);
+            let face = |c: [isize; 3]| self.height_over(col(c), (g[2] + 1) as f64 * dz);
             (face(e) - face(g)) / self.h[axis]
         };
         let (depth, rate) = self.sponge;
@@ -782,7 +834,7 @@ impl Dycore {
             par_field(shape, |g| if (0..nz - 1).contains(&g[2]) { 1.0 } else { 0.0 }),
             par_field(shape, sponge),
             par_field(shape, reference),
-            par_field(shape, |g| self.jacobian(g, true)),
+            par_field(shape, |g| self.jacobian_over(col(g), g[2], true)),
             par_field(shape, |g| self.background(height(g)).0),
         ];
         if self.moist() {
@@ -971,7 +1023,7 @@ impl<E: Executor, T: Real> State<E, T> {
 
 /// An element type the fields compute in ([`Precision`]): the conversion from the host's `f64`
 /// set-up, and [`Dycore::step`] with the stencils' instantiations for it.
-pub trait Real: IoElement + Into<f64> {
+pub trait Real: IoElement + Into<f64> + Send + Sync {
     /// `f` in this element type (each value the nearest).
     fn field(f: Field3<f64>) -> Field3<Self>;
 
@@ -981,11 +1033,10 @@ pub trait Real: IoElement + Into<f64> {
 
 /// Implements [`Real`] for `$t`.
 macro_rules! real {
-    ($t:ident) => {
+    ($t:ident, $field:expr) => {
         impl Real for $t {
             fn field(f: Field3<f64>) -> Field3<$t> {
-                let values = f.to_vec().into_iter().map(|v| v as $t).collect();
-                Field3::from_vec(*f.shape(), values).expect("one value per storage point")
+                $field(f)
             }
 
             #[rustfmt::skip]
@@ -1060,8 +1111,13 @@ macro_rules! real {
     };
 }
 
-real!(f32);
-real!(f64);
+real!(f32, |f: Field3<f64>| {
+    // The same shape, so the same layout: element by element, padding included (zeros).
+    let mut out = Field3::<f32>::zeros(*f.shape());
+    out.as_mut_slice().par_iter_mut().zip(f.as_slice().par_iter()).for_each(|(o, v)| *o = *v as f32);
+    out
+});
+real!(f64, |f| f);
 
 impl Dycore {
     /// The halo fills of a field: lateral per [`Lateral`], and `z` (None: leave it).

@@ -194,9 +194,10 @@ impl<T: Element, const D: usize> Field<T, D> {
             return Err(FieldError::LengthMismatch { expected: shape.points(), got: values.len() });
         }
         let mut field = Self::zeros(shape);
-        for (s, v) in shape.storage_points().zip(values) {
-            let off = shape.offset(s);
-            field.data[off] = v;
+        // Row by row of the storage box, in layout order: the order of `storage_points`.
+        let (row, starts) = shape.box_rows([0; D], shape.extent());
+        for (start, values) in starts.zip(values.chunks_exact(row.max(1))) {
+            field.data[start..start + row].copy_from_slice(values);
         }
         Ok(field)
     }
@@ -245,7 +246,12 @@ impl<T: Element, const D: usize> Field<T, D> {
 
     /// Every point's value (halo included) in element order, fastest axis first, without padding.
     pub fn to_vec(&self) -> Vec<T> {
-        self.shape.storage_points().map(|s| self.data[self.shape.offset(s)]).collect()
+        let (row, starts) = self.shape.box_rows([0; D], self.shape.extent());
+        let mut out = Vec::with_capacity(self.shape.points());
+        for start in starts {
+            out.extend_from_slice(&self.data[start..start + row]);
+        }
+        out
     }
 
     /// The field's shape.

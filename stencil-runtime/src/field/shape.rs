@@ -275,6 +275,20 @@ mod tests {
     }
 
     #[test]
+    fn the_rows_of_the_whole_storage_box_walk_the_points_in_their_order() {
+        // `Field::from_vec` and `to_vec` copy rows; the element order is `storage_points`'.
+        for order in [Order::Ijk, Order::Kij] {
+            for (interior, halo) in [([5, 7, 3], [2, 1, 3]), ([1, 1, 1], [0, 0, 0]), ([4, 0, 2], [1, 1, 1])] {
+                let s = Shape::new(interior).halo_per_axis(halo).order(order).align(8);
+                let (row, starts) = s.box_rows([0; 3], s.extent());
+                let by_rows: Vec<usize> = starts.flat_map(|start| start..start + row).collect();
+                let by_points: Vec<usize> = s.storage_points().map(|p| s.offset(p)).collect();
+                assert_eq!(by_rows, by_points, "{order:?} {interior:?} halo {halo:?}");
+            }
+        }
+    }
+
+    #[test]
     fn kij_puts_k_first() {
         assert_eq!(Order::Kij.axes::<3>(), [2, 0, 1]);
         assert_eq!(Order::Kij.axes::<2>(), [1, 0]);
