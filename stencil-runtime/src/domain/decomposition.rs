@@ -1,7 +1,7 @@
 //! [`Decomposition`]: a global grid split over a process grid of subdomains (ASUCA's
 //! `DomainManager`), with uneven splits, periodic axes and the neighbours of every subdomain.
 
-use crate::field::{Element, Field, Shape};
+use crate::field::{Element, Field, FieldError, Shape};
 use std::fmt;
 
 /// What is on the other side of a subdomain's face, edge or corner.
@@ -53,7 +53,21 @@ impl<const D: usize> Subdomain<D> {
     /// This subdomain's field cut from a global host field (of [`Subdomain::shape`] of its
     /// shape): the interior, and the halo points that lie inside the global field.
     pub fn part_of<T: Element>(&self, global: &Field<T, D>) -> Field<T, D> {
-        Field::from_fn(self.shape(global.shape()), |local| global.get(self.to_global(local)).unwrap_or_default())
+        self.try_part_of(global).expect("a box inside both fields")
+    }
+
+    /// [`Subdomain::part_of`], or the error of allocating it. Both fields have the same halo,
+    /// so storage point `p` of the part is storage point `p + offset` of the global field: one
+    /// box copied row by row.
+    pub(crate) fn try_part_of<T: Element>(&self, global: &Field<T, D>) -> Result<Field<T, D>, FieldError> {
+        let mut part = Field::try_zeros(self.shape(global.shape()))?;
+        let (inside, whole) = (part.shape().extent(), global.shape().extent());
+        let len: [usize; D] = std::array::from_fn(|a| inside[a].min(whole[a].saturating_sub(self.offset[a])));
+        if len.iter().all(|&n| n > 0) {
+            let values = global.read_box(self.offset, len)?;
+            part.write_box([0; D], len, &values)?;
+        }
+        Ok(part)
     }
 }
 
@@ -393,6 +407,21 @@ fn factorisations<const D: usize>(n: usize) -> Vec<[usize; D]> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_part_holds_the_global_values_of_its_points_and_zero_beyond_the_global_field() {
+        use crate::field::Order;
+        for order in [Order::Ijk, Order::Kij] {
+            let like = Shape::new([10, 7, 8]).halo_per_axis([2, 1, 3]).order(order);
+            let global = Field::from_fn(like, |g| 1.0 + (g[0] * 100 + g[1] * 10 + g[2]) as f64);
+            let d = Decomposition::new([10, 7, 8], [3, 2, 2], [true, false, false], [2, 1, 3]).unwrap();
+            for s in d.subdomains() {
+                let part = s.part_of(&global);
+                let want = Field::from_fn(s.shape(&like), |l| global.get(s.to_global(l)).unwrap_or_default());
+                assert_eq!(part.to_vec(), want.to_vec(), "{order:?} subdomain {}", s.index);
+            }
+        }
+    }
 
     #[test]
     fn uneven_splits_tile_the_grid_and_neighbours_wrap_where_periodic() {

@@ -201,13 +201,7 @@ impl<E: Executor, const D: usize> Domains<E, D> {
     pub fn scatter<T: Element>(&self, global: &Field<T, D>) -> Result<Vec<E::Field<T, D>>, LaunchError> {
         let like = global.shape();
         let _span = tracing::debug_span!(target: "stencil::io", "scatter", field = like.describe(), subdomains = self.execs.len()).entered();
-        self.subdomains()
-            .zip(&self.execs)
-            .map(|(s, e)| {
-                let part = Field::try_from_fn(s.shape(like), |l| global.get(s.to_global(l)).unwrap_or_default())?;
-                e.upload(&part)
-            })
-            .collect()
+        self.subdomains().zip(&self.execs).map(|(s, e)| e.upload(&s.try_part_of(global)?)).collect()
     }
 
     /// The global host field of shape `like` (the global extent; its halo zero) assembled from
