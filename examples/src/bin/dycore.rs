@@ -144,7 +144,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let timed = Timed::new(progress::time(rank0), 1);
     let plan = args.checkpoint.plan("dycore", processes)?;
     let job = Job { d: &d, t_end, every, plan: &plan, timed: &timed };
-    let run = processes.run(placement, args.overlap.or(Overlap::None), "dycore", job);
+    let run = processes.run(placement, args.overlap.or(Overlap::Auto), "dycore", job);
     timed.bar.finish_and_clear();
     let (q, steps, frames) = run?;
     if !rank0 {
