@@ -15,7 +15,7 @@
 use std::collections::VecDeque;
 use stencil_runtime::adjoint::range_mask;
 use stencil_runtime::prelude::*;
-use stencil_runtime::revolve::{reverse, ReverseRun, Schedule};
+use stencil_runtime::revolve::{reverse, Held, ReverseRun, Schedule};
 use stencil_runtime::{Decomposition, Executor, Samples, SparsePoints};
 
 use crate::acoustic::{courant_limit, Coefficients, HALO};
@@ -90,6 +90,8 @@ pub struct Survey {
     pub receivers: Vec<[f64; 3]>,
     /// Checkpoint slots of the reverse run (`None`: every step stored).
     pub slots: Option<usize>,
+    /// Where the reverse run keeps its checkpoints (default: with the state, on its executor).
+    pub held: Held,
     /// Points around every source and receiver (and the sponge) where the update is muted.
     pub mute: usize,
 }
@@ -136,6 +138,7 @@ impl Survey {
             shots,
             receivers,
             slots: None,
+            held: Held::OnExecutor,
             mute: 3,
         };
         survey.dt = 0.4 * h / survey.v_limit();
@@ -450,10 +453,11 @@ impl<'e, E: Executor> Fwi<'e, E> {
 
     /// The schedule of a reverse run: binomial with the survey's slots, or every step stored.
     pub fn schedule(&self) -> Result<Schedule, Error> {
-        Ok(match self.survey.slots {
+        let schedule = match self.survey.slots {
             Some(s) => Schedule::binomial(self.survey.steps, s)?,
             None => Schedule::store_all(self.survey.steps),
-        })
+        };
+        Ok(schedule.held(self.survey.held))
     }
 
     /// `∂Φ/∂m` of every shot added into `m_bar`; returns `Φ(m)`.

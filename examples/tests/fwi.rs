@@ -5,7 +5,7 @@
 //! `cuda`, the gradient on a GPU and the Taylor test on two GPU subdomains against the host's bits.
 
 use stencil_examples::fwi::{misfit_of, Fwi, Survey, Traces};
-use stencil_runtime::revolve::Schedule;
+use stencil_runtime::revolve::{Held, Schedule};
 use stencil_runtime::{Distributed, Executor, Field3, Host};
 
 /// 16³ physical points in a sponge of 4 (24³ interior), two shots, 50 receivers.
@@ -147,6 +147,32 @@ fn the_checkpointed_gradient_equals_the_stored_one_bit_for_bit() {
     }
 }
 
+/// Checkpoints saved to host memory ([`Held::OnHost`]: `Executor::save` and `restore`) give the
+/// bits of checkpoints held on the executor, on one domain and on two host subdomains (each
+/// part saved as it is), and the run reports the host memory they held.
+#[test]
+fn checkpoints_held_on_the_host_give_the_same_gradient() {
+    let mut s = survey();
+    s.slots = Some(4);
+    let (on_exec, phi) = gradient_on(&Host, &s);
+    s.held = Held::OnHost;
+    let (on_host, p) = gradient_on(&Host, &s);
+    assert_eq!(p.to_bits(), phi.to_bits(), "the misfit");
+    assert!(bits(&on_host) == bits(&on_exec), "the gradient differs");
+    let exec = Distributed::host(s.decompose(2, Some([1, 2, 1])).unwrap()).unwrap();
+    let (two, p) = gradient_on(&exec, &s);
+    assert_eq!(p.to_bits(), phi.to_bits(), "two subdomains: the misfit");
+    assert!(bits(&two) == bits(&on_exec), "two subdomains: the gradient differs");
+    // The memory held: 4 slots of the state's 2 fields, each field's storage once.
+    let fwi = Fwi::new(&Host, s.clone()).unwrap();
+    let (m, w) = (fwi.upload(&s.slowness(false).unwrap()).unwrap(), s.wavelet());
+    let observed = fwi.traces(&fwi.upload(&s.slowness(true).unwrap()).unwrap(), 0, &w).unwrap();
+    let mut m_bar = Host.alloc::<f64, 3>(s.shape()).unwrap();
+    let schedule = fwi.schedule().unwrap();
+    let run = fwi.shot_gradient(&m, 0, &w, &observed, &schedule, &mut m_bar, false).unwrap().run;
+    assert_eq!(run.host_bytes, 4 * 2 * s.shape().len() * 8, "{run:?}");
+}
+
 #[test]
 fn the_gradient_on_two_subdomains_equals_one_bit_for_bit() {
     let mut s = survey();
@@ -213,6 +239,15 @@ fn on_the_gpus_the_gradient_and_the_taylor_slopes_are_the_hosts() {
     let d = s.decompose(2, Some([2, 1, 1])).unwrap();
     let gpus = (0..2).map(|i| Gpu::new(i % count)).collect::<Result<Vec<_>, _>>().unwrap();
     let two = Distributed::new(Domains::new(d, gpus).unwrap());
+    // Checkpoints in host memory: the same bits on one GPU and on the two GPU subdomains.
+    let mut h = s.clone();
+    h.held = Held::OnHost;
+    let (saved, p) = gradient_on(&gpu, &h);
+    assert_eq!(p.to_bits(), phi.to_bits(), "one GPU, checkpoints on the host: the misfit");
+    assert!(bits(&saved) == bits(&host), "one GPU, checkpoints on the host: the gradient differs");
+    let (split, p) = gradient_on(&two, &h);
+    assert_eq!(p.to_bits(), phi.to_bits(), "two GPU subdomains, checkpoints on the host: the misfit");
+    assert!(bits(&split) == bits(&host), "two GPU subdomains, checkpoints on the host: the gradient differs");
     let slopes = taylor_slopes(&two, &s);
     let on_host = taylor_slopes(&Host, &s);
     println!("two GPU subdomains ({count} GPU(s)): slopes {slopes:.4?}, host {on_host:.4?}");

@@ -589,6 +589,15 @@ pub enum ScheduleError {
         /// The steps asked for.
         steps: usize,
     },
+    /// A memory budget smaller than one state ([`crate::revolve::Schedule::within`]).
+    Budget {
+        /// The steps asked for.
+        steps: usize,
+        /// The budget, bytes.
+        budget: usize,
+        /// The bytes of one state.
+        state: usize,
+    },
 }
 
 impl fmt::Display for ScheduleError {
@@ -598,6 +607,11 @@ impl fmt::Display for ScheduleError {
                 f,
                 "a checkpointing schedule of {steps} steps needs at least one checkpoint slot (it holds the \
                  initial state): give 1 or more"
+            ),
+            ScheduleError::Budget { steps, budget, state } => write!(
+                f,
+                "a checkpointing budget of {budget} bytes holds no state of {state} bytes, and a schedule of {steps} \
+                 steps needs one (the initial state): give at least {state} bytes"
             ),
         }
     }

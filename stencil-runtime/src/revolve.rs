@@ -34,7 +34,7 @@
 
 use crate::error::LaunchError;
 pub use crate::error::ScheduleError;
-use crate::executor::{Executor, FieldStorage};
+use crate::executor::{Executor, FieldStorage, HostCopy};
 use crate::field::Element;
 
 /// One thing a reverse time loop does, in schedule order. "The state" is the forward state the
@@ -83,6 +83,19 @@ pub struct Schedule {
     steps: usize,
     slots: usize,
     actions: Vec<Action>,
+    held: Held,
+}
+
+/// Where [`reverse`] keeps the checkpoints of a [`Schedule`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Held {
+    /// Fields of the executor ([`Executor::alloc`], [`Executor::copy`]): device memory for a
+    /// GPU state. The default.
+    #[default]
+    OnExecutor,
+    /// Host memory ([`Executor::save`], [`Executor::restore`]): a GPU state's checkpoints then
+    /// take no device memory, and each store and restore crosses the bus (and waits for it).
+    OnHost,
 }
 
 impl Schedule {
@@ -91,7 +104,7 @@ impl Schedule {
     /// `slots >= steps` every state is stored once, as [`Schedule::store_all`] does.
     pub fn binomial(steps: usize, slots: usize) -> Result<Schedule, ScheduleError> {
         if steps == 0 {
-            return Ok(Schedule { steps, slots, actions: Vec::new() });
+            return Ok(Schedule { steps, slots, actions: Vec::new(), held: Held::OnExecutor });
         }
         if slots == 0 {
             return Err(ScheduleError::NoSlot { steps });
@@ -100,7 +113,28 @@ impl Schedule {
         b.actions.push(Action::Store { slot: 0, step: 0 });
         b.state = Some(0);
         b.reverse(0, steps, 0);
-        Ok(Schedule { steps, slots, actions: b.actions })
+        Ok(Schedule { steps, slots, actions: b.actions, held: Held::OnExecutor })
+    }
+
+    /// The binomial schedule for `steps` steps with as many slots as a memory budget of
+    /// `budget` bytes holds states of `state` bytes each (every step stored when it holds them
+    /// all). Refused ([`ScheduleError::Budget`]) when it holds no state.
+    pub fn within(steps: usize, budget: usize, state: usize) -> Result<Schedule, ScheduleError> {
+        let slots = budget.checked_div(state).unwrap_or(usize::MAX).min(steps.max(1));
+        if slots == 0 && steps > 0 {
+            return Err(ScheduleError::Budget { steps, budget, state });
+        }
+        Schedule::binomial(steps, slots)
+    }
+
+    /// The same schedule with its checkpoints held in `held` memory.
+    pub fn held(self, held: Held) -> Schedule {
+        Schedule { held, ..self }
+    }
+
+    /// Where [`reverse`] keeps the checkpoints.
+    pub fn held_in(&self) -> Held {
+        self.held
     }
 
     /// The schedule without a memory budget: one forward sweep storing every state, then every
@@ -145,8 +179,10 @@ pub struct ReverseRun {
     pub forward_steps: usize,
     /// Adjoint steps run (the schedule's steps).
     pub adjoint_steps: usize,
-    /// Checkpoint slots allocated on the executor (each a copy of the state's fields).
+    /// Checkpoint slots used (each a copy of the state's fields), on the executor or the host.
     pub slots_allocated: usize,
+    /// The most host memory the checkpoints held at once, bytes ([`Held::OnHost`]; 0 otherwise).
+    pub host_bytes: usize,
 }
 
 /// Carries out `schedule` on the executor `exec`: the reverse (adjoint) run of a time loop whose
@@ -164,7 +200,10 @@ pub struct ReverseRun {
 ///
 /// A checkpoint is a copy of every field of the state made on the executor ([`Executor::alloc`]
 /// on first use, then [`Executor::copy`]), so checkpoints live where the state lives: on the
-/// host, on a GPU, or spread over the subdomains of the distributed executor. Every step is
+/// host, on a GPU, or spread over the subdomains of the distributed executor. With
+/// [`Schedule::held`]`(`[`Held::OnHost`]`)` they are saved to host memory instead
+/// ([`Executor::save`], [`Executor::restore`]; a distributed state part by part), with the
+/// same results bit for bit. Every step is
 /// stored with [`Schedule::store_all`]; [`Schedule::binomial`] with fewer slots recomputes.
 /// The adjoint steps are called from `n − 1` down to `0`, each exactly once.
 ///
@@ -209,27 +248,59 @@ where
     C: ?Sized,
     E: From<LaunchError>,
 {
-    let mut slots: Vec<Option<Vec<X::Field<T, D>>>> = (0..schedule.slots()).map(|_| None).collect();
-    let mut run = ReverseRun { forward_steps: 0, adjoint_steps: 0, slots_allocated: 0 };
+    // A slot holds a copy of each field of the state: on the executor, or saved on the host.
+    enum Slot<F, H> {
+        Empty,
+        Executor(Vec<F>),
+        Host(Vec<H>),
+    }
+    let mut slots: Vec<Slot<X::Field<T, D>, HostCopy<T, D>>> = (0..schedule.slots()).map(|_| Slot::Empty).collect();
+    let mut run = ReverseRun { forward_steps: 0, adjoint_steps: 0, slots_allocated: 0, host_bytes: 0 };
     for action in schedule.actions() {
         match *action {
-            Action::Store { slot, .. } => {
-                if slots[slot].is_none() {
-                    let fields = state.iter().map(|f| exec.alloc(*f.shape())).collect::<Result<Vec<_>, _>>()?;
-                    slots[slot] = Some(fields);
-                    run.slots_allocated += 1;
+            Action::Store { slot, .. } => match schedule.held_in() {
+                Held::OnExecutor => {
+                    if matches!(slots[slot], Slot::Empty) {
+                        let fields = state.iter().map(|f| exec.alloc(*f.shape())).collect::<Result<Vec<_>, _>>()?;
+                        slots[slot] = Slot::Executor(fields);
+                        run.slots_allocated += 1;
+                    }
+                    let Slot::Executor(copy) = &mut slots[slot] else { unreachable!("stored on the executor") };
+                    for (dst, src) in copy.iter_mut().zip(state.iter()) {
+                        exec.copy(dst, src)?;
+                    }
                 }
-                let copy = slots[slot].as_mut().expect("allocated above");
-                for (dst, src) in copy.iter_mut().zip(state.iter()) {
-                    exec.copy(dst, src)?;
+                Held::OnHost => {
+                    if matches!(slots[slot], Slot::Empty) {
+                        run.slots_allocated += 1;
+                    }
+                    if let Slot::Host(saved) = &mut slots[slot] {
+                        for (dst, src) in saved.iter_mut().zip(state.iter()) {
+                            exec.save_into(src, dst)?;
+                        }
+                    } else {
+                        slots[slot] = Slot::Host(state.iter().map(|f| exec.save(f)).collect::<Result<Vec<_>, _>>()?);
+                    }
+                    let held =
+                        slots
+                            .iter()
+                            .map(|s| if let Slot::Host(h) = s { h.iter().map(HostCopy::bytes).sum() } else { 0 });
+                    run.host_bytes = run.host_bytes.max(held.sum());
                 }
-            }
-            Action::Restore { slot, .. } => {
-                let copy = slots[slot].as_ref().expect("a schedule restores only slots it stored");
-                for (dst, src) in state.iter_mut().zip(copy) {
-                    exec.copy(dst, src)?;
+            },
+            Action::Restore { slot, .. } => match &slots[slot] {
+                Slot::Executor(copy) => {
+                    for (dst, src) in state.iter_mut().zip(copy) {
+                        exec.copy(dst, src)?;
+                    }
                 }
-            }
+                Slot::Host(saved) => {
+                    for (dst, src) in state.iter_mut().zip(saved) {
+                        exec.restore(dst, src)?;
+                    }
+                }
+                Slot::Empty => unreachable!("a schedule restores only slots it stored"),
+            },
             Action::Advance { from, to } => {
                 for i in from..to {
                     forward(ctx, i, state)?;
@@ -445,6 +516,58 @@ mod tests {
         }
         assert_eq!(Schedule::binomial(5, 0), Err(ScheduleError::NoSlot { steps: 5 }));
         assert!(Schedule::binomial(0, 0).expect("nothing to do").actions().is_empty());
+    }
+
+    #[test]
+    fn a_budget_in_bytes_gives_the_slots_it_holds() {
+        // 10 000 bytes of states of 1 024 bytes: 9 slots.
+        assert_eq!(Schedule::within(100, 10_000, 1_024), Schedule::binomial(100, 9));
+        // A budget for more states than steps stores every step.
+        assert_eq!(Schedule::within(20, 1 << 30, 1_024), Ok(Schedule::store_all(20)));
+        assert_eq!(Schedule::within(0, 0, 1_024).map(|s| s.actions().len()), Ok(0));
+        let e = Schedule::within(100, 1_000, 1_024).unwrap_err();
+        assert_eq!(e, ScheduleError::Budget { steps: 100, budget: 1_000, state: 1_024 });
+        let text = e.to_string();
+        assert!(text.contains("1000 bytes") && text.contains("at least 1024 bytes"), "{text}");
+        assert_eq!(Schedule::binomial(10, 3).unwrap().held_in(), Held::OnExecutor);
+        assert_eq!(Schedule::binomial(10, 3).unwrap().held(Held::OnHost).held_in(), Held::OnHost);
+    }
+
+    /// `reverse` with the checkpoints saved to host memory runs the same steps on the same states
+    /// as with them on the executor, and reports the memory held.
+    #[test]
+    fn checkpoints_held_on_the_host_restore_the_same_states() {
+        use crate::field::{Field1, Shape1};
+        use crate::Host;
+        let shape = Shape1::new([5]).halo(1);
+        let run = |schedule: &Schedule| {
+            let mut state = [Field1::<f64>::from_fn(shape, |g| 0.5 + g[0] as f64)];
+            let mut seen = Vec::new();
+            let r = reverse(
+                &Host,
+                schedule,
+                &mut state,
+                &mut seen,
+                |_, i, s: &mut [Field1<f64>]| -> Result<(), LaunchError> {
+                    s[0] = Field1::from_fn(shape, |g| (s[0].get(g).unwrap() * (1.1 + i as f64)).sin());
+                    Ok(())
+                },
+                |seen, i, _, s| {
+                    seen.push((i, s[0].to_vec().iter().map(|x| x.to_bits()).collect::<Vec<_>>()));
+                    s[0] = Field1::filled(shape, f64::NAN); // the run must restore what it needs
+                    Ok(())
+                },
+            )
+            .unwrap();
+            (seen, r)
+        };
+        let schedule = Schedule::binomial(23, 4).unwrap();
+        let (on_exec, r1) = run(&schedule);
+        let (on_host, r2) = run(&schedule.clone().held(Held::OnHost));
+        assert_eq!(on_exec, on_host);
+        assert_eq!((r1.forward_steps, r1.slots_allocated, r1.host_bytes), (r2.forward_steps, 4, 0));
+        assert_eq!(r2.host_bytes, 4 * shape.len() * 8);
+        assert_eq!(on_exec.len(), 23);
     }
 
     /// The gradient of a nonlinear scalar recurrence through a checkpointed schedule equals the

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use clap::Parser;
 use stencil_examples::fwi::{Fwi, Survey};
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, PlacementArgs, Processes};
+use stencil_runtime::revolve::Held;
 use stencil_runtime::{Executor, Overlap};
 
 /// Full-waveform inversion of a transmission survey (sources near x = 0 and the top, receivers
@@ -34,6 +35,10 @@ struct Args {
     /// Checkpoint slots of the reverse run (0: every step stored; default: a tenth of the steps).
     #[arg(long)]
     slots: Option<usize>,
+    /// Keep the checkpoints in host memory rather than with the state (GPU memory for a GPU
+    /// run): each store and restore then crosses the bus.
+    #[arg(long)]
+    checkpoints_on_host: bool,
     /// Peak frequency of the Ricker wavelet, Hz (default: 10 Hz × 32 / size).
     #[arg(long)]
     f0: Option<f64>,
@@ -68,10 +73,17 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Some(s) => Some(s),
         None => Some((args.steps / 10).max(1)),
     };
+    if args.checkpoints_on_host {
+        survey.held = Held::OnHost;
+    }
     survey.check()?;
-    // Executor: 13 fields plus two per checkpoint slot; host: 6 fields.
+    // Executor: 13 fields plus two per checkpoint slot (on the host with --checkpoints-on-host);
+    // host: 6 fields.
     let slots = survey.slots.unwrap_or(args.steps);
-    let footprint = Footprint { executor: 8 * (13 + 2 * slots), host: 8 * 6 };
+    let footprint = match survey.held {
+        Held::OnExecutor => Footprint { executor: 8 * (13 + 2 * slots), host: 8 * 6 },
+        Held::OnHost => Footprint { executor: 8 * 13, host: 8 * (6 + 2 * slots) },
+    };
     let decompose = |domains| survey.decompose(domains, args.placement.grid);
     let placement = processes.place("fwi3d", &args.placement, &survey.shape(), footprint, decompose)?;
     let [nx, ny, nz] = survey.n;
@@ -80,6 +92,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         "fwi3d: {nx}x{ny}x{nz} (+{} sponge), {} shots, {} receivers, {} steps of {:.3e} s, f0 {:.1} Hz, {} iterations, {}",
         s.sponge, s.shots.len(), s.receivers.len(), s.steps, s.dt, s.f0, args.iterations,
         s.slots.map_or("every step stored".into(), |k| format!("{k} checkpoint slots"))
+            + if s.held == Held::OnHost { " on the host" } else { "" }
     );
     placement.print();
     let job = Invert { survey: &survey, iterations: args.iterations, out: &args.out };

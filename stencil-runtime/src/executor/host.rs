@@ -1,8 +1,8 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
 use super::{
-    check_pairs, check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, MessageBuffer, Messages, Record, Same,
-    SideJob, Stencil,
+    check_pairs, check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, HostCopy, MessageBuffer, Messages, Record,
+    Same, SideJob, Stencil,
 };
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
@@ -59,6 +59,32 @@ impl Executor for Host {
         }
         dst.as_mut_slice().copy_from_slice(src.as_slice());
         Ok(dst.fill_declared()?)
+    }
+
+    fn save<T: Element, const D: usize>(&self, field: &Field<T, D>) -> Result<HostCopy<T, D>, LaunchError> {
+        Ok(HostCopy::whole(field.try_clone()?))
+    }
+
+    fn save_into<T: Element, const D: usize>(
+        &self,
+        field: &Field<T, D>,
+        saved: &mut HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        match saved.whole_mut(field.shape()) {
+            Some(copy) => copy.as_mut_slice().copy_from_slice(field.as_slice()),
+            None => *saved = self.save(field)?,
+        }
+        Ok(())
+    }
+
+    fn restore<T: Element, const D: usize>(
+        &self,
+        field: &mut Field<T, D>,
+        saved: &HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        let saved = saved.only(field.shape())?;
+        field.as_mut_slice().copy_from_slice(saved.as_slice());
+        Ok(field.fill_declared()?)
     }
 
     fn add_at<T: Element, const D: usize>(

@@ -148,6 +148,31 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         src: &Self::Field<T, D>,
     ) -> Result<(), LaunchError>;
 
+    /// A copy of `field` in host memory that [`Executor::restore`] writes back, halos included;
+    /// waits for earlier work. A distributed executor keeps each subdomain's part as it is,
+    /// with no gather: what a checkpoint held on the host needs ([`crate::revolve`]).
+    fn save<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<HostCopy<T, D>, LaunchError>;
+
+    /// [`Executor::save`] into the memory of an earlier copy of a field of the same shape (no
+    /// allocation); otherwise (another shape, or another executor's copy) a new copy.
+    fn save_into<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        saved: &mut HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        *saved = self.save(field)?;
+        Ok(())
+    }
+
+    /// Overwrites `field` with `saved` (from [`Executor::save`] of a field of the same shape,
+    /// on an executor like this one); returns once it is copied. Refused
+    /// ([`LaunchError::CopyShape`]) when the shapes or the parts differ.
+    fn restore<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        saved: &HostCopy<T, D>,
+    ) -> Result<(), LaunchError>;
+
     /// The values at the points of `range` (axis 0 fastest), as [`Field::read_range`] returns
     /// them; waits for earlier work.
     fn read_range<T: Element, const D: usize>(
@@ -369,6 +394,63 @@ pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
     }
     ran?;
     Ok(Reduced::ready::<S, D>(if results.is_empty() { Vec::new() } else { vec![results] }))
+}
+
+/// A field saved in host memory by [`Executor::save`]: its storage, halos included, or (a
+/// distributed executor's field) the copy of each part.
+#[derive(Clone, Debug)]
+pub struct HostCopy<T: Element, const D: usize> {
+    whole: Option<Field<T, D>>,
+    parts: Vec<HostCopy<T, D>>,
+}
+
+impl<T: Element, const D: usize> HostCopy<T, D> {
+    /// The copy of one field's storage.
+    pub(crate) fn whole(field: Field<T, D>) -> Self {
+        HostCopy { whole: Some(field), parts: Vec::new() }
+    }
+
+    /// The copy of a field of several parts, each saved by its executor.
+    pub(crate) fn of_parts(parts: Vec<HostCopy<T, D>>) -> Self {
+        HostCopy { whole: None, parts }
+    }
+
+    /// The host memory it holds, bytes.
+    pub fn bytes(&self) -> usize {
+        let whole = self.whole.as_ref().map_or(0, |f| std::mem::size_of_val(f.as_slice()));
+        whole + self.parts.iter().map(HostCopy::bytes).sum::<usize>()
+    }
+
+    /// The copies of its parts, in the order of the subdomains (none for a whole field).
+    pub(crate) fn parts(&self) -> &[HostCopy<T, D>] {
+        &self.parts
+    }
+
+    /// [`HostCopy::parts`], to be overwritten.
+    pub(crate) fn parts_mut(&mut self) -> &mut [HostCopy<T, D>] {
+        &mut self.parts
+    }
+
+    /// The field of a copy of a whole field of `shape`, to be overwritten (`None` otherwise).
+    pub(crate) fn whole_mut(&mut self, shape: &Shape<D>) -> Option<&mut Field<T, D>> {
+        self.whole.as_mut().filter(|f| f.shape() == shape)
+    }
+
+    /// The field of a copy of a whole field, checked against the shape it is restored into.
+    pub(crate) fn only(&self, shape: &Shape<D>) -> Result<&Field<T, D>, LaunchError> {
+        match &self.whole {
+            Some(f) if f.shape() == shape => Ok(f),
+            _ => Err(LaunchError::CopyShape { source_shape: self.describe(), destination_shape: shape.describe() }),
+        }
+    }
+
+    /// What it holds, for errors.
+    pub(crate) fn describe(&self) -> String {
+        match &self.whole {
+            Some(f) => f.shape().describe(),
+            None => format!("{} saved parts", self.parts.len()),
+        }
+    }
 }
 
 /// The halo-message half of an executor: contiguous buffers, packing boxes of fields into them

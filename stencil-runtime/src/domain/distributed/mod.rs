@@ -87,8 +87,8 @@ use super::workers::PerPart;
 use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
-    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, Messages, Readback, Record, Reduced,
-    Same, SideJob, Stencil,
+    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, HostCopy, Messages, Readback, Record,
+    Reduced, Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -663,6 +663,64 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     }
 
     /// Copies every part, halos and pending fills included.
+    /// Each subdomain's part saved by its executor (halos as they are), no gather.
+    fn save<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<HostCopy<T, D>, LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "save", "its field")?;
+        self.settle_field(&mut state, field)?;
+        // SAFETY: the lock is held and the field is borrowed: nothing changes its parts.
+        let parts = unsafe { field.parts_shared() };
+        let saved = domains.execs().iter().zip(parts).map(|(e, p)| e.save(p)).collect::<Result<Vec<_>, _>>()?;
+        Ok(HostCopy::of_parts(saved))
+    }
+
+    /// Each part saved into its earlier copy by its executor.
+    fn save_into<T: Element, const D: usize>(
+        &self,
+        field: &Self::Field<T, D>,
+        saved: &mut HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        if saved.parts().len() != domains.execs().len() {
+            *saved = self.save(field)?;
+            return Ok(());
+        }
+        let mut state = self.lock()?;
+        self.check_home(field.head().home, "save", "its field")?;
+        self.settle_field(&mut state, field)?;
+        // SAFETY: the lock is held and the field is borrowed: nothing changes its parts.
+        let parts = unsafe { field.parts_shared() };
+        for ((e, p), s) in domains.execs().iter().zip(parts).zip(saved.parts_mut()) {
+            e.save_into(p, s)?;
+        }
+        Ok(())
+    }
+
+    /// Each part restored by its executor; the halos exchanged again before they are read.
+    fn restore<T: Element, const D: usize>(
+        &self,
+        field: &mut Self::Field<T, D>,
+        saved: &HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        let domains = self.domains_of::<D>()?;
+        let mut state = self.lock()?;
+        state.journal(field.head());
+        self.check_home(field.head().home, "restore", "its field")?;
+        let parts = field.parts_exclusive();
+        if saved.parts().len() != parts.len() {
+            return Err(LaunchError::CopyShape {
+                source_shape: saved.describe(),
+                destination_shape: format!("{} parts of {}", parts.len(), field.head().global.describe()),
+            });
+        }
+        for ((e, part), s) in domains.execs().iter().zip(parts.iter_mut()).zip(saved.parts()) {
+            e.restore(part, s)?;
+        }
+        field.head().make_stale();
+        Ok(())
+    }
+
     fn copy<T: Element, const D: usize>(
         &self,
         dst: &mut Self::Field<T, D>,

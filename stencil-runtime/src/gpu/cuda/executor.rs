@@ -17,7 +17,7 @@ use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::comm::peer::enable_peer_access;
 use crate::error::LaunchError;
-use crate::executor::{BoxPart, Executor, Messages, Readback, Record, Reduced, Same, SideJob, Stencil};
+use crate::executor::{BoxPart, Executor, HostCopy, Messages, Readback, Record, Reduced, Same, SideJob, Stencil};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::gpu::source::{geometry, layout_lengths, max_elem_bytes};
 use crate::range::Loop;
@@ -182,6 +182,32 @@ impl Executor for Gpu {
         dst.copy_from(src)?;
         let fills = dst.boundary.map(|f| f.map(|f| [f; 2]));
         fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(dst, fills)]))
+    }
+
+    fn save<T: Element, const D: usize>(&self, field: &DeviceField<T, D>) -> Result<HostCopy<T, D>, LaunchError> {
+        Ok(HostCopy::whole(field.download()?))
+    }
+
+    fn save_into<T: Element, const D: usize>(
+        &self,
+        field: &DeviceField<T, D>,
+        saved: &mut HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        match saved.whole_mut(field.shape()) {
+            Some(copy) => field.copy_to_host(copy)?,
+            None => *saved = self.save(field)?,
+        }
+        Ok(())
+    }
+
+    fn restore<T: Element, const D: usize>(
+        &self,
+        field: &mut DeviceField<T, D>,
+        saved: &HostCopy<T, D>,
+    ) -> Result<(), LaunchError> {
+        field.copy_from_host(saved.only(field.shape())?)?;
+        let fills = field.boundary.map(|f| f.map(|f| [f; 2]));
+        fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(field, fills)]))
     }
 
     fn add_at<T: Element, const D: usize>(
