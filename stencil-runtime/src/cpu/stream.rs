@@ -8,6 +8,9 @@ use super::isa::Isa;
 ///
 /// # Safety
 /// `src` and `dst` are valid for `len * size` bytes and do not overlap.
+// Inlined into the nest's row loop: a call there makes the compiler reload the loop's vector
+// constants after every row.
+#[inline(always)]
 pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -15,7 +18,7 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
         if bytes >= head + 64 {
             // SAFETY: caller's contract; the aligned middle and the ends stay inside `bytes`.
             unsafe {
-                std::ptr::copy_nonoverlapping(src, dst, head);
+                copy_short(dst, src, head);
                 let body = (bytes - head) / 64 * 64;
                 let (d, s) = (dst.add(head), src.add(head));
                 match isa {
@@ -23,7 +26,7 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
                     Isa::Avx2 => stream_avx2(d, s, body),
                     Isa::Baseline => stream_sse2(d, s, body),
                 }
-                std::ptr::copy_nonoverlapping(src.add(head + body), dst.add(head + body), bytes - head - body);
+                copy_short(dst.add(head + body), src.add(head + body), bytes - head - body);
             }
             return;
         }
@@ -31,6 +34,26 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
     let _ = isa;
     // SAFETY: caller's contract.
     unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) }
+}
+
+/// Copies `n < 64` bytes (a row's ragged ends) with ordinary stores, in pieces of 32, 16, 8, 4, 2
+/// and 1 bytes: no call, where a `memcpy` call per row made the compiler reload the row loop's
+/// vector constants after it.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` bytes and do not overlap; `n < 64`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn copy_short(dst: *mut u8, src: *const u8, n: usize) {
+    debug_assert!(n < 64);
+    let mut at = 0;
+    for piece in [32, 16, 8, 4, 2, 1] {
+        if n & piece != 0 {
+            // SAFETY: `at + piece <= n` (the pieces are `n`'s bits, largest first); caller's contract.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), piece) };
+            at += piece;
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
