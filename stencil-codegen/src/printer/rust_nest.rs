@@ -1,6 +1,7 @@
 //! The CPU loop nest: one row at a time along the contiguous axis, one slice per (field,
 //! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
-//! hoisted to one per row slice and the launch validated once. The runtime hands the nest blocks
+//! hoisted to one per read and block (`BlockRows`: every row of the block at once) and the launch
+//! validated once. The runtime hands the nest blocks
 //! of rows (a plane of a tile); the loop over a block's rows and the row loop inside it are one
 //! function, compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
 //! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
