@@ -75,6 +75,11 @@ pub fn row(field: &str, i: usize) -> String {
     format!("__row_{field}_{i}")
 }
 
+/// The rows of a block that the `i`-th distinct offset read from `field` reaches.
+pub fn block_rows(field: &str, i: usize) -> String {
+    format!("__rows_{field}_{i}")
+}
+
 /// The per-row accumulator of reduction `name` in the nest (and in a kernel, its per-thread one).
 pub fn acc(name: &str) -> String {
     format!("__acc_{name}")

@@ -188,8 +188,8 @@ pub mod prelude {
 #[doc(hidden)]
 pub mod __private {
     pub use crate::cpu::{
-        for_each_column, for_each_row, for_each_row_reducing, isa, linear_offset, row, BlockOutputs, Isa, Partials,
-        PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
+        for_each_column, for_each_row, for_each_row_reducing, isa, linear_offset, row, BlockOutputs, BlockRows, Isa,
+        Partials, PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
     };
     pub use crate::executor::FieldMap;
     pub use crate::stencil::args::{field_arg, reduction_arg, ScalarArg};

@@ -1,6 +1,7 @@
 //! The CPU loop nest: one row at a time along the contiguous axis, one slice per (field,
 //! offset), so the inner loop is plain slice arithmetic that LLVM vectorises, with bounds checks
-//! hoisted to one per row slice and the launch validated once. The runtime hands the nest blocks
+//! hoisted to one per read and block (`BlockRows`: every row of the block at once) and the launch
+//! validated once. The runtime hands the nest blocks
 //! of rows (a plane of a tile); the loop over a block's rows and the row loop inside it are one
 //! function, compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
 //! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
@@ -404,12 +405,20 @@ impl<'a> Nest<'a> {
             let pfa = &self.pf.block_args;
             quote!(#block, #input_args #sweep_block_args #pfa #reduce_args #out)
         };
-        let row_slices = self.readers.iter().flat_map(|fa| {
-            let (data, base, len) = (data_name(fa), &base, &len);
+        // Each read's rows of the block, checked against its field once per block; a row is then
+        // a pointer and a length, without a bounds check of its own.
+        let block_rows = self.readers.iter().flat_map(|fa| {
+            let (data, block) = (data_name(fa), &block);
             (0..fa.offsets.len()).map(move |i| {
-                let row = row_name(fa, i);
-                let off = offset_name(fa, i);
-                quote! { let #row = #rt::__private::row(#data, #base, #off, #len); }
+                let (rows, off) = (block_rows_name(fa, i), offset_name(fa, i));
+                quote! { let #rows = #rt::__private::BlockRows::new(#data, &#block, #off); }
+            })
+        });
+        let row_slices = self.readers.iter().flat_map(|fa| {
+            let r = &r;
+            (0..fa.offsets.len()).map(move |i| {
+                let (row, rows) = (row_name(fa, i), block_rows_name(fa, i));
+                quote! { let #row = #rows.row(#r); }
             })
         });
         // The rows of a block a sweep adds: the passed rows (finished by this task at earlier
@@ -427,6 +436,7 @@ impl<'a> Nest<'a> {
         let writer_rows = self.writers.iter().map(|f| row_name(f, 0));
         let (pf_rows, row_call) = (&self.pf.block_rows, self.row_call());
         let block_loop = quote! {
+            #(#block_rows)*
             for #r in 0..#block.rows {
                 let #base = #block.row_base(#r);
                 #(#row_slices)*
@@ -632,6 +642,10 @@ fn offset_name(fa: &FieldAccess, i: usize) -> Ident {
 
 fn row_name(fa: &FieldAccess, i: usize) -> Ident {
     ident(&naming::row(&fa.name, i))
+}
+
+fn block_rows_name(fa: &FieldAccess, i: usize) -> Ident {
+    ident(&naming::block_rows(&fa.name, i))
 }
 
 fn passed_row_name(fa: &FieldAccess, i: usize) -> Ident {

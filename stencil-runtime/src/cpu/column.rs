@@ -90,7 +90,7 @@ pub fn for_each_column<const D: usize, O: RowOutputs, S>(
                 SweepOrder::Backward => levels - 1 - level,
             };
             let block = RowBlock { base: corner + at * strides[column], ..tile };
-            let mut out = BlockOutputs { outputs: &outputs, block, scratch: std::ptr::null_mut(), pending: None, isa };
+            let mut out = BlockOutputs::new(&outputs, block, std::ptr::null_mut(), isa);
             body(&mut state, block, level as i32, level_count, &mut out);
         }
     });

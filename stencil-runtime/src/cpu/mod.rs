@@ -51,6 +51,93 @@ pub fn row<T>(data: &[T], base: usize, offset: isize, len: usize) -> &[T] {
     &data[start..start + len]
 }
 
+/// The rows of a [`RowBlock`] that one read reaches (row `r` of the block displaced by a constant
+/// offset), checked against the field once for the whole block: the block function of the nest
+/// takes its read rows from these, so a row costs no bounds check of its own.
+#[derive(Clone, Copy, Debug)]
+pub struct BlockRows<'a, T> {
+    /// The field's first element.
+    data: *const T,
+    /// The first row's start in the field (meaningless when the block has no rows).
+    start: usize,
+    stride: usize,
+    len: usize,
+    rows: usize,
+    _data: PhantomData<&'a [T]>,
+}
+
+// SAFETY: a view of a `&'a [T]`, as shareable as one.
+unsafe impl<T: Sync> Sync for BlockRows<'_, T> {}
+// SAFETY: as for `&'a [T]`.
+unsafe impl<T: Sync> Send for BlockRows<'_, T> {}
+
+impl<'a, T> BlockRows<'a, T> {
+    /// The rows `block.row_base(r) + offset .. + block.len` of `data`, for every `r < block.rows`.
+    ///
+    /// # Panics
+    /// If one of them does not lie inside `data` (the launch's validation rules that out, so this
+    /// never fires for the nest's blocks).
+    #[inline(always)]
+    pub fn new(data: &'a [T], block: &RowBlock, offset: isize) -> Self {
+        match Self::try_new(data, block, offset) {
+            Some(rows) => rows,
+            None => block_outside(block.base, block.len, block.rows, block.stride, offset, data.len()),
+        }
+    }
+
+    /// [`BlockRows::new`], or `None` where a row lies outside `data`.
+    #[inline(always)]
+    pub fn try_new(data: &'a [T], block: &RowBlock, offset: isize) -> Option<Self> {
+        let RowBlock { base, len, rows, stride } = *block;
+        if rows > 0 {
+            // The rows' starts grow with `r`: all lie inside `data` when the first starts at or
+            // after its start and the last ends at or before its end.
+            let end = base
+                .checked_add_signed(offset)
+                .and_then(|start| (rows - 1).checked_mul(stride)?.checked_add(start)?.checked_add(len));
+            if end.is_none_or(|end| end > data.len()) {
+                return None;
+            }
+        }
+        Some(BlockRows {
+            data: data.as_ptr(),
+            start: base.wrapping_add_signed(offset),
+            stride,
+            len,
+            rows,
+            _data: PhantomData,
+        })
+    }
+
+    /// Row `r` of the block (`r < rows`, else a panic; the compiler drops that check in a loop
+    /// over `0..block.rows`).
+    #[inline(always)]
+    pub fn row(&self, r: usize) -> &'a [T] {
+        if r >= self.rows {
+            row_outside(r, self.rows);
+        }
+        // SAFETY: `new` checked that rows `0..rows` lie inside the field (`start + r * stride +
+        // len <= data.len()` for `r < rows`, without overflow), and `r < rows`; the field is
+        // borrowed shared for `'a`, so no `&mut` to it is alive.
+        unsafe { std::slice::from_raw_parts(self.data.add(self.start + r * self.stride), self.len) }
+    }
+}
+
+// The panics take their values by value: a reference would keep the `BlockRows` in memory
+// instead of registers.
+#[cold]
+#[inline(never)]
+fn block_outside(base: usize, len: usize, rows: usize, stride: usize, offset: isize, elements: usize) -> ! {
+    let block = RowBlock { base, len, rows, stride };
+    panic!("the rows of {block:?} displaced by {offset} reach outside a field of {elements} elements")
+}
+
+#[cold]
+#[inline(never)]
+fn row_outside(r: usize, rows: usize) -> ! {
+    panic!("row {r} of a block of {rows}")
+}
+
 /// Shared access to a written field, handing out one `&mut` row at a time.
 pub struct RowWriter<'a, T> {
     ptr: *mut T,
@@ -96,9 +183,13 @@ pub trait RowOutputs: Sync {
     /// The rows at `base .. base + len` of every written field.
     ///
     /// # Safety
-    /// No two live results may overlap, and none may outlive `self`: only [`for_each_row`],
-    /// which hands out disjoint rows to a body that cannot keep them, calls this.
+    /// `base + len` is at most every field's length (checked once per block by
+    /// [`RowOutputs::holds`]); no two live results may overlap, and none may outlive `self`:
+    /// only [`BlockOutputs`], which hands out disjoint rows of a checked block to a body that
+    /// cannot keep them, calls this.
     unsafe fn rows<'r>(&self, base: usize, len: usize) -> Self::Rows<'r>;
+    /// Whether every row of `block` lies inside every written field.
+    fn holds(&self, block: &RowBlock) -> bool;
     /// Number of written fields.
     const COUNT: usize;
     /// The largest element size of the written fields, in bytes.
@@ -121,9 +212,13 @@ impl<T: Element> RowOutputs for &RowWriter<'_, T> {
     type Rows<'r> = &'r mut [T];
     #[inline(always)]
     unsafe fn rows<'r>(&self, base: usize, len: usize) -> &'r mut [T] {
-        assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
-        // SAFETY: in bounds (checked above); disjoint from every other live row (caller).
+        debug_assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
+        // SAFETY: in bounds and disjoint from every other live row (caller: the block was
+        // checked with `holds`).
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(base), len) }
+    }
+    fn holds(&self, block: &RowBlock) -> bool {
+        block.within(self.len)
     }
     const COUNT: usize = 1;
     fn elem_bytes(&self) -> usize {
@@ -137,9 +232,9 @@ impl<T: Element> RowOutputs for &RowWriter<'_, T> {
     }
     #[inline(always)]
     unsafe fn stream_rows(&self, scratch: *const u8, base: usize, len: usize, isa: Isa) {
-        assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
+        debug_assert!(base + len <= self.len, "row {base}..{} outside a field of {} elements", base + len, self.len);
         let bytes = len * std::mem::size_of::<T>();
-        // SAFETY: in bounds (checked above), disjoint from other rows (caller), buffer distinct.
+        // SAFETY: in bounds and disjoint from other rows (caller), buffer distinct.
         unsafe { stream_copy(self.ptr.add(base) as *mut u8, scratch, bytes, isa) }
     }
 }
@@ -154,6 +249,11 @@ macro_rules! tuple_outputs {
                 let ($($name,)+) = self;
                 // SAFETY: forwarded contract; distinct fields never overlap.
                 unsafe { ($($name.rows(base, len),)+) }
+            }
+            #[allow(non_snake_case)]
+            fn holds(&self, block: &RowBlock) -> bool {
+                let ($($name,)+) = self;
+                true $(&& $name.holds(block))+
             }
             const COUNT: usize = 0 $(+ $name::COUNT)+;
             #[allow(non_snake_case)]
@@ -185,6 +285,9 @@ impl RowOutputs for () {
     type Rows<'r> = ();
     #[inline(always)]
     unsafe fn rows<'r>(&self, _base: usize, _len: usize) -> Self::Rows<'r> {}
+    fn holds(&self, _block: &RowBlock) -> bool {
+        true
+    }
     const COUNT: usize = 0;
     fn elem_bytes(&self) -> usize {
         0
@@ -232,6 +335,17 @@ impl RowBlock {
     pub fn row_base(&self, r: usize) -> usize {
         self.base + r * self.stride
     }
+
+    /// Whether every row lies inside a field of `elements` elements (the rows' starts grow with
+    /// `r`, so the last row decides).
+    #[inline]
+    pub fn within(&self, elements: usize) -> bool {
+        self.rows == 0
+            || (self.rows - 1)
+                .checked_mul(self.stride)
+                .and_then(|last| last.checked_add(self.base)?.checked_add(self.len))
+                .is_some_and(|end| end <= elements)
+    }
 }
 
 /// The written rows of one [`RowBlock`], handed out one at a time: the field's own rows, or,
@@ -247,7 +361,19 @@ pub struct BlockOutputs<'a, O: RowOutputs> {
     isa: Isa,
 }
 
-impl<O: RowOutputs> BlockOutputs<'_, O> {
+impl<'a, O: RowOutputs> BlockOutputs<'a, O> {
+    /// The written rows of `block` (into the buffer at `scratch` when not null: `O::COUNT *
+    /// SCRATCH_BYTES` bytes, 64-byte aligned, holding a row of `block.len` elements, used by
+    /// nothing else while this lives).
+    ///
+    /// # Panics
+    /// If a row of `block` does not lie inside every written field (checked here once, so that
+    /// handing out a row needs no check of its own).
+    fn new(outputs: &'a O, block: RowBlock, scratch: *mut u8, isa: Isa) -> Self {
+        assert!(outputs.holds(&block), "{block:?} reaches outside a written field");
+        BlockOutputs { outputs, block, scratch, pending: None, isa }
+    }
+
     /// The written rows of row `r` of the block (`r < rows`); with streaming, the previous row's
     /// values go out first.
     #[inline(always)]
@@ -255,8 +381,9 @@ impl<O: RowOutputs> BlockOutputs<'_, O> {
         assert!(r < self.block.rows, "row {r} of a block of {}", self.block.rows);
         let len = self.block.len;
         if self.scratch.is_null() {
-            // SAFETY: rows of one block are disjoint, blocks handed to different tasks are
-            // disjoint (`for_each_row`), and `&mut self` keeps one result alive at a time.
+            // SAFETY: inside every field (`new` checked the block and `r < rows`), rows of one
+            // block are disjoint, blocks handed to different tasks are disjoint
+            // (`for_each_row`), and `&mut self` keeps one result alive at a time.
             unsafe { self.outputs.rows(self.block.row_base(r), len) }
         } else {
             self.flush();
@@ -271,8 +398,9 @@ impl<O: RowOutputs> BlockOutputs<'_, O> {
     #[inline(always)]
     fn flush(&mut self) {
         if let Some(r) = self.pending.take() {
-            // SAFETY: the destination row is this block's row `r` (disjoint from other tasks'),
-            // the buffer holds its values, and no row result is alive (`&mut self`).
+            // SAFETY: the destination row is this block's row `r` (inside every field: `new`
+            // checked the block; disjoint from other tasks'), the buffer holds its values, and no
+            // row result is alive (`&mut self`).
             unsafe { self.outputs.stream_rows(self.scratch, self.block.row_base(r), self.block.len, self.isa) }
         }
     }
@@ -341,7 +469,7 @@ pub fn for_each_row_planned<const D: usize, O: RowOutputs>(
         for block in blocks {
             for start in (0..block.len).step_by(piece.min(block.len.max(1))) {
                 let piece = RowBlock { base: block.base + start, len: piece.min(block.len - start), ..block };
-                let mut out = BlockOutputs { outputs: &outputs, block: piece, scratch, pending: None, isa };
+                let mut out = BlockOutputs::new(&outputs, piece, scratch, isa);
                 body(piece, &mut out);
                 out.flush();
             }
@@ -425,4 +553,85 @@ fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
         }
         drain();
     });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every block whose rows all lie inside the field gives, row by row, the slices a checked
+    /// slicing gives; every block with a row outside (before the start, past the end, or an
+    /// overflowing extent) is refused when its rows are taken, before any row is read. Blocks at
+    /// every start and displacement around both ends of a small field.
+    #[test]
+    fn block_rows_are_the_checked_rows_and_refuse_a_block_outside() {
+        let data: Vec<u32> = (0..64).collect();
+        let (mut taken, mut refused) = (0, 0);
+        for base in 0..=70usize {
+            for offset in -8isize..=8 {
+                for (len, rows, stride) in
+                    [(4usize, 3usize, 10usize), (0, 2, 7), (9, 1, 0), (5, 0, 3), (1, 5, 11), (3, 2, 1)]
+                {
+                    let block = RowBlock { base, len, rows, stride };
+                    let inside = (0..rows).all(|r| {
+                        let start = (base + r * stride) as isize + offset;
+                        start >= 0 && start as usize + len <= data.len()
+                    });
+                    match BlockRows::try_new(&data, &block, offset) {
+                        Some(b) => {
+                            assert!(inside, "{block:?} + {offset} reaches outside but was taken");
+                            taken += 1;
+                            for r in 0..rows {
+                                let start = ((base + r * stride) as isize + offset) as usize;
+                                assert_eq!(b.row(r), &data[start..start + len], "{block:?} + {offset}, row {r}");
+                            }
+                        }
+                        None => {
+                            assert!(!inside, "{block:?} + {offset} lies inside but was refused");
+                            refused += 1;
+                        }
+                    }
+                    let within = (0..rows).all(|r| base + r * stride + len <= data.len());
+                    assert_eq!(block.within(data.len()), within, "{block:?}");
+                }
+            }
+        }
+        assert!(taken > 1000 && refused > 1000, "{taken} taken, {refused} refused");
+        let huge = RowBlock { base: 1, len: 1, rows: 3, stride: usize::MAX / 2 };
+        assert!(BlockRows::try_new(&data, &huge, 0).is_none(), "an overflowing extent");
+        assert!(!huge.within(usize::MAX), "an overflowing extent");
+        let outside = RowBlock { base: 60, len: 4, rows: 1, stride: 0 };
+        assert!(std::panic::catch_unwind(|| BlockRows::new(&data, &outside, 1)).is_err(), "`new` refuses");
+        let b = BlockRows::new(&data, &RowBlock { base: 0, len: 2, rows: 2, stride: 3 }, 0);
+        assert!(std::panic::catch_unwind(|| b.row(2)).is_err(), "a row past the block");
+    }
+
+    /// The written rows of a block are checked once, when the block's outputs are made: a block
+    /// with a row past the end of a written field is refused there.
+    #[test]
+    fn block_outputs_refuse_a_block_outside_a_written_field() {
+        let (mut a, mut b) = (vec![0.0f32; 40], vec![0.0f32; 30]);
+        {
+            let (wa, wb) = (RowWriter::new(&mut a), RowWriter::new(&mut b));
+            let outputs = (&wa, &wb);
+            // Its last row ends at 35: inside `a` (40), past `b` (30).
+            let past = RowBlock { base: 11, len: 4, rows: 3, stride: 10 };
+            let refused = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                BlockOutputs::new(&outputs, past, std::ptr::null_mut(), Isa::Baseline);
+            }));
+            assert!(refused.is_err(), "a block past the end of the second written field");
+            let fits = RowBlock { base: 2, len: 4, rows: 3, stride: 10 };
+            let mut out = BlockOutputs::new(&outputs, fits, std::ptr::null_mut(), Isa::Baseline);
+            for r in 0..3 {
+                let (ra, rb) = out.row(r);
+                ra.fill(r as f32 + 1.0);
+                rb.fill(-(r as f32) - 1.0);
+            }
+        }
+        for r in 0..3 {
+            assert!(a[2 + 10 * r..6 + 10 * r].iter().all(|&v| v == r as f32 + 1.0));
+            assert!(b[2 + 10 * r..6 + 10 * r].iter().all(|&v| v == -(r as f32) - 1.0));
+        }
+        assert_eq!(a.iter().filter(|&&v| v != 0.0).count(), 12, "nothing written outside the block");
+    }
 }

@@ -8,6 +8,9 @@ use super::isa::Isa;
 ///
 /// # Safety
 /// `src` and `dst` are valid for `len * size` bytes and do not overlap.
+// Inlined into the nest's row loop: a call there makes the compiler reload the loop's vector
+// constants after every row.
+#[inline(always)]
 pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) {
     #[cfg(target_arch = "x86_64")]
     {
@@ -15,7 +18,7 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
         if bytes >= head + 64 {
             // SAFETY: caller's contract; the aligned middle and the ends stay inside `bytes`.
             unsafe {
-                std::ptr::copy_nonoverlapping(src, dst, head);
+                copy_short(dst, src, head);
                 let body = (bytes - head) / 64 * 64;
                 let (d, s) = (dst.add(head), src.add(head));
                 match isa {
@@ -23,7 +26,7 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
                     Isa::Avx2 => stream_avx2(d, s, body),
                     Isa::Baseline => stream_sse2(d, s, body),
                 }
-                std::ptr::copy_nonoverlapping(src.add(head + body), dst.add(head + body), bytes - head - body);
+                copy_short(dst.add(head + body), src.add(head + body), bytes - head - body);
             }
             return;
         }
@@ -33,33 +36,73 @@ pub unsafe fn stream_copy(dst: *mut u8, src: *const u8, bytes: usize, isa: Isa) 
     unsafe { std::ptr::copy_nonoverlapping(src, dst, bytes) }
 }
 
+/// Copies `n < 64` bytes (a row's ragged ends) with ordinary stores, in pieces of 32, 16, 8, 4, 2
+/// and 1 bytes: no call, where a `memcpy` call per row made the compiler reload the row loop's
+/// vector constants after it.
+///
+/// # Safety
+/// `src` and `dst` are valid for `n` bytes and do not overlap; `n < 64`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+unsafe fn copy_short(dst: *mut u8, src: *const u8, n: usize) {
+    debug_assert!(n < 64);
+    let mut at = 0;
+    for piece in [32, 16, 8, 4, 2, 1] {
+        if n & piece != 0 {
+            // SAFETY: `at + piece <= n` (the pieces are `n`'s bits, largest first); caller's contract.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(at), dst.add(at), piece) };
+            at += piece;
+        }
+    }
+}
+
+/// The streaming copies of whole cache lines: four lines per iteration (a row of 256 f32 is 16
+/// lines), then one at a time.
+macro_rules! stream_lines {
+    ($bytes:ident, $width:literal, $copy:expr) => {{
+        let mut i = 0;
+        while i + 256 <= $bytes {
+            for k in (0..256).step_by($width) {
+                $copy(i + k);
+            }
+            i += 256;
+        }
+        while i < $bytes {
+            for k in (0..64).step_by($width) {
+                $copy(i + k);
+            }
+            i += 64;
+        }
+    }};
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 unsafe fn stream_avx512(dst: *mut u8, src: *const u8, bytes: usize) {
     use std::arch::x86_64::*;
-    for i in (0..bytes).step_by(64) {
-        // SAFETY: `dst + i` is 64-byte aligned and inside the caller's range.
-        unsafe { _mm512_stream_si512(dst.add(i) as *mut _, _mm512_loadu_si512(src.add(i) as *const _)) };
-    }
+    // SAFETY: `dst + i` is 64-byte aligned and `i + 64 <= bytes` (a multiple of 64) inside the
+    // caller's range.
+    let copy =
+        |i: usize| unsafe { _mm512_stream_si512(dst.add(i) as *mut _, _mm512_loadu_si512(src.add(i) as *const _)) };
+    stream_lines!(bytes, 64, copy)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 unsafe fn stream_avx2(dst: *mut u8, src: *const u8, bytes: usize) {
     use std::arch::x86_64::*;
-    for i in (0..bytes).step_by(32) {
-        // SAFETY: as above (32-byte alignment follows from 64).
-        unsafe { _mm256_stream_si256(dst.add(i) as *mut _, _mm256_loadu_si256(src.add(i) as *const _)) };
-    }
+    // SAFETY: as above (32-byte alignment follows from 64).
+    let copy =
+        |i: usize| unsafe { _mm256_stream_si256(dst.add(i) as *mut _, _mm256_loadu_si256(src.add(i) as *const _)) };
+    stream_lines!(bytes, 32, copy)
 }
 
 #[cfg(target_arch = "x86_64")]
 unsafe fn stream_sse2(dst: *mut u8, src: *const u8, bytes: usize) {
     use std::arch::x86_64::*;
-    for i in (0..bytes).step_by(16) {
-        // SAFETY: as above.
-        unsafe { _mm_stream_si128(dst.add(i) as *mut _, _mm_loadu_si128(src.add(i) as *const _)) };
-    }
+    // SAFETY: as above.
+    let copy = |i: usize| unsafe { _mm_stream_si128(dst.add(i) as *mut _, _mm_loadu_si128(src.add(i) as *const _)) };
+    stream_lines!(bytes, 16, copy)
 }
 
 /// Orders a task's streaming stores before whatever signals its end (they are weakly ordered).
@@ -117,11 +160,11 @@ mod tests {
 
     #[test]
     fn stream_copy_every_offset_and_length() {
-        let src: Vec<u8> = (0..700u32).map(|v| (v * 7 + 3) as u8).collect();
+        let src: Vec<u8> = (0..1300u32).map(|v| (v * 7 + 3) as u8).collect();
         for isa in Isa::ALL.into_iter().filter(|i| i.supported()) {
             for off in [0usize, 1, 4, 31, 63] {
-                for len in [0usize, 1, 63, 64, 65, 200, 500] {
-                    let mut dst = vec![0xAAu8; 700];
+                for len in [0usize, 1, 63, 64, 65, 200, 500, 1100, 1217] {
+                    let mut dst = vec![0xAAu8; 1300];
                     // SAFETY: both ranges are inside their vectors and distinct allocations.
                     unsafe { stream_copy(dst.as_mut_ptr().add(off), src.as_ptr(), len, isa) };
                     store_fence();
