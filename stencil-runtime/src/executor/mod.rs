@@ -613,6 +613,36 @@ mod tests {
     use crate::domain::{Decomposition, Distributed};
 
     #[test]
+    fn a_saved_field_restores_only_into_a_field_of_its_shape_and_parts() {
+        let shape = Shape::new([8, 6]).halo(1);
+        let field = Field::<f64, 2>::from_fn(shape, |[i, j]| (i + 10 * j) as f64);
+        let saved = Host.save(&field).unwrap();
+        assert_eq!(saved.bytes(), shape.len() * 8);
+        // Another shape: refused, nothing written.
+        let mut other = Field::<f64, 2>::filled(Shape::new([8, 5]).halo(1), -1.0);
+        match Host.restore(&mut other, &saved) {
+            Err(LaunchError::CopyShape { source_shape, destination_shape }) => {
+                assert!(source_shape.contains("[8, 6]") && destination_shape.contains("[8, 5]"))
+            }
+            r => panic!("restored into another shape: {r:?}"),
+        }
+        assert!(other.to_vec().iter().all(|&x| x == -1.0));
+        // A distributed field of two parts from a copy of a whole field: refused.
+        let exec = Distributed::host(Decomposition::new([8, 6], [2, 1], [false; 2], [1; 2]).unwrap()).unwrap();
+        let mut split = exec.upload(&field).unwrap();
+        let e = exec.restore(&mut split, &saved).unwrap_err();
+        assert!(matches!(e, LaunchError::CopyShape { .. }), "{e}");
+        // Its own copy, part by part: the same field back, after it was overwritten.
+        let own = exec.save(&split).unwrap();
+        exec.copy(&mut split, &exec.upload(&Field::filled(shape, 7.0)).unwrap()).unwrap();
+        exec.restore(&mut split, &own).unwrap();
+        assert_eq!(
+            exec.download(&split).unwrap().to_vec(),
+            exec.download(&exec.upload(&field).unwrap()).unwrap().to_vec()
+        );
+    }
+
+    #[test]
     fn an_executor_that_does_not_reach_refuses_a_direct_copy_and_says_to_use_buffers() {
         let shape = Shape::new([8, 6]).halo(1);
         let (mut a, mut b) =
