@@ -22,8 +22,9 @@ use crate::acoustic::{courant_limit, Coefficients, HALO};
 use crate::checkpoint::Error;
 
 /// One time step in the interior: `u⁺ = (2u − (1 − d) u⁻ + Δt² ∇²u / m) / (1 + d)`, `d = η Δt / 2`
-/// (zero outside the sponge). Linear in `(u, u_prev)`; the gradient in `m` is derived.
-#[stencil(adjoint(u, u_prev), gradient(m))]
+/// (zero outside the sponge). Linear in `(u, u_prev)`; the reverse time step (`FwiWaveAdjointStep`)
+/// and the gradient in `m` are derived (the accumulating `FwiWaveAdjoint` too, for the tests).
+#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev), gradient(m))]
 #[rustfmt::skip]
 pub fn fwi_wave(
     idx: Idx3, c0: f64, cx: [f64; 4], cy: [f64; 4], cz: [f64; 4], dt2: f64,
@@ -527,7 +528,8 @@ impl<'e, E: Executor> Fwi<'e, E> {
                 Ok(())
             },
             |w, i, first, s| {
-                // (a, b): the cotangents of the state after step i, (u^i, u^{i+1}).
+                // (a, b): the cotangents λ^{i+2} and λ^{i+1} of u^{i+2} and u^{i+1} (b without the
+                // residuals sampled from u^{i+1} yet); t is free for λ^i.
                 if first {
                     self.step(m, shot, wavelet, i, s, &mut w.scratch)?;
                     w.sampling.collect(&mut w.syn)?;
@@ -542,7 +544,7 @@ impl<'e, E: Executor> Fwi<'e, E> {
                     exec.copy(&mut w.a, &self.zeros)?;
                     exec.copy(&mut w.b, &self.zeros)?;
                 }
-                // The receivers sampled u^{i+1}: their residuals join its cotangent, the
+                // The receivers sampled u^{i+1}: their residuals complete its cotangent, the
                 // transpose of `sample` (one operation for all receivers).
                 self.receivers.inject(exec, &mut w.b, &w.residual[i])?;
                 for (node, amount) in source.spread(0, wavelet[i]) {
@@ -558,15 +560,16 @@ impl<'e, E: Executor> Fwi<'e, E> {
                     FwiWaveGradient,
                     (c.c0, cx, cy, cz, dt2, m, &self.damp, &s[1], &s[0], &w.b, &mut *m_bar, &self.mask),
                 )?;
-                exec.copy(&mut w.t, &self.zeros)?;
+                // λ^i from λ^{i+1} (b, read at neighbours) and λ^{i+2} (a): the steps i and i + 1
+                // read u^i; t is written, not accumulated into.
                 exec.run(
                     &self.range,
-                    FwiWaveAdjoint,
-                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &mut w.a, &mut w.t, &w.b, &self.mask),
+                    FwiWaveAdjointStep,
+                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &mut w.t, &w.a, &w.b, &self.mask),
                 )?;
-                // The cotangents of (u^{i-1}, u^i): (t, a).
-                std::mem::swap(&mut w.b, &mut w.a);
-                std::mem::swap(&mut w.a, &mut w.t);
+                // (λ^{i+1}, λ^i) for step i − 1: (a, b); t is free.
+                std::mem::swap(&mut w.a, &mut w.b);
+                std::mem::swap(&mut w.b, &mut w.t);
                 Ok(())
             },
         )?;

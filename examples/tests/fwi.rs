@@ -147,6 +147,34 @@ fn the_checkpointed_gradient_equals_the_stored_one_bit_for_bit() {
     }
 }
 
+/// The reverse time step (`FwiWaveAdjointStep`, which the gradient runs) gives the bits of the
+/// accumulating adjoint run as a reverse loop would: into a zeroed field, the `u_prev` terms from
+/// the cotangent two steps later, then the `u` terms from the next one's; over ranges inside, at
+/// and beyond the forward range.
+#[test]
+fn the_adjoint_step_gives_the_accumulating_adjoints_bits() {
+    use stencil_examples::fwi::{FwiWaveAdjoint, FwiWaveAdjointStep};
+    use stencil_runtime::adjoint::range_mask;
+    use stencil_runtime::{Loop3D, Shape3};
+    let shape = Shape3::new([30, 26, 24]).halo(8);
+    let mut state = 0x57e9_u64;
+    let mut random = |lo: f64, hi: f64| Field3::from_fn(shape, |_| lo + (hi - lo) * uniform(&mut state));
+    let (m, damp, next, later) = (random(0.5, 1.5), random(0.0, 0.3), random(-1.0, 1.0), random(-1.0, 1.0));
+    let (c0, cx, cy, cz, dt2) =
+        (-7.3, [1.6, -0.2, 0.025, -0.0017], [1.5, -0.21, 0.024, -0.0018], [1.4, -0.19, 0.026, -0.0016], 0.37);
+    let r = Loop3D::interior(&shape).shrink([4; 3]);
+    let mask = range_mask::<f64, 3>(shape, &r);
+    for q in [r.shrink([3; 3]), r, r.grow([4; 3]).expect("room")] {
+        let (mut want, mut scratch) = (Field3::zeros(shape), Field3::zeros(shape));
+        let args = (c0, cx, cy, cz, dt2, &m, &damp, &mut scratch, &mut want, &later, &mask);
+        Host.run(&q, FwiWaveAdjoint, args).unwrap();
+        Host.run(&q, FwiWaveAdjoint, (c0, cx, cy, cz, dt2, &m, &damp, &mut want, &mut scratch, &next, &mask)).unwrap();
+        let mut got = Field3::zeros(shape);
+        Host.run(&q, FwiWaveAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut got, &later, &next, &mask)).unwrap();
+        assert!(bits(&got) == bits(&want), "range {q:?}: the step differs from the accumulated adjoint");
+    }
+}
+
 /// Checkpoints saved to host memory ([`Held::OnHost`]: `Executor::save` and `restore`) give the
 /// bits of checkpoints held on the executor, on one domain and on two host subdomains (each
 /// part saved as it is), and the run reports the host memory they held.
@@ -255,13 +283,14 @@ fn on_the_gpus_the_gradient_and_the_taylor_slopes_are_the_hosts() {
     assert!((slopes[0] - 1.0).abs() <= 0.1 && (slopes[1] - 2.0).abs() <= 0.1, "slopes {slopes:?}");
 }
 
-/// On a GPU, the adjoint stencil under the depot kernel and under every two-pass strategy (the
-/// scaled cotangents written to scratch fields first), and as tuned, gives the host's bits, over
-/// ranges inside the forward range, the forward range and the range grown by the reach.
+/// On a GPU, the adjoint stencil and the reverse time step under the depot kernel and under every
+/// two-pass strategy (the scaled cotangents written to scratch fields first), and as tuned, give
+/// the host's bits, over ranges inside the forward range, the forward range and the range grown
+/// by the reach.
 #[cfg(feature = "cuda")]
 #[test]
 fn on_a_gpu_every_adjoint_strategy_gives_the_hosts_bits() {
-    use stencil_examples::fwi::FwiWaveAdjoint;
+    use stencil_examples::fwi::{FwiWaveAdjoint, FwiWaveAdjointStep};
     use stencil_runtime::adjoint::range_mask;
     use stencil_runtime::cuda::Gpu;
     use stencil_runtime::{Loop3D, Shape3, Strategy};
@@ -271,12 +300,13 @@ fn on_a_gpu_every_adjoint_strategy_gives_the_hosts_bits() {
     let mut random = |lo: f64, hi: f64| Field3::from_fn(shape, |_| lo + (hi - lo) * uniform(&mut state));
     let (m, damp) = (random(0.5, 1.5), random(0.0, 0.3));
     let (y, start_u, start_p) = (random(-1.0, 1.0), random(-1.0, 1.0), random(-1.0, 1.0));
+    let later = random(-1.0, 1.0);
     let (c0, cx, cy, cz, dt2) =
         (-7.3, [1.6, -0.2, 0.025, -0.0017], [1.5, -0.21, 0.024, -0.0018], [1.4, -0.19, 0.026, -0.0016], 0.37);
     let r = Loop3D::interior(&shape).shrink([4; 3]);
     let mask = range_mask::<f64, 3>(shape, &r);
     let up = |f: &Field3<f64>| gpu.upload(f).expect("upload");
-    let (dm, dd, dy, dmask) = (up(&m), up(&damp), up(&y), up(&mask));
+    let (dm, dd, dy, dmask, dlater) = (up(&m), up(&damp), up(&y), up(&mask), up(&later));
     let strategies = [
         Some(Strategy::Depot { block_x: 32, block_y: 8, planes: 16 }),
         Some(Strategy::TwoPass { block_x: 64, block_y: 4, points_per_thread: 16 }),
@@ -302,6 +332,17 @@ fn on_a_gpu_every_adjoint_strategy_gives_the_hosts_bits() {
                 "{label}, range {q:?}: u_bar differs from the host's"
             );
             assert!(bits(&gpu.download(&gp).unwrap()) == bits(&hp), "{label}, range {q:?}: u_prev_bar differs");
+        }
+        // The reverse time step, its output poisoned first (a point of the range left unwritten
+        // keeps NaN's bits).
+        let mut hs = Field3::filled(shape, f64::NAN);
+        Host.run(&q, FwiWaveAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut hs, &later, &y, &mask)).unwrap();
+        for strategy in strategies {
+            let mut gs = up(&Field3::filled(shape, f64::NAN));
+            let args = (c0, cx, cy, cz, dt2, &dm, &dd, &mut gs, &dlater, &dy, &dmask);
+            gpu.run_with(&q, FwiWaveAdjointStep, strategy, args).expect("the adjoint step on the GPU");
+            let label = strategy.map_or("tuned".to_string(), |s| s.label());
+            assert!(bits(&gpu.download(&gs).unwrap()) == bits(&hs), "{label}, range {q:?}: the step differs");
         }
     }
 }

@@ -13,6 +13,9 @@ pub const SWEEP_ATTR: &str = "__stencil_sweep";
 /// The attribute `#[stencil(adjoint(..))]` leaves on the function for the expansion
 /// (`#[__stencil_adjoint(u, v)]`); the functor does not keep it.
 pub const ADJOINT_ATTR: &str = "__stencil_adjoint";
+/// The attribute `#[stencil(adjoint_step(..))]` leaves on the function for the expansion
+/// (`#[__stencil_adjoint_step(u, u_prev)]`); the functor does not keep it.
+pub const ADJOINT_STEP_ATTR: &str = "__stencil_adjoint_step";
 /// The attribute `#[stencil(gradient(..))]` leaves on the function for the expansion
 /// (`#[__stencil_gradient(c)]`); the functor does not keep it.
 pub const GRADIENT_ATTR: &str = "__stencil_gradient";

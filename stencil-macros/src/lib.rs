@@ -56,6 +56,13 @@ fn runtime() -> proc_macro2::TokenStream {
 /// a written `out`, and a last `range_mask` (`stencil_runtime::adjoint::range_mask`). A term that
 /// is not linear in a named field is a compile error naming it.
 ///
+/// `#[stencil(adjoint_step(u, u_prev))]` also emits one reverse time step of a scheme whose levels
+/// are `u` and `u_prev` (newest first) and which writes one field `u_next`: `WaveAdjointStep`,
+/// whose arguments are the forward's in the same places with `u_bar: &mut` (written, not
+/// accumulated) for `u`, `u_next_bar_2: &` (the cotangent from two steps later) for `u_prev`,
+/// `u_next_bar: &` for `u_next`, and `range_mask`: the bits of the accumulating adjoint run over
+/// a zeroed field, in one launch.
+///
 /// `#[stencil(gradient(c))]` also emits the transposed derivative of the update with respect to
 /// the read field `c` (the imaging condition): `WaveGradient`, whose arguments are the forward's
 /// in the same places with `out_bar: &` for a written `out`, then `c_bar: &mut` (accumulated

@@ -60,7 +60,8 @@ fn star8(idx: Idx3, w: [f64; 5], c: &Field3<f64>, u: &Field3<f64>, out: &mut Fie
 }
 
 /// A damped wave step (a PML-like damping field `d`): divisions and products by fixed fields.
-#[stencil(adjoint(u, u_prev))]
+/// Also as one reverse time step (`DampedAdjointStep`).
+#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev))]
 fn damped(
     idx: Idx3,
     dt: f64,
@@ -580,6 +581,124 @@ fn the_adjoint_parameters_mirror_the_forward() {
     let reach = |name: &str| info.fields.iter().find(|f| f.name == name).map(|f| (f.lo, f.hi, f.writable));
     assert_eq!(reach("out_bar"), Some(([-4, -4, -4], [4, 4, 4], false)));
     assert_eq!(reach("u_bar"), Some(([0; 3], [0; 3], true)));
+}
+
+// ---- The adjoint step ----
+
+/// The step `λ⁽ⁿ⁾ = f(λ⁽ⁿ⁺¹⁾, λ⁽ⁿ⁺²⁾)` gives the bits of the accumulating adjoint as a reverse loop
+/// runs it: `λ⁽ⁿ⁾` zeroed, the adjoint of step `n + 1` adding its `u_prev` terms from `λ⁽ⁿ⁺²⁾`,
+/// then that of step `n` its `u` terms from `λ⁽ⁿ⁺¹⁾`. It writes its range only (the rest stays
+/// poisoned) and reads the cotangents only on the forward range (NaN outside it).
+#[test]
+fn the_adjoint_step_gives_the_accumulating_adjoints_bits() {
+    let shape = Shape3::new([11, 12, 10]).halo(1);
+    for_ranges(shape, 3, 1, 0x57e9, |r, q, rng| {
+        let dt = rng.uniform(0.1, 0.5);
+        let (c2, d) = (random::<f64, _>(shape, rng, 0.5, 2.0), random::<f64, _>(shape, rng, 0.0, 3.0));
+        let mask = stencil_runtime::adjoint::range_mask(shape, r);
+        let poisoned = |rng: &mut SplitMix64| {
+            let mut f = random::<f64, _>(shape, rng, -1.0, 1.0);
+            for_each_in_range(&Loop3D::whole(&shape), &shape, |g| {
+                if !range_contains(r, &shape, g) {
+                    f.set(g, f64::NAN).expect("a point of the field");
+                }
+            });
+            f
+        };
+        let (later, next) = (poisoned(rng), poisoned(rng));
+        let mut want = Field::zeros(shape);
+        let mut scratch = Field::zeros(shape);
+        Host.run(q, DampedAdjoint, (dt, &c2, &d, &mut scratch, &mut want, &later, &mask)).expect("step n + 1");
+        Host.run(q, DampedAdjoint, (dt, &c2, &d, &mut want, &mut scratch, &next, &mask)).expect("step n");
+        let mut got = Field::filled(shape, f64::NAN);
+        Host.run(q, DampedAdjointStep, (dt, &c2, &d, &mut got, &later, &next, &mask)).expect("adjoint step");
+        for_each_in_range(&Loop3D::whole(&shape), &shape, |g| {
+            let (x, w) = (nb(&got, g, [0; 3]), nb(&want, g, [0; 3]));
+            if range_contains(q, &shape, g) {
+                assert_eq!(x.to_bits(), w.to_bits(), "at {g:?} over {q:?}: step {x}, accumulated {w}");
+            } else {
+                assert!(x.is_nan(), "the step wrote {g:?}, outside its range {q:?}");
+            }
+        });
+    });
+}
+
+/// The whole reverse loop of adjoint steps against the forward loop: `N` damped wave steps map
+/// the initial levels `(u⁰, u⁻¹)` (random on the adjoint range) to the final ones `(uᴺ, uᴺ⁻¹)`;
+/// the steps from `λᴺ = y_N`, `λᴺ⁺¹ = 0` (with `y_{N−1}` added to `λᴺ⁻¹`) down to `λ⁰` and
+/// `λ⁻¹` give `⟨F x, y⟩ = ⟨x, Fᵀ y⟩` to 1e-12. The step's IR with one tap's offset flipped,
+/// run by the IR interpreter in the same loop, fails it.
+#[test]
+fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
+    const STEPS: usize = 4;
+    type Step<'a> = dyn Fn(&Loop3D, &mut Field3<f64>, &Field3<f64>, &Field3<f64>) + 'a;
+    let shape = Shape3::new([12, 11, 10]).halo(1);
+    let mut planted_checked = false;
+    for_ranges(shape, 3, 1, 0x1007, |r, q, rng| {
+        let dt = rng.uniform(0.1, 0.5);
+        let (c2, d) = (random::<f64, _>(shape, rng, 0.5, 2.0), random::<f64, _>(shape, rng, 0.0, 3.0));
+        let mask = stencil_runtime::adjoint::range_mask(shape, r);
+        let (x0, x_prev) = (random_on(shape, q, rng, -1.0, 1.0), random_on(shape, q, rng, -1.0, 1.0));
+        let (y_new, y_old) = (random::<f64, _>(shape, rng, -1.0, 1.0), random::<f64, _>(shape, rng, -1.0, 1.0));
+        // levels[k] = u^(k - 1).
+        let mut levels = vec![x_prev.try_clone().expect("clone"), x0.try_clone().expect("clone")];
+        for n in 0..STEPS {
+            let mut next = Field::zeros(shape);
+            Host.run(r, Damped, (dt, &c2, &d, &levels[n + 1], &levels[n], &mut next)).expect("forward");
+            levels.push(next);
+        }
+        let lhs = dot(&levels[STEPS + 1], &y_new, r) + dot(&levels[STEPS], &y_old, r);
+        assert!(lhs.abs() > 1e-3, "a degenerate case: ⟨F x, y⟩ = {lhs}");
+        // `fill`: the cotangents outside the adjoint range (NaN: never read unmasked).
+        let reverse = |step: &Step<'_>, fill: f64| {
+            // lam[k] = λ^(k - 1), from λ^(N + 1) = 0 and λ^N = y_N down.
+            let mut lam: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
+            lam[STEPS + 2] = Some(Field::zeros(shape));
+            lam[STEPS + 1] = Some(y_new.try_clone().expect("clone"));
+            for k in (0..=STEPS).rev() {
+                let zeros = Field::zeros(shape);
+                // λ^(-1) is read by step 0 as its older level only.
+                let next = if k == 0 { &zeros } else { lam[k + 1].as_ref().expect("λ") };
+                let mut out = Field::filled(shape, fill);
+                step(q, &mut out, lam[k + 2].as_ref().expect("λ"), next);
+                if k == STEPS {
+                    for_each_in_range(q, &shape, |g| {
+                        let v = nb(&out, g, [0; 3]) + nb(&y_old, g, [0; 3]);
+                        out.set(g, v).expect("a point of the field");
+                    });
+                }
+                lam[k] = Some(out);
+            }
+            let (l0, l_prev) = (lam[1].as_ref().expect("λ0"), lam[0].as_ref().expect("λ-1"));
+            let rhs = dot(&x0, l0, q) + dot(&x_prev, l_prev, q);
+            (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
+        };
+        let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+            Host.run(q, DampedAdjointStep, (dt, &c2, &d, out, later, next, &mask)).expect("adjoint step")
+        };
+        let err = reverse(&compiled, f64::NAN);
+        assert!(err <= TOL, "{STEPS} damped steps over {r:?}, reversed over {q:?}: relative error {err:e}");
+        if !planted_checked {
+            let flipped = flip_one_offset(<DampedAdjointStep as Stencil<3>>::ir());
+            let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar, range_mask.
+                let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+                let mut fields = vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next), clone(&mask)];
+                interpret(&flipped, q, &mut fields, &[dt]);
+                *out = fields[3].take().expect("u_bar");
+            };
+            assert!(reverse(&interpreted, f64::NAN).is_nan(), "the flipped tap reads outside the forward range");
+            let planted = reverse(&interpreted, 0.0);
+            assert!(planted > 1e-6, "a flipped offset passed the reverse loop's test: relative error {planted:e}");
+            planted_checked = true;
+        }
+    });
+}
+
+#[test]
+fn the_adjoint_step_parameters_follow_the_forward() {
+    let names: Vec<&str> = <DampedAdjointStep as Stencil<3>>::ir().params.iter().map(|p| p.name.as_str()).collect();
+    assert_eq!(names, ["dt", "c2", "d", "u_bar", "u_next_bar_2", "u_next_bar", "range_mask"]);
 }
 
 /// On a GPU, every strategy runs the 25-point star's and the damped wave's adjoints over the

@@ -1,12 +1,13 @@
 //! The gradient's cost on a GPU, as ratios measured in one run: the adjoint of the FWI model's
-//! 25-point update (`FwiWaveAdjoint`, and the `m`-gradient stencil beside it) against the forward
-//! update, in points per second on an `n³` f64 grid; and one shot's gradient (a forward run, then
+//! 25-point update (`FwiWaveAdjoint`; a reverse time step with it, a zeroing copy and the
+//! adjoint; the reverse time step in one launch, `FwiWaveAdjointStep`; and the `m`-gradient
+//! stencil beside them) against the forward update, in points per second on an `n³` f64 grid; and one shot's gradient (a forward run, then
 //! the adjoint run backwards through a checkpointing schedule with slots for a tenth of the
 //! steps) against one forward run of the same shot, with the memory the checkpoints hold.
 
 use clap::Parser;
 use stencil_bench::{copy_bandwidth, median};
-use stencil_examples::fwi::{Fwi, FwiWave, FwiWaveAdjoint, FwiWaveGradient, Survey};
+use stencil_examples::fwi::{Fwi, FwiWave, FwiWaveAdjoint, FwiWaveAdjointStep, FwiWaveGradient, Survey};
 use stencil_runtime::adjoint::range_mask;
 use stencil_runtime::cuda::{DeviceField3, Gpu};
 use stencil_runtime::prelude::*;
@@ -34,7 +35,8 @@ struct Args {
     /// Timed repetitions (the median is kept).
     #[arg(long, default_value_t = 3)]
     reps: usize,
-    /// Also time the adjoint under every strategy the tuner tries (the tuner keeps the fastest).
+    /// Also time the adjoint and the reverse time step under every strategy the tuner tries (the
+    /// tuner keeps the fastest).
     #[arg(long)]
     strategies: bool,
     /// Also time the adjoint under the depot kernel (the one-pass default) and under each
@@ -91,6 +93,14 @@ fn main() -> Result<(), Failure> {
     let adj = time(&gpu, reps, || {
         Ok(gpu.run(&range, FwiWaveAdjoint, (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask))?)
     })?;
+    let zeros = gpu.alloc::<f64, 3>(shape)?;
+    let zeroed_adj = time(&gpu, reps, || {
+        gpu.copy(&mut t, &zeros)?;
+        Ok(gpu.run(&range, FwiWaveAdjoint, (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask))?)
+    })?;
+    let step = time(&gpu, reps, || {
+        Ok(gpu.run(&range, FwiWaveAdjointStep, (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &a, &b, &mask))?)
+    })?;
     let grad = time(&gpu, reps, || {
         Ok(gpu.run(&range, FwiWaveGradient, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &b, &mut m_bar, &mask))?)
     })?;
@@ -109,6 +119,21 @@ fn main() -> Result<(), Failure> {
                 Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
             }
         }
+        println!("\nthe reverse time step (FwiWaveAdjointStep) under each strategy the tuner tries:");
+        println!("| strategy | ms | GPts/s |");
+        println!("|---|---:|---:|");
+        let ir = <FwiWaveAdjointStep as Stencil<3>>::source_ir();
+        for strategy in stencil_runtime::tuning::candidates(ir, [n; 3], 2) {
+            let ms = time(&gpu, reps, || {
+                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &a, &b, &mask);
+                Ok(gpu.run_with(&range, FwiWaveAdjointStep, Some(strategy), args)?)
+            });
+            match ms {
+                Ok(ms) => println!("| {} | {ms:.3} | {:.2} |", strategy.label(), ms_of(ms)),
+                Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
+            }
+        }
+        println!();
     }
     let mut differs = Vec::new();
     if args.two_pass {
@@ -171,12 +196,16 @@ fn main() -> Result<(), Failure> {
     println!("{n}^3 f64, 25-point FWI update (copy {copy:.0} GB/s):");
     println!("| stencil | ms | GPts/s | ratio to forward |");
     println!("|---|---:|---:|---:|");
-    for (name, ms) in
-        [("forward (FwiWave)", fwd), ("adjoint (FwiWaveAdjoint)", adj), ("m-gradient (FwiWaveGradient)", grad)]
-    {
+    for (name, ms) in [
+        ("forward (FwiWave)", fwd),
+        ("adjoint (FwiWaveAdjoint)", adj),
+        ("reverse step: zeroing copy + FwiWaveAdjoint", zeroed_adj),
+        ("reverse step in one launch (FwiWaveAdjointStep)", step),
+        ("m-gradient (FwiWaveGradient)", grad),
+    ] {
         println!("| {name} | {ms:.3} | {:.2} | {:.2} |", ms_of(ms), ms_of(ms) / ms_of(fwd));
     }
-    drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar));
+    drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar, zeros));
     if !differs.is_empty() {
         return Err(format!("two-pass strategies whose bits differ from the depot's: {differs:?}").into());
     }

@@ -8,21 +8,83 @@ use super::lower::UserParam;
 use crate::ir::StencilIr;
 use crate::naming;
 use crate::passes::adjoint::{adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
+use crate::passes::adjoint_step::adjoint_step;
 use crate::passes::gradient::gradient;
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::visit::Visit;
 
-/// The fields named by the marker attribute the `adjoint(..)` argument leaves on the function
-/// ([`naming::ADJOINT_ATTR`]), with their spans; `None` without one.
-pub fn requested(func: &syn::ItemFn) -> Result<Option<Vec<Ident>>, Error> {
-    requested_by(func, naming::ADJOINT_ATTR)
+/// A companion stencil that `#[stencil(..)]` asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// `adjoint(..)`: [`companion`].
+    Adjoint,
+    /// `adjoint_step(..)`: [`step_companion`].
+    AdjointStep,
+    /// `gradient(..)`: [`gradient_companion`].
+    Gradient,
 }
 
-/// The fields named by the marker attribute the `gradient(..)` argument leaves on the function
-/// ([`naming::GRADIENT_ATTR`]); `None` without one.
-pub fn requested_gradient(func: &syn::ItemFn) -> Result<Option<Vec<Ident>>, Error> {
-    requested_by(func, naming::GRADIENT_ATTR)
+/// One companion asked for, with the names in its attribute.
+pub struct Request {
+    /// Which companion.
+    pub kind: Kind,
+    /// The names in its attribute, with their spans.
+    pub names: Vec<Ident>,
+}
+
+/// The companions the marker attributes on `func` ask for, in the order their functors are
+/// emitted: adjoint, adjoint step, gradient.
+pub fn requests(func: &syn::ItemFn) -> Result<Vec<Request>, Error> {
+    let kinds = [
+        (Kind::Adjoint, naming::ADJOINT_ATTR),
+        (Kind::AdjointStep, naming::ADJOINT_STEP_ATTR),
+        (Kind::Gradient, naming::GRADIENT_ATTR),
+    ];
+    let mut out = Vec::new();
+    for (kind, marker) in kinds {
+        if let Some(names) = requested_by(func, marker)? {
+            out.push(Request { kind, names });
+        }
+    }
+    Ok(out)
+}
+
+impl Request {
+    /// The companion of the lowered stencil `ir` (declared parameters `declared`): its IR and
+    /// its declared parameters.
+    pub fn build(
+        &self,
+        func: &syn::ItemFn,
+        ir: &StencilIr,
+        declared: &[UserParam],
+    ) -> Result<(StencilIr, Vec<UserParam>), Error> {
+        match self.kind {
+            Kind::Adjoint => companion(func, ir, declared, &self.names),
+            Kind::AdjointStep => step_companion(func, ir, declared, &self.names),
+            Kind::Gradient => gradient_companion(func, ir, declared, &self.names),
+        }
+    }
+
+    /// The companion's functor type (`Wave` → `WaveAdjoint`, `WaveAdjointStep`, `WaveGradient`),
+    /// with `forward`'s span.
+    pub fn functor_ident(&self, forward: &Ident) -> Ident {
+        let suffix = match self.kind {
+            Kind::Adjoint => "Adjoint",
+            Kind::AdjointStep => "AdjointStep",
+            Kind::Gradient => "Gradient",
+        };
+        format_ident!("{}{}", forward, suffix, span = forward.span())
+    }
+
+    /// The doc comment of the companion's functor.
+    pub fn doc(&self, forward: &str, companion: &StencilIr) -> String {
+        match self.kind {
+            Kind::Adjoint => doc(forward, companion),
+            Kind::AdjointStep => step_doc(forward, companion),
+            Kind::Gradient => gradient_doc(forward, companion),
+        }
+    }
 }
 
 fn requested_by(func: &syn::ItemFn, marker: &str) -> Result<Option<Vec<Ident>>, Error> {
@@ -87,6 +149,64 @@ pub fn companion(
     Ok((adj.ir, users))
 }
 
+/// The adjoint step of the lowered stencil `ir` (declared parameters `declared`) whose time
+/// levels are the fields `names`, newest first ([`adjoint_step`]): its IR and its declared
+/// parameters (the forward's in the same places, renamed as the IR's, then the mask).
+pub fn step_companion(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let at_name =
+        |name: &Ident, kind| Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil }));
+    let mut levels = Vec::new();
+    for name in names {
+        let Some(user) = declared.iter().find(|u| *name == u.name) else {
+            return Err(at_name(name, AdjointErrorKind::Unknown { name: name.to_string() }));
+        };
+        if user.array {
+            let reason = "is an array: each time level is one field";
+            return Err(at_name(name, AdjointErrorKind::StepLevel { name: name.to_string(), reason }));
+        }
+        levels.push(user.params.start);
+    }
+    let adj = adjoint_step(ir, &levels).map_err(|e| {
+        let field = match &e.kind {
+            AdjointErrorKind::NotRead { field }
+            | AdjointErrorKind::Written { field }
+            | AdjointErrorKind::NotAField { name: field }
+            | AdjointErrorKind::StepLevel { name: field, .. } => Some(field.clone()),
+            _ => None,
+        };
+        spanned(func, ir, declared, names, e, field)
+    })?;
+    let mut users: Vec<UserParam> = declared
+        .iter()
+        .map(|u| {
+            let renamed = !u.array && !matches!(adj.roles[u.params.start], AdjointRole::Scalar | AdjointRole::Fixed);
+            let name = if renamed { adj.ir.params[u.params.start].name.clone() } else { u.name.clone() };
+            UserParam { name, ..u.clone() }
+        })
+        .collect();
+    let mask = adj.ir.params.len() - 1;
+    users.push(UserParam { name: adj.ir.params[mask].name.clone(), params: mask..mask + 1, array: false });
+    Ok((adj.ir, users))
+}
+
+/// The doc comment of the adjoint step's functor.
+pub fn step_doc(forward: &str, step: &StencilIr) -> String {
+    let params: Vec<&str> = step.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "One reverse time step of `#[stencil]` `{forward}` (from `#[stencil(adjoint_step(..))]`), in gather form; \
+         arguments `({})`. Writes the cotangent of the newest time level (not accumulated) from the written \
+         field's cotangents one step later (`_bar`) and `j` steps later (`_bar_j`, in the places of the older \
+         levels); `range_mask` is nonzero exactly on the forward launch's range. Gives the bits of the \
+         accumulating adjoint run over a zeroed field.",
+        params.join(", ")
+    )
+}
+
 /// The gradient stencil of the lowered stencil `ir` (declared parameters `declared`) with respect
 /// to the parameter fields `names` ([`gradient`]): its IR and its declared parameters (the
 /// forward's in the same places, written fields renamed as cotangents, then one `_bar` per name
@@ -147,11 +267,6 @@ pub fn gradient_companion(
     Ok((adj.ir, out))
 }
 
-/// The functor type of the gradient of `forward` (`Wave` → `WaveGradient`), with `forward`'s span.
-pub fn gradient_functor_ident(forward: &Ident) -> Ident {
-    format_ident!("{}Gradient", forward, span = forward.span())
-}
-
 /// The doc comment of the gradient's functor.
 pub fn gradient_doc(forward: &str, gradient: &StencilIr) -> String {
     let params: Vec<&str> = gradient.params.iter().map(|p| p.name.as_str()).collect();
@@ -163,11 +278,6 @@ pub fn gradient_doc(forward: &str, gradient: &StencilIr) -> String {
          launch's range.",
         params.join(", ")
     )
-}
-
-/// The functor type of the adjoint of `forward` (`Wave` → `WaveAdjoint`), with `forward`'s span.
-pub fn functor_ident(forward: &Ident) -> Ident {
-    format_ident!("{}Adjoint", forward, span = forward.span())
 }
 
 /// The doc comment of the adjoint's functor.

@@ -57,19 +57,28 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 }
 
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
-/// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)`, `gradient(c, ..)` and
+/// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)`, `adjoint_step(u, ..)`,
+/// `gradient(c, ..)` and
 /// `portable_math` (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
     sweep: Option<SweepOrder>,
     adjoint: Option<TokenStream>,
+    adjoint_step: Option<TokenStream>,
     gradient: Option<TokenStream>,
     portable_math: bool,
 }
 
 impl Attribute {
     fn parse(target: Target, attr: TokenStream) -> Result<Attribute, Error> {
-        let mut parsed = Attribute { runtime: None, sweep: None, adjoint: None, gradient: None, portable_math: false };
+        let mut parsed = Attribute {
+            runtime: None,
+            sweep: None,
+            adjoint: None,
+            adjoint_step: None,
+            gradient: None,
+            portable_math: false,
+        };
         if attr.is_empty() {
             return Ok(parsed);
         }
@@ -87,11 +96,14 @@ impl Attribute {
                     args.push(("crate", key.span, quote!(#path)));
                 } else {
                     let key: Ident = input.parse()?;
-                    if (key == "adjoint" || key == "gradient") && target == Target::Stencil {
+                    let listed = [("adjoint", "adjoint"), ("adjoint_step", "adjoint_step"), ("gradient", "gradient")];
+                    if let Some(&(_, word)) =
+                        listed.iter().find(|(w, _)| key == w).filter(|_| target == Target::Stencil)
+                    {
                         let fields;
                         syn::parenthesized!(fields in input);
                         let fields: TokenStream = fields.parse()?;
-                        args.push((if key == "adjoint" { "adjoint" } else { "gradient" }, key.span(), fields));
+                        args.push((word, key.span(), fields));
                     } else if key == "portable_math" && target == Target::Stencil {
                         args.push(("portable_math", key.span(), quote!()));
                     } else if key != "sweep" || target != Target::Stencil {
@@ -120,10 +132,11 @@ impl Attribute {
                 }
                 continue;
             }
-            if key == "crate" || key == "adjoint" || key == "gradient" {
+            if matches!(key, "crate" | "adjoint" | "adjoint_step" | "gradient") {
                 let slot = match key {
                     "crate" => &mut parsed.runtime,
                     "adjoint" => &mut parsed.adjoint,
+                    "adjoint_step" => &mut parsed.adjoint_step,
                     _ => &mut parsed.gradient,
                 };
                 if slot.replace(value).is_some() {
@@ -167,6 +180,10 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
     }
     if let Some(fields) = attr.adjoint {
         let marker = format_ident!("{}", naming::ADJOINT_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
+    }
+    if let Some(fields) = attr.adjoint_step {
+        let marker = format_ident!("{}", naming::ADJOINT_STEP_ATTR);
         func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
     }
     if let Some(fields) = attr.gradient {
@@ -265,10 +282,9 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
          depend on stencil-runtime {VERSION} (the same release as stencil-macros)"
     );
     let check = quote! { const _: () = ::core::assert!(#rt::__private::IR_FORMAT == #format, #mismatch); };
-    let adjoint_of = adjoint::requested(func)?;
-    let gradient_of = adjoint::requested_gradient(func)?;
+    let requests = adjoint::requests(func)?;
     let Some(param) = element_parameter(func)? else {
-        let (functor, impls) = plain_stencil(func, helpers, rt, adjoint_of.as_deref(), gradient_of.as_deref())?;
+        let (functor, impls) = plain_stencil(func, helpers, rt, &requests)?;
         return Ok(quote! {
             #(#attrs)*
             #functor
@@ -278,10 +294,9 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         });
     };
     let mut impls = Vec::new();
-    let mut adjoint_impls = Vec::new();
-    let mut adjoint_doc = String::new();
-    let mut gradient_impls = Vec::new();
-    let mut gradient_doc = String::new();
+    // Per companion: its impls (one per element type) and its doc.
+    let mut companions: Vec<(Vec<TokenStream>, String)> =
+        requests.iter().map(|_| (Vec::new(), String::new())).collect();
     let mut name = String::new();
     for elem in ELEMENT_TYPES {
         let instance = instantiate(func, &param, elem);
@@ -297,37 +312,21 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let t = format_ident!("{}", elem.rust_name());
         impls.push(stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor<#t>), rt));
-        if let Some(names) = &adjoint_of {
-            let (adj, adj_declared) = adjoint::companion(&instance, &ir, &declared, names)?;
-            let adj_name = adjoint::functor_ident(&functor);
-            adjoint_impls.push(stencil_impl(&finish(func, &adj)?, &adj_declared, &quote!(#adj_name<#t>), rt));
-            adjoint_doc = adjoint::doc(&ir.name, &adj);
-        }
-        if let Some(names) = &gradient_of {
-            let (grad, grad_declared) = adjoint::gradient_companion(&instance, &ir, &declared, names)?;
-            let grad_name = adjoint::gradient_functor_ident(&functor);
-            gradient_impls.push(stencil_impl(&finish(func, &grad)?, &grad_declared, &quote!(#grad_name<#t>), rt));
-            gradient_doc = adjoint::gradient_doc(&ir.name, &grad);
+        for (request, (impls, doc)) in requests.iter().zip(&mut companions) {
+            let (companion, companion_declared) = request.build(&instance, &ir, &declared)?;
+            let companion_name = request.functor_ident(&functor);
+            impls.push(stencil_impl(&finish(func, &companion)?, &companion_declared, &quote!(#companion_name<#t>), rt));
+            *doc = request.doc(&ir.name, &companion);
         }
         name = ir.functor_name();
     }
     let functor = format_ident!("{}", name, span = func.sig.ident.span());
     let functor_name = name.clone();
-    let adjoint = match adjoint_of {
-        Some(_) => {
-            let functor = adjoint::generic_functor(vis, &adjoint::functor_ident(&functor), &param, &adjoint_doc);
-            quote! { #functor #(#adjoint_impls)* }
-        }
-        None => quote!(),
-    };
-    let gradient = match gradient_of {
-        Some(_) => {
-            let functor =
-                adjoint::generic_functor(vis, &adjoint::gradient_functor_ident(&functor), &param, &gradient_doc);
-            quote! { #functor #(#gradient_impls)* }
-        }
-        None => quote!(),
-    };
+    let companions = requests.iter().zip(&companions).map(|(request, (impls, doc))| {
+        let functor = adjoint::generic_functor(vis, &request.functor_ident(&functor), &param, doc);
+        quote! { #functor #(#impls)* }
+    });
+    let companions = quote! { #(#companions)* };
     let doc = format!(
         "Functor of the `#[stencil]` function `{}`, generic over its element type `{param}` (`f32` or `f64`): \
          run it with `range.run({functor}::<f64>::new(), (args...))`.",
@@ -340,8 +339,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
 
         #check
         #(#impls)*
-        #adjoint
-        #gradient
+        #companions
     })
 }
 
@@ -398,8 +396,7 @@ fn plain_stencil(
     func: &syn::ItemFn,
     helpers: &[syn::ItemFn],
     rt: &TokenStream,
-    adjoint_of: Option<&[Ident]>,
-    gradient_of: Option<&[Ident]>,
+    requests: &[adjoint::Request],
 ) -> Result<(TokenStream, TokenStream), Error> {
     let vis = &func.vis;
     let ir = lower_with_helpers(func, helpers)?;
@@ -407,28 +404,16 @@ fn plain_stencil(
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
     let doc =
         format!("Functor of the `#[stencil]` function `{}`: run it with `range.run({functor}, (args...))`.", ir.name);
-    let adjoint = match adjoint_of {
-        Some(names) => {
-            let (adj, adj_declared) = adjoint::companion(func, &ir, &declared, names)?;
-            let (name, doc) = (adjoint::functor_ident(&functor), adjoint::doc(&ir.name, &adj));
-            let adj_impl = stencil_impl(&finish(func, &adj)?, &adj_declared, &quote!(#name), rt);
-            let def = unit_functor(vis, &name, &doc);
-            quote! { #def #adj_impl }
-        }
-        None => quote!(),
-    };
-    let gradient = match gradient_of {
-        Some(names) => {
-            let (grad, grad_declared) = adjoint::gradient_companion(func, &ir, &declared, names)?;
-            let (name, doc) = (adjoint::gradient_functor_ident(&functor), adjoint::gradient_doc(&ir.name, &grad));
-            let grad_impl = stencil_impl(&finish(func, &grad)?, &grad_declared, &quote!(#name), rt);
-            let def = unit_functor(vis, &name, &doc);
-            quote! { #def #grad_impl }
-        }
-        None => quote!(),
-    };
+    let mut companions = Vec::new();
+    for request in requests {
+        let (companion, companion_declared) = request.build(func, &ir, &declared)?;
+        let (name, doc) = (request.functor_ident(&functor), request.doc(&ir.name, &companion));
+        let companion_impl = stencil_impl(&finish(func, &companion)?, &companion_declared, &quote!(#name), rt);
+        let def = unit_functor(vis, &name, &doc);
+        companions.push(quote! { #def #companion_impl });
+    }
     let stencil_impl = stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor), rt);
-    Ok((unit_functor(vis, &functor, &doc), quote! { #stencil_impl #adjoint #gradient }))
+    Ok((unit_functor(vis, &functor, &doc), quote! { #stencil_impl #(#companions)* }))
 }
 
 /// A lowered stencil (or its adjoint or gradient) as its functor prints it: with

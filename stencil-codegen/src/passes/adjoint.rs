@@ -89,6 +89,11 @@ pub enum AdjointRole {
     Cotangent,
     /// The forward range's mask (the last parameter).
     Mask,
+    /// An adjoint step's cotangent of the written field this many steps later (read).
+    Later {
+        /// Steps after the one the adjoint step undoes (2 for the level before the newest).
+        steps: u32,
+    },
 }
 
 /// An adjoint stencil: its IR, and per parameter what it stands for.
@@ -194,6 +199,18 @@ pub enum AdjointErrorKind {
         /// The field.
         fields: String,
     },
+    /// An adjoint step of a stencil that writes other than one field.
+    StepWrites {
+        /// The written fields.
+        fields: Vec<String>,
+    },
+    /// A time level of an adjoint step that cannot be one.
+    StepLevel {
+        /// The field.
+        name: String,
+        /// Why not (`is named twice`, ...).
+        reason: &'static str,
+    },
     /// A gradient: a name in `gradient(..)` that is no read field of the stencil.
     GradientParam {
         /// The name.
@@ -260,6 +277,15 @@ impl fmt::Display for AdjointError {
                 f,
                 "`{term}` applies `{func}` to a term that depends on {fields}, and a gradient has no derivative rule for `{func}`: the rules cover `+`, `-`, `*`, `/`, `mul_add`, `sqrt`, `recip`, `powi`, `powf` (fixed exponent), `exp`, `ln`, `sin`, `cos`, `tanh`, `abs`, `min` and `max`"
             ),
+            StepWrites { fields } => write!(
+                f,
+                "an adjoint step needs a stencil that writes exactly one field (the new time level); this one writes {}: use `adjoint(..)`, which accumulates into each cotangent",
+                if fields.is_empty() { "none".to_string() } else { fields.iter().map(|f| format!("`{f}`")).collect::<Vec<_>>().join(", ") }
+            ),
+            StepLevel { name, reason } => write!(
+                f,
+                "`{name}` {reason}: `adjoint_step(..)` names the time levels the update reads, newest first, each once, of the written field's element type"
+            ),
             GradientParam { name, reason } => write!(
                 f,
                 "`{name}` {reason}: `gradient(..)` names the read fields (`&Field`) the derivative of the update is taken with respect to"
@@ -286,9 +312,18 @@ struct Eval<'a> {
     site: Site,
 }
 
-/// The adjoint of `ir` with respect to the fields `wrt` (parameter indices). See the module
-/// documentation for its parameters, its body and how to run it.
-pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError> {
+/// A stencil's linear part: the stencil with its point functions inlined, which parameters are
+/// in `L`, and the taps `(field of L, written field, offset, coefficient)` in first-seen order.
+pub(super) struct Linear {
+    pub flat: StencilIr,
+    pub linear: Vec<bool>,
+    pub taps: Vec<(ParamId, ParamId, [i32; 3], Expr)>,
+}
+
+/// The linear part of `ir` in the fields `wrt`, checked: no sweep or reduction, each field of
+/// `wrt` a read field that the body reads, every written value linear in them with coefficients
+/// that read no written field.
+pub(super) fn linear_taps(ir: &StencilIr, wrt: &[ParamId]) -> Result<Linear, AdjointError> {
     let fail = |kind| Err(AdjointError { kind, site: Site::Stencil });
     if ir.sweep.is_some() {
         return fail(AdjointErrorKind::Sweep);
@@ -323,7 +358,6 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     };
     eval.block(&flat.body)?;
 
-    // The taps: (field of L, written field, offset, coefficient), in first-seen order.
     let mut taps: Vec<(ParamId, ParamId, [i32; 3], Expr)> = Vec::new();
     for w in 0..flat.params.len() {
         let Some(Val::Lin(terms)) = eval.stored[w].take() else { continue };
@@ -345,16 +379,25 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
             taps.push((t.field, w, t.offset, t.coef));
         }
     }
+    Ok(Linear { flat, linear, taps })
+}
+
+/// A name none of `flat`'s parameters has: `base`, with `_` appended until it is free.
+pub(super) fn fresh_name(flat: &StencilIr, base: String) -> String {
+    let mut name = base;
+    while flat.params.iter().any(|p| p.name == name) {
+        name.push('_');
+    }
+    name
+}
+
+/// The adjoint of `ir` with respect to the fields `wrt` (parameter indices). See the module
+/// documentation for its parameters, its body and how to run it.
+pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError> {
+    let Linear { flat, linear, taps } = linear_taps(ir, wrt)?;
+    let fresh = |base: String| fresh_name(&flat, base);
 
     // The parameters: the forward's, roles swapped, then the mask.
-    let taken = |name: &str| flat.params.iter().any(|p| p.name == name);
-    let fresh = |base: String| {
-        let mut name = base;
-        while taken(&name) {
-            name.push('_');
-        }
-        name
-    };
     let mut params = Vec::with_capacity(flat.params.len() + 1);
     let mut roles = Vec::with_capacity(flat.params.len() + 1);
     for (i, p) in flat.params.iter().enumerate() {
@@ -412,40 +455,17 @@ fn gather(
     flat: &StencilIr,
     linear: &[bool],
     taps: &[(ParamId, ParamId, [i32; 3], Expr)],
-    (mask, mask_elem): (ParamId, ScalarType),
+    mask: (ParamId, ScalarType),
     fresh: &dyn Fn(String) -> String,
 ) -> (Vec<Stmt>, Vec<Local>, Vec<PointFn>) {
-    // The scaled cotangents: one point function per written field `w` and distinct point part
-    // `g` of the coefficients, `z(p) = [p ∈ R] · w̄[p] · g(p)`, computed once per point.
-    let mut scaled: Vec<(ParamId, Factored)> = Vec::new();
-    let mut point_fns = Vec::new();
-    let mut locals = Vec::new();
-    let mut weights = Vec::with_capacity(taps.len());
-    for (_, w, _, coef) in taps {
-        let f = factor(coef);
-        let key = (*w, Factored { k: None, ..f.clone() });
-        let func = scaled.iter().position(|s| *s == key).unwrap_or_else(|| {
-            let wty = flat.field(*w).expect("a field").elem;
-            let mut value = load(wty, *w, [0; 3]);
-            value = f.num.iter().fold(value, |v, n| mul(v, n.clone()));
-            value = f.den.iter().fold(value, |v, d| div(v, d.clone()));
-            let inside = Expr {
-                ty: ScalarType::Bool,
-                kind: ExprKind::Binary(BinOp::Ne, Box::new(load(mask_elem, mask, [0; 3])), Box::new(zero(mask_elem))),
-            };
-            let name = fresh(format!("{}{BAR_SUFFIX}_scaled{}", flat.params[*w].name, scaled.len()));
-            locals.push(Local { name: format!("{name}_value"), ty: wty });
-            let local = locals.len() - 1;
-            point_fns.push(PointFn {
-                name,
-                body: vec![Stmt::Let { local, init: Some(select(&inside, value, zero(wty))) }],
-                outputs: vec![local],
-            });
-            scaled.push(key);
-            scaled.len() - 1
-        });
-        weights.push((func, f.k));
-    }
+    let mut scaled = ScaledCotangents::new(mask, fresh);
+    let weights: Vec<_> = taps
+        .iter()
+        .map(|(_, w, _, coef)| {
+            let ty = flat.field(*w).expect("a field").elem;
+            scaled.tap(*w, ty, &format!("{}{BAR_SUFFIX}", flat.params[*w].name), coef)
+        })
+        .collect();
 
     // The body: one accumulating store per field of L, `l̄[q] += Σ k · z(q − o)`.
     let mut body = Vec::new();
@@ -453,12 +473,63 @@ fn gather(
         let ty = flat.field(l).expect("a field").elem;
         let mut value = load(ty, l, [0; 3]);
         for ((_, _, o, _), (func, k)) in taps.iter().zip(&weights).filter(|(t, _)| t.0 == l) {
-            let z = Expr { ty, kind: ExprKind::PointValue { func: *func, output: 0, offset: [-o[0], -o[1], -o[2]] } };
-            value = add(value, k.clone().map_or(z.clone(), |k| mul(k, z)));
+            value = add(value, scaled.gathered(ty, *func, k, *o));
         }
         body.push(Stmt::Store { field: l, value });
     }
-    (body, locals, point_fns)
+    (body, scaled.locals, scaled.point_fns)
+}
+
+/// The scaled cotangents of an adjoint's taps: one point function per cotangent field and
+/// distinct point part `g` of the coefficients, `z(p) = [p ∈ R] · w̄[p] · g(p)`, computed once
+/// per point.
+pub(super) struct ScaledCotangents<'a> {
+    mask: (ParamId, ScalarType),
+    fresh: &'a dyn Fn(String) -> String,
+    keys: Vec<(ParamId, Factored)>,
+    pub locals: Vec<Local>,
+    pub point_fns: Vec<PointFn>,
+}
+
+impl<'a> ScaledCotangents<'a> {
+    pub fn new(mask: (ParamId, ScalarType), fresh: &'a dyn Fn(String) -> String) -> Self {
+        ScaledCotangents { mask, fresh, keys: Vec::new(), locals: Vec::new(), point_fns: Vec::new() }
+    }
+
+    /// The point function of the tap with coefficient `coef` whose cotangent is the field `w`
+    /// (element type `ty`; the function named `{prefix}_scaledN`), made on first use, and the
+    /// tap's constant factor.
+    pub fn tap(&mut self, w: ParamId, ty: ScalarType, prefix: &str, coef: &Expr) -> (usize, Option<Expr>) {
+        let f = factor(coef);
+        let key = (w, Factored { k: None, ..f.clone() });
+        let func = self.keys.iter().position(|s| *s == key).unwrap_or_else(|| {
+            let (mask, mask_elem) = self.mask;
+            let mut value = load(ty, w, [0; 3]);
+            value = f.num.iter().fold(value, |v, n| mul(v, n.clone()));
+            value = f.den.iter().fold(value, |v, d| div(v, d.clone()));
+            let inside = Expr {
+                ty: ScalarType::Bool,
+                kind: ExprKind::Binary(BinOp::Ne, Box::new(load(mask_elem, mask, [0; 3])), Box::new(zero(mask_elem))),
+            };
+            let name = (self.fresh)(format!("{prefix}_scaled{}", self.keys.len()));
+            self.locals.push(Local { name: format!("{name}_value"), ty });
+            let local = self.locals.len() - 1;
+            self.point_fns.push(PointFn {
+                name,
+                body: vec![Stmt::Let { local, init: Some(select(&inside, value, zero(ty))) }],
+                outputs: vec![local],
+            });
+            self.keys.push(key);
+            self.keys.len() - 1
+        });
+        (func, f.k)
+    }
+
+    /// The term of a tap at forward offset `o`: `k · z(q − o)`.
+    pub fn gathered(&self, ty: ScalarType, func: usize, k: &Option<Expr>, o: [i32; 3]) -> Expr {
+        let z = Expr { ty, kind: ExprKind::PointValue { func, output: 0, offset: [-o[0], -o[1], -o[2]] } };
+        k.clone().map_or(z.clone(), |k| mul(k, z))
+    }
 }
 
 /// A coefficient as `k · Π num / Π den`: `k` reads no field (the same at every forward point),

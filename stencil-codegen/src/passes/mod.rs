@@ -6,6 +6,8 @@
 //!   computes them from).
 //! - [`adjoint()`]: a new stencil rather than a rewrite: the adjoint, in gather form, of a stencil
 //!   linear in some of its fields (`#[stencil(adjoint(u))]`).
+//! - [`adjoint_step()`]: the adjoint of one time step of a multi-level scheme as one stencil that
+//!   writes the newest level's cotangent from the later ones (`#[stencil(adjoint_step(u, u_prev))]`).
 //! - [`gradient()`]: a new stencil too: the transposed derivative of a stencil's update with respect
 //!   to parameter fields, in gather form (`#[stencil(gradient(c))]`).
 //! - [`materialise()`]: a stencil with point functions split in two: a pass that writes the
@@ -15,6 +17,7 @@
 //!   arithmetic, so that every backend gives the same bits (`#[stencil(portable_math)]`).
 
 pub mod adjoint;
+pub mod adjoint_step;
 pub mod gradient;
 mod inline_point_fns;
 pub mod materialise;
@@ -22,6 +25,7 @@ pub mod portable_math;
 mod symbolic;
 
 pub use adjoint::adjoint;
+pub use adjoint_step::adjoint_step;
 pub use gradient::gradient;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};
 pub use materialise::materialise;
