@@ -44,6 +44,10 @@ struct Args {
     /// side with the forward, each two-pass result checked bit for bit against the depot's.
     #[arg(long)]
     two_pass: bool,
+    /// Also time the reverse time step under these strategies (labels, e.g. `depot_32x8x64`),
+    /// each checked bit for bit against the one the tuner picks.
+    #[arg(long, value_delimiter = ',')]
+    step_strategies: Vec<Strategy>,
 }
 
 /// Median wall time of `work` in ms (after one warm-up), each run ending with a synchronize.
@@ -136,6 +140,31 @@ fn main() -> Result<(), Failure> {
         println!();
     }
     let mut differs = Vec::new();
+    if !args.step_strategies.is_empty() {
+        let once = |strategy: Option<Strategy>| -> Result<Vec<u64>, Failure> {
+            let mut out = gpu.upload(&random(6))?;
+            let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut out, &a, &b, &mask);
+            gpu.run_with(&range, FwiWaveAdjointStep, strategy, args)?;
+            Ok(gpu.download(&out)?.as_slice().iter().map(|v| v.to_bits()).collect())
+        };
+        let reference = once(None)?;
+        println!("the reverse time step under the strategies asked for:");
+        println!("| strategy | ms | GPts/s | ratio to forward | bits |");
+        println!("|---|---:|---:|---:|---|");
+        for strategy in args.step_strategies.iter().copied() {
+            let same = once(Some(strategy))? == reference;
+            if !same {
+                differs.push(strategy.label());
+            }
+            let ms = time(&gpu, reps, || {
+                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &a, &b, &mask);
+                Ok(gpu.run_with(&range, FwiWaveAdjointStep, Some(strategy), args)?)
+            })?;
+            let bits = if same { "= tuned" } else { "DIFFER" };
+            println!("| {} | {ms:.3} | {:.2} | {:.2} | {bits} |", strategy.label(), ms_of(ms), ms_of(ms) / ms_of(fwd));
+        }
+        println!();
+    }
     if args.two_pass {
         let depot = Strategy::Depot { block_x: 32, block_y: 8, planes: 16 };
         // The depot as the reference, then the two-pass strategies the tuner tries.
@@ -207,7 +236,7 @@ fn main() -> Result<(), Failure> {
     }
     drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar, zeros));
     if !differs.is_empty() {
-        return Err(format!("two-pass strategies whose bits differ from the depot's: {differs:?}").into());
+        return Err(format!("strategies whose bits differ from the reference's: {differs:?}").into());
     }
 
     let mut survey = Survey::transmission(args.survey, args.steps, 1);
