@@ -230,3 +230,37 @@ fn reductions_issued_later_fold_what_a_launch_folds_on_the_gpu() {
         check_reduce_later(&gpu, seed);
     }
 }
+
+/// A copy saved into again (`save_into`) is page-locked and queued without waiting: the values
+/// it holds are those of its time, not those of the work queued after it (the field is
+/// overwritten with NaN at once), whether a GPU restores it (queued too) or the host does (which
+/// waits); dropping a copy with a save in flight waits for it.
+#[test]
+fn saves_into_page_locked_copies_hold_the_values_of_their_time() {
+    use stencil_runtime::Executor;
+    let gpu = gpu();
+    let shape = Shape3::new([37, 20, 11]).halo(2);
+    let mut rng = stencil_tests::SplitMix64::new(0x5a7e);
+    let poison = gpu.upload(&Field3::filled(shape, f64::NAN)).expect("upload");
+    let mut field = gpu.upload(&stencil_tests::random::<f64, _>(shape, &mut rng, -1.0, 1.0)).expect("upload");
+    let mut saved = Executor::save(&gpu, &field).expect("first save");
+    let bits = |f: &Field3<f64>| f.to_vec().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    for round in 0..4 {
+        let values = stencil_tests::random::<f64, _>(shape, &mut rng, -1.0, 1.0);
+        let staged = gpu.upload(&values).expect("upload");
+        Executor::copy(&gpu, &mut field, &staged).expect("copy");
+        gpu.save_into(&field, &mut saved).expect("save_into");
+        Executor::copy(&gpu, &mut field, &poison).expect("poison");
+        let mut back = gpu.upload(&Field3::filled(shape, -7.0)).expect("upload");
+        gpu.restore(&mut back, &saved).expect("restore on the GPU");
+        Executor::copy(&gpu, &mut field, &poison).expect("poison again");
+        assert_eq!(bits(&back.download().expect("download")), bits(&values), "round {round}: the GPU's restore");
+        let mut host = Field3::filled(shape, -7.0);
+        Host.restore(&mut host, &saved).expect("restore on the host");
+        assert_eq!(bits(&host), bits(&values), "round {round}: the host's restore");
+    }
+    // A save in flight when the copy is dropped: the drop waits for it before freeing.
+    gpu.save_into(&field, &mut saved).expect("save_into");
+    drop(saved);
+    gpu.synchronize().expect("no fault");
+}

@@ -70,6 +70,8 @@ impl Executor for Host {
         field: &Field<T, D>,
         saved: &mut HostCopy<T, D>,
     ) -> Result<(), LaunchError> {
+        // Copies in flight into or out of it (saved by a GPU) land first.
+        saved.settle()?;
         match saved.whole_mut(field.shape()) {
             Some(copy) => copy.as_mut_slice().copy_from_slice(field.as_slice()),
             None => *saved = self.save(field)?,
@@ -82,6 +84,7 @@ impl Executor for Host {
         field: &mut Field<T, D>,
         saved: &HostCopy<T, D>,
     ) -> Result<(), LaunchError> {
+        saved.settle()?;
         let saved = saved.only(field.shape())?;
         field.as_mut_slice().copy_from_slice(saved.as_slice());
         Ok(field.fill_declared()?)

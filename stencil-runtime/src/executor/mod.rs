@@ -53,6 +53,7 @@ use crate::field::{Element, Field, HaloError, HaloFill, Shape};
 use crate::range::Loop;
 use crate::stencil::args::ArgValue;
 use crate::stencil::StencilInfo;
+use std::fmt;
 use stencil_codegen::printer::cuda::Strategy;
 use stencil_codegen::StencilIr;
 
@@ -154,7 +155,10 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     fn save<T: Element, const D: usize>(&self, field: &Self::Field<T, D>) -> Result<HostCopy<T, D>, LaunchError>;
 
     /// [`Executor::save`] into the memory of an earlier copy of a field of the same shape (no
-    /// allocation); otherwise (another shape, or another executor's copy) a new copy.
+    /// allocation); otherwise (another shape, or another executor's copy) a new copy. A GPU
+    /// page-locks that memory the first time and then only queues the copy on its stream,
+    /// without waiting: later work on the stream runs after it, and [`Executor::restore`] or
+    /// dropping the copy waits for it.
     fn save_into<T: Element, const D: usize>(
         &self,
         field: &Self::Field<T, D>,
@@ -165,8 +169,9 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     }
 
     /// Overwrites `field` with `saved` (from [`Executor::save`] of a field of the same shape,
-    /// on an executor like this one); returns once it is copied. Refused
-    /// ([`LaunchError::CopyShape`]) when the shapes or the parts differ.
+    /// on an executor like this one); returns once it is copied, or on a GPU, from a copy that
+    /// [`Executor::save_into`] page-locked for it, once the copy is queued ahead of later work.
+    /// Refused ([`LaunchError::CopyShape`]) when the shapes or the parts differ.
     fn restore<T: Element, const D: usize>(
         &self,
         field: &mut Self::Field<T, D>,
@@ -400,19 +405,66 @@ pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
 /// distributed executor's field) the copy of each part.
 #[derive(Clone, Debug)]
 pub struct HostCopy<T: Element, const D: usize> {
+    // Declared first, so dropped first: it waits for copies in flight and unlocks the pages
+    // before `whole`'s memory is freed.
+    locked: PageLock,
     whole: Option<Field<T, D>>,
     parts: Vec<HostCopy<T, D>>,
+}
+
+/// What keeps a [`HostCopy`]'s memory page-locked for an executor's asynchronous copies (on a
+/// GPU: the registration, which waits for the copies in flight and unregisters when dropped);
+/// none for a copy that is not. A clone holds other memory, so it is not locked.
+#[derive(Default)]
+pub(crate) struct PageLock(Option<Box<dyn PageLocked>>);
+
+/// A page-locked region of host memory held by an executor.
+pub(crate) trait PageLocked: Send + Sync + std::any::Any {
+    /// Waits until no queued copy reads or writes the memory.
+    fn wait(&self) -> Result<(), LaunchError>;
+    /// As [`std::any::Any`], to tell which executor locked it.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    fn as_any(&self) -> &dyn std::any::Any;
+}
+
+impl Clone for PageLock {
+    fn clone(&self) -> Self {
+        PageLock(None)
+    }
+}
+
+impl fmt::Debug for PageLock {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "page-locked" } else { "pageable" })
+    }
 }
 
 impl<T: Element, const D: usize> HostCopy<T, D> {
     /// The copy of one field's storage.
     pub(crate) fn whole(field: Field<T, D>) -> Self {
-        HostCopy { whole: Some(field), parts: Vec::new() }
+        HostCopy { locked: PageLock::default(), whole: Some(field), parts: Vec::new() }
     }
 
     /// The copy of a field of several parts, each saved by its executor.
     pub(crate) fn of_parts(parts: Vec<HostCopy<T, D>>) -> Self {
-        HostCopy { whole: None, parts }
+        HostCopy { locked: PageLock::default(), whole: None, parts }
+    }
+
+    /// The page lock of its memory, if an executor locked it.
+    pub(crate) fn lock(&self) -> Option<&dyn PageLocked> {
+        self.locked.0.as_deref()
+    }
+
+    /// Keeps its memory locked by `lock` (after the previous lock, if any, is released).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn set_lock(&mut self, lock: Box<dyn PageLocked>) {
+        self.locked = PageLock(Some(lock));
+    }
+
+    /// Waits for the copies in flight into or out of its memory (none unless page-locked).
+    pub(crate) fn settle(&self) -> Result<(), LaunchError> {
+        self.lock().map_or(Ok(()), PageLocked::wait)?;
+        self.parts.iter().try_for_each(HostCopy::settle)
     }
 
     /// The host memory it holds, bytes.
@@ -436,7 +488,15 @@ impl<T: Element, const D: usize> HostCopy<T, D> {
         self.whole.as_mut().filter(|f| f.shape() == shape)
     }
 
-    /// The field of a copy of a whole field, checked against the shape it is restored into.
+    /// [`HostCopy::whole_mut`] with the page lock of its memory, if any.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn whole_and_lock(&mut self, shape: &Shape<D>) -> Option<(&mut Field<T, D>, Option<&dyn PageLocked>)> {
+        let lock = self.locked.0.as_deref();
+        self.whole.as_mut().filter(|f| f.shape() == shape).map(|f| (f, lock))
+    }
+
+    /// The field of a copy of a whole field, checked against the shape it is restored into;
+    /// its copies in flight may not have landed yet (read it only by copies queued after them).
     pub(crate) fn only(&self, shape: &Shape<D>) -> Result<&Field<T, D>, LaunchError> {
         match &self.whole {
             Some(f) if f.shape() == shape => Ok(f),

@@ -218,6 +218,11 @@ impl Gpu {
         self.inner.disk.as_ref().map(DiskCache::dir)
     }
 
+    /// Whether `other` is a handle on the same stream of the same context.
+    pub(crate) fn same_stream(&self, other: &Gpu) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner) && Arc::ptr_eq(&self.stream, &other.stream)
+    }
+
     /// Waits until everything issued on this handle's stream has finished; reports a kernel
     /// fault as [`CudaError::KernelFault`] naming the last kernel launched.
     pub fn synchronize(&self) -> Result<(), CudaError> {

@@ -12,7 +12,7 @@ use super::error::CudaError;
 use super::halo::{self, fill_halo_sides, DeclaredJobs};
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{scalar_or_field, KernelArg};
-use super::memory::DeviceField;
+use super::memory::{DeviceField, HostRegistration};
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::comm::peer::enable_peer_access;
@@ -188,24 +188,49 @@ impl Executor for Gpu {
         Ok(HostCopy::whole(field.download()?))
     }
 
+    /// Into a copy of a field of the same shape: its memory is page-locked for this handle's
+    /// stream (once), and the copy is queued there without waiting (later work on the stream
+    /// may overwrite the field: it runs after the copy).
     fn save_into<T: Element, const D: usize>(
         &self,
         field: &DeviceField<T, D>,
         saved: &mut HostCopy<T, D>,
     ) -> Result<(), LaunchError> {
-        match saved.whole_mut(field.shape()) {
-            Some(copy) => field.copy_to_host(copy)?,
-            None => *saved = self.save(field)?,
+        let Some((copy, lock)) = saved.whole_and_lock(field.shape()) else {
+            *saved = self.save(field)?;
+            return Ok(());
+        };
+        if locked_here(self, lock, copy.as_slice()).is_none() {
+            // Locked for another stream, or not at all: its copies land first, then it is
+            // locked for this one.
+            saved.settle()?;
+            let copy = saved.whole_mut(field.shape()).expect("checked above");
+            // SAFETY: the registration is kept in `saved` beside the field whose memory it
+            // locks, declared before it (dropped, waiting for the stream, before the memory is
+            // freed), and the field is never resized.
+            let lock = unsafe { HostRegistration::new(self, copy.as_slice()) }?;
+            saved.set_lock(Box::new(lock));
         }
+        let (copy, lock) = saved.whole_and_lock(field.shape()).expect("checked above");
+        let lock = locked_here(self, lock, copy.as_slice()).expect("locked above");
+        field.copy_to_locked_host(copy, lock)?;
         Ok(())
     }
 
+    /// From a copy page-locked for this handle's stream: queued without waiting.
     fn restore<T: Element, const D: usize>(
         &self,
         field: &mut DeviceField<T, D>,
         saved: &HostCopy<T, D>,
     ) -> Result<(), LaunchError> {
-        field.copy_from_host(saved.only(field.shape())?)?;
+        let copy = saved.only(field.shape())?;
+        match locked_here(self, saved.lock(), copy.as_slice()) {
+            Some(lock) => field.copy_from_locked_host(copy, lock)?,
+            None => {
+                saved.settle()?;
+                field.copy_from_host(copy)?
+            }
+        }
         let fills = field.boundary.map(|f| f.map(|f| [f; 2]));
         fills.map_or(Ok(()), |fills| fill_halo_sides(self, &mut [(field, fills)]))
     }
@@ -512,4 +537,14 @@ fn written_fields<const D: usize>(
             f.written.then(|| (i, info.name, len * f.elem.size_bytes(), f.is_read()))
         })
         .collect()
+}
+
+/// `lock`, if it page-locks `host` (a host copy's memory) for `gpu`'s stream.
+fn locked_here<'s, T: Element>(
+    gpu: &Gpu,
+    lock: Option<&'s dyn crate::executor::PageLocked>,
+    host: &[T],
+) -> Option<&'s HostRegistration> {
+    let lock = lock?.as_any().downcast_ref::<HostRegistration>()?;
+    lock.holds(gpu, host).then_some(lock)
 }

@@ -204,6 +204,46 @@ impl<T: Element, const D: usize> DeviceField<T, D> {
         gpu.synchronize()
     }
 
+    /// Queues a copy of this field into a host field of the same shape whose memory
+    /// `lock` page-locks for this GPU, after the queued work, and returns: the host memory holds
+    /// the values once the stream has passed the copy ([`HostRegistration`] waits for it).
+    pub(crate) fn copy_to_locked_host(&self, host: &mut Field<T, D>, lock: &HostRegistration) -> Result<(), CudaError> {
+        check_shapes("copy_to_host", &self.shape, host.shape())?;
+        let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("a download")?;
+        assert!(lock.holds(gpu, host.as_slice()), "the host copy is page-locked for this GPU");
+        if self.mem.bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: same shape, so the host slice has exactly `bytes` bytes; the registration
+            // keeps it allocated and waits for the stream before it is dropped or reused by
+            // the host, and the GPU's later copies from it are queued after this one.
+            unsafe { result::memcpy_dtoh_async(host.as_mut_slice(), self.mem.ptr, gpu.cu_stream()) }
+                .map_err(|e| gpu.fail("copying a field to the host", e))?;
+        }
+        Ok(())
+    }
+
+    /// Queues a copy of a host field of the same shape, page-locked for this GPU by `lock`,
+    /// into this field, and returns (later work on the stream sees the values).
+    pub(crate) fn copy_from_locked_host(
+        &mut self,
+        host: &Field<T, D>,
+        lock: &HostRegistration,
+    ) -> Result<(), CudaError> {
+        check_shapes("copy_from_host", host.shape(), &self.shape)?;
+        let gpu = &self.mem.gpu;
+        gpu.refuse_while_recording("a copy from the host")?;
+        assert!(lock.holds(gpu, host.as_slice()), "the host copy is page-locked for this GPU");
+        if self.mem.bytes > 0 {
+            gpu.bind()?;
+            // SAFETY: as in `copy_to_locked_host`: the memory stays allocated and unchanged
+            // until the stream has passed the copy.
+            unsafe { result::memcpy_htod_async(self.mem.ptr, host.as_slice(), gpu.cu_stream()) }
+                .map_err(|e| gpu.fail("copying a field to the device", e))?;
+        }
+        Ok(())
+    }
+
     /// The values at the points of `range` (storage coordinates, as a launch takes them), axis
     /// 0 fastest, as [`Field::read_range`] returns them; waits for queued work first. Copies one
     /// run per row of the range, so a line along x in `ijk` order (e.g. the receivers of a
@@ -386,4 +426,58 @@ fn check_shapes<const D: usize>(
         return Ok(());
     }
     Err(CudaError::ShapeMismatch { operation, source: source.describe(), destination: destination.describe() })
+}
+
+/// Host memory page-locked (`cuMemHostRegister`) for one GPU's asynchronous copies: a
+/// [`crate::executor::HostCopy`] that a GPU saves into again and again (a checkpoint slot).
+/// Dropping it waits for the GPU's stream, then unlocks the memory.
+pub(crate) struct HostRegistration {
+    gpu: Gpu,
+    ptr: usize,
+    bytes: usize,
+}
+
+impl HostRegistration {
+    /// Locks `host`'s memory for `gpu`.
+    ///
+    /// # Safety
+    /// The memory stays allocated, and is neither moved nor resized, while the registration
+    /// lives.
+    pub(crate) unsafe fn new<T: Element>(gpu: &Gpu, host: &[T]) -> Result<Self, CudaError> {
+        let (ptr, bytes) = (host.as_ptr() as usize, std::mem::size_of_val(host));
+        gpu.bind()?;
+        if bytes > 0 {
+            // SAFETY: `ptr..ptr + bytes` is one live allocation (the caller keeps it alive).
+            unsafe { sys::cuMemHostRegister_v2(ptr as *mut _, bytes, sys::CU_MEMHOSTREGISTER_PORTABLE) }
+                .result()
+                .map_err(|e| gpu.fail("page-locking a host copy", e))?;
+        }
+        Ok(HostRegistration { gpu: gpu.clone(), ptr, bytes })
+    }
+
+    /// Whether it locks exactly `host`'s memory for `gpu`.
+    pub(crate) fn holds<T: Element>(&self, gpu: &Gpu, host: &[T]) -> bool {
+        self.gpu.same_stream(gpu) && self.ptr == host.as_ptr() as usize && self.bytes == std::mem::size_of_val(host)
+    }
+}
+
+impl crate::executor::PageLocked for HostRegistration {
+    fn wait(&self) -> Result<(), LaunchError> {
+        Ok(self.gpu.synchronize()?)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Drop for HostRegistration {
+    fn drop(&mut self) {
+        // No copy may still use the memory once it is unlocked and freed.
+        let waited = self.gpu.synchronize();
+        if self.bytes > 0 && waited.is_ok() && self.gpu.bind().is_ok() {
+            // SAFETY: registered by `new`, unregistered once.
+            let _ = unsafe { sys::cuMemHostUnregister(self.ptr as *mut _) };
+        }
+    }
 }
