@@ -7,7 +7,7 @@ use std::f64::consts::PI;
 
 use stencil_examples::dycore::{Case, Dycore, GRAV};
 use stencil_examples::mountain_wave::{
-    model_sounding, terrain_modes, Complex, CompressibleWave, LinearWave, Mode, Sounding,
+    model_sounding, terrain_modes, Complex, CompressibleWave, LinearWave, Mode, Sounding, Split,
 };
 
 const U: f64 = 10.0;
@@ -138,4 +138,40 @@ fn references_over_the_model_sounding() {
     assert!(limit < 1e-5, "anelastic limit {limit}");
     assert!(top < 0.02, "the radiation level moves the solution below 10 km by {top}");
     assert!(between < 0.1, "Boussinesq against compressible: {between}");
+}
+
+#[test]
+fn split_finds_a_planted_downward_wave() {
+    let mut d = Dycore::new(Case::MountainWave, 1000.0, 1).unwrap();
+    (d.n[0], d.mountain) = (60, 2.5);
+    let (ks, hs) = terrain_modes(&d);
+    let sounding = model_sounding(&d);
+    let modes: Vec<Mode> = ks.iter().map(|&k| Mode::solve(k, U, &sounding, d.top(), CompressibleWave::DZ)).collect();
+    // Σ_k 2 Re[ikUĥ e^{ikx} (ŵ(z) + r conj ŵ(z))]: the upward wave and r times its mirror.
+    let field = |x: f64, z: f64, up: f64, r: f64| {
+        let mut sum = 0.0;
+        for ((&k, &h), mode) in ks.iter().zip(&hs).zip(&modes) {
+            let e = Complex::new((k * x).cos(), (k * x).sin());
+            let w = mode.w_at(z) * up + mode.w_at(z).conj() * r;
+            sum += 2.0 * (Complex::new(0.0, k * U) * h * e * w).re;
+        }
+        sum
+    };
+    let plant = |up: f64, r: f64| {
+        let (mut q, _) = d.initial();
+        for i in 0..d.n[0] as isize {
+            let x = (i as f64 + 0.5 - 0.5 * d.n[0] as f64) * d.h[0];
+            for k in 0..d.n[2] as isize - 1 {
+                let rho = 0.5 * (q[0].get([i, 0, k]).unwrap() + q[0].get([i, 0, k + 1]).unwrap());
+                q[3].set([i, 0, k], rho * field(x, (k + 1) as f64 * d.h[2], up, r)).unwrap();
+            }
+        }
+        Split::of(&d, &q, 2_000.0, 10_000.0)
+    };
+    let (clean, planted, reversed) = (plant(1.0, 0.0), plant(1.0, 0.1), plant(0.0, 1.0));
+    eprintln!("{clean:?}, {planted:?}, {reversed:?}");
+    assert!(clean.downward < 1e-6 && clean.upward_error < 1e-6, "{clean:?}");
+    assert!((planted.downward - 0.1).abs() < 1e-6 && planted.upward_error < 1e-6, "{planted:?}");
+    // Energy going down only: no upward wave at all.
+    assert!(reversed.downward > 1e6 && (reversed.upward_error - 1.0).abs() < 1e-6, "{reversed:?}");
 }
