@@ -164,6 +164,13 @@ pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<()
          upward against the reference {:.4}",
         split.downward, split.upward_error
     );
+    for (lo, hi) in [(500.0, 3_000.0), (3_000.0, 6_000.0), (6_000.0, 10_000.0)] {
+        let s = Split::of(d, q, lo, hi);
+        println!(
+            "  {lo}-{hi} m: upward wave's amplitude {:.4} and phase {:+.4} rad against the reference, downward / upward {:.4}",
+            s.amplitude, s.phase, s.downward
+        );
+    }
     let max_w = points.iter().fold([0.0f64; 2], |m, p| [m[0].max(p[2].abs()), m[1].max(p[3].abs())]);
     let max_c = compressible.iter().fold(0.0f64, |m, p| m.max(p[3].abs()));
     println!("max |w| below 10 km: model {:.4} m/s, linear {:.4} m/s, compressible {max_c:.4} m/s", max_w[0], max_w[1]);
@@ -469,6 +476,10 @@ pub struct Split {
     pub downward: f64,
     /// `(Σ|A_k − 1|² E_k / Σ E_k)^½`: the upward wave's error (amplitude and phase).
     pub upward_error: f64,
+    /// `Σ|A_k| E_k / Σ E_k`: the upward wave's amplitude against the reference's.
+    pub amplitude: f64,
+    /// `Σ arg(A_k) E_k / Σ E_k`: its phase against the reference's, rad (< 0: lagging).
+    pub phase: f64,
 }
 
 impl Split {
@@ -486,7 +497,7 @@ impl Split {
                 (z, (0..nx).map(|i| at(w, i, k) / (0.5 * (at(r, i, k) + at(r, i, k + 1)))).collect())
             })
             .collect();
-        let [mut up, mut down, mut error, mut energy] = [0.0; 4];
+        let [mut up, mut down, mut error, mut energy, mut amplitude, mut phase] = [0.0; 6];
         let n_ground = model_sounding(model)(0.0)[2].sqrt();
         for (h, mode) in &wave.modes {
             if mode.k >= n_ground / model.u_ref {
@@ -517,9 +528,16 @@ impl Split {
             up += a.abs().powi(2) * e;
             down += b.abs().powi(2) * e;
             error += (a - Complex::new(1.0, 0.0)).abs().powi(2) * e;
+            amplitude += a.abs() * e;
+            phase += a.im.atan2(a.re) * e;
             energy += e;
         }
-        Split { downward: (down / up).sqrt(), upward_error: (error / energy).sqrt() }
+        Split {
+            downward: (down / up).sqrt(),
+            upward_error: (error / energy).sqrt(),
+            amplitude: amplitude / energy,
+            phase: phase / energy,
+        }
     }
 }
 

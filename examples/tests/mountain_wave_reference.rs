@@ -148,7 +148,7 @@ fn split_finds_a_planted_downward_wave() {
     let sounding = model_sounding(&d);
     let modes: Vec<Mode> = ks.iter().map(|&k| Mode::solve(k, U, &sounding, d.top(), CompressibleWave::DZ)).collect();
     // Σ_k 2 Re[ikUĥ e^{ikx} (ŵ(z) + r conj ŵ(z))]: the upward wave and r times its mirror.
-    let field = |x: f64, z: f64, up: f64, r: f64| {
+    let field = |x: f64, z: f64, up: Complex, r: f64| {
         let mut sum = 0.0;
         for ((&k, &h), mode) in ks.iter().zip(&hs).zip(&modes) {
             let e = Complex::new((k * x).cos(), (k * x).sin());
@@ -157,7 +157,7 @@ fn split_finds_a_planted_downward_wave() {
         }
         sum
     };
-    let plant = |up: f64, r: f64| {
+    let plant = |up: Complex, r: f64| {
         let (mut q, _) = d.initial();
         for i in 0..d.n[0] as isize {
             let x = (i as f64 + 0.5 - 0.5 * d.n[0] as f64) * d.h[0];
@@ -168,9 +168,14 @@ fn split_finds_a_planted_downward_wave() {
         }
         Split::of(&d, &q, 2_000.0, 10_000.0)
     };
-    let (clean, planted, reversed) = (plant(1.0, 0.0), plant(1.0, 0.1), plant(0.0, 1.0));
-    eprintln!("{clean:?}, {planted:?}, {reversed:?}");
+    let one = Complex::new(1.0, 0.0);
+    let (clean, planted, reversed) = (plant(one, 0.0), plant(one, 0.1), plant(Complex::default(), 1.0));
+    // Weaker by 10 % and lagging by 0.1 rad.
+    let late = plant(Complex::new(0.9 * 0.1f64.cos(), -0.9 * 0.1f64.sin()), 0.0);
+    eprintln!("{clean:?}, {planted:?}, {reversed:?}, {late:?}");
     assert!(clean.downward < 1e-6 && clean.upward_error < 1e-6, "{clean:?}");
+    assert!((clean.amplitude - 1.0).abs() < 1e-6 && clean.phase.abs() < 1e-6, "{clean:?}");
+    assert!((late.amplitude - 0.9).abs() < 1e-6 && (late.phase + 0.1).abs() < 1e-6, "{late:?}");
     assert!((planted.downward - 0.1).abs() < 1e-6 && planted.upward_error < 1e-6, "{planted:?}");
     // Energy going down only: no upward wave at all.
     assert!(reversed.downward > 1e6 && (reversed.upward_error - 1.0).abs() < 1e-6, "{reversed:?}");
