@@ -53,6 +53,10 @@ struct Args {
     /// The Rayleigh sponge's rate at the lid, 1/s (default: the case's: 0.05 for `rest`, 0.01 for `mountain-wave`).
     #[arg(long)]
     sponge_rate: Option<f64>,
+    /// The Rayleigh sponge's depth below the lid, m (default: the case's: 5000 for `rest`, 10800
+    /// for `mountain-wave`).
+    #[arg(long)]
+    sponge_depth: Option<f64>,
     /// The pressure the horizontal pressure gradient subtracts first.
     #[arg(long, value_enum, default_value_t = Reference::Discrete)]
     reference: Reference,
@@ -109,6 +113,9 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if let Some(rate) = args.sponge_rate.filter(|r| !(r.is_finite() && *r >= 0.0)) {
         return Err(format!("--sponge-rate must be a finite rate >= 0 (1/s), not {rate}").into());
     }
+    if let Some(depth) = args.sponge_depth.filter(|h| !(h.is_finite() && *h >= 0.0 && *h <= d.top())) {
+        return Err(format!("--sponge-depth must be between 0 and the lid's {} m, not {depth}", d.top()).into());
+    }
     if d.moist() && args.reference != Reference::Discrete {
         return Err(
             "a moist run subtracts its discrete base state: --reference analytic or none needs a dry case".into()
@@ -121,6 +128,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         (args.sound_steps, args.beta, args.reference, args.rain, args.precision);
     (d.coordinate, d.sponge.1) = (args.coordinate.unwrap_or(d.coordinate), args.sponge_rate.unwrap_or(d.sponge.1));
     d.mountain = args.mountain.unwrap_or(d.mountain);
+    d.sponge.0 = args.sponge_depth.unwrap_or(d.sponge.0);
     if let Some(nu) = args.nu {
         if !(nu.is_finite() && nu >= 0.0) {
             return Err(format!("--nu must be a finite diffusivity >= 0 (m²/s), not {nu}").into());

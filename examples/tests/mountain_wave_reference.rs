@@ -1,0 +1,182 @@
+//! The compressible linear mountain-wave reference of `stencil_examples::mountain_wave` on its
+//! own: in the anelastic limit it is Klemp et al.'s closed form (the Boussinesq reference), over
+//! the model's sounding it satisfies the linearised equations it solves, its radiation level
+//! hardly matters below 10 km, and planted sign errors fail each check.
+
+use std::f64::consts::PI;
+
+use stencil_examples::dycore::{Case, Dycore, GRAV};
+use stencil_examples::mountain_wave::{
+    model_sounding, terrain_modes, Complex, CompressibleWave, LinearWave, Mode, Sounding, Split,
+};
+
+const U: f64 = 10.0;
+
+/// `e^{βz/2} e^{i m z}` with `m² = N²/U² − β²/4 − k²` (`sign` −1: the downward wave instead).
+fn closed_form(k: f64, beta: f64, n2: f64, z: f64, sign: f64) -> Complex {
+    let m = Complex::new(n2 / (U * U) - 0.25 * beta * beta - k * k, 0.0).sqrt();
+    let (re, im) = (-m.im * z * sign, m.re * z * sign);
+    Complex::new(re.exp() * im.cos(), re.exp() * im.sin()) * (0.5 * beta * z).exp()
+}
+
+/// The largest `|ŵ − closed form|` below 10 km relative to the closed form's size there.
+fn misfit(mode: &Mode, beta: f64, n2: f64, sign: f64) -> f64 {
+    (0..=500)
+        .map(|i| {
+            let z = 20.0 * i as f64;
+            let exact = closed_form(mode.k, beta, n2, z, sign);
+            let size = closed_form(mode.k, beta, n2, z, 1.0).abs();
+            (mode.w_at(z + 7.0) - closed_form(mode.k, beta, n2, z + 7.0, sign)).abs().max((mode.w_at(z) - exact).abs())
+                / size
+        })
+        .fold(0.0, f64::max)
+}
+
+#[test]
+fn anelastic_limit_is_the_closed_form() {
+    let (beta, n2) = (1.0 / 8_000.0, 1.0e-4);
+    // ρ̄ = e^{−βz}, sound 10⁷ m/s: the compressible terms vanish, m² is constant.
+    let sounding: Sounding = &|z: f64| [(-beta * z).exp(), 1.0e14, n2];
+    for k in [2.0e-4, 8.0e-4, 1.5e-3, 5.0e-3] {
+        let mode = Mode::solve(k, U, sounding, 20_000.0, CompressibleWave::DZ);
+        let (good, downward) = (misfit(&mode, beta, n2, 1.0), misfit(&mode, beta, n2, -1.0));
+        eprintln!("k = {k}: misfit {good:.2e}, against the downward wave {downward:.2e}");
+        assert!(good < 1e-4, "k = {k}: misfit {good}");
+        if k < 1e-3 {
+            // A planted sign error (energy going down) is far off.
+            assert!(downward > 0.5, "k = {k}: the downward wave is as close: {downward}");
+        }
+    }
+    // β = 0 as well: Klemp et al.'s Boussinesq wave e^{imz}.
+    let flat: Sounding = &|_| [1.0, 1.0e14, n2];
+    let mode = Mode::solve(5.0e-4, U, flat, 15_000.0, CompressibleWave::DZ);
+    assert!(misfit(&mode, 0.0, n2, 1.0) < 1e-5);
+}
+
+/// The largest residuals of the z momentum and mass equations over the grid below `z_max`,
+/// relative to their largest terms; `g_sign` −1 plants a sign error in the buoyancy.
+fn residuals(mode: &Mode, sounding: Sounding, z_max: f64, g_sign: f64) -> (f64, f64) {
+    let (k, dz) = (mode.k, mode.dz);
+    let ik = Complex::new(0.0, k);
+    let [mut res, mut size] = [[0.0f64; 2]; 2];
+    // ρ̂ from θ̂ = −ŵ θ̄'/(ikU) and the equation of state, û from the x momentum.
+    let rho_hat = |j: usize| {
+        let [rho, c2, n2] = sounding(j as f64 * dz);
+        mode.p[j] * (1.0 / c2) - Complex::new(0.0, rho * n2 / (GRAV * k * U)) * mode.w[j]
+    };
+    for j in 1..((z_max / dz) as usize).min(mode.w.len() - 2) {
+        let z = j as f64 * dz;
+        let [rho, ..] = sounding(z);
+        let u_hat = mode.p[j] * (-1.0 / (rho * U));
+        let dp = (mode.p[j + 1] - mode.p[j - 1]) * (0.5 / dz);
+        let flux = |j: usize| mode.w[j] * sounding(j as f64 * dz)[0];
+        let dflux = (flux(j + 1) - flux(j - 1)) * (0.5 / dz);
+        let momentum = [ik * mode.w[j] * (rho * U), dp, rho_hat(j) * (GRAV * g_sign)];
+        let mass = [ik * rho_hat(j) * U, ik * u_hat * rho, dflux];
+        for (e, terms) in [momentum, mass].iter().enumerate() {
+            let sum = terms.iter().fold(Complex::default(), |s, t| s + *t);
+            res[e] = res[e].max(sum.abs());
+            size[e] = size[e].max(terms.iter().map(|t| t.abs()).fold(0.0, f64::max));
+        }
+    }
+    (res[0] / size[0], res[1] / size[1])
+}
+
+#[test]
+fn one_wavenumber_satisfies_the_linearised_compressible_equations() {
+    let model = Dycore::new(Case::MountainWave, 500.0, 1).unwrap();
+    let sounding = model_sounding(&model);
+    for n in [3, 20, 40] {
+        let k = 2.0 * PI * n as f64 / 200_000.0;
+        let mode = Mode::solve(k, U, &sounding, model.top(), CompressibleWave::DZ);
+        let (momentum, mass) = residuals(&mode, &sounding, 20_000.0, 1.0);
+        let (planted, _) = residuals(&mode, &sounding, 20_000.0, -1.0);
+        eprintln!("k = {k:.2e}: residuals z momentum {momentum:.1e}, mass {mass:.1e}; planted {planted:.1e}");
+        assert!(momentum < 1e-4 && mass < 1e-4, "k = {k}: residuals {momentum}, {mass}");
+        assert!(planted > 1e-2, "k = {k}: a flipped buoyancy leaves {planted}");
+    }
+}
+
+/// The normalised L2 difference of two solutions on a 1 km × 100 m grid below 10 km.
+fn difference(a: impl Fn(f64, f64) -> f64, b: impl Fn(f64, f64) -> f64) -> f64 {
+    let (mut e, mut n) = (0.0, 0.0);
+    for i in -100..100 {
+        for j in 1..=100 {
+            let (x, z) = (1_000.0 * i as f64, 100.0 * j as f64);
+            let (wa, wb) = (a(x, z), b(x, z));
+            e += (wa - wb) * (wa - wb);
+            n += wb * wb;
+        }
+    }
+    (e / n).sqrt()
+}
+
+#[test]
+fn references_over_the_model_sounding() {
+    let model = Dycore::new(Case::MountainWave, 500.0, 1).unwrap();
+    let (ks, hs) = terrain_modes(&model);
+    assert_eq!(ks.len(), 199);
+    let compressible = CompressibleWave::new(&model);
+    let lower = CompressibleWave::with_top(&model, 16_000.0);
+    let boussinesq = LinearWave::new(&model);
+    let top = difference(|x, z| lower.w(x, z), |x, z| compressible.w(x, z));
+    let between = difference(|x, z| boussinesq.w(x, z), |x, z| compressible.w(x, z));
+    // The anelastic sounding through the same solver gives the closed form over this terrain.
+    let (beta, n2) = (1.0 / 8_000.0, 1.0e-4);
+    let anelastic: Sounding = &|z: f64| [(-beta * z).exp(), 1.0e14, n2];
+    let solved = CompressibleWave::with_sounding(&ks, &hs, U, anelastic, 20_000.0);
+    let closed = |x: f64, z: f64| {
+        let mut sum = 0.0;
+        for (&k, &h) in ks.iter().zip(&hs) {
+            let e = Complex::new((k * x).cos(), (k * x).sin()) * closed_form(k, beta, n2, z, 1.0);
+            sum += 2.0 * (Complex::new(0.0, k * U) * h * e).re;
+        }
+        sum
+    };
+    let limit = difference(|x, z| solved.w(x, z), closed);
+    eprintln!("radiation at 16 km against the lid: {top:.2e}; Boussinesq against compressible: {between:.4}; anelastic limit {limit:.1e}");
+    assert!(limit < 1e-5, "anelastic limit {limit}");
+    assert!(top < 0.02, "the radiation level moves the solution below 10 km by {top}");
+    assert!(between < 0.1, "Boussinesq against compressible: {between}");
+}
+
+#[test]
+fn split_finds_a_planted_downward_wave() {
+    let mut d = Dycore::new(Case::MountainWave, 1000.0, 1).unwrap();
+    (d.n[0], d.mountain) = (60, 2.5);
+    let (ks, hs) = terrain_modes(&d);
+    let sounding = model_sounding(&d);
+    let modes: Vec<Mode> = ks.iter().map(|&k| Mode::solve(k, U, &sounding, d.top(), CompressibleWave::DZ)).collect();
+    // Σ_k 2 Re[ikUĥ e^{ikx} (ŵ(z) + r conj ŵ(z))]: the upward wave and r times its mirror.
+    let field = |x: f64, z: f64, up: Complex, r: f64| {
+        let mut sum = 0.0;
+        for ((&k, &h), mode) in ks.iter().zip(&hs).zip(&modes) {
+            let e = Complex::new((k * x).cos(), (k * x).sin());
+            let w = mode.w_at(z) * up + mode.w_at(z).conj() * r;
+            sum += 2.0 * (Complex::new(0.0, k * U) * h * e * w).re;
+        }
+        sum
+    };
+    let plant = |up: Complex, r: f64| {
+        let (mut q, _) = d.initial();
+        for i in 0..d.n[0] as isize {
+            let x = (i as f64 + 0.5 - 0.5 * d.n[0] as f64) * d.h[0];
+            for k in 0..d.n[2] as isize - 1 {
+                let rho = 0.5 * (q[0].get([i, 0, k]).unwrap() + q[0].get([i, 0, k + 1]).unwrap());
+                q[3].set([i, 0, k], rho * field(x, (k + 1) as f64 * d.h[2], up, r)).unwrap();
+            }
+        }
+        Split::of(&d, &q, 2_000.0, 10_000.0)
+    };
+    let one = Complex::new(1.0, 0.0);
+    let (clean, planted, reversed) = (plant(one, 0.0), plant(one, 0.1), plant(Complex::default(), 1.0));
+    // Weaker by 10 % and lagging by 0.1 rad.
+    let late = plant(Complex::new(0.9 * 0.1f64.cos(), -0.9 * 0.1f64.sin()), 0.0);
+    eprintln!("{clean:?}, {planted:?}, {reversed:?}, {late:?}");
+    assert!(clean.downward < 1e-6 && clean.upward_error < 1e-6, "{clean:?}");
+    assert!((clean.amplitude - 1.0).abs() < 1e-6 && clean.phase.abs() < 1e-6, "{clean:?}");
+    assert!((late.amplitude - 0.9).abs() < 1e-6 && (late.phase + 0.1).abs() < 1e-6, "{late:?}");
+    assert!((planted.downward - 0.1).abs() < 1e-6 && planted.upward_error < 1e-6, "{planted:?}");
+    // Energy going down only: no upward wave at all.
+    assert!(reversed.downward > 1e6 && (reversed.upward_error - 1.0).abs() < 1e-6, "{reversed:?}");
+}
