@@ -259,6 +259,17 @@ fn saves_into_page_locked_copies_hold_the_values_of_their_time() {
         Host.restore(&mut host, &saved).expect("restore on the host");
         assert_eq!(bits(&host), bits(&values), "round {round}: the host's restore");
     }
+    // Another handle (its own stream) saves into the same copy: the first handle's lock is
+    // released (after its copies) and the memory locked again for the second.
+    let other = Gpu::new(0).expect("a second handle");
+    let values = stencil_tests::random::<f64, _>(shape, &mut rng, -1.0, 1.0);
+    let mut on_other = other.upload(&values).expect("upload");
+    other.save_into(&on_other, &mut saved).expect("save_into from another handle");
+    Executor::copy(&other, &mut on_other, &other.upload(&Field3::filled(shape, f64::NAN)).expect("upload"))
+        .expect("poison");
+    let mut host = Field3::filled(shape, -7.0);
+    Host.restore(&mut host, &saved).expect("restore on the host");
+    assert_eq!(bits(&host), bits(&values), "saved by another handle");
     // A save in flight when the copy is dropped: the drop waits for it before freeing.
     gpu.save_into(&field, &mut saved).expect("save_into");
     drop(saved);

@@ -109,35 +109,31 @@ fn main() -> Result<(), Failure> {
         Ok(gpu.run(&range, FwiWaveGradient, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &b, &mut m_bar, &mask))?)
     })?;
     if args.strategies {
-        println!("the adjoint under each strategy the tuner tries ({n}^3 f64):");
-        println!("| strategy | ms | GPts/s |");
-        println!("|---|---:|---:|");
-        let ir = <FwiWaveAdjoint as Stencil<3>>::source_ir();
-        for strategy in stencil_runtime::tuning::candidates(ir, [n; 3], 2) {
-            let ms = time(&gpu, reps, || {
-                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask);
-                Ok(gpu.run_with(&range, FwiWaveAdjoint, Some(strategy), args)?)
-            });
-            match ms {
-                Ok(ms) => println!("| {} | {ms:.3} | {:.2} |", strategy.label(), ms_of(ms)),
-                Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
+        // One table row per strategy the tuner tries for `ir`, `run` launching under it.
+        let table = |title: &str, ir, run: &mut dyn FnMut(Strategy) -> Result<(), Failure>| {
+            println!("{title} under each strategy the tuner tries ({n}^3 f64):");
+            println!("| strategy | ms | GPts/s |");
+            println!("|---|---:|---:|");
+            for strategy in stencil_runtime::tuning::candidates(ir, [n; 3], 2) {
+                match time(&gpu, reps, || run(strategy)) {
+                    Ok(ms) => println!("| {} | {ms:.3} | {:.2} |", strategy.label(), ms_of(ms)),
+                    Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
+                }
             }
-        }
-        println!("\nthe reverse time step (FwiWaveAdjointStep) under each strategy the tuner tries:");
-        println!("| strategy | ms | GPts/s |");
-        println!("|---|---:|---:|");
-        let ir = <FwiWaveAdjointStep as Stencil<3>>::source_ir();
-        for strategy in stencil_runtime::tuning::candidates(ir, [n; 3], 2) {
-            let ms = time(&gpu, reps, || {
+            println!();
+        };
+        table("the adjoint", <FwiWaveAdjoint as Stencil<3>>::source_ir(), &mut |s| {
+            let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask);
+            Ok(gpu.run_with(&range, FwiWaveAdjoint, Some(s), args)?)
+        });
+        table(
+            "the reverse time step (FwiWaveAdjointStep)",
+            <FwiWaveAdjointStep as Stencil<3>>::source_ir(),
+            &mut |s| {
                 let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &a, &b, &mask);
-                Ok(gpu.run_with(&range, FwiWaveAdjointStep, Some(strategy), args)?)
-            });
-            match ms {
-                Ok(ms) => println!("| {} | {ms:.3} | {:.2} |", strategy.label(), ms_of(ms)),
-                Err(e) => println!("| {} | failed: {e} | |", strategy.label()),
-            }
-        }
-        println!();
+                Ok(gpu.run_with(&range, FwiWaveAdjointStep, Some(s), args)?)
+            },
+        );
     }
     let mut differs = Vec::new();
     if !args.step_strategies.is_empty() {

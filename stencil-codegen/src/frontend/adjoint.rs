@@ -7,7 +7,7 @@ use super::error::{Error, ErrorKind};
 use super::lower::UserParam;
 use crate::ir::StencilIr;
 use crate::naming;
-use crate::passes::adjoint::{adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
+use crate::passes::adjoint::{adjoint, Adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
 use crate::passes::adjoint_step::adjoint_step;
 use crate::passes::gradient::gradient;
 use proc_macro2::{Ident, TokenStream};
@@ -106,30 +106,74 @@ pub fn companion(
     declared: &[UserParam],
     names: &[Ident],
 ) -> Result<(StencilIr, Vec<UserParam>), Error> {
-    let at_name =
-        |name: &Ident, kind| Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil }));
-    let mut wrt = Vec::new();
-    for name in names {
-        let Some(user) = declared.iter().find(|u| *name == u.name) else {
-            return Err(at_name(name, AdjointErrorKind::Unknown { name: name.to_string() }));
-        };
-        wrt.extend(user.params.clone());
+    let wrt = named(declared, names)?.into_iter().flat_map(|u| u.params.clone()).collect::<Vec<_>>();
+    let adj = adjoint(ir, &wrt).map_err(|e| spanned_at_field(func, ir, declared, names, e))?;
+    Ok(with_declared(adj, declared))
+}
+
+/// The adjoint step of the lowered stencil `ir` (declared parameters `declared`) whose time
+/// levels are the fields `names`, newest first ([`adjoint_step`]): its IR and its declared
+/// parameters (the forward's in the same places, renamed as the IR's, then the mask).
+pub fn step_companion(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let mut levels = Vec::new();
+    for (name, user) in names.iter().zip(named(declared, names)?) {
+        if user.array {
+            let reason = "is an array: each time level is one field";
+            let kind = AdjointErrorKind::StepLevel { name: name.to_string(), reason };
+            return Err(Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil })));
+        }
+        levels.push(user.params.start);
     }
-    let adj = adjoint(ir, &wrt).map_err(|e| {
-        let field = match &e.kind {
-            AdjointErrorKind::NotRead { field }
-            | AdjointErrorKind::Written { field }
-            | AdjointErrorKind::NotAField { name: field } => Some(field.clone()),
-            _ => None,
-        };
-        spanned(func, ir, declared, names, e, field)
-    })?;
-    // The declared parameters: same places; an array takes the name of its elements' role.
+    let adj = adjoint_step(ir, &levels).map_err(|e| spanned_at_field(func, ir, declared, names, e))?;
+    Ok(with_declared(adj, declared))
+}
+
+/// The declared parameters that `names` (an attribute's list) name, in order; an unknown name is
+/// an error at that name.
+fn named<'d>(declared: &'d [UserParam], names: &[Ident]) -> Result<Vec<&'d UserParam>, Error> {
+    names
+        .iter()
+        .map(|name| {
+            declared.iter().find(|u| *name == u.name).ok_or_else(|| {
+                let kind = AdjointErrorKind::Unknown { name: name.to_string() };
+                Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil }))
+            })
+        })
+        .collect()
+}
+
+/// An adjoint pass's error, spanned at the attribute's name of the field it is about (else at
+/// the statement it names, or the attribute).
+fn spanned_at_field(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+    e: AdjointError,
+) -> Error {
+    let field = match &e.kind {
+        AdjointErrorKind::NotRead { field }
+        | AdjointErrorKind::Written { field }
+        | AdjointErrorKind::NotAField { name: field }
+        | AdjointErrorKind::StepLevel { name: field, .. } => Some(field.clone()),
+        _ => None,
+    };
+    spanned(func, ir, declared, names, e, field)
+}
+
+/// An adjoint's IR with its declared parameters: the forward's in the same places, renamed as
+/// the IR's (an array whose role changed takes `{name}_bar`), then the mask.
+fn with_declared(adj: Adjoint, declared: &[UserParam]) -> (StencilIr, Vec<UserParam>) {
     let taken = |name: &str| declared.iter().any(|u| u.name == name) || adj.ir.params.iter().any(|p| p.name == name);
     let mut users: Vec<UserParam> = declared
         .iter()
         .map(|u| {
-            let renamed = matches!(adj.roles[u.params.start], AdjointRole::Gradient | AdjointRole::Cotangent);
+            let renamed = !matches!(adj.roles[u.params.start], AdjointRole::Scalar | AdjointRole::Fixed);
             let name = if !u.array {
                 adj.ir.params[u.params.start].name.clone()
             } else if renamed {
@@ -146,52 +190,7 @@ pub fn companion(
         .collect();
     let mask = adj.ir.params.len() - 1;
     users.push(UserParam { name: adj.ir.params[mask].name.clone(), params: mask..mask + 1, array: false });
-    Ok((adj.ir, users))
-}
-
-/// The adjoint step of the lowered stencil `ir` (declared parameters `declared`) whose time
-/// levels are the fields `names`, newest first ([`adjoint_step`]): its IR and its declared
-/// parameters (the forward's in the same places, renamed as the IR's, then the mask).
-pub fn step_companion(
-    func: &syn::ItemFn,
-    ir: &StencilIr,
-    declared: &[UserParam],
-    names: &[Ident],
-) -> Result<(StencilIr, Vec<UserParam>), Error> {
-    let at_name =
-        |name: &Ident, kind| Error::spanned(name, ErrorKind::Adjoint(AdjointError { kind, site: Site::Stencil }));
-    let mut levels = Vec::new();
-    for name in names {
-        let Some(user) = declared.iter().find(|u| *name == u.name) else {
-            return Err(at_name(name, AdjointErrorKind::Unknown { name: name.to_string() }));
-        };
-        if user.array {
-            let reason = "is an array: each time level is one field";
-            return Err(at_name(name, AdjointErrorKind::StepLevel { name: name.to_string(), reason }));
-        }
-        levels.push(user.params.start);
-    }
-    let adj = adjoint_step(ir, &levels).map_err(|e| {
-        let field = match &e.kind {
-            AdjointErrorKind::NotRead { field }
-            | AdjointErrorKind::Written { field }
-            | AdjointErrorKind::NotAField { name: field }
-            | AdjointErrorKind::StepLevel { name: field, .. } => Some(field.clone()),
-            _ => None,
-        };
-        spanned(func, ir, declared, names, e, field)
-    })?;
-    let mut users: Vec<UserParam> = declared
-        .iter()
-        .map(|u| {
-            let renamed = !u.array && !matches!(adj.roles[u.params.start], AdjointRole::Scalar | AdjointRole::Fixed);
-            let name = if renamed { adj.ir.params[u.params.start].name.clone() } else { u.name.clone() };
-            UserParam { name, ..u.clone() }
-        })
-        .collect();
-    let mask = adj.ir.params.len() - 1;
-    users.push(UserParam { name: adj.ir.params[mask].name.clone(), params: mask..mask + 1, array: false });
-    Ok((adj.ir, users))
+    (adj.ir, users)
 }
 
 /// The doc comment of the adjoint step's functor.

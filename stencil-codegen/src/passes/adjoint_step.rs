@@ -114,7 +114,7 @@ pub fn adjoint_step(ir: &StencilIr, levels: &[ParamId]) -> Result<Adjoint, Adjoi
     Ok(Adjoint { ir, roles })
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "frontend"))]
 mod tests {
     use super::*;
     use crate::ir::ExprKind;

@@ -455,10 +455,18 @@ impl<T: Element, const D: usize> HostCopy<T, D> {
         self.locked.0.as_deref()
     }
 
-    /// Keeps its memory locked by `lock` (after the previous lock, if any, is released).
+    /// Keeps its memory locked by `lock`; release any earlier lock first ([`HostCopy::unlock`]):
+    /// memory cannot be locked twice.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn set_lock(&mut self, lock: Box<dyn PageLocked>) {
+        debug_assert!(self.locked.0.is_none(), "a host copy is locked once at a time");
         self.locked = PageLock(Some(lock));
+    }
+
+    /// Releases the lock of its memory, if any, after the copies in flight (dropping it waits).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn unlock(&mut self) {
+        self.locked = PageLock(None);
     }
 
     /// Waits for the copies in flight into or out of its memory (none unless page-locked).

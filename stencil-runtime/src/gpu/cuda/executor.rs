@@ -201,9 +201,10 @@ impl Executor for Gpu {
             return Ok(());
         };
         if locked_here(self, lock, copy.as_slice()).is_none() {
-            // Locked for another stream, or not at all: its copies land first, then it is
-            // locked for this one.
+            // Locked for another stream, or not at all: its copies land first and the old lock
+            // is released (memory is registered once at a time), then it is locked for this one.
             saved.settle()?;
+            saved.unlock();
             let copy = saved.whole_mut(field.shape()).expect("checked above");
             // SAFETY: the registration is kept in `saved` beside the field whose memory it
             // locks, declared before it (dropped, waiting for the stream, before the memory is
