@@ -1021,6 +1021,19 @@ impl<E: Executor, T: Real> State<E, T> {
     }
 }
 
+/// What [`Dycore::run_with`] gives back.
+pub struct Finished {
+    /// The host state at the end: [`FIELDS`], then [`WATER`] when moist.
+    pub state: Vec<Field3<f64>>,
+    /// The case's initial state (the same fields), as the run built it: the reference of the
+    /// mass and water budgets (a run resumed from a checkpoint started from the checkpoint).
+    pub initial: Vec<Field3<f64>>,
+    /// Long steps taken.
+    pub steps: usize,
+    /// The step the run started at (0, or a checkpoint's).
+    pub start: usize,
+}
+
 /// An element type the fields compute in ([`Precision`]): the conversion from the host's `f64`
 /// set-up, and [`Dycore::step`] with the stencils' instantiations for it.
 pub trait Real: IoElement + Into<f64> + Send + Sync {
@@ -1142,8 +1155,9 @@ impl Dycore {
         plan: &Plan,
         after_step: impl FnMut(usize, f64),
     ) -> Result<([Field3<f64>; 5], usize, usize), Error> {
-        let (mut q, steps, start) = self.run_with(exec, t_end, plan, None, after_step, |_, _| Ok(()))?;
-        Ok((std::array::from_fn(|_| q.remove(0)), steps, start))
+        let Finished { mut state, steps, start, .. } =
+            self.run_with(exec, t_end, plan, None, after_step, |_, _| Ok(()))?;
+        Ok((std::array::from_fn(|_| state.remove(0)), steps, start))
     }
 
     /// [`Dycore::run`] with the water: the final host state has [`FIELDS`], then [`WATER`] when
@@ -1157,7 +1171,7 @@ impl Dycore {
         every: Option<f64>,
         after_step: impl FnMut(usize, f64),
         output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
-    ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
+    ) -> Result<Finished, Error> {
         match self.precision {
             Precision::F64 => self.run_in::<E, f64>(exec, t_end, plan, every, after_step, output),
             Precision::F32 => self.run_in::<E, f32>(exec, t_end, plan, every, after_step, output),
@@ -1173,15 +1187,16 @@ impl Dycore {
         every: Option<f64>,
         after_step: impl FnMut(usize, f64),
         mut output: impl FnMut(f64, &[Field3<f64>]) -> Result<(), Error>,
-    ) -> Result<(Vec<Field3<f64>>, usize, usize), Error> {
-        let (q0, m) = self.initial_all();
+    ) -> Result<Finished, Error> {
+        let (initial, m) = self.initial_all();
         let (cells, faces) = (m[0].interior_view(), m[6].interior_view());
         if let Some(g) = cells.iter().chain(faces.iter()).copied().find(|g| !g.is_finite() || *g <= 0.0) {
             let why =
                 format!("the {:?} coordinate surfaces cross over this terrain (a Jacobian of {g})", self.coordinate);
             return Err(format!("{why}: lower the mountain or use another coordinate").into());
         }
-        let (q0, m): (Vec<_>, Vec<_>) = (q0.into_iter().map(T::field).collect(), m.into_iter().map(T::field).collect());
+        let q0 = initial.iter().map(|f| Ok(T::field(f.try_clone()?))).collect::<Result<Vec<_>, Error>>()?;
+        let m: Vec<_> = m.into_iter().map(T::field).collect();
         let names: Vec<&'static str> =
             FIELDS.iter().chain(if self.moist() { &WATER[..] } else { &[] }).copied().collect();
         let mut settings = vec![("dt", self.dt), ("beta", self.beta), ("sound_steps", self.sound_steps as f64)];
@@ -1215,7 +1230,7 @@ impl Dycore {
         if let Some(v) = q.iter().position(|f| f.interior_view().iter().any(|x| !x.is_finite())) {
             return Err(format!("{} is not finite at the end: the run went unstable", names[v]).into());
         }
-        Ok((q, end.steps, end.start))
+        Ok(Finished { state: q, initial, steps: end.steps, start: end.start })
     }
 
     /// θ − θ̄ of every cell of a host state, `[i][j][k]` flattened z fastest (θ̄ the background,

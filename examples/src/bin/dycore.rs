@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Coordinate, Dycore, Frame, Precision, Reference};
+use stencil_examples::dycore::{Case, Coordinate, Dycore, Finished, Frame, Precision, Reference};
 use stencil_examples::mountain_wave;
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
@@ -147,14 +147,13 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         d.case, d.h[0], d.h[2], d.dt, d.sound_steps, d.beta, d.precision
     );
     placement.print();
-    let (q0, _) = d.initial_all();
     let rank0 = processes.world().rank() == 0;
     let timed = Timed::new(progress::time(rank0), 1);
     let plan = args.checkpoint.plan("dycore", processes)?;
     let job = Job { d: &d, t_end, every, plan: &plan, timed: &timed };
     let run = processes.run(placement, args.overlap.or(Overlap::Auto), "dycore", job);
     timed.bar.finish_and_clear();
-    let (q, steps, frames) = run?;
+    let (Finished { state: q, initial: q0, steps, .. }, frames) = run?;
     if !rank0 {
         return Ok(());
     }
@@ -210,7 +209,7 @@ struct Job<'a> {
 }
 
 impl OnExecutor for Job<'_> {
-    type Output = (Vec<Field3<f64>>, usize, Vec<Frame>);
+    type Output = (Finished, Vec<Frame>);
 
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Job { d, t_end, every, plan, timed } = self;
@@ -222,7 +221,7 @@ impl OnExecutor for Job<'_> {
             frames.push(d.section(t, q));
             Ok(())
         };
-        let (q, steps, _) = d.run_with(exec, t_end, plan, every, |step, t| timed.tick_at(step, t, t_end), out)?;
-        Ok((q, steps, frames))
+        let finished = d.run_with(exec, t_end, plan, every, |step, t| timed.tick_at(step, t, t_end), out)?;
+        Ok((finished, frames))
     }
 }
