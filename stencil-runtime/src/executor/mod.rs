@@ -402,8 +402,9 @@ pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
 }
 
 /// A field saved in host memory by [`Executor::save`]: its storage, halos included, or (a
-/// distributed executor's field) the copy of each part.
-#[derive(Clone, Debug)]
+/// distributed executor's field) the copy of each part. Not `Clone`: a copy queued into it by
+/// [`Executor::save_into`] may still be landing; [`Executor::restore`] is the way back.
+#[derive(Debug)]
 pub struct HostCopy<T: Element, const D: usize> {
     // Declared first, so dropped first: it waits for copies in flight and unlocks the pages
     // before `whole`'s memory is freed.
@@ -414,7 +415,7 @@ pub struct HostCopy<T: Element, const D: usize> {
 
 /// What keeps a [`HostCopy`]'s memory page-locked for an executor's asynchronous copies (on a
 /// GPU: the registration, which waits for the copies in flight and unregisters when dropped);
-/// none for a copy that is not. A clone holds other memory, so it is not locked.
+/// none for a copy that is not.
 #[derive(Default)]
 pub(crate) struct PageLock(Option<Box<dyn PageLocked>>);
 
@@ -425,12 +426,6 @@ pub(crate) trait PageLocked: Send + Sync + std::any::Any {
     /// As [`std::any::Any`], to tell which executor locked it.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn as_any(&self) -> &dyn std::any::Any;
-}
-
-impl Clone for PageLock {
-    fn clone(&self) -> Self {
-        PageLock(None)
-    }
 }
 
 impl fmt::Debug for PageLock {
