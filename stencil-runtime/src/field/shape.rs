@@ -128,10 +128,12 @@ impl<const D: usize> Shape<D> {
         (self.align - h % self.align) % self.align
     }
 
-    /// Elements from one row of the contiguous axis to the next (a multiple of the alignment).
+    /// Elements from one row of the contiguous axis to the next: the row's extent rounded up
+    /// to the alignment. A row's last elements may lie in the next row's lead (its padding):
+    /// every row's first interior cell is still aligned, and rows never overlap.
     pub fn pitch(&self) -> usize {
         let c = self.contiguous_axis();
-        (self.lead() + self.extent()[c]).div_ceil(self.align) * self.align
+        self.extent()[c].div_ceil(self.align) * self.align
     }
 
     /// Stride of each axis in elements.
@@ -272,6 +274,30 @@ mod tests {
             }
             assert_eq!(seen.len(), s.points());
         }
+    }
+
+    #[test]
+    fn rows_are_packed_to_the_alignment_and_never_overlap() {
+        // A row may end in the next row's lead: the pitch is the extent rounded up to the
+        // alignment, not the lead plus the extent (which padded 128 f32 with a halo of 1 to 192).
+        for order in [Order::Ijk, Order::Kij] {
+            for align in [1, 4, 16, 32] {
+                for (n, h) in [(1, 0), (5, 1), (30, 1), (31, 1), (32, 1), (62, 1), (128, 1), (126, 4), (20, 3)] {
+                    let s = Shape::new([n, 3, 2]).halo_per_axis([h, 1, h]).order(order).align(align);
+                    let (c, e) = (s.contiguous_axis(), s.extent());
+                    assert_eq!(s.pitch(), e[c].div_ceil(align) * align, "{order:?} n {n} h {h} align {align}");
+                    let mut seen = std::collections::HashSet::new();
+                    for p in s.storage_points() {
+                        let off = s.offset(p);
+                        assert!(off < s.len() && seen.insert(off), "offset {off} of {p:?}: outside or twice");
+                        if p[c] == h && n > 0 {
+                            assert_eq!(off % align, 0, "interior row start {p:?} not aligned");
+                        }
+                    }
+                }
+            }
+        }
+        assert_eq!(Shape::new([128, 4, 4]).halo(1).align(32).pitch(), 160);
     }
 
     #[test]
