@@ -2,7 +2,7 @@
 //! scalars the model carries between steps) in a small self-describing binary file, so that a
 //! run can stop and resume bit for bit.
 //!
-//! # Format (version 1, all numbers little-endian)
+//! # Format (version 2, all numbers little-endian)
 //!
 //! ```text
 //! b"STENCKPT"  u32 version  u64 header length  header  u64 FNV-1a of the header
@@ -13,6 +13,10 @@
 //!         u32 axes A, A x u64 interior, A x u64 halo, u8 order (0 Ijk, 1 Kij), u64 alignment,
 //!         u64 bytes, u64 FNV-1a of the bytes]...
 //! ```
+//!
+//! Version 2 has the row layout of design record 0034 (rows packed to the alignment); a version
+//! 1 file, whose rows were padded to the lead plus the row, is read too, each row moved to its
+//! place as the field is restored.
 //!
 //! A field's bytes are its whole storage ([`Field::as_slice`]: halo and padding included), so a
 //! restored field is the written one, bit for bit, and writing needs no copy of the field on a
@@ -34,8 +38,8 @@ use std::ops::Range;
 use std::path::{Path, PathBuf};
 
 const MAGIC: &[u8; 8] = b"STENCKPT";
-/// The format version this module writes and reads.
-pub const VERSION: u32 = 1;
+/// The format version this module writes (it reads this one and version 1).
+pub const VERSION: u32 = 2;
 
 /// Where a decomposed run's checkpoint part lies in the decomposition.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +76,9 @@ struct Stored<'a> {
     checksum: u64,
     /// Bytes of data (the header's count; `bytes` is empty until a reader fills it).
     len: usize,
+    /// Rows packed to the alignment (version 2); else rows of the lead plus the row, rounded up
+    /// to the alignment (version 1).
+    packed: bool,
     bytes: Cow<'a, [u8]>,
 }
 
@@ -180,6 +187,7 @@ impl<'a> Checkpoint<'a> {
             align: shape.alignment(),
             checksum: fnv1a(FNV_START, &bytes),
             len: bytes.len(),
+            packed: true,
             bytes,
         });
         Ok(())
@@ -238,14 +246,19 @@ impl<'a> Checkpoint<'a> {
 
     /// Writes the checkpoint to `path` (under a temporary name, renamed when complete).
     pub fn write(&self, path: impl AsRef<Path>) -> Result<(), IoError> {
-        let path = path.as_ref();
+        self.write_version(path.as_ref(), VERSION)
+    }
+
+    /// [`Checkpoint::write`] with the format version `version` in the file (the fields' bytes
+    /// as they are: the tests write version-1 files with version-1 rows).
+    fn write_version(&self, path: &Path, version: u32) -> Result<(), IoError> {
         let _span =
             tracing::debug_span!(target: "stencil::io", "checkpoint_write", path = %path.display(), step = self.step)
                 .entered();
         let header = self.encode_header();
         let mut out = Output::create(path)?;
         out.put(MAGIC)?;
-        out.put(&VERSION.to_le_bytes())?;
+        out.put(&version.to_le_bytes())?;
         out.put(&(header.len() as u64).to_le_bytes())?;
         out.put(&header)?;
         out.put(&fnv1a(FNV_START, &header).to_le_bytes())?;
@@ -328,13 +341,21 @@ impl<'a> Checkpoint<'a> {
         let what = |w: &str| format!("{w} of field `{name}`");
         self.differs(&what("element type"), T::NAME, &tag_name(stored.tag), stored.tag == T::TAG)?;
         let mut probe = Field::<T, D>::try_zeros(*like)?;
+        let size = std::mem::size_of::<T>();
+        let elements = if stored.packed { probe.as_slice().len() } else { unpacked_len(like) };
         let same_shape = stored.interior == like.interior()
             && stored.halo == like.halo_widths()
             && stored.order == like.element_order()
             && stored.align == like.alignment()
-            && stored.len == std::mem::size_of_val(probe.as_slice());
+            && stored.len == elements * size;
         self.differs(&what("shape"), &like.describe(), &stored.describe(), same_shape)?;
-        super::from_bytes(&stored.bytes, probe.as_mut_slice(), false);
+        if stored.packed {
+            super::from_bytes(&stored.bytes, probe.as_mut_slice(), false);
+        } else {
+            let mut rows = vec![T::default(); elements];
+            super::from_bytes(&stored.bytes, &mut rows, false);
+            pack_rows(like, &rows, probe.as_mut_slice());
+        }
         Ok(probe)
     }
 
@@ -412,10 +433,10 @@ impl<'a> Checkpoint<'a> {
             });
         }
         let version = u32::from_le_bytes(start[8..12].try_into().expect("4 bytes"));
-        if version != VERSION {
+        if !(1..=VERSION).contains(&version) {
             return Err(IoError::Unsupported {
                 path: path.to_path_buf(),
-                what: format!("checkpoint format version {version}; this build reads version {VERSION}"),
+                what: format!("checkpoint format version {version}; this build reads versions 1 to {VERSION}"),
                 help: "restart with the build that wrote the checkpoint".into(),
             });
         }
@@ -431,7 +452,7 @@ impl<'a> Checkpoint<'a> {
         if recorded != computed {
             return Err(IoError::Checksum { path: path.to_path_buf(), what: "the header".into(), recorded, computed });
         }
-        let mut c = decode_header(&header).map_err(|what| IoError::malformed(path, what))?;
+        let mut c = decode_header(&header, version >= 2).map_err(|what| IoError::malformed(path, what))?;
         c.path = path.to_path_buf();
         if with_data {
             for f in &mut c.fields {
@@ -460,8 +481,37 @@ impl<'a> Checkpoint<'a> {
     }
 }
 
+/// The pitch of a version-1 file's rows: the lead plus the row, rounded up to the alignment.
+fn unpacked_pitch<const D: usize>(shape: &Shape<D>) -> usize {
+    let row = shape.extent()[shape.contiguous_axis()];
+    (shape.lead() + row).div_ceil(shape.alignment()) * shape.alignment()
+}
+
+/// Elements of a version-1 file's storage of `shape`.
+fn unpacked_len<const D: usize>(shape: &Shape<D>) -> usize {
+    let rows = shape.points() / shape.extent()[shape.contiguous_axis()].max(1);
+    let slack = shape.len() - shape.lead() - shape.pitch() * rows;
+    if shape.points() == 0 {
+        0
+    } else {
+        shape.lead() + unpacked_pitch(shape) * rows + slack
+    }
+}
+
+/// Moves each row of `shape` from a version-1 storage (`old`) to its place in `out` (today's).
+fn pack_rows<T: Copy, const D: usize>(shape: &Shape<D>, old: &[T], out: &mut [T]) {
+    let row = shape.extent()[shape.contiguous_axis()];
+    if row == 0 {
+        return;
+    }
+    let (lead, from, to) = (shape.lead(), unpacked_pitch(shape), shape.pitch());
+    for r in 0..shape.points() / row {
+        out[lead + r * to..][..row].copy_from_slice(&old[lead + r * from..][..row]);
+    }
+}
+
 /// Parses a header (the checksum already checked).
-fn decode_header(h: &[u8]) -> Result<Checkpoint<'static>, String> {
+fn decode_header(h: &[u8], packed: bool) -> Result<Checkpoint<'static>, String> {
     let mut at = 0usize;
     let mut take = |n: usize| -> Result<&[u8], String> {
         let s = h.get(at..at + n).ok_or_else(|| format!("the header ends at byte {} before its end", h.len()))?;
@@ -524,7 +574,18 @@ fn decode_header(h: &[u8]) -> Result<Checkpoint<'static>, String> {
         let (interior, halo) = (vecn!(axes), vecn!(axes));
         let order = if take(1)?[0] == 1 { Order::Kij } else { Order::Ijk };
         let (align, len, checksum) = (u64v!() as usize, u64v!() as usize, u64v!());
-        fields.push(Stored { name, tag, interior, halo, order, align, checksum, len, bytes: Cow::Owned(Vec::new()) });
+        fields.push(Stored {
+            name,
+            tag,
+            interior,
+            halo,
+            order,
+            align,
+            checksum,
+            len,
+            packed,
+            bytes: Cow::Owned(Vec::new()),
+        });
     }
     if at != h.len() {
         return Err(format!("{} bytes follow the header's last entry", h.len() - at));
@@ -625,6 +686,58 @@ mod tests {
         c.scalar("dt", 1.0 / 3.0);
         c.write(path).unwrap();
         (u, v, m)
+    }
+
+    #[test]
+    fn a_version_1_file_restores_with_its_rows_moved() {
+        // Version 1 padded each row to the lead plus the row: 9 cells after a lead of 30 took 64
+        // elements per row, where they take 32 now.
+        let dir = temp_dir("ckpt-v1");
+        let mut rng = Rng(21);
+        for shape in [Shape::new([5, 4, 3]).halo(2), Shape::new([5, 4, 3]).halo(2).order(Order::Kij)] {
+            let u = random_field(shape, &mut rng, |r| r.f64());
+            // The old storage, each point at the offset of the old strides (an independent
+            // computation of the version-1 layout).
+            let (c, e, lead, a) = (shape.contiguous_axis(), shape.extent(), shape.lead(), shape.alignment());
+            let old_pitch = (lead + e[c]).div_ceil(a) * a;
+            assert_ne!(old_pitch, shape.pitch(), "the test needs rows that moved");
+            let axes = shape.element_order().axes::<3>();
+            let mut strides = [0usize; 3];
+            let mut step = 1;
+            for (rank, &ax) in axes.iter().enumerate() {
+                strides[ax] = step;
+                step *= if rank == 0 { old_pitch } else { e[ax] };
+            }
+            let mut old = vec![0.0f64; lead + step + a.max(8)];
+            for p in shape.storage_points() {
+                old[lead + (0..3).map(|x| p[x] * strides[x]).sum::<usize>()] = u.as_slice()[shape.offset(p)];
+            }
+            let bytes = to_bytes(&old, false);
+            let mut v1 = Checkpoint::new("model", 3, 0.5, &[5, 4, 3]);
+            v1.fields.push(Stored {
+                name: "u".into(),
+                tag: f64::TAG,
+                interior: shape.interior().to_vec(),
+                halo: shape.halo_widths().to_vec(),
+                order: shape.element_order(),
+                align: a,
+                checksum: fnv1a(FNV_START, &bytes),
+                len: bytes.len(),
+                packed: false,
+                bytes,
+            });
+            let path = dir.join(format!("v1-{:?}", shape.element_order()));
+            v1.write_version(&path, 1).unwrap();
+            let back = Checkpoint::read(&path).unwrap().field::<f64, 3>("u", &shape).unwrap();
+            for p in shape.storage_points() {
+                let (want, got) = (u.as_slice()[shape.offset(p)], back.as_slice()[shape.offset(p)]);
+                assert_eq!(want.to_bits(), got.to_bits(), "{p:?} of {}", shape.describe());
+            }
+            // Read as if it were version 2, the same bytes are refused: they do not fit the shape.
+            v1.write_version(&path, 2).unwrap();
+            let e = Checkpoint::read(&path).unwrap().field::<f64, 3>("u", &shape).unwrap_err();
+            assert!(e.to_string().contains("shape"), "{e}");
+        }
     }
 
     #[test]
@@ -786,9 +899,12 @@ mod tests {
         assert!(Checkpoint::read_header(&bad).is_err(), "the header alone sees the length too");
         let e = read(b"PK\x03\x04 not a checkpoint at all");
         assert_eq!(e.code(), "S0402");
-        let mut v2 = good.clone();
-        v2[8] = 2;
-        assert_eq!(read(&v2).code(), "S0403");
+        // A version after this build's, and version 0.
+        for version in [VERSION + 1, 0] {
+            let mut other = good.clone();
+            other[8..12].copy_from_slice(&version.to_le_bytes());
+            assert_eq!(read(&other).code(), "S0403", "version {version}");
+        }
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
