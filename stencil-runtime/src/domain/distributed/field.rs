@@ -126,6 +126,17 @@ impl<const D: usize> Head<D> {
         }
     }
 
+    /// Whether a write asks again for every pending fill: the declared boundary fills each axis
+    /// that has a pending side (so the fills done before the write would be overwritten).
+    pub(super) fn pending_asked_again(&self) -> bool {
+        match (self.pending(), self.declared()) {
+            (Some(p), Some(d)) => {
+                p.iter().zip(d).all(|(sides, fill)| fill.is_some() || sides.iter().all(Option::is_none))
+            }
+            _ => false,
+        }
+    }
+
     pub(super) fn set_pending(&self, sides: Option<Sides<D>>) {
         *self.lock_pending() = sides;
     }

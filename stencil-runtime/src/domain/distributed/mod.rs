@@ -75,6 +75,7 @@
 mod auto;
 mod field;
 mod halos;
+mod profile;
 
 pub use field::DistField;
 
@@ -136,6 +137,8 @@ struct State<E: Executor, const G: usize> {
     journal: Option<Vec<Journaled>>,
     /// [`Overlap::Auto`]: the trials and the choice of each launch site.
     trials: auto::Trials,
+    /// `STENCIL_PROFILE=1`: the time of each stencil's launches.
+    profile: Option<profile::Profile>,
 }
 
 /// A field's halo tracking as a recorded step first met it: whether the step left it so, and
@@ -182,6 +185,17 @@ impl<E: Executor, const G: usize> State<E, G> {
             unchanged: Box::new(move || head_at().tracking() == before),
             restore: Box::new(move || head_at().restore(&before)),
         });
+    }
+}
+
+impl<E: Executor, const G: usize> Drop for Inner<E, G> {
+    /// Prints the profile (`STENCIL_PROFILE=1`) of the launches, if any ran.
+    fn drop(&mut self) {
+        if let Ok(state) = self.state.get_mut() {
+            if let Some(p) = state.profile.as_ref().filter(|p| !p.is_empty()) {
+                eprint!("{}", p.table(self.domains.world(), self.domains.execs().len()));
+            }
+        }
     }
 }
 
@@ -234,6 +248,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             ahead: HashMap::new(),
             journal: None,
             trials: auto::Trials::default(),
+            profile: profile::wanted().unwrap_or(false).then(profile::Profile::default),
         });
         Distributed { inner: Arc::new(Inner { domains, home, state }) }
     }
@@ -945,15 +960,26 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if S::ir().sweep.is_some() {
             columns_whole(S::INFO.name, d.grid())?;
         }
+        let mut timing = match (profile::wanted()?, &state.profile) {
+            (true, Some(_)) => Some(profile::start(domains.execs(), state.exchanges)?),
+            _ => None,
+        };
         // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
         // executor (its home was checked: only `DistField`s have it), borrowed by `args`.
         let heads: Vec<(&FieldInfo, &Head<D>)> = heads.into_iter().map(|(i, h)| (i, unsafe { &*h })).collect();
         for (_, head) in &heads {
             state.journal(*head);
         }
-        // Written fields with fills pending: done now, from the values before this launch.
+        // Written fields with fills pending: done now, from the values before this launch, unless
+        // the launch stays inside the interior and its write asks again for every pending fill
+        // (the declared boundary): then nothing reads those halos before they are filled anew.
+        let inside = {
+            let (begin, end, h) = (range.begin(), range.end(), global.halo_widths());
+            (0..D).all(|a| begin[a] >= h[a] && end[a] <= (h[a] + global.interior()[a]) as isize)
+        };
         let mut written = Vec::new();
-        for &(info, head) in heads.iter().filter(|(i, h)| i.writable && h.pending().is_some()) {
+        let settle_first = |h: &Head<D>| h.pending().is_some() && !(inside && h.pending_asked_again());
+        for &(info, head) in heads.iter().filter(|(i, h)| i.writable && settle_first(h)) {
             written.extend(Settle::of(self, head, info, S::INFO.name, true)?);
         }
         if !written.is_empty() {
@@ -1040,6 +1066,9 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             };
             if read.is_empty() || mode == Overlap::None {
                 self.settle::<S, D>(&mut state, &mut args, &read)?;
+                if let Some(t) = timing.as_mut() {
+                    t.settled(execs)?;
+                }
                 let regions: Vec<Vec<Loop<D>>> = ranges.iter().map(|r| r.iter().copied().collect()).collect();
                 run_parts(&mut args, execs, &regions)?;
             } else {
@@ -1066,6 +1095,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         S::map_args(&mut args, &MarkWritten { stencil: stencil_id, early: exchanged, next: std::cell::Cell::new(0) });
         if !reductions.is_empty() {
             combine_reductions::<S, Self, D>(domains.world(), reductions, &mut args);
+        }
+        let exchanges = state.exchanges;
+        if let (Some(t), Some(p)) = (timing, state.profile.as_mut()) {
+            p.stop(domains.execs(), S::INFO.name, t, exchanges)?;
         }
         Ok(())
     }
