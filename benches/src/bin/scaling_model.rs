@@ -40,14 +40,14 @@ const NCCL_MESSAGE_US: f64 = 14.0;
 const NCCL_MESSAGE_GBS: f64 = 116.0;
 /// The same replayed as one recorded graph (assumed: NCCL's fixed cost; not measured).
 const RECORDED_MESSAGE_US: f64 = 14.0;
-/// Share of the exchange that stays exposed in a divided step: what its kernels take from the
-/// update running beside them (NCCL moves data with SM kernels; peer copies use the copy
-/// engines). Fitted to the 2- and 4-GPU runs together (2026-11-28): on two GPUs 2 of 45 µs were
-/// exposed with peer copies and 4–10 of 23 over NCCL, on four more (acoustic strong: 43 of 237 µs
-/// with peer copies, 52 of 139 over NCCL), so one share cannot fit both; the largest difference
-/// the program prints is what this costs.
-const PEER_EXPOSED: f64 = 0.12;
-const NCCL_EXPOSED: f64 = 0.45;
+/// Share of the exchange that stays exposed in a divided step: `base + per_ratio × exchange /
+/// inner`, the second term over the time both run (`min(inner, exchange)`) only (what its kernels and copies take from the update running beside them, and its tail,
+/// which the slabs wait for, grow as the exchange nears the inner region's length; NCCL moves data
+/// with SM kernels, peer copies with the copy engines). Fitted to the 2- and 4-GPU runs together:
+/// one share alone cannot fit both (on two GPUs 2 of 45 µs were exposed with peer copies, on four
+/// GPUs at strong 512³ the acoustic update left 43 of 237 µs exposed, 52 of 139 over NCCL).
+const PEER_EXPOSED: (f64, f64) = (0.04, 0.28);
+const NCCL_EXPOSED: (f64, f64) = (0.085, 1.14);
 /// Share of the inner block's rate the boundary slabs reach.
 const SLAB_EFFICIENCY: f64 = 0.5;
 /// Fixed cost of one slab launch (its launch, a partial last wave): measured on two H200s, the
@@ -58,13 +58,12 @@ const SLAB_EFFICIENCY: f64 = 0.5;
 const SLAB_FIXED_US: f64 = 6.0;
 
 /// Host time one process spends per GPU and step issuing a divided step (the inner and slab
-/// launches, the packs, copies and unpacks of the exchange, their events): in one process one
-/// host thread issues for every GPU, so a step cannot be shorter than `GPUs × this`. Calibrated on
-/// 4 × H200: the strong 512³ diffusion step stays at 0.160 ms from 2 to 4 GPUs while its update
-/// halves (0.156 → 0.078 ms), i.e. 4 × 40 µs of issue; the exchange phases double from 2 to 4
-/// GPUs (pack / copy / unpack 16 / 47 / 16 → 32 / 100–107 / 32 µs) while they stay at 17 / 42 /
-/// 17 µs over NCCL with one rank per GPU, whose hosts issue side by side.
-const HOST_US_PER_GPU: f64 = 40.0;
+/// launches, the copies of the exchange, their events): in one process one host thread issues
+/// for every GPU, so a step cannot be shorter than `GPUs × this`. Calibrated on 4 × H200: the
+/// strong 512³ diffusion step takes 2.07× less than on one GPU (0.141 ms, no overlap) while its
+/// update is a quarter (0.078 ms), i.e. 4 × 37.5 µs of issue at the model's one-GPU rate (it was
+/// 1.83× with 40 µs before peer copies waited for their buffer's pack alone).
+const HOST_US_PER_GPU: f64 = 37.5;
 /// Host time per GPU and step with the whole step replayed as one recorded graph over every GPU of
 /// the process (one graph launch plus an event pair per GPU).
 const HOST_US_PER_GPU_RECORDED: f64 = 4.0;
@@ -80,16 +79,17 @@ const HOST_US_PER_NCCL_MESSAGE: f64 = 40.0;
 /// 2 GPUs: 2 × H200 (NVLink NV18), split along z; in one process 2026-11-29 (one host thread,
 /// the slabs as one launch), over NCCL 2026-11-24 (the lower ends of the ranges on the scaling
 /// page); 4 GPUs: 4 × H200 (NV18 between every pair), 2026-11-28, the auto process grid, one
-/// host thread (in one process) and four ranks over NCCL, each in the same machine.
+/// host thread in one process (after peer copies waited for their buffer's pack alone, design
+/// record 0019) and four ranks over NCCL, each in the same machine.
 const MEASURED: [(usize, &str, &str, f64, f64); 8] = [
     (2, "diffusion 7-point f32", "weak, overlap", 0.968, 0.970),
     (2, "diffusion 7-point f32", "strong, overlap", 1.84, 1.84),
     (2, "acoustic 25-point f32", "weak, overlap", 0.974, 0.968),
     (2, "acoustic 25-point f32", "strong, overlap", 1.92, 1.85),
-    (4, "diffusion 7-point f32", "weak, overlap", 0.945, 0.921),
-    (4, "diffusion 7-point f32", "strong, overlap", 1.83, 2.47),
-    (4, "acoustic 25-point f32", "weak, overlap", 0.943, 0.953),
-    (4, "acoustic 25-point f32", "strong, overlap", 3.18, 3.04),
+    (4, "diffusion 7-point f32", "weak, overlap", 0.943, 0.921),
+    (4, "diffusion 7-point f32", "strong, overlap", 2.07, 2.47),
+    (4, "acoustic 25-point f32", "weak, overlap", 0.938, 0.953),
+    (4, "acoustic 25-point f32", "strong, overlap", 3.20, 3.04),
 ];
 
 /// A stencil as the model sees it.
@@ -186,8 +186,10 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
     slab_time += SLAB_FIXED_US * 1e-6 * if fused { slabs.min(1.0) } else { slabs };
     let seconds = if overlap {
         let inner = (points - slab_points) / st.rate;
-        let exposed = if drive == Drive::RankPerGpu { NCCL_EXPOSED } else { PEER_EXPOSED };
-        inner.max(exchange) + slab_time + exposed * exchange
+        let (base, per_ratio) = if drive == Drive::RankPerGpu { NCCL_EXPOSED } else { PEER_EXPOSED };
+        // The growing share applies while both run: over at most the inner region's length.
+        let together = inner.min(exchange);
+        inner.max(exchange) + slab_time + base * exchange + per_ratio * together * together / inner
     } else {
         update + exchange
     };
