@@ -53,6 +53,9 @@ struct Opts {
     /// Timed runs (the best counts).
     #[arg(long, default_value_t = 5)]
     runs: usize,
+    /// Alignment of the rows' first interior cell, in elements (default: the shape's, 32).
+    #[arg(long)]
+    align: Option<usize>,
     /// Write the final fields into this directory (for checking against the peers).
     #[arg(long)]
     dump: Option<String>,
@@ -127,6 +130,7 @@ macro_rules! cases {
             let n = if $dims == 3 { o.n } else { o.n2 };
             let ic = |halo: usize| {
                 let s = $shape::new([n; $dims]).halo(halo);
+                let s = o.align.map_or(s, |a| s.align(a));
                 Field::<$t, $dims>::from_fn(s, |g| {
                     if g.iter().all(|&i| i >= 0 && (i as usize) < n) {
                         initial(&g, n) as $t
