@@ -1,7 +1,7 @@
 //! Bad input is refused with a message that says what to change: a spacing that does not divide
 //! the domain, one that leaves too few cells, a non-positive one, an unknown case name, options
 //! out of range (`--beta`, `--sponge-rate`, `--nu`, `--precision`), terrain that folds the
-//! coordinate (the `dycore` binary).
+//! coordinate (the `dycore` binary), a bad `STENCIL_PROFILE`.
 
 use std::process::Command;
 use stencil_examples::dycore::{Case, Dycore};
@@ -67,5 +67,19 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     let dir = out.to_str().unwrap();
     let (ok, text) = run(&["--case", "bubble", "--dx", "1000", "--t-end", "60", "--domains", "2", "--out", dir]);
     assert!(ok && text.contains("mass relative change") && out.join("theta_xz.png").exists(), "{text}");
+    // STENCIL_PROFILE: a value it does not take is refused at the first launch; `1` prints a
+    // table per stencil with the exchanges of the decomposed run.
+    let args = ["--case", "bubble", "--dx", "1000", "--t-end", "60", "--domains", "2", "--out", dir];
+    let (ok, text) = run_with_env(&args, ("STENCIL_PROFILE", "yes"));
+    assert!(!ok && text.contains("STENCIL_PROFILE") && text.contains("S0113"), "{text}");
+    let (ok, text) = run_with_env(&args, ("STENCIL_PROFILE", "1"));
+    let explicit = text.lines().find(|l| l.starts_with("dycore_explicit ")).unwrap_or_default();
+    let exchanges: usize = explicit.split_whitespace().last().and_then(|n| n.parse().ok()).unwrap_or(0);
+    assert!(ok && text.contains("stencil profile") && exchanges > 0, "{text}");
     let _ = std::fs::remove_dir_all(&out);
+}
+
+fn run_with_env(args: &[&str], (key, value): (&str, &str)) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_dycore")).args(args).env(key, value).output().expect("dycore runs");
+    (out.status.success(), String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr))
 }

@@ -41,11 +41,12 @@ const NCCL_MESSAGE_GBS: f64 = 116.0;
 /// The same replayed as one recorded graph (assumed: NCCL's fixed cost; not measured).
 const RECORDED_MESSAGE_US: f64 = 14.0;
 /// Share of the exchange that stays exposed in a divided step: `base + per_ratio × exchange /
-/// inner`, the second term over the time both run (`min(inner, exchange)`) only (what its kernels and copies take from the update running beside them, and its tail,
-/// which the slabs wait for, grow as the exchange nears the inner region's length; NCCL moves data
-/// with SM kernels, peer copies with the copy engines). Fitted to the 2- and 4-GPU runs together:
-/// one share alone cannot fit both (on two GPUs 2 of 45 µs were exposed with peer copies, on four
-/// GPUs at strong 512³ the acoustic update left 43 of 237 µs exposed, 52 of 139 over NCCL).
+/// inner`, the second term over the time both run (`min(inner, exchange)`) only. What its kernels
+/// and copies take from the update running beside them, and its tail, which the slabs wait for,
+/// grow as the exchange nears the inner region's length (NCCL moves data with SM kernels, peer
+/// copies with the copy engines). Fitted to the 2- and 4-GPU runs together: one share alone
+/// cannot fit both (on two GPUs 2 of 45 µs were exposed with peer copies, on four GPUs at strong
+/// 512³ the acoustic update left 43 of 237 µs exposed, 52 of 139 over NCCL).
 const PEER_EXPOSED: (f64, f64) = (0.04, 0.28);
 const NCCL_EXPOSED: (f64, f64) = (0.085, 1.14);
 /// Share of the inner block's rate the boundary slabs reach.

@@ -960,9 +960,11 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if S::ir().sweep.is_some() {
             columns_whole(S::INFO.name, d.grid())?;
         }
-        let mut timing = match (profile::wanted()?, &state.profile) {
-            (true, Some(_)) => Some(profile::start(domains.execs(), state.exchanges)?),
-            _ => None,
+        // `STENCIL_PROFILE` with a value it does not take is an error at every launch.
+        profile::wanted()?;
+        let mut timing = match state.profile {
+            Some(_) => Some(profile::start(domains.execs(), state.exchanges)?),
+            None => None,
         };
         // SAFETY: each pointer is the address of the `Head` that starts a `DistField` of this
         // executor (its home was checked: only `DistField`s have it), borrowed by `args`.

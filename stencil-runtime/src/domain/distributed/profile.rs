@@ -9,6 +9,7 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use super::super::World;
+use super::auto;
 use crate::cpu::Choice;
 use crate::error::LaunchError;
 use crate::executor::Executor;
@@ -52,15 +53,13 @@ pub(super) struct Timing {
 
 /// Waits for every executor and starts timing a launch; `exchanges`: the count so far.
 pub(super) fn start<E: Executor>(execs: &[E], exchanges: usize) -> Result<Timing, LaunchError> {
-    execs.iter().try_for_each(|e| e.synchronize())?;
-    Ok(Timing { start: Instant::now(), settled: None, exchanges })
+    Ok(Timing { start: auto::start(execs)?, settled: None, exchanges })
 }
 
 impl Timing {
     /// Waits for every executor: the halos of the launch are settled.
     pub(super) fn settled<E: Executor>(&mut self, execs: &[E]) -> Result<(), LaunchError> {
-        execs.iter().try_for_each(|e| e.synchronize())?;
-        self.settled = Some(Instant::now());
+        self.settled = Some(auto::start(execs)?);
         Ok(())
     }
 }
@@ -75,8 +74,7 @@ impl Profile {
         t: Timing,
         exchanges: usize,
     ) -> Result<(), LaunchError> {
-        execs.iter().try_for_each(|e| e.synchronize())?;
-        let seconds = t.start.elapsed().as_secs_f64();
+        let seconds = auto::stop(execs, t.start)?;
         if !self.rows.contains_key(stencil) {
             self.order.push(stencil);
         }
