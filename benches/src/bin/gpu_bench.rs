@@ -550,6 +550,9 @@ struct Args {
     /// Only the strategies whose label contains this (skips the compile and launch-path parts).
     #[arg(long)]
     only: Option<String>,
+    /// The rows' alignment in elements (`Shape::align`; the default shape's otherwise).
+    #[arg(long)]
+    align: Option<usize>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -583,7 +586,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let strategies =
         || strategies().into_iter().filter(|s| only.as_ref().is_none_or(|o| s.label().contains(o.as_str())));
 
-    let s1 = Shape3::new([n, n, n]).halo(1);
+    let aligned = |s: Shape3| args.align.map_or(s, |a| s.align(a));
+    let s1 = aligned(Shape3::new([n, n, n]).halo(1));
     let r1 = Loop3D::interior(&s1);
     let f = gpu.upload(&Field3::from_fn(s1, |[i, j, k]| ((i + 2 * j + 3 * k) % 17) as f32 * 0.01))?;
     let mut g = gpu.alloc::<f32, 3>(s1)?;
@@ -595,7 +599,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     drop((f, g));
 
-    let s4 = Shape3::new([n, n, n]).halo(4);
+    let s4 = aligned(Shape3::new([n, n, n]).halo(4));
     let r4 = Loop3D::interior(&s4);
     let u = gpu.upload(&Field3::from_fn(s4, |[i, j, k]| ((i + j + k) % 13) as f32 * 0.01))?;
     let up = gpu.upload(&Field3::from_fn(s4, |[i, j, k]| ((i * j + k) % 7) as f32 * 0.01))?;

@@ -207,19 +207,28 @@ pub(crate) enum DirectHalos {
     /// Through message buffers, as between ranks (`0`).
     Off,
     /// Field to field where the executors reach each other's memory (`1`, the default): on GPUs
-    /// by the copy engine for boxes of long rows, by a kernel for the others.
+    /// a side of one box of long rows by the copy engine, a side of several boxes by one kernel.
     On,
     /// Field to field, on GPUs by a kernel for every box (`kernel`; for comparisons).
     Kernel,
+    /// Field to field, on GPUs by the copy engine for every box of long rows (`engine`; for
+    /// comparisons).
+    Engine,
 }
 
 /// `STENCIL_DIRECT_HALOS`: how halos travel within a process.
 static DIRECT: Choice<DirectHalos> = Choice::new(
     "STENCIL_DIRECT_HALOS",
-    &[("1", DirectHalos::On), ("0", DirectHalos::Off), ("kernel", DirectHalos::Kernel)],
+    &[
+        ("1", DirectHalos::On),
+        ("0", DirectHalos::Off),
+        ("kernel", DirectHalos::Kernel),
+        ("engine", DirectHalos::Engine),
+    ],
     DirectHalos::On,
-    "0 (halos through message buffers), 1 (copied field to field within a process, the default) \
-     or kernel (field to field, by a kernel on GPUs)",
+    "0 (halos through message buffers), 1 (copied field to field within a process, the default), \
+     kernel (field to field, by a kernel on GPUs) or engine (field to field, by the copy engine on \
+     GPUs where rows are long)",
 );
 
 /// `STENCIL_DIRECT_HALOS`, read once; an error for a value it does not take.
@@ -362,11 +371,12 @@ mod tests {
     }
 
     #[test]
-    fn the_direct_setting_takes_zero_one_and_kernel() {
+    fn the_direct_setting_takes_zero_one_kernel_and_engine() {
         assert_eq!(DIRECT.parse(None).unwrap(), DirectHalos::On);
         assert_eq!(DIRECT.parse(Some("1")).unwrap(), DirectHalos::On);
         assert_eq!(DIRECT.parse(Some("0")).unwrap(), DirectHalos::Off);
         assert_eq!(DIRECT.parse(Some("kernel")).unwrap(), DirectHalos::Kernel);
+        assert_eq!(DIRECT.parse(Some("engine")).unwrap(), DirectHalos::Engine);
         let e = DIRECT.parse(Some("on")).unwrap_err().to_string();
         assert!(e.contains("STENCIL_DIRECT_HALOS") && e.contains("\"on\"") && e.contains("0 (halos through"), "{e}");
     }

@@ -416,7 +416,7 @@ pub(crate) fn copy_boxes<const D: usize>(
     if src_gpu.home() != gpu.home() && !enable_peer_access(gpu, src_gpu)? {
         return Err(DistributionError::NoDirectCopy { executor: "a GPU without peer access to the other" }.into());
     }
-    let engine = direct_halos()? == DirectHalos::On;
+    let engine = engine_may_copy(direct_halos()?, into.iter().filter(|p| !p.is_empty()).count());
     let mut pairs = Vec::new();
     for (to, part) in into.iter().zip(from).filter(|(p, _)| !p.is_empty()) {
         if !(engine && by_copy_engine(gpu, to, part)?) {
@@ -444,6 +444,18 @@ pub(crate) fn copy_boxes<const D: usize>(
         unsafe { gpu.launch(&kernel, dims, &[KernelArg::Bytes(&block)]) }?;
     }
     Ok(())
+}
+
+/// Whether the copy engine may take the boxes of one exchange side (`boxes` of them, one per
+/// field): under the default, only a side of one box. The copy engine takes one operation per
+/// box and shares no SMs with the kernels it overlaps; one kernel moves every box of a side at
+/// once, which wins where a side carries several fields.
+fn engine_may_copy(setting: DirectHalos, boxes: usize) -> bool {
+    match setting {
+        DirectHalos::On => boxes == 1,
+        DirectHalos::Engine => true,
+        DirectHalos::Kernel | DirectHalos::Off => false,
+    }
 }
 
 /// Rows at least this long go by the copy engine (no SMs taken from the kernels the copy
@@ -590,6 +602,14 @@ mod tests {
     use super::*;
     use crate::executor::{ErasedField, Executor, Messages};
     use crate::field::{Field3, Shape3};
+
+    #[test]
+    fn the_copy_engine_takes_a_side_of_one_box_by_default() {
+        assert!(engine_may_copy(DirectHalos::On, 1));
+        assert!(!engine_may_copy(DirectHalos::On, 2) && !engine_may_copy(DirectHalos::On, 6));
+        assert!(engine_may_copy(DirectHalos::Engine, 1) && engine_may_copy(DirectHalos::Engine, 6));
+        assert!(!engine_may_copy(DirectHalos::Kernel, 1) && !engine_may_copy(DirectHalos::Off, 1));
+    }
 
     /// A copy out of a send buffer waits for the pack alone, so the sender's next pack into it
     /// must wait for the copy. Here the copy queues behind long work on the receiver's stream
