@@ -246,16 +246,23 @@ pub fn band_errors(points: &[[f64; 4]]) -> [f64; 4] {
     std::array::from_fn(|b| band(2_500.0 * b as f64, 2_500.0 * (b + 1) as f64))
 }
 
-/// Prints the errors of [`compare`]'s points below 10 km against both linear solutions (overall,
+/// Prints the errors of [`compare`]'s points below 10 km against the three references (overall,
 /// near the mountain, above 1 km, by height) and writes them to `w_linear.csv` in `out`
-/// (`w_linear` the Boussinesq reference, `w_compressible` the compressible one).
+/// (`w_linear` the Boussinesq reference, `w_compressible` the compressible one, `w_finite` the
+/// finite-amplitude one).
 pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<(), Error> {
     let points = compare(d, q, 10_000.0, Reference::Boussinesq);
     if d.u_ref == 0.0 || points.iter().all(|p| p[3] == 0.0) {
         return Err("no wind or no terrain: the linear solution is zero, so there is no error to report".into());
     }
     let compressible = compare(d, q, 10_000.0, Reference::Compressible);
-    for (name, points) in [("linear solution", &points), ("compressible linear solution", &compressible)] {
+    let finite = compare(d, q, 10_000.0, Reference::FiniteAmplitude);
+    let references = [
+        ("linear solution", &points),
+        ("compressible linear solution", &compressible),
+        ("finite-amplitude solution", &finite),
+    ];
+    for (name, points) in references {
         for (x_max, z_min) in [(f64::INFINITY, 0.0), (25_000.0, 0.0), (f64::INFINITY, 1_000.0), (25_000.0, 1_000.0)] {
             let e = l2_error(points, x_max, z_min);
             println!("w against the {name}, |x| <= {x_max} m, {z_min} m <= z <= 10 km: L2 error {e:.4}");
@@ -263,13 +270,21 @@ pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<()
         let bands = band_errors(points).map(|e| format!("{e:.3}"));
         println!("L2 error by height (0-2.5, 2.5-5, 5-7.5, 7.5-10 km) against the {name}: {}", bands.join(", "));
     }
-    let between: Vec<[f64; 4]> = points.iter().zip(&compressible).map(|(b, c)| [b[0], b[1], b[3], c[3]]).collect();
-    let bands = band_errors(&between).map(|e| format!("{e:.3}"));
-    println!(
-        "Boussinesq against compressible linear solution: L2 difference {:.4} (by height {})",
-        l2_error(&between, f64::INFINITY, 0.0),
-        bands.join(", ")
-    );
+    // [x, z, a, b] of two references, for ‖a − b‖/‖b‖.
+    let pair = |a: &[[f64; 4]], b: &[[f64; 4]]| -> Vec<[f64; 4]> {
+        a.iter().zip(b).map(|(a, b)| [a[0], a[1], a[3], b[3]]).collect()
+    };
+    for (name, between) in [
+        ("Boussinesq against compressible linear solution", pair(&points, &compressible)),
+        ("finite-amplitude against Boussinesq linear solution", pair(&finite, &points)),
+    ] {
+        let bands = band_errors(&between).map(|e| format!("{e:.3}"));
+        println!(
+            "{name}: L2 difference {:.4} (by height {})",
+            l2_error(&between, f64::INFINITY, 0.0),
+            bands.join(", ")
+        );
+    }
     let split = Split::of(d, q, 2_000.0, 10_000.0);
     println!(
         "w between 2 and 10 km as upward and downward waves of the compressible solution: downward / upward {:.4}, \
@@ -289,10 +304,11 @@ pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<()
     let csv: String = points
         .iter()
         .zip(&compressible)
-        .map(|(p, c)| format!("{},{},{},{},{}\n", p[0], p[1], p[2], p[3], c[3]))
+        .zip(&finite)
+        .map(|((p, c), f)| format!("{},{},{},{},{},{}\n", p[0], p[1], p[2], p[3], c[3], f[3]))
         .collect();
     let path = out.join("w_linear.csv");
-    std::fs::write(&path, format!("x,z,w_model,w_linear,w_compressible\n{csv}"))
+    std::fs::write(&path, format!("x,z,w_model,w_linear,w_compressible,w_finite\n{csv}"))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }
