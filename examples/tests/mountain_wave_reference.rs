@@ -253,10 +253,35 @@ fn finite_amplitude_effect_with_the_paper_mountain() {
     let norm = points.iter().map(|p| p[3] * p[3]).sum::<f64>().sqrt();
     let diff = scaled.iter().map(|p| (p[2] - p[3]).powi(2)).sum::<f64>().sqrt();
     eprintln!("against 100 × the 2.5 m linear solution on its own faces, over ‖w_linear‖: {:.4}", diff / norm);
+    eprintln!(
+        "  over ‖100 × w_linear(2.5 m)‖: {:.4}, by height {:.4?}",
+        l2_error(&scaled, f64::INFINITY, 0.0),
+        band_errors(&scaled)
+    );
     assert!((0.01..0.5).contains(&all), "the finite amplitude changes w below 10 km by {all}");
     // The collocation is resolved: twice the modes and points change w by far less.
     let fine = FiniteAmplitudeWave::new(&Dycore::new(Case::MountainWave, 250.0, 1).unwrap());
     let resolution = l2_error(&pairs(&at, |x, z| fine.w(x, z), |x, z| finite.w(x, z)), f64::INFINITY, 0.0);
     eprintln!("collocation on 250 m cells against 500 m cells: {resolution:.2e}");
     assert!(resolution < 0.01, "the collocation's resolution changes w by {resolution}");
+    // The upward wave of each reference as Split sees the model's (w at each face's height,
+    // the levels taken at ζ): the numbers to set beside the model's in the docs.
+    let (q0, _) = d.initial();
+    for (name, finite_amplitude) in [("finite-amplitude", true), ("linear", false)] {
+        let w = |x, z| if finite_amplitude { finite.w(x, z) } else { linear.w(x, z) };
+        let mut q = q0.clone();
+        for (i, x) in centres(&d).enumerate() {
+            for k in 0..d.n[2] as isize - 1 {
+                let rho = 0.5 * (q[0].get([i as isize, 0, k]).unwrap() + q[0].get([i as isize, 0, k + 1]).unwrap());
+                q[3].set([i as isize, 0, k], rho * w(x, d.height(x, 0.0, (k + 1) as f64 * d.h[2]))).unwrap();
+            }
+        }
+        for (lo, hi) in [(500.0, 3_000.0), (3_000.0, 6_000.0), (6_000.0, 10_000.0)] {
+            let s = Split::of(&d, &q, lo, hi);
+            eprintln!(
+                "{name} reference's upward wave, {lo}-{hi} m: amplitude {:.4}, phase {:+.4} rad",
+                s.amplitude, s.phase
+            );
+        }
+    }
 }
