@@ -3,7 +3,8 @@
 //! small terrain `h(x)`. Two references, both Fourier series over the periodic domain's cells:
 //! [`LinearWave`] in closed form (Boussinesq dispersion with a density factor), and
 //! [`CompressibleWave`], the linearised fully compressible equations solved per wavenumber over
-//! the model's own sounding. [`LinearWave`], in the form of Klemp et al. (2015, appendix A), for
+//! the model's own sounding; and a third for finite `h`, [`FiniteAmplitudeWave`] (Long's model:
+//! [`LinearWave`]'s series with the lower boundary condition on the terrain). [`LinearWave`], in the form of Klemp et al. (2015, appendix A), for
 //! a periodic domain (a Fourier series over the cells' terrain instead of the integral over all
 //! wavenumbers):
 //!
@@ -51,29 +52,136 @@ impl LinearWave {
         LinearWave { modes, u, rho0, model: model.clone() }
     }
 
+    /// `(ρ̄(0)/ρ̄(z))^½`, the amplitude's growth with height.
+    fn amplitude(&self, z: f64) -> f64 {
+        let (theta, pi) = self.model.background(z);
+        (self.rho0 / (pi.powf(CV / RD) / theta)).sqrt()
+    }
+
+    /// `e^{ikx} E_k(z)` of mode `[k, _, _, m²]`: phase `kx (+ mz)`, decay `e^{−|m|z}`.
+    fn unit([k, _, _, m2]: [f64; 4], x: f64, z: f64) -> Complex {
+        let (phase, decay) = if m2 > 0.0 { (k * x + m2.sqrt() * z, 1.0) } else { (k * x, (-(-m2).sqrt() * z).exp()) };
+        Complex::new(decay * phase.cos(), decay * phase.sin())
+    }
+
     /// The vertical velocity at `(x, z)`, m/s.
     pub fn w(&self, x: f64, z: f64) -> f64 {
-        let (theta, pi) = self.model.background(z);
-        let amplitude = (self.rho0 / (pi.powf(CV / RD) / theta)).sqrt();
         let mut sum = 0.0;
-        for &[k, re, im, m2] in &self.modes {
-            // i k U ĥ e^{ikx} E(z): phase kx (+ mz), decay e^{−|m|z}.
-            let (phase, decay) =
-                if m2 > 0.0 { (k * x + m2.sqrt() * z, 1.0) } else { (k * x, (-(-m2).sqrt() * z).exp()) };
-            // Re[i (re + i im) (cos + i sin)] = −(re sin + im cos).
-            sum += 2.0 * k * self.u * decay * -(re * phase.sin() + im * phase.cos());
+        for &mode @ [k, re, im, _] in &self.modes {
+            // Re[i k U (re + i im) e^{ikx} E(z)] = −k U (re Im e + im Re e).
+            let e = Self::unit(mode, x, z);
+            sum += 2.0 * k * self.u * -(re * e.im + im * e.re);
         }
-        amplitude * sum
+        self.amplitude(z) * sum
+    }
+
+    /// The streamlines' vertical displacement at `(x, z)` less its domain mean, m: `w = U ∂δ/∂x`.
+    pub fn displacement(&self, x: f64, z: f64) -> f64 {
+        let sum: f64 = self
+            .modes
+            .iter()
+            .map(|&mode @ [_, re, im, _]| 2.0 * (Complex::new(re, im) * Self::unit(mode, x, z)).re)
+            .sum();
+        self.amplitude(z) * sum
     }
 }
 
-/// Which steady linear solution the model is compared against.
+/// The steady finite-amplitude solution over the same terrain, of Long's (1953) model type by
+/// Lilly & Klemp's (1979) method. For constant `U` and `N` the streamline displacement `δ(x, z)`
+/// of steady Boussinesq flow obeys `∇²δ + (N/U)²δ = 0` exactly; the nonlinearity is only in the
+/// lower boundary condition `δ(x, h(x)) = h(x)`, on the terrain itself instead of at `z = 0`.
+/// So `δ` is [`LinearWave`]'s series with coefficients `a_k` for `ĥ_k` (the same `m²`, upward
+/// radiation or decay, and density factor `(ρ̄(0)/ρ̄(z))^½`: exact only in the Boussinesq limit,
+/// the non-Boussinesq nonlinear terms are left out), and `w = U ∂δ/∂x`. The `a_k`, the domain
+/// mean of `δ` (a uniform lift without `w`, which the linear reference drops) and, for even `n`,
+/// the Nyquist mode `sin(πx/Δx)` (no `w` at cell centres) are fitted by collocation at the `n`
+/// cell centres, `δ(x_j, h(x_j)) = h(x_j)`: a dense real `n × n` system solved directly (exact to
+/// round-off with no convergence to watch, unlike Lilly & Klemp's fixed-point iteration, and
+/// cheap for `n` of a few hundred). The series is assumed to hold down to the terrain, as in
+/// their method. Steady; no sponge, lid or reflection; `h → 0` gives [`LinearWave`].
+pub struct FiniteAmplitudeWave {
+    wave: LinearWave,
+    mean: f64,
+}
+
+impl FiniteAmplitudeWave {
+    /// The solution for `model`'s terrain (its middle row across), wind and sounding.
+    pub fn new(model: &Dycore) -> Self {
+        let mut wave = LinearWave::new(model);
+        let n = model.n[0];
+        let even = n.is_multiple_of(2);
+        if even {
+            let ([k1, .., m2], k) = (wave.modes[0], std::f64::consts::PI / model.h[0]);
+            wave.modes.push([k, 0.0, 0.0, m2 + k1 * k1 - k * k]);
+        }
+        let y = model.x(model.n[1] as isize / 2, 1);
+        let (mut a, mut b) = (Vec::with_capacity(n * n), Vec::with_capacity(n));
+        for i in 0..n as isize {
+            let (x, h) = (model.x(i, 0), model.terrain(model.x(i, 0), y));
+            let amplitude = 2.0 * wave.amplitude(h);
+            a.push(1.0);
+            for (q, &mode) in wave.modes.iter().enumerate() {
+                let e = LinearWave::unit(mode, x, h);
+                if !(even && q + 1 == wave.modes.len()) {
+                    a.push(amplitude * e.re); // the real part's column: cos(πx_j/Δx) = 0 at Nyquist
+                }
+                a.push(-amplitude * e.im);
+            }
+            b.push(h);
+        }
+        let c = solve_dense(a, b);
+        for (q, mode) in wave.modes.iter_mut().enumerate() {
+            (mode[1], mode[2]) = if 2 * q + 2 < n { (c[2 * q + 1], c[2 * q + 2]) } else { (0.0, c[n - 1]) };
+        }
+        FiniteAmplitudeWave { wave, mean: c[0] }
+    }
+
+    /// The vertical velocity at `(x, z)`, m/s.
+    pub fn w(&self, x: f64, z: f64) -> f64 {
+        self.wave.w(x, z)
+    }
+
+    /// The streamlines' vertical displacement `δ` at `(x, z)`, m.
+    pub fn displacement(&self, x: f64, z: f64) -> f64 {
+        self.mean + self.wave.displacement(x, z)
+    }
+}
+
+/// Solves the dense system `a x = b` (`a`'s rows one after another) by Gaussian elimination with
+/// partial pivoting.
+fn solve_dense(mut a: Vec<f64>, mut b: Vec<f64>) -> Vec<f64> {
+    let n = b.len();
+    for c in 0..n {
+        let p = (c..n).max_by(|&i, &j| a[i * n + c].abs().total_cmp(&a[j * n + c].abs())).expect("a row");
+        for col in c..n {
+            a.swap(c * n + col, p * n + col);
+        }
+        b.swap(c, p);
+        let (top, below) = a.split_at_mut((c + 1) * n);
+        let pivot = &top[c * n..];
+        for (r, row) in below.chunks_exact_mut(n).enumerate() {
+            let f = row[c] / pivot[c];
+            row[c..].iter_mut().zip(&pivot[c..]).for_each(|(v, p)| *v -= f * p);
+            b[c + 1 + r] -= f * b[c];
+        }
+    }
+    let mut x = vec![0.0; n];
+    for r in (0..n).rev() {
+        let s: f64 = (r + 1..n).map(|c| a[r * n + c] * x[c]).sum();
+        x[r] = (b[r] - s) / a[r * n + r];
+    }
+    x
+}
+
+/// Which steady solution the model is compared against.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reference {
     /// [`LinearWave`]: Klemp et al.'s closed form, Boussinesq dispersion with a density factor.
     Boussinesq,
     /// [`CompressibleWave`]: the linearised compressible equations over the model's sounding.
     Compressible,
+    /// [`FiniteAmplitudeWave`]: Long's model, the boundary condition on the terrain itself.
+    FiniteAmplitude,
 }
 
 impl Reference {
@@ -86,6 +194,10 @@ impl Reference {
             }
             Reference::Compressible => {
                 let wave = CompressibleWave::new(model);
+                Box::new(move |x, z| wave.w(x, z))
+            }
+            Reference::FiniteAmplitude => {
+                let wave = FiniteAmplitudeWave::new(model);
                 Box::new(move |x, z| wave.w(x, z))
             }
         }
@@ -134,16 +246,23 @@ pub fn band_errors(points: &[[f64; 4]]) -> [f64; 4] {
     std::array::from_fn(|b| band(2_500.0 * b as f64, 2_500.0 * (b + 1) as f64))
 }
 
-/// Prints the errors of [`compare`]'s points below 10 km against both linear solutions (overall,
+/// Prints the errors of [`compare`]'s points below 10 km against the three references (overall,
 /// near the mountain, above 1 km, by height) and writes them to `w_linear.csv` in `out`
-/// (`w_linear` the Boussinesq reference, `w_compressible` the compressible one).
+/// (`w_linear` the Boussinesq reference, `w_compressible` the compressible one, `w_finite` the
+/// finite-amplitude one).
 pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<(), Error> {
     let points = compare(d, q, 10_000.0, Reference::Boussinesq);
     if d.u_ref == 0.0 || points.iter().all(|p| p[3] == 0.0) {
         return Err("no wind or no terrain: the linear solution is zero, so there is no error to report".into());
     }
     let compressible = compare(d, q, 10_000.0, Reference::Compressible);
-    for (name, points) in [("linear solution", &points), ("compressible linear solution", &compressible)] {
+    let finite = compare(d, q, 10_000.0, Reference::FiniteAmplitude);
+    let references = [
+        ("linear solution", &points),
+        ("compressible linear solution", &compressible),
+        ("finite-amplitude solution", &finite),
+    ];
+    for (name, points) in references {
         for (x_max, z_min) in [(f64::INFINITY, 0.0), (25_000.0, 0.0), (f64::INFINITY, 1_000.0), (25_000.0, 1_000.0)] {
             let e = l2_error(points, x_max, z_min);
             println!("w against the {name}, |x| <= {x_max} m, {z_min} m <= z <= 10 km: L2 error {e:.4}");
@@ -151,13 +270,21 @@ pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<()
         let bands = band_errors(points).map(|e| format!("{e:.3}"));
         println!("L2 error by height (0-2.5, 2.5-5, 5-7.5, 7.5-10 km) against the {name}: {}", bands.join(", "));
     }
-    let between: Vec<[f64; 4]> = points.iter().zip(&compressible).map(|(b, c)| [b[0], b[1], b[3], c[3]]).collect();
-    let bands = band_errors(&between).map(|e| format!("{e:.3}"));
-    println!(
-        "Boussinesq against compressible linear solution: L2 difference {:.4} (by height {})",
-        l2_error(&between, f64::INFINITY, 0.0),
-        bands.join(", ")
-    );
+    // [x, z, a, b] of two references, for ‖a − b‖/‖b‖.
+    let pair = |a: &[[f64; 4]], b: &[[f64; 4]]| -> Vec<[f64; 4]> {
+        a.iter().zip(b).map(|(a, b)| [a[0], a[1], a[3], b[3]]).collect()
+    };
+    for (name, between) in [
+        ("Boussinesq against compressible linear solution", pair(&points, &compressible)),
+        ("finite-amplitude against Boussinesq linear solution", pair(&finite, &points)),
+    ] {
+        let bands = band_errors(&between).map(|e| format!("{e:.3}"));
+        println!(
+            "{name}: L2 difference {:.4} (by height {})",
+            l2_error(&between, f64::INFINITY, 0.0),
+            bands.join(", ")
+        );
+    }
     let split = Split::of(d, q, 2_000.0, 10_000.0);
     println!(
         "w between 2 and 10 km as upward and downward waves of the compressible solution: downward / upward {:.4}, \
@@ -177,10 +304,11 @@ pub fn report(d: &Dycore, q: &[Field3<f64>], out: &std::path::Path) -> Result<()
     let csv: String = points
         .iter()
         .zip(&compressible)
-        .map(|(p, c)| format!("{},{},{},{},{}\n", p[0], p[1], p[2], p[3], c[3]))
+        .zip(&finite)
+        .map(|((p, c), f)| format!("{},{},{},{},{},{}\n", p[0], p[1], p[2], p[3], c[3], f[3]))
         .collect();
     let path = out.join("w_linear.csv");
-    std::fs::write(&path, format!("x,z,w_model,w_linear,w_compressible\n{csv}"))
+    std::fs::write(&path, format!("x,z,w_model,w_linear,w_compressible,w_finite\n{csv}"))
         .map_err(|e| format!("{}: {e}", path.display()))?;
     Ok(())
 }
