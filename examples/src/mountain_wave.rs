@@ -1,12 +1,12 @@
-//! The steady linear solution of flow over a mountain, the reference of the `dycore`'s mountain
-//! wave case (Schär et al. 2002, section 5b): uniform wind `U`, constant buoyancy frequency `N`,
-//! small terrain `h(x)`. Two references, both Fourier series over the periodic domain's cells:
-//! [`LinearWave`] in closed form (Boussinesq dispersion with a density factor), and
+//! Steady solutions of flow over a mountain, the references of the `dycore`'s mountain wave case
+//! (Schär et al. 2002, section 5b): uniform wind `U`, constant buoyancy frequency `N`, terrain
+//! `h(x)`. Three references, all Fourier series over the periodic domain's cells: for small `h`,
+//! [`LinearWave`] in closed form (Boussinesq dispersion with a density factor) and
 //! [`CompressibleWave`], the linearised fully compressible equations solved per wavenumber over
-//! the model's own sounding; and a third for finite `h`, [`FiniteAmplitudeWave`] (Long's model:
-//! [`LinearWave`]'s series with the lower boundary condition on the terrain). [`LinearWave`], in the form of Klemp et al. (2015, appendix A), for
-//! a periodic domain (a Fourier series over the cells' terrain instead of the integral over all
-//! wavenumbers):
+//! the model's own sounding; for finite `h`, [`FiniteAmplitudeWave`] (Long's model:
+//! [`LinearWave`]'s series with the lower boundary condition on the terrain). [`LinearWave`], in
+//! the form of Klemp et al. (2015, appendix A), for a periodic domain (a Fourier series over the
+//! cells' terrain instead of the integral over all wavenumbers):
 //!
 //! ```text
 //! w(x, z) = A(z) Σ_{k > 0} 2 Re[ i k U ĥ_k e^{ikx} E_k(z) ],    ĥ_k = (1/n) Σ_i h(x_i) e^{−ikx_i}
