@@ -29,6 +29,8 @@ use crate::dycore::{Dycore, CV, GAMMA, GRAV, P0, RD};
 pub struct LinearWave {
     /// `(k, Re ĥ_k, Im ĥ_k, m²)` of the modes `0 < k < k_Nyquist`.
     modes: Vec<[f64; 4]>,
+    /// `N²/U² − β²/4`: a mode's `m²` is this less `k²`.
+    m2_0: f64,
     u: f64,
     rho0: f64,
     model: Dycore,
@@ -47,9 +49,9 @@ impl LinearWave {
         let beta = (rho0 / density(z1)).ln() / z1;
         let u = model.u_ref;
         let (ks, hs) = terrain_modes(model);
-        let modes =
-            ks.iter().zip(&hs).map(|(&k, h)| [k, h.re, h.im, n2 / (u * u) - 0.25 * beta * beta - k * k]).collect();
-        LinearWave { modes, u, rho0, model: model.clone() }
+        let m2_0 = n2 / (u * u) - 0.25 * beta * beta;
+        let modes = ks.iter().zip(&hs).map(|(&k, h)| [k, h.re, h.im, m2_0 - k * k]).collect();
+        LinearWave { modes, m2_0, u, rho0, model: model.clone() }
     }
 
     /// `(ρ̄(0)/ρ̄(z))^½`, the amplitude's growth with height.
@@ -111,8 +113,8 @@ impl FiniteAmplitudeWave {
         let n = model.n[0];
         let even = n.is_multiple_of(2);
         if even {
-            let ([k1, .., m2], k) = (wave.modes[0], std::f64::consts::PI / model.h[0]);
-            wave.modes.push([k, 0.0, 0.0, m2 + k1 * k1 - k * k]);
+            let k = std::f64::consts::PI / model.h[0];
+            wave.modes.push([k, 0.0, 0.0, wave.m2_0 - k * k]);
         }
         let y = model.x(model.n[1] as isize / 2, 1);
         let (mut a, mut b) = (Vec::with_capacity(n * n), Vec::with_capacity(n));
