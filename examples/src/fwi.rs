@@ -24,7 +24,7 @@ use crate::checkpoint::Error;
 /// One time step in the interior: `u⁺ = (2u − (1 − d) u⁻ + Δt² ∇²u / m) / (1 + d)`, `d = η Δt / 2`
 /// (zero outside the sponge). Linear in `(u, u_prev)`; the reverse time step (`FwiWaveAdjointStep`)
 /// and the gradient in `m` are derived (the accumulating `FwiWaveAdjoint` too, for the tests).
-#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev), gradient(m))]
+#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev), gradient(m), scaled_adjoint_step(u, u_prev), scaled_gradient(m))]
 #[rustfmt::skip]
 pub fn fwi_wave(
     idx: Idx3, c0: f64, cx: [f64; 4], cy: [f64; 4], cz: [f64; 4], dt2: f64,
@@ -46,7 +46,7 @@ pub fn fwi_wave(
 
 /// The source term at one node, Devito's `src · Δt² / m`: `u += amount · Δt² / m` (`amount` the
 /// source per unit volume times the node's weight). Its gradient in `m` is derived.
-#[stencil(gradient(m))]
+#[stencil(gradient(m), scaled_gradient(m))]
 pub fn fwi_inject(idx: Idx3, amount: f64, dt2: f64, m: &Field3<f64>, u: &mut Field3<f64>) {
     u[idx] = u[idx] + amount * dt2 / m[idx];
 }
@@ -284,6 +284,10 @@ pub struct Fwi<'e, E: Executor> {
     zeros: E::Field<f64, 3>,
     shots: Vec<SparsePoints<3>>,
     receivers: SparsePoints<3>,
+    /// Each receiver's nodes as points of their own (weight 1; receiver by receiver, in
+    /// [`SparsePoints::nodes`] order), and their weights: the reverse run injects a residual
+    /// per node, scaled by the node's cotangent scale.
+    receiver_nodes: (SparsePoints<3>, Vec<(usize, f64)>),
 }
 
 /// The working fields of one reverse run.
@@ -343,6 +347,14 @@ impl<'e, E: Executor> Fwi<'e, E> {
         let shots =
             survey.shots.iter().map(|p| SparsePoints::new(&region, [survey.h; 3], &[*p])).collect::<Result<_, _>>()?;
         let receivers = SparsePoints::new(&region, [survey.h; 3], &survey.receivers)?;
+        let (mut at, mut weights) = (Vec::new(), Vec::new());
+        for p in 0..receivers.len() {
+            for &(node, w) in receivers.nodes(p) {
+                at.push(node);
+                weights.push((p, w));
+            }
+        }
+        let receiver_nodes = (SparsePoints::on_nodes(&region, &at)?, weights);
         Ok(Fwi {
             exec,
             c: Coefficients::new([survey.h; 3]),
@@ -352,6 +364,7 @@ impl<'e, E: Executor> Fwi<'e, E> {
             zeros: exec.alloc(shape)?,
             shots,
             receivers,
+            receiver_nodes,
             survey,
         })
     }
@@ -499,6 +512,12 @@ impl<'e, E: Executor> Fwi<'e, E> {
         let (c, dt2) = (&self.c, self.survey.dt * self.survey.dt);
         let [cx, cy, cz] = c.c;
         let alloc = || exec.alloc::<f64, 3>(shape);
+        // The reverse run carries the cotangents scaled, μ = λ / ρ (FwiWaveScaledAdjointStep: the
+        // forward's cost); ρ = m (1 + d) per point, and at each receiver node for its residuals.
+        let mut rho = alloc()?;
+        exec.run(&self.range, FwiWaveCotangentScale, (c.c0, cx, cy, cz, dt2, m, &self.damp, &mut rho))?;
+        let (nodes, weights) = &self.receiver_nodes;
+        let rho_at_nodes = nodes.sample(exec, &rho)?;
         let mut work = Work {
             scratch: alloc()?,
             a: alloc()?,
@@ -528,8 +547,10 @@ impl<'e, E: Executor> Fwi<'e, E> {
                 Ok(())
             },
             |w, i, first, s| {
-                // (a, b): the cotangents λ^{i+2} and λ^{i+1} of u^{i+2} and u^{i+1} (b without the
-                // residuals sampled from u^{i+1} yet); t is free for λ^i.
+                // (a, b): the scaled cotangents μ^{i+2} and μ^{i+1} of u^{i+2} and u^{i+1} (b
+                // without the residuals sampled from u^{i+1} yet); t is free for μ^i. Each is zero
+                // outside the forward range, as the scaled step needs: zeroed here, then written
+                // only over the range.
                 if first {
                     self.step(m, shot, wavelet, i, s, &mut w.scratch)?;
                     w.sampling.collect(&mut w.syn)?;
@@ -545,29 +566,35 @@ impl<'e, E: Executor> Fwi<'e, E> {
                     exec.copy(&mut w.b, &self.zeros)?;
                 }
                 // The receivers sampled u^{i+1}: their residuals complete its cotangent, the
-                // transpose of `sample` (one operation for all receivers).
-                self.receivers.inject(exec, &mut w.b, &w.residual[i])?;
+                // transpose of `sample` (one operation for all receivers' nodes), each node's
+                // share divided by its scale.
+                let residual = &w.residual[i];
+                let amounts: Vec<f64> =
+                    weights.iter().zip(&rho_at_nodes).map(|(&(p, wt), rho)| residual[p] * wt / rho).collect();
+                nodes.inject(exec, &mut w.b, &amounts)?;
                 for (node, amount) in source.spread(0, wavelet[i]) {
-                    exec.run(&node, FwiInjectGradient, (amount, dt2, m, &w.b, &mut *m_bar, &self.mask))?;
+                    let args = (amount, dt2, m, &w.b, &mut *m_bar, &rho, &self.mask);
+                    exec.run(&node, FwiInjectScaledGradient, args)?;
                     if wavelet_bar {
-                        let (b, mv) = (exec.read_range(&w.b, &node)?[0], exec.read_range(m, &node)?[0]);
+                        let (mu, mv) = (exec.read_range(&w.b, &node)?[0], exec.read_range(m, &node)?[0]);
+                        let lambda = mu * exec.read_range(&rho, &node)?[0];
                         // ∂(weight · wavelet · Δt² / m)/∂wavelet: the injection's transpose.
-                        w.wavelet_bar[i] += weight_of(source, &node) * dt2 / mv * b;
+                        w.wavelet_bar[i] += weight_of(source, &node) * dt2 / mv * lambda;
                     }
                 }
                 exec.run(
                     &self.range,
-                    FwiWaveGradient,
-                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &s[1], &s[0], &w.b, &mut *m_bar, &self.mask),
+                    FwiWaveScaledGradient,
+                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &s[1], &s[0], &w.b, &mut *m_bar, &rho, &self.mask),
                 )?;
-                // λ^i from λ^{i+1} (b, read at neighbours) and λ^{i+2} (a): the steps i and i + 1
+                // μ^i from μ^{i+1} (b, read at neighbours) and μ^{i+2} (a): the steps i and i + 1
                 // read u^i; t is written, not accumulated into.
                 exec.run(
                     &self.range,
-                    FwiWaveAdjointStep,
-                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &mut w.t, &w.a, &w.b, &self.mask),
+                    FwiWaveScaledAdjointStep,
+                    (c.c0, cx, cy, cz, dt2, m, &self.damp, &mut w.t, &w.a, &w.b),
                 )?;
-                // (λ^{i+1}, λ^i) for step i − 1: (a, b); t is free.
+                // (μ^{i+1}, μ^i) for step i − 1: (a, b); t is free.
                 std::mem::swap(&mut w.a, &mut w.b);
                 std::mem::swap(&mut w.b, &mut w.t);
                 Ok(())

@@ -175,6 +175,67 @@ fn the_adjoint_step_gives_the_accumulating_adjoints_bits() {
     }
 }
 
+/// The reverse time step in scaled cotangents (`FwiWaveScaledAdjointStep`, which the gradient
+/// runs) is the reverse time step: with `μ = λ / ρ` on the forward range and zero outside it (`ρ`
+/// from `FwiWaveCotangentScale`, `m (1 + d)` exactly), `ρ μ⁽ⁿ⁾` is `FwiWaveAdjointStep`'s `λ⁽ⁿ⁾` to
+/// round-off over the forward range and a range inside it, and the step writes nothing else.
+/// With `μ` not zero outside the forward range (the contract broken) it is not.
+#[test]
+fn the_scaled_step_is_the_adjoint_step_in_scaled_cotangents() {
+    use stencil_examples::fwi::{FwiWaveAdjointStep, FwiWaveCotangentScale, FwiWaveScaledAdjointStep};
+    use stencil_runtime::adjoint::range_mask;
+    use stencil_runtime::{Loop3D, Shape3};
+    let shape = Shape3::new([30, 26, 24]).halo(8);
+    let mut state = 0x5ca1_u64;
+    let mut random = |lo: f64, hi: f64| Field3::from_fn(shape, |_| lo + (hi - lo) * (uniform(&mut state) + 1.0) / 2.0);
+    let (m, damp, next, later) = (random(0.5, 1.5), random(0.0, 0.3), random(-1.0, 1.0), random(-1.0, 1.0));
+    let (c0, cx, cy, cz, dt2) =
+        (-7.3, [1.6, -0.2, 0.025, -0.0017], [1.5, -0.21, 0.024, -0.0018], [1.4, -0.19, 0.026, -0.0016], 0.37);
+    let r = Loop3D::interior(&shape).shrink([4; 3]);
+    let mask = range_mask::<f64, 3>(shape, &r);
+    let inside = |p: [isize; 3]| mask.get(p).unwrap() != 0.0;
+    let mut rho = Field3::filled(shape, f64::NAN);
+    Host.run(&r, FwiWaveCotangentScale, (c0, cx, cy, cz, dt2, &m, &damp, &mut rho)).unwrap();
+    let at = |f: &Field3<f64>, p: [isize; 3]| f.get(p).unwrap();
+    let exact = Field3::from_fn(shape, |p| {
+        let want = at(&m, p) * (1.0 + at(&damp, p));
+        f64::from(u8::from(!inside(p) || at(&rho, p).to_bits() == want.to_bits()))
+    });
+    assert!(exact.to_vec().iter().all(|&x| x == 1.0), "the scale is not m (1 + d) on the range");
+    let scaled = |lambda: &Field3<f64>, outside: f64| {
+        Field3::from_fn(shape, |p| if inside(p) { at(lambda, p) / at(&rho, p) } else { outside })
+    };
+    // The largest |ρ μ − λ| over `q` relative to the largest |λ| there.
+    let difference = |got: &Field3<f64>, want: &Field3<f64>, q: &Loop3D| {
+        let in_q = range_mask::<f64, 3>(shape, q);
+        let on_q = |f: Field3<f64>| f.to_vec().into_iter().zip(in_q.to_vec()).filter(|x| x.1 != 0.0).map(|x| x.0);
+        let scale = on_q(Field3::from_fn(shape, |p| at(want, p).abs())).fold(0.0, f64::max);
+        let diff = Field3::from_fn(shape, |p| (at(&rho, p) * at(got, p) - at(want, p)).abs());
+        (on_q(diff).fold(0.0, f64::max) / scale, scale)
+    };
+    let (mu_next, mu_later) = (scaled(&next, 0.0), scaled(&later, 0.0));
+    for q in [r, r.shrink([3, 2, 1])] {
+        let mut want = Field3::filled(shape, f64::NAN);
+        Host.run(&q, FwiWaveAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut want, &later, &next, &mask)).unwrap();
+        let mut got = Field3::filled(shape, f64::NAN);
+        Host.run(&q, FwiWaveScaledAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut got, &mu_later, &mu_next))
+            .unwrap();
+        let (worst, scale) = difference(&got, &want, &q);
+        println!("range {q:?}: largest difference {worst:.2e} of the largest cotangent {scale:.3e}");
+        assert!(worst <= 1e-13, "range {q:?}: ρ μ differs from λ by {worst:e}");
+        let written = Field3::from_fn(shape, |p| f64::from(u8::from(!at(&got, p).is_nan())));
+        assert!(bits(&written) == bits(&range_mask::<f64, 3>(shape, &q)), "range {q:?}: written outside the range");
+    }
+    // The contract broken: the scaled cotangent one step later not zero outside the range.
+    let mut got = Field3::filled(shape, f64::NAN);
+    let broken = scaled(&next, 1.0);
+    Host.run(&r, FwiWaveScaledAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut got, &mu_later, &broken)).unwrap();
+    let mut want = Field3::filled(shape, f64::NAN);
+    Host.run(&r, FwiWaveAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut want, &later, &next, &mask)).unwrap();
+    let (worst, _) = difference(&got, &want, &r);
+    assert!(worst > 1e-3, "a nonzero halo did not change the step near the range's boundary: {worst:e}");
+}
+
 /// Checkpoints saved to host memory ([`Held::OnHost`]: `Executor::save` and `restore`) give the
 /// bits of checkpoints held on the executor, on one domain and on two host subdomains (each
 /// part saved as it is), and the run reports the host memory they held.
@@ -344,5 +405,58 @@ fn on_a_gpu_every_adjoint_strategy_gives_the_hosts_bits() {
             let label = strategy.map_or("tuned".to_string(), |s| s.label());
             assert!(bits(&gpu.download(&gs).unwrap()) == bits(&hs), "{label}, range {q:?}: the step differs");
         }
+    }
+}
+
+/// On a GPU, the reverse time step in scaled cotangents under every strategy the tuner tries (and
+/// as tuned), the scale and the scaled gradient give the host's bits, over the forward range and a
+/// range inside it, each output poisoned first.
+#[cfg(feature = "cuda")]
+#[test]
+fn on_a_gpu_the_scaled_step_and_gradient_give_the_hosts_bits() {
+    use stencil_examples::fwi::{FwiWaveCotangentScale, FwiWaveScaledAdjointStep, FwiWaveScaledGradient};
+    use stencil_runtime::adjoint::range_mask;
+    use stencil_runtime::cuda::Gpu;
+    use stencil_runtime::{Loop3D, Shape3, Stencil};
+    let gpu = Gpu::new(0).expect("a CUDA device");
+    let shape = Shape3::new([52, 44, 40]).halo(8);
+    let mut state = 0x5ca1ed_u64;
+    let mut random = |lo: f64, hi: f64| Field3::from_fn(shape, |_| lo + (hi - lo) * (uniform(&mut state) + 1.0) / 2.0);
+    let (m, damp, u, u_prev) = (random(0.5, 1.5), random(0.0, 0.3), random(-1.0, 1.0), random(-1.0, 1.0));
+    let (c0, cx, cy, cz, dt2) =
+        (-7.3, [1.6, -0.2, 0.025, -0.0017], [1.5, -0.21, 0.024, -0.0018], [1.4, -0.19, 0.026, -0.0016], 0.37);
+    let r = Loop3D::interior(&shape).shrink([4; 3]);
+    let mask = range_mask::<f64, 3>(shape, &r);
+    let (a, b) = (random(-1.0, 1.0), random(-1.0, 1.0));
+    let zero_outside = |f: &Field3<f64>| Field3::from_fn(shape, |p| f.get(p).unwrap() * mask.get(p).unwrap());
+    let (mu_a, mu_b) = (zero_outside(&a), zero_outside(&b));
+    let up = |f: &Field3<f64>| gpu.upload(f).expect("upload");
+    let (dm, dd, du, dp, dmask, da, db) = (up(&m), up(&damp), up(&u), up(&u_prev), up(&mask), up(&mu_a), up(&mu_b));
+    let mut rho = Field3::filled(shape, f64::NAN);
+    Host.run(&r, FwiWaveCotangentScale, (c0, cx, cy, cz, dt2, &m, &damp, &mut rho)).unwrap();
+    let mut drho = up(&Field3::filled(shape, f64::NAN));
+    gpu.run(&r, FwiWaveCotangentScale, (c0, cx, cy, cz, dt2, &dm, &dd, &mut drho)).unwrap();
+    assert!(bits(&gpu.download(&drho).unwrap()) == bits(&rho), "the scale differs from the host's");
+    let ir = <FwiWaveScaledAdjointStep as Stencil<3>>::source_ir();
+    let strategies: Vec<_> =
+        stencil_runtime::tuning::candidates(ir, r.len_per_axis(), 2).into_iter().map(Some).chain([None]).collect();
+    assert!(strategies.len() > 3, "the tuner tries several strategies");
+    for q in [r, r.shrink([1, 2, 3])] {
+        let mut hs = Field3::filled(shape, f64::NAN);
+        Host.run(&q, FwiWaveScaledAdjointStep, (c0, cx, cy, cz, dt2, &m, &damp, &mut hs, &mu_a, &mu_b)).unwrap();
+        for &strategy in &strategies {
+            let mut gs = up(&Field3::filled(shape, f64::NAN));
+            let args = (c0, cx, cy, cz, dt2, &dm, &dd, &mut gs, &da, &db);
+            gpu.run_with(&q, FwiWaveScaledAdjointStep, strategy, args).expect("the scaled step on the GPU");
+            let label = strategy.map_or("tuned".to_string(), |s| s.label());
+            assert!(bits(&gpu.download(&gs).unwrap()) == bits(&hs), "{label}, range {q:?}: the scaled step differs");
+        }
+        let mut hg = zero_outside(&a);
+        Host.run(&q, FwiWaveScaledGradient, (c0, cx, cy, cz, dt2, &m, &damp, &u, &u_prev, &mu_b, &mut hg, &rho, &mask))
+            .unwrap();
+        let mut gg = up(&zero_outside(&a));
+        let args = (c0, cx, cy, cz, dt2, &dm, &dd, &du, &dp, &db, &mut gg, &drho, &dmask);
+        gpu.run(&q, FwiWaveScaledGradient, args).expect("the scaled gradient on the GPU");
+        assert!(bits(&gpu.download(&gg).unwrap()) == bits(&hg), "range {q:?}: the scaled gradient differs");
     }
 }

@@ -63,6 +63,15 @@ fn runtime() -> proc_macro2::TokenStream {
 /// `u_next_bar: &` for `u_next`, and `range_mask`: the bits of the accumulating adjoint run over
 /// a zeroed field, in one launch.
 ///
+/// `#[stencil(scaled_adjoint_step(u, u_prev))]` also emits the same reverse step in scaled
+/// cotangents `μ = λ / ρ`, for a stencil whose taps at neighbours share one field-dependent factor
+/// (a wave's `1 / m / (1 + d)`): `WaveScaledAdjointStep`, a plain stencil that costs what the
+/// forward step costs, with `adjoint_step`'s arguments without `range_mask` (`μ` must be zero
+/// outside the forward range), and `WaveCotangentScale`, which writes `ρ` into a field from the
+/// forward's scalars and fixed fields. Taps at neighbours with different factors are a compile
+/// error naming two of them. `#[stencil(scaled_gradient(c))]` emits `WaveScaledGradient`, the
+/// gradient reading `μ`, with `cotangent_scale` (the `ρ` field) before `range_mask`.
+///
 /// `#[stencil(gradient(c))]` also emits the transposed derivative of the update with respect to
 /// the read field `c` (the imaging condition): `WaveGradient`, whose arguments are the forward's
 /// in the same places with `out_bar: &` for a written `out`, then `c_bar: &mut` (accumulated

@@ -60,8 +60,9 @@ fn star8(idx: Idx3, w: [f64; 5], c: &Field3<f64>, u: &Field3<f64>, out: &mut Fie
 }
 
 /// A damped wave step (a PML-like damping field `d`): divisions and products by fixed fields.
-/// Also as one reverse time step (`DampedAdjointStep`).
-#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev))]
+/// Also as one reverse time step (`DampedAdjointStep`), and in scaled cotangents
+/// (`DampedScaledAdjointStep`, `DampedCotangentScale`).
+#[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev), scaled_adjoint_step(u, u_prev))]
 fn damped(
     idx: Idx3,
     dt: f64,
@@ -678,6 +679,63 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
         };
         let err = reverse(&compiled, f64::NAN);
         assert!(err <= TOL, "{STEPS} damped steps over {r:?}, reversed over {q:?}: relative error {err:e}");
+        if q == r {
+            // The same loop in scaled cotangents μ = λ / ρ, zero outside the forward range (every
+            // field starts zeroed): y enters as y / ρ, and λ⁰ = ρ μ⁰, λ⁻¹ = ρ μ⁻¹.
+            let mut rho = Field::zeros(shape);
+            Host.run(r, DampedCotangentScale, (dt, &c2, &d, &mut rho)).expect("scale");
+            let over = |f: &Field3<f64>| {
+                let mut out = Field::zeros(shape);
+                for_each_in_range(r, &shape, |g| out.set(g, nb(f, g, [0; 3]) / nb(&rho, g, [0; 3])).expect("a point"));
+                out
+            };
+            let y_old_scaled = over(&y_old);
+            let lambda = |f: &Field3<f64>| {
+                let mut out = Field::zeros(shape);
+                for_each_in_range(r, &shape, |g| out.set(g, nb(f, g, [0; 3]) * nb(&rho, g, [0; 3])).expect("a point"));
+                out
+            };
+            let scaled_reverse = |step: &Step<'_>| {
+                let mut mu: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
+                mu[STEPS + 2] = Some(Field::zeros(shape));
+                mu[STEPS + 1] = Some(over(&y_new));
+                for k in (0..=STEPS).rev() {
+                    let zeros = Field::zeros(shape);
+                    let next = if k == 0 { &zeros } else { mu[k + 1].as_ref().expect("μ") };
+                    let mut out = Field::zeros(shape);
+                    step(q, &mut out, mu[k + 2].as_ref().expect("μ"), next);
+                    if k == STEPS {
+                        for_each_in_range(q, &shape, |g| {
+                            let v = nb(&out, g, [0; 3]) + nb(&y_old_scaled, g, [0; 3]);
+                            out.set(g, v).expect("a point of the field");
+                        });
+                    }
+                    mu[k] = Some(out);
+                }
+                let (l0, l_prev) = (lambda(mu[1].as_ref().expect("μ0")), lambda(mu[0].as_ref().expect("μ-1")));
+                let rhs = dot(&x0, &l0, q) + dot(&x_prev, &l_prev, q);
+                (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
+            };
+            let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                Host.run(q, DampedScaledAdjointStep, (dt, &c2, &d, out, later, next)).expect("scaled step")
+            };
+            let err = scaled_reverse(&compiled);
+            assert!(
+                err <= TOL,
+                "{STEPS} damped steps over {r:?}, reversed in scaled cotangents: relative error {err:e}"
+            );
+            // The scaled step's IR with one tap's offset flipped, run by the interpreter, fails it.
+            let flipped = flip_one_offset(<DampedScaledAdjointStep as Stencil<3>>::ir());
+            let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar.
+                let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+                let mut fields = vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next)];
+                interpret(&flipped, q, &mut fields, &[dt]);
+                *out = fields[3].take().expect("u_bar");
+            };
+            let planted = scaled_reverse(&interpreted);
+            assert!(planted > 1e-6, "a flipped offset passed the scaled reverse loop: relative error {planted:e}");
+        }
         if !planted_checked {
             let flipped = flip_one_offset(<DampedAdjointStep as Stencil<3>>::ir());
             let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {

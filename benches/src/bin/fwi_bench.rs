@@ -1,13 +1,18 @@
 //! The gradient's cost on a GPU, as ratios measured in one run: the adjoint of the FWI model's
 //! 25-point update (`FwiWaveAdjoint`; a reverse time step with it, a zeroing copy and the
-//! adjoint; the reverse time step in one launch, `FwiWaveAdjointStep`; and the `m`-gradient
-//! stencil beside them) against the forward update, in points per second on an `n³` f64 grid; and one shot's gradient (a forward run, then
+//! adjoint; the reverse time step in one launch, `FwiWaveAdjointStep`; the one the gradient
+//! runs, in scaled cotangents, `FwiWaveScaledAdjointStep`; and the `m`-gradient stencils beside
+//! them) against the forward update, in points per second on an `n³` f64 grid; and one shot's
+//! gradient (a forward run, then
 //! the adjoint run backwards through a checkpointing schedule with slots for a tenth of the
 //! steps) against one forward run of the same shot, with the memory the checkpoints hold.
 
 use clap::Parser;
 use stencil_bench::{copy_bandwidth, median};
-use stencil_examples::fwi::{Fwi, FwiWave, FwiWaveAdjoint, FwiWaveAdjointStep, FwiWaveGradient, Survey};
+use stencil_examples::fwi::{
+    Fwi, FwiWave, FwiWaveAdjoint, FwiWaveAdjointStep, FwiWaveCotangentScale, FwiWaveGradient, FwiWaveScaledAdjointStep,
+    FwiWaveScaledGradient, Survey,
+};
 use stencil_runtime::adjoint::range_mask;
 use stencil_runtime::cuda::{DeviceField3, Gpu};
 use stencil_runtime::prelude::*;
@@ -108,6 +113,23 @@ fn main() -> Result<(), Failure> {
     let grad = time(&gpu, reps, || {
         Ok(gpu.run(&range, FwiWaveGradient, (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &b, &mut m_bar, &mask))?)
     })?;
+    // The reverse step and the gradient in scaled cotangents (what the gradient runs), with the
+    // scale; the cotangents zero outside the range, as the scaled step needs.
+    let mut rho = gpu.alloc::<f64, 3>(shape)?;
+    gpu.run(&range, FwiWaveCotangentScale, (c0, cx, cx, cx, dt2, &m, &damp, &mut rho))?;
+    let in_range = range_mask::<f64, 3>(shape, &range);
+    let inside = |seed: u64| {
+        let f = random(seed);
+        Field3::from_fn(shape, |p| if in_range.get(p) == Some(1.0) { f.get(p).unwrap_or(0.0) } else { 0.0 })
+    };
+    let (mu_a, mu_b) = (gpu.upload(&inside(7))?, gpu.upload(&inside(8))?);
+    let scaled_step = time(&gpu, reps, || {
+        Ok(gpu.run(&range, FwiWaveScaledAdjointStep, (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &mu_a, &mu_b))?)
+    })?;
+    let scaled_grad = time(&gpu, reps, || {
+        let args = (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &mu_b, &mut m_bar, &rho, &mask);
+        Ok(gpu.run(&range, FwiWaveScaledGradient, args)?)
+    })?;
     if args.strategies {
         // One table row per strategy the tuner tries for `ir`, `run` launching under it.
         let table = |title: &str, ir, run: &mut dyn FnMut(Strategy) -> Result<(), Failure>| {
@@ -125,6 +147,18 @@ fn main() -> Result<(), Failure> {
         table("the adjoint", <FwiWaveAdjoint as Stencil<3>>::source_ir(), &mut |s| {
             let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut a, &mut t, &b, &mask);
             Ok(gpu.run_with(&range, FwiWaveAdjoint, Some(s), args)?)
+        });
+        table(
+            "the reverse time step in scaled cotangents (FwiWaveScaledAdjointStep)",
+            <FwiWaveScaledAdjointStep as Stencil<3>>::source_ir(),
+            &mut |s| {
+                let args = (c0, cx, cx, cx, dt2, &m, &damp, &mut t, &mu_a, &mu_b);
+                Ok(gpu.run_with(&range, FwiWaveScaledAdjointStep, Some(s), args)?)
+            },
+        );
+        table("the forward (FwiWave)", <FwiWave as Stencil<3>>::source_ir(), &mut |s| {
+            let args = (c0, cx, cx, cx, dt2, &m, &damp, &u, &u_prev, &mut next);
+            Ok(gpu.run_with(&range, FwiWave, Some(s), args)?)
         });
         table(
             "the reverse time step (FwiWaveAdjointStep)",
@@ -226,11 +260,13 @@ fn main() -> Result<(), Failure> {
         ("adjoint (FwiWaveAdjoint)", adj),
         ("reverse step: zeroing copy + FwiWaveAdjoint", zeroed_adj),
         ("reverse step in one launch (FwiWaveAdjointStep)", step),
+        ("reverse step in scaled cotangents (FwiWaveScaledAdjointStep)", scaled_step),
         ("m-gradient (FwiWaveGradient)", grad),
+        ("m-gradient from scaled cotangents (FwiWaveScaledGradient)", scaled_grad),
     ] {
         println!("| {name} | {ms:.3} | {:.2} | {:.2} |", ms_of(ms), ms_of(ms) / ms_of(fwd));
     }
-    drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar, zeros));
+    drop((m, damp, u, u_prev, b, mask, next, a, t, m_bar, zeros, rho, mu_a, mu_b));
     if !differs.is_empty() {
         return Err(format!("strategies whose bits differ from the reference's: {differs:?}").into());
     }

@@ -10,6 +10,7 @@ use crate::naming;
 use crate::passes::adjoint::{adjoint, Adjoint, AdjointError, AdjointErrorKind, AdjointRole, Site, BAR_SUFFIX};
 use crate::passes::adjoint_step::adjoint_step;
 use crate::passes::gradient::gradient;
+use crate::passes::scaled_adjoint_step::{scaled_adjoint_step, scaled_gradient};
 use proc_macro2::{Ident, TokenStream};
 use quote::{format_ident, quote, ToTokens};
 use syn::visit::Visit;
@@ -23,6 +24,12 @@ pub enum Kind {
     AdjointStep,
     /// `gradient(..)`: [`gradient_companion`].
     Gradient,
+    /// `scaled_adjoint_step(..)`: the step of [`scaled_step_companion`].
+    ScaledAdjointStep,
+    /// `scaled_adjoint_step(..)` too: the scale of [`scaled_step_companion`].
+    CotangentScale,
+    /// `scaled_gradient(..)`: [`gradient_companion`] reading scaled cotangents.
+    ScaledGradient,
 }
 
 /// One companion asked for, with the names in its attribute.
@@ -34,12 +41,15 @@ pub struct Request {
 }
 
 /// The companions the marker attributes on `func` ask for, in the order their functors are
-/// emitted: adjoint, adjoint step, gradient.
+/// emitted: adjoint, adjoint step, gradient, scaled step, its scale, scaled gradient.
 pub fn requests(func: &syn::ItemFn) -> Result<Vec<Request>, Error> {
     let kinds = [
         (Kind::Adjoint, naming::ADJOINT_ATTR),
         (Kind::AdjointStep, naming::ADJOINT_STEP_ATTR),
         (Kind::Gradient, naming::GRADIENT_ATTR),
+        (Kind::ScaledAdjointStep, naming::SCALED_ADJOINT_STEP_ATTR),
+        (Kind::CotangentScale, naming::SCALED_ADJOINT_STEP_ATTR),
+        (Kind::ScaledGradient, naming::SCALED_GRADIENT_ATTR),
     ];
     let mut out = Vec::new();
     for (kind, marker) in kinds {
@@ -62,7 +72,10 @@ impl Request {
         match self.kind {
             Kind::Adjoint => companion(func, ir, declared, &self.names),
             Kind::AdjointStep => step_companion(func, ir, declared, &self.names),
-            Kind::Gradient => gradient_companion(func, ir, declared, &self.names),
+            Kind::Gradient => gradient_companion(func, ir, declared, &self.names, false),
+            Kind::ScaledAdjointStep => scaled_step_companion(func, ir, declared, &self.names, false),
+            Kind::CotangentScale => scaled_step_companion(func, ir, declared, &self.names, true),
+            Kind::ScaledGradient => gradient_companion(func, ir, declared, &self.names, true),
         }
     }
 
@@ -73,6 +86,9 @@ impl Request {
             Kind::Adjoint => "Adjoint",
             Kind::AdjointStep => "AdjointStep",
             Kind::Gradient => "Gradient",
+            Kind::ScaledAdjointStep => "ScaledAdjointStep",
+            Kind::CotangentScale => "CotangentScale",
+            Kind::ScaledGradient => "ScaledGradient",
         };
         format_ident!("{}{}", forward, suffix, span = forward.span())
     }
@@ -83,6 +99,9 @@ impl Request {
             Kind::Adjoint => doc(forward, companion),
             Kind::AdjointStep => step_doc(forward, companion),
             Kind::Gradient => gradient_doc(forward, companion),
+            Kind::ScaledAdjointStep => scaled_step_doc(forward, companion),
+            Kind::CotangentScale => scale_doc(forward, companion),
+            Kind::ScaledGradient => scaled_gradient_doc(forward, companion),
         }
     }
 }
@@ -120,6 +139,13 @@ pub fn step_companion(
     declared: &[UserParam],
     names: &[Ident],
 ) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let levels = levels(declared, names)?;
+    let adj = adjoint_step(ir, &levels).map_err(|e| spanned_at_field(func, ir, declared, names, e))?;
+    Ok(with_declared(adj, declared))
+}
+
+/// The parameter indices of the time levels `names`, each a field that is no array.
+fn levels(declared: &[UserParam], names: &[Ident]) -> Result<Vec<usize>, Error> {
     let mut levels = Vec::new();
     for (name, user) in names.iter().zip(named(declared, names)?) {
         if user.array {
@@ -129,8 +155,40 @@ pub fn step_companion(
         }
         levels.push(user.params.start);
     }
-    let adj = adjoint_step(ir, &levels).map_err(|e| spanned_at_field(func, ir, declared, names, e))?;
-    Ok(with_declared(adj, declared))
+    Ok(levels)
+}
+
+/// The reverse time step in scaled cotangents of the lowered stencil `ir` whose levels are the
+/// fields `names` ([`scaled_adjoint_step`]), or (`scale`) the stencil that writes their scale:
+/// its IR and its declared parameters (the step: the forward's in the same places, renamed as
+/// the IR's, no mask; the scale: the forward's scalars and fixed fields, then `cotangent_scale`).
+pub fn scaled_step_companion(
+    func: &syn::ItemFn,
+    ir: &StencilIr,
+    declared: &[UserParam],
+    names: &[Ident],
+    scale: bool,
+) -> Result<(StencilIr, Vec<UserParam>), Error> {
+    let levels = levels(declared, names)?;
+    let scaled = scaled_adjoint_step(ir, &levels).map_err(|e| spanned_at_field(func, ir, declared, names, e))?;
+    if !scale {
+        let (ir, mut users) = with_declared(scaled.step, declared);
+        users.pop();
+        return Ok((ir, users));
+    }
+    // The forward's scalars and fixed fields keep their declared names, renumbered in order.
+    let mut users = Vec::new();
+    let mut next = 0;
+    for u in declared {
+        let role = scaled.step.roles[u.params.start];
+        if matches!(role, AdjointRole::Scalar | AdjointRole::Fixed) {
+            let len = u.params.end - u.params.start;
+            users.push(UserParam { params: next..next + len, ..u.clone() });
+            next += len;
+        }
+    }
+    users.push(UserParam { name: scaled.scale.ir.params[next].name.clone(), params: next..next + 1, array: false });
+    Ok((scaled.scale.ir, users))
 }
 
 /// The declared parameters that `names` (an attribute's list) name, in order; an unknown name is
@@ -215,6 +273,7 @@ pub fn gradient_companion(
     ir: &StencilIr,
     declared: &[UserParam],
     names: &[Ident],
+    scaled: bool,
 ) -> Result<(StencilIr, Vec<UserParam>), Error> {
     let mut wrt = Vec::new();
     let mut users = Vec::new();
@@ -229,7 +288,8 @@ pub fn gradient_companion(
         wrt.extend(user.params.clone());
         users.push(user);
     }
-    let adj = gradient(ir, &wrt).map_err(|e| {
+    let derived = if scaled { scaled_gradient(ir, &wrt) } else { gradient(ir, &wrt) };
+    let adj = derived.map_err(|e| {
         let field = match &e.kind {
             AdjointErrorKind::GradientParam { name, .. } => Some(name.clone()),
             _ => None,
@@ -262,8 +322,46 @@ pub fn gradient_companion(
         out.push(UserParam { name: bar_name(u, next), params: next..next + len, array: u.array });
         next += len;
     }
-    out.push(UserParam { name: adj.ir.params[next].name.clone(), params: next..next + 1, array: false });
+    // The scale (a scaled gradient's) and the mask.
+    for last in next..adj.ir.params.len() {
+        out.push(UserParam { name: adj.ir.params[last].name.clone(), params: last..last + 1, array: false });
+    }
     Ok((adj.ir, out))
+}
+
+/// The doc comment of the scaled step's functor.
+pub fn scaled_step_doc(forward: &str, step: &StencilIr) -> String {
+    let params: Vec<&str> = step.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "One reverse time step of `#[stencil]` `{forward}` in scaled cotangents `μ = λ / cotangent_scale` (from \
+         `#[stencil(scaled_adjoint_step(..))]`); arguments `({})`. Writes the newest level's `μ` from the written \
+         field's one step later (`_bar`) and `j` steps later (`_bar_j`). A plain stencil, without a mask: `μ` must \
+         be zero outside the forward range (fields that start zeroed, written only by steps run over that range).",
+        params.join(", ")
+    )
+}
+
+/// The doc comment of the scale's functor.
+pub fn scale_doc(forward: &str, scale: &StencilIr) -> String {
+    let params: Vec<&str> = scale.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "Writes the scale `ρ` of the scaled cotangents of `#[stencil]` `{forward}` (from \
+         `#[stencil(scaled_adjoint_step(..))]`): the cotangent is `λ = ρ μ`, so a value added to `λ` is added to `μ` \
+         divided by `ρ`; arguments `({})`.",
+        params.join(", ")
+    )
+}
+
+/// The doc comment of the scaled gradient's functor.
+pub fn scaled_gradient_doc(forward: &str, gradient: &StencilIr) -> String {
+    let params: Vec<&str> = gradient.params.iter().map(|p| p.name.as_str()).collect();
+    format!(
+        "The gradient of `#[stencil]` `{forward}` (from `#[stencil(scaled_gradient(..))]`) reading the written \
+         field's scaled cotangent `μ` (`out_bar`) and its scale `cotangent_scale` (`λ = ρ μ`); arguments `({})`. \
+         Otherwise as the gradient: each `_bar` parameter field accumulated into, `range_mask` nonzero exactly on \
+         the forward launch's range.",
+        params.join(", ")
+    )
 }
 
 /// The doc comment of the gradient's functor.

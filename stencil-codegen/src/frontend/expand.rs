@@ -58,7 +58,7 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
 /// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)`, `adjoint_step(u, ..)`,
-/// `gradient(c, ..)` and
+/// `gradient(c, ..)`, `scaled_adjoint_step(u, ..)`, `scaled_gradient(c, ..)` and
 /// `portable_math` (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
@@ -66,6 +66,8 @@ struct Attribute {
     adjoint: Option<TokenStream>,
     adjoint_step: Option<TokenStream>,
     gradient: Option<TokenStream>,
+    scaled_adjoint_step: Option<TokenStream>,
+    scaled_gradient: Option<TokenStream>,
     portable_math: bool,
 }
 
@@ -77,6 +79,8 @@ impl Attribute {
             adjoint: None,
             adjoint_step: None,
             gradient: None,
+            scaled_adjoint_step: None,
+            scaled_gradient: None,
             portable_math: false,
         };
         if attr.is_empty() {
@@ -96,7 +100,13 @@ impl Attribute {
                     args.push(("crate", key.span, quote!(#path)));
                 } else {
                     let key: Ident = input.parse()?;
-                    let listed = [("adjoint", "adjoint"), ("adjoint_step", "adjoint_step"), ("gradient", "gradient")];
+                    let listed = [
+                        ("adjoint", "adjoint"),
+                        ("adjoint_step", "adjoint_step"),
+                        ("gradient", "gradient"),
+                        ("scaled_adjoint_step", "scaled_adjoint_step"),
+                        ("scaled_gradient", "scaled_gradient"),
+                    ];
                     if let Some(&(_, word)) =
                         listed.iter().find(|(w, _)| key == w).filter(|_| target == Target::Stencil)
                     {
@@ -132,11 +142,16 @@ impl Attribute {
                 }
                 continue;
             }
-            if matches!(key, "crate" | "adjoint" | "adjoint_step" | "gradient") {
+            if matches!(
+                key,
+                "crate" | "adjoint" | "adjoint_step" | "gradient" | "scaled_adjoint_step" | "scaled_gradient"
+            ) {
                 let slot = match key {
                     "crate" => &mut parsed.runtime,
                     "adjoint" => &mut parsed.adjoint,
                     "adjoint_step" => &mut parsed.adjoint_step,
+                    "scaled_adjoint_step" => &mut parsed.scaled_adjoint_step,
+                    "scaled_gradient" => &mut parsed.scaled_gradient,
                     _ => &mut parsed.gradient,
                 };
                 if slot.replace(value).is_some() {
@@ -188,6 +203,14 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
     }
     if let Some(fields) = attr.gradient {
         let marker = format_ident!("{}", naming::GRADIENT_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
+    }
+    if let Some(fields) = attr.scaled_adjoint_step {
+        let marker = format_ident!("{}", naming::SCALED_ADJOINT_STEP_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
+    }
+    if let Some(fields) = attr.scaled_gradient {
+        let marker = format_ident!("{}", naming::SCALED_GRADIENT_ATTR);
         func.attrs.push(syn::parse_quote!(#[#marker(#fields)]));
     }
     if attr.portable_math {

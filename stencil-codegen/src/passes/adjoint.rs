@@ -94,6 +94,9 @@ pub enum AdjointRole {
         /// Steps after the one the adjoint step undoes (2 for the level before the newest).
         steps: u32,
     },
+    /// The factor `ρ` that turns a scaled cotangent into the cotangent (`λ = ρ μ`): written by
+    /// the scale stencil, read by a scaled gradient.
+    CotangentScale,
 }
 
 /// An adjoint stencil: its IR, and per parameter what it stands for.
@@ -218,6 +221,16 @@ pub enum AdjointErrorKind {
         /// Why not (`is not a parameter of this stencil`, ...).
         reason: &'static str,
     },
+    /// A scaled adjoint step: two taps at neighbours whose coefficients have different point
+    /// parts (the factors that read fields).
+    ScaledStep {
+        /// The point part of the first tap at a neighbour.
+        first: String,
+        /// Another one.
+        other: String,
+        /// The offset of the tap that has `other`.
+        offset: [i32; 3],
+    },
 }
 
 /// A stencil that has no adjoint with respect to the fields asked for: why, and where.
@@ -289,6 +302,10 @@ impl fmt::Display for AdjointError {
             GradientParam { name, reason } => write!(
                 f,
                 "`{name}` {reason}: `gradient(..)` names the read fields (`&Field`) the derivative of the update is taken with respect to"
+            ),
+            ScaledStep { first, other, offset } => write!(
+                f,
+                "the taps at neighbours scale their cotangents by `{first}` and (at offset {offset:?}) by `{other}`: a scaled reverse step carries one scale for every tap at a neighbour; use `adjoint_step(..)`, which gathers each tap's own"
             ),
         }
     }
@@ -535,10 +552,10 @@ impl<'a> ScaledCotangents<'a> {
 /// A coefficient as `k · Π num / Π den`: `k` reads no field (the same at every forward point),
 /// `num` and `den` are the factors that do, in the order they are applied.
 #[derive(Clone, Debug, PartialEq)]
-struct Factored {
-    k: Option<Expr>,
-    num: Vec<Expr>,
-    den: Vec<Expr>,
+pub(super) struct Factored {
+    pub k: Option<Expr>,
+    pub num: Vec<Expr>,
+    pub den: Vec<Expr>,
 }
 
 /// Whether `e` has the same value at every point (no load, local or point value in it).
@@ -559,7 +576,7 @@ fn is_constant(e: &Expr) -> bool {
 
 /// `coef` split into its constant factor and the factors that read fields, through products,
 /// quotients and negations; any other form that reads a field is one factor.
-fn factor(coef: &Expr) -> Factored {
+pub(super) fn factor(coef: &Expr) -> Factored {
     let constant = |k| Factored { k: Some(k), num: Vec::new(), den: Vec::new() };
     if is_constant(coef) {
         return constant(coef.clone());
@@ -598,7 +615,7 @@ fn negated(e: Expr) -> Expr {
     }
 }
 
-fn div(a: Expr, b: Expr) -> Expr {
+pub(super) fn div(a: Expr, b: Expr) -> Expr {
     Expr { ty: a.ty, kind: ExprKind::Binary(BinOp::Div, Box::new(a), Box::new(b)) }
 }
 

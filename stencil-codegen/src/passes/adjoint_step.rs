@@ -28,14 +28,26 @@ use super::adjoint::{
     add, fresh_name, linear_taps, zero, Adjoint, AdjointError, AdjointErrorKind, AdjointRole, Linear, ScaledCotangents,
     Site, ADJOINT_SUFFIX, BAR_SUFFIX, MASK_NAME,
 };
-use crate::ir::{FieldParam, Param, ParamId, ParamKind, StencilIr, Stmt};
+use crate::ir::{Expr, FieldParam, Param, ParamId, ParamKind, ScalarType, StencilIr, Stmt};
 
 /// The suffix of the step's name (`wave` → `wave_adjoint_step`, functor `WaveAdjointStep`).
 pub const STEP_SUFFIX: &str = "_step";
 
-/// The adjoint step of `ir`, whose time levels are the fields `levels` (parameter indices,
-/// newest first). See the module documentation.
-pub fn adjoint_step(ir: &StencilIr, levels: &[ParamId]) -> Result<Adjoint, AdjointError> {
+/// What an adjoint step and a scaled one share: the forward's linear part in its levels, its one
+/// written field `w` (element type `ty`), and the step's parameters and roles before the mask
+/// (the forward's in the same places, the levels and `w` as cotangents).
+pub(super) struct StepSignature {
+    pub flat: StencilIr,
+    pub taps: Vec<(ParamId, ParamId, [i32; 3], Expr)>,
+    pub w: ParamId,
+    pub ty: ScalarType,
+    pub params: Vec<Param>,
+    pub roles: Vec<AdjointRole>,
+}
+
+/// The signature of the step of `ir` whose time levels are `levels`, checked: each level named
+/// once, of the written field's element type, and exactly one written field.
+pub(super) fn step_signature(ir: &StencilIr, levels: &[ParamId]) -> Result<StepSignature, AdjointError> {
     let fail = |kind| Err(AdjointError { kind, site: Site::Stencil });
     for (j, &l) in levels.iter().enumerate() {
         if levels[..j].contains(&l) {
@@ -61,7 +73,6 @@ pub fn adjoint_step(ir: &StencilIr, levels: &[ParamId]) -> Result<Adjoint, Adjoi
         1 => format!("{}{BAR_SUFFIX}", flat.params[w].name),
         j => format!("{}{BAR_SUFFIX}_{j}", flat.params[w].name),
     };
-
     let mut params = Vec::with_capacity(flat.params.len() + 1);
     let mut roles = Vec::with_capacity(flat.params.len() + 1);
     for (i, p) in flat.params.iter().enumerate() {
@@ -82,6 +93,14 @@ pub fn adjoint_step(ir: &StencilIr, levels: &[ParamId]) -> Result<Adjoint, Adjoi
         params.push(param);
         roles.push(role);
     }
+    Ok(StepSignature { flat, taps, w, ty, params, roles })
+}
+
+/// The adjoint step of `ir`, whose time levels are the fields `levels` (parameter indices,
+/// newest first). See the module documentation.
+pub fn adjoint_step(ir: &StencilIr, levels: &[ParamId]) -> Result<Adjoint, AdjointError> {
+    let StepSignature { flat, taps, w, ty, mut params, mut roles } = step_signature(ir, levels)?;
+    let fresh = |base: String| fresh_name(&flat, base);
     let mask = params.len();
     params.push(Param {
         name: fresh(MASK_NAME.to_string()),

@@ -8,6 +8,9 @@
 //!   linear in some of its fields (`#[stencil(adjoint(u))]`).
 //! - [`adjoint_step()`]: the adjoint of one time step of a multi-level scheme as one stencil that
 //!   writes the newest level's cotangent from the later ones (`#[stencil(adjoint_step(u, u_prev))]`).
+//! - [`scaled_adjoint_step()`]: the same step carrying cotangents scaled by their taps' common
+//!   point part, a plain stencil as fast as the forward (`#[stencil(scaled_adjoint_step(u, u_prev))]`),
+//!   its scale, and [`scaled_gradient()`], the gradient reading them (`#[stencil(scaled_gradient(m))]`).
 //! - [`gradient()`]: a new stencil too: the transposed derivative of a stencil's update with respect
 //!   to parameter fields, in gather form (`#[stencil(gradient(c))]`).
 //! - [`materialise()`]: a stencil with point functions split in two: a pass that writes the
@@ -22,6 +25,7 @@ pub mod gradient;
 mod inline_point_fns;
 pub mod materialise;
 pub mod portable_math;
+pub mod scaled_adjoint_step;
 mod symbolic;
 
 pub use adjoint::adjoint;
@@ -30,3 +34,4 @@ pub use gradient::gradient;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};
 pub use materialise::materialise;
 pub use portable_math::portable_math;
+pub use scaled_adjoint_step::{scaled_adjoint_step, scaled_gradient};
