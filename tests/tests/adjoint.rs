@@ -178,6 +178,11 @@ fn for_ranges<const D: usize>(
     }
 }
 
+/// `shape` with each element order (axis 0 fastest, and axis 2 fastest).
+fn both_orders(shape: Shape3) -> [Shape3; 2] {
+    [shape.order(Order::Ijk), shape.order(Order::Kij)]
+}
+
 // ---- The dot-product tests ----
 
 #[test]
@@ -200,66 +205,69 @@ fn diffusion_dot_product() {
 
 #[test]
 fn wave_dot_product() {
-    let shape = Shape3::new([12, 10, 11]).halo(1);
-    for_ranges(shape, 3, 1, 0x3a7e, |r, q, rng| {
-        let dt2 = rng.uniform(0.05, 0.3);
-        let c = random::<f64, _>(shape, rng, 0.5, 1.5);
-        let err = dot_test(
-            shape,
-            2,
-            r,
-            q,
-            rng,
-            &|x, out| Host.run(r, Wave, (dt2, &c, &x[0], &x[1], out)).expect("forward"),
-            &|xb, y, m| {
-                let (u_bar, u_prev_bar) = xb.split_at_mut(1);
-                Host.run(q, WaveAdjoint, (dt2, &c, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
-            },
-        );
-        assert!(err <= TOL, "wave over {r:?}, adjoint over {q:?}: relative error {err:e}");
-    });
+    for shape in both_orders(Shape3::new([12, 10, 11]).halo(1)) {
+        for_ranges(shape, 3, 1, 0x3a7e, |r, q, rng| {
+            let dt2 = rng.uniform(0.05, 0.3);
+            let c = random::<f64, _>(shape, rng, 0.5, 1.5);
+            let err = dot_test(
+                shape,
+                2,
+                r,
+                q,
+                rng,
+                &|x, out| Host.run(r, Wave, (dt2, &c, &x[0], &x[1], out)).expect("forward"),
+                &|xb, y, m| {
+                    let (u_bar, u_prev_bar) = xb.split_at_mut(1);
+                    Host.run(q, WaveAdjoint, (dt2, &c, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
+                },
+            );
+            assert!(err <= TOL, "wave over {r:?}, adjoint over {q:?}: relative error {err:e}");
+        });
+    }
 }
 
 #[test]
 fn star8_dot_product() {
-    let shape = Shape3::new([20, 19, 18]).halo(4);
-    let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
-    for_ranges(shape, 8, 4, 0x25, |r, q, rng| {
-        let c = random::<f64, _>(shape, rng, 0.5, 1.5);
-        let err = dot_test(
-            shape,
-            1,
-            r,
-            q,
-            rng,
-            &|x, out| Host.run(r, Star8, (w, &c, &x[0], out)).expect("forward"),
-            &|xb, y, m| Host.run(q, Star8Adjoint, (w, &c, &mut xb[0], y, m)).expect("adjoint"),
-        );
-        assert!(err <= TOL, "star8 over {r:?}, adjoint over {q:?}: relative error {err:e}");
-    });
+    for shape in both_orders(Shape3::new([20, 19, 18]).halo(4)) {
+        let w = [-2.847_222_2, 1.6, -0.2, 0.025_396_8, -0.001_785_7];
+        for_ranges(shape, 8, 4, 0x25, |r, q, rng| {
+            let c = random::<f64, _>(shape, rng, 0.5, 1.5);
+            let err = dot_test(
+                shape,
+                1,
+                r,
+                q,
+                rng,
+                &|x, out| Host.run(r, Star8, (w, &c, &x[0], out)).expect("forward"),
+                &|xb, y, m| Host.run(q, Star8Adjoint, (w, &c, &mut xb[0], y, m)).expect("adjoint"),
+            );
+            assert!(err <= TOL, "star8 over {r:?}, adjoint over {q:?}: relative error {err:e}");
+        });
+    }
 }
 
 #[test]
 fn damped_dot_product() {
-    let shape = Shape3::new([11, 12, 10]).halo(1);
-    for_ranges(shape, 3, 1, 0xda3b, |r, q, rng| {
-        let dt = rng.uniform(0.1, 0.5);
-        let c2 = random::<f64, _>(shape, rng, 0.5, 2.0);
-        let d = random::<f64, _>(shape, rng, 0.0, 3.0);
-        let err = dot_test(
-            shape,
-            2,
-            r,
-            q,
-            rng,
-            &|x, out| Host.run(r, Damped, (dt, &c2, &d, &x[0], &x[1], out)).expect("forward"),
-            &|xb, y, m| {
-                let (u_bar, u_prev_bar) = xb.split_at_mut(1);
-                Host.run(q, DampedAdjoint, (dt, &c2, &d, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
-            },
-        );
-        assert!(err <= TOL, "damped over {r:?}, adjoint over {q:?}: relative error {err:e}");
-    });
+    for shape in both_orders(Shape3::new([11, 12, 10]).halo(1)) {
+        for_ranges(shape, 3, 1, 0xda3b, |r, q, rng| {
+            let dt = rng.uniform(0.1, 0.5);
+            let c2 = random::<f64, _>(shape, rng, 0.5, 2.0);
+            let d = random::<f64, _>(shape, rng, 0.0, 3.0);
+            let err = dot_test(
+                shape,
+                2,
+                r,
+                q,
+                rng,
+                &|x, out| Host.run(r, Damped, (dt, &c2, &d, &x[0], &x[1], out)).expect("forward"),
+                &|xb, y, m| {
+                    let (u_bar, u_prev_bar) = xb.split_at_mut(1);
+                    Host.run(q, DampedAdjoint, (dt, &c2, &d, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
+                },
+            );
+            assert!(err <= TOL, "damped over {r:?}, adjoint over {q:?}: relative error {err:e}");
+        });
+    }
 }
 
 #[test]
@@ -633,124 +641,130 @@ fn the_adjoint_step_gives_the_accumulating_adjoints_bits() {
 fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
     const STEPS: usize = 4;
     type Step<'a> = dyn Fn(&Loop3D, &mut Field3<f64>, &Field3<f64>, &Field3<f64>) + 'a;
-    let shape = Shape3::new([12, 11, 10]).halo(1);
-    let mut planted_checked = false;
-    for_ranges(shape, 3, 1, 0x1007, |r, q, rng| {
-        let dt = rng.uniform(0.1, 0.5);
-        let (c2, d) = (random::<f64, _>(shape, rng, 0.5, 2.0), random::<f64, _>(shape, rng, 0.0, 3.0));
-        let mask = stencil_runtime::adjoint::range_mask(shape, r);
-        let (x0, x_prev) = (random_on(shape, q, rng, -1.0, 1.0), random_on(shape, q, rng, -1.0, 1.0));
-        let (y_new, y_old) = (random::<f64, _>(shape, rng, -1.0, 1.0), random::<f64, _>(shape, rng, -1.0, 1.0));
-        // levels[k] = u^(k - 1).
-        let mut levels = vec![x_prev.try_clone().expect("clone"), x0.try_clone().expect("clone")];
-        for n in 0..STEPS {
-            let mut next = Field::zeros(shape);
-            Host.run(r, Damped, (dt, &c2, &d, &levels[n + 1], &levels[n], &mut next)).expect("forward");
-            levels.push(next);
-        }
-        let lhs = dot(&levels[STEPS + 1], &y_new, r) + dot(&levels[STEPS], &y_old, r);
-        assert!(lhs.abs() > 1e-3, "a degenerate case: ⟨F x, y⟩ = {lhs}");
-        // `fill`: the cotangents outside the adjoint range (NaN: never read unmasked).
-        let reverse = |step: &Step<'_>, fill: f64| {
-            // lam[k] = λ^(k - 1), from λ^(N + 1) = 0 and λ^N = y_N down.
-            let mut lam: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
-            lam[STEPS + 2] = Some(Field::zeros(shape));
-            lam[STEPS + 1] = Some(y_new.try_clone().expect("clone"));
-            for k in (0..=STEPS).rev() {
-                let zeros = Field::zeros(shape);
-                // λ^(-1) is read by step 0 as its older level only.
-                let next = if k == 0 { &zeros } else { lam[k + 1].as_ref().expect("λ") };
-                let mut out = Field::filled(shape, fill);
-                step(q, &mut out, lam[k + 2].as_ref().expect("λ"), next);
-                if k == STEPS {
-                    for_each_in_range(q, &shape, |g| {
-                        let v = nb(&out, g, [0; 3]) + nb(&y_old, g, [0; 3]);
-                        out.set(g, v).expect("a point of the field");
-                    });
-                }
-                lam[k] = Some(out);
+    for shape in both_orders(Shape3::new([12, 11, 10]).halo(1)) {
+        let mut planted_checked = false;
+        for_ranges(shape, 3, 1, 0x1007, |r, q, rng| {
+            let dt = rng.uniform(0.1, 0.5);
+            let (c2, d) = (random::<f64, _>(shape, rng, 0.5, 2.0), random::<f64, _>(shape, rng, 0.0, 3.0));
+            let mask = stencil_runtime::adjoint::range_mask(shape, r);
+            let (x0, x_prev) = (random_on(shape, q, rng, -1.0, 1.0), random_on(shape, q, rng, -1.0, 1.0));
+            let (y_new, y_old) = (random::<f64, _>(shape, rng, -1.0, 1.0), random::<f64, _>(shape, rng, -1.0, 1.0));
+            // levels[k] = u^(k - 1).
+            let mut levels = vec![x_prev.try_clone().expect("clone"), x0.try_clone().expect("clone")];
+            for n in 0..STEPS {
+                let mut next = Field::zeros(shape);
+                Host.run(r, Damped, (dt, &c2, &d, &levels[n + 1], &levels[n], &mut next)).expect("forward");
+                levels.push(next);
             }
-            let (l0, l_prev) = (lam[1].as_ref().expect("λ0"), lam[0].as_ref().expect("λ-1"));
-            let rhs = dot(&x0, l0, q) + dot(&x_prev, l_prev, q);
-            (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
-        };
-        let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
-            Host.run(q, DampedAdjointStep, (dt, &c2, &d, out, later, next, &mask)).expect("adjoint step")
-        };
-        let err = reverse(&compiled, f64::NAN);
-        assert!(err <= TOL, "{STEPS} damped steps over {r:?}, reversed over {q:?}: relative error {err:e}");
-        if q == r {
-            // The same loop in scaled cotangents μ = λ / ρ, zero outside the forward range (every
-            // field starts zeroed): y enters as y / ρ, and λ⁰ = ρ μ⁰, λ⁻¹ = ρ μ⁻¹.
-            let mut rho = Field::zeros(shape);
-            Host.run(r, DampedCotangentScale, (dt, &c2, &d, &mut rho)).expect("scale");
-            let over = |f: &Field3<f64>| {
-                let mut out = Field::zeros(shape);
-                for_each_in_range(r, &shape, |g| out.set(g, nb(f, g, [0; 3]) / nb(&rho, g, [0; 3])).expect("a point"));
-                out
-            };
-            let y_old_scaled = over(&y_old);
-            let lambda = |f: &Field3<f64>| {
-                let mut out = Field::zeros(shape);
-                for_each_in_range(r, &shape, |g| out.set(g, nb(f, g, [0; 3]) * nb(&rho, g, [0; 3])).expect("a point"));
-                out
-            };
-            let scaled_reverse = |step: &Step<'_>| {
-                let mut mu: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
-                mu[STEPS + 2] = Some(Field::zeros(shape));
-                mu[STEPS + 1] = Some(over(&y_new));
+            let lhs = dot(&levels[STEPS + 1], &y_new, r) + dot(&levels[STEPS], &y_old, r);
+            assert!(lhs.abs() > 1e-3, "a degenerate case: ⟨F x, y⟩ = {lhs}");
+            // `fill`: the cotangents outside the adjoint range (NaN: never read unmasked).
+            let reverse = |step: &Step<'_>, fill: f64| {
+                // lam[k] = λ^(k - 1), from λ^(N + 1) = 0 and λ^N = y_N down.
+                let mut lam: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
+                lam[STEPS + 2] = Some(Field::zeros(shape));
+                lam[STEPS + 1] = Some(y_new.try_clone().expect("clone"));
                 for k in (0..=STEPS).rev() {
                     let zeros = Field::zeros(shape);
-                    let next = if k == 0 { &zeros } else { mu[k + 1].as_ref().expect("μ") };
-                    let mut out = Field::zeros(shape);
-                    step(q, &mut out, mu[k + 2].as_ref().expect("μ"), next);
+                    // λ^(-1) is read by step 0 as its older level only.
+                    let next = if k == 0 { &zeros } else { lam[k + 1].as_ref().expect("λ") };
+                    let mut out = Field::filled(shape, fill);
+                    step(q, &mut out, lam[k + 2].as_ref().expect("λ"), next);
                     if k == STEPS {
                         for_each_in_range(q, &shape, |g| {
-                            let v = nb(&out, g, [0; 3]) + nb(&y_old_scaled, g, [0; 3]);
+                            let v = nb(&out, g, [0; 3]) + nb(&y_old, g, [0; 3]);
                             out.set(g, v).expect("a point of the field");
                         });
                     }
-                    mu[k] = Some(out);
+                    lam[k] = Some(out);
                 }
-                let (l0, l_prev) = (lambda(mu[1].as_ref().expect("μ0")), lambda(mu[0].as_ref().expect("μ-1")));
-                let rhs = dot(&x0, &l0, q) + dot(&x_prev, &l_prev, q);
+                let (l0, l_prev) = (lam[1].as_ref().expect("λ0"), lam[0].as_ref().expect("λ-1"));
+                let rhs = dot(&x0, l0, q) + dot(&x_prev, l_prev, q);
                 (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
             };
             let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
-                Host.run(q, DampedScaledAdjointStep, (dt, &c2, &d, out, later, next)).expect("scaled step")
+                Host.run(q, DampedAdjointStep, (dt, &c2, &d, out, later, next, &mask)).expect("adjoint step")
             };
-            let err = scaled_reverse(&compiled);
-            assert!(
-                err <= TOL,
-                "{STEPS} damped steps over {r:?}, reversed in scaled cotangents: relative error {err:e}"
-            );
-            // The scaled step's IR with one tap's offset flipped, run by the interpreter, fails it.
-            let flipped = flip_one_offset(<DampedScaledAdjointStep as Stencil<3>>::ir());
-            let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
-                // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar.
-                let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
-                let mut fields = vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next)];
-                interpret(&flipped, q, &mut fields, &[dt]);
-                *out = fields[3].take().expect("u_bar");
-            };
-            let planted = scaled_reverse(&interpreted);
-            assert!(planted > 1e-6, "a flipped offset passed the scaled reverse loop: relative error {planted:e}");
-        }
-        if !planted_checked {
-            let flipped = flip_one_offset(<DampedAdjointStep as Stencil<3>>::ir());
-            let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
-                // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar, range_mask.
-                let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
-                let mut fields = vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next), clone(&mask)];
-                interpret(&flipped, q, &mut fields, &[dt]);
-                *out = fields[3].take().expect("u_bar");
-            };
-            assert!(reverse(&interpreted, f64::NAN).is_nan(), "the flipped tap reads outside the forward range");
-            let planted = reverse(&interpreted, 0.0);
-            assert!(planted > 1e-6, "a flipped offset passed the reverse loop's test: relative error {planted:e}");
-            planted_checked = true;
-        }
-    });
+            let err = reverse(&compiled, f64::NAN);
+            assert!(err <= TOL, "{STEPS} damped steps over {r:?}, reversed over {q:?}: relative error {err:e}");
+            if q == r {
+                // The same loop in scaled cotangents μ = λ / ρ, zero outside the forward range (every
+                // field starts zeroed): y enters as y / ρ, and λ⁰ = ρ μ⁰, λ⁻¹ = ρ μ⁻¹.
+                let mut rho = Field::zeros(shape);
+                Host.run(r, DampedCotangentScale, (dt, &c2, &d, &mut rho)).expect("scale");
+                let over = |f: &Field3<f64>| {
+                    let mut out = Field::zeros(shape);
+                    for_each_in_range(r, &shape, |g| {
+                        out.set(g, nb(f, g, [0; 3]) / nb(&rho, g, [0; 3])).expect("a point")
+                    });
+                    out
+                };
+                let y_old_scaled = over(&y_old);
+                let lambda = |f: &Field3<f64>| {
+                    let mut out = Field::zeros(shape);
+                    for_each_in_range(r, &shape, |g| {
+                        out.set(g, nb(f, g, [0; 3]) * nb(&rho, g, [0; 3])).expect("a point")
+                    });
+                    out
+                };
+                let scaled_reverse = |step: &Step<'_>| {
+                    let mut mu: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
+                    mu[STEPS + 2] = Some(Field::zeros(shape));
+                    mu[STEPS + 1] = Some(over(&y_new));
+                    for k in (0..=STEPS).rev() {
+                        let zeros = Field::zeros(shape);
+                        let next = if k == 0 { &zeros } else { mu[k + 1].as_ref().expect("μ") };
+                        let mut out = Field::zeros(shape);
+                        step(q, &mut out, mu[k + 2].as_ref().expect("μ"), next);
+                        if k == STEPS {
+                            for_each_in_range(q, &shape, |g| {
+                                let v = nb(&out, g, [0; 3]) + nb(&y_old_scaled, g, [0; 3]);
+                                out.set(g, v).expect("a point of the field");
+                            });
+                        }
+                        mu[k] = Some(out);
+                    }
+                    let (l0, l_prev) = (lambda(mu[1].as_ref().expect("μ0")), lambda(mu[0].as_ref().expect("μ-1")));
+                    let rhs = dot(&x0, &l0, q) + dot(&x_prev, &l_prev, q);
+                    (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
+                };
+                let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                    Host.run(q, DampedScaledAdjointStep, (dt, &c2, &d, out, later, next)).expect("scaled step")
+                };
+                let err = scaled_reverse(&compiled);
+                assert!(
+                    err <= TOL,
+                    "{STEPS} damped steps over {r:?}, reversed in scaled cotangents: relative error {err:e}"
+                );
+                // The scaled step's IR with one tap's offset flipped, run by the interpreter, fails it.
+                let flipped = flip_one_offset(<DampedScaledAdjointStep as Stencil<3>>::ir());
+                let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                    // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar.
+                    let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+                    let mut fields = vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next)];
+                    interpret(&flipped, q, &mut fields, &[dt]);
+                    *out = fields[3].take().expect("u_bar");
+                };
+                let planted = scaled_reverse(&interpreted);
+                assert!(planted > 1e-6, "a flipped offset passed the scaled reverse loop: relative error {planted:e}");
+            }
+            if !planted_checked {
+                let flipped = flip_one_offset(<DampedAdjointStep as Stencil<3>>::ir());
+                let interpreted = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
+                    // Parameters: dt, c2, d, u_bar, u_next_bar_2, u_next_bar, range_mask.
+                    let clone = |f: &Field3<f64>| Some(f.try_clone().expect("clone"));
+                    let mut fields =
+                        vec![None, clone(&c2), clone(&d), clone(out), clone(later), clone(next), clone(&mask)];
+                    interpret(&flipped, q, &mut fields, &[dt]);
+                    *out = fields[3].take().expect("u_bar");
+                };
+                assert!(reverse(&interpreted, f64::NAN).is_nan(), "the flipped tap reads outside the forward range");
+                let planted = reverse(&interpreted, 0.0);
+                assert!(planted > 1e-6, "a flipped offset passed the reverse loop's test: relative error {planted:e}");
+                planted_checked = true;
+            }
+        });
+    }
 }
 
 #[test]
