@@ -10,7 +10,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Coordinate, Dycore, Finished, Frame, Precision, Reference};
+use stencil_examples::dycore::{Case, Coordinate, Dycore, Finished, Frame, MomentumAdvection, Precision, Reference};
 use stencil_examples::mountain_wave;
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
@@ -74,6 +74,9 @@ struct Args {
     /// The fields' element type (the set-up, diagnostics and output are f64 either way).
     #[arg(long, value_enum, default_value_t = Precision::F64)]
     precision: Precision,
+    /// How the long step advects momentum: Koren-limited (ASUCA's) or unlimited third-order upwind.
+    #[arg(long, value_enum, default_value_t = MomentumAdvection::Koren)]
+    momentum_advection: MomentumAdvection,
     /// Directory for the output files (created if missing).
     #[arg(long, default_value = "dycore-out")]
     out: PathBuf,
@@ -124,8 +127,8 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     if args.mountain.is_some() && !matches!(d.case, Case::Rest | Case::MountainWave) {
         return Err("--mountain needs --case rest or mountain-wave".into());
     }
-    (d.sound_steps, d.beta, d.reference, d.rain, d.precision) =
-        (args.sound_steps, args.beta, args.reference, args.rain, args.precision);
+    (d.sound_steps, d.beta, d.reference, d.rain, d.precision, d.momentum) =
+        (args.sound_steps, args.beta, args.reference, args.rain, args.precision, args.momentum_advection);
     (d.coordinate, d.sponge.1) = (args.coordinate.unwrap_or(d.coordinate), args.sponge_rate.unwrap_or(d.sponge.1));
     d.mountain = args.mountain.unwrap_or(d.mountain);
     d.sponge.0 = args.sponge_depth.unwrap_or(d.sponge.0);
