@@ -220,7 +220,7 @@ tendency!(
 tendency!(
     dycore_tendency_unlimited,
     upwind3,
-    "[`dycore_tendency`] with unlimited third-order upwind momentum fluxes ([`upwind3`]; θ′ still \
+    "[`DycoreTendency`] with unlimited third-order upwind momentum fluxes ([`upwind3`]; θ′ still \
      Koren-limited): [`MomentumAdvection::Upwind3`]."
 );
 

@@ -22,8 +22,10 @@ use crate::acoustic::{courant_limit, Coefficients, HALO};
 use crate::checkpoint::Error;
 
 /// One time step in the interior: `u⁺ = (2u − (1 − d) u⁻ + Δt² ∇²u / m) / (1 + d)`, `d = η Δt / 2`
-/// (zero outside the sponge). Linear in `(u, u_prev)`; the reverse time step (`FwiWaveAdjointStep`)
-/// and the gradient in `m` are derived (the accumulating `FwiWaveAdjoint` too, for the tests).
+/// (zero outside the sponge). Linear in `(u, u_prev)`; derived: the reverse time step in scaled
+/// cotangents (`FwiWaveScaledAdjointStep`, with `FwiWaveCotangentScale`) and the gradient in `m`
+/// reading them (`FwiWaveScaledGradient`), which the gradient runs; the reverse time step and
+/// gradient in plain cotangents and the accumulating `FwiWaveAdjoint`, for the tests.
 #[stencil(adjoint(u, u_prev), adjoint_step(u, u_prev), gradient(m), scaled_adjoint_step(u, u_prev), scaled_gradient(m))]
 #[rustfmt::skip]
 pub fn fwi_wave(
