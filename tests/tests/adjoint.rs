@@ -658,12 +658,15 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
             }
             let lhs = dot(&levels[STEPS + 1], &y_new, r) + dot(&levels[STEPS], &y_old, r);
             assert!(lhs.abs() > 1e-3, "a degenerate case: ⟨F x, y⟩ = {lhs}");
-            // `fill`: the cotangents outside the adjoint range (NaN: never read unmasked).
-            let reverse = |step: &Step<'_>, fill: f64| {
-                // lam[k] = λ^(k - 1), from λ^(N + 1) = 0 and λ^N = y_N down.
+            // The reverse loop of `step` from `λᴺ = newest`, `λᴺ⁺¹ = 0`, with `older` added to `λᴺ⁻¹`
+            // (`fill`: the cotangents outside the adjoint range, NaN: never read unmasked);
+            // `back` maps the loop's last two fields to λ⁰ and λ⁻¹. Returns the relative error.
+            type Back<'a> = dyn Fn(&Field3<f64>) -> Field3<f64> + 'a;
+            let reverse = |step: &Step<'_>, fill: f64, newest: &Field3<f64>, older: &Field3<f64>, back: &Back<'_>| {
+                // lam[k] = λ^(k - 1).
                 let mut lam: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
                 lam[STEPS + 2] = Some(Field::zeros(shape));
-                lam[STEPS + 1] = Some(y_new.try_clone().expect("clone"));
+                lam[STEPS + 1] = Some(newest.try_clone().expect("clone"));
                 for k in (0..=STEPS).rev() {
                     let zeros = Field::zeros(shape);
                     // λ^(-1) is read by step 0 as its older level only.
@@ -672,20 +675,21 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
                     step(q, &mut out, lam[k + 2].as_ref().expect("λ"), next);
                     if k == STEPS {
                         for_each_in_range(q, &shape, |g| {
-                            let v = nb(&out, g, [0; 3]) + nb(&y_old, g, [0; 3]);
+                            let v = nb(&out, g, [0; 3]) + nb(older, g, [0; 3]);
                             out.set(g, v).expect("a point of the field");
                         });
                     }
                     lam[k] = Some(out);
                 }
-                let (l0, l_prev) = (lam[1].as_ref().expect("λ0"), lam[0].as_ref().expect("λ-1"));
-                let rhs = dot(&x0, l0, q) + dot(&x_prev, l_prev, q);
+                let (l0, l_prev) = (back(lam[1].as_ref().expect("λ0")), back(lam[0].as_ref().expect("λ-1")));
+                let rhs = dot(&x0, &l0, q) + dot(&x_prev, &l_prev, q);
                 (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
             };
+            let same = |f: &Field3<f64>| f.try_clone().expect("clone");
             let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
                 Host.run(q, DampedAdjointStep, (dt, &c2, &d, out, later, next, &mask)).expect("adjoint step")
             };
-            let err = reverse(&compiled, f64::NAN);
+            let err = reverse(&compiled, f64::NAN, &y_new, &y_old, &same);
             assert!(err <= TOL, "{STEPS} damped steps over {r:?}, reversed over {q:?}: relative error {err:e}");
             if q == r {
                 // The same loop in scaled cotangents μ = λ / ρ, zero outside the forward range (every
@@ -699,7 +703,6 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
                     });
                     out
                 };
-                let y_old_scaled = over(&y_old);
                 let lambda = |f: &Field3<f64>| {
                     let mut out = Field::zeros(shape);
                     for_each_in_range(r, &shape, |g| {
@@ -707,27 +710,8 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
                     });
                     out
                 };
-                let scaled_reverse = |step: &Step<'_>| {
-                    let mut mu: Vec<Option<Field3<f64>>> = (0..STEPS + 3).map(|_| None).collect();
-                    mu[STEPS + 2] = Some(Field::zeros(shape));
-                    mu[STEPS + 1] = Some(over(&y_new));
-                    for k in (0..=STEPS).rev() {
-                        let zeros = Field::zeros(shape);
-                        let next = if k == 0 { &zeros } else { mu[k + 1].as_ref().expect("μ") };
-                        let mut out = Field::zeros(shape);
-                        step(q, &mut out, mu[k + 2].as_ref().expect("μ"), next);
-                        if k == STEPS {
-                            for_each_in_range(q, &shape, |g| {
-                                let v = nb(&out, g, [0; 3]) + nb(&y_old_scaled, g, [0; 3]);
-                                out.set(g, v).expect("a point of the field");
-                            });
-                        }
-                        mu[k] = Some(out);
-                    }
-                    let (l0, l_prev) = (lambda(mu[1].as_ref().expect("μ0")), lambda(mu[0].as_ref().expect("μ-1")));
-                    let rhs = dot(&x0, &l0, q) + dot(&x_prev, &l_prev, q);
-                    (lhs - rhs).abs() / lhs.abs().max(rhs.abs())
-                };
+                let (newest, older) = (over(&y_new), over(&y_old));
+                let scaled_reverse = |step: &Step<'_>| reverse(step, 0.0, &newest, &older, &lambda);
                 let compiled = |q: &Loop3D, out: &mut Field3<f64>, later: &Field3<f64>, next: &Field3<f64>| {
                     Host.run(q, DampedScaledAdjointStep, (dt, &c2, &d, out, later, next)).expect("scaled step")
                 };
@@ -758,8 +742,11 @@ fn the_reverse_loop_of_adjoint_steps_passes_the_dot_product_test() {
                     interpret(&flipped, q, &mut fields, &[dt]);
                     *out = fields[3].take().expect("u_bar");
                 };
-                assert!(reverse(&interpreted, f64::NAN).is_nan(), "the flipped tap reads outside the forward range");
-                let planted = reverse(&interpreted, 0.0);
+                assert!(
+                    reverse(&interpreted, f64::NAN, &y_new, &y_old, &same).is_nan(),
+                    "the flipped tap reads outside the forward range"
+                );
+                let planted = reverse(&interpreted, 0.0, &y_new, &y_old, &same);
                 assert!(planted > 1e-6, "a flipped offset passed the reverse loop's test: relative error {planted:e}");
                 planted_checked = true;
             }
