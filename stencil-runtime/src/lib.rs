@@ -157,8 +157,8 @@ pub use domain::{
 };
 pub use error::{Error, LaunchError};
 pub use executor::{
-    ErasedField, Executor, FieldStorage, HaloJob, Host, HostCopy, Messages, Readback, Record, Recorded, Reduced,
-    SideJob, Stencil, StrategyLoop,
+    ErasedField, Executor, FieldStorage, HaloJob, Host, HostCopy, HostTiling, Messages, Readback, Record, Recorded,
+    Reduced, SideJob, Stencil, StrategyLoop,
 };
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,

@@ -26,7 +26,7 @@ use std::time::Instant;
 use stencil_bench::*;
 use stencil_runtime::field::Element;
 use stencil_runtime::prelude::*;
-use stencil_runtime::Loop;
+use stencil_runtime::{HostTiling, Loop};
 
 /// Options.
 #[derive(clap::Parser)]
@@ -56,6 +56,13 @@ struct Opts {
     /// Alignment of the rows' first interior cell, in elements (default: the shape's, 32).
     #[arg(long)]
     align: Option<usize>,
+    /// Steps per pass over the grid (temporal blocking, `Host::run_steps_with` and
+    /// `Host::run_leapfrog_with`; default: one step per launch, as the peers run).
+    #[arg(long)]
+    pass_steps: Option<usize>,
+    /// Planes per stage of a pass (default: chosen from the cache sizes).
+    #[arg(long, default_value_t = 0)]
+    planes: usize,
     /// Write the final fields into this directory (for checking against the peers).
     #[arg(long)]
     dump: Option<String>,
@@ -150,9 +157,29 @@ macro_rules! cases {
                         $g.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    for _ in 0..o.steps {
-                        range.run($diff, $diff_args).expect("launch");
-                        std::mem::swap(&mut $f, &mut $g);
+                    match o.pass_steps {
+                        Some(k) => {
+                            let tiling = HostTiling::new(k).planes(o.planes);
+                            Host.run_steps_with(
+                                &range,
+                                $diff,
+                                o.steps,
+                                Some(tiling),
+                                (&mut $f, &mut $g),
+                                &(),
+                                |$f, $g, _| $diff_args,
+                            )
+                            .expect("launch");
+                        }
+                        None => {
+                            for _ in 0..o.steps {
+                                {
+                                    let ($f, $g) = (&$f, &mut $g);
+                                    range.run($diff, $diff_args).expect("launch");
+                                }
+                                std::mem::swap(&mut $f, &mut $g);
+                            }
+                        }
                     }
                 });
                 gpts.push(report(o, "s1", $dims, $prec, n, &times));
@@ -170,10 +197,28 @@ macro_rules! cases {
                         u.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    for _ in 0..o.steps {
-                        range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
-                        std::mem::swap(&mut up, &mut u);
-                        std::mem::swap(&mut u, &mut un);
+                    match o.pass_steps {
+                        Some(k) => {
+                            let tiling = HostTiling::new(k).planes(o.planes);
+                            let levels = (&mut up, &mut u, &mut un);
+                            Host.run_leapfrog_with(
+                                &range,
+                                $star,
+                                o.steps,
+                                Some(tiling),
+                                levels,
+                                &v2,
+                                |u, up, un, v2| (c, u, up, v2, un),
+                            )
+                            .expect("launch");
+                        }
+                        None => {
+                            for _ in 0..o.steps {
+                                range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
+                                std::mem::swap(&mut up, &mut u);
+                                std::mem::swap(&mut u, &mut un);
+                            }
+                        }
                     }
                 });
                 gpts.push(report(o, "s2", $dims, $prec, n, &times));
@@ -192,7 +237,7 @@ cases!(
     Shape3,
     Loop3D,
     Diffusion7,
-    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, f, g),
     Acoustic25
 );
 cases!(
@@ -203,11 +248,11 @@ cases!(
     Shape3,
     Loop3D,
     Diffusion7F64,
-    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, &f, &mut g),
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, f, g),
     Acoustic25F64
 );
-cases!(run_2d_f32, f32, "f32", 2, Shape2, Loop2D, Diffusion5, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17);
-cases!(run_2d_f64, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64, |c, f, g| (c.0, c.1, &f, &mut g), Acoustic17F64);
+cases!(run_2d_f32, f32, "f32", 2, Shape2, Loop2D, Diffusion5, |c, f, g| (c.0, c.1, f, g), Acoustic17);
+cases!(run_2d_f64, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64, |c, f, g| (c.0, c.1, f, g), Acoustic17F64);
 
 /// STREAM triad `a = b + 3 c` on 3 × 2^26 f32 (ordinary stores), GB/s counting 12 B per
 /// element, best of 10 after one warm-up.

@@ -34,12 +34,14 @@
 //! ```
 
 mod host;
+mod host_steps;
 mod readback;
 mod record;
 
 pub(crate) use crate::comm::buffer::{check_pairs, check_parts, from_le_bytes, rows, to_le_bytes};
 pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
 pub use host::Host;
+pub use host_steps::HostTiling;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
 pub(crate) use readback::Pending;
 pub use readback::{Readback, Reduced};
@@ -278,10 +280,11 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// `exec.run_steps(&range, Heat, 100, (&mut u, &mut tmp), &kappa, |u, out, kappa| (c, kappa, u, out))`.
     ///
     /// Points outside `range` keep their values, in both fields, for all the steps: fill halos
-    /// between calls, not within them. Both executors run the steps one by one; on a GPU,
-    /// `Gpu::run_steps_with` computes several steps per sweep instead (temporal blocking): `a`
-    /// gets the same bits, while `b` then holds the step before the last sweep (which is the one
-    /// before the last only where the last sweep is a single step).
+    /// between calls, not within them. Both executors run the steps one by one; several steps
+    /// per pass over the grid (temporal blocking) are [`Host::run_steps_with`] (both fields get
+    /// the same bits) and, on a GPU, `Gpu::run_steps_with` (`a` gets the same bits, while `b`
+    /// then holds the step before the last sweep, which is the one before the last only where
+    /// the last sweep is a single step).
     fn run_steps<S, T, X, A, const D: usize>(
         &self,
         range: &Loop<D>,

@@ -43,6 +43,33 @@ pub enum StepPairError {
         /// The tiling asked for.
         tiling: TimeTiling,
     },
+    /// A host tiling of zero steps per pass.
+    NoSteps,
+    /// A field of the rotation declares a boundary, which must be filled after every step.
+    HostDeclaredBoundary {
+        /// The tiling asked for.
+        tiling: crate::executor::HostTiling,
+    },
+    /// A field of the rotation is not passed once, in its role (`position` 0 is the field the
+    /// step writes, 1 the newest it reads, 2 the one before).
+    Passed {
+        /// Which field of the rotation.
+        position: usize,
+        /// Fields in the rotation.
+        of: usize,
+        /// The parameters that receive it.
+        params: Vec<String>,
+    },
+    /// The stencil has a reduction, which would sum over several steps of a pass.
+    Reduces {
+        /// The reduction parameter.
+        param: String,
+    },
+    /// The stencil reads the field it writes.
+    ReadsOutput {
+        /// The parameter.
+        param: String,
+    },
     /// More shared memory per block than the device has.
     SharedMemory {
         /// The tiling asked for.
@@ -83,6 +110,37 @@ impl fmt::Display for StepPairError {
                  use {} or {} steps",
                 tiling.steps - 1,
                 tiling.steps + 1
+            ),
+            E::NoSteps => {
+                write!(f, "a tiling of 0 steps per pass: ask for at least 1, or run the steps one by one (tiling None)")
+            }
+            E::HostDeclaredBoundary { tiling } => write!(
+                f,
+                "a field of the rotation declares a boundary, which must be filled after every step, and {tiling} \
+                 computes several steps per pass: run the steps one by one (tiling None)"
+            ),
+            E::Passed { position, of, params } => {
+                let which = match position {
+                    0 => "the field each step writes (`&mut`)".to_string(),
+                    1 => "the newest field each step reads (`&`)".to_string(),
+                    p => format!("the field each step reads {p} steps back (`&`)"),
+                };
+                write!(
+                    f,
+                    "of the {of} fields that rotate, {which} is passed to {}: it must be passed exactly once, \
+                     to a parameter of that kind",
+                    if params.is_empty() { "no parameter".to_string() } else { format!("{params:?}") }
+                )
+            }
+            E::Reduces { param } => write!(
+                f,
+                "the stencil reduces into `{param}`, which several steps per pass would sum over all of them: run \
+                 the steps one by one (tiling None)"
+            ),
+            E::ReadsOutput { param } => write!(
+                f,
+                "the stencil reads `{param}`, the field it writes, which several steps per pass would read \
+                 half-updated: run the steps one by one (tiling None)"
             ),
             E::SharedMemory { tiling, needs, limit } => write!(
                 f,
