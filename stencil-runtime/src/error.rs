@@ -34,7 +34,7 @@
 //! | S0106 | `Error::CopyShape` | a copy between fields of different shapes | allocate both fields from the same `Shape` |
 //! | S0107 | `Error::Decomposition` | a decomposition, or an exchange over one, that does not fit its fields or executors | what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape |
 //! | S0108 | `Error::Range` | `Loop::from_bounds` or `Loop::grow` asked for points outside the extent, sparse points lie outside their region, or a column sweep has too many levels | keep begin <= end <= extent, grow by at most the points outside the range, place sparse points in the region, split a long column launch |
-//! | S0109 | `Error::StepPair` | `run_steps_with` got a pair, a stencil or a tiling that cannot run several steps per sweep | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
+//! | S0109 | `Error::StepPair` | `run_steps_with` or `run_leapfrog_with` got fields, a stencil or a tiling that cannot run several steps per pass | what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one |
 //! | S0110 | `Error::Region` | a range split into an inner region and slabs wider than the range | slab widths that add up to at most the range's points along each axis |
 //! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
 //! | S0112 | `Error::Reach` | a halo asked for from a stencil's reads of a field it does not have | name the field as the stencil's signature does |
@@ -119,7 +119,7 @@ catalogue! {
     "S0106" "Error::CopyShape" "a copy between fields of different shapes" "allocate both fields from the same Shape";
     "S0107" "Error::Decomposition" "a decomposition, or an exchange over one, that does not fit its fields or executors" "what the message names: the process grid, the halo, one field per subdomain of its subdomain's shape";
     "S0108" "Error::Range" "Loop::from_bounds or Loop::grow asked for points outside the extent, sparse points lie outside their region, or a column sweep has too many levels" "keep begin <= end <= extent, grow by at most the points outside the range, place sparse points in the region, split a long column launch";
-    "S0109" "Error::StepPair" "run_steps_with got a pair, a stencil or a tiling that cannot run several steps per sweep" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
+    "S0109" "Error::StepPair" "run_steps_with or run_leapfrog_with got fields, a stencil or a tiling that cannot run several steps per pass" "what the message says: the pair's first field as the stencil's input and the second as its one output, an odd number of steps per sweep, a tiling that fits; or the steps one by one";
     "S0110" "Error::Region" "a range split into an inner region and slabs wider than the range" "slab widths that add up to at most the range's points along each axis";
     "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
     "S0112" "Error::Reach" "a halo asked for from a stencil's reads of a field it does not have" "name the field as the stencil's signature does";
@@ -257,8 +257,9 @@ pub enum Error {
     /// A range built from bounds outside its extent, sparse points outside their region, or a
     /// column sweep over too many levels ([`crate::RangeError`]).
     Range(crate::range::RangeError),
-    /// Several steps per sweep (`Gpu::run_steps_with`) with a pair the arguments do not use as
-    /// input and output, of a stencil that cannot run so, or with a tiling that does not fit.
+    /// Several steps per pass (`Host::run_steps_with`, `Host::run_leapfrog_with`,
+    /// `Gpu::run_steps_with`) with fields the arguments do not use in their roles, of a stencil
+    /// that cannot run so, or with a tiling that does not fit.
     StepPair {
         /// The stencil.
         stencil: &'static str,
@@ -426,7 +427,7 @@ impl Error {
             }
             Error::StepPair { .. } => "do what the message says: pass the pair's first field where the stencil \
                 reads its input and the second where it writes its one output (`|a, b, _| (c, a, b)`), use an odd \
-                number of steps per sweep and a tiling that fits; or run the steps one by one (`run_steps`)"
+                number of steps per sweep on a GPU and a tiling that fits; or run the steps one by one (tiling `None`)"
                 .to_string(),
             Error::Halo(e) => e.help(),
             Error::Field(e) => e.help(),

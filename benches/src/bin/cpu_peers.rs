@@ -108,9 +108,10 @@ fn report(o: &Opts, case: &str, dims: usize, prec: &str, n: usize, times: &[f64]
     if o.quiet {
         return gpts;
     }
+    let who = o.pass_steps.map_or("stencil".to_string(), |k| format!("stencil+pass{k}"));
     let ts: Vec<String> = times.iter().map(|t| format!("{t:.5}")).collect();
     println!(
-        "{{\"who\": \"stencil\", \"case\": \"{case}\", \"dims\": {dims}, \"prec\": \"{prec}\", \"n\": {n}, \"steps\": {}, \
+        "{{\"who\": \"{who}\", \"case\": \"{case}\", \"dims\": {dims}, \"prec\": \"{prec}\", \"n\": {n}, \"steps\": {}, \
          \"threads\": {}, \"isa\": \"{isa}\", \"median_s\": {med:.5}, \"times\": [{}], \"gpts\": {gpts:.4}}}",
         o.steps,
         rayon::current_num_threads(),
