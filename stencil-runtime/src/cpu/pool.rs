@@ -9,7 +9,31 @@
 //! process may run on, so a thread keeps its caches and the pages it touched first. (If the
 //! program built the global pool itself, rayon's pool is used unchanged.)
 
+use std::cell::Cell;
 use std::sync::Once;
+
+thread_local! {
+    /// This thread's seat at a launch: 0 for the thread that calls it, `n + 1` for the pool's
+    /// worker `n` (the same worker keeps its seat from launch to launch).
+    pub(crate) static SEAT: Cell<usize> = const { Cell::new(0) };
+    /// Whether launches from this thread hand out tasks by seat ([`affine_tasks`]).
+    pub(crate) static AFFINE: Cell<bool> = const { Cell::new(false) };
+}
+
+/// Until the guard drops, launches from this thread give task `t` to the thread in seat
+/// `t % threads` first (the caller and the launch pool's workers keep their seats), so that
+/// launches of the same range put the same tiles on the same cores, where the last launch left
+/// them in the L2; a thread that finds its own tasks done takes any left. Several steps per pass
+/// ([`crate::Host::run_steps_with`]) run so.
+pub fn affine_tasks() -> impl Drop {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            AFFINE.set(self.0);
+        }
+    }
+    Restore(AFFINE.replace(true))
+}
 
 /// Builds the pinned global pool if `STENCIL_CPU_PIN=1` asks for it (once; later calls return).
 pub fn ensure_pool() {
@@ -166,9 +190,11 @@ pub(crate) mod spin {
         {
             let mut n = p.workers.lock().unwrap_or_else(|e| e.into_inner());
             while *n < helpers {
-                let shared = p.shared;
-                let spawned =
-                    std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || worker(shared));
+                let (shared, seat) = (p.shared, *n + 1);
+                let spawned = std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || {
+                    super::SEAT.set(seat);
+                    worker(shared)
+                });
                 if spawned.is_err() {
                     return false;
                 }

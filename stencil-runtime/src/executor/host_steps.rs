@@ -151,6 +151,8 @@ fn rotate<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
             }
         }
         Some(Wavefront { axis, reach, per_pass, planes }) => {
+            // The launches of a pass cover the same tiles: keep each on the core that last had it.
+            let _affine = crate::cpu::affine_tasks();
             let mut first = 0;
             while first < steps {
                 let count = per_pass.min(steps - first);
