@@ -192,7 +192,7 @@ pub(crate) mod spin {
             while *n < helpers {
                 let (shared, seat) = (p.shared, *n + 1);
                 let spawned = std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || {
-                    super::SEAT.set(seat);
+                    crate::cpu::pool::SEAT.set(seat);
                     worker(shared)
                 });
                 if spawned.is_err() {

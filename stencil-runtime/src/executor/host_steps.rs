@@ -215,7 +215,7 @@ fn check<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
         return Err(refuse(StepPairError::NoSteps));
     }
     if slots.iter().any(|f| f.declared().is_some_and(|fills| fills.iter().any(Option::is_some))) {
-        return Err(refuse(StepPairError::HostDeclaredBoundary { tiling }));
+        return Err(refuse(StepPairError::HostDeclaredBoundary { steps: tiling.steps }));
     }
     let k = slots.len();
     let addresses: Vec<u64> = slots.iter().map(|f| f.as_slice().as_ptr() as u64).collect();

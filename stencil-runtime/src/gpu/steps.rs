@@ -47,8 +47,8 @@ pub enum StepPairError {
     NoSteps,
     /// A field of the rotation declares a boundary, which must be filled after every step.
     HostDeclaredBoundary {
-        /// The tiling asked for.
-        tiling: crate::executor::HostTiling,
+        /// Steps per pass asked for.
+        steps: usize,
     },
     /// A field of the rotation is not passed once, in its role (`position` 0 is the field the
     /// step writes, 1 the newest it reads, 2 the one before).
@@ -114,10 +114,10 @@ impl fmt::Display for StepPairError {
             E::NoSteps => {
                 write!(f, "a tiling of 0 steps per pass: ask for at least 1, or run the steps one by one (tiling None)")
             }
-            E::HostDeclaredBoundary { tiling } => write!(
+            E::HostDeclaredBoundary { steps } => write!(
                 f,
-                "a field of the rotation declares a boundary, which must be filled after every step, and {tiling} \
-                 computes several steps per pass: run the steps one by one (tiling None)"
+                "a field of the rotation declares a boundary, which must be filled after every step, and a tiling \
+                 of {steps} steps per pass computes several steps between fills: run the steps one by one (tiling None)"
             ),
             E::Passed { position, of, params } => {
                 let which = match position {
