@@ -24,6 +24,16 @@ pub trait Real: Element + IoElement + Into<f64> {
         f: &E::Field<Self, 3>,
         f_new: &mut E::Field<Self, 3>,
     ) -> Result<(), LaunchError>;
+    /// `steps` steps of the pair (`f` then holds the last), in passes of up to `per_pass` steps
+    /// over the grid where `exec` has them ([`Executor::run_steps_in_passes`]).
+    fn steps<E: Executor>(
+        exec: &E,
+        range: &Loop3D,
+        c: &[f64; 7],
+        steps: usize,
+        per_pass: usize,
+        pair: (&mut E::Field<Self, 3>, &mut E::Field<Self, 3>),
+    ) -> Result<(), LaunchError>;
 }
 
 /// The stencil `$name` (functor `$stencil`) of one 7-point step in `$t`, and [`Real`] for `$t`.
@@ -66,6 +76,19 @@ macro_rules! diffusion3d {
                 let [ce, cw, cn, cs, ct, cb, cc] = c.map(|c| c as $t);
                 exec.run(range, $stencil, (ce, cw, cn, cs, ct, cb, cc, f, f_new))
             }
+            fn steps<E: Executor>(
+                exec: &E,
+                range: &Loop3D,
+                c: &[f64; 7],
+                steps: usize,
+                per_pass: usize,
+                pair: (&mut E::Field<$t, 3>, &mut E::Field<$t, 3>),
+            ) -> Result<(), LaunchError> {
+                let [ce, cw, cn, cs, ct, cb, cc] = c.map(|c| c as $t);
+                exec.run_steps_in_passes(range, $stencil, steps, per_pass, pair, &(), |f, f_new, _| {
+                    (ce, cw, cn, cs, ct, cb, cc, f, f_new)
+                })
+            }
         }
     };
 }
@@ -85,6 +108,9 @@ pub struct Setup {
     pub cfl: f64,
     /// Initial standard deviation of the Gaussian, as a fraction of the shortest side of the box.
     pub sigma0: f64,
+    /// Steps per pass over the grid after the plain steps, where the executor has passes (the
+    /// host: [`Executor::run_steps_in_passes`]); 1: the recorded pairs. The same bits either way.
+    pub pass_steps: usize,
 }
 
 /// Diffusivity of every run (the problem is nondimensional: the shortest side of the box is 1).
@@ -97,7 +123,7 @@ pub const WARM_UP: usize = 10;
 impl Setup {
     /// A cubic grid of `n^3` points, the time step 0.9 of the limit, `sigma0` 0.06 of the box.
     pub fn cube(n: usize, steps: usize) -> Self {
-        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06 }
+        Setup { n: [n; 3], order: Order::Ijk, steps, cfl: 0.9, sigma0: 0.06, pass_steps: 1 }
     }
 
     /// Grid spacing, the same on every axis: the shortest side of the box has length 1.
@@ -212,7 +238,8 @@ impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
     }
 
     /// [`WARM_UP`] plain steps (one more for an odd count), then pairs `buffers[0] → buffers[1] →
-    /// buffers[0]` replaying one [`Recorded`] pair (a CUDA graph on a GPU): the bits of plain steps.
+    /// buffers[0]` replaying one [`Recorded`] pair (a CUDA graph on a GPU), or with
+    /// [`Setup::pass_steps`] above 1 the rest in passes ([`Real::steps`]): the bits of plain steps.
     /// `after_step` once a step is issued, and done for the plain steps and the last.
     fn advance(&mut self, steps: usize, after_step: &mut dyn FnMut(usize, f64)) -> Result<(), Error> {
         let (exec, from, dt, steps) = (self.exec, self.step, self.setup.dt(), steps.min(self.setup.steps - self.step));
@@ -227,7 +254,12 @@ impl<E: Executor, T: Real> Stepping for Running<'_, E, T> {
             exec.synchronize()?;
             done(k);
         }
-        if plain < steps {
+        if plain < steps && self.setup.pass_steps > 1 {
+            let [a, b] = &mut self.buffers;
+            T::steps(exec, &range, &c, steps - plain, self.setup.pass_steps, (a, b))?;
+            exec.synchronize()?;
+            (plain + 1..=steps).for_each(&mut done);
+        } else if plain < steps {
             let pair = |e: &E, [a, b]: &mut [E::Field<T, 3>; 2]| step(e, a, b).and_then(|()| step(e, b, a));
             let mut recorded = Recorded::new(exec, &mut self.buffers, pair)?;
             for k in (plain + 2..=steps).step_by(2) {

@@ -39,6 +39,25 @@ fn check<T: Real>(order: Order) {
     }
 }
 
+/// Passes of several steps over the grid (on the host) give the plain steps' bits too, with
+/// progress once per step in order.
+#[test]
+fn passes_equal_plain_steps() {
+    for (order, per_pass) in [(Order::Ijk, 2), (Order::Ijk, 5), (Order::Kij, 16)] {
+        for steps in [0, 9, 11, 12, 15, 40] {
+            let setup = Setup { order, pass_steps: per_pass, ..Setup::cube(12, steps) };
+            let mut seen = Vec::new();
+            let (f, _) = run::<Host, f32>(&Host, &setup, &Plan::none(), |s| seen.push(s)).expect("runs");
+            assert_eq!(seen, (1..=steps).collect::<Vec<_>>(), "{steps} steps: progress out of order");
+            let plain = Setup { pass_steps: 1, ..setup };
+            assert!(
+                bits(&f) == bits(&by_hand::<f32>(&plain)),
+                "{order:?}, {steps} steps, {per_pass} per pass: differs from plain steps"
+            );
+        }
+    }
+}
+
 #[test]
 fn recorded_pairs_equal_plain_steps_f32() {
     check::<f32>(Order::Ijk);

@@ -37,6 +37,10 @@ struct Args {
     /// Time step as a fraction of the stability limit dx^2 / (6 kappa), in (0, 1].
     #[arg(long, default_value_t = 0.9)]
     cfl: f64,
+    /// Steps per pass over the grid on the CPU (temporal blocking; 1: one step per launch). A GPU
+    /// or subdomains run one step per launch. The same bits either way.
+    #[arg(long, default_value_t = 1)]
+    pass_steps: usize,
     #[command(flatten)]
     overlap: OverlapArgs,
     /// Where to run: --gpu, --domains, --gpus, --grid.
@@ -78,7 +82,10 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         Layout::Ijk => Order::Ijk,
         Layout::Kij => Order::Kij,
     };
-    let setup = Setup { n, order, cfl: args.cfl, ..Setup::cube(n[0], args.steps) };
+    if args.pass_steps == 0 {
+        return Err("--pass-steps 0: give at least 1 (1 runs one step per launch)".into());
+    }
+    let setup = Setup { n, order, cfl: args.cfl, pass_steps: args.pass_steps, ..Setup::cube(n[0], args.steps) };
     // Two fields on the executor, the initial and the final global field on the host.
     let bytes = if matches!(args.precision, Precision::F64) { 8 } else { 4 };
     let footprint = Footprint { executor: 2 * bytes, host: 2 * bytes };
@@ -132,6 +139,12 @@ impl OnExecutor for Diffuse<'_> {
 
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         self.timed.bar.println(format!("running on {}", exec.describe()));
+        if self.setup.pass_steps > 1 {
+            self.timed.bar.println(format!(
+                "up to {} steps per pass over the grid where the executor has passes (the host); elsewhere one step per launch",
+                self.setup.pass_steps
+            ));
+        }
         match self.precision {
             Precision::F32 => self.run_in::<E, f32>(exec),
             Precision::F64 => self.run_in::<E, f64>(exec),

@@ -128,6 +128,25 @@ impl Executor for Host {
         fills.0.into_inner()
     }
 
+    fn run_steps_in_passes<S, T, X, A, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        steps: usize,
+        per_pass: usize,
+        pair: (&mut Field<T, D>, &mut Field<T, D>),
+        fixed: &X,
+        args: A,
+    ) -> Result<(), LaunchError>
+    where
+        S: Stencil<D>,
+        T: Element,
+        X: ?Sized,
+        A: for<'f> Fn(&'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host>,
+    {
+        self.run_steps_with(range, stencil, steps, Host::passes_of(per_pass), pair, fixed, args)
+    }
+
     fn fill_halo_sides<T: Element, const D: usize>(
         &self,
         jobs: &mut [SideJob<'_, Field<T, D>, D>],

@@ -52,6 +52,11 @@ impl fmt::Display for HostTiling {
 }
 
 impl Host {
+    /// `per_pass` steps per pass as a tiling: `None` (one step per launch) for 0 and 1.
+    pub(crate) fn passes_of(per_pass: usize) -> Option<HostTiling> {
+        (per_pass > 1).then(|| HostTiling::new(per_pass))
+    }
+
     /// [`Executor::run_steps`] with a choice of pass: `Some(tiling)` computes up to
     /// `tiling.steps` steps per pass over the grid (temporal blocking, see [`HostTiling`]), `None`
     /// runs the steps one by one. Either way both fields end bit for bit as `steps` single

@@ -308,6 +308,33 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         Ok(())
     }
 
+    /// [`Executor::run_steps`] in passes of up to `per_pass` steps over the grid (temporal
+    /// blocking) where the executor has them, for models written once for every executor: the
+    /// host runs [`Host::run_steps_with`] with [`HostTiling::new`]`(per_pass)` (and refuses what
+    /// it refuses, `S0109`); the other executors run the steps one by one (a GPU's sweeps need a
+    /// tiling measured on the card: `Gpu::run_steps_with`). The same bits either way; `per_pass`
+    /// 0 or 1 is one step per launch.
+    #[allow(clippy::too_many_arguments)]
+    fn run_steps_in_passes<S, T, X, A, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        steps: usize,
+        per_pass: usize,
+        pair: (&mut Self::Field<T, D>, &mut Self::Field<T, D>),
+        fixed: &X,
+        args: A,
+    ) -> Result<(), LaunchError>
+    where
+        S: Stencil<D>,
+        T: Element,
+        X: ?Sized,
+        A: for<'f> Fn(&'f Self::Field<T, D>, &'f mut Self::Field<T, D>, &'f X) -> S::Args<'f, Self>,
+    {
+        let _ = per_pass;
+        self.run_steps(range, stencil, steps, pair, fixed, args)
+    }
+
     /// Fills the halos of several fields of one element type, each along the axes it names
     /// (both ends of an axis by one [`HaloFill`]), as if by [`Field::fill_halo`] for each field
     /// and each named axis in increasing order; on a GPU all of it is one kernel.
