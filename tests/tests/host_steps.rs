@@ -12,48 +12,6 @@ use common::*;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{stencil, Element, HostTiling};
 
-#[stencil]
-fn heat7(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
-    out[idx] = (1.0 - 6.0 * c) * u[idx]
-        + c * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
-        + c * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
-        + c * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()]);
-}
-
-/// One-sided reach (2 back, 1 ahead on every axis), a read-only field read at an offset, a
-/// branch and a clamp: f64.
-#[stencil]
-fn skew(idx: Idx3, w: f64, kappa: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
-    let west = u[idx.ix::<-2, 0, 0>()] + u[idx.ix::<1, 0, 0>()];
-    let south = u[idx.ix::<0, -2, 0>()] + u[idx.ix::<0, 1, 0>()];
-    let down = u[idx.ix::<0, 0, -2>()] + u[idx.ix::<0, 0, 1>()];
-    let k = kappa[idx.ix::<1, 1, 0>()];
-    let v = if k > 0.0 { u[idx] + w * k * (west + south + down - 6.0 * u[idx]) } else { 0.5 * (u[idx] + down) };
-    out[idx] = v.max(-4.0).min(4.0);
-}
-
-/// The 27-point box: neighbours off every axis at once.
-#[stencil]
-fn box27(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
-    let mut s = 0.0f32;
-    for k in -1..=1 {
-        for j in -1..=1 {
-            for i in -1..=1 {
-                s += u[idx.ix(i, j, k)];
-            }
-        }
-    }
-    out[idx] = s * (1.0 / 27.0);
-}
-
-/// No reach along the outer axis: a wavefront whose steps follow each other plane by plane.
-#[stencil]
-fn plane5(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
-    out[idx] = u[idx]
-        + c * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()]
-            - 4.0 * u[idx]);
-}
-
 /// The wave equation's leapfrog with a reach of 3 along every axis and a coefficient field.
 #[stencil]
 fn wave(idx: Idx3, c: f64, u: &Field3<f64>, u_prev: &Field3<f64>, v2: &Field3<f64>, u_next: &mut Field3<f64>) {

@@ -1,9 +1,11 @@
-//! What the GPU suite and the kernel snapshot/compile tests share: the canonical stencils
-//! (re-exported from `stencil_tests::canonical`), random inputs and the strategies to run.
+//! What the GPU suite, the kernel snapshot/compile tests and the tests of several steps per pass
+//! share: the canonical stencils
+//! (re-exported from `stencil_tests::canonical`) and a few more, random inputs and the strategies
+//! to run.
 #![allow(dead_code, unused_imports)]
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Element, Field, Strategy};
+use stencil_runtime::{stencil, Element, Field, Strategy};
 pub use stencil_tests::canonical::*;
 
 /// Random conserved Euler fields (density 1-2, momenta within ±0.5, energy 2.5-3.5: positive
@@ -296,4 +298,47 @@ pub fn check_add_at<E: stencil_runtime::Executor>(exec: &E, seed: u64) {
     let e = exec.add_at(&mut on_exec32, &points, &values32[1..]).unwrap_err().to_string();
     assert!(e.contains("300 points but 299 values: give one value per point"), "{e}");
     assert_eq!(bits32(&exec.download(&on_exec32).unwrap()), before, "a refused add_at adds nothing");
+}
+
+/// The 7-point heat equation, f32 (the tests of several steps per pass and per sweep).
+#[stencil]
+pub fn heat7(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = (1.0 - 6.0 * c) * u[idx]
+        + c * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()])
+        + c * (u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()])
+        + c * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()]);
+}
+
+/// One-sided reach (2 back, 1 ahead on every axis), a read-only coefficient field read at an
+/// offset, a branch and a clamp: f64.
+#[stencil]
+pub fn skew(idx: Idx3, w: f64, kappa: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let west = u[idx.ix::<-2, 0, 0>()] + u[idx.ix::<1, 0, 0>()];
+    let south = u[idx.ix::<0, -2, 0>()] + u[idx.ix::<0, 1, 0>()];
+    let down = u[idx.ix::<0, 0, -2>()] + u[idx.ix::<0, 0, 1>()];
+    let k = kappa[idx.ix::<1, 1, 0>()];
+    let v = if k > 0.0 { u[idx] + w * k * (west + south + down - 6.0 * u[idx]) } else { 0.5 * (u[idx] + down) };
+    out[idx] = v.max(-4.0).min(4.0);
+}
+
+/// The 27-point box: neighbours off every axis at once.
+#[stencil]
+pub fn box27(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
+    let mut s = 0.0f32;
+    for k in -1..=1 {
+        for j in -1..=1 {
+            for i in -1..=1 {
+                s += u[idx.ix(i, j, k)];
+            }
+        }
+    }
+    out[idx] = s * (1.0 / 27.0);
+}
+
+/// No reach along the outer (marching) axis.
+#[stencil]
+pub fn plane5(idx: Idx3, c: f32, u: &Field3<f32>, out: &mut Field3<f32>) {
+    out[idx] = u[idx]
+        + c * (u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()]
+            - 4.0 * u[idx]);
 }
