@@ -35,6 +35,20 @@ fn accumulate(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
     out[idx] = out[idx] + u[idx.ix::<0, 0, 1>()];
 }
 
+/// Writes a second field.
+#[stencil]
+fn two_out(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>, flux: &mut Field3<f32>) {
+    out[idx] = u[idx.ix::<0, 0, 1>()];
+    flux[idx] = u[idx];
+}
+
+/// Reduces.
+#[stencil]
+fn step_and_sum(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>, total: &mut Sum<f32>) {
+    out[idx] = u[idx.ix::<0, 0, -1>()];
+    total.fold(u[idx]);
+}
+
 /// Reads two fields of the pair's type.
 #[stencil]
 fn blend(idx: Idx3, u: &Field3<f32>, v: &Field3<f32>, out: &mut Field3<f32>) {
@@ -223,6 +237,25 @@ fn stencils_and_fields_that_cannot_run_several_steps_per_pass_are_refused() {
     refused(e.unwrap_err(), &["newest field each step reads", "[\"u\", \"v\"]", "exactly once"]);
     let e = Host.run_steps_with(&range, Blend, 4, t, (&mut a, &mut b), &c, |_, b, c| (c, c, b));
     refused(e.unwrap_err(), &["newest field each step reads", "no parameter"]);
+    // A second written field or a reduction, passed as leaked borrows (the only way `args` can
+    // hand out a `&mut` of its own).
+    let e = Host.run_steps_with(&range, TwoOut, 4, t, (&mut a, &mut b), &(), |a, b, _| {
+        (a, b, Box::leak(Box::new(Field3::<f32>::zeros(shape))))
+    });
+    refused(e.unwrap_err(), &["two_out", "`out`", "writes `flux`"]);
+    let e = Host.run_steps_with(&range, StepAndSum, 4, t, (&mut a, &mut b), &(), |a, b, _| {
+        (a, b, Box::leak(Box::new(Sum::new())))
+    });
+    refused(e.unwrap_err(), &["step_and_sum", "reduces into `total`", "tiling None"]);
+    // An inverted range is refused as single steps refuse it, and an empty one swaps as they do.
+    let inverted = Loop3D::new(10, 6, 6, 10, 1, 1, 10, 1, 1);
+    let e = Host.run_steps_with(&inverted, Heat7, 3, t, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
+    let single = Host.run_steps_with(&inverted, Heat7, 3, None, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
+    assert_eq!(e.unwrap_err().code(), single.unwrap_err().code());
+    let (a0, b0) = (a.clone(), b.clone());
+    let empty = Loop3D::new(10, 5, 5, 10, 1, 1, 10, 1, 1);
+    Host.run_steps_with(&empty, Heat7, 3, t, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b)).unwrap();
+    assert_eq!((a.as_slice(), b.as_slice()), (b0.as_slice(), a0.as_slice()), "3 empty steps swap the pair once");
     // The same arguments run one step at a time without complaint.
     Host.run_steps_with(&range, Blend, 4, None, (&mut a, &mut b), &c, |a, b, c| (a, c, b)).unwrap();
     Host.run_steps_with(&range, Accumulate, 2, None, (&mut a, &mut b), &(), |a, b, _| (a, b)).unwrap();

@@ -148,7 +148,10 @@ fn rotate<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
     let plan = match tiling {
         Some(tiling) => Some(check::<S, T, X, D>(tiling, slots, fixed, bind)?),
         _ => None,
-    };
+    }
+    // A range without points (empty, or inverted, which a launch refuses) goes one launch per step,
+    // so that it fails or passes exactly as single steps do.
+    .filter(|_| range.points() > 0);
     match plan {
         None => {
             for s in 0..steps {
