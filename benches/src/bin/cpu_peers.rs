@@ -158,30 +158,11 @@ macro_rules! cases {
                         $g.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    match o.pass_steps {
-                        Some(k) => {
-                            let tiling = HostTiling::new(k).planes(o.planes);
-                            Host.run_steps_with(
-                                &range,
-                                $diff,
-                                o.steps,
-                                Some(tiling),
-                                (&mut $f, &mut $g),
-                                &(),
-                                |$f, $g, _| $diff_args,
-                            )
-                            .expect("launch");
-                        }
-                        None => {
-                            for _ in 0..o.steps {
-                                {
-                                    let ($f, $g) = (&$f, &mut $g);
-                                    range.run($diff, $diff_args).expect("launch");
-                                }
-                                std::mem::swap(&mut $f, &mut $g);
-                            }
-                        }
-                    }
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes));
+                    Host.run_steps_with(&range, $diff, o.steps, tiling, (&mut $f, &mut $g), &(), |$f, $g, _| {
+                        $diff_args
+                    })
+                    .expect("launch");
                 });
                 gpts.push(report(o, "s1", $dims, $prec, n, &times));
                 dump(o, &format!("s1_{}d_{}", $dims, $prec), &$f);
@@ -198,29 +179,12 @@ macro_rules! cases {
                         u.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    match o.pass_steps {
-                        Some(k) => {
-                            let tiling = HostTiling::new(k).planes(o.planes);
-                            let levels = (&mut up, &mut u, &mut un);
-                            Host.run_leapfrog_with(
-                                &range,
-                                $star,
-                                o.steps,
-                                Some(tiling),
-                                levels,
-                                &v2,
-                                |u, up, un, v2| (c, u, up, v2, un),
-                            )
-                            .expect("launch");
-                        }
-                        None => {
-                            for _ in 0..o.steps {
-                                range.run($star, (c, &u, &up, &v2, &mut un)).expect("launch");
-                                std::mem::swap(&mut up, &mut u);
-                                std::mem::swap(&mut u, &mut un);
-                            }
-                        }
-                    }
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes));
+                    let levels = (&mut up, &mut u, &mut un);
+                    Host.run_leapfrog_with(&range, $star, o.steps, tiling, levels, &v2, |u, up, un, v2| {
+                        (c, u, up, v2, un)
+                    })
+                    .expect("launch");
                 });
                 gpts.push(report(o, "s2", $dims, $prec, n, &times));
                 dump(o, &format!("s2_{}d_{}", $dims, $prec), &u);
