@@ -66,6 +66,13 @@ fn tilings() -> Vec<Option<HostTiling>> {
         Some(t(5).planes(7)),
         Some(t(3)),
         Some(t(2).planes(3)),
+        // Bands of the middle axis: narrower than a band can be (widened to the steps' lean),
+        // a few rows, more rows than the range has (one band), and sized from the caches.
+        Some(t(3).planes(2).rows(1)),
+        Some(t(2).planes(1).rows(3)),
+        Some(t(4).rows(5)),
+        Some(t(2).rows(2)),
+        Some(t(2).planes(4).rows(64)),
     ]
 }
 
@@ -185,7 +192,7 @@ fn a_2d_pair_equals_single_steps() {
 fn a_leapfrog_of_three_fields_equals_single_steps() {
     let mut rng = Rng(23);
     for order in [Order::Ijk, Order::Kij] {
-        let shape = Shape3::new([11, 10, 19]).halo(3).order(order);
+        let shape = Shape3::new([11, 16, 19]).halo(3).order(order);
         let v2 = random(shape, &mut rng, |v| 1.0 + v * v);
         for (ri, range) in ranges(&shape).iter().enumerate() {
             let f0: Vec<Field3<f64>> = (0..3).map(|_| random(shape, &mut rng, |v| v)).collect();

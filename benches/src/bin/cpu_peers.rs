@@ -63,6 +63,9 @@ struct Opts {
     /// Planes per stage of a pass (default: chosen from the cache sizes).
     #[arg(long, default_value_t = 0)]
     planes: usize,
+    /// Rows per band of a pass (3D; default: no bands).
+    #[arg(long, default_value_t = 0)]
+    rows: usize,
     /// Write the final fields into this directory (for checking against the peers).
     #[arg(long)]
     dump: Option<String>,
@@ -158,7 +161,7 @@ macro_rules! cases {
                         $g.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes));
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows));
                     Host.run_steps_with(&range, $diff, o.steps, tiling, (&mut $f, &mut $g), &(), |$f, $g, _| {
                         $diff_args
                     })
@@ -179,7 +182,7 @@ macro_rules! cases {
                         u.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes));
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows));
                     let levels = (&mut up, &mut u, &mut un);
                     Host.run_leapfrog_with(&range, $star, o.steps, tiling, levels, &v2, |u, up, un, v2| {
                         (c, u, up, v2, un)

@@ -28,26 +28,43 @@ pub struct HostTiling {
     /// the cache sizes (a slab and the planes around it that a step reads, of every field, fit
     /// in half the cache the process can count on, [`crate::cpu::Caches::llc_share`]).
     pub planes: usize,
+    /// Rows of the middle axis per band (3D). A pass with bands runs band after band, each
+    /// step's band leaning back by the reach along the middle axis, so that the planes in flight
+    /// are a band's and can stay in the cores' own caches where whole planes would not. 0
+    /// chooses: bands only where a slab of whole planes as thick as the reach does not fit in
+    /// the cache share above, as wide as fits in twice the cores' L2 (with `planes` 0 the slab
+    /// is then sized against half of it); `usize::MAX`: never bands. A band is at least as wide
+    /// as the steps of a pass lean back.
+    pub rows: usize,
 }
 
 impl HostTiling {
     /// `steps` steps per pass, the slab chosen from the cache sizes.
     pub fn new(steps: usize) -> Self {
-        HostTiling { steps, planes: 0 }
+        HostTiling { steps, planes: 0, rows: 0 }
     }
 
     /// The same with `planes` planes per stage.
     pub fn planes(self, planes: usize) -> Self {
         HostTiling { planes, ..self }
     }
+
+    /// The same in bands of `rows` rows of the middle axis (3D; `usize::MAX`: no bands).
+    pub fn rows(self, rows: usize) -> Self {
+        HostTiling { rows, ..self }
+    }
 }
 
 impl fmt::Display for HostTiling {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.planes {
-            0 => write!(f, "{} steps per pass", self.steps),
-            p => write!(f, "{} steps per pass, {p} planes per stage", self.steps),
+        write!(f, "{} steps per pass", self.steps)?;
+        if self.planes > 0 {
+            write!(f, ", {} planes per stage", self.planes)?;
         }
+        if self.rows > 0 {
+            write!(f, ", bands of {} rows", self.rows)?;
+        }
+        Ok(())
     }
 }
 
@@ -158,13 +175,15 @@ fn rotate<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
                 step(slots, s, range)?;
             }
         }
-        Some(Wavefront { axis, reach, per_pass, planes }) => {
+        Some(Wavefront { axis, reach, per_pass, planes, band }) => {
             // The launches of a pass cover the same tiles: keep each on the core that last had it.
             let _affine = crate::cpu::affine_tasks();
             let mut first = 0;
             while first < steps {
                 let count = per_pass.min(steps - first);
-                wavefront(range, axis, reach, count, planes, |j, slab| step(slots, first + j, slab))?;
+                for_bands(range, band, count, |bounds| {
+                    wavefront(range, &bounds, axis, reach, count, planes, |j, slab| step(slots, first + j, slab))
+                })?;
                 first += count;
             }
         }
@@ -209,6 +228,16 @@ struct Wavefront {
     per_pass: usize,
     /// Planes per stage.
     planes: usize,
+    /// Bands along another axis, if any.
+    band: Option<Band>,
+}
+
+/// Bands of a pass: along `axis`, `rows` wide, each step's band `reach` before the last one's.
+#[derive(Clone, Copy, Debug)]
+struct Band {
+    axis: usize,
+    reach: usize,
+    rows: usize,
 }
 
 /// Checks that the stencil and the rotation can run several steps per pass, and plans the pass.
@@ -276,24 +305,87 @@ fn check<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
     if of(output).is_read() {
         return Err(refuse(StepPairError::ReadsOutput { param: name(output) }));
     }
-    let axis = shape.element_order().axes::<D>()[D - 1];
-    let reach =
+    let axes = shape.element_order().axes::<D>();
+    let axis = axes[D - 1];
+    let reach_along = |axis: usize| {
         inputs.iter().map(|&p| of(p).lo[axis].unsigned_abs().max(of(p).hi[axis].unsigned_abs())).max().unwrap_or(0)
-            as usize;
-    let per_pass = tiling.steps;
-    let planes = match tiling.planes {
-        0 => {
-            // A step reads the planes the step before it wrote in the same stage: a slab and
-            // twice the reach of every field the launch touches, kept in half the cache the
-            // process can count on.
-            let fields = values.iter().filter(|v| matches!(v, ArgValue::Field { .. })).count().max(1);
-            let plane_bytes = shape.strides()[axis] * std::mem::size_of::<T>();
-            let budget = crate::cpu::caches().llc_share(rayon::current_num_threads()) / 2;
-            (budget / (plane_bytes * fields).max(1)).saturating_sub(2 * reach).max(reach).max(1)
-        }
-        p => p,
+            as usize
     };
-    Ok(Wavefront { axis, reach, per_pass, planes })
+    let reach = reach_along(axis);
+    let per_pass = tiling.steps;
+    let fields = values.iter().filter(|v| matches!(v, ArgValue::Field { .. })).count().max(1);
+    let threads = rayon::current_num_threads();
+    let caches = crate::cpu::caches();
+    let elem = std::mem::size_of::<T>();
+    // Planes of a slab and twice the reach (what a step reads of the planes the step before it
+    // wrote in the same stage), of every field the launch touches, that fit in `budget` bytes
+    // when a plane holds `plane` elements; at least the reach.
+    let slab = |budget: usize, plane: usize| (budget / (plane * elem * fields).max(1)).saturating_sub(2 * reach);
+    // Whole planes, in half the last level the process can count on.
+    let whole = slab(caches.llc_share(threads) / 2, shape.strides()[axis]);
+    // Bands of the middle axis where asked, or where a slab of whole planes as thick as the reach
+    // does not fit: as wide as fits in twice the cores' own L2 (what a core keeps near it, its
+    // L2 and as much of the last level) with a slab as thick as the reach, and at least as wide
+    // as the steps of a pass lean back (`per_pass · reach` rows), so every step's band lies in
+    // the range the one before it was given.
+    let band = match (D, tiling.rows) {
+        (3, 0) if whole >= reach => None,
+        (3, usize::MAX) | (1 | 2, _) => None,
+        (3, rows) => {
+            let (axis, reach_b) = (axes[1], reach_along(axes[1]));
+            let rows = match rows {
+                0 => (2 * caches.l2 * threads / (3 * reach.max(1) * shape.strides()[axis] * elem * fields).max(1))
+                    .saturating_sub(2 * reach_b),
+                rows => rows,
+            };
+            Some(Band { axis, reach: reach_b, rows: rows.max(per_pass * reach_b).max(1) })
+        }
+        _ => None,
+    };
+    let planes = match (tiling.planes, band) {
+        (0, None) => whole.max(reach).max(1),
+        // A band's planes, in half the cores' own L2.
+        (0, Some(b)) => {
+            slab(caches.l2 * threads / 2, (b.rows + 2 * b.reach) * shape.strides()[b.axis]).max(reach).max(1)
+        }
+        (p, _) => p,
+    };
+    Ok(Wavefront { axis, reach, per_pass, planes, band })
+}
+
+/// Calls `pass(bounds)` for each band of a pass of `count` steps over `range`, in order, where
+/// `bounds(j)` is step `j`'s part of the range in that band. Without bands, once with the whole
+/// range for every step. With bands along an axis of reach `r`, step `j`'s band starts and ends
+/// `j · r` rows before step 0's (the first band starts and the last ends with the range), so step
+/// `j` reads only rows that step `j − 1` wrote in this band or an earlier one, and overwrites
+/// only rows that the steps before it in later bands no longer read.
+fn for_bands<const D: usize>(
+    range: &Loop<D>,
+    band: Option<Band>,
+    count: usize,
+    mut pass: impl FnMut(&dyn Fn(usize) -> ([usize; D], [usize; D])) -> Result<(), LaunchError>,
+) -> Result<(), LaunchError> {
+    let begin = range.begin();
+    let end: [usize; D] = std::array::from_fn(|a| begin[a] + range.len_per_axis()[a]);
+    let Some(Band { axis, reach, rows }) = band.filter(|b| end[b.axis] - begin[b.axis] > b.rows) else {
+        return pass(&|_| (begin, end));
+    };
+    debug_assert!(rows > count.saturating_sub(1) * reach);
+    let (lo, hi) = (begin[axis], end[axis]);
+    let bands = (hi - lo).div_ceil(rows);
+    for i in 0..bands {
+        pass(&|j| {
+            let (mut b, mut e) = (begin, end);
+            if i > 0 {
+                b[axis] = lo + i * rows - j * reach;
+            }
+            if i + 1 < bands {
+                e[axis] = lo + (i + 1) * rows - j * reach;
+            }
+            (b, e)
+        })?;
+    }
+    Ok(())
 }
 
 /// Runs steps `0 .. count` of a pass over `range` as a wavefront along `axis`: `step(j, slab)`
@@ -304,6 +396,7 @@ fn check<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
 /// `j − k + 1 .. j − 1` read at most `reach` planes ahead of where they are).
 fn wavefront<const D: usize>(
     range: &Loop<D>,
+    bounds: &dyn Fn(usize) -> ([usize; D], [usize; D]),
     axis: usize,
     reach: usize,
     count: usize,
@@ -312,7 +405,6 @@ fn wavefront<const D: usize>(
 ) -> Result<(), LaunchError> {
     let (begin, len) = (range.begin(), range.len_per_axis());
     let (lo, hi) = (begin[axis], begin[axis] + len[axis]);
-    let end: [usize; D] = std::array::from_fn(|a| begin[a] + len[a]);
     let mut done = vec![lo; count];
     while done[count - 1] < hi {
         for j in 0..count {
@@ -322,7 +414,7 @@ fn wavefront<const D: usize>(
                 _ => done[j - 1].saturating_sub(reach),
             };
             if to > done[j] {
-                let (mut b, mut e) = (begin, end);
+                let (mut b, mut e) = bounds(j);
                 (b[axis], e[axis]) = (done[j], to);
                 step(j, &Loop::within(range.extent(), b, e))?;
                 done[j] = to;
@@ -334,49 +426,71 @@ fn wavefront<const D: usize>(
 
 #[cfg(test)]
 mod tests {
-    use super::wavefront;
+    use super::{for_bands, wavefront, Band};
     use crate::range::Loop;
 
-    /// Replays the wavefront's order on a 1D grid of planes with a stencil of reach `r` and
-    /// checks every read and overwrite against the order single steps impose.
-    fn order_is_safe(n: usize, r: usize, count: usize, planes: usize, k: usize) {
-        let range = Loop::<1>::from_parts([n + 2 * r], [r], [r]);
-        // written[t][p]: level t (0 = the first step's output) written at plane p.
-        let mut written = vec![vec![false; n + 2 * r]; count];
+    /// Replays a pass's order on a 2D grid of `ny` rows (axis 0, banded when `rows` is given)
+    /// and `nz` planes (axis 1, the wavefront's) with a stencil of reach `rb` along the rows and
+    /// `rz` along the planes, and checks every read and overwrite against the order single steps
+    /// impose: a read finds the step before written there, and an overwrite of the slot of step
+    /// `j − k` finds every step that reads it done around the point.
+    #[allow(clippy::too_many_arguments)]
+    fn order_is_safe(
+        ny: usize,
+        rb: usize,
+        nz: usize,
+        rz: usize,
+        rows: Option<usize>,
+        count: usize,
+        planes: usize,
+        k: usize,
+    ) {
+        let range = Loop::<2>::from_parts([ny + 2 * rb, nz + 2 * rz], [rb, rz], [rb, rz]);
+        let at = |y: usize, z: usize| y * (nz + 2 * rz) + z;
+        // written[t][(y, z)]: level t (0 = the first step's output) written at the point.
+        let mut written = vec![vec![false; (ny + 2 * rb) * (nz + 2 * rz)]; count];
+        let around = |y: usize, z: usize| {
+            let ys = y.saturating_sub(rb).max(rb)..(y + rb + 1).min(ny + rb);
+            let zs = z.saturating_sub(rz).max(rz)..(z + rz + 1).min(nz + rz);
+            ys.flat_map(move |y| zs.clone().map(move |z| (y, z)))
+        };
+        let band = rows.map(|rows| Band { axis: 0, reach: rb, rows: rows.max(count * rb).max(1) });
         let mut slabs = 0;
-        wavefront(&range, 0, r, count, planes, |j, slab| {
-            slabs += 1;
-            let (b, e) = (slab.begin()[0], slab.begin()[0] + slab.len_per_axis()[0]);
-            for p in b..e {
-                // Reads: levels j − 1 .. j − k + 1 within reach, where they are steps of this pass.
-                for back in 1..k {
-                    if j >= back {
-                        for q in p.saturating_sub(r).max(r)..(p + r + 1).min(n + r) {
+        for_bands(&range, band, count, |bounds| {
+            wavefront(&range, bounds, 1, rz, count, planes, |j, slab| {
+                slabs += 1;
+                let (b, n) = (slab.begin(), slab.len_per_axis());
+                for y in b[0]..b[0] + n[0] {
+                    for z in b[1]..b[1] + n[1] {
+                        for back in 1..k {
+                            if j >= back {
+                                for (qy, qz) in around(y, z) {
+                                    assert!(
+                                        written[j - back][at(qy, qz)],
+                                        "step {j} read step {} at ({qy}, {qz}) before it was written",
+                                        j - back
+                                    );
+                                }
+                            }
+                        }
+                        for later in (j + 1).saturating_sub(k)..j {
                             assert!(
-                                written[j - back][q],
-                                "step {j} read step {} at plane {q} before it was written",
-                                j - back
+                                around(y, z).all(|(qy, qz)| written[later][at(qy, qz)]),
+                                "step {j} overwrote ({y}, {z}) where step {later} still reads"
                             );
                         }
+                        assert!(!written[j][at(y, z)], "({y}, {z}) of step {j} computed twice");
+                        written[j][at(y, z)] = true;
                     }
                 }
-                // The overwrite: the slot held level j − k, which steps j − k + 1 .. j − 1 read
-                // within reach; each must be past this plane's reach.
-                for later in (j + 1).saturating_sub(k)..j {
-                    let (lo, hi) = (p.saturating_sub(r).max(r), (p + r + 1).min(n + r));
-                    assert!(
-                        (lo..hi).all(|q| written[later][q]),
-                        "step {j} overwrote plane {p} step {later} still reads"
-                    );
-                }
-                assert!(!written[j][p], "plane {p} of step {j} computed twice");
-                written[j][p] = true;
-            }
-            Ok(())
+                Ok(())
+            })
         })
         .unwrap();
         for (j, w) in written.iter().enumerate() {
-            assert!(w[r..n + r].iter().all(|&x| x), "step {j} left planes out");
+            for y in rb..ny + rb {
+                assert!((rz..nz + rz).all(|z| w[at(y, z)]), "step {j} left points of row {y} out");
+            }
         }
         assert!(slabs >= count);
     }
@@ -388,7 +502,26 @@ mod tests {
                 for count in 1..=5 {
                     for planes in [1, 2, 3, 8, 100] {
                         for k in [2, 3] {
-                            order_is_safe(n, r, count, planes, k);
+                            order_is_safe(3, 1, n, r, None, count, planes, k);
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn bands_read_only_written_rows_and_overwrite_only_read_ones() {
+        for ny in [1, 7, 30] {
+            for rb in 0..=3 {
+                for rows in [1, 4, 9] {
+                    for (nz, rz) in [(6, 1), (11, 2), (3, 0)] {
+                        for count in 1..=4 {
+                            for planes in [1, 3, 100] {
+                                for k in [2, 3] {
+                                    order_is_safe(ny, rb, nz, rz, Some(rows), count, planes, k);
+                                }
+                            }
                         }
                     }
                 }
