@@ -22,7 +22,8 @@ pub use column::{for_each_column, SweepOrder};
 pub use isa::{isa, set_isa, Isa};
 pub use plan::{cache_sizes, caches, plan, set_tuning, tuning, Caches, Plan, Streaming, Tuning};
 pub use point_fns::{GroupRows, PointElement, PointLayout};
-pub use pool::{affine_tasks, ensure_pool};
+pub(crate) use pool::affine_tasks;
+pub use pool::ensure_pool;
 pub use reduce::{for_each_row_reducing, Partials, RowSlots};
 pub(crate) use settings::Choice;
 pub use settings::{check_settings, settings, SettingError};
@@ -544,7 +545,7 @@ fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
         return drain();
     }
     // The spinning pool (`pool::spin`): workers still awake from the last launch start at once.
-    if pool::spin::enabled() && pool::AFFINE.get() {
+    if pool::spin::enabled() && pool::by_seat() {
         // Each thread first takes the tasks of its seat, then any left.
         let claimed: Vec<std::sync::atomic::AtomicBool> =
             (0..tasks).map(|_| std::sync::atomic::AtomicBool::new(false)).collect();
@@ -552,7 +553,8 @@ fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
         let affine = || {
             let own = (pool::SEAT.get() % seats..tasks).step_by(seats);
             for t in own.chain(0..tasks) {
-                if !claimed[t].swap(true, Ordering::Relaxed) {
+                // A load first: once the tasks are taken, threads sweeping the flags only read.
+                if !claimed[t].load(Ordering::Relaxed) && !claimed[t].swap(true, Ordering::Relaxed) {
                     work(t);
                 }
             }
@@ -651,28 +653,32 @@ mod tests {
         assert_eq!(a.iter().filter(|&&v| v != 0.0).count(), 12, "nothing written outside the block");
     }
 
-    /// With tasks handed out by seat, every task still runs exactly once, for any number of
-    /// tasks against threads, and launches after the guard drops hand them out as before.
+    /// With tasks handed out by seat or from a shared counter, every task runs exactly once, for
+    /// any number of tasks against threads; the guard of a pass asks for seats and restores what
+    /// was there.
     #[test]
     fn tasks_by_seat_run_each_task_once() {
         use std::sync::atomic::{AtomicUsize, Ordering};
         let pool = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
         pool.install(|| {
-            for affine in [true, false] {
-                let guard = affine.then(super::affine_tasks);
+            for seats in [true, false] {
+                pool::AFFINE.set(Some(seats));
+                assert_eq!(pool::by_seat(), seats);
                 for tasks in [1, 2, 3, 5, 16, 37] {
                     for _ in 0..20 {
                         let runs: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
                         run_tasks(tasks, |t| {
                             runs[t].fetch_add(1, Ordering::Relaxed);
                         });
-                        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "{tasks} tasks, affine {affine}");
+                        assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "{tasks} tasks, seats {seats}");
                     }
                 }
-                assert_eq!(pool::AFFINE.get(), affine);
+                let guard = super::affine_tasks();
+                assert!(pool::by_seat());
                 drop(guard);
-                assert!(!pool::AFFINE.get());
+                assert_eq!(pool::AFFINE.get(), Some(seats));
             }
+            pool::AFFINE.set(None);
         });
     }
 }

@@ -16,23 +16,37 @@ thread_local! {
     /// This thread's seat at a launch: 0 for the thread that calls it, `n + 1` for the pool's
     /// worker `n` (the same worker keeps its seat from launch to launch).
     pub(crate) static SEAT: Cell<usize> = const { Cell::new(0) };
-    /// Whether launches from this thread hand out tasks by seat ([`affine_tasks`]).
-    pub(crate) static AFFINE: Cell<bool> = const { Cell::new(false) };
+    /// Whether launches from this thread hand out tasks by seat, where [`affine_tasks`] says so
+    /// (`None`: as `STENCIL_CPU_TASKS` says, [`by_seat`]).
+    pub(crate) static AFFINE: Cell<Option<bool>> = const { Cell::new(None) };
 }
 
-/// Until the guard drops, launches from this thread give task `t` to the thread in seat
-/// `t % threads` first (the caller and the launch pool's workers keep their seats), so that
-/// launches of the same range put the same tiles on the same cores, where the last launch left
-/// them in the L2; a thread that finds its own tasks done takes any left. Several steps per pass
-/// ([`crate::Host::run_steps_with`]) run so.
-pub fn affine_tasks() -> impl Drop {
-    struct Restore(bool);
+/// Whether launches from this thread give task `t` to the thread in seat `t % threads` first
+/// (the caller and the launch pool's workers keep their seats), so that launches of the same
+/// range put the same tiles on the same cores, where the last launch left them in the L2 (and
+/// a stencil finds there what the one before it wrote); a thread that finds its own tasks done
+/// takes any left. The default; `STENCIL_CPU_TASKS=shared` hands every task to whichever
+/// thread is free (a shared counter) instead.
+pub(crate) fn by_seat() -> bool {
+    static SEATS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    AFFINE.get().unwrap_or_else(|| {
+        *SEATS.get_or_init(|| {
+            std::env::var("STENCIL_CPU_TASKS").map(|v| !v.trim().eq_ignore_ascii_case("shared")).unwrap_or(true)
+        })
+    })
+}
+
+/// Until the guard drops, launches from this thread hand out tasks by seat ([`by_seat`]),
+/// whatever `STENCIL_CPU_TASKS` says: several steps per pass ([`crate::Host::run_steps_with`])
+/// run so.
+pub(crate) fn affine_tasks() -> impl Drop {
+    struct Restore(Option<bool>);
     impl Drop for Restore {
         fn drop(&mut self) {
             AFFINE.set(self.0);
         }
     }
-    Restore(AFFINE.replace(true))
+    Restore(AFFINE.replace(Some(true)))
 }
 
 /// Builds the pinned global pool if `STENCIL_CPU_PIN=1` asks for it (once; later calls return).

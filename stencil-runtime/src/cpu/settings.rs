@@ -46,6 +46,7 @@ const RULES: &[Rule] = &[
     ("STENCIL_CPU_LLC", "a whole number of bytes, e.g. 33554432", whole),
     ("STENCIL_CPU_SPIN_US", "a whole number of microseconds, e.g. 50", whole),
     ("STENCIL_CPU_POOL", "rayon or workers", |v| matches!(v, "rayon" | "workers")),
+    ("STENCIL_CPU_TASKS", "seats or shared", |v| matches!(v, "seats" | "shared")),
 ];
 
 fn on_off(v: &str) -> bool {

@@ -176,7 +176,8 @@ fn rotate<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
             }
         }
         Some(Wavefront { axis, reach, per_pass, planes, band }) => {
-            // The launches of a pass cover the same tiles: keep each on the core that last had it.
+            // The launches of a pass cover the same tiles: keep each on the core that last had it
+            // (also where `STENCIL_CPU_TASKS=shared` asks otherwise for single launches).
             let _affine = crate::cpu::affine_tasks();
             let mut first = 0;
             while first < steps {
