@@ -17,6 +17,8 @@ const HUGE_PAGE: usize = 2 << 20;
 pub struct AlignedBuf<T: Copy> {
     ptr: NonNull<T>,
     len: usize,
+    /// Bytes between the allocation's start and `ptr`.
+    skew: usize,
 }
 
 // SAFETY: the buffer owns its elements like a `Vec<T>` does.
@@ -43,6 +45,7 @@ pub struct AllocFailed {
 impl<T: Copy> AlignedBuf<T> {
     fn layout(len: usize) -> Option<Layout> {
         let bytes = len.checked_mul(std::mem::size_of::<T>())?.max(1);
+        let bytes = if bytes >= HUGE_PAGE { bytes.checked_add(SKEW_SPAN)? } else { bytes };
         let align = if bytes >= HUGE_PAGE { HUGE_PAGE } else { BUFFER_ALIGN.max(std::mem::align_of::<T>()) };
         Layout::from_size_align(bytes, align).ok()
     }
@@ -76,7 +79,9 @@ impl<T: Copy> AlignedBuf<T> {
                 alloc::alloc_zeroed(layout)
             }
         };
-        let Some(ptr) = NonNull::new(raw as *mut T) else { return Err(AllocFailed { bytes: Some(layout.size()) }) };
+        if raw.is_null() {
+            return Err(AllocFailed { bytes: Some(layout.size()) });
+        }
         if huge {
             // SAFETY: advising the kernel about memory we own; failure is harmless.
             #[cfg(target_os = "linux")]
@@ -92,15 +97,40 @@ impl<T: Copy> AlignedBuf<T> {
                 unsafe { std::ptr::write_bytes((at + start) as *mut u8, 0, n) };
             });
         }
-        Ok(AlignedBuf { ptr, len })
+        let skew = if huge { next_skew() } else { 0 };
+        // SAFETY: non-null, and a large buffer's layout holds `SKEW_SPAN` bytes more than its
+        // elements need (a small one has no skew).
+        let ptr = unsafe { NonNull::new_unchecked(raw.add(skew) as *mut T) };
+        Ok(AlignedBuf { ptr, len, skew })
     }
+}
+
+/// Large buffers start this many bytes apart within a 4 KiB page, allocation after allocation
+/// (0, 256, 512, … and round again after 16), instead of all on the 2 MiB boundary: fields at
+/// the same offset within a page put the same point of every field in the same L1 set and make
+/// a load look like it depends on the last store to another field (4K aliasing). On a 16-core
+/// Intel Xeon a 7-point sweep on one thread ran 1.8–2.1 times faster so; see design record 0041.
+const SKEW_STEP: usize = 2 * BUFFER_ALIGN;
+/// Bytes a large buffer may start after its allocation.
+const SKEW_SPAN: usize = 4096;
+
+/// The next large buffer's offset from its allocation's start.
+fn next_skew() -> usize {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    skew_of(N.fetch_add(1, Ordering::Relaxed))
+}
+
+/// The offset of the `n`-th large buffer.
+fn skew_of(n: usize) -> usize {
+    (n % (SKEW_SPAN / SKEW_STEP)) * SKEW_STEP
 }
 
 impl<T: Copy> Drop for AlignedBuf<T> {
     fn drop(&mut self) {
         let layout = Self::layout(self.len).expect("the layout it was allocated with");
         // SAFETY: allocated in `try_zeroed` with the same layout.
-        unsafe { alloc::dealloc(self.ptr.as_ptr() as *mut u8, layout) }
+        unsafe { alloc::dealloc((self.ptr.as_ptr() as *mut u8).sub(self.skew), layout) }
     }
 }
 
@@ -138,6 +168,29 @@ mod tests {
             assert_eq!(b.as_ptr() as usize % BUFFER_ALIGN, 0);
             assert!(b.iter().all(|&v| v == 0.0));
             assert_eq!(b.len(), len);
+        }
+    }
+
+    /// Large buffers start at 16 different offsets within a page, each aligned, and are whole:
+    /// zeroed, writable to the last element, and freed from where they were allocated.
+    #[test]
+    fn large_buffers_start_at_different_offsets_within_a_page() {
+        let offsets: Vec<usize> = (0..16).map(skew_of).collect();
+        assert!(offsets.iter().all(|&o| o % BUFFER_ALIGN == 0 && o < SKEW_SPAN), "{offsets:?}");
+        let mut distinct = offsets.clone();
+        distinct.sort_unstable();
+        distinct.dedup();
+        assert_eq!(distinct.len(), 16, "{offsets:?}");
+        assert_eq!(skew_of(16), skew_of(0));
+        for _ in 0..3 {
+            let len = HUGE_PAGE / 4 + 1000;
+            let mut b = AlignedBuf::<f32>::zeroed(len);
+            assert_eq!(b.as_ptr() as usize % BUFFER_ALIGN, 0);
+            assert!(b.skew < SKEW_SPAN);
+            assert!(b.iter().all(|&v| v == 0.0));
+            b[len - 1] = 1.0;
+            let c = b.clone();
+            assert_eq!(c[len - 1], 1.0);
         }
     }
 }
