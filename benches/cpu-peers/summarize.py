@@ -39,7 +39,19 @@ for t in sorted(triads):
     tr = triads[t]
     print(f"STREAM triad at {t} threads (12 B/element, best of 10, {len(tr)} probes): median "
           f"{statistics.median(tr):.1f} GB/s, range {min(tr):.1f}-{max(tr):.1f}")
-print(f"load average at the probes: {', '.join(loads)}\n")
+print(f"load average at the probes: {', '.join(loads)}")
+# Threads that ran arithmetic at once, probed before ours and before the peers of each case: far
+# below the thread count, the machine's CPUs shared cores for a while (a virtual machine's slow
+# window), and compute-bound runs near that probe are slower than the machine.
+probes = defaultdict(list)
+for l in lines:
+    if l["who"] == "probe":
+        probes[l["threads"]].append(l["parallel"])
+for t in sorted(probes):
+    low = [p for p in probes[t] if p < 0.75 * t]
+    print(f"threads running at once, of {t} ({len(probes[t])} probes): {min(probes[t]):.2f}-{max(probes[t]):.2f}"
+          + (f"; {len(low)} probes below {0.75 * t:.2f}: a slow window, compare those cases with care" if low else ""))
+print()
 print("| case | threads | who | GPts/s (median) | min-max | vs best peer | % of triad | target | rel. L2 vs ours |")
 print("|---|---:|---|---:|---:|---:|---:|---|---:|")
 for key in sorted({k for k, _ in runs}, key=lambda k: (k[1], k[2], k[3], k[4], k[0])):

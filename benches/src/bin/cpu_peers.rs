@@ -72,6 +72,10 @@ struct Opts {
     /// Print the STREAM triad bandwidth only.
     #[arg(long)]
     triad: bool,
+    /// Print how many threads' worth of arithmetic the threads run at once only (a probe for
+    /// windows where a virtual machine's CPUs share cores).
+    #[arg(long)]
+    probe: bool,
     /// The thread-scaling table for these thread counts instead (e.g. 1,2,4,8,16).
     #[arg(long, value_delimiter = ',')]
     scaling: Option<Vec<usize>>,
@@ -245,8 +249,39 @@ fn triad() -> f64 {
     12.0 * len as f64 / best / 1e9
 }
 
+/// Seconds for `threads` threads at once to each run the same chain of dependent arithmetic
+/// (no memory traffic): the best of 5.
+fn busy(threads: usize) -> f64 {
+    let work = || {
+        let mut x = std::hint::black_box(1.0f64);
+        for _ in 0..20_000_000 {
+            x = x.mul_add(0.999_999_9, 1e-9);
+        }
+        std::hint::black_box(x);
+    };
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 fn main() {
     let mut o = <Opts as clap::Parser>::parse();
+    if o.probe {
+        // One thread's time over all threads' time, times the thread count: the number of
+        // threads that really ran at once (the thread count on idle cores of their own).
+        let threads = rayon::current_num_threads();
+        let parallel = threads as f64 * busy(1) / busy(threads);
+        println!("{{\"who\": \"probe\", \"threads\": {threads}, \"parallel\": {parallel:.2}}}");
+        return;
+    }
     if o.triad {
         println!("{{\"who\": \"triad\", \"threads\": {}, \"gbs\": {:.2}}}", rayon::current_num_threads(), triad());
         return;
