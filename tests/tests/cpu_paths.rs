@@ -16,7 +16,8 @@
 //! The level and the tuning are process-wide settings, so one test walks all of them in turn.
 //! Another launches tiny grids many times, back to back and after pauses, on the launch pool. A
 //! third runs the 3D stencils in a child process with `STENCIL_CPU_ISA=scalar` set, the way a
-//! user forces the scalar fallback.
+//! user forces the scalar fallback. A last one runs fields of 2 MiB and more, which start at
+//! different offsets within a page.
 
 use stencil_runtime::cpu::{set_isa, set_tuning, Isa, Streaming, Tuning};
 use stencil_runtime::prelude::*;
@@ -379,4 +380,45 @@ fn bad_setting_in_a_child_process() {
     let e = Loop2D::interior(&s).run(Lap2d, (0.1, &u, &mut out)).expect_err("a bad setting");
     assert_eq!(e.code(), "S0113", "{e}");
     println!("launch error: {}", e.to_string().replace('\n', " / "));
+}
+
+/// Fields of 2 MiB and more start at different offsets within a 4 KiB page (their allocations
+/// are aligned to 2 MiB, the data placed after an offset of its own): the nest over such fields,
+/// under the default plan and threads, gives the reference bits, and the fields' offsets differ.
+#[test]
+fn large_fields_at_different_page_offsets_give_the_reference_bits() {
+    let mut rng = SplitMix64::new(4141);
+    let s = Shape3::new([60, 64, 70]).halo(4);
+    let c: [f32; 7] = std::array::from_fn(|_| rng.uniform(-0.5, 0.5) as f32);
+    let f = random::<f32, 3>(s, &mut rng, -1.0, 1.0);
+    let u = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+    let p = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+    let v = random::<f64, 3>(s, &mut rng, 0.5, 1.5);
+    assert!(std::mem::size_of_val(f.as_slice()) >= 2 << 20, "the f32 field is a large buffer");
+    let offsets: Vec<usize> = [
+        f.as_slice().as_ptr() as usize,
+        u.as_slice().as_ptr() as usize,
+        p.as_slice().as_ptr() as usize,
+        v.as_slice().as_ptr() as usize,
+    ]
+    .map(|a| a % 4096)
+    .to_vec();
+    assert!(offsets.iter().all(|o| o % 128 == 0), "rows stay aligned: {offsets:?}");
+    assert!(offsets.windows(2).any(|w| w[0] != w[1]), "four large fields at one page offset: {offsets:?}");
+    for range in [Loop3D::interior(&s), Loop3D::interior(&s).shrink([1, 0, 1])] {
+        check(
+            s,
+            range,
+            |r, out| r.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, out)),
+            |g| diffusion_ref(c, &f, g),
+            "diffusion f32, large fields",
+        );
+        check(
+            s,
+            range,
+            |r, out| r.run(Star25F64, (0.05, &u, &p, &v, out)),
+            |g| star25_ref(0.05, &u, &p, &v, g),
+            "star25 f64, large fields",
+        );
+    }
 }
