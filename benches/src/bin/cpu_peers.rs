@@ -63,7 +63,8 @@ struct Opts {
     /// Planes per stage of a pass (default: chosen from the cache sizes).
     #[arg(long, default_value_t = 0)]
     planes: usize,
-    /// Rows per band of a pass (3D; default: no bands).
+    /// Rows per band of a pass (3D; default 0: chosen, bands only where a slab of whole planes
+    /// does not fit in the cache).
     #[arg(long, default_value_t = 0)]
     rows: usize,
     /// Write the final fields into this directory (for checking against the peers).

@@ -151,6 +151,7 @@ mod tests {
             ("STENCIL_CPU_LLC", ""),
             ("STENCIL_CPU_SPIN_US", "0"),
             ("STENCIL_CPU_POOL", "rayon"),
+            ("STENCIL_CPU_TASKS", " Shared"),
         ];
         assert_eq!(with(&good), Ok(()));
         assert_eq!(with(&[]), Ok(()));
@@ -166,6 +167,7 @@ mod tests {
             ("STENCIL_CPU_LLC", "-1"),
             ("STENCIL_CPU_SPIN_US", "50us"),
             ("STENCIL_CPU_POOL", "tokio"),
+            ("STENCIL_CPU_TASKS", "affine"),
         ];
         for (variable, value) in bad {
             let e = with(&[(variable, value)]).unwrap_err();
