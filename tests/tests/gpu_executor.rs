@@ -237,9 +237,16 @@ fn reductions_issued_later_fold_what_a_launch_folds_on_the_gpu() {
 /// waits); dropping a copy with a save in flight waits for it.
 #[test]
 fn saves_into_page_locked_copies_hold_the_values_of_their_time() {
+    // A small field, and one of more than 2 MiB (whose host copies start inside their page).
+    for extent in [[37, 20, 11], [131, 64, 37]] {
+        saves_into_page_locked_copies(extent);
+    }
+}
+
+fn saves_into_page_locked_copies(extent: [usize; 3]) {
     use stencil_runtime::Executor;
     let gpu = gpu();
-    let shape = Shape3::new([37, 20, 11]).halo(2);
+    let shape = Shape3::new(extent).halo(2);
     let mut rng = stencil_tests::SplitMix64::new(0x5a7e);
     let poison = gpu.upload(&Field3::filled(shape, f64::NAN)).expect("upload");
     let mut field = gpu.upload(&stencil_tests::random::<f64, _>(shape, &mut rng, -1.0, 1.0)).expect("upload");
