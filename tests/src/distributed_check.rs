@@ -197,3 +197,52 @@ pub fn check<E: Executor>(domains: Domains<E, 3>, case: &Case, steps: usize) -> 
     }
     Ok(compared)
 }
+
+/// `u + v + x`, the three outputs of [`forked`]'s handles.
+#[stencil]
+pub fn sum3(idx: Idx3, u: &Field3<f64>, v: &Field3<f64>, x: &Field3<f64>, a: &mut Field3<f64>) {
+    a[idx] = 0.5 * u[idx] + 0.25 * v[idx] + 0.25 * x[idx];
+}
+
+/// `steps` steps of a fork of three handles and a step after it, on `global` points with random
+/// values (`seed`), periodic: handle 0 first keeps its executor busy (`busy` launches that need
+/// no halo) and then updates `u` from `a` (read at offsets,
+/// stale: exchanged for it, after the busy work on a distributed executor), handle 1 `v` from `b`
+/// (likewise), handle 2 `w` from `a` (exchanged already: on a distributed executor it runs on its
+/// side handles, and must wait for that exchange) and then `x` from `w` (stale: exchanged for
+/// it). After the fork, `a` from `u`, `v` and `x`, and `b` damped. Returns the bits of `a` and
+/// `b` (interior), which every executor must give alike.
+pub fn forked<E: Executor>(
+    exec: &E,
+    global: [usize; 3],
+    busy: usize,
+    seed: u64,
+    steps: usize,
+) -> Result<Vec<u64>, LaunchError> {
+    let shape = Shape3::new(global).halo(2);
+    let mut rng = SplitMix64::new(seed);
+    let mut random = || exec.upload(&Field3::from_fn(shape, |_| rng.uniform(-1.0, 1.0)));
+    let (mut a, mut b) = (random()?, random()?);
+    let (mut u, mut v, mut w, mut x) = (random()?, random()?, random()?, random()?);
+    let fills = [Some(HaloFill::Periodic); 3];
+    for f in [&mut a, &mut b, &mut u, &mut v, &mut w, &mut x] {
+        exec.declare_boundary(f, fills)?;
+    }
+    let interior = Loop3D::interior(&shape);
+    let mut y = exec.upload(&Field3::filled(shape, 1.0))?;
+    for _ in 0..steps {
+        exec.fork_join(3, |h| {
+            for _ in 0..busy {
+                h[0].run(&interior, Damp, (1.0, &mut y))?;
+            }
+            h[0].run(&interior, Star13, (0.05, &a, &mut u))?;
+            h[1].run(&interior, Star13, (0.07, &b, &mut v))?;
+            h[2].run(&interior, Star13, (0.03, &a, &mut w))?;
+            h[2].run(&interior, Star13, (0.02, &w, &mut x))
+        })?;
+        exec.run(&interior, Sum3, (&u, &v, &x, &mut a))?;
+        exec.run(&interior, Damp, (0.9, &mut b))?;
+    }
+    let bits = |f: Field3<f64>| interior_bits(&f);
+    Ok([bits(exec.download(&a)?), bits(exec.download(&b)?)].concat())
+}

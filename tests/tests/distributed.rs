@@ -468,3 +468,34 @@ fn reductions_issued_later_fold_what_a_launch_folds_over_the_parts() {
         common::check_reduce_later(&Distributed::new(Domains::new(d, vec![Host; d.len()]).unwrap()), seed as u64);
     }
 }
+
+/// A fork of three handles on host subdomains (launches that need an exchange run on the parts'
+/// own executors, one whose halos another handle's exchange brought up to date on its side
+/// handles) gives one domain's bits, in every overlap mode.
+#[test]
+fn a_fork_of_handles_gives_the_single_domain_bits() {
+    use stencil_tests::distributed_check::forked;
+    let global = [20, 14, 9];
+    let one = forked(&Host, global, 1, 5, 3).unwrap();
+    for grid in [[1, 1, 1], [2, 1, 1], [2, 2, 1], [1, 2, 3], [3, 2, 2]] {
+        let d = Decomposition::new(global, grid, [true; 3], [2; 3]).unwrap();
+        for overlap in [Overlap::None, Overlap::OneDivided, Overlap::TwoDivided, Overlap::Auto] {
+            let exec = Distributed::host(d).unwrap().with_overlap(overlap).unwrap();
+            let many = forked(&exec, global, 1, 5, 3).unwrap();
+            assert!(many == one, "grid {grid:?}, {overlap:?}: the forked run differs from one domain");
+        }
+    }
+}
+
+/// A handle of a fork kept and used after its `fork_join` returned is an error (its side handles
+/// are no longer joined).
+#[test]
+fn a_handle_used_after_its_fork_is_an_error() {
+    let (exec, shape) = setup([2, 1, 1], [true; 3]);
+    let (u, mut w) = (exec.upload(&Field3::filled(shape, 1.0)).unwrap(), exec.alloc(shape).unwrap());
+    let kept = exec.fork_join(2, |h| Ok(h[1].clone())).unwrap();
+    let err = kept.run(&Loop3D::interior(&shape), Star13, (0.1, &u, &mut w)).unwrap_err().to_string();
+    assert!(err.contains("after its fork_join returned"), "{err}");
+    let err = kept.download(&u).unwrap_err().to_string();
+    assert!(err.contains("after its fork_join returned"), "{err}");
+}

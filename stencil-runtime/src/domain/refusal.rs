@@ -249,6 +249,12 @@ pub enum DistributionError {
     NoGpu,
     /// An earlier call panicked while it held the distributed executor.
     Poisoned,
+    /// A handle of `fork_join` whose work could not be ordered against the subdomains' own
+    /// executors (an event failed): its later work is refused.
+    ForkOrder {
+        /// What failed.
+        error: String,
+    },
     /// A field or range of another dimension than the distributed grid.
     Dimensions {
         /// The field's or range's dimensions.
@@ -522,6 +528,11 @@ impl DistributionError {
                 f.write_str("Distributed::gpus: the CUDA driver sees no GPU: run on the host (`Distributed::host`)")
             }
             E::Poisoned => f.write_str("the distributed executor: an earlier call panicked while holding it"),
+            E::ForkOrder { error } => write!(
+                f,
+                "a handle of the distributed executor's fork_join could not order its work against the subdomains' \
+                 executors ({error}); its later work is refused: end the fork_join and issue that work after it"
+            ),
             E::Dimensions { field, grid } => write!(
                 f,
                 "a {field}D field or range on a distributed executor of a {grid}D grid: distribute {grid}D fields \

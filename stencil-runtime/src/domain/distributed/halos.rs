@@ -154,7 +154,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
                 return Err(e);
             }
         }
-        Ok(())
+        self.settled(state)
     }
 
     /// Does the pending fills of one field now (for a read of its halo): the exchange of its full
@@ -176,7 +176,8 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         }
         let sides = head.take_pending().unwrap_or(sides);
         // SAFETY: the caller holds the executor's lock; no part reference of a launch is alive.
-        self.fill_physical(unsafe { field.parts_locked() }, sides)
+        self.fill_physical(unsafe { field.parts_locked() }, sides)?;
+        self.settled(state)
     }
 
     /// Fills the sides of each part that lie on the physical boundary as `sides` asks (the

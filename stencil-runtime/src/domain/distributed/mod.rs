@@ -114,6 +114,115 @@ const HOME_BASE: usize = usize::MAX / 2;
 /// `G` is the dimension of the decomposed grid; its fields are `G`-dimensional.
 pub struct Distributed<E: Executor, const G: usize> {
     inner: Arc<Inner<E, G>>,
+    /// A handle of [`Executor::fork_join`]: its side handles of the parts' executors.
+    lane: Option<Arc<Lane<E>>>,
+}
+
+/// A handle of a distributed [`Executor::fork_join`]: a side handle of each part's executor
+/// (from that executor's own `fork_join`), how many of the fork's settles it has waited for, and
+/// why it can no longer order its work, if it cannot.
+struct Lane<E: Executor> {
+    execs: Vec<E>,
+    seen: AtomicUsize,
+    broken: Mutex<Option<String>>,
+}
+
+/// The fork in progress: how many times halos were brought up to date on the parts' own
+/// executors for one of its handles, and marks on them after the latest time.
+struct Fork<E: Executor> {
+    settles: usize,
+    marks: Vec<E::Mark>,
+}
+
+impl<E: Executor> Lane<E> {
+    fn new(execs: Vec<E>) -> Self {
+        Lane { execs, seen: AtomicUsize::new(0), broken: Mutex::new(None) }
+    }
+
+    /// An error once an ordering of this handle's work failed.
+    fn check(&self) -> Result<(), LaunchError> {
+        match self.broken.lock().map(|b| b.clone()) {
+            Ok(None) => Ok(()),
+            Ok(Some(error)) => Err(DistributionError::ForkOrder { error }.into()),
+            Err(_) => Err(DistributionError::Poisoned.into()),
+        }
+    }
+
+    /// The parts' own executors `main` wait for this handle's work so far.
+    fn hand_over(&self, main: &[E]) -> Result<(), LaunchError> {
+        self.check()?;
+        for (m, side) in main.iter().zip(&self.execs) {
+            m.after(&side.mark()?)?;
+        }
+        Ok(())
+    }
+
+    /// This handle waits for the work of the parts' own executors `main` so far.
+    fn take_back(&self, main: &[E]) -> Result<(), LaunchError> {
+        for (m, side) in main.iter().zip(&self.execs) {
+            side.after(&m.mark()?)?;
+        }
+        Ok(())
+    }
+
+    /// This handle waits for the halos brought up to date for the fork's other handles.
+    fn catch_up(&self, fork: Option<&Fork<E>>) -> Result<(), LaunchError> {
+        self.check()?;
+        let Some(fork) = fork.filter(|f| f.settles > self.seen.load(Ordering::Relaxed)) else { return Ok(()) };
+        for (side, mark) in self.execs.iter().zip(&fork.marks) {
+            side.after(mark)?;
+        }
+        self.seen.store(fork.settles, Ordering::Relaxed);
+        Ok(())
+    }
+}
+
+/// Work issued on the parts' own executors for a handle of `fork_join` (nothing on other
+/// handles): they wait for the handle's work so far when it starts, and the handle waits for
+/// theirs when it ends (dropped; a failure then refuses the handle's later work).
+struct OnMain<'a, E: Executor> {
+    lane: Option<(&'a Lane<E>, &'a [E])>,
+}
+
+impl<'a, E: Executor> OnMain<'a, E> {
+    fn start(lane: Option<&'a Lane<E>>, main: &'a [E]) -> Result<Self, LaunchError> {
+        if let Some(lane) = lane {
+            lane.hand_over(main)?;
+        }
+        Ok(OnMain { lane: lane.map(|l| (l, main)) })
+    }
+}
+
+impl<E: Executor> Drop for OnMain<'_, E> {
+    fn drop(&mut self) {
+        if let Some((lane, main)) = self.lane {
+            if let Err(e) = lane.take_back(main) {
+                if let Ok(mut broken) = lane.broken.lock() {
+                    broken.get_or_insert(e.to_string());
+                }
+            }
+        }
+    }
+}
+
+/// The executor's state, locked; on a handle of `fork_join`, the call's work runs on the parts'
+/// own executors between the handle's earlier and later work ([`OnMain`]).
+struct Locked<'a, E: Executor, const G: usize> {
+    state: MutexGuard<'a, State<E, G>>,
+    _on_main: OnMain<'a, E>,
+}
+
+impl<E: Executor, const G: usize> std::ops::Deref for Locked<'_, E, G> {
+    type Target = State<E, G>;
+    fn deref(&self) -> &State<E, G> {
+        &self.state
+    }
+}
+
+impl<E: Executor, const G: usize> std::ops::DerefMut for Locked<'_, E, G> {
+    fn deref_mut(&mut self) -> &mut State<E, G> {
+        &mut self.state
+    }
 }
 
 struct Inner<E: Executor, const G: usize> {
@@ -139,6 +248,8 @@ struct State<E: Executor, const G: usize> {
     trials: auto::Trials,
     /// `STENCIL_PROFILE=1`: the time of each stencil's launches.
     profile: Option<profile::Profile>,
+    /// The [`Executor::fork_join`] in progress, if any.
+    fork: Option<Fork<E>>,
 }
 
 /// A field's halo tracking as a recorded step first met it: whether the step left it so, and
@@ -201,7 +312,7 @@ impl<E: Executor, const G: usize> Drop for Inner<E, G> {
 
 impl<E: Executor, const G: usize> Clone for Distributed<E, G> {
     fn clone(&self) -> Self {
-        Distributed { inner: Arc::clone(&self.inner) }
+        Distributed { inner: Arc::clone(&self.inner), lane: self.lane.clone() }
     }
 }
 
@@ -249,8 +360,9 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
             journal: None,
             trials: auto::Trials::default(),
             profile: profile::wanted().unwrap_or(false).then(profile::Profile::default),
+            fork: None,
         });
-        Distributed { inner: Arc::new(Inner { domains, home, state }) }
+        Distributed { inner: Arc::new(Inner { domains, home, state }), lane: None }
     }
 
     /// This executor (and its clones) with `overlap` for the launches that need an exchange or a
@@ -259,19 +371,19 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// last time computes the slabs next to the cuts first and exchanges that field while it
     /// computes its inner region (the data flow is learned from the launches as they run).
     pub fn with_overlap(self, overlap: Overlap) -> Result<Self, LaunchError> {
-        self.lock()?.overlap = overlap;
+        self.lock_state()?.overlap = overlap;
         Ok(self)
     }
 
     /// The overlap mode.
     pub fn overlap(&self) -> Overlap {
-        self.lock().map_or(Overlap::None, |s| s.overlap)
+        self.lock_state().map_or(Overlap::None, |s| s.overlap)
     }
 
     /// The overlap modes [`Overlap::Auto`] chose so far, one per launch site (a stencil and its
     /// range) whose trials are over.
     pub fn chosen_overlaps(&self) -> Vec<Overlap> {
-        self.lock().map_or(Vec::new(), |s| s.trials.chosen())
+        self.lock_state().map_or(Vec::new(), |s| s.trials.chosen())
     }
 
     /// The subdomains, their executors and the world.
@@ -282,7 +394,7 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     /// How many halo exchanges ran so far on this executor and its clones (each moves every field
     /// that one launch needed, in one message per neighbour and axis).
     pub fn exchanges(&self) -> usize {
-        self.lock().map_or(0, |s| s.exchanges)
+        self.lock_state().map_or(0, |s| s.exchanges)
     }
 
     /// The global field's interior on rank 0 (`None` on the other ranks; the halo zero): what
@@ -299,8 +411,40 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
         domains.gather(&field.head().global, unsafe { field.parts_shared() })
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, State<E, G>>, LaunchError> {
+    /// The state, locked (no ordering: for calls that issue no work, and for launches, which
+    /// order their work themselves).
+    fn lock_state(&self) -> Result<MutexGuard<'_, State<E, G>>, LaunchError> {
         self.inner.state.lock().map_err(|_| LaunchError::Decomposition(DistributionError::Poisoned))
+    }
+
+    /// The state, locked, for a call whose work runs on the parts' own executors (see [`Locked`]).
+    fn lock(&self) -> Result<Locked<'_, E, G>, LaunchError> {
+        let state = self.lock_state()?;
+        self.in_fork(&state)?;
+        let on_main = OnMain::start(self.lane.as_deref(), self.inner.domains.execs())?;
+        Ok(Locked { state, _on_main: on_main })
+    }
+
+    /// Refuses a handle of a fork used after its `fork_join` returned (its side handles are
+    /// joined no more).
+    fn in_fork(&self, state: &State<E, G>) -> Result<(), LaunchError> {
+        match (&self.lane, &state.fork) {
+            (Some(_), None) => {
+                Err(DistributionError::ForkOrder { error: "the handle is used after its fork_join returned".into() }
+                    .into())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// On a handle of a fork: marks the parts' own executors after halos were brought up to date
+    /// on them; the fork's handles wait for the mark before their next launch on their side
+    /// handles.
+    fn settled(&self, state: &mut State<E, G>) -> Result<(), LaunchError> {
+        let Some(fork) = state.fork.as_mut().filter(|_| self.lane.is_some()) else { return Ok(()) };
+        fork.marks = self.inner.domains.execs().iter().map(|e| e.mark()).collect::<Result<_, _>>()?;
+        fork.settles += 1;
+        Ok(())
     }
 
     /// The domains seen as `D`-dimensional (they are `G`-dimensional: an error for another `D`).
@@ -540,6 +684,32 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
     }
 }
 
+impl<E: Executor, const G: usize> Distributed<E, G> {
+    /// After a launch's work is issued: its written fields' halos marked stale (those it
+    /// exchanged itself, `early`, current that deep), its reductions combined over the ranks, and
+    /// its time profiled.
+    fn launched<S: Stencil<D>, const D: usize>(
+        &self,
+        state: &mut State<E, G>,
+        args: &mut S::Args<'_, Self>,
+        early: &[Option<Vec<usize>>],
+        reductions: Vec<f64>,
+        timing: Option<profile::Timing>,
+    ) -> Result<(), LaunchError> {
+        let stencil = S::IR.as_ptr() as usize;
+        S::map_args(args, &MarkWritten { stencil, early, next: std::cell::Cell::new(0) });
+        let domains = &self.inner.domains;
+        if !reductions.is_empty() {
+            combine_reductions::<S, Self, D>(domains.world(), reductions, args);
+        }
+        let exchanges = state.exchanges;
+        if let (Some(t), Some(p)) = (timing, state.profile.as_mut()) {
+            p.stop(domains.execs(), S::INFO.name, t, exchanges)?;
+        }
+        Ok(())
+    }
+}
+
 /// Refuses a read at an offset across the grid's edge (along an axis the decomposition does not
 /// wrap) of a field that declares no boundary, was filled by `fill_halos` before and was written
 /// since: the halo there is stale (a forgotten fill). A field never filled keeps its halo's
@@ -614,6 +784,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     fn alloc<T: Element, const D: usize>(&self, shape: Shape<D>) -> Result<Self::Field<T, D>, LaunchError> {
         let domains = self.domains_of::<D>()?;
         self.check_global(domains, &shape, "alloc")?;
+        let _order = self.lock()?;
         let parts: Result<Vec<_>, _> =
             domains.subdomains().zip(domains.execs()).map(|(s, e)| e.alloc::<T, D>(s.shape(&shape))).collect();
         Ok(DistField::new(self.inner.home, shape, parts?, shape.halo_widths()))
@@ -622,6 +793,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     fn upload<T: Element, const D: usize>(&self, host: &Field<T, D>) -> Result<Self::Field<T, D>, LaunchError> {
         let domains = self.domains_of::<D>()?;
         self.check_global(domains, host.shape(), "upload")?;
+        let _order = self.lock()?;
         let parts = domains.scatter(host)?;
         Ok(DistField::new(self.inner.home, *host.shape(), parts, host.shape().halo_widths()))
     }
@@ -952,7 +1124,12 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let _span = tracing::debug_span!(target: "stencil::distributed", "run", stencil = S::INFO.name).entered();
         let domains = self.domains_of::<D>()?;
         let d = domains.decomposition();
-        let mut state = self.lock()?;
+        let mut state = self.lock_state()?;
+        let lane = self.lane.as_deref();
+        self.in_fork(&state)?;
+        if let Some(lane) = lane {
+            lane.check()?;
+        }
         let LaunchFields { global, heads, reductions, reduces } = self.launch_fields::<S, D>(range, &mut args)?;
         if range.points() == 0 {
             return Ok(());
@@ -984,6 +1161,50 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         for &(info, head) in heads.iter().filter(|(i, h)| i.writable && settle_first(h)) {
             written.extend(Settle::of(self, head, info, S::INFO.name, true)?);
         }
+        let two = state.overlap == Overlap::TwoDivided;
+        let stencil_id = S::IR.as_ptr() as usize;
+        let written_infos: Vec<&FieldInfo> = S::INFO.fields.iter().filter(|f| f.writable).collect();
+        let ranges: Vec<Option<Loop<D>>> = domains.subdomains().map(|s| cut(range, &global, &s, d.grid())).collect();
+        let execs = domains.execs();
+        // The parts' launches from their own host threads: not a launch that folds into a
+        // reduction (every part adds to one value), nor one being recorded.
+        let at_once = domains.host_threads() && !reduces && state.journal.is_none();
+        let run_parts = |args: &mut S::Args<'_, Self>, execs: &[E], regions: &[Vec<Loop<D>>]| {
+            if at_once {
+                let parts = split_args::<S, E, G, D>(args, execs.len());
+                domains.each_part(&|i| {
+                    // SAFETY: part `i`'s arguments, taken by part `i`'s job only.
+                    let mut part = unsafe { parts.take(i) };
+                    execs[i].run_regions(&regions[i], stencil, strategy, S::map_args(&mut part, &Same))
+                })
+            } else {
+                for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
+                    exec.run_regions(regions, stencil, strategy, S::map_args(args, &Part(i)))?;
+                }
+                Ok(())
+            }
+        };
+        // On a handle of a fork: a launch that moves no halo, folds nothing and is not timed runs
+        // on the handle's side handles of the parts' executors, beside the other handles' work,
+        // after the halos brought up to date for them; any other runs on the parts' own executors,
+        // between the handle's earlier and later work (`on_main`).
+        let side = lane.filter(|_| {
+            written.is_empty()
+                && !reduces
+                && timing.is_none()
+                && !(two && (0..written_infos.len()).any(|k| state.ahead.contains_key(&(stencil_id, k))))
+        });
+        let side = match side {
+            Some(lane) if self.read_settles::<D>(range, &heads, S::INFO.name)?.is_empty() => Some(lane),
+            _ => None,
+        };
+        if let Some(lane) = side {
+            lane.catch_up(state.fork.as_ref())?;
+            let regions: Vec<Vec<Loop<D>>> = ranges.iter().map(|r| r.iter().copied().collect()).collect();
+            run_parts(&mut args, &lane.execs, &regions)?;
+            return self.launched::<S, D>(&mut state, &mut args, &[], reductions, timing);
+        }
+        let _on_main = OnMain::start(lane, execs)?;
         if !written.is_empty() {
             self.settle::<S, D>(&mut state, &mut args, &written)?;
         }
@@ -991,12 +1212,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         let read = self.read_settles::<D>(range, &heads, S::INFO.name)?;
         // Two-divided: learn which launch's written field this one reads at an offset, and
         // whether this launch's written fields are read so next (then it exchanges them itself).
-        let two = state.overlap == Overlap::TwoDivided;
-        let stencil_id = S::IR.as_ptr() as usize;
-        let written_infos: Vec<&FieldInfo> = S::INFO.fields.iter().filter(|f| f.writable).collect();
         let early = if two { state.learn_early(&read, stencil_id, written_infos.len()) } else { Vec::new() };
-        let ranges: Vec<Option<Loop<D>>> = domains.subdomains().map(|s| cut(range, &global, &s, d.grid())).collect();
-        let execs = domains.execs();
         let empty = Loop::within(global.extent(), [0; D], [0; D]);
         let whole: Vec<Loop<D>> = ranges.iter().map(|r| r.unwrap_or(empty)).collect();
         if early.iter().any(Option::is_some) {
@@ -1028,7 +1244,8 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                         })
                         .collect();
                     let refs: Vec<&Settle<'_, D>> = list.iter().collect();
-                    self.exchange(&mut state, &refs, [false; D])
+                    self.exchange(&mut state, &refs, [false; D])?;
+                    self.settled(&mut state)
                 },
                 |args, execs, regions| {
                     for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
@@ -1048,24 +1265,6 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                 (None, Overlap::OneDivided | Overlap::TwoDivided) => (Overlap::OneDivided, false),
             };
             let started = if timed { Some(auto::start(execs)?) } else { None };
-            // The parts' launches from their own host threads: not a launch that folds into a
-            // reduction (every part adds to one value), nor one being recorded.
-            let at_once = domains.host_threads() && !reduces && !recording;
-            let run_parts = |args: &mut S::Args<'_, Self>, execs: &[E], regions: &[Vec<Loop<D>>]| {
-                if at_once {
-                    let parts = split_args::<S, E, G, D>(args, execs.len());
-                    domains.each_part(&|i| {
-                        // SAFETY: part `i`'s arguments, taken by part `i`'s job only.
-                        let mut part = unsafe { parts.take(i) };
-                        execs[i].run_regions(&regions[i], stencil, strategy, S::map_args(&mut part, &Same))
-                    })
-                } else {
-                    for (i, (exec, regions)) in execs.iter().zip(regions).enumerate() {
-                        exec.run_regions(regions, stencil, strategy, S::map_args(args, &Part(i)))?;
-                    }
-                    Ok(())
-                }
-            };
             if read.is_empty() || mode == Overlap::None {
                 self.settle::<S, D>(&mut state, &mut args, &read)?;
                 if let Some(t) = timing.as_mut() {
@@ -1094,15 +1293,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             }
         }
         let exchanged: &[Option<Vec<usize>>] = if early.iter().any(Option::is_some) { &early } else { &[] };
-        S::map_args(&mut args, &MarkWritten { stencil: stencil_id, early: exchanged, next: std::cell::Cell::new(0) });
-        if !reductions.is_empty() {
-            combine_reductions::<S, Self, D>(domains.world(), reductions, &mut args);
-        }
-        let exchanges = state.exchanges;
-        if let (Some(t), Some(p)) = (timing, state.profile.as_mut()) {
-            p.stop(domains.execs(), S::INFO.name, t, exchanges)?;
-        }
-        Ok(())
+        self.launched::<S, D>(&mut state, &mut args, exchanged, reductions, timing)
     }
 
     /// Asks for halo fills, done when a launch first needs them (see the module docs): the
@@ -1153,10 +1344,39 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         self.inner.domains.synchronize()
     }
 
-    /// `n` clones of this executor, each call running in order (its parts' work overlaps inside a
-    /// launch, with [`Distributed::with_overlap`]).
+    /// `n` handles whose launches run side by side, as on one device: handle `k`'s launches run on
+    /// side handles of the parts' executors (their own `fork_join`), after everything issued so
+    /// far; work issued afterwards waits for all of theirs. A launch on a handle that must bring
+    /// halos up to date first (an exchange or a fill), folds a reduction or is profiled, and every
+    /// other call on a handle, runs on the parts' own executors between that handle's earlier and
+    /// later work, and the other handles' later launches wait for the halos it brought up to
+    /// date. Work given to different handles must not write what another reads or writes. On a
+    /// handle of a fork, while profiling (`STENCIL_PROFILE=1`) or while another fork runs, the
+    /// handles are clones of this executor and run each call in turn.
     fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError> {
-        work(&vec![self.clone(); n])
+        {
+            let mut state = self.lock_state()?;
+            if self.lane.is_some() || n < 2 || state.fork.is_some() || state.profile.is_some() {
+                drop(state);
+                return work(&vec![self.clone(); n]);
+            }
+            state.fork = Some(Fork { settles: 0, marks: Vec::new() });
+        }
+        let (mut work, mut value) = (Some(work), None);
+        let forked = fork_parts(self.inner.domains.execs(), n, &mut Vec::new(), &mut |sides| {
+            let handle = |k: usize| Distributed {
+                inner: Arc::clone(&self.inner),
+                lane: Some(Arc::new(Lane::new(sides.iter().map(|s: &Vec<E>| s[k].clone()).collect()))),
+            };
+            let handles: Vec<Self> = (0..n).map(handle).collect();
+            let work = work.take().ok_or(DistributionError::ForkOrder { error: "the work ran twice".into() })?;
+            value = Some(work(&handles)?);
+            Ok(())
+        });
+        let ended = self.lock_state().map(|mut s| s.fork = None);
+        forked?;
+        ended?;
+        value.ok_or_else(|| DistributionError::ForkOrder { error: "the work did not run".into() }.into())
     }
 }
 
@@ -1210,7 +1430,7 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
         &self,
         step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>,
     ) -> Result<Option<E::Recording>, LaunchError> {
-        if self.inner.domains.world().size() > 1 {
+        if self.inner.domains.world().size() > 1 || self.lane.is_some() {
             return Ok(None);
         }
         let execs = self.inner.domains.execs();
@@ -1239,8 +1459,29 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
     }
 
     fn replay(&self, recording: &E::Recording) -> Result<(), LaunchError> {
+        let _order = self.lock()?;
         let execs = self.inner.domains.execs();
         execs[0].replay_group(&execs[1..], recording)
+    }
+}
+
+/// What [`fork_parts`] runs with the side handles.
+type ForkWork<'a, E> = dyn FnMut(&[Vec<E>]) -> Result<(), LaunchError> + 'a;
+
+/// Runs `work` with `n` side handles of every executor (nested [`Executor::fork_join`]s, one per
+/// part: `sides[p][k]` is part `p`'s handle `k`).
+fn fork_parts<E: Executor>(
+    execs: &[E],
+    n: usize,
+    sides: &mut Vec<Vec<E>>,
+    work: &mut ForkWork<'_, E>,
+) -> Result<(), LaunchError> {
+    match execs.split_first() {
+        None => work(sides),
+        Some((first, rest)) => first.fork_join(n, |handles| {
+            sides.push(handles.to_vec());
+            fork_parts(rest, n, sides, work)
+        }),
     }
 }
 
