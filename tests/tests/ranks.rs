@@ -117,6 +117,18 @@ fn main() {
                 distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed on GPUs: {e}"));
         }
     }
+    // A fork of three handles over the ranks (exchanges between ranks for some handles, halos
+    // brought up to date by another handle's exchange for one): one host domain's bits.
+    for per_rank in [1, 2] {
+        let global = [10 + n as usize, 9, 8];
+        let d = Decomposition::auto(global, n as usize * per_rank, [true; 3], [2; 3]).expect("fits");
+        let one = distributed_check::forked(&Host, global, 0, 42, 3).expect("one domain");
+        let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
+        let many = distributed_check::forked(&stencil_runtime::Distributed::new(domains), global, 1, 42, 3)
+            .unwrap_or_else(|e| panic!("forked over ranks: {e}"));
+        assert!(many == one, "{per_rank} subdomain(s) per rank: the forked run differs from one domain");
+        checked += many.len();
+    }
     // GPUs by node-local rank: the ranks split into two simulated nodes, in blocks (0, 1 | 2, 3)
     // and round robin (0, 2 | 1, 3); each node's processes take its GPUs in turn, so no two
     // processes of a node share one (the global rank modulo the GPU count would put ranks 0 and
