@@ -43,14 +43,22 @@ print(f"load average at the probes: {', '.join(loads)}")
 # Threads that ran arithmetic at once, probed before ours and before the peers of each case: far
 # below the thread count, the machine's CPUs shared cores for a while (a virtual machine's slow
 # window), and compute-bound runs near that probe are slower than the machine.
-probes = defaultdict(list)
+# The wide probe keeps each core's arithmetic units busy: far below the first, threads share
+# cores (SMT siblings), and compute-bound runs scale by fewer than the thread count.
+probes, wide = defaultdict(list), defaultdict(list)
 for l in lines:
     if l["who"] == "probe":
         probes[l["threads"]].append(l["parallel"])
+        if "parallel_wide" in l:
+            wide[l["threads"]].append(l["parallel_wide"])
 for t in sorted(probes):
     low = [p for p in probes[t] if p < 0.75 * t]
     print(f"threads running at once, of {t} ({len(probes[t])} probes): {min(probes[t]):.2f}-{max(probes[t]):.2f}"
           + (f"; {len(low)} probes below {0.75 * t:.2f}: a slow window, compare those cases with care" if low else ""))
+    if wide[t]:
+        shared = max(wide[t]) < 0.75 * t
+        print(f"  with wide arithmetic: {min(wide[t]):.2f}-{max(wide[t]):.2f}"
+              + ("; the threads share cores' arithmetic units (SMT siblings?)" if shared else ""))
 print()
 print("| case | threads | who | GPts/s (median) | min-max | vs best peer | % of triad | target | rel. L2 vs ours |")
 print("|---|---:|---|---:|---:|---:|---:|---|---:|")

@@ -74,7 +74,8 @@ struct Opts {
     #[arg(long)]
     triad: bool,
     /// Print how many threads' worth of arithmetic the threads run at once only (a probe for
-    /// windows where a virtual machine's CPUs share cores).
+    /// windows where a virtual machine's CPUs share cores): with a dependent chain and with wide
+    /// independent arithmetic (which threads sharing a core, SMT siblings, split).
     #[arg(long)]
     probe: bool,
     /// The thread-scaling table for these thread counts instead (e.g. 1,2,4,8,16).
@@ -273,14 +274,45 @@ fn busy(threads: usize) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Seconds for `threads` threads at once to each run 128 independent chains of multiplies and
+/// adds (no memory traffic): enough independent work to keep a core's arithmetic units busy, so
+/// that two threads sharing a core (SMT siblings) take longer than one; the best of 5.
+fn busy_wide(threads: usize) -> f64 {
+    let work = || {
+        let mut x = std::hint::black_box([1.0f64; 128]);
+        for _ in 0..1_000_000 {
+            for (i, x) in x.iter_mut().enumerate() {
+                *x = *x * 0.999_999_9 + 1e-9 * i as f64;
+            }
+        }
+        std::hint::black_box(x);
+    };
+    (0..5)
+        .map(|_| {
+            let t = Instant::now();
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    s.spawn(work);
+                }
+            });
+            t.elapsed().as_secs_f64()
+        })
+        .fold(f64::INFINITY, f64::min)
+}
+
 fn main() {
     let mut o = <Opts as clap::Parser>::parse();
     if o.probe {
         // One thread's time over all threads' time, times the thread count: the number of
-        // threads that really ran at once (the thread count on idle cores of their own).
+        // threads that really ran at once (the thread count on idle cores of their own); with
+        // a chain that waits on each result, and with wide independent arithmetic, which
+        // threads sharing a core's arithmetic units (SMT siblings) run at a share of its rate.
         let threads = rayon::current_num_threads();
         let parallel = threads as f64 * busy(1) / busy(threads);
-        println!("{{\"who\": \"probe\", \"threads\": {threads}, \"parallel\": {parallel:.2}}}");
+        let wide = threads as f64 * busy_wide(1) / busy_wide(threads);
+        println!(
+            "{{\"who\": \"probe\", \"threads\": {threads}, \"parallel\": {parallel:.2}, \"parallel_wide\": {wide:.2}}}"
+        );
         return;
     }
     if o.triad {
