@@ -205,13 +205,13 @@ pub fn sum3(idx: Idx3, u: &Field3<f64>, v: &Field3<f64>, x: &Field3<f64>, a: &mu
 }
 
 /// `steps` steps of a fork of three handles and a step after it, on `global` points with random
-/// values (`seed`), periodic: handle 0 first keeps its executor busy (`busy` launches that need
-/// no halo) and then updates `u` from `a` (read at offsets,
-/// stale: exchanged for it, after the busy work on a distributed executor), handle 1 `v` from `b`
+/// values (`seed`), periodic: handle 0 first keeps its executor busy (`busy` launches on a field
+/// of their own that need no halo) and then updates `u` from `a` (read at offsets, stale:
+/// exchanged for it, after the busy work on a distributed executor), handle 1 `v` from `b`
 /// (likewise), handle 2 `w` from `a` (exchanged already: on a distributed executor it runs on its
 /// side handles, and must wait for that exchange) and then `x` from `w` (stale: exchanged for
 /// it). After the fork, `a` from `u`, `v` and `x`, and `b` damped. Returns the bits of `a` and
-/// `b` (interior), which every executor must give alike.
+/// `b` (interior), which every executor must give alike, whatever `busy`.
 pub fn forked<E: Executor>(
     exec: &E,
     global: [usize; 3],

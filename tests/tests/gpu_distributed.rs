@@ -214,10 +214,10 @@ fn a_fork_of_handles_on_the_gpus_gives_the_single_domain_bits() {
     }
 }
 
-/// The wait of a handle for another handle's exchange, where skipping it would show: before its
-/// exchange, handle 0 keeps the GPU busy for about 3 ms (20 launches over 38 million points,
-/// issued in well under a millisecond), so handle 2, reading the exchanged halo, would read it
-/// first. One subdomain against the plain GPU executor (which runs no busy launches).
+/// The wait of a handle for another handle's exchange, where skipping it should show: before its
+/// exchange, handle 0 keeps the GPU busy (20 launches over 38 million points, about 3 ms, meant
+/// to outlast the host's issue of the launches after them), so handle 2, reading the exchanged
+/// halo, would read it first. One subdomain against the plain GPU executor (no busy launches).
 #[test]
 fn a_handle_waits_for_the_exchange_another_handle_issued() {
     use stencil_tests::distributed_check::forked;
