@@ -375,7 +375,9 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
 
     /// Runs `work` with `n` executors whose work may overlap (on a GPU: handles on side streams
     /// that start after everything issued so far, and that work issued afterwards waits for;
-    /// on the host: `n` copies of itself, which run each call to completion). Work given to
+    /// on the host: `n` copies of itself, which run each call to completion; on a
+    /// [`Distributed`](crate::Distributed) executor: handles whose launches run on side handles
+    /// of every part's executor, see its `fork_join`). Work given to
     /// different handles must not write what another reads or writes, e.g. the regions of
     /// [`Loop::split_boundary`].
     fn fork_join<R>(&self, n: usize, work: impl FnOnce(&[Self]) -> Result<R, LaunchError>) -> Result<R, LaunchError>;
