@@ -251,22 +251,14 @@ fn triad() -> f64 {
     12.0 * len as f64 / best / 1e9
 }
 
-/// Seconds for `threads` threads at once to each run the same chain of dependent arithmetic
-/// (no memory traffic): the best of 5.
-fn busy(threads: usize) -> f64 {
-    let work = || {
-        let mut x = std::hint::black_box(1.0f64);
-        for _ in 0..20_000_000 {
-            x = x.mul_add(0.999_999_9, 1e-9);
-        }
-        std::hint::black_box(x);
-    };
+/// Seconds for `threads` threads at once to each run `work` (no memory traffic): the best of 5.
+fn at_once(threads: usize, work: impl Fn() + Sync) -> f64 {
     (0..5)
         .map(|_| {
             let t = Instant::now();
             std::thread::scope(|s| {
                 for _ in 0..threads {
-                    s.spawn(work);
+                    s.spawn(&work);
                 }
             });
             t.elapsed().as_secs_f64()
@@ -274,30 +266,25 @@ fn busy(threads: usize) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
-/// Seconds for `threads` threads at once to each run 128 independent chains of multiplies and
-/// adds (no memory traffic): enough independent work to keep a core's arithmetic units busy, so
-/// that two threads sharing a core (SMT siblings) take longer than one; the best of 5.
-fn busy_wide(threads: usize) -> f64 {
-    let work = || {
-        let mut x = std::hint::black_box([1.0f64; 128]);
-        for _ in 0..1_000_000 {
-            for (i, x) in x.iter_mut().enumerate() {
-                *x = *x * 0.999_999_9 + 1e-9 * i as f64;
-            }
+/// A chain of dependent arithmetic: each step waits for the one before.
+fn chain() {
+    let mut x = std::hint::black_box(1.0f64);
+    for _ in 0..20_000_000 {
+        x = x.mul_add(0.999_999_9, 1e-9);
+    }
+    std::hint::black_box(x);
+}
+
+/// 128 independent chains of multiplies and adds: enough independent work to keep a core's
+/// arithmetic units busy, so that two threads sharing a core (SMT siblings) take longer than one.
+fn wide() {
+    let mut x = std::hint::black_box([1.0f64; 128]);
+    for _ in 0..1_000_000 {
+        for (i, x) in x.iter_mut().enumerate() {
+            *x = *x * 0.999_999_9 + 1e-9 * i as f64;
         }
-        std::hint::black_box(x);
-    };
-    (0..5)
-        .map(|_| {
-            let t = Instant::now();
-            std::thread::scope(|s| {
-                for _ in 0..threads {
-                    s.spawn(work);
-                }
-            });
-            t.elapsed().as_secs_f64()
-        })
-        .fold(f64::INFINITY, f64::min)
+    }
+    std::hint::black_box(x);
 }
 
 fn main() {
@@ -308,10 +295,10 @@ fn main() {
         // a chain that waits on each result, and with wide independent arithmetic, which
         // threads sharing a core's arithmetic units (SMT siblings) run at a share of its rate.
         let threads = rayon::current_num_threads();
-        let parallel = threads as f64 * busy(1) / busy(threads);
-        let wide = threads as f64 * busy_wide(1) / busy_wide(threads);
+        let parallel = threads as f64 * at_once(1, chain) / at_once(threads, chain);
+        let parallel_wide = threads as f64 * at_once(1, wide) / at_once(threads, wide);
         println!(
-            "{{\"who\": \"probe\", \"threads\": {threads}, \"parallel\": {parallel:.2}, \"parallel_wide\": {wide:.2}}}"
+            "{{\"who\": \"probe\", \"threads\": {threads}, \"parallel\": {parallel:.2}, \"parallel_wide\": {parallel_wide:.2}}}"
         );
         return;
     }
