@@ -10,6 +10,13 @@ pub use stencil_tests::canonical::Diffusion as Diffusion7;
 /// The canonical test stencil `star25`.
 pub use stencil_tests::canonical::Star25 as Acoustic25;
 
+/// [`Diffusion7`] and [`Acoustic25`] with their products fused (`#[stencil(fma)]`), in f32 and
+/// f64: what the C peers' compilers do on their own (`-ffp-contract=fast`, `-ffast-math`), here
+/// the same on the CPU and the GPU.
+pub use stencil_tests::canonical::{
+    Diffusion7F64Fma, DiffusionFma as Diffusion7Fma, Star25F64Fma as Acoustic25F64Fma, Star25Fma as Acoustic25Fma,
+};
+
 /// The median time of `runs` calls of `f`, in seconds, after one warm-up call.
 pub fn time(runs: usize, mut f: impl FnMut()) -> f64 {
     f();
@@ -62,9 +69,9 @@ use stencil_runtime::prelude::*;
 /// 2D stencils of the side-by-side benchmark: 5-point diffusion and the 2D radius-4 (17-point)
 /// acoustic update, in f32 and f64.
 macro_rules! stencils_2d {
-    ($diff:ident, $star:ident, $t:ident) => {
+    ($diff:ident, $star:ident, $t:ident $(, $opt:ident)?) => {
         /// 5-point diffusion `f_new = cc f + a (4 neighbours)`: 8 (f32) or 16 (f64) bytes per point.
-        #[stencil]
+        #[stencil($($opt)?)]
         pub fn $diff(idx: Idx2, a: $t, cc: $t, f: &Field2<$t>, f_new: &mut Field2<$t>) {
             f_new[idx] = cc * f[idx]
                 + a * f[idx.ix::<1, 0>()]
@@ -74,7 +81,7 @@ macro_rules! stencils_2d {
         }
 
         /// The 8th-order 2D acoustic update `u_next = 2u - u_prev + c v2 lap(u)` (17-point star).
-        #[stencil]
+        #[stencil($($opt)?)]
         pub fn $star(idx: Idx2, c: $t, u: &Field2<$t>, u_prev: &Field2<$t>, v2: &Field2<$t>, u_next: &mut Field2<$t>) {
             let c0 = -205.0 / 72.0;
             let c1 = 8.0 / 5.0;
@@ -92,3 +99,5 @@ macro_rules! stencils_2d {
 }
 stencils_2d!(diffusion5, acoustic17, f32);
 stencils_2d!(diffusion5_f64, acoustic17_f64, f64);
+stencils_2d!(diffusion5_fma, acoustic17_fma, f32, fma);
+stencils_2d!(diffusion5_f64_fma, acoustic17_f64_fma, f64, fma);

@@ -25,6 +25,10 @@ pub const SCALED_ADJOINT_STEP_ATTR: &str = "__stencil_scaled_adjoint_step";
 /// The attribute `#[stencil(scaled_gradient(..))]` leaves on the function for the expansion
 /// (`#[__stencil_scaled_gradient(c)]`); the functor does not keep it.
 pub const SCALED_GRADIENT_ATTR: &str = "__stencil_scaled_gradient";
+/// The attribute `#[stencil(fma)]` leaves on the function for the expansion
+/// (`#[__stencil_fma]`); the functor does not keep it.
+pub const FMA_ATTR: &str = "__stencil_fma";
+
 /// The attribute `#[stencil(portable_math)]` leaves on the function for the expansion
 /// (`#[__stencil_portable_math]`); the functor does not keep it.
 pub const PORTABLE_MATH_ATTR: &str = "__stencil_portable_math";

@@ -22,8 +22,8 @@ pub const ORDERS: [Order; 2] = [Order::Ijk, Order::Kij];
 /// Defines a `#[stencil]` or `#[stencil_fn]` function and keeps its source text, as written,
 /// in the constant `$source`.
 macro_rules! with_source {
-    ($source:ident, #[$attr:ident] $item:item) => {
-        #[$attr]
+    ($source:ident, #[$attr:ident $(($($arg:tt)*))?] $item:item) => {
+        #[$attr $(($($arg)*))?]
         $item
 
         #[doc = concat!("The source text of the function defined next to `", stringify!($source), "`.")]
@@ -33,10 +33,10 @@ macro_rules! with_source {
 
 /// 7-point diffusion (ASUCA's `Diffusion3d`) of element type `$t`.
 macro_rules! diffusion7 {
-    ($name:ident, $source:ident, $t:ident) => {
+    ($name:ident, $source:ident, $t:ident $(, $opt:ident)?) => {
         with_source!(
             $source,
-            #[stencil]
+            #[stencil($($opt)?)]
             pub fn $name(
                 idx: Idx3,
                 ce: $t,
@@ -62,6 +62,8 @@ macro_rules! diffusion7 {
 }
 diffusion7!(diffusion, DIFFUSION_SOURCE, f32);
 diffusion7!(diffusion7_f64, DIFFUSION7_F64_SOURCE, f64);
+diffusion7!(diffusion_fma, DIFFUSION_FMA_SOURCE, f32, fma);
+diffusion7!(diffusion7_f64_fma, DIFFUSION7_F64_FMA_SOURCE, f64, fma);
 
 /// [`Diffusion`]'s (and [`Diffusion7F64`]'s) point update; `c` is `[ce, cw, cn, cs, ct, cb, cc]`,
 /// the stencil's scalar order.
@@ -76,13 +78,26 @@ pub fn diffusion_ref<T: Real>(c: [T; 7], f: &Field<T, 3>, g: [isize; 3]) -> T {
         + cb * nb(f, g, [0, 0, -1])
 }
 
+/// [`DiffusionFma`]'s (and [`Diffusion7F64Fma`]'s) point update: [`diffusion_ref`]'s sum with each
+/// product after the first fused into the sum so far, as `#[stencil(fma)]` fuses it.
+pub fn diffusion_fma_ref<T: Real>(c: [T; 7], f: &Field<T, 3>, g: [isize; 3]) -> T {
+    let [ce, cw, cn, cs, ct, cb, cc] = c;
+    let mut sum = cc * nb(f, g, [0, 0, 0]);
+    for (k, o) in
+        [(ce, [1, 0, 0]), (cw, [-1, 0, 0]), (cn, [0, 1, 0]), (cs, [0, -1, 0]), (ct, [0, 0, 1]), (cb, [0, 0, -1])]
+    {
+        sum = k.mul_add(nb(f, g, o), sum);
+    }
+    sum
+}
+
 /// The 25-point star (radius 4, 8th-order Laplacian): one step of the wave equation
 /// `u_next = 2u - u_prev + c * v2 * lap(u)`, of element type `$t`.
 macro_rules! star25 {
-    ($name:ident, $source:ident, $t:ident) => {
+    ($name:ident, $source:ident, $t:ident $(, $opt:ident)?) => {
         with_source!(
             $source,
-            #[stencil]
+            #[stencil($($opt)?)]
             pub fn $name(
                 idx: Idx3,
                 c: $t,
@@ -128,6 +143,8 @@ macro_rules! star25 {
 }
 star25!(star25, STAR25_SOURCE, f32);
 star25!(star25_f64, STAR25_F64_SOURCE, f64);
+star25!(star25_fma, STAR25_FMA_SOURCE, f32, fma);
+star25!(star25_f64_fma, STAR25_F64_FMA_SOURCE, f64, fma);
 
 /// [`Star25`]'s (and [`Star25F64`]'s) point update.
 pub fn star25_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Field<T, 3>, g: [isize; 3]) -> T {
@@ -147,6 +164,33 @@ pub fn star25_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Fie
     let centre = nb(u, g, [0, 0, 0]);
     let lap = T::lit(3.0) * c0 * centre + c1 * ring(1) + c2 * ring(2) + c3 * ring(3) + c4 * ring(4);
     T::lit(2.0) * centre - nb(u_prev, g, [0, 0, 0]) + c * nb(v2, g, [0, 0, 0]) * lap
+}
+
+/// [`Star25Fma`]'s (and [`Star25F64Fma`]'s) point update: [`star25_ref`] with each product that
+/// is added fused, as `#[stencil(fma)]` fuses it.
+pub fn star25_fma_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Field<T, 3>, g: [isize; 3]) -> T {
+    let ring = |r: isize| {
+        nb(u, g, [r, 0, 0])
+            + nb(u, g, [-r, 0, 0])
+            + nb(u, g, [0, r, 0])
+            + nb(u, g, [0, -r, 0])
+            + nb(u, g, [0, 0, r])
+            + nb(u, g, [0, 0, -r])
+    };
+    let c0 = -T::lit(205.0) / T::lit(72.0);
+    let ck = [
+        T::lit(8.0) / T::lit(5.0),
+        -T::lit(1.0) / T::lit(5.0),
+        T::lit(8.0) / T::lit(315.0),
+        -T::lit(1.0) / T::lit(560.0),
+    ];
+    let centre = nb(u, g, [0, 0, 0]);
+    let mut lap = T::lit(3.0) * c0 * centre;
+    for (r, k) in (1..=4).zip(ck) {
+        lap = k.mul_add(ring(r), lap);
+    }
+    let old = T::lit(2.0).mul_add(centre, -nb(u_prev, g, [0, 0, 0]));
+    (c * nb(v2, g, [0, 0, 0])).mul_add(lap, old)
 }
 
 with_source!(

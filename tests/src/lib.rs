@@ -109,6 +109,8 @@ pub trait Real:
     fn sqrt(self) -> Self;
     /// `self.max(other)`.
     fn max(self, other: Self) -> Self;
+    /// `self * a + b` with one rounding (`mul_add`).
+    fn mul_add(self, a: Self, b: Self) -> Self;
 }
 
 impl Real for f32 {
@@ -125,6 +127,9 @@ impl Real for f32 {
     fn max(self, other: f32) -> f32 {
         f32::max(self, other)
     }
+    fn mul_add(self, a: f32, b: f32) -> f32 {
+        f32::mul_add(self, a, b)
+    }
 }
 
 impl Real for f64 {
@@ -140,6 +145,9 @@ impl Real for f64 {
     }
     fn max(self, other: f64) -> f64 {
         f64::max(self, other)
+    }
+    fn mul_add(self, a: f64, b: f64) -> f64 {
+        f64::mul_add(self, a, b)
     }
 }
 

@@ -197,6 +197,25 @@ fn every_level_streaming_mode_and_tile_gives_the_reference_bits() {
                     |g| star25_ref(0.05, u, p, v, g),
                     &ctx,
                 );
+                // #[stencil(fma)]: the same stencils with their products fused (FMA instructions
+                // at the vector levels, software on the baseline), against references that fuse
+                // with `mul_add` by hand.
+                let ctx = format!("diffusion f32 fma {s:?}, {setting}");
+                check(
+                    s,
+                    range,
+                    |r, out| r.run(DiffusionFma, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], f, out)),
+                    |g| diffusion_fma_ref(c, f, g),
+                    &ctx,
+                );
+                let ctx = format!("star25 f64 fma {s:?}, {setting}");
+                check(
+                    s,
+                    range,
+                    |r, out| r.run(Star25F64Fma, (0.05, u, p, v, out)),
+                    |g| star25_fma_ref(0.05, u, p, v, g),
+                    &ctx,
+                );
                 let mut out = old.clone();
                 range.run(Accumulate, (0.7, f, &mut out)).expect("launch");
                 let mut want = old.clone();
@@ -421,4 +440,24 @@ fn large_fields_at_different_page_offsets_give_the_reference_bits() {
             "star25 f64, large fields",
         );
     }
+}
+
+/// The fused references of `every_level_…` differ from the unfused ones on random inputs, so
+/// those checks tell a stencil whose products were fused from one left alone (a `fma` attribute
+/// that did nothing, or an FMA instruction where none was asked for, fails one of them).
+#[test]
+fn fused_and_unfused_references_differ() {
+    let mut rng = SplitMix64::new(7);
+    let s = Shape3::new([16, 8, 8]).halo(4);
+    let c7: [f32; 7] = std::array::from_fn(|_| rng.uniform(-0.5, 0.5) as f32);
+    let f = random::<f32, 3>(s, &mut rng, -1.0, 1.0);
+    let (u, p) = (random::<f64, 3>(s, &mut rng, -1.0, 1.0), random::<f64, 3>(s, &mut rng, -1.0, 1.0));
+    let v = random::<f64, 3>(s, &mut rng, 0.5, 1.5);
+    let (mut s1, mut s2, mut points) = (0, 0, 0);
+    for_each_in_range(&Loop3D::interior(&s), &s, |g| {
+        points += 1;
+        s1 += usize::from(diffusion_fma_ref(c7, &f, g).to_bits() != diffusion_ref(c7, &f, g).to_bits());
+        s2 += usize::from(star25_fma_ref(0.05, &u, &p, &v, g).to_bits() != star25_ref(0.05, &u, &p, &v, g).to_bits());
+    });
+    assert!(s1 > points / 10 && s2 > points / 10, "fused differs at {s1} and {s2} of {points} points");
 }

@@ -2,7 +2,8 @@
 //! so this file builds only with `--features cuda`). Inputs are random, outputs are poisoned
 //! with NaN on both sides before the run, sizes are odd, and results must agree bit for bit:
 //! the kernels are compiled with `--fmad=false` and these stencils use only IEEE-exact operations
-//! (+, -, *, /, sqrt, min, max), so any difference is a bug, not rounding.
+//! (+, -, *, /, sqrt, min, max, and `fma` where `#[stencil(fma)]` fuses), so any difference is a
+//! bug, not rounding.
 #![cfg(feature = "cuda")]
 
 mod common;
@@ -110,6 +111,52 @@ fn star25_every_strategy() {
         let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
         range.with_strategy(s).run_on(&g, Star25, (0.3, &du, &dup, &dv, &mut dout)).unwrap();
         assert_same(&format!("star25 {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+    }
+}
+
+/// `#[stencil(fma)]`: the products fused into `fma` on the GPU and into FMA instructions (or
+/// software, on the scalar level) on the CPU: the same bits, every strategy, f32 and f64.
+#[test]
+fn fused_stencils_every_strategy() {
+    let g = gpu();
+    let mut rng = Rng(12);
+    for order in [Order::Ijk, Order::Kij] {
+        let shape = Shape3::new([45, 23, 19]).halo(1).order(order);
+        let f = random(shape, &mut rng, |v| v as f32);
+        let c = [0.11f32, -0.12, 0.13, 0.14, -0.15, 0.16, 0.37];
+        let range = Loop3D::interior(&shape);
+        let mut cpu = Field3::filled(shape, f32::NAN);
+        range.run(DiffusionFma, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut cpu)).unwrap();
+        let mut plain = Field3::filled(shape, f32::NAN);
+        range.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, &mut plain)).unwrap();
+        assert!(cpu.as_slice().iter().zip(plain.as_slice()).any(|(a, b)| a.to_bits() != b.to_bits()), "fused = plain");
+        let df = up(&g, &f);
+        for s in strategies() {
+            let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+            let args = (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &df, &mut dout);
+            range.with_strategy(s).run_on(&g, DiffusionFma, args).unwrap();
+            assert_same(&format!("diffusion fma {order:?} {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+        }
+    }
+    let shape = Shape3::new([41, 29, 23]).halo(4);
+    let (u, up_, v2) =
+        (random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v), random(shape, &mut rng, |v| v * v));
+    let range = Loop3D::interior(&shape);
+    let to32 = |f: &Field3<f64>| Field3::from_fn(*f.shape(), |g| f.get(g).unwrap() as f32);
+    let (u32_, up32, v32) = (to32(&u), to32(&up_), to32(&v2));
+    let mut cpu = Field3::filled(shape, f32::NAN);
+    range.run(Star25Fma, (0.3, &u32_, &up32, &v32, &mut cpu)).unwrap();
+    let mut cpu64 = Field3::filled(shape, f64::NAN);
+    range.run(Star25F64Fma, (0.3, &u, &up_, &v2, &mut cpu64)).unwrap();
+    let (du, dup, dv) = (up(&g, &u32_), up(&g, &up32), up(&g, &v32));
+    let (du64, dup64, dv64) = (up(&g, &u), up(&g, &up_), up(&g, &v2));
+    for s in strategies() {
+        let mut dout = up(&g, &Field3::filled(shape, f32::NAN));
+        range.with_strategy(s).run_on(&g, Star25Fma, (0.3, &du, &dup, &dv, &mut dout)).unwrap();
+        assert_same(&format!("star25 fma {s}"), &cpu, &dout.download().unwrap(), f32_bits);
+        let mut dout = up(&g, &Field3::filled(shape, f64::NAN));
+        range.with_strategy(s).run_on(&g, Star25F64Fma, (0.3, &du64, &dup64, &dv64, &mut dout)).unwrap();
+        assert_same(&format!("star25 f64 fma {s}"), &cpu64, &dout.download().unwrap(), f64::to_bits);
     }
 }
 

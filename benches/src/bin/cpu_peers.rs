@@ -12,7 +12,7 @@
 //!
 //! ```text
 //! cpu_peers [--case s1,s2] [--prec f32,f64] [--dims 3,2] [--n 256] [--n2 4096] [--steps 50]
-//!           [--runs 5] [--dump DIR] [--triad] [--scaling 1,2,4,8,16]
+//!           [--runs 5] [--fma] [--dump DIR] [--triad] [--scaling 1,2,4,8,16]
 //! ```
 //! Prints one JSON line per (case, dims, precision): the median and every timed run (one untimed
 //! warm-up run first; the fields are re-initialised, untimed, before every run) and GPts/s;
@@ -73,6 +73,10 @@ struct Opts {
     /// Print the STREAM triad bandwidth only.
     #[arg(long)]
     triad: bool,
+    /// Our stencils with their products fused (`#[stencil(fma)]`), as the peers' C compilers fuse
+    /// them on their own; reported as `stencil+fma`.
+    #[arg(long)]
+    fma: bool,
     /// Print how many threads' worth of arithmetic the threads run at once only (a probe for
     /// windows where a virtual machine's CPUs share cores): with a dependent chain and with wide
     /// independent arithmetic (which threads sharing a core, SMT siblings, split).
@@ -117,7 +121,11 @@ fn report(o: &Opts, case: &str, dims: usize, prec: &str, n: usize, times: &[f64]
     if o.quiet {
         return gpts;
     }
-    let who = o.pass_steps.map_or("stencil".to_string(), |k| format!("stencil+pass{k}"));
+    let who = format!(
+        "stencil{}{}",
+        if o.fma { "+fma" } else { "" },
+        o.pass_steps.map_or(String::new(), |k| format!("+pass{k}"))
+    );
     let ts: Vec<String> = times.iter().map(|t| format!("{t:.5}")).collect();
     println!(
         "{{\"who\": \"{who}\", \"case\": \"{case}\", \"dims\": {dims}, \"prec\": \"{prec}\", \"n\": {n}, \"steps\": {}, \
@@ -227,6 +235,30 @@ cases!(
 );
 cases!(run_2d_f32, f32, "f32", 2, Shape2, Loop2D, Diffusion5, |c, f, g| (c.0, c.1, f, g), Acoustic17);
 cases!(run_2d_f64, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64, |c, f, g| (c.0, c.1, f, g), Acoustic17F64);
+cases!(
+    run_3d_f32_fma,
+    f32,
+    "f32",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7Fma,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, f, g),
+    Acoustic25Fma
+);
+cases!(
+    run_3d_f64_fma,
+    f64,
+    "f64",
+    3,
+    Shape3,
+    Loop3D,
+    Diffusion7F64Fma,
+    |c, f, g| (c.0, c.0, c.0, c.0, c.0, c.0, c.1, f, g),
+    Acoustic25F64Fma
+);
+cases!(run_2d_f32_fma, f32, "f32", 2, Shape2, Loop2D, Diffusion5Fma, |c, f, g| (c.0, c.1, f, g), Acoustic17Fma);
+cases!(run_2d_f64_fma, f64, "f64", 2, Shape2, Loop2D, Diffusion5F64Fma, |c, f, g| (c.0, c.1, f, g), Acoustic17F64Fma);
 
 /// STREAM triad `a = b + 3 c` on 3 × 2^26 f32 (ordinary stores), GB/s counting 12 B per
 /// element, best of 10 after one warm-up.
@@ -329,12 +361,16 @@ fn main() {
     }
     for &d in &o.dims {
         for p in &o.precs {
-            let _ = match (d, p.as_str()) {
-                (3, "f32") => run_3d_f32(&o),
-                (3, "f64") => run_3d_f64(&o),
-                (2, "f32") => run_2d_f32(&o),
-                (2, "f64") => run_2d_f64(&o),
-                other => panic!("no case {other:?}"),
+            let _ = match (d, p.as_str(), o.fma) {
+                (3, "f32", false) => run_3d_f32(&o),
+                (3, "f64", false) => run_3d_f64(&o),
+                (2, "f32", false) => run_2d_f32(&o),
+                (2, "f64", false) => run_2d_f64(&o),
+                (3, "f32", true) => run_3d_f32_fma(&o),
+                (3, "f64", true) => run_3d_f64_fma(&o),
+                (2, "f32", true) => run_2d_f32_fma(&o),
+                (2, "f64", true) => run_2d_f64_fma(&o),
+                (d, p, _) => panic!("no case {d}D {p}"),
             };
         }
     }

@@ -23,7 +23,7 @@
 //! to profile).
 
 use std::time::Instant;
-use stencil_bench::{copy_bandwidth, median, Acoustic25, Diffusion7};
+use stencil_bench::{copy_bandwidth, median, Acoustic25, Acoustic25Fma, Diffusion7, Diffusion7Fma};
 use stencil_runtime::cuda::{DiskCache, Gpu};
 use stencil_runtime::prelude::*;
 use stencil_runtime::DeviceField3;
@@ -430,89 +430,106 @@ fn column_sweeps(gpu: &Gpu, n: usize, levels: usize) -> Result<(), Box<dyn std::
 /// S1 (the 7-point diffusion, f32) run for many steps: the single-step sweeps of the fastest
 /// strategies against sweeps of several steps (`run_steps_with`), as effective bandwidth (8 bytes
 /// per point and step) in % of the copy measured in this process; each tiling's result is
-/// checked bit for bit against the single steps'.
-fn temporal_blocking(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
-    let shape = Shape3::new([n, n, n]).halo(1);
-    let range = Loop3D::interior(&shape);
-    let copy = gpu.copy_bandwidth_gbs(n * n * n * 4, 20)?;
-    println!("device: {}; copy of {} MiB: {copy:.0} GB/s", gpu.name(), (n * n * n * 4) >> 20);
-    let start = Field3::from_fn(shape, |[i, j, k]| ((i * 7 + j * 3 + k) % 29) as f32 * 0.03);
-    let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
-    let total = 30;
-    let pct = |ms_per_step: f64| 100.0 * (n * n * n * 8) as f64 / (ms_per_step * 1e-3) / 1e9 / copy;
-    println!("\n{total} steps of {n}^3 per timed run (median of 5)\n");
-    // The median of 5 timed runs of `total` steps, per step.
-    let ms_per_step = |mut run: Box<dyn FnMut() -> Result<(), LaunchError> + '_>| -> Result<f64, LaunchError> {
-        let mut samples = Vec::new();
-        for _ in 0..5 {
-            let (r, ms) = gpu.time_ms(|| Ok(run()))?;
-            r?;
-            samples.push(ms / total as f64);
-        }
-        Ok(median(samples))
-    };
-    println!("| sweep | steps per sweep | ms per step | effective % of copy | bits as single steps |");
-    println!("|---|---:|---:|---:|---|");
-    let single = [
-        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 },
-        Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 },
-        Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
-    ];
-    let mut reference = None;
-    for s in single {
-        let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
-        let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| -> Result<(), LaunchError> {
-            for _ in 0..total {
-                range.with_strategy(s).run_on(gpu, Diffusion7, (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*f, &mut *g))?;
-                std::mem::swap(f, g);
+/// checked bit for bit against the single steps'. `temporal_blocking_fma`: the same with the
+/// products fused (`#[stencil(fma)]`: 7 instead of 13 floating-point operations per point).
+macro_rules! temporal_blocking {
+    ($name:ident, $functor:ident) => {
+        fn $name(gpu: &Gpu, n: usize, only: Option<&str>) -> Result<(), Box<dyn std::error::Error>> {
+            let shape = Shape3::new([n, n, n]).halo(1);
+            let range = Loop3D::interior(&shape);
+            let copy = gpu.copy_bandwidth_gbs(n * n * n * 4, 20)?;
+            println!("device: {}; copy of {} MiB: {copy:.0} GB/s", gpu.name(), (n * n * n * 4) >> 20);
+            let start = Field3::from_fn(shape, |[i, j, k]| ((i * 7 + j * 3 + k) % 29) as f32 * 0.03);
+            let c = (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4);
+            let total = 30;
+            let pct = |ms_per_step: f64| 100.0 * (n * n * n * 8) as f64 / (ms_per_step * 1e-3) / 1e9 / copy;
+            println!("\n{total} steps of {n}^3 per timed run (median of 5)\n");
+            // The median of 5 timed runs of `total` steps, per step.
+            let ms_per_step = |mut run: Box<dyn FnMut() -> Result<(), LaunchError> + '_>| -> Result<f64, LaunchError> {
+                let mut samples = Vec::new();
+                for _ in 0..5 {
+                    let (r, ms) = gpu.time_ms(|| Ok(run()))?;
+                    r?;
+                    samples.push(ms / total as f64);
+                }
+                Ok(median(samples))
+            };
+            println!("| sweep | steps per sweep | ms per step | effective % of copy | bits as single steps |");
+            println!("|---|---:|---:|---:|---|");
+            let single = [
+                Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 8 },
+                Strategy::ZMarch { block_x: 128, block_y: 1, points_per_thread: 16 },
+                Strategy::ZMarch { block_x: 64, block_y: 4, points_per_thread: 16 },
+            ];
+            let mut reference = None;
+            for s in single {
+                let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
+                let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| -> Result<(), LaunchError> {
+                    for _ in 0..total {
+                        range.with_strategy(s).run_on(
+                            gpu,
+                            $functor,
+                            (c.0, c.1, c.2, c.3, c.4, c.5, c.6, &*f, &mut *g),
+                        )?;
+                        std::mem::swap(f, g);
+                    }
+                    Ok(())
+                };
+                run(&mut f, &mut g)?;
+                if reference.is_none() {
+                    reference = Some(f.download()?);
+                }
+                let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
+                println!("| {s} | 1 | {ms:.3} | {:.1}% | (reference) |", pct(ms));
+            }
+            let reference = reference.expect("a single-step run");
+            let mut tilings = Vec::new();
+            // Threads along c and m, points per thread along c.
+            let shapes = [
+                (32, 32, 1),
+                (32, 16, 1),
+                (32, 32, 2),
+                (16, 32, 2),
+                (16, 64, 2),
+                (16, 16, 4),
+                (8, 32, 4),
+                (8, 64, 4),
+                (16, 32, 4),
+            ];
+            for steps in [3, 5, 7] {
+                for (x, y, lanes) in shapes {
+                    for planes in [64, 128] {
+                        tilings.push(TimeTiling { tile_x: x, tile_y: y, steps, planes, lanes });
+                    }
+                }
+            }
+            for t in tilings.into_iter().filter(|t| only.is_none_or(|o| t.label().contains(o))) {
+                let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
+                let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| {
+                    gpu.run_steps_with(&range, $functor, total, Some(t), (f, g), &(), |f, g, _| {
+                        (c.0, c.1, c.2, c.3, c.4, c.5, c.6, f, g)
+                    })
+                };
+                if let Err(e) = run(&mut f, &mut g) {
+                    println!("| {t} | {} | - | - | cannot run: {e} |", t.steps);
+                    continue;
+                }
+                let same =
+                    f.download()?.as_slice().iter().zip(reference.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
+                let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
+                println!(
+                    "| {t} | {} | {ms:.3} | {:.1}% | {} |",
+                    t.steps,
+                    pct(ms),
+                    if same { "equal" } else { "DIFFERENT" }
+                );
             }
             Ok(())
-        };
-        run(&mut f, &mut g)?;
-        if reference.is_none() {
-            reference = Some(f.download()?);
         }
-        let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
-        println!("| {s} | 1 | {ms:.3} | {:.1}% | (reference) |", pct(ms));
-    }
-    let reference = reference.expect("a single-step run");
-    let mut tilings = Vec::new();
-    // Threads along c and m, points per thread along c.
-    let shapes = [
-        (32, 32, 1),
-        (32, 16, 1),
-        (32, 32, 2),
-        (16, 32, 2),
-        (16, 64, 2),
-        (16, 16, 4),
-        (8, 32, 4),
-        (8, 64, 4),
-        (16, 32, 4),
-    ];
-    for steps in [3, 5, 7] {
-        for (x, y, lanes) in shapes {
-            for planes in [64, 128] {
-                tilings.push(TimeTiling { tile_x: x, tile_y: y, steps, planes, lanes });
-            }
-        }
-    }
-    for t in tilings.into_iter().filter(|t| only.is_none_or(|o| t.label().contains(o))) {
-        let (mut f, mut g) = (gpu.upload(&start)?, gpu.upload(&start)?);
-        let run = |f: &mut DeviceField3<f32>, g: &mut DeviceField3<f32>| {
-            gpu.run_steps_with(&range, Diffusion7, total, Some(t), (f, g), &(), |f, g, _| {
-                (c.0, c.1, c.2, c.3, c.4, c.5, c.6, f, g)
-            })
-        };
-        if let Err(e) = run(&mut f, &mut g) {
-            println!("| {t} | {} | - | - | cannot run: {e} |", t.steps);
-            continue;
-        }
-        let same = f.download()?.as_slice().iter().zip(reference.as_slice()).all(|(a, b)| a.to_bits() == b.to_bits());
-        let ms = ms_per_step(Box::new(|| run(&mut f, &mut g)))?;
-        println!("| {t} | {} | {ms:.3} | {:.1}% | {} |", t.steps, pct(ms), if same { "equal" } else { "DIFFERENT" });
-    }
-    Ok(())
+    };
 }
+temporal_blocking!(temporal_blocking, Diffusion7);
+temporal_blocking!(temporal_blocking_fma, Diffusion7Fma);
 
 #[derive(clap::Parser)]
 #[command(about = "GPU strategies against the copy bandwidth; launch path, exchange, overlap and reduction parts")]
@@ -541,6 +558,9 @@ struct Args {
     /// With --steps: only the tilings whose label contains this.
     #[arg(long, requires = "steps")]
     tilings: Option<String>,
+    /// With --steps: the stencil with its products fused (`#[stencil(fma)]`).
+    #[arg(long, requires = "steps")]
+    fma: bool,
     /// The column model's sweeps (n² columns) instead.
     #[arg(long, conflicts_with_all = ["exchange", "overlap", "reduce", "launch_only", "steps"])]
     columns: bool,
@@ -567,6 +587,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
     if args.reduce {
         return reductions(&gpu);
+    }
+    if args.steps && args.fma {
+        return temporal_blocking_fma(&gpu, n, args.tilings.as_deref());
     }
     if args.steps {
         return temporal_blocking(&gpu, n, args.tilings.as_deref());
@@ -596,6 +619,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             r1.with_strategy(s).run_on(&gpu, Diffusion7, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut g))
         })?;
         rows.push(("diffusion7", s, ms, 8.0));
+        // The same with its products fused (#[stencil(fma)]): fewer instructions, other bits.
+        let ms = time_launches(&gpu, || {
+            r1.with_strategy(s).run_on(&gpu, Diffusion7Fma, (0.1, 0.1, 0.1, 0.1, 0.1, 0.1, 0.4, &f, &mut g))
+        })?;
+        rows.push(("diffusion7 fma", s, ms, 8.0));
     }
     drop((f, g));
 
@@ -608,6 +636,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     for s in strategies() {
         let ms = time_launches(&gpu, || r4.with_strategy(s).run_on(&gpu, Acoustic25, (0.1, &u, &up, &v2, &mut un)))?;
         rows.push(("acoustic25", s, ms, 16.0));
+        let ms = time_launches(&gpu, || r4.with_strategy(s).run_on(&gpu, Acoustic25Fma, (0.1, &u, &up, &v2, &mut un)))?;
+        rows.push(("acoustic25 fma", s, ms, 16.0));
     }
     drop((u, up, v2, un));
 
@@ -618,7 +648,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let gbs = gpts * bytes;
         println!("| {name} | {s} | {ms:.3} | {gpts:.1} | {gbs:.0} | {:.1}% |", 100.0 * gbs / copy);
     }
-    for name in ["diffusion7", "acoustic25"] {
+    for name in ["diffusion7", "diffusion7 fma", "acoustic25", "acoustic25 fma"] {
         let best = rows.iter().filter(|r| r.0 == name).min_by(|a, b| a.2.total_cmp(&b.2)).expect("rows");
         let gbs = points / (best.2 * 1e-3) / 1e9 * best.3;
         println!("best {name}: {} at {:.1}% of copy bandwidth", best.1, 100.0 * gbs / copy);

@@ -59,7 +59,7 @@ pub fn runtime_path(target: Target, attr: TokenStream, found: TokenStream) -> Re
 /// The arguments of `#[stencil(...)]` / `#[stencil_fn(...)]`, comma-separated in any order:
 /// `crate = path` (both), `sweep = forward | backward`, `adjoint(u, ..)`, `adjoint_step(u, ..)`,
 /// `gradient(c, ..)`, `scaled_adjoint_step(u, ..)`, `scaled_gradient(c, ..)` and
-/// `portable_math` (`#[stencil]` only).
+/// `portable_math` and `fma` (`#[stencil]` only).
 struct Attribute {
     runtime: Option<TokenStream>,
     sweep: Option<SweepOrder>,
@@ -69,6 +69,7 @@ struct Attribute {
     scaled_adjoint_step: Option<TokenStream>,
     scaled_gradient: Option<TokenStream>,
     portable_math: bool,
+    fma: bool,
 }
 
 impl Attribute {
@@ -82,6 +83,7 @@ impl Attribute {
             scaled_adjoint_step: None,
             scaled_gradient: None,
             portable_math: false,
+            fma: false,
         };
         if attr.is_empty() {
             return Ok(parsed);
@@ -116,6 +118,8 @@ impl Attribute {
                         args.push((word, key.span(), fields));
                     } else if key == "portable_math" && target == Target::Stencil {
                         args.push(("portable_math", key.span(), quote!()));
+                    } else if key == "fma" && target == Target::Stencil {
+                        args.push(("fma", key.span(), quote!()));
                     } else if key != "sweep" || target != Target::Stencil {
                         return Err(syn::Error::new(key.span(), "argument"));
                     } else {
@@ -136,8 +140,9 @@ impl Attribute {
         syn::parse::Parser::parse2(parser, attr.clone()).map_err(|e| unsupported(e.span()))?;
         for (key, span, value) in args {
             let twice = Error::new(span, ErrorKind::AttributeTwice { attribute: target.keyword(), key });
-            if key == "portable_math" {
-                if std::mem::replace(&mut parsed.portable_math, true) {
+            if key == "portable_math" || key == "fma" {
+                let flag = if key == "fma" { &mut parsed.fma } else { &mut parsed.portable_math };
+                if std::mem::replace(flag, true) {
                     return Err(twice);
                 }
                 continue;
@@ -215,6 +220,10 @@ pub fn apply_attribute(attr: TokenStream, func: &mut syn::ItemFn) -> Result<Opti
     }
     if attr.portable_math {
         let marker = format_ident!("{}", naming::PORTABLE_MATH_ATTR);
+        func.attrs.push(syn::parse_quote!(#[#marker]));
+    }
+    if attr.fma {
+        let marker = format_ident!("{}", naming::FMA_ATTR);
         func.attrs.push(syn::parse_quote!(#[#marker]));
     }
     Ok(attr.runtime)
@@ -440,13 +449,16 @@ fn plain_stencil(
 }
 
 /// A lowered stencil (or its adjoint or gradient) as its functor prints it: with
-/// `#[stencil(portable_math)]`, its math functions computed by the stencil's own arithmetic
-/// ([`crate::passes::portable_math()`]).
+/// `#[stencil(fma)]`, its products added in an expression fused ([`crate::passes::contract()`]);
+/// with `#[stencil(portable_math)]`, its math functions computed by the stencil's own arithmetic
+/// ([`crate::passes::portable_math()`], after the fusion: its own arithmetic stays unfused).
 fn finish(func: &syn::ItemFn, ir: &crate::ir::StencilIr) -> Result<crate::ir::StencilIr, Error> {
-    if !func.attrs.iter().any(|a| a.path().is_ident(naming::PORTABLE_MATH_ATTR)) {
-        return Ok(ir.clone());
+    let marked = |name: &str| func.attrs.iter().any(|a| a.path().is_ident(name));
+    let ir = if marked(naming::FMA_ATTR) { crate::passes::contract(ir) } else { ir.clone() };
+    if !marked(naming::PORTABLE_MATH_ATTR) {
+        return Ok(ir);
     }
-    crate::passes::portable_math(ir)
+    crate::passes::portable_math(&ir)
         .map_err(|f| Error::spanned(&func.sig.ident, ErrorKind::NotPortable { func: f.rust_name() }))
 }
 

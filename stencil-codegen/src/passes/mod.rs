@@ -16,11 +16,14 @@
 //! - [`materialise()`]: a stencil with point functions split in two: a pass that writes the
 //!   values its body reads at neighbours into fields, and the body reading them back (the GPU's
 //!   two-pass strategies).
+//! - [`contract()`]: a product added in the same expression fused into one `mul_add`, the same
+//!   fused operations on every backend (`#[stencil(fma)]`).
 //! - [`portable_math()`]: `exp`, `ln`, `powf` and their kin computed by the stencil's own
 //!   arithmetic, so that every backend gives the same bits (`#[stencil(portable_math)]`).
 
 pub mod adjoint;
 pub mod adjoint_step;
+pub mod contract;
 pub mod gradient;
 mod inline_point_fns;
 pub mod materialise;
@@ -30,6 +33,7 @@ mod symbolic;
 
 pub use adjoint::adjoint;
 pub use adjoint_step::adjoint_step;
+pub use contract::contract;
 pub use gradient::gradient;
 pub use inline_point_fns::{inline_nested_point_fns, inline_point_fns};
 pub use materialise::materialise;

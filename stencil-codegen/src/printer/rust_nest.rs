@@ -3,9 +3,11 @@
 //! hoisted to one per read and block (`BlockRows`: every row of the block at once) and the launch
 //! validated once. The runtime hands the nest blocks
 //! of rows (a plane of a tile); the loop over a block's rows and the row loop inside it are one
-//! function, compiled three times on x86-64 (the build's baseline, AVX2, AVX-512 through
+//! function, compiled three times on x86-64 (the build's baseline, AVX2 with FMA, AVX-512 through
 //! `#[target_feature]`); the runtime picks one per launch (`cpu::isa`). No level enables
-//! floating-point contraction, so all three compute the same bits.
+//! floating-point contraction, so all three compute the same bits (a stencil's own `mul_add`s,
+//! `#[stencil(fma)]`'s among them, are correctly rounded at every level: FMA instructions where
+//! the level has them, software on the baseline).
 //!
 //! A stencil that reduces has its row function return one partial result per reduction (the row
 //! folded in order from its first point); the block function stores it in the row's slot, and
@@ -573,12 +575,12 @@ impl IsaBuilds {
         };
         quote! {
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2")]
+            #[target_feature(enable = "avx2,fma")]
             fn #avx2 #generics(#params) {
                 #plain #pass(#args)
             }
             #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2")]
+            #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
             fn #avx512 #generics(#params) {
                 #plain #pass(#args)
             }

@@ -4,9 +4,11 @@
 //! AVX2-only CPU (AMD Zen 3, Intel client CPUs) runs.
 //!
 //! The macro prints each stencil's row loop once and compiles it three times on x86-64: plain
-//! (the build's baseline, SSE2 by default), inside a `#[target_feature(enable = "avx2")]`
+//! (the build's baseline, SSE2 by default), inside a `#[target_feature(enable = "avx2,fma")]`
 //! function and inside an AVX-512 one; the launch picks one by [`isa`]. None of them enables
-//! floating-point contraction (Rust emits no `contract` flags), so the three give the same bits.
+//! floating-point contraction (Rust emits no `contract` flags), so the three give the same bits;
+//! a stencil's `mul_add`s (`#[stencil(fma)]`) are FMA instructions at the two vector levels and
+//! correctly rounded software on the baseline, the same bits again.
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -15,7 +17,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 pub enum Isa {
     /// What the build targets (SSE2 on x86-64; NEON on aarch64).
     Baseline,
-    /// AVX2 (256-bit vectors).
+    /// AVX2 and FMA (256-bit vectors).
     Avx2,
     /// AVX-512 F, VL, BW, DQ (512-bit vectors).
     Avx512,
@@ -49,7 +51,7 @@ impl Isa {
         match self {
             Isa::Baseline => true,
             #[cfg(target_arch = "x86_64")]
-            Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2"),
+            Isa::Avx2 => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
             #[cfg(target_arch = "x86_64")]
             Isa::Avx512 => {
                 std::arch::is_x86_feature_detected!("avx512f")
@@ -57,6 +59,7 @@ impl Isa {
                     && std::arch::is_x86_feature_detected!("avx512bw")
                     && std::arch::is_x86_feature_detected!("avx512dq")
                     && std::arch::is_x86_feature_detected!("avx2")
+                    && std::arch::is_x86_feature_detected!("fma")
             }
             #[cfg(not(target_arch = "x86_64"))]
             _ => false,
