@@ -655,6 +655,20 @@ impl Dycore {
         })
     }
 
+    /// The same case with vertical spacing `dz` (m) instead of the case's: an error unless it
+    /// divides the domain's height into at least `2 HALO` cells.
+    pub fn with_dz(mut self, dz: f64) -> Result<Self, Error> {
+        let lz = self.top();
+        let nz = (lz / dz).round() as usize;
+        if !(dz.is_finite() && dz > 0.0) || (nz as f64 * dz - lz).abs() > 1e-6 * lz || nz < 2 * HALO {
+            return Err(
+                format!("--dz {dz} m does not divide the {:?} domain's {lz} m into whole cells", self.case).into()
+            );
+        }
+        (self.n[2], self.h[2]) = (nz, dz);
+        Ok(self)
+    }
+
     /// Whether the run carries water.
     pub fn moist(&self) -> bool {
         self.case == Case::MoistBubble

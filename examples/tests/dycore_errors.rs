@@ -1,7 +1,7 @@
-//! Bad input is refused with a message that says what to change: a spacing that does not divide
-//! the domain, one that leaves too few cells, a non-positive one, an unknown case name, options
-//! out of range (`--beta`, `--sponge-rate`, `--nu`, `--precision`), terrain that folds the
-//! coordinate (the `dycore` binary), a bad `STENCIL_PROFILE`.
+//! Bad input is refused with a message that says what to change: a spacing (`--dx`, `--dz`) that
+//! does not divide the domain, one that leaves too few cells, a non-positive one, an unknown case
+//! name, options out of range (`--beta`, `--sponge-rate`, `--nu`, `--precision`), terrain that
+//! folds the coordinate (the `dycore` binary), a bad `STENCIL_PROFILE`.
 
 use std::process::Command;
 use stencil_examples::dycore::{Case, Dycore};
@@ -25,6 +25,14 @@ fn sizes_that_do_not_fit_are_refused() {
         assert!(err(bad).contains("must be positive"), "{bad}: {}", err(bad));
     }
     assert!(Dycore::new(Case::Straka, 400.0, 0).is_err());
+    // A vertical spacing of its own: it must divide the height (6400 m) into at least 4 cells.
+    let straka = || Dycore::new(Case::Straka, 400.0, 1).unwrap();
+    let d = straka().with_dz(100.0).unwrap();
+    assert_eq!((d.n[2], d.h[2], d.top()), (64, 100.0, 6400.0));
+    for bad in [300.0, 3200.0, 0.0, -50.0, f64::NAN] {
+        let m = straka().with_dz(bad).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(m.contains("--dz") && m.contains("6400 m"), "{bad}: {m}");
+    }
 }
 
 #[test]

@@ -28,6 +28,9 @@ struct Args {
     /// Horizontal grid spacing, m (Δz = Δx; Δx/2 for `rest`, 0.6 Δx for `mountain-wave`).
     #[arg(long, default_value_t = 200.0)]
     dx: f64,
+    /// Vertical grid spacing, m (default: the case's, from `--dx`).
+    #[arg(long)]
+    dz: Option<f64>,
     /// Cells across (y); 1: a vertical slice.
     #[arg(long, default_value_t = 1)]
     ny: usize,
@@ -98,6 +101,9 @@ fn main() {
 
 fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Error>> {
     let mut d = Dycore::new(args.case, args.dx, args.ny)?;
+    if let Some(dz) = args.dz {
+        d = d.with_dz(dz)?;
+    }
     let t_end = args.t_end.unwrap_or(match args.case {
         Case::Straka => 900.0,
         Case::Bubble | Case::MoistBubble => 1000.0,
