@@ -18,8 +18,7 @@ pub mod sweeping;
 
 /// The guide's chapters (`docs/guide/src`): their Rust blocks run as doctests of this crate
 /// (`cargo test -p stencil-tests --doc`), so a block that no longer compiles or whose assertions
-/// fail breaks the tests. The two blocks marked `ignore` need a GPU (`run_steps_with`) or the
-/// `netcdf` feature.
+/// fail breaks the tests. The one block marked `ignore` needs a GPU (`Gpu::run_steps_with`).
 #[cfg(doctest)]
 pub mod guide {
     #[doc = include_str!("../../docs/guide/src/getting-started.md")]
