@@ -146,16 +146,19 @@ star25!(star25_f64, STAR25_F64_SOURCE, f64);
 star25!(star25_fma, STAR25_FMA_SOURCE, f32, fma);
 star25!(star25_f64_fma, STAR25_F64_FMA_SOURCE, f64, fma);
 
+/// The sum of the six points at distance `r` from `g` along the axes, in the stencils' order.
+fn star25_ring<T: Real>(u: &Field<T, 3>, g: [isize; 3], r: isize) -> T {
+    nb(u, g, [r, 0, 0])
+        + nb(u, g, [-r, 0, 0])
+        + nb(u, g, [0, r, 0])
+        + nb(u, g, [0, -r, 0])
+        + nb(u, g, [0, 0, r])
+        + nb(u, g, [0, 0, -r])
+}
+
 /// [`Star25`]'s (and [`Star25F64`]'s) point update.
 pub fn star25_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Field<T, 3>, g: [isize; 3]) -> T {
-    let ring = |r: isize| {
-        nb(u, g, [r, 0, 0])
-            + nb(u, g, [-r, 0, 0])
-            + nb(u, g, [0, r, 0])
-            + nb(u, g, [0, -r, 0])
-            + nb(u, g, [0, 0, r])
-            + nb(u, g, [0, 0, -r])
-    };
+    let ring = |r: isize| star25_ring(u, g, r);
     let c0 = -T::lit(205.0) / T::lit(72.0);
     let c1 = T::lit(8.0) / T::lit(5.0);
     let c2 = -T::lit(1.0) / T::lit(5.0);
@@ -169,14 +172,7 @@ pub fn star25_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Fie
 /// [`Star25Fma`]'s (and [`Star25F64Fma`]'s) point update: [`star25_ref`] with each product that
 /// is added fused, as `#[stencil(fma)]` fuses it.
 pub fn star25_fma_ref<T: Real>(c: T, u: &Field<T, 3>, u_prev: &Field<T, 3>, v2: &Field<T, 3>, g: [isize; 3]) -> T {
-    let ring = |r: isize| {
-        nb(u, g, [r, 0, 0])
-            + nb(u, g, [-r, 0, 0])
-            + nb(u, g, [0, r, 0])
-            + nb(u, g, [0, -r, 0])
-            + nb(u, g, [0, 0, r])
-            + nb(u, g, [0, 0, -r])
-    };
+    let ring = |r: isize| star25_ring(u, g, r);
     let c0 = -T::lit(205.0) / T::lit(72.0);
     let ck = [
         T::lit(8.0) / T::lit(5.0),
