@@ -1,14 +1,14 @@
 //! Differential fuzzing (see `stencil_tests::fuzz`).
 //!
 //! - `compiled_nests_match_the_ir_interpreter`: the build script's random stencils (half of them
-//!   with one or two point functions, which the CPU nest computes per block), compiled by
-//!   `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned; a third of them
+//!   with one or two point functions, which the CPU nest computes per block; every third one
+//!   with `#[stencil(fma)]`, against the interpreter of the fused IR), compiled by `#[stencil]`, run over random sub-ranges of random fields (outputs poisoned; a third of them
 //!   also fold a value into a `Max` or `Min`, checked against the interpreter's fold); every point
 //!   inside the range equals the IR interpreter bit for bit (NaN as NaN), every point outside
 //!   keeps the poison. Cases: `STENCIL_FUZZ_STENCILS` (build time, default 48) ×
 //!   `STENCIL_FUZZ_RUNS` (default 21).
 //! - `compiled_sweeps_match_the_ir_interpreter`: `STENCIL_FUZZ_SWEEPS` (build time, default 24)
-//!   random column sweeps (forward or backward; carried locals, the level, reads of outputs one
+//!   random column sweeps (every third fused; forward or backward; carried locals, the level, reads of outputs one
 //!   or two levels back) × `STENCIL_FUZZ_RUNS`, against the interpreter walking each column.
 //! - `lowering_matches_the_generator`: `STENCIL_FUZZ_CASES` (default 1000) further random
 //!   stencils lowered from text (their point functions inlined); the IR interpreter equals the generator's own evaluation, the IR
@@ -47,6 +47,16 @@ const POISON: f64 = -7.25e300;
 /// and the interpreter runs).
 fn lower(source: &str) -> StencilIr {
     let ir = StencilIr::from_source(source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+    stencil_codegen::passes::inline_point_fns(&ir)
+}
+
+/// [`lower`] of a compiled stencil `g`: with `#[stencil(fma)]` its products fused first, as the
+/// macro fuses them (before the point functions are inlined: a point function's value is not
+/// fused into the expression that uses it, as a `let` is not).
+fn lower_compiled(g: &Generated) -> StencilIr {
+    let source = g.source();
+    let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+    let ir = if g.fma { stencil_codegen::passes::contract(&ir) } else { ir };
     stencil_codegen::passes::inline_point_fns(&ir)
 }
 
@@ -110,7 +120,7 @@ fn compiled_nests_match_the_ir_interpreter() {
     let mut cases = 0;
     for seed in 0..compiled::STENCILS {
         let g = Generated::new(seed);
-        let ir = lower(&g.source());
+        let ir = lower_compiled(&g);
         for run in 0..runs {
             let Case { shape, in64, in32, scalars, begin, end, range } = Case::random(&g, seed * 7919 + run, 11);
             let mut outs: Vec<Field3<f64>> = (0..g.outputs).map(|_| Field3::filled(shape, POISON)).collect();
@@ -202,6 +212,7 @@ fn compiled_sweeps_match_the_ir_interpreter() {
         let g = Generated::sweep(seed);
         let source = format!("{}\n{}", g.attribute(), g.source());
         let ir = StencilIr::from_source(&source).unwrap_or_else(|e| panic!("{source}\n{}", e.kind));
+        let ir = if g.fma { stencil_codegen::passes::contract(&ir) } else { ir };
         assert!(ir.sweep.is_some(), "{source}");
         assert_eq!(StencilIr::decode(&ir.encode()).as_ref(), Ok(&ir), "{source}");
         let backward = g.sweep == Some("backward");

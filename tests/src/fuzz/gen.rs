@@ -128,6 +128,8 @@ pub struct Generated {
     pub carried: Vec<GExpr>,
     /// The point functions' bodies (`pf{n}`), before the body; reads relative to `p`.
     pub point_fns: Vec<GExpr>,
+    /// Compiled with `#[stencil(fma)]` (every third stencil and sweep): its products fused.
+    pub fma: bool,
 }
 
 struct Builder<'a> {
@@ -243,6 +245,7 @@ impl Generated {
             sweep: None,
             carried: Vec::new(),
             point_fns,
+            fma: seed % 3 == 2,
         }
     }
 
@@ -287,6 +290,7 @@ impl Generated {
             sweep: Some(order),
             carried,
             point_fns: Vec::new(),
+            fma: seed % 3 == 1,
         }
     }
 
@@ -295,11 +299,15 @@ impl Generated {
         self.name.replacen("sweep_fuzz_", "SweepFuzz", 1).replacen("fuzz_", "Fuzz", 1)
     }
 
-    /// The attribute to compile it with: `#[stencil]` or `#[stencil(sweep = ..)]`.
+    /// The attribute to compile it with: `#[stencil]`, with `sweep = ..` and `fma` where they
+    /// apply.
     pub fn attribute(&self) -> String {
-        match self.sweep {
-            Some(order) => format!("#[stencil(sweep = {order})]"),
-            None => "#[stencil]".to_string(),
+        let sweep = self.sweep.map(|order| format!("sweep = {order}"));
+        let args: Vec<String> = sweep.into_iter().chain(self.fma.then(|| "fma".to_string())).collect();
+        if args.is_empty() {
+            "#[stencil]".to_string()
+        } else {
+            format!("#[stencil({})]", args.join(", "))
         }
     }
 
