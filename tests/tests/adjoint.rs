@@ -47,6 +47,17 @@ fn wave(idx: Idx3, dt2: f64, c: &Field3<f64>, u: &Field3<f64>, u_prev: &Field3<f
     u_next[idx] = 2.0 * u[idx] - u_prev[idx] + dt2 * c[idx] * c[idx] * lap;
 }
 
+/// [`wave`] with its products fused (`#[stencil(fma)]`): the adjoint is derived from the unfused
+/// IR and fused in turn; both still transpose each other to rounding.
+#[stencil(fma, adjoint(u, u_prev))]
+fn wave_fma(idx: Idx3, dt2: f64, c: &Field3<f64>, u: &Field3<f64>, u_prev: &Field3<f64>, u_next: &mut Field3<f64>) {
+    let lap = u[idx.ix::<1, 0, 0>()] + u[idx.ix::<-1, 0, 0>()] + u[idx.ix::<0, 1, 0>()] + u[idx.ix::<0, -1, 0>()]
+        - 6.0 * u[idx]
+        + u[idx.ix::<0, 0, 1>()]
+        + u[idx.ix::<0, 0, -1>()];
+    u_next[idx] = 2.0 * u[idx] - u_prev[idx] + dt2 * c[idx] * c[idx] * lap;
+}
+
 /// The 25-point eighth-order star, accumulated into its output (`out += c · Δ₈u`).
 #[stencil(adjoint(u))]
 fn star8(idx: Idx3, w: [f64; 5], c: &Field3<f64>, u: &Field3<f64>, out: &mut Field3<f64>) {
@@ -224,6 +235,45 @@ fn wave_dot_product() {
             assert!(err <= TOL, "wave over {r:?}, adjoint over {q:?}: relative error {err:e}");
         });
     }
+}
+
+#[test]
+fn fused_wave_dot_product() {
+    let shape = Shape3::new([12, 10, 11]).halo(1);
+    let mut fused_differs = false;
+    for_ranges(shape, 3, 1, 0xf3a, |r, q, rng| {
+        let dt2 = rng.uniform(0.05, 0.3);
+        let c = random::<f64, _>(shape, rng, 0.5, 1.5);
+        let (u, up) = (random::<f64, _>(shape, rng, -1.0, 1.0), random::<f64, _>(shape, rng, -1.0, 1.0));
+        let (mut plain, mut fused) = (Field3::zeros(shape), Field3::zeros(shape));
+        Host.run(r, Wave, (dt2, &c, &u, &up, &mut plain)).expect("forward");
+        Host.run(r, WaveFma, (dt2, &c, &u, &up, &mut fused)).expect("forward");
+        fused_differs |= plain.as_slice().iter().zip(fused.as_slice()).any(|(a, b)| a.to_bits() != b.to_bits());
+        let err = dot_test(
+            shape,
+            2,
+            r,
+            q,
+            rng,
+            &|x, out| Host.run(r, WaveFma, (dt2, &c, &x[0], &x[1], out)).expect("forward"),
+            &|xb, y, m| {
+                let (u_bar, u_prev_bar) = xb.split_at_mut(1);
+                Host.run(q, WaveFmaAdjoint, (dt2, &c, &mut u_bar[0], &mut u_prev_bar[0], y, m)).expect("adjoint")
+            },
+        );
+        assert!(err <= TOL, "fused wave over {r:?}, adjoint over {q:?}: relative error {err:e}");
+    });
+    assert!(fused_differs, "the fused wave gave the unfused bits everywhere");
+    // The adjoint is fused too (derived from the unfused forward, then fused like any stencil).
+    let fused_calls = |ir: &StencilIr| {
+        let mut n = 0;
+        stencil_runtime::codegen::ir::visit_exprs(&ir.body, &mut |e| {
+            n += usize::from(matches!(e.kind, ExprKind::Call(stencil_runtime::codegen::ir::MathFn::MulAdd, _)));
+        });
+        n
+    };
+    assert_eq!(fused_calls(<WaveAdjoint as Stencil<3>>::ir()), 0);
+    assert!(fused_calls(<WaveFmaAdjoint as Stencil<3>>::ir()) >= 8, "the fused wave's adjoint is not fused");
 }
 
 #[test]
