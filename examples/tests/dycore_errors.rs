@@ -41,6 +41,8 @@ fn the_binary_refuses_bad_options_and_runs_a_short_case() {
     assert!(!ok && text.contains("invalid value 'hurricane'") && text.contains("straka"), "{text}");
     let (ok, text) = run(&["--dx", "333"]);
     assert!(!ok && text.contains("does not divide"), "{text}");
+    let (ok, text) = run(&["--dz", "300"]);
+    assert!(!ok && text.contains("--dz 300 m does not divide"), "{text}");
     let (ok, text) = run(&["--beta", "2"]);
     assert!(!ok && text.contains("0 <= --beta <= 1"), "{text}");
     // Terrain higher than the lid folds the Gal-Chen coordinate; --mountain on a flat case.

@@ -214,10 +214,11 @@ fn a_fork_of_handles_on_the_gpus_gives_the_single_domain_bits() {
     }
 }
 
-/// The wait of a handle for another handle's exchange, where skipping it should show: before its
-/// exchange, handle 0 keeps the GPU busy (20 launches over 38 million points, about 3 ms, meant
-/// to outlast the host's issue of the launches after them), so handle 2, reading the exchanged
+/// The wait of a handle for another handle's exchange, where skipping it shows: before its
+/// exchange, handle 0 keeps the GPU busy (20 launches over 38 million points, about 3 ms, which
+/// outlast the host's issue of the launches after them), so handle 2, reading the exchanged
 /// halo, would read it first. One subdomain against the plain GPU executor (no busy launches).
+/// With the wait skipped (a planted bug) it failed three runs of three on an H200.
 #[test]
 fn a_handle_waits_for_the_exchange_another_handle_issued() {
     use stencil_tests::distributed_check::forked;
