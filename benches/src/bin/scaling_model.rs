@@ -22,7 +22,7 @@
 //! nodes one 400 Gb/s NDR InfiniBand adapter per GPU (the layout of NVIDIA's 8-GPU H100/H200
 //! servers: 50 GB/s per direction) with 3 µs per message, an assumed figure typical of
 //! GPU-direct RDMA over NDR. The slabs' fixed cost is measured on two H200s; the program prints
-//! its predictions for 2 GPUs next to the 2-GPU measurements (`MEASURED_2GPU`).
+//! its predictions next to the 2- and 4-GPU measurements (`MEASURED`).
 
 use stencil_runtime::{Decomposition, Subdomain};
 
@@ -30,15 +30,20 @@ const COPY_GBS: f64 = 4172.0;
 const IB_GBS: f64 = 50.0;
 const IB_LATENCY_US: f64 = 3.0;
 const GPUS_PER_NODE: usize = 8;
-/// One halo message inside a node with peer copies in one process, pack and unpack included:
-/// fixed cost and rate from the exchange alone on 2 × H200 (45 µs for 1 MiB per side, 73 µs for
-/// 4 MiB).
+/// One halo message inside a node in one process, each halo copied straight from the
+/// neighbour's field (design record 0030): fixed cost and rate from the exchange alone on
+/// 2 × H200, one host thread, 2026-12-01 (22–24 µs for 1 MiB per side, 35–36 µs for 4 MiB).
+const FIELD_MESSAGE_US: f64 = 18.8;
+const FIELD_MESSAGE_GBS: f64 = 252.0;
+/// The same through message buffers, as before (pack, peer copy, unpack): 45 µs for 1 MiB per
+/// side, 73 µs for 4 MiB.
 const PEER_MESSAGE_US: f64 = 35.6;
 const PEER_MESSAGE_GBS: f64 = 112.0;
 /// The same over NCCL between ranks (23 µs and 50 µs).
 const NCCL_MESSAGE_US: f64 = 14.0;
 const NCCL_MESSAGE_GBS: f64 = 116.0;
-/// The same replayed as one recorded graph (assumed: NCCL's fixed cost; not measured).
+/// The field-to-field copies replayed as one recorded graph (assumed: NCCL's fixed cost, the
+/// field-to-field rate; not measured).
 const RECORDED_MESSAGE_US: f64 = 14.0;
 /// Share of the exchange that stays exposed in a divided step: `base + per_ratio × exchange /
 /// inner`, the second term over the time both run (`min(inner, exchange)`) only. What its kernels
@@ -75,23 +80,71 @@ const HOST_US_PER_GPU_RECORDED: f64 = 4.0;
 const HOST_US_PER_RANK: f64 = 40.0;
 const HOST_US_PER_NCCL_MESSAGE: f64 = 40.0;
 
-/// Measured with `scaling` (best overlap mode), 512³ per GPU (weak) or 512³ in all (strong):
-/// (GPUs, stencil, quantity, with peer copies in one process, over NCCL with a rank per GPU).
-/// 2 GPUs: 2 × H200 (NVLink NV18), split along z; in one process 2026-11-29 (one host thread,
-/// the slabs as one launch), over NCCL 2026-11-24 (the lower ends of the ranges on the scaling
-/// page); 4 GPUs: 4 × H200 (NV18 between every pair), 2026-11-28, the auto process grid, one
-/// host thread in one process (after peer copies waited for their buffer's pack alone, design
-/// record 0019) and four ranks over NCCL, each in the same machine.
-const MEASURED: [(usize, &str, &str, f64, f64); 8] = [
-    (2, "diffusion 7-point f32", "weak, overlap", 0.968, 0.970),
-    (2, "diffusion 7-point f32", "strong, overlap", 1.84, 1.84),
-    (2, "acoustic 25-point f32", "weak, overlap", 0.974, 0.968),
-    (2, "acoustic 25-point f32", "strong, overlap", 1.92, 1.85),
-    (4, "diffusion 7-point f32", "weak, overlap", 0.943, 0.921),
-    (4, "diffusion 7-point f32", "strong, overlap", 2.07, 2.47),
-    (4, "acoustic 25-point f32", "weak, overlap", 0.938, 0.953),
-    (4, "acoustic 25-point f32", "strong, overlap", 3.20, 3.04),
-];
+/// One measurement with `scaling` (best overlap mode), 512³ per GPU (weak) or 512³ in all
+/// (strong).
+struct Measured {
+    gpus: usize,
+    stencil: &'static str,
+    /// "weak" or "strong".
+    kind: &'static str,
+    drive: Drive,
+    /// Whether a subdomain's slabs ran as one launch (design record 0028).
+    fused: bool,
+    /// Weak: efficiency; strong: speed-up.
+    value: f64,
+    /// When and how.
+    when: &'static str,
+}
+
+const D7: &str = "diffusion 7-point f32";
+const A25: &str = "acoustic 25-point f32";
+
+/// The measurements the model is held against: 2 × H200 (NVLink NV18), split along z, and
+/// 4 × H200 (NV18 between every pair), the auto process grid, one host thread in one process.
+const MEASURED: [Measured; 24] = {
+    const fn m(
+        gpus: usize,
+        stencil: &'static str,
+        kind: &'static str,
+        drive: Drive,
+        fused: bool,
+        value: f64,
+        when: &'static str,
+    ) -> Measured {
+        Measured { gpus, stencil, kind, drive, fused, value, when }
+    }
+    const B2: &str = "2026-11-29, through buffers";
+    const N2: &str = "2026-11-24";
+    const F2: &str = "2026-12-01";
+    const B4: &str = "2026-11-28, through buffers";
+    use Drive::{OneProcess as F, OneProcessBuffers as B, RankPerGpu as R};
+    [
+        m(2, D7, "weak", B, true, 0.968, B2),
+        m(2, D7, "strong", B, true, 1.84, B2),
+        m(2, A25, "weak", B, true, 0.974, B2),
+        m(2, A25, "strong", B, true, 1.92, B2),
+        m(2, D7, "weak", R, false, 0.970, N2),
+        m(2, D7, "strong", R, false, 1.84, N2),
+        m(2, A25, "weak", R, false, 0.968, N2),
+        m(2, A25, "strong", R, false, 1.85, N2),
+        m(2, D7, "weak", F, true, 0.979, F2),
+        m(2, D7, "strong", F, true, 1.86, F2),
+        m(2, A25, "weak", F, true, 1.008, F2),
+        m(2, A25, "strong", F, true, 1.97, F2),
+        m(2, D7, "weak", R, true, 0.954, F2),
+        m(2, D7, "strong", R, true, 1.83, F2),
+        m(2, A25, "weak", R, true, 0.965, F2),
+        m(2, A25, "strong", R, true, 1.87, F2),
+        m(4, D7, "weak", B, false, 0.943, B4),
+        m(4, D7, "strong", B, false, 2.07, B4),
+        m(4, A25, "weak", B, false, 0.938, B4),
+        m(4, A25, "strong", B, false, 3.20, B4),
+        m(4, D7, "weak", R, false, 0.921, "2026-11-28"),
+        m(4, D7, "strong", R, false, 2.47, "2026-11-28"),
+        m(4, A25, "weak", R, false, 0.953, "2026-11-28"),
+        m(4, A25, "strong", R, false, 3.04, "2026-11-28"),
+    ]
+};
 
 /// A stencil as the model sees it.
 struct Stencil {
@@ -105,11 +158,13 @@ struct Stencil {
 }
 
 /// How the GPUs are driven: one process per node whose one host thread issues for all its GPUs
-/// (peer copies inside the node), the same with the step replayed as one recorded graph, or one
-/// rank per GPU (NCCL inside the node too).
+/// (halos copied field to field inside the node, or, as before, through message buffers), the
+/// same with the step replayed as one recorded graph, or one rank per GPU (NCCL inside the node
+/// too).
 #[derive(Clone, Copy, PartialEq, Debug)]
 enum Drive {
     OneProcess,
+    OneProcessBuffers,
     Recorded,
     RankPerGpu,
 }
@@ -120,7 +175,7 @@ fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, 
     let gpus_here = d.len().min(GPUS_PER_NODE) as f64;
     let host_ms = 1e-3
         * match drive {
-            Drive::OneProcess if d.len() > 1 => gpus_here * HOST_US_PER_GPU,
+            Drive::OneProcess | Drive::OneProcessBuffers if d.len() > 1 => gpus_here * HOST_US_PER_GPU,
             Drive::Recorded if d.len() > 1 => gpus_here * HOST_US_PER_GPU_RECORDED,
             Drive::RankPerGpu if d.len() > 1 => HOST_US_PER_RANK + neighbours(d, s) * HOST_US_PER_NCCL_MESSAGE,
             _ => 0.0,
@@ -154,8 +209,9 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
     // A message inside a node: its fixed cost and rate as the exchange alone measured them (pack,
     // copy, unpack, events); between nodes, NCCL's fixed cost at the adapter's bandwidth.
     let (inside_us, inside_gbs) = match drive {
-        Drive::OneProcess => (PEER_MESSAGE_US, PEER_MESSAGE_GBS),
-        Drive::Recorded => (RECORDED_MESSAGE_US, PEER_MESSAGE_GBS),
+        Drive::OneProcess => (FIELD_MESSAGE_US, FIELD_MESSAGE_GBS),
+        Drive::OneProcessBuffers => (PEER_MESSAGE_US, PEER_MESSAGE_GBS),
+        Drive::Recorded => (RECORDED_MESSAGE_US, FIELD_MESSAGE_GBS),
         Drive::RankPerGpu => (NCCL_MESSAGE_US, NCCL_MESSAGE_GBS),
     };
     for axis in 0..3 {
@@ -256,35 +312,39 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             println!("| {p} | {} |", cells.join(" | "));
         }
     }
-    println!("\nThe model against 2 and 4 × H200 (measured: `scaling`, best overlap mode; peer copies in one process / NCCL with a rank per GPU):\n");
-    println!("| stencil | GPUs | quantity | predicted, one process | measured | predicted, ranks | measured |");
-    println!("|---|---:|---|---:|---:|---:|---:|");
+    println!("\nThe model against 2 and 4 × H200 (`scaling`, best overlap mode; in one process with one host thread, or a rank per GPU over NCCL):\n");
+    println!("| stencil | GPUs | scaling | driven | measured on | predicted | measured | points apart |");
+    println!("|---|---:|---|---|---|---:|---:|---:|");
     let mut worst: f64 = 0.0;
     for st in &stencils {
         let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
-        for (p, name, quantity, peer, nccl) in MEASURED.iter().filter(|m| m.1 == st.name) {
-            let overlap = !quantity.contains("no overlap");
-            let weak = quantity.starts_with("weak");
+        for m in MEASURED.iter().filter(|m| m.stencil == st.name) {
+            let (p, weak) = (m.gpus, m.kind == "weak");
             let global = match (weak, p) {
                 (true, 2) => [512, 512, 1024],
                 (true, _) => {
-                    Decomposition::<3>::auto([512 * p; 3], *p, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g)
+                    Decomposition::<3>::auto([512 * p; 3], p, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g)
                 }
                 (false, _) => [512; 3],
             };
-            // Measured with one launch per slab.
-            let at = |drive| weak1 / predict_with(st, global, *p, overlap, drive, false).expect("predicted");
-            let (one, ranks) = (at(Drive::OneProcess), at(Drive::RankPerGpu));
+            let predicted = weak1 / predict_with(st, global, p, true, m.drive, m.fused).expect("predicted");
             let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
             // Points of efficiency (strong: of speedup / P) between prediction and measurement.
-            let points = |a: f64, b: f64| if weak { 100.0 * (a - b).abs() } else { 100.0 * (a - b).abs() / *p as f64 };
-            worst = worst.max(points(one, *peer)).max(points(ranks, *nccl));
+            let points = 100.0 * (predicted - m.value).abs() / if weak { 1.0 } else { p as f64 };
+            worst = worst.max(points);
+            let driven = match m.drive {
+                Drive::OneProcess => "one process, field to field",
+                Drive::OneProcessBuffers => "one process, buffers",
+                Drive::RankPerGpu => "ranks, NCCL",
+                Drive::Recorded => "recorded graph",
+            };
             println!(
-                "| {name} | {p} | {quantity} | {} | {} | {} | {} |",
-                show(one),
-                show(*peer),
-                show(ranks),
-                show(*nccl)
+                "| {} | {p} | {} | {driven} | {} | {} | {} | {points:.1} |",
+                m.stencil,
+                m.kind,
+                m.when,
+                show(predicted),
+                show(m.value)
             );
         }
     }
@@ -314,7 +374,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
          {GPUS_PER_NODE} GPUs per node, InfiniBand {IB_GBS} GB/s between nodes."
     );
     println!(
-        "messages inside a node: {PEER_MESSAGE_US} µs + bytes / {PEER_MESSAGE_GBS} GB/s with peer copies, {NCCL_MESSAGE_US} µs + \
+        "messages inside a node: {FIELD_MESSAGE_US} µs + bytes / {FIELD_MESSAGE_GBS} GB/s field to field in one process \
+         ({PEER_MESSAGE_US} µs + bytes / {PEER_MESSAGE_GBS} GB/s through buffers), {NCCL_MESSAGE_US} µs + \
          bytes / {NCCL_MESSAGE_GBS} GB/s over NCCL; host issue {HOST_US_PER_GPU} µs per GPU and step in one process \
          ({HOST_US_PER_GPU_RECORDED} µs replayed as a graph)"
     );
