@@ -349,6 +349,30 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!("\nlargest difference: {worst:.1} points of efficiency (strong: of speedup per GPU)");
+    println!("\nTo be checked next (`scaling --gpus 1,2,4[,8] --strong 512`, one process with one host thread, field to field; ranks over NCCL):\n");
+    println!("| stencil | GPUs | scaling | predicted, one process | predicted, ranks |");
+    println!("|---|---:|---|---:|---:|");
+    for st in &stencils {
+        let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
+        for p in [4usize, 8] {
+            for weak in [true, false] {
+                let global = if weak {
+                    Decomposition::<3>::auto([512 * p; 3], p, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g)
+                } else {
+                    [512; 3]
+                };
+                let at = |drive| weak1 / predict_with(st, global, p, true, drive, true).expect("predicted");
+                let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
+                println!(
+                    "| {} | {p} | {} | {} | {} |",
+                    st.name,
+                    if weak { "weak" } else { "strong" },
+                    show(at(Drive::OneProcess)),
+                    show(at(Drive::RankPerGpu))
+                );
+            }
+        }
+    }
     println!("\nweak at 4096 GPUs with overlap, the slabs as one launch (as run now) against one launch per slab:\n");
     println!("| stencil | one process: fused | per slab | ranks: fused | per slab |");
     println!("|---|---:|---:|---:|---:|");
