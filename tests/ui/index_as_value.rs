@@ -4,8 +4,7 @@ use stencil_runtime::prelude::*;
 // for it (`p`), not as `p[p]`.
 #[stencil]
 fn position(p: Idx1, f: &Field1<f32>, out: &mut Field1<f32>) {
-    let here = p;
-    out[p] = f[p] + here;
+    out[p] = f[p] + p;
 }
 
 fn main() {}

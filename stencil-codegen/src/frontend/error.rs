@@ -237,6 +237,11 @@ pub enum ErrorKind {
         /// The index parameter's name.
         index: String,
     },
+    /// A named point (`let below = idx.ix::<0, 0, -1>();`) used as a value.
+    PointAsValue {
+        /// The local's name.
+        name: String,
+    },
     /// A name that is neither a parameter nor a local nor a known constant.
     UnknownName {
         /// The name.
@@ -532,6 +537,7 @@ impl fmt::Display for ErrorKind {
             OffsetWrite { field, offset } => write!(f, "each point may write only its own cell: write `{field}[idx]`, not offset {offset:?} (writing a neighbour races with that neighbour's own update)"),
             ReadOnlyWrite { field, dim, elem } => write!(f, "field `{field}` is read-only: declare it `{field}: &mut Field{dim}<{elem}>` to write it"),
             FieldAsValue { name, index } => write!(f, "`{name}` is a field and cannot be used as a value: index it at a point, e.g. `{name}[{index}]`"),
+            PointAsValue { name } => write!(f, "`{name}` is a point (the index shifted), not a value: index a field with it (`u[{name}]`) or shift it further (`u[{name}.ix::<1, 0, 0>()]`)"),
             IndexAsValue { index } => write!(f, "`{index}` is the point index, not a value: use it to index a field at this point (`u[{index}]`) or a neighbour (`u[{index}.ix::<1, 0, 0>()]`); a stencil that needs its coordinates reads them from a field"),
             UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil); pass outside values as scalar parameters"),
             UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`), and `#[stencil_fn]` helpers called by their bare name (`flux(a, b)`, imported with `use`)", MATH_LIST),

@@ -201,6 +201,7 @@ impl Lowerer {
                         return Err(Error::spanned(&p, ErrorKind::PointFnCall { name, example }));
                     }
                     Binding::Captured => return Err(self.captured(&p, &name)),
+                    Binding::Point(_) => return Err(Error::spanned(&p, ErrorKind::PointAsValue { name })),
                     _ => {}
                 }
                 return Ok(self.binding_value(&binding, p.span()));
@@ -265,6 +266,29 @@ impl Lowerer {
     /// Whether `e` is the point index (never inside a helper, which cannot see it).
     fn is_index_expr(&self, e: &syn::Expr) -> bool {
         self.call_stack.is_empty() && matches!(e, syn::Expr::Path(p) if p.path.is_ident(&self.index_name))
+    }
+
+    /// The offset of `e` when it names a point: the index (0) or a local bound to a point
+    /// (`let below = idx.ix::<0, 0, -1>();`).
+    fn point_base(&self, e: &syn::Expr) -> Option<[i32; 3]> {
+        if self.is_index_expr(e) {
+            return Some([0; 3]);
+        }
+        match e {
+            syn::Expr::Path(p) => match self.lookup(&p.path.get_ident()?.to_string()) {
+                Some(Binding::Point(o)) => Some(o),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Whether `e` is a point: the index, a named point, or either shifted (`.ix::<..>()`).
+    pub(super) fn is_point_expr(&self, e: &syn::Expr) -> bool {
+        match e {
+            syn::Expr::MethodCall(m) => m.method == "ix" && self.point_base(&m.receiver).is_some(),
+            e => self.point_base(e).is_some(),
+        }
     }
 
     /// Whether `e` names a field parameter of the stencil, or an element of an array of them
@@ -372,14 +396,16 @@ impl Lowerer {
     }
 
     /// The offset of a point expression indexing field `name`: `idx` (0), `idx.ix::<a, b, c>()`
-    /// or `idx.ix(a, b, c)`.
+    /// or `idx.ix(a, b, c)`, or a named point (`let below = idx.ix::<0, 0, -1>();`), alone or
+    /// shifted further (`below.ix::<1, 0, 0>()`).
     pub(super) fn point_offset(&self, index: &syn::Expr, name: &str) -> Result<[i32; 3], Error> {
         let bad_index =
             || Error::spanned(index, ErrorKind::BadIndex { field: name.to_string(), index: self.index_name.clone() });
-        let mut offset = [0i32; 3];
+        let mut offset;
         match index {
-            e if self.is_index_expr(e) => {}
-            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) && m.method == "ix" => {
+            e if self.point_base(e).is_some() => offset = self.point_base(e).expect("checked"),
+            syn::Expr::MethodCall(m) if m.method == "ix" && self.point_base(&m.receiver).is_some() => {
+                let base = self.point_base(&m.receiver).expect("checked");
                 // `ix::<a, b, c>()` or `ix(a, b, c)`, not both.
                 let (args, spanned): (Vec<Option<i64>>, Vec<&dyn quote::ToTokens>) =
                     match (&m.turbofish, m.args.is_empty()) {
@@ -412,12 +438,16 @@ impl Lowerer {
                     };
                     return Err(Error::spanned(&at, ErrorKind::OffsetCount { got: args.len(), dim: self.dim }));
                 }
+                offset = base;
                 for (a, (value, arg)) in args.into_iter().zip(spanned).enumerate() {
                     let value = value.ok_or_else(|| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
-                    offset[a] = i32::try_from(value).map_err(|_| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
+                    let value = i32::try_from(value).map_err(|_| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
+                    offset[a] = offset[a]
+                        .checked_add(value)
+                        .ok_or_else(|| Error::spanned(&arg, ErrorKind::OffsetNotLiteral))?;
                 }
             }
-            syn::Expr::MethodCall(m) if self.is_index_expr(&m.receiver) => return Err(bad_index()),
+            syn::Expr::MethodCall(m) if self.point_base(&m.receiver).is_some() => return Err(bad_index()),
             _ => return Err(bad_index()),
         }
         Ok(offset)

@@ -167,6 +167,9 @@ enum Binding {
     PointFn(usize),
     /// Inside a point function: a name the stencil binds to a local (refused where it is used).
     Captured,
+    /// A point near the stencil's (`let below = idx.ix::<0, 0, -1>();`): its offset, which the
+    /// fields it indexes (`u[below]`) read at; not a value.
+    Point([i32; 3]),
 }
 
 struct Lowerer {
@@ -389,6 +392,14 @@ impl Lowerer {
         if let (syn::Expr::Closure(c), syn::Pat::Ident(p)) = (&*init.expr, &local.pat) {
             self.not_the_index(&p.ident)?;
             return self.lower_point_fn(p, c);
+        }
+        // `let below = idx.ix::<0, 0, -1>();`: a name for a point, resolved at compile time.
+        if let (true, syn::Pat::Ident(p)) = (self.is_point_expr(&init.expr), &local.pat) {
+            self.not_the_index(&p.ident)?;
+            let name = p.ident.to_string();
+            let offset = self.point_offset(&init.expr, &name)?;
+            self.bind(name, Binding::Point(offset));
+            return Ok(());
         }
         let value = self.lower_value(&init.expr, out)?;
         self.bind_pattern(&local.pat, value, init.expr.span(), out)

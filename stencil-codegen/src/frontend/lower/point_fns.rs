@@ -213,7 +213,7 @@ impl Lowerer {
             Binding::Tuple(parts) => {
                 Value::Tuple(parts.iter().map(|b| self.point_value(b, func, offset, output)).collect())
             }
-            Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured => {
+            Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured | Binding::Point(_) => {
                 unreachable!("a point function's value is held in locals")
             }
         }
@@ -226,7 +226,7 @@ pub(super) fn output_locals(binding: &Binding, out: &mut Vec<LocalId>) {
         Binding::Local(id, _) => out.push(*id),
         Binding::Array(ids, _) => out.extend(ids),
         Binding::Tuple(parts) => parts.iter().for_each(|b| output_locals(b, out)),
-        Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured => {
+        Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured | Binding::Point(_) => {
             unreachable!("a point function's value is held in locals")
         }
     }

@@ -262,8 +262,8 @@ impl Lowerer {
             }
             Binding::Array(ids, _) => Value::Array(ids.iter().map(|&id| local(self, id)).collect()),
             Binding::Tuple(v) => Value::Tuple(v.iter().map(|b| self.binding_value(b, span)).collect()),
-            Binding::PointFn(_) | Binding::Captured => {
-                unreachable!("path_value refuses a point function or a captured local used as a value")
+            Binding::PointFn(_) | Binding::Captured | Binding::Point(_) => {
+                unreachable!("path_value refuses a point function, a captured local or a point used as a value")
             }
         }
     }
@@ -499,7 +499,9 @@ impl Lowerer {
 fn collect_locals(binding: &Binding, out: &mut Vec<(LocalId, bool)>) {
     match binding {
         Binding::Local(id, m) => out.push((*id, *m)),
-        Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured => out.push((usize::MAX, false)),
+        Binding::ConstInt(_) | Binding::PointFn(_) | Binding::Captured | Binding::Point(_) => {
+            out.push((usize::MAX, false))
+        }
         Binding::Array(ids, m) => out.extend(ids.iter().map(|&id| (id, *m))),
         Binding::Tuple(v) => v.iter().for_each(|b| collect_locals(b, out)),
     }
@@ -517,6 +519,53 @@ mod tests {
 
     fn local_names(ir: &StencilIr) -> Vec<&str> {
         ir.locals.iter().map(|l| l.name.as_str()).collect()
+    }
+
+    fn lower3(body: &str) -> Result<StencilIr, ErrorKind> {
+        let src = format!("fn s(idx: Idx3, f: &Field3<f64>, out: &mut Field3<f64>) {{ {body} }}");
+        StencilIr::from_source(&src).map_err(|e| e.kind)
+    }
+
+    #[test]
+    fn a_named_point_reads_where_its_shift_says() {
+        let named = lower3(
+            "let below = idx.ix::<0, 0, -1>(); let east_below = below.ix::<1, 0, 0>(); let mut s = 0.0; \
+             for r in 1..=2 { let west = idx.ix(-r, 0, 0); s += f[west]; } \
+             out[idx] = f[below] + f[east_below] + f[below.ix::<0, 0, 2>()] + f[idx] + s;",
+        )
+        .unwrap();
+        let written_out = lower3(
+            "let mut s = 0.0; for r in 1..=2 { s += f[idx.ix(-r, 0, 0)]; } \
+             out[idx] = f[idx.ix::<0, 0, -1>()] + f[idx.ix::<1, 0, -1>()] + f[idx.ix::<0, 0, 1>()] + f[idx] + s;",
+        )
+        .unwrap();
+        assert_eq!(named, written_out);
+        // A planted difference shows: the shift of `below.ix` taken from the index instead.
+        let other =
+            lower3("out[idx] = f[idx.ix::<0, 0, -1>()] + f[idx.ix::<1, 0, 0>()] + f[idx.ix::<0, 0, 1>()] + f[idx];");
+        assert_ne!(named, other.unwrap());
+    }
+
+    #[test]
+    fn a_named_point_is_not_a_value_and_a_value_may_take_its_name() {
+        assert_eq!(
+            lower3("let below = idx.ix::<0, 0, -1>(); out[idx] = below;").unwrap_err(),
+            ErrorKind::PointAsValue { name: "below".into() }
+        );
+        assert_eq!(
+            lower3("let below = idx.ix::<0, 0, -1>(); out[idx] = f[below] * below;").unwrap_err(),
+            ErrorKind::PointAsValue { name: "below".into() }
+        );
+        // Shadowed by a value, and out of scope after its block.
+        let ir = lower3("let p = idx.ix::<1, 0, 0>(); let a = f[p]; let p = 2.0; out[idx] = a * p;").unwrap();
+        assert_eq!(ir.locals.len(), 2, "{:?}", ir.locals);
+        assert!(matches!(
+            lower3("{ let p = idx.ix::<1, 0, 0>(); } out[idx] = f[p];").unwrap_err(),
+            ErrorKind::BadIndex { .. }
+        ));
+        // Only the point itself is written, named or not.
+        assert!(lower3("let here = idx; out[here] = f[idx];").is_ok());
+        assert!(lower3("let east = idx.ix::<1, 0, 0>(); out[east] = f[idx];").is_err());
     }
 
     #[test]
