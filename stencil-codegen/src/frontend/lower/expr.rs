@@ -88,6 +88,9 @@ impl Lowerer {
                 if self.is_index_expr(&m.receiver) {
                     return Err(Error::spanned(&m, ErrorKind::IndexAsValue { index: self.index_name.clone() }));
                 }
+                if self.point_base(&m.receiver).is_some() {
+                    return Err(Error::spanned(&m, ErrorKind::PointAsValue { name: tokens(&m.receiver) }));
+                }
                 if let Some(r) = self.reduction_receiver(&m.receiver) {
                     let name = self.params[r].name.clone();
                     let kind = if m.method == "fold" {
@@ -327,15 +330,10 @@ impl Lowerer {
         members.into_iter().map(|field| self.load_at(field, offset, &ix.index)).collect()
     }
 
-    /// `ix` if it is a group of fields indexed at a point (`q[idx]`, `q[idx.ix(..)]`): the group's
-    /// name and members.
+    /// `ix` if it is a group of fields indexed at a point (`q[idx]`, `q[idx.ix(..)]`, a named
+    /// point): the group's name and members.
     pub(super) fn group_at(&self, ix: &syn::ExprIndex) -> Option<(String, Vec<usize>)> {
-        let is_point = match &*ix.index {
-            e if self.is_index_expr(e) => true,
-            syn::Expr::MethodCall(m) => self.is_index_expr(&m.receiver) && m.method == "ix",
-            _ => false,
-        };
-        if is_point {
+        if self.is_point_expr(&ix.index) {
             self.field_array(&ix.expr)
         } else {
             None

@@ -547,7 +547,30 @@ mod tests {
     }
 
     #[test]
+    fn a_group_of_fields_reads_at_a_named_point() {
+        let group = |body: &str| {
+            let src = format!("fn s(idx: Idx3, q: [&Field3<f64>; 2], out: &mut Field3<f64>) {{ {body} }}");
+            StencilIr::from_source(&src).map_err(|e| e.kind)
+        };
+        let named = group(
+            "let below = idx.ix::<0, 0, -1>(); let v = q[below]; let w = q[below.ix::<1, 0, 0>()]; \
+                           out[idx] = v[0] + v[1] * w[1];",
+        )
+        .unwrap();
+        let written_out = group(
+            "let v = q[idx.ix::<0, 0, -1>()]; let w = q[idx.ix::<1, 0, -1>()]; \
+                                 out[idx] = v[0] + v[1] * w[1];",
+        )
+        .unwrap();
+        assert_eq!(named, written_out);
+    }
+
+    #[test]
     fn a_named_point_is_not_a_value_and_a_value_may_take_its_name() {
+        assert_eq!(
+            lower3("let below = idx.ix::<0, 0, -1>(); out[idx] = 2.0 * below.ix::<1, 0, 0>();").unwrap_err(),
+            ErrorKind::PointAsValue { name: "below".into() }
+        );
         assert_eq!(
             lower3("let below = idx.ix::<0, 0, -1>(); out[idx] = below;").unwrap_err(),
             ErrorKind::PointAsValue { name: "below".into() }
