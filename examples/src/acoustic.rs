@@ -22,6 +22,10 @@ pub const LAPLACIAN_8TH: [f64; 5] = [-205.0 / 72.0, 8.0 / 5.0, -1.0 / 5.0, 8.0 /
 /// Halo width of every field: the reach of the 25-point star.
 pub const HALO: usize = 4;
 
+/// Steps a run's clock leaves out: they compile (on a GPU, tune) the kernels; on subdomains,
+/// steps 2 to 9 are `auto` overlap's trials, whose first split launch compiles the split ranges.
+pub const WARM_UP: usize = 10;
+
 /// Largest stable Courant number `V Δt / h` of the scheme on a cubic grid (`Δt² V² λ_max ≤ 4`,
 /// `λ_max` the largest eigenvalue of the discrete `−∇²`).
 pub fn courant_limit() -> f64 {
@@ -562,7 +566,7 @@ pub fn run<E: Executor, T: Wave>(
     let fields = NAMES.fields().into_iter().copied().collect();
     let id = Identity { name: "acoustic3d".into(), grid: model.shape().interior().to_vec(), fields, settings };
     let records = Some(("traces", receivers.len()));
-    let spec = Spec { id, shape: model.shape(), end: End::Steps(model.steps), records };
+    let spec = Spec { id, shape: model.shape(), end: End::Steps(model.steps), records, warm_up: WARM_UP };
     let build = |restart: Option<Restart<T, 3>>| -> Result<State<E::Field<T, 3>>, Error> {
         let host = match restart {
             Some(r) => {

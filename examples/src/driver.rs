@@ -123,6 +123,11 @@ pub struct Spec<const D: usize> {
     /// The name in checkpoints and the width (values per step) of the record each step makes
     /// (e.g. the receivers' samples), kept for every step; `None`: no records.
     pub records: Option<(&'static str, usize)>,
+    /// Steps a run's clock leaves out (they compile and tune the kernels): the executor is
+    /// waited for after the run's step `warm_up` and after its last step, before `after_step`
+    /// is told of them, so that the time between the two counts the work of the steps between,
+    /// not only their issue (a GPU runs behind the host).
+    pub warm_up: usize,
 }
 
 /// What a step of [`run_fields`] records: values it has, or values still on their way (e.g.
@@ -180,6 +185,8 @@ struct Fields<'a, E, T, const D: usize, S, F> {
     exec: &'a E,
     spec: &'a Spec<D>,
     state: S,
+    /// The step the run started at (0, or a restart's).
+    first: usize,
     step: usize,
     time: f64,
     records: Vec<Vec<T>>,
@@ -219,6 +226,9 @@ where
                 }
             }
             (self.step, self.time) = (self.step + 1, time);
+            if self.step == self.first + self.spec.warm_up || self.finished() {
+                self.exec.synchronize()?;
+            }
             after_step(self.step, time);
         }
         // A segment ends before a checkpoint, a check or the end: every record is in by then.
@@ -281,7 +291,8 @@ pub fn run_fields<E: Executor, T: IoElement, const D: usize, S: Named<E::Field<T
             (Some(c), Some((name, width))) => checkpoint::records_of(c, name, *width, at)?,
             _ => Vec::new(),
         };
-        Ok(Fields { exec, spec, state, step: at, time, records: kept, in_flight: Default::default(), step_fn: step })
+        let in_flight = Default::default();
+        Ok(Fields { exec, spec, state, first: at, step: at, time, records: kept, in_flight, step_fn: step })
     };
     let (run, start) = run(&full, plan, start, after_step)?;
     Ok(Finished { state: run.state, steps: run.step, records: run.records, start })
@@ -411,7 +422,7 @@ mod tests {
         let _ = std::fs::remove_dir_all(&dir);
         let shape = Shape1::new([4]);
         let id = Identity { name: "toy".into(), grid: vec![4], fields: vec!["x"], settings: vec![("k", 2.0)] };
-        let spec = Spec { id, shape, end: End::Steps(6), records: Some(("seen", 2)) };
+        let spec = Spec { id, shape, end: End::Steps(6), records: Some(("seen", 2)), warm_up: 1 };
         let go = |plan: &Plan| {
             let build = |r: Option<Restart<'_, f64, 1>>| -> Result<One, Error> {
                 if let Some(r) = &r {

@@ -20,6 +20,9 @@ pub const GAMMA: f64 = 1.4;
 /// Halo width of every field: the reconstruction reaches two cells to each side.
 pub const HALO: usize = 2;
 
+/// Steps a run's clock leaves out: the first compiles the kernels.
+pub const WARM_UP: usize = 1;
+
 /// Primitive variables `(ρ, u, v, w, p)` of a conserved state `(ρ, ρu, ρv, ρw, E)`.
 #[stencil_fn]
 pub fn primitive(q: [f64; 5], gamma: f64) -> [f64; 5] {
@@ -540,7 +543,7 @@ impl Euler {
                 ("dt_lagged", f64::from(u8::from(e.dt_lagged))),
             ],
         };
-        let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None };
+        let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None, warm_up: WARM_UP };
         let build = |restart: Option<Restart<f64, 3>>| -> Result<(State<E>, f64), Error> {
             Ok(match restart {
                 Some(r) => (State::new(exec, self, &r.fields)?, r.checkpoint.get_scalar("dt_cfl")?),

@@ -14,10 +14,6 @@ use stencil_examples::progress::{self, Timed};
 use stencil_examples::velocity::InputArgs;
 use stencil_runtime::{Executor, Overlap};
 
-/// Steps before the clock starts: they compile (on a GPU, tune) the kernels; on subdomains,
-/// steps 2 to 9 are `auto` overlap's trials, whose first split launch compiles the split ranges.
-const WARM_UP: usize = 10;
-
 /// The 8th-order acoustic wave equation (1500 m/s over 2500 m/s at half depth, 10 m spacing)
 /// with a PML, a Ricker source and receivers along x just below it.
 #[derive(Parser, Debug)]
@@ -91,7 +87,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     }
     placement.print();
     let plan = args.checkpoint.plan("acoustic3d", processes)?;
-    let timed = Timed::new(progress::steps(model.steps), WARM_UP);
+    let timed = Timed::new(progress::steps(model.steps), acoustic::WARM_UP);
     let job = Acoustic { model: &model, snapshot, plan: &plan, timed: &timed };
     let run = processes.run(placement, args.overlap.or(Overlap::Auto), "acoustic3d", job)?;
     if processes.world().rank() != 0 {

@@ -10,7 +10,9 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::dycore::{Case, Coordinate, Dycore, Finished, Frame, MomentumAdvection, Precision, Reference};
+use stencil_examples::dycore::{
+    self, Case, Coordinate, Dycore, Finished, Frame, MomentumAdvection, Precision, Reference,
+};
 use stencil_examples::mountain_wave;
 use stencil_examples::output::write_png_field;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
@@ -157,7 +159,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     );
     placement.print();
     let rank0 = processes.world().rank() == 0;
-    let timed = Timed::new(progress::time(rank0), 1);
+    let timed = Timed::new(progress::time(rank0), dycore::WARM_UP);
     let plan = args.checkpoint.plan("dycore", processes)?;
     let job = Job { d: &d, t_end, every, plan: &plan, timed: &timed };
     let run = processes.run(placement, args.overlap.or(Overlap::Auto), "dycore", job);

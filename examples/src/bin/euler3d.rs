@@ -7,7 +7,7 @@ use std::path::PathBuf;
 
 use clap::Parser;
 use stencil_examples::checkpoint::{CheckpointArgs, Plan};
-use stencil_examples::euler::{Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
+use stencil_examples::euler::{self, Boundary, Conserved, Euler, Limiter, Riemann, Scheme};
 use stencil_examples::output::write_png_xy;
 use stencil_examples::placement::{main_of, Footprint, OnExecutor, OverlapArgs, PlacementArgs, Processes};
 use stencil_examples::progress::{self, Timed};
@@ -96,7 +96,7 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
     let start = e.totals(&q0);
     totals("start", &start);
     let rank0 = processes.world().rank() == 0;
-    let timed = Timed::new(progress::time(rank0), 1);
+    let timed = Timed::new(progress::time(rank0), euler::WARM_UP);
     let plan = args.checkpoint.plan("euler3d", processes)?;
     let job = Blast { e: &e, q0: &q0, args, plan: &plan, timed: &timed };
     let run = processes.run(placement, args.overlap.or(Overlap::Auto), "euler3d", job);
