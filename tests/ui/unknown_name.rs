@@ -1,12 +1,11 @@
 use stencil_runtime::prelude::*;
 
-const GAIN: f32 = 2.0;
-
+// A misspelt local is an unknown name (a name in upper case would be read as a constant of the
+// module: see constant_type.rs).
 #[stencil]
 fn amplify(idx: Idx3, f: &Field3<f32>, out: &mut Field3<f32>) {
-    out[idx] = f[idx] * GAIN;
+    let gain = 2.0;
+    out[idx] = f[idx] * gian;
 }
 
-fn main() {
-    let _ = GAIN;
-}
+fn main() {}

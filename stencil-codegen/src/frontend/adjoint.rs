@@ -79,6 +79,17 @@ impl Request {
         }
     }
 
+    /// The `#[stencil]` argument that asks for the companion (`adjoint(..)`, `gradient(..)`, ...).
+    pub fn attribute(&self) -> &'static str {
+        match self.kind {
+            Kind::Adjoint => "adjoint(..)",
+            Kind::AdjointStep => "adjoint_step(..)",
+            Kind::Gradient => "gradient(..)",
+            Kind::ScaledAdjointStep | Kind::CotangentScale => "scaled_adjoint_step(..)",
+            Kind::ScaledGradient => "scaled_gradient(..)",
+        }
+    }
+
     /// The companion's functor type (`Wave` → `WaveAdjoint`, `WaveAdjointStep`, `WaveGradient`),
     /// with `forward`'s span.
     pub fn functor_ident(&self, forward: &Ident) -> Ident {

@@ -466,6 +466,13 @@ pub enum ErrorKind {
         /// The calls, `a -> b -> a`.
         chain: String,
     },
+    /// A module constant read by a stencil that also emits an adjoint or a gradient.
+    ConstantWithCompanion {
+        /// The constant.
+        name: String,
+        /// The attribute asking for the companion (`adjoint`, `gradient`, ...).
+        companion: String,
+    },
     /// A helper the stencil reaches failed its own check (reported where the helper is).
     BrokenHelper {
         /// The stencil.
@@ -539,7 +546,7 @@ impl fmt::Display for ErrorKind {
             FieldAsValue { name, index } => write!(f, "`{name}` is a field and cannot be used as a value: index it at a point, e.g. `{name}[{index}]`"),
             PointAsValue { name } => write!(f, "`{name}` is a point (the index shifted), not a value: index a field with it (`u[{name}]`) or shift it further (`u[{name}.ix::<1, 0, 0>()]`)"),
             IndexAsValue { index } => write!(f, "`{index}` is the point index, not a value: use it to index a field at this point (`u[{index}]`) or a neighbour (`u[{index}.ix::<1, 0, 0>()]`); a stencil that needs its coordinates reads them from a field"),
-            UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil); pass outside values as scalar parameters"),
+            UnknownName { name } => write!(f, "unknown name `{name}`: a stencil sees only its parameters, its own locals and constants (`const {name}: f64 = ...;` inside the stencil), and constants in scope named in upper case (`RD`); pass other outside values as scalar parameters"),
             UnsupportedCall { name } => write!(f, "cannot call `{name}` in a stencil: only math functions ({}) are supported, as methods (`x.sqrt()`) or paths (`f64::sqrt(x)`), and `#[stencil_fn]` helpers called by their bare name (`flux(a, b)`, imported with `use`)", MATH_LIST),
             Arity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s) counting the receiver, {got} given"),
             RuntimeLoop { which } => write!(f, "`{which}` loops are not allowed in a stencil: a point update must have a fixed amount of work. Only `for i in A..B` with integer-literal bounds is accepted (it is unrolled)"),
@@ -583,6 +590,7 @@ impl fmt::Display for ErrorKind {
             ShapeMismatch { expected, found } => write!(f, "mismatched shapes: {expected} and {found}"),
             HelperArity { name, expected, got } => write!(f, "`{name}` takes {expected} argument(s), {got} given"),
             FieldToHelper { field, helper } => write!(f, "field `{field}` cannot be passed to helper `{helper}`: helpers take values, not fields; pass the values it needs, e.g. `{field}[idx]` or a neighbour `{field}[idx.ix::<..>()]`"),
+            ConstantWithCompanion { name, companion } => write!(f, "`{name}` is a constant of the module, which a stencil with `{companion}` cannot read yet: pass it as a scalar parameter (`{}: f64`) or declare it inside the stencil (`const {name}: f64 = ...;`)", name.to_lowercase()),
             BrokenHelper { stencil, helper } => write!(f, "`{stencil}` calls the helper `{helper}`, which has errors (reported where `{helper}` is defined): fix those first"),
             AttributeArgument { attribute: "stencil" } => write!(f, "#[stencil] takes `sweep = forward` or `sweep = backward` (a column sweep: each column updated level by level), `adjoint(u, ..)` (also emit the adjoint stencil with respect to the read fields named), `adjoint_step(u, u_prev)` (also emit one reverse time step of the levels named, newest first), `gradient(c, ..)` (also emit the gradient stencil with respect to the parameter fields named), `scaled_adjoint_step(u, u_prev)` (also emit the reverse time step in scaled cotangents and their scale), `scaled_gradient(c, ..)` (also emit the gradient reading scaled cotangents), `portable_math` (math functions computed alike on every backend, for bit-equal results), `fma` (a product added in an expression fused into one multiply-add, `a * b + c` as `a.mul_add(b, c)`, alike on every backend) and `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[stencil(crate = my_models::stencil_runtime)]`), separated by a comma"),
             AttributeArgument { attribute } => write!(f, "#[{attribute}] takes no argument but `crate = path` (the runtime's path, for a crate that reaches stencil-runtime through another crate's re-export: `#[{attribute}(crate = my_models::stencil_runtime)]`)"),

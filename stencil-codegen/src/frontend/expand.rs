@@ -8,13 +8,13 @@ use super::adjoint;
 use super::error::{Error, ErrorKind};
 use super::lower::generic::{element_parameter, instantiate, ELEMENT_TYPES};
 use super::lower::helpers::{called_names, check_helper};
-use super::lower::{declared_params, lower_with_helpers, UserParam};
+use super::lower::{declared_params, lower_with_constants, Constant, UserParam};
 use crate::ir::{ParamKind, ScalarType, SweepOrder, IR_FORMAT};
 use crate::pipeline::{self, prepare};
 use crate::printer::rust_nest::{param_type, print_run_host};
 use crate::{naming, VERSION};
 use proc_macro2::{Ident, Literal, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 
 /// What the collected helpers are for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -332,7 +332,7 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
     let mut name = String::new();
     for elem in ELEMENT_TYPES {
         let instance = instantiate(func, &param, elem);
-        let ir = lower_with_helpers(&instance, helpers).map_err(|e| Error {
+        let (ir, constants) = lower_with_constants(&instance, helpers).map_err(|e| Error {
             kind: ErrorKind::Instantiation {
                 param: param.to_string(),
                 elem: elem.rust_name(),
@@ -340,14 +340,21 @@ pub fn expand_stencil(func: &syn::ItemFn, helpers: &[syn::ItemFn], rt: &TokenStr
             },
             ..e
         })?;
+        refuse_constants(&constants, &requests)?;
         let declared = declared_params(&instance)?;
         let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
         let t = format_ident!("{}", elem.rust_name());
-        impls.push(stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor<#t>), rt));
+        impls.push(stencil_impl(&finish(func, &ir)?, &declared, &constants, &quote!(#functor<#t>), rt));
         for (request, (impls, doc)) in requests.iter().zip(&mut companions) {
             let (companion, companion_declared) = request.build(&instance, &ir, &declared)?;
             let companion_name = request.functor_ident(&functor);
-            impls.push(stencil_impl(&finish(func, &companion)?, &companion_declared, &quote!(#companion_name<#t>), rt));
+            impls.push(stencil_impl(
+                &finish(func, &companion)?,
+                &companion_declared,
+                &[],
+                &quote!(#companion_name<#t>),
+                rt,
+            ));
             *doc = request.doc(&ir.name, &companion);
         }
         name = ir.functor_name();
@@ -431,7 +438,8 @@ fn plain_stencil(
     requests: &[adjoint::Request],
 ) -> Result<(TokenStream, TokenStream), Error> {
     let vis = &func.vis;
-    let ir = lower_with_helpers(func, helpers)?;
+    let (ir, constants) = lower_with_constants(func, helpers)?;
+    refuse_constants(&constants, requests)?;
     let declared = declared_params(func)?;
     let functor = format_ident!("{}", ir.functor_name(), span = func.sig.ident.span());
     let doc =
@@ -440,12 +448,24 @@ fn plain_stencil(
     for request in requests {
         let (companion, companion_declared) = request.build(func, &ir, &declared)?;
         let (name, doc) = (request.functor_ident(&functor), request.doc(&ir.name, &companion));
-        let companion_impl = stencil_impl(&finish(func, &companion)?, &companion_declared, &quote!(#name), rt);
+        let companion_impl = stencil_impl(&finish(func, &companion)?, &companion_declared, &[], &quote!(#name), rt);
         let def = unit_functor(vis, &name, &doc);
         companions.push(quote! { #def #companion_impl });
     }
-    let stencil_impl = stencil_impl(&finish(func, &ir)?, &declared, &quote!(#functor), rt);
+    let stencil_impl = stencil_impl(&finish(func, &ir)?, &declared, &constants, &quote!(#functor), rt);
     Ok((unit_functor(vis, &functor, &doc), quote! { #stencil_impl #(#companions)* }))
+}
+
+/// Refuses module constants in a stencil that asks for an adjoint or gradient companion (whose
+/// parameters are built from the declared ones).
+fn refuse_constants(constants: &[Constant], requests: &[adjoint::Request]) -> Result<(), Error> {
+    match (constants.first(), requests.first()) {
+        (Some(c), Some(r)) => Err(Error::spanned(
+            &c.ident,
+            ErrorKind::ConstantWithCompanion { name: c.ident.to_string(), companion: r.attribute().into() },
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// A lowered stencil (or its adjoint or gradient) as its functor prints it: with
@@ -473,10 +493,12 @@ fn unit_functor(vis: &syn::Visibility, name: &Ident, doc: &str) -> TokenStream {
 
 /// The `Stencil` impl of one lowered stencil for the functor type `functor`; `declared` are its
 /// parameters as the function declares them (an array parameter is one argument of the
-/// functor, one IR parameter per element).
+/// functor, one IR parameter per element), `constants` the module constants it reads (its last
+/// IR parameters, set from the constants themselves, not from the functor's arguments).
 fn stencil_impl(
     ir: &crate::ir::StencilIr,
     declared: &[UserParam],
+    constants: &[Constant],
     functor: &TokenStream,
     rt: &TokenStream,
 ) -> TokenStream {
@@ -506,7 +528,16 @@ fn stencil_impl(
             let elems = u.params.clone().map(|i| &arg_names[i]);
             quote! { let [#(#elems),*] = #name; }
         });
-        quote! { let (#(#names,)*) = #source; #(#arrays)* }
+        // Each constant bound to its parameter's name with the type the stencil gives it, at the
+        // constant's own span: a constant of another type is a compile error there.
+        let constants = constants.iter().map(|c| {
+            let p = ir.params.iter().find(|p| p.name == c.param).expect("a constant's parameter is the IR's");
+            let (name, ident) = (format_ident!("{}", c.param), &c.ident);
+            let ParamKind::Scalar(t) = p.kind else { unreachable!("a constant's parameter is a scalar") };
+            let t = format_ident!("{}", t.rust_name());
+            quote_spanned! { ident.span() => let #name: #t = #ident; }
+        });
+        quote! { let (#(#names,)*) = #source; #(#arrays)* #(#constants)* }
     };
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
         ParamKind::Scalar(_) => quote!(#rt::__private::ScalarArg::scalar_arg::<#dim>(#n)),

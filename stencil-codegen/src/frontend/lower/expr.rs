@@ -238,6 +238,9 @@ impl Lowerer {
             if self.call_stack.is_empty() && name == self.index_name {
                 return Err(Error::spanned(&p, ErrorKind::IndexAsValue { index: name }));
             }
+            if is_constant_name(&name) {
+                return Ok(Value::Scalar(self.constant(ident)));
+            }
             return Err(Error::spanned(&p, ErrorKind::UnknownName { name }));
         }
         let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
@@ -581,4 +584,11 @@ fn type_const(ty: ScalarType, name: &str) -> Option<Literal> {
         (ScalarType::U32, "MIN") => Literal::Int(0),
         _ => return None,
     })
+}
+
+/// Whether `name` is written as a constant is (`RD`, `P0`, `G_EARTH`): upper case, digits and
+/// underscores, starting with a letter.
+fn is_constant_name(name: &str) -> bool {
+    name.starts_with(|c: char| c.is_ascii_uppercase())
+        && name.chars().all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }

@@ -48,6 +48,23 @@ fn field_element(params: &[Param]) -> Option<crate::ir::ScalarType> {
 /// Lowers a `#[stencil]` function to the IR, inlining calls of the `#[stencil_fn]` helpers in
 /// `helpers` (the helpers a call reaches, directly or through other helpers).
 pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<StencilIr, Error> {
+    Ok(lower_with_constants(item, helpers)?.0)
+}
+
+/// A constant of the stencil's module (`RD` in `p / (RD * t)`) that the stencil reads: the IR
+/// reads it as the scalar parameter `param`, which the functor sets to the constant's value at
+/// each launch. The IR's parameters end with these, after the declared ones.
+#[derive(Clone, Debug)]
+pub struct Constant {
+    /// The IR parameter that holds the value.
+    pub param: String,
+    /// The constant's name, with the span of its first use.
+    pub ident: proc_macro2::Ident,
+}
+
+/// [`lower_with_helpers`], and the module constants the stencil reads (the last parameters of
+/// its IR, in order).
+pub fn lower_with_constants(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result<(StencilIr, Vec<Constant>), Error> {
     let sig = signature::lower_signature(item)?;
     let mut cx = Lowerer::new(sig.dim, sig.index_name.clone(), sig.params, helpers);
     cx.sweep = sig.sweep;
@@ -86,6 +103,14 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         return Err(Error::spanned(&item.sig.ident, ErrorKind::NoField));
     }
     let resolved = cx.types.finish()?;
+    for (param, var, _) in &cx.constants {
+        cx.params[*param].kind = ParamKind::Scalar(resolved.get(*var));
+    }
+    let constants = cx
+        .constants
+        .iter()
+        .map(|(p, _, ident)| Constant { param: cx.params[*p].name.clone(), ident: ident.clone() })
+        .collect();
     let mut resolve = |v: Var| -> Result<_, Error> { Ok(resolved.get(v)) };
     let body = body.into_iter().map(|s| s.map_types(&mut resolve)).collect::<Result<Vec<_>, _>>()?;
     let locals = cx.locals.into_iter().map(|(name, v, _)| Local { name, ty: resolved.get(v) }).collect();
@@ -106,7 +131,7 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         }
         None => None,
     };
-    Ok(StencilIr {
+    let ir = StencilIr {
         name: item.sig.ident.to_string(),
         dim: sig.dim,
         index_name: sig.index_name,
@@ -115,7 +140,8 @@ pub fn lower_with_helpers(item: &syn::ItemFn, helpers: &[syn::ItemFn]) -> Result
         body,
         sweep,
         point_fns,
-    })
+    };
+    Ok((ir, constants))
 }
 
 /// The `#[carry]` attribute of a `let` statement, if it has one.
@@ -198,6 +224,9 @@ struct Lowerer {
     /// The element type generic helpers are instantiated for: that of the stencil's fields (all
     /// of one type), or of the helper being checked on its own.
     element: Option<crate::ir::ScalarType>,
+    /// The module constants read so far: the parameter standing for each, the type all its uses
+    /// share, and its name as first written.
+    constants: Vec<(usize, Var, syn::Ident)>,
 }
 
 impl Lowerer {
@@ -217,7 +246,27 @@ impl Lowerer {
             point_fns: Vec::new(),
             point_fn: None,
             element: None,
+            constants: Vec::new(),
         }
+    }
+
+    /// The value of the module constant `ident` (`RD`): a scalar parameter appended to the
+    /// stencil's on first use (named `const_rd`, or with a suffix if taken), whose type is what
+    /// its uses make it (`f64` if nothing does); the functor passes the constant itself.
+    fn constant(&mut self, ident: &syn::Ident) -> crate::ir::Expr<Var> {
+        let ty = match self.constants.iter().find(|(_, _, c)| c == ident) {
+            Some(&(param, var, _)) => return crate::ir::Expr { ty: var, kind: ExprKind::Scalar(param) },
+            None => self.types.fresh(),
+        };
+        let base = format!("const_{}", ident.to_string().to_lowercase());
+        let name = (0..)
+            .map(|k| if k == 0 { base.clone() } else { format!("{base}_{k}") })
+            .find(|n| !self.used_names.contains(n));
+        let name = name.expect("a free name");
+        self.used_names.insert(name.clone());
+        self.params.push(Param { name, kind: ParamKind::Scalar(crate::ir::ScalarType::F64) });
+        self.constants.push((self.params.len() - 1, ty, ident.clone()));
+        crate::ir::Expr { ty, kind: ExprKind::Scalar(self.params.len() - 1) }
     }
 
     fn lookup(&self, name: &str) -> Option<Binding> {
