@@ -25,6 +25,14 @@ fn density(idx: Idx3, p: &Field3<f64>, t: &Field3<f64>, rho: &mut Field3<f64>) {
     rho[idx] = ideal_gas(p[idx], t[idx]) + slope * (RD / 1000.0);
 }
 
+/// A point function (the CPU nest computes it once per point, apart from the body) that reads
+/// a constant.
+#[stencil]
+fn face_flux(idx: Idx3, u: &Field3<f64>, out: &mut Field3<f64>) {
+    let fx = |p: Idx3| KAPPA * (u[p.ix::<1, 0, 0>()] - u[p]);
+    out[idx] = u[idx] + RD * (fx(idx) - fx(idx.ix::<-1, 0, 0>()));
+}
+
 #[stencil]
 fn halved(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>) {
     out[idx] = HALF * (u[idx.ix::<0, 0, 1>()] + u[idx.ix::<0, 0, -1>()]) + ((TWO * 3) as f32);
@@ -84,6 +92,21 @@ fn a_stencil_reading_module_constants_equals_the_constants_written_out() {
         want.set([i, j, k], v).unwrap();
     }
     assert_bits_eq(&got, &want, "halved");
+}
+
+#[test]
+fn a_point_function_reads_a_constant() {
+    let mut rng = SplitMix64::new(11);
+    let shape = Shape3::new([9, 6, 5]).halo(1);
+    let u: Field3<f64> = random(shape, &mut rng, -1.0, 1.0);
+    let (mut got, mut want) = (poisoned(shape), poisoned(shape));
+    Loop3D::interior(&shape).run(FaceFlux, (&u, &mut got)).unwrap();
+    for [i, j, k] in interior(&shape) {
+        let at = |di: isize| u.get([i + di, j, k]).unwrap();
+        let fx = |di: isize| 0.2857 * (at(di + 1) - at(di));
+        want.set([i, j, k], at(0) + 287.04 * (fx(0) - fx(-1))).unwrap();
+    }
+    assert_bits_eq(&got, &want, "face_flux");
 }
 
 #[test]
@@ -147,4 +170,12 @@ fn on_a_gpu_the_constants_give_the_host_bits() {
     let mut out = gpu.upload(&poisoned::<f32, 3>(shape)).unwrap();
     gpu.run(&range, Halved, (&du, &mut out)).unwrap();
     assert_bits_eq(&gpu.download(&out).unwrap(), &host, "halved on the GPU");
+
+    let v: Field3<f64> = random(shape, &mut rng, -1.0, 1.0);
+    let mut host = poisoned(shape);
+    range.run(FaceFlux, (&v, &mut host)).unwrap();
+    let dv = gpu.upload(&v).unwrap();
+    let mut out = gpu.upload(&poisoned::<f64, 3>(shape)).unwrap();
+    gpu.run(&range, FaceFlux, (&dv, &mut out)).unwrap();
+    assert_bits_eq(&gpu.download(&out).unwrap(), &host, "face_flux on the GPU");
 }
