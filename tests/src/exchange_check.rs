@@ -172,7 +172,7 @@ fn poison<T: Element, const D: usize>(s: &Subdomain<D>, mut part: Field<T, D>, n
 
 /// Checks `domains` (one process or this rank's share of MPI ranks) on `case`, with poisoned
 /// halos: a [`HaloExchange`] of an f64 field (the whole halo) and an f32 field (`case.depth`)
-/// in one message per side (or copied field to field, by seed); one field's exchange then the boundary fills against one fill of
+/// in one message per side, or copied field to field in one round or axis by axis (by seed); one field's exchange then the boundary fills against one fill of
 /// the whole field; the gather on rank 0; the global max and sum. Returns the points checked.
 pub fn check_domains<E: Executor, const D: usize>(
     domains: &Domains<E, D>,
@@ -186,9 +186,10 @@ pub fn check_domains<E: Executor, const D: usize>(
     let mut b = poisoned_parts(domains, &values32, f32::NAN)?;
     let mut ex = HaloExchange::new(domains);
     ex.append::<f64>("a", HaloWidths(case.halo)).append::<f32>("b", HaloWidths(case.depth));
-    // Seeds 2 and 3 (mod 4) move the halos through message buffers, the others field to field
-    // where the subdomains are in this process.
-    ex.through_buffers(case.seed % 4 >= 2);
+    // By seed (mod 6): 0 and 1 copy the halos field to field where the subdomains are in this
+    // process, every axis in one round; 2 and 3 the same axis by axis; 4 and 5 move them through
+    // message buffers.
+    ex.through_buffers(case.seed % 6 >= 4).by_axes(case.seed % 6 >= 2);
     {
         let mut fields: Vec<Vec<ErasedField<'_, D>>> =
             a.iter_mut().zip(b.iter_mut()).map(|(a, b)| vec![ErasedField::of(a), ErasedField::of(b)]).collect();

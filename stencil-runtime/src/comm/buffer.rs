@@ -236,6 +236,22 @@ pub(crate) fn direct_halos() -> Result<DirectHalos, SettingError> {
     DIRECT.get()
 }
 
+/// `STENCIL_ONE_ROUND_HALOS`: whether an exchange whose halos are all copied field to field
+/// moves every side, edge and corner in one round (each subdomain copies from all its
+/// neighbours, the diagonal ones included, after one wait for them) or axis by axis (edges and
+/// corners travelling with the later axes). The same halos either way.
+static ONE_ROUND: Choice<bool> = Choice::new(
+    "STENCIL_ONE_ROUND_HALOS",
+    &[("1", true), ("0", false)],
+    true,
+    "1 (halos copied field to field move in one round, the default) or 0 (axis by axis)",
+);
+
+/// `STENCIL_ONE_ROUND_HALOS`, read once; an error for a value it does not take.
+pub(crate) fn one_round_halos() -> Result<bool, SettingError> {
+    ONE_ROUND.get()
+}
+
 /// A contiguous buffer for halo messages: host memory, or device memory with a pinned host
 /// mirror for messages between ranks.
 pub trait MessageBuffer: Send + Sync {

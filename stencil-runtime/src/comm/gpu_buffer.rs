@@ -412,15 +412,30 @@ pub(crate) fn copy_boxes<const D: usize>(
     src_gpu: &Gpu,
     from: &[BoxPart<'_, D>],
 ) -> Result<(), LaunchError> {
-    check_pairs(into, from, (gpu.home(), src_gpu.home()), &format!("{gpu:?}"))?;
-    if src_gpu.home() != gpu.home() && !enable_peer_access(gpu, src_gpu)? {
-        return Err(DistributionError::NoDirectCopy { executor: "a GPU without peer access to the other" }.into());
+    copy_boxes_from(gpu, &[(src_gpu, into, from)])
+}
+
+/// [`copy_boxes`] from several GPUs (or this one) at once: every box that does not go by the
+/// copy engine is moved by one kernel launch (up to [`MAX_PAIRS`] boxes each), whichever
+/// field it reads.
+pub(crate) fn copy_boxes_from<const D: usize>(
+    gpu: &Gpu,
+    sources: &[(&Gpu, &[BoxPart<'_, D>], &[BoxPart<'_, D>])],
+) -> Result<(), LaunchError> {
+    for (src_gpu, into, from) in sources {
+        check_pairs(into, from, (gpu.home(), src_gpu.home()), &format!("{gpu:?}"))?;
+        if src_gpu.home() != gpu.home() && !enable_peer_access(gpu, src_gpu)? {
+            return Err(DistributionError::NoDirectCopy { executor: "a GPU without peer access to the other" }.into());
+        }
     }
-    let engine = engine_may_copy(direct_halos()?, into.iter().filter(|p| !p.is_empty()).count());
+    let boxes = sources.iter().flat_map(|(_, into, _)| into.iter()).filter(|p| !p.is_empty()).count();
+    let engine = engine_may_copy(direct_halos()?, boxes);
     let mut pairs = Vec::new();
-    for (to, part) in into.iter().zip(from).filter(|(p, _)| !p.is_empty()) {
-        if !(engine && by_copy_engine(gpu, to, part)?) {
-            pairs.push((to, part));
+    for (_, into, from) in sources {
+        for (to, part) in into.iter().zip(from.iter()).filter(|(p, _)| !p.is_empty()) {
+            if !(engine && by_copy_engine(gpu, to, part)?) {
+                pairs.push((to, part));
+            }
         }
     }
     if pairs.is_empty() {

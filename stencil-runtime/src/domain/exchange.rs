@@ -21,15 +21,21 @@
 //! Halos of earlier axes are complete when a later axis goes, and travel with it, so edges and
 //! corners arrive (27-point and diagonal stencils read correct values). Sides on the physical
 //! boundary are left alone: [`Domains::fill_boundary`] fills them, after the exchange.
+//!
+//! Where every halo of the exchange is copied field to field, all axes go in one round instead:
+//! every subdomain waits once for the neighbours it reads (the diagonal ones too) and copies
+//! each face, edge and corner from the neighbour that owns it (one kernel for all its boxes on a
+//! GPU, where they are more than one). The halos are the same as axis by axis
+//! (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis).
 
 use super::domains::Domains;
 use super::workers::Disjoint;
-use crate::comm::buffer::{direct_halos, DirectHalos};
+use crate::comm::buffer::{direct_halos, one_round_halos, DirectHalos};
 use crate::comm::transport::{DeviceMessage, DeviceTransport};
 use crate::comm::world::Message;
 use crate::domain::{DistributionError, HaloWidths, Neighbour};
 use crate::error::LaunchError;
-use crate::executor::{ErasedField, Executor, FieldStorage, MessageBuffer};
+use crate::executor::{BoxPart, ErasedField, Executor, FieldStorage, MessageBuffer};
 use crate::field::Element;
 
 /// Milliseconds an exchange spent in each phase, summed over the axes
@@ -84,11 +90,25 @@ struct Link<const D: usize> {
     direct: bool,
 }
 
+/// One subdomain that a local subdomain copies halos from in a one-round exchange: `source`
+/// (a local index), the neighbour in direction `dir` (faces, edges and corners; each component
+/// -1, 0 or 1, along axes without a neighbour on that side 0).
+#[derive(Clone, Copy, Debug)]
+struct RoundCopy<const D: usize> {
+    source: usize,
+    dir: [i8; D],
+}
+
 /// The buffers of a built exchange.
 struct Plan<B, const D: usize> {
     links: Vec<Link<D>>,
     sends: Vec<B>,
     recvs: Vec<B>,
+    /// Per local subdomain, where its halos come from when every halo is copied field to field
+    /// in one round (`None`: axis by axis).
+    round: Option<Vec<Vec<RoundCopy<D>>>>,
+    /// Per local subdomain and axis, whether its low and high sides are the grid's edge here.
+    edges: Vec<[[bool; 2]; D]>,
 }
 
 /// A set of fields whose halos are exchanged together between the subdomains of [`Domains`]
@@ -127,13 +147,22 @@ pub struct HaloExchange<E: Executor, const D: usize> {
     wrap: [bool; D],
     /// Whether every halo goes through the message buffers, also within the process.
     buffers_only: bool,
+    /// Whether halos copied field to field go axis by axis, not in one round.
+    by_axes: bool,
     plan: Option<Plan<E::Buffer, D>>,
 }
 
 impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// An exchange of no field yet over `domains`.
     pub fn new(domains: &Domains<E, D>) -> Self {
-        HaloExchange { domains: domains.clone(), slots: Vec::new(), wrap: [true; D], buffers_only: false, plan: None }
+        HaloExchange {
+            domains: domains.clone(),
+            slots: Vec::new(),
+            wrap: [true; D],
+            buffers_only: false,
+            by_axes: false,
+            plan: None,
+        }
     }
 
     /// This exchange moving every halo through the message buffers (`true`), also between
@@ -142,6 +171,15 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
     #[doc(hidden)]
     pub fn through_buffers(&mut self, yes: bool) -> &mut Self {
         self.buffers_only = yes;
+        self.plan = None;
+        self
+    }
+
+    /// This exchange moving halos copied field to field axis by axis (`true`) rather than in one
+    /// round, as `STENCIL_ONE_ROUND_HALOS=0` does for every exchange. For tests and benchmarks.
+    #[doc(hidden)]
+    pub fn by_axes(&mut self, yes: bool) -> &mut Self {
+        self.by_axes = yes;
         self.plan = None;
         self
     }
@@ -231,6 +269,22 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             }
             Ok(())
         };
+        if let Some(round) = &plan.round {
+            let sources: Vec<Vec<usize>> =
+                round.iter().map(|copies| copies.iter().map(|c| c.source).collect()).collect();
+            let (slots, edges) = (&self.slots, &plan.edges);
+            let fields: &[Vec<ErasedField<'_, D>>] = fields;
+            copy_round(domains, &sources, &|p| {
+                let mut boxes = Vec::with_capacity(round[p].len());
+                for c in &round[p] {
+                    let (into, from) = round_boxes(slots, c.dir, &edges[p], &fields[p], &fields[c.source])?;
+                    boxes.push((domains.exec(c.source), into, from));
+                }
+                let sources: Vec<_> = boxes.iter().map(|(e, into, from)| (*e, &into[..], &from[..])).collect();
+                domains.exec(p).copy_boxes_from(&sources)
+            })?;
+            return mark(|t| &mut t.transfer);
+        }
         for axis in 0..D {
             let links: Vec<usize> = (0..plan.links.len()).filter(|&l| plan.links[l].axis == axis).collect();
             if links.is_empty() {
@@ -491,9 +545,95 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             sends.push(exec.alloc_buffer(bytes)?);
             recvs.push(exec.alloc_buffer(bytes)?);
         }
-        self.plan = Some(Plan { links, sends, recvs });
+        let round = self.one_round(&links, &edges)?;
+        self.plan = Some(Plan { links, sends, recvs, round, edges });
         Ok(())
     }
+
+    /// Where each local subdomain copies its halos from in one round: every face, edge and
+    /// corner that has a neighbour (along the axes with one on that side) and a box in some
+    /// field. `None` (axis by axis) unless every link is copied field to field, every neighbour
+    /// read (the diagonal ones too) is in this process and reached both ways, and
+    /// `STENCIL_ONE_ROUND_HALOS` (and [`HaloExchange::by_axes`]) allows it.
+    fn one_round(
+        &self,
+        links: &[Link<D>],
+        edges: &[[[bool; 2]; D]],
+    ) -> Result<Option<Vec<Vec<RoundCopy<D>>>>, LaunchError> {
+        if self.by_axes || links.is_empty() || !links.iter().all(|l| l.direct) || !one_round_halos()? {
+            return Ok(None);
+        }
+        let d = self.domains.decomposition();
+        let mut round = Vec::new();
+        for (local, s) in self.domains.subdomains().enumerate() {
+            let mut copies = Vec::new();
+            for dir in directions::<D>() {
+                let side = |b: usize| usize::from(dir[b] > 0);
+                if (0..D).any(|b| dir[b] != 0 && edges[local][b][side(b)]) {
+                    continue;
+                }
+                // A box in some field: every axis it crosses exchanged there.
+                if !self.slots.iter().any(|slot| (0..D).all(|b| dir[b] == 0 || slot.depth[b] > 0)) {
+                    continue;
+                }
+                let Neighbour::Domain(j) = d.neighbour(&s, dir) else { return Ok(None) };
+                let Some(source) = self.domains.local_index(j) else { return Ok(None) };
+                let (me, them) = (self.domains.exec(local), self.domains.exec(source));
+                if !(me.reaches(them)? && them.reaches(me)?) {
+                    return Ok(None);
+                }
+                copies.push(RoundCopy { source, dir });
+            }
+            round.push(copies);
+        }
+        Ok(Some(round))
+    }
+}
+
+/// Every direction of `D` axes (each component -1, 0 or 1) but none: faces, edges, corners.
+fn directions<const D: usize>() -> impl Iterator<Item = [i8; D]> {
+    (0..3usize.pow(D as u32)).filter_map(|code| {
+        let dir: [i8; D] = std::array::from_fn(|b| (code / 3usize.pow(b as u32) % 3) as i8 - 1);
+        dir.iter().any(|&c| c != 0).then_some(dir)
+    })
+}
+
+/// A local subdomain's halo boxes in direction `dir` (one per field that has one) and the
+/// boxes of `source`'s fields they copy (a [`RoundCopy`]): along an axis the direction crosses,
+/// `depth` layers, the neighbour's last interior ones on the low side (its first on the high
+/// side); along the others the interior, with `edge` layers of the halo on a side that is the
+/// grid's edge (the same position in both fields). What the axes one after the other leave
+/// there.
+fn round_boxes<'f, const D: usize>(
+    slots: &[Slot<D>],
+    dir: [i8; D],
+    edges: &[[bool; 2]; D],
+    into: &'f [ErasedField<'_, D>],
+    source: &'f [ErasedField<'_, D>],
+) -> Result<(Vec<BoxPart<'f, D>>, Vec<BoxPart<'f, D>>), LaunchError> {
+    let (mut to, mut from) = (Vec::new(), Vec::new());
+    for ((slot, f), g) in slots.iter().zip(into).zip(source) {
+        let (h, n) = (f.shape().halo_widths(), f.shape().interior());
+        let (hs, ns) = (g.shape().halo_widths(), g.shape().interior());
+        let (mut at, mut at_source, mut len) = ([0; D], [0; D], [0; D]);
+        for b in 0..D {
+            let k = slot.depth[b];
+            (at[b], at_source[b], len[b]) = match dir[b] {
+                0 => {
+                    let [low, high] = edges[b].map(|e| if e { slot.edge[b] } else { 0 });
+                    (h[b] - low, hs[b] - low, low + n[b] + high)
+                }
+                -1 => (h[b] - k, hs[b] + ns[b] - k, k),
+                _ => (h[b] + n[b], hs[b], k),
+            };
+        }
+        if len.contains(&0) {
+            continue;
+        }
+        to.push(f.part(at, len, 0)?);
+        from.push(g.part(at_source, len, 0)?);
+    }
+    Ok((to, from))
 }
 
 impl<E: Executor, const D: usize> Domains<E, D> {
@@ -533,9 +673,7 @@ fn unpack<E: Executor, const D: usize>(
 }
 
 /// The halos of the direct links among `links` (one axis), each copied from the neighbour's field
-/// by the receiving subdomain's executor: every subdomain marks its work so far, each receiver
-/// orders its copies after its neighbours' marks, and each neighbour orders its later work after
-/// the copies out of its fields. No copy waits for another copy.
+/// by the receiving subdomain's executor ([`copy_round`]).
 fn direct_copies<E: Executor, const D: usize>(
     slots: &[Slot<D>],
     plan: &Plan<E::Buffer, D>,
@@ -547,16 +685,44 @@ fn direct_copies<E: Executor, const D: usize>(
     if direct.is_empty() {
         return Ok(());
     }
-    let parts = domains.execs().len();
-    // Who reads from whom: `sources[p]` the subdomains part `p` copies from, `readers[j]` those
-    // that copy from `j`.
-    let (mut sources, mut readers) = (vec![Vec::new(); parts], vec![Vec::new(); parts]);
+    let mut sources = vec![Vec::new(); domains.execs().len()];
     for &l in &direct {
-        let link = &plan.links[l];
-        let Peer::Local(j) = link.peer else { continue };
-        for (list, v) in [(&mut sources[link.local], j), (&mut readers[j], link.local)] {
-            if !list.contains(&v) {
-                list.push(v);
+        if let Peer::Local(j) = plan.links[l].peer {
+            sources[plan.links[l].local].push(j);
+        }
+    }
+    copy_round(domains, &sources, &|p| {
+        for &l in direct.iter().filter(|&&l| plan.links[l].local == p) {
+            let link = &plan.links[l];
+            let Peer::Local(j) = link.peer else { continue };
+            let from = find(&plan.links, j, link.axis, 1 - link.side)?;
+            let into = boxes(slots, link, &fields[p], false)?;
+            let out_of = boxes(slots, &plan.links[from], &fields[j], true)?;
+            domains.exec(p).copy_boxes(&into, domains.exec(j), &out_of)?;
+        }
+        Ok(())
+    })
+}
+
+/// Copies halos field to field, each local subdomain `p` reading the fields of `sources[p]`
+/// (`copy(p)` issues its copies on its executor): every subdomain marks its work so far, each
+/// reader orders its copies after its sources' marks, and each source orders its later work
+/// after the copies out of its fields. No copy waits for another copy.
+fn copy_round<E: Executor, const D: usize>(
+    domains: &Domains<E, D>,
+    sources: &[Vec<usize>],
+    copy: &(dyn Fn(usize) -> Result<(), LaunchError> + Sync),
+) -> Result<(), LaunchError> {
+    let parts = domains.execs().len();
+    // Who reads from whom, each once: `sources[p]` the subdomains part `p` copies from,
+    // `readers[j]` those that copy from `j`.
+    let (mut from, mut readers) = (vec![Vec::new(); parts], vec![Vec::new(); parts]);
+    for (p, list) in sources.iter().enumerate() {
+        for &j in list {
+            for (list, v) in [(&mut from[p], j), (&mut readers[j], p)] {
+                if !list.contains(&v) {
+                    list.push(v);
+                }
             }
         }
     }
@@ -573,20 +739,15 @@ fn direct_copies<E: Executor, const D: usize>(
     };
     let written = marks(&readers)?;
     domains.each_part(&|p| {
-        for &j in &sources[p] {
+        for &j in &from[p] {
             domains.exec(p).after(written[j].as_ref().expect("marked above"))?;
         }
-        for &l in direct.iter().filter(|&&l| plan.links[l].local == p) {
-            let link = &plan.links[l];
-            let Peer::Local(j) = link.peer else { continue };
-            let from = find(&plan.links, j, link.axis, 1 - link.side)?;
-            let into = boxes(slots, link, &fields[p], false)?;
-            let out_of = boxes(slots, &plan.links[from], &fields[j], true)?;
-            domains.exec(p).copy_boxes(&into, domains.exec(j), &out_of)?;
+        if from[p].is_empty() {
+            return Ok(());
         }
-        Ok(())
+        copy(p)
     })?;
-    let copied = marks(&sources)?;
+    let copied = marks(&from)?;
     domains.each_part(&|j| {
         for &p in &readers[j] {
             domains.exec(j).after(copied[p].as_ref().expect("marked above"))?;

@@ -617,6 +617,17 @@ pub trait Messages: Sized {
     ) -> Result<(), LaunchError> {
         Err(DistributionError::NoDirectCopy { executor: std::any::type_name::<Self>() }.into())
     }
+
+    /// [`Messages::copy_boxes`] from several executors at once (each source with the boxes it
+    /// fills and the boxes of its fields it reads), in as few operations as this executor can
+    /// issue them (on a GPU: one kernel for every box, where they are more than one).
+    #[doc(hidden)]
+    fn copy_boxes_from<const D: usize>(
+        &self,
+        sources: &[(&Self, &[BoxPart<'_, D>], &[BoxPart<'_, D>])],
+    ) -> Result<(), LaunchError> {
+        sources.iter().try_for_each(|(src, into, from)| self.copy_boxes(into, src, from))
+    }
 }
 
 /// The recording half of an executor: a step's work recorded once and replayed without the

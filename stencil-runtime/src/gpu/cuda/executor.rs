@@ -407,6 +407,13 @@ impl Messages for Gpu {
     ) -> Result<(), LaunchError> {
         message::copy_boxes(self, into, src_exec, from)
     }
+
+    fn copy_boxes_from<const D: usize>(
+        &self,
+        sources: &[(&Self, &[BoxPart<'_, D>], &[BoxPart<'_, D>])],
+    ) -> Result<(), LaunchError> {
+        message::copy_boxes_from(self, sources)
+    }
 }
 
 impl Record for Gpu {
