@@ -38,7 +38,7 @@
 //! | S0110 | `Error::Region` | a range split into an inner region and slabs wider than the range | slab widths that add up to at most the range's points along each axis |
 //! | S0111 | `Error::Schedule` | a checkpointing schedule without a slot | give at least one checkpoint slot |
 //! | S0112 | `Error::Reach` | a halo asked for from a stencil's reads of a field it does not have | name the field as the stencil's signature does |
-//! | S0113 | `Error::Setting` | a `STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS` or `STENCIL_PROFILE` environment variable has a value it does not take | use a value the message lists, or unset the variable |
+//! | S0113 | `Error::Setting` | a `STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`, `STENCIL_ONE_ROUND_HALOS` or `STENCIL_PROFILE` environment variable has a value it does not take | use a value the message lists, or unset the variable |
 //! | S0114 | `Error::Reductions` | the results of a reduction issued without waiting were folded into another number of reduction parameters than the stencil has | pass the launch's reduction parameters, in order |
 //! | S0201 | `HaloError::NoSuchAxis` | a halo fill of an axis the field does not have | use an axis below the field's dimension |
 //! | S0202 | `HaloError::InteriorThinnerThanHalo` | the interior has fewer points than the halo has layers | enlarge the interior or use `HaloFill::ZeroGradient` |
@@ -123,7 +123,7 @@ catalogue! {
     "S0110" "Error::Region" "a range split into an inner region and slabs wider than the range" "slab widths that add up to at most the range's points along each axis";
     "S0111" "Error::Schedule" "a checkpointing schedule without a slot" "give at least one checkpoint slot";
     "S0112" "Error::Reach" "a halo asked for from a stencil's reads of a field it does not have" "name the field as the stencil's signature does";
-    "S0113" "Error::Setting" "a STENCIL_CPU_*, STENCIL_FUSE_SLABS, STENCIL_DIRECT_HALOS or STENCIL_PROFILE environment variable has a value it does not take" "use a value the message lists, or unset the variable";
+    "S0113" "Error::Setting" "a STENCIL_CPU_*, STENCIL_FUSE_SLABS, STENCIL_DIRECT_HALOS, STENCIL_ONE_ROUND_HALOS or STENCIL_PROFILE environment variable has a value it does not take" "use a value the message lists, or unset the variable";
     "S0114" "Error::Reductions" "the results of a reduction issued without waiting were folded into another number of reduction parameters than the stencil has" "pass the launch's reduction parameters, in order";
     "S0201" "HaloError::NoSuchAxis" "a halo fill of an axis the field does not have" "use an axis below the field's dimension";
     "S0202" "HaloError::InteriorThinnerThanHalo" "the interior has fewer points than the halo has layers" "enlarge the interior or use HaloFill::ZeroGradient";
@@ -283,7 +283,7 @@ pub enum Error {
     Schedule(ScheduleError),
     /// A stencil has no field of the name a halo was asked for.
     Reach(ReachError),
-    /// A `STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS` or `STENCIL_PROFILE` environment variable has
+    /// A `STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`, `STENCIL_ONE_ROUND_HALOS` or `STENCIL_PROFILE` environment variable has
     /// a value it does not take (every launch that reads it reports it).
     Setting(crate::cpu::SettingError),
     /// [`Reduced::fold_into`](crate::Reduced::fold_into) got another number of reduction

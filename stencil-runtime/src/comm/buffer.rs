@@ -387,6 +387,15 @@ mod tests {
     }
 
     #[test]
+    fn one_round_is_the_default_and_zero_goes_by_axes() {
+        assert!(ONE_ROUND.parse(None).unwrap());
+        assert!(ONE_ROUND.parse(Some("1")).unwrap());
+        assert!(!ONE_ROUND.parse(Some("0")).unwrap());
+        let e = ONE_ROUND.parse(Some("axes")).unwrap_err().to_string();
+        assert!(e.contains("STENCIL_ONE_ROUND_HALOS") && e.contains("\"axes\"") && e.contains("axis by axis"), "{e}");
+    }
+
+    #[test]
     fn the_direct_setting_takes_zero_one_kernel_and_engine() {
         assert_eq!(DIRECT.parse(None).unwrap(), DirectHalos::On);
         assert_eq!(DIRECT.parse(Some("1")).unwrap(), DirectHalos::On);

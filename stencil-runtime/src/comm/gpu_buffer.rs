@@ -415,9 +415,9 @@ pub(crate) fn copy_boxes<const D: usize>(
     copy_boxes_from(gpu, &[(src_gpu, into, from)])
 }
 
-/// [`copy_boxes`] from several GPUs (or this one) at once: every box that does not go by the
-/// copy engine is moved by one kernel launch (up to [`MAX_PAIRS`] boxes each), whichever
-/// field it reads.
+/// [`copy_boxes`] from several GPUs (or this one) at once: the copy engine takes what it would
+/// take from each source alone ([`engine_may_copy`]), and every other box is moved by one
+/// kernel launch (up to [`MAX_PAIRS`] boxes each), whichever field it reads.
 pub(crate) fn copy_boxes_from<const D: usize>(
     gpu: &Gpu,
     sources: &[(&Gpu, &[BoxPart<'_, D>], &[BoxPart<'_, D>])],
@@ -428,10 +428,10 @@ pub(crate) fn copy_boxes_from<const D: usize>(
             return Err(DistributionError::NoDirectCopy { executor: "a GPU without peer access to the other" }.into());
         }
     }
-    let boxes = sources.iter().flat_map(|(_, into, _)| into.iter()).filter(|p| !p.is_empty()).count();
-    let engine = engine_may_copy(direct_halos()?, boxes);
+    let setting = direct_halos()?;
     let mut pairs = Vec::new();
     for (_, into, from) in sources {
+        let engine = engine_may_copy(setting, into.iter().filter(|p| !p.is_empty()).count());
         for (to, part) in into.iter().zip(from.iter()).filter(|(p, _)| !p.is_empty()) {
             if !(engine && by_copy_engine(gpu, to, part)?) {
                 pairs.push((to, part));
@@ -461,8 +461,8 @@ pub(crate) fn copy_boxes_from<const D: usize>(
     Ok(())
 }
 
-/// Whether the copy engine may take the boxes of one exchange side (`boxes` of them, one per
-/// field): under the default, only a side of one box. The copy engine takes one operation per
+/// Whether the copy engine may take the boxes of one exchange side, or of one source of a round
+/// (`boxes` of them, one per field): under the default, only a side of one box. The copy engine takes one operation per
 /// box and shares no SMs with the kernels it overlaps; one kernel moves every box of a side at
 /// once, which wins where a side carries several fields.
 fn engine_may_copy(setting: DirectHalos, boxes: usize) -> bool {

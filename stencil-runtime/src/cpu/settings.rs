@@ -1,15 +1,16 @@
 //! The `STENCIL_CPU_*` environment variables, checked once per process: a value a variable does
 //! not take is an error of every host launch ([`crate::Error::Setting`]) instead of being
 //! ignored, so that a mistyped setting never runs silently with the default. `Choice`: a
-//! setting of a few exact values read once (`STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`), with
+//! setting of a few exact values read once (`STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`,
+//! `STENCIL_ONE_ROUND_HALOS`), with
 //! the same error for a value it does not take.
 
 use super::Isa;
 use std::fmt;
 use std::sync::OnceLock;
 
-/// A `STENCIL_*` setting (`STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`) set to a value it
-/// does not take.
+/// A `STENCIL_*` setting (`STENCIL_CPU_*`, `STENCIL_FUSE_SLABS`, `STENCIL_DIRECT_HALOS`,
+/// `STENCIL_ONE_ROUND_HALOS`) set to a value it does not take.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SettingError {
     /// The variable.
