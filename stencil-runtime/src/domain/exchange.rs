@@ -24,9 +24,9 @@
 //!
 //! Where every halo of the exchange is copied field to field, all axes go in one round instead:
 //! every subdomain waits once for the neighbours it reads (the diagonal ones too) and copies
-//! each face, edge and corner from the neighbour that owns it (one kernel for all its boxes on a
-//! GPU, where they are more than one). The halos are the same as axis by axis
-//! (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis).
+//! each face, edge and corner from the neighbour that owns it (on a GPU: the copy engine for a
+//! neighbour's one box of long rows, one kernel for every other box). The halos are the same as
+//! axis by axis (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis).
 
 use super::domains::Domains;
 use super::workers::Disjoint;
