@@ -145,7 +145,7 @@ pub use stencil::{adjoint, launch, reduce};
 #[cfg(feature = "cuda")]
 pub use cuda::{CudaError, Gpu, Kernel, KernelArg, LaunchDims};
 #[cfg(feature = "cuda")]
-pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use cuda::{DeviceField, DeviceField1, DeviceField2, DeviceField3, DeviceHeld};
 pub use cuda_source::{
     cuda_boxes_kernel, cuda_first_pass_kernels, cuda_kernel, cuda_point_pass_kernel, cuda_reduce_kernel,
     cuda_steps_kernel, CudaKernel, ReduceKernel, Strategy, TimeTiling,
@@ -157,8 +157,8 @@ pub use domain::{
 };
 pub use error::{Error, LaunchError};
 pub use executor::{
-    ErasedField, Executor, FieldStorage, HaloJob, Host, HostCopy, HostTiling, Messages, Readback, Record, Recorded,
-    Reduced, SideJob, Stencil, StrategyLoop,
+    ErasedField, Executor, FieldStorage, HaloJob, Held, HeldStorage, Host, HostCopy, HostHeld, HostTiling, Messages,
+    PartsHeld, Readback, Record, Recorded, Reduced, SideJob, Stencil, StrategyLoop,
 };
 pub use field::{
     Element, Field, Field1, Field2, Field3, FieldError, HaloError, HaloFill, Order, Shape, Shape1, Shape2, Shape3,
@@ -178,9 +178,9 @@ pub mod prelude {
     #[cfg(feature = "cuda")]
     pub use crate::Gpu;
     pub use crate::{
-        stencil, stencil_fn, BoundaryWidths, Error, Executor, Field, Field1, Field2, Field3, HaloFill, Host, Idx1,
-        Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D, Max, Min, Order, Recorded, Shape, Shape1, Shape2, Shape3,
-        Stencil, Sum,
+        stencil, stencil_fn, BoundaryWidths, Error, Executor, Field, Field1, Field2, Field3, HaloFill, Held, Host,
+        Idx1, Idx2, Idx3, LaunchError, Loop1D, Loop2D, Loop3D, Max, Min, Order, Recorded, Shape, Shape1, Shape2,
+        Shape3, Stencil, Sum,
     };
 }
 
@@ -192,7 +192,7 @@ pub mod __private {
         Partials, PointElement, PointLayout, RowBlock, RowSlots, RowWriter, SweepOrder,
     };
     pub use crate::executor::FieldMap;
-    pub use crate::stencil::args::{field_arg, reduction_arg, ScalarArg};
+    pub use crate::stencil::args::{field_arg, held_arg, held_value, reduction_arg, ScalarArg};
     pub use crate::stencil::decode_ir;
     pub use crate::stencil::launch::validate;
     pub use stencil_codegen::ir::IR_FORMAT;

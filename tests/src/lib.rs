@@ -13,6 +13,7 @@ pub mod canonical;
 pub mod distributed_check;
 pub mod exchange_check;
 pub mod fuzz;
+pub mod held_check;
 pub mod reducing;
 pub mod sweeping;
 

@@ -35,6 +35,18 @@ fn speed_stats(
     dip.fold(h[idx] - h[idx.ix::<0, 0, -1>()]);
 }
 
+/// Held scalars: `a` read through its address at the kernel's entry, then like any scalar.
+#[stencil]
+fn held_scale(idx: Idx3, a: Held<f64>, b: f64, u: &Field3<f64>, out: &mut Field3<f64>) {
+    out[idx] = a * u[idx.ix::<1, 0, 0>()] + b / a;
+}
+
+/// A reduction reading a held scalar (a time step's clock).
+#[stencil]
+fn held_clock(idx: Idx3, t_end: f64, rate: Held<f64>, t: Held<f64>, u: &Field3<f64>, dt: &mut Min<f64>) {
+    dt.fold((u[idx] / rate).min(t_end - t));
+}
+
 /// Two written fields.
 #[stencil]
 fn two_writes(idx: Idx3, u: &Field3<f32>, out: &mut Field3<f32>, copy: &mut Field3<f32>) {
@@ -140,6 +152,7 @@ fn kernels() -> Vec<(String, CudaKernel)> {
         out.push((format!("diffusion_{label}"), cuda_kernel::<Diffusion, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));
         out.push((format!("star25_{label}"), cuda_kernel::<Star25, 3>(s, &s4, &Loop3D::interior(&s4)).unwrap()));
         out.push((format!("branchy_{label}"), cuda_kernel::<Branchy, 3>(s, &s1, &Loop3D::interior(&s1)).unwrap()));
+        out.push((format!("held_{label}"), cuda_kernel::<HeldScale, 3>(s, &s2, &Loop3D::interior(&s2)).unwrap()));
         out.push((
             format!("branchy_kij_{label}"),
             cuda_kernel::<Branchy, 3>(s, &kij, &Loop3D::interior(&kij)).unwrap(),
@@ -154,6 +167,9 @@ fn kernels() -> Vec<(String, CudaKernel)> {
     let reduce = |s: &Shape3| cuda_reduce_kernel::<SpeedStats, 3>(s, &Loop3D::interior(s)).expect("reduces").kernel;
     out.push(("reduce_speed_stats".into(), reduce(&s1)));
     out.push(("reduce_speed_stats_kij".into(), reduce(&kij)));
+    let clock = cuda_reduce_kernel::<HeldClock, 3>(&s2, &Loop3D::interior(&s2)).expect("reduces").kernel;
+    out.push(("reduce_held_clock".into(), clock));
+    out.push(("held_boxes".into(), cuda_boxes_kernel::<HeldScale, 3>(&s2).unwrap()));
     let columns = Shape3::new([64, 48, 32]).halo_per_axis([0, 0, 1]);
     out.push(("sweep_settle".into(), cuda_kernel::<Settle, 3>(point, &columns, &Loop3D::interior(&columns)).unwrap()));
     let names = Loop3D::interior(&columns);

@@ -282,3 +282,23 @@ fn saves_into_page_locked_copies(extent: [usize; 3]) {
     drop(saved);
     gpu.synchronize().expect("no fault");
 }
+
+/// Held scalars on a GPU and on GPU subdomains (`stencil_tests::held_check`): read by kernels as
+/// their values after each `set_held`, written by reductions on the device (two at once), a
+/// one-point clock reading and writing one of them, and a recorded step (a CUDA graph on one
+/// GPU) replayed with the values held at each replay.
+#[test]
+fn held_scalars_on_the_gpu_give_the_bits_of_their_values() {
+    use stencil_runtime::{Decomposition, Distributed};
+    use stencil_tests::held_check::check_held;
+    let g = gpu();
+    for seed in 0..3 {
+        check_held(&g, seed);
+    }
+    let count = Gpu::count().unwrap();
+    for (seed, grid) in [[2, 1, 1], [1, 2, 2]].into_iter().enumerate() {
+        let d = Decomposition::new([12, 10, 8], grid, [false; 3], [1; 3]).unwrap();
+        let gpus = (0..d.len()).map(|i| Gpu::new(i % count).unwrap()).collect();
+        check_held(&Distributed::new(Domains::new(d, gpus).unwrap()), 10 + seed as u64);
+    }
+}

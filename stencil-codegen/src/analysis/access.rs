@@ -47,7 +47,7 @@ pub fn field_accesses(ir: &StencilIr) -> Vec<FieldAccess> {
                 lo: [0; 3],
                 hi: [0; 3],
             }),
-            ParamKind::Scalar(_) | ParamKind::Reduction(_) => None,
+            ParamKind::Scalar(_) | ParamKind::Held(_) | ParamKind::Reduction(_) => None,
         })
         .map(|mut fa| {
             let mut offsets = Vec::new();

@@ -132,6 +132,13 @@ pub enum ErrorKind {
     NoOutput,
     /// No field parameter at all: nothing fixes the shape a range runs over.
     NoField,
+    /// A held scalar declared by reference, in an array, or of an element type it cannot hold.
+    HeldParam {
+        /// The parameter.
+        name: String,
+        /// Its type as written.
+        ty: String,
+    },
     /// A reduction parameter passed by shared reference.
     ReductionNotMut {
         /// The parameter.
@@ -528,6 +535,7 @@ impl fmt::Display for ErrorKind {
             FieldDimension { field, field_dim, stencil_dim } => write!(f, "field `{field}` is {field_dim}D but the stencil is {stencil_dim}D: use `Field{stencil_dim}` or change the index to `Idx{field_dim}`"),
             NoOutput => write!(f, "this stencil writes no field and folds no reduction: add a `&mut FieldN<T>` parameter and assign it (`out[idx] = ...;`), or a reduction parameter (`total: &mut Sum<f64>`) and fold into it (`total.fold(u[idx]);`)"),
             NoField => write!(f, "this stencil has no field parameter: a launch runs over the points of its fields, so add the field the values come from (`u: &FieldN<T>`)"),
+            HeldParam { name, ty } => write!(f, "held scalar `{name}: {}` is not supported: declare it by value as `{name}: Held<f64>` (or `f32`, `i32`, `u32`), one per parameter, and pass `&held` at the launch; the stencil reads it like a scalar, and only a reduction writes it (`reduce_into`)", ty.replace(' ', "")),
             ReductionNotMut { name, ty } => write!(f, "reduction `{name}` must be passed as `&mut {}`: the launch writes its result there", ty.replace(' ', "")),
             ReductionType { name, op, ty } => write!(f, "reduction `{name}: {}` is not supported: a reduction folds `f32` or `f64` values, e.g. `&mut {op}<f64>` (fold integers as `x as f64`)", ty.replace(' ', "")),
             ReductionAsValue { name } => write!(f, "`{name}` is a reduction: inside the stencil the only thing to do with it is `{name}.fold(value);` (the launch combines the values of every point); read its result after the launch, `{name}.get()`"),

@@ -541,6 +541,10 @@ fn stencil_impl(
     };
     let erased = ir.params.iter().zip(&arg_names).map(|(p, n)| match p.kind {
         ParamKind::Scalar(_) => quote!(#rt::__private::ScalarArg::scalar_arg::<#dim>(#n)),
+        ParamKind::Held(t) => {
+            let t = format_ident!("{}", t.rust_name());
+            quote!(#rt::__private::held_arg::<_, #t, #dim>(#n))
+        }
         ParamKind::Field(f) => {
             let t = format_ident!("{}", f.elem.rust_name());
             quote!(#rt::__private::field_arg::<#t, #dim, _>(&*#n))
@@ -554,6 +558,7 @@ fn stencil_impl(
         let at = syn::Index::from(k);
         let one = |v: TokenStream| match ir.params[u.params.start].kind {
             ParamKind::Scalar(_) => v,
+            ParamKind::Held(_) => quote!(map.held(#v)),
             ParamKind::Field(f) => {
                 let t = format_ident!("{}", f.elem.rust_name());
                 if f.writable {
@@ -566,6 +571,7 @@ fn stencil_impl(
         };
         match (ir.params[u.params.start].kind, u.array) {
             (ParamKind::Scalar(_), _) => quote!(args.#at),
+            (ParamKind::Held(_), _) => one(quote!(args.#at)),
             (ParamKind::Field(f), false) if !f.writable => one(quote!(args.#at)),
             (_, false) => one(quote!((&mut args.#at))),
             (ParamKind::Field(f), true) if !f.writable => {

@@ -133,10 +133,23 @@ pub struct ReduceParam {
 pub enum ParamKind {
     /// A scalar passed by value, the same for every point.
     Scalar(ScalarType),
+    /// A scalar held in the executor's memory (`Held<f64>`), read once per launch through its
+    /// address: a recorded step reads the value the scalar holds when it is replayed.
+    Held(ScalarType),
     /// A field of the stencil's dimensionality.
     Field(FieldParam),
     /// A reduction over the range (`&mut Sum<f64>`, `&mut Min<f32>`, `&mut Max<f64>`).
     Reduction(ReduceParam),
+}
+
+impl ParamKind {
+    /// The type of a value the body reads as a scalar: a scalar passed by value or a held one.
+    pub fn value_type(self) -> Option<ScalarType> {
+        match self {
+            ParamKind::Scalar(t) | ParamKind::Held(t) => Some(t),
+            ParamKind::Field(_) | ParamKind::Reduction(_) => None,
+        }
+    }
 }
 
 /// A parameter after the point index.
@@ -567,7 +580,7 @@ impl StencilIr {
     pub fn field(&self, id: ParamId) -> Option<FieldParam> {
         match self.params.get(id)?.kind {
             ParamKind::Field(f) => Some(f),
-            ParamKind::Scalar(_) | ParamKind::Reduction(_) => None,
+            ParamKind::Scalar(_) | ParamKind::Held(_) | ParamKind::Reduction(_) => None,
         }
     }
 

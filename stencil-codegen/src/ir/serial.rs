@@ -86,6 +86,7 @@ impl StencilIr {
         for p in &self.params {
             match p.kind {
                 ParamKind::Scalar(t) => writeln!(out, "(param {} scalar {t})", p.name),
+                ParamKind::Held(t) => writeln!(out, "(param {} held {t})", p.name),
                 ParamKind::Field(f) => {
                     writeln!(out, "(param {} field {} {})", p.name, f.elem, if f.writable { "write" } else { "read" })
                 }
@@ -155,6 +156,7 @@ impl StencilIr {
                 let name = r.ident()?;
                 let kind = match r.ident()?.as_str() {
                     "scalar" => ParamKind::Scalar(r.scalar_type()?),
+                    "held" => ParamKind::Held(r.scalar_type()?),
                     "field" => {
                         let elem = r.scalar_type()?;
                         let writable = match r.ident()?.as_str() {
@@ -172,7 +174,7 @@ impl StencilIr {
                             .ok_or_else(|| r.error(format!("`{word}` is not `sum`, `min` or `max`")))?;
                         ParamKind::Reduction(ReduceParam { op, elem: r.scalar_type()? })
                     }
-                    other => return Err(r.error(format!("`{other}` is not `scalar`, `field` or `reduce`"))),
+                    other => return Err(r.error(format!("`{other}` is not `scalar`, `held`, `field` or `reduce`"))),
                 };
                 Ok(Param { name, kind })
             })?;

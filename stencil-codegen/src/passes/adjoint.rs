@@ -419,7 +419,7 @@ pub fn adjoint(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError>
     let mut roles = Vec::with_capacity(flat.params.len() + 1);
     for (i, p) in flat.params.iter().enumerate() {
         let (param, role) = match p.kind {
-            ParamKind::Scalar(_) => (p.clone(), AdjointRole::Scalar),
+            ParamKind::Scalar(_) | ParamKind::Held(_) => (p.clone(), AdjointRole::Scalar),
             ParamKind::Field(f) if linear[i] => (
                 Param {
                     name: fresh(format!("{}{BAR_SUFFIX}", p.name)),

@@ -85,7 +85,7 @@ pub(super) fn step_signature(ir: &StencilIr, levels: &[ParamId]) -> Result<StepS
             Some(j) => (field(w_bar(j + 1), false), AdjointRole::Later { steps: j as u32 + 1 }),
             None if i == w => (field(w_bar(1), false), AdjointRole::Cotangent),
             None => match p.kind {
-                ParamKind::Scalar(_) => (p.clone(), AdjointRole::Scalar),
+                ParamKind::Scalar(_) | ParamKind::Held(_) => (p.clone(), AdjointRole::Scalar),
                 ParamKind::Field(_) => (p.clone(), AdjointRole::Fixed),
                 ParamKind::Reduction(_) => unreachable!("reductions are refused by linear_taps"),
             },

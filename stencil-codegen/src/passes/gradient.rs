@@ -175,7 +175,7 @@ pub fn gradient(ir: &StencilIr, wrt: &[ParamId]) -> Result<Adjoint, AdjointError
     let mut roles = Vec::with_capacity(flat.params.len() + wrt.len() + 1);
     for p in &flat.params {
         let (param, role) = match p.kind {
-            ParamKind::Scalar(_) => (p.clone(), AdjointRole::Scalar),
+            ParamKind::Scalar(_) | ParamKind::Held(_) => (p.clone(), AdjointRole::Scalar),
             ParamKind::Field(f) if f.writable => (
                 Param {
                     name: fresh(format!("{}{BAR_SUFFIX}", p.name), &params),

@@ -60,8 +60,14 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
     let row_fn = nest.row_fn();
     let (block_fns, closure) = nest.block_fns();
     let (reduce_setup, runner, reduce_finish) = nest.runner(&closure);
+    // A held scalar is read once, here: the nest takes its value as it takes a scalar's.
+    let held = ir.params.iter().filter(|p| matches!(p.kind, ParamKind::Held(_))).map(|p| {
+        let (n, name) = (ident(&p.name), &p.name);
+        quote! { let #n = #rt::__private::held_value(#n, Self::INFO.name, #name)?; }
+    });
     quote! {
         #unpack
+        #(#held)*
         let #shape = #rt::__private::validate(#range, &Self::INFO, &[#(#field_shapes),*])?;
         let #strides = #shape.strides();
         #unit_flag
@@ -149,7 +155,7 @@ impl<'a> Nest<'a> {
             .params
             .iter()
             .filter_map(|p| match p.kind {
-                ParamKind::Scalar(t) => Some((ident(&p.name), ident(t.rust_name()))),
+                ParamKind::Scalar(t) | ParamKind::Held(t) => Some((ident(&p.name), ident(t.rust_name()))),
                 ParamKind::Field(_) | ParamKind::Reduction(_) => None,
             })
             .collect();
@@ -1123,6 +1129,10 @@ pub fn param_type(
         ParamKind::Scalar(t) => {
             let t = ident(t.rust_name());
             quote!(#t)
+        }
+        ParamKind::Held(t) => {
+            let t = ident(t.rust_name());
+            quote!(&#lifetime <#exec as #rt::Executor>::HeldScalar<#t>)
         }
         ParamKind::Field(f) => {
             let t = ident(f.elem.rust_name());

@@ -1,8 +1,8 @@
 //! The host executor: fields in host memory, stencils as the rayon loop nest the macro printed.
 
 use super::{
-    check_pairs, check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, HostCopy, MessageBuffer, Messages, Record,
-    Same, SideJob, Stencil,
+    check_pairs, check_parts, rows, BoxPart, Executor, FieldMap, HostBuffer, HostCopy, HostHeld, MessageBuffer,
+    Messages, Record, Same, SideJob, Stencil,
 };
 use crate::domain::DistributionError;
 use crate::error::LaunchError;
@@ -24,6 +24,9 @@ impl FieldMap<Host, Host> for FillDeclared {
         }
         field
     }
+    fn held<'a, T: Element>(&self, held: &'a HostHeld<T>) -> &'a HostHeld<T> {
+        held
+    }
 }
 
 /// The host: [`Field`]s and the CPU loop nest, run in parallel by rayon's pool. Every call
@@ -33,6 +36,20 @@ pub struct Host;
 
 impl Executor for Host {
     type Field<T: Element, const D: usize> = Field<T, D>;
+    type HeldScalar<T: Element> = HostHeld<T>;
+
+    fn held<T: Element>(&self, value: T) -> Result<HostHeld<T>, LaunchError> {
+        Ok(HostHeld::new(value))
+    }
+
+    fn set_held<T: Element>(&self, held: &HostHeld<T>, value: T) -> Result<(), LaunchError> {
+        held.set(value);
+        Ok(())
+    }
+
+    fn read_held<T: Element>(&self, held: &HostHeld<T>) -> Result<T, LaunchError> {
+        Ok(held.get())
+    }
 
     fn describe(&self) -> String {
         format!("host (rayon, {} threads)", rayon::current_num_threads())

@@ -33,6 +33,7 @@
 //! # Ok::<(), LaunchError>(())
 //! ```
 
+pub(crate) mod held;
 mod host;
 mod host_steps;
 mod readback;
@@ -40,6 +41,7 @@ mod record;
 
 pub(crate) use crate::comm::buffer::{check_pairs, check_parts, from_le_bytes, rows, to_le_bytes};
 pub use crate::comm::buffer::{BoxPart, ErasedField, HostBuffer, MessageBuffer};
+pub use held::{Held, HeldStorage, HostHeld, PartsHeld};
 pub use host::Host;
 pub use host_steps::HostTiling;
 #[cfg_attr(not(feature = "cuda"), allow(unused_imports))]
@@ -105,6 +107,8 @@ pub trait FieldMap<X: Executor, Y: Executor> {
     fn field<'a, T: Element, const D: usize>(&self, field: &'a X::Field<T, D>) -> &'a Y::Field<T, D>;
     /// A written field.
     fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut X::Field<T, D>) -> &'a mut Y::Field<T, D>;
+    /// A held scalar.
+    fn held<'a, T: Element>(&self, held: &'a X::HeldScalar<T>) -> &'a Y::HeldScalar<T>;
 }
 
 /// The identity [`FieldMap`]: [`Stencil::map_args`] with it reborrows a launch's arguments.
@@ -116,6 +120,9 @@ impl<X: Executor> FieldMap<X, X> for Same {
     }
     fn field_mut<'a, T: Element, const D: usize>(&self, field: &'a mut X::Field<T, D>) -> &'a mut X::Field<T, D> {
         field
+    }
+    fn held<'a, T: Element>(&self, held: &'a X::HeldScalar<T>) -> &'a X::HeldScalar<T> {
+        held
     }
 }
 
@@ -131,6 +138,8 @@ pub type SideJob<'a, F, const D: usize> = (&'a mut F, [[Option<HaloFill>; 2]; D]
 pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// A `D`-dimensional field of `T` on this executor.
     type Field<T: Element, const D: usize>: FieldStorage<T, D> + Send + Sync + 'static;
+    /// A scalar held in this executor's memory ([`Executor::held`]; module [`held`]).
+    type HeldScalar<T: Element>: HeldStorage<T>;
 
     /// A short description (`host (rayon, 8 threads)`, `Gpu(0: NVIDIA H200, sm_90)`).
     fn describe(&self) -> String;
@@ -230,6 +239,36 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         mut args: S::Args<'_, Self>,
     ) -> Result<Reduced, LaunchError> {
         reduce_now(self, range, stencil, strategy, S::map_args(&mut args, &Same))
+    }
+
+    /// A scalar held in this executor's memory, holding `value`: what a stencil's `Held<T>`
+    /// parameter takes, read by each launch when it runs (by a recorded step at each replay).
+    fn held<T: Element>(&self, value: T) -> Result<Self::HeldScalar<T>, LaunchError>;
+
+    /// Makes `held` hold `value`, in order after the work issued so far (on a GPU a copy on the
+    /// stream; not inside a recorded step, whose work is the executor's own).
+    fn set_held<T: Element>(&self, held: &Self::HeldScalar<T>, value: T) -> Result<(), LaunchError>;
+
+    /// The value `held` holds after the work issued so far (waits for it).
+    fn read_held<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<T, LaunchError>;
+
+    /// Runs the reducing `stencil` over `range` and leaves each reduction's result in the held
+    /// scalar of `into` (one per reduction parameter, in order), on the executor: a GPU writes
+    /// them on its stream without the host, so this may be part of a recorded step. The
+    /// reduction parameters in `args` are left as they were. A held scalar the same launch reads
+    /// may be written: every point reads it before the result is written. The default (and the
+    /// distributed executor, which folds its parts on the host) waits for the result.
+    fn reduce_into<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        args: S::Args<'_, Self>,
+        into: &[&Self::HeldScalar<f64>],
+    ) -> Result<(), LaunchError> {
+        check_into::<S, D>(into.len())?;
+        let values = self.reduce_later(range, stencil, strategy, args)?.values()?;
+        into.iter().zip(values).try_for_each(|(h, v)| self.set_held(h, v))
     }
 
     /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
@@ -405,6 +444,15 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
 
 /// [`Executor::reduce_later`] that runs at once: the launch's results taken out of its reduction
 /// parameters, which get their values back.
+/// Refuses a [`Executor::reduce_into`] whose held scalars are not one per reduction of `S`.
+pub(crate) fn check_into<S: Stencil<D>, const D: usize>(given: usize) -> Result<(), LaunchError> {
+    let expected = S::ir().reductions().count();
+    if given != expected {
+        return Err(LaunchError::Reductions { stencil: S::INFO.name, expected, given });
+    }
+    Ok(())
+}
+
 pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
     exec: &E,
     range: &Loop<D>,

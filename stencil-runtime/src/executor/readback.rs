@@ -128,6 +128,8 @@ pub struct Reduced {
     stencil: &'static str,
     /// Its reduction parameters.
     count: usize,
+    /// Their operators and value types, in order.
+    ops: Vec<(crate::ReduceOp, stencil_codegen::ir::ScalarType)>,
     /// One vector per piece of the launch (a subdomain's part, in order): each reduction's
     /// result over that piece, in parameter order.
     pieces: Readback<f64>,
@@ -142,13 +144,40 @@ impl Reduced {
 
     /// Results of stencil `S` in flight (one piece per range of the readback).
     pub(crate) fn from_readback<S: Stencil<D>, const D: usize>(pieces: Readback<f64>) -> Self {
-        Reduced { stencil: S::INFO.name, count: S::ir().reductions().count(), pieces }
+        let ops: Vec<_> = S::ir().reductions().map(|(_, r)| (r.op, r.elem)).collect();
+        Reduced { stencil: S::INFO.name, count: ops.len(), ops, pieces }
     }
 
     /// Several launches' results of stencil `S`, folded one after another in this order.
     pub(crate) fn join<S: Stencil<D>, const D: usize>(parts: Vec<Reduced>) -> Self {
         let parts = parts.into_iter().map(|p| p.pieces).collect();
         Self::from_readback::<S, D>(Readback::join(parts, |values| Ok(values.into_iter().flatten().collect())))
+    }
+
+    /// Waits for the results: the launch's value of each reduction, as [`Reduced::fold_into`]
+    /// folds it into a reducer holding the identity.
+    pub(crate) fn values(self) -> Result<Vec<f64>, LaunchError> {
+        let mut reducers: Vec<Box<dyn crate::Reducer>> = self
+            .ops
+            .iter()
+            .map(|&(op, elem)| -> Box<dyn crate::Reducer> {
+                use crate::ReduceOp::{Max, Min, Sum};
+                let f32 = elem == stencil_codegen::ir::ScalarType::F32;
+                match (op, f32) {
+                    (Sum, false) => Box::new(crate::Sum::<f64>::new()),
+                    (Min, false) => Box::new(crate::Min::<f64>::new()),
+                    (Max, false) => Box::new(crate::Max::<f64>::new()),
+                    (Sum, true) => Box::new(crate::Sum::<f32>::new()),
+                    (Min, true) => Box::new(crate::Min::<f32>::new()),
+                    (Max, true) => Box::new(crate::Max::<f32>::new()),
+                }
+            })
+            .collect();
+        {
+            let mut refs: Vec<&mut dyn crate::Reducer> = reducers.iter_mut().map(|r| &mut **r as _).collect();
+            self.fold_into(&mut refs)?;
+        }
+        Ok(reducers.iter().map(|r| r.value_f64()).collect())
     }
 
     /// Waits for the results and folds the launch's value into each of `reducers` (the launch's

@@ -1,6 +1,8 @@
 //! The arguments of a kernel launch, type-erased: what a functor's `erase_args` turns its typed
 //! tuple into.
 
+use crate::error::LaunchError;
+use crate::executor::held::{HeldStorage, HostHeld};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::stencil::reduce::Reducer;
 
@@ -57,6 +59,13 @@ pub enum ArgValue<'a, const D: usize> {
         /// Where the storage is ([`FieldStorage::home`]).
         home: usize,
     },
+    /// A held scalar: the address of its value, read by the launch when it runs.
+    Held {
+        /// Address of the value.
+        ptr: u64,
+        /// Where the value is ([`HeldStorage::home`]).
+        home: usize,
+    },
     /// A reduction parameter: the launch folds its result into it.
     Reduction(&'a mut dyn Reducer),
 }
@@ -85,6 +94,16 @@ scalar_arg!(bool, Bool);
 /// The erased argument of a field of any executor.
 pub fn field_arg<T: Element, const D: usize, F: FieldStorage<T, D>>(field: &F) -> ArgValue<'_, D> {
     ArgValue::Field { shape: field.shape(), ptr: field.address(), home: field.home() }
+}
+
+/// The erased argument of a held scalar of any executor.
+pub fn held_arg<H: HeldStorage<T>, T: Element, const D: usize>(held: &H) -> ArgValue<'_, D> {
+    ArgValue::Held { ptr: held.address(), home: held.home() }
+}
+
+/// The value of a host's held scalar, as a launch on the host reads it when it starts.
+pub fn held_value<T: Element>(held: &HostHeld<T>, _stencil: &str, _param: &str) -> Result<T, LaunchError> {
+    Ok(held.get())
 }
 
 /// The erased argument of a reduction parameter.

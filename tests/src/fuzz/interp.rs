@@ -344,7 +344,7 @@ impl IntSign for u32 {
 pub fn field_type(ir: &StencilIr, p: ParamId) -> ScalarType {
     match ir.params[p].kind {
         ParamKind::Field(f) => f.elem,
-        ParamKind::Scalar(t) => t,
+        ParamKind::Scalar(t) | ParamKind::Held(t) => t,
         ParamKind::Reduction(r) => r.elem,
     }
 }

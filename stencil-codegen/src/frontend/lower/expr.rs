@@ -226,7 +226,7 @@ impl Lowerer {
             }
             if let Some((id, param)) = self.param(&name) {
                 return match param.kind {
-                    ParamKind::Scalar(t) => {
+                    ParamKind::Scalar(t) | ParamKind::Held(t) => {
                         Ok(Value::Scalar(Expr { ty: self.types.known(t), kind: ExprKind::Scalar(id) }))
                     }
                     ParamKind::Field(_) => {

@@ -96,6 +96,9 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
         if len.is_some() && matches!(kind, ParamKind::Reduction(_)) {
             return Err(Error::spanned(&pt.ty, ErrorKind::UnsupportedParamType { ty: tokens(&pt.ty) }));
         }
+        if len.is_some() && matches!(kind, ParamKind::Held(_)) {
+            return Err(Error::spanned(&pt.ty, ErrorKind::HeldParam { name, ty: tokens(&pt.ty) }));
+        }
         let first = params.len();
         match len {
             None => params.push(Param { name: name.clone(), kind }),
@@ -130,7 +133,24 @@ pub fn lower_signature(item: &syn::ItemFn) -> Result<Signature, Error> {
 fn param_kind(name: &str, ty: &syn::Type, dim: usize, sweep: bool) -> Result<ParamKind, Error> {
     let unsupported = || Error::spanned(ty, ErrorKind::UnsupportedParamType { ty: tokens(ty) });
     let name = name.to_string();
+    let held = |ty: &syn::Type| last_segment(ty).is_some_and(|s| s.ident == "Held");
     Ok(match ty {
+        syn::Type::Reference(r) if held(&r.elem) => {
+            return Err(Error::spanned(ty, ErrorKind::HeldParam { name, ty: tokens(ty) }));
+        }
+        ty if held(ty) => {
+            let elem = last_segment(ty).and_then(|s| match &s.arguments {
+                syn::PathArguments::AngleBracketed(a) => match a.args.iter().collect::<Vec<_>>().as_slice() {
+                    [syn::GenericArgument::Type(elem)] => scalar_type(elem),
+                    _ => None,
+                },
+                _ => None,
+            });
+            match elem {
+                Some(t) if t != ScalarType::Bool => ParamKind::Held(t),
+                _ => return Err(Error::spanned(ty, ErrorKind::HeldParam { name, ty: tokens(ty) })),
+            }
+        }
         syn::Type::Reference(r) if reduction_type(&r.elem).is_some() => {
             let (op, elem) = reduction_type(&r.elem).expect("checked");
             let ty_text = tokens(&r.elem);

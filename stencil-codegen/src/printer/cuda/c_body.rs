@@ -46,6 +46,25 @@ pub fn param_name(ir: &StencilIr, p: usize) -> String {
     crate::naming::param(&ir.params[p].name)
 }
 
+/// A held scalar's kernel parameter: the address of its value (`const double* __restrict__
+/// p_dt_held`), which [`held_loads`] reads once at the kernel's entry into the name the body uses.
+pub fn held_param(ir: &StencilIr, p: usize, t: ScalarType) -> String {
+    format!("const {}* __restrict__ {}_held", c_type(t), param_name(ir, p))
+}
+
+/// The loads of every held scalar at a kernel's entry (`const double p_dt = *p_dt_held;`): the
+/// body then reads it as it reads a scalar passed by value, with the same arithmetic and bits.
+pub fn held_loads(ir: &StencilIr) -> String {
+    let mut s = String::new();
+    for (p, param) in ir.params.iter().enumerate() {
+        if let ParamKind::Held(t) = param.kind {
+            let name = param_name(ir, p);
+            s.push_str(&format!("    const {} {name} = *{name}_held;\n", c_type(t)));
+        }
+    }
+    s
+}
+
 /// Prints the statements of one point update, indented by `indent` spaces.
 pub fn print_body(ir: &StencilIr, access: &dyn Access, indent: usize) -> String {
     print_stmts(ir, &ir.body, access, indent)

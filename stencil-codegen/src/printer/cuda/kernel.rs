@@ -98,6 +98,7 @@ impl<'a> KernelParts<'a> {
             params.push(match param.kind {
                 ParamKind::Scalar(ScalarType::Bool) => format!("const int {name}"),
                 ParamKind::Scalar(t) => format!("const {} {name}", c_type(t)),
+                ParamKind::Held(t) => super::c_body::held_param(self.ir, p, t),
                 ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Reduction(_) => unreachable!("a reducing stencil runs the reduction kernel (reduce.rs)"),
@@ -123,6 +124,7 @@ impl<'a> KernelParts<'a> {
             self.geo.layout_stride(2)
         )
         .expect("write");
+        s.push_str(&super::c_body::held_loads(self.ir));
         s
     }
 

@@ -135,7 +135,7 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
     {params})
 {{
     const long long S_M = {sm}LL, S_O = {so}LL;
-{inits}{decls}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {per};
+{held}{inits}{decls}    const int tx = threadIdx.x & (bx - 1), ty = threadIdx.x / bx, ry = {t} / bx, span = bx * {per};
     const int chunks = (n_c + span - 1) / span;
     const unsigned int rows = (unsigned int)n_m * (unsigned int)n_o;
     const unsigned int groups = (rows + ry - 1) / ry;
@@ -186,6 +186,7 @@ extern \"C\" __global__ void __launch_bounds__({t}) {entry}(
         params = params.join(",\n    "),
         sm = stride(1),
         so = stride(2),
+        held = super::c_body::held_loads(ir),
         last = u - 1,
         loads_full = vector_loads(ir, geo, &staged, lanes, 24),
         body_full = body(28),
@@ -219,6 +220,7 @@ fn reduce_params(ir: &StencilIr) -> Vec<String> {
             match param.kind {
                 ParamKind::Scalar(crate::ir::ScalarType::Bool) => format!("const int {name}"),
                 ParamKind::Scalar(ty) => format!("const {} {name}", c_type(ty)),
+                ParamKind::Held(ty) => super::c_body::held_param(ir, p, ty),
                 ParamKind::Field(f) if f.writable => format!("{}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Field(f) => format!("const {}* __restrict__ {name}", c_type(f.elem)),
                 ParamKind::Reduction(r) => format!("{}* __restrict__ {name}", c_type(r.elem)),

@@ -2,7 +2,7 @@
 //! and the maps that take a launch's distributed fields to their parts.
 
 use super::Distributed;
-use crate::executor::{Executor, FieldMap, FieldStorage};
+use crate::executor::{Executor, FieldMap, FieldStorage, PartsHeld};
 use crate::field::{Element, HaloFill, Shape};
 use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -284,6 +284,9 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, E> for Part {
         // used by its own host thread.
         unsafe { &mut *(*parts).as_mut_ptr().add(self.0) }
     }
+    fn held<'a, T: Element>(&self, held: &'a PartsHeld<E::HeldScalar<T>>) -> &'a E::HeldScalar<T> {
+        held.part(self.0)
+    }
 }
 
 /// Every written field marked stale (its writer recorded), except across the cuts as deep as
@@ -319,6 +322,12 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>>
         f.head.ask_declared();
         f
     }
+    fn held<'a, T: Element>(
+        &self,
+        held: &'a <Distributed<E, G> as Executor>::HeldScalar<T>,
+    ) -> &'a <Distributed<E, G> as Executor>::HeldScalar<T> {
+        held
+    }
 }
 
 /// The heads of the written fields, in order.
@@ -340,5 +349,11 @@ impl<E: Executor, const G: usize, const H: usize> FieldMap<Distributed<E, G>, Di
         assert_eq!(D, H, "a {D}-dimensional field in a {H}-dimensional launch");
         self.0.borrow_mut().push(&f.head as *const Head<D> as *const Head<H>);
         f
+    }
+    fn held<'a, T: Element>(
+        &self,
+        held: &'a <Distributed<E, G> as Executor>::HeldScalar<T>,
+    ) -> &'a <Distributed<E, G> as Executor>::HeldScalar<T> {
+        held
     }
 }

@@ -248,4 +248,10 @@ impl<E: Executor, const G: usize> FieldMap<Distributed<E, G>, Distributed<E, G>>
         self.visit::<T, D>(f.head(), || parts);
         f
     }
+    fn held<'a, T: Element>(
+        &self,
+        held: &'a <Distributed<E, G> as Executor>::HeldScalar<T>,
+    ) -> &'a <Distributed<E, G> as Executor>::HeldScalar<T> {
+        held
+    }
 }

@@ -88,8 +88,8 @@ use super::workers::PerPart;
 use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
-    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, HostCopy, Messages, Readback, Record,
-    Reduced, Same, SideJob, Stencil,
+    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, HostCopy, Messages, PartsHeld,
+    Readback, Record, Reduced, Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -644,6 +644,10 @@ impl<E: Executor, const G: usize> Distributed<E, G> {
                     shapes.push((info.name, shape));
                     heads.push((info, ptr as *const Head<D>));
                 }
+                ArgValue::Held { home, .. } => {
+                    let names = || (format!("stencil `{}`", S::INFO.name), "a held scalar".to_string());
+                    self.check_home_with(home, names)?;
+                }
                 ArgValue::Reduction(r) => {
                     reduces = true;
                     if domains.world().size() > 1 {
@@ -765,6 +769,37 @@ fn combine_reductions<S: Stencil<D>, X: Executor, const D: usize>(
 
 impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     type Field<T: Element, const D: usize> = DistField<E::Field<T, D>, D>;
+    type HeldScalar<T: Element> = PartsHeld<E::HeldScalar<T>>;
+
+    /// One held scalar per subdomain of this rank, each in its part's memory.
+    fn held<T: Element>(&self, value: T) -> Result<Self::HeldScalar<T>, LaunchError> {
+        let _order = self.lock()?;
+        let parts = self.inner.domains.execs().iter().map(|e| e.held(value)).collect::<Result<_, _>>()?;
+        Ok(PartsHeld { home: self.inner.home, parts })
+    }
+
+    /// Sets every part's copy, each in order after its part's work.
+    fn set_held<T: Element>(&self, held: &Self::HeldScalar<T>, value: T) -> Result<(), LaunchError> {
+        self.check_home_with(held.home, || ("set_held".into(), "its held scalar".into()))?;
+        let _order = self.lock()?;
+        self.inner.domains.execs().iter().zip(&held.parts).try_for_each(|(e, h)| e.set_held(h, value))
+    }
+
+    /// The value of the first part's copy (every part holds the same).
+    fn read_held<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<T, LaunchError> {
+        self.check_home_with(held.home, || ("read_held".into(), "its held scalar".into()))?;
+        let _order = self.lock()?;
+        match (self.inner.domains.execs().first(), held.parts.first()) {
+            (Some(e), Some(h)) => e.read_held(h),
+            _ => Err(DistributionError::FieldCount {
+                call: "read_held".into(),
+                given: held.parts.len(),
+                rank: self.inner.domains.world().rank(),
+                local: self.inner.domains.execs().len(),
+            }
+            .into()),
+        }
+    }
 
     fn describe(&self) -> String {
         let d = self.inner.domains.decomposition();

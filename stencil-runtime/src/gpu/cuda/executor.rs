@@ -12,7 +12,7 @@ use super::error::CudaError;
 use super::halo::{self, fill_halo_sides, DeclaredJobs};
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{scalar_or_field, KernelArg};
-use super::memory::{DeviceField, HostRegistration};
+use super::memory::{DeviceField, DeviceHeld, HostRegistration};
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::comm::peer::enable_peer_access;
@@ -151,12 +151,73 @@ impl Gpu {
             }
             shapes.push((info.name, shape));
         }
+        // A held scalar is read through its address: it must live on this device too.
+        for (param, v) in S::ir().params.iter().zip(values) {
+            if matches!(v, ArgValue::Held { home: h, .. } if *h != home) {
+                return Err(LaunchError::WrongDevice {
+                    stencil: S::INFO.name,
+                    field: param.name.as_str(),
+                    executor: self.describe(),
+                });
+            }
+        }
         validate(range, &S::INFO, &shapes)
     }
 }
 
 impl Executor for Gpu {
     type Field<T: Element, const D: usize> = DeviceField<T, D>;
+    type HeldScalar<T: Element> = DeviceHeld<T>;
+
+    fn held<T: Element>(&self, value: T) -> Result<DeviceHeld<T>, LaunchError> {
+        let held = DeviceHeld { field: Gpu::alloc(self, Shape::new([1]))? };
+        self.set_held(&held, value)?;
+        Ok(held)
+    }
+
+    fn set_held<T: Element>(&self, held: &DeviceHeld<T>, value: T) -> Result<(), LaunchError> {
+        Ok(held.set(self, value)?)
+    }
+
+    fn read_held<T: Element>(&self, held: &DeviceHeld<T>) -> Result<T, LaunchError> {
+        let values = held.field.download()?;
+        Ok(values.as_slice()[0])
+    }
+
+    fn reduce_into<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Gpu>,
+        into: &[&DeviceHeld<f64>],
+    ) -> Result<(), LaunchError> {
+        crate::executor::check_into::<S, D>(into.len())?;
+        if !S::ir().reduces() {
+            return self.run_with(range, stencil, strategy, args);
+        }
+        for h in into {
+            if h.field.home() != self.home() {
+                return Err(LaunchError::WrongDevice {
+                    stencil: S::INFO.name,
+                    field: "a held scalar of reduce_into",
+                    executor: self.describe(),
+                });
+            }
+        }
+        let values = S::erase_args::<Gpu>(S::map_args(&mut args, &Same));
+        let shape = self.check_launch::<S, D>(range, &values)?;
+        if range.points() == 0 {
+            // The reduction of no points is its identity.
+            drop(values);
+            let ops: Vec<_> = S::ir().reductions().map(|(_, r)| r.op).collect();
+            return ops.iter().zip(into).try_for_each(|(op, h)| self.set_held(h, crate::reduce::identity::<f64>(*op)));
+        }
+        let targets: Vec<u64> = into.iter().map(|h| h.field.device_ptr()).collect();
+        super::reduce::issue_into::<S, D>(self, range, &shape, &values, &targets)?;
+        drop(values);
+        self.fill_declared::<S, D>(&mut args)
+    }
 
     fn describe(&self) -> String {
         format!("{self:?}")

@@ -284,6 +284,9 @@ impl FieldMap<Gpu, Gpu> for DeclaredJobs<'_> {
         }
         field
     }
+    fn held<'a, T: Element>(&self, held: &'a super::memory::DeviceHeld<T>) -> &'a super::memory::DeviceHeld<T> {
+        held
+    }
 }
 
 impl<T: Element, const D: usize> DeviceField<T, D> {

@@ -134,7 +134,7 @@ pub(crate) fn scalar_or_field<const D: usize>(v: &ArgValue<'_, D>) -> Option<Ker
         ArgValue::I32(x) => KernelArg::I32(x),
         ArgValue::U32(x) => KernelArg::U32(x),
         ArgValue::Bool(x) => KernelArg::I32(x as i32),
-        ArgValue::Field { ptr, .. } => KernelArg::Ptr(ptr),
+        ArgValue::Field { ptr, .. } | ArgValue::Held { ptr, .. } => KernelArg::Ptr(ptr),
         ArgValue::Reduction(_) => return None,
     })
 }

@@ -65,7 +65,7 @@ pub use error::{ArgumentError, CudaError};
 pub use executor::GpuGraph;
 pub use kernel::Kernel;
 pub use launch::{KernelArg, LaunchDims};
-pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3};
+pub use memory::{DeviceField, DeviceField1, DeviceField2, DeviceField3, DeviceHeld};
 pub use nvrtc::{nvrtc_info, NvrtcInfo, NVRTC_ENV};
 
 use crate::field::{Field3, Shape3};

@@ -86,6 +86,47 @@ pub(super) fn issue<S: Stencil<D>, const D: usize>(
     gpu.refuse_while_recording(&format!(
         "stencil `{name}` folds into a reduction, whose result a launch reads back to the host; a launch of it"
     ))?;
+    let (scratch, results, count) = passes::<S, D>(gpu, range, shape, values)?;
+    // SAFETY: `count` doubles at `results` inside the scratch memory, copied after pass 2 on
+    // the stream; the scratch is freed in stream order after the copy (its drop below).
+    let read = unsafe { read_pinned::<f64>(gpu, "a reduction's results", &[(results, count)], vec![count]) }?;
+    drop(scratch);
+    Ok(read)
+}
+
+/// Issues the two passes of the reducing stencil `S` as [`issue`] does, and copies each
+/// reduction's result into the device address of `into` (one `f64` each, in parameter order)
+/// on the stream: nothing for the host to wait for, so it may be recorded.
+pub(super) fn issue_into<S: Stencil<D>, const D: usize>(
+    gpu: &Gpu,
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    values: &[ArgValue<'_, D>],
+    into: &[u64],
+) -> Result<(), LaunchError> {
+    let (scratch, results, count) = passes::<S, D>(gpu, range, shape, values)?;
+    debug_assert_eq!(count, into.len(), "one held scalar per reduction (checked by the caller)");
+    for (r, &dst) in into.iter().enumerate() {
+        // SAFETY: the source is result `r` (one double) inside the scratch memory, written by
+        // pass 2 before this copy on the stream; the destination is a live held scalar's `f64`
+        // on this device (the caller checked its home); the scratch is freed after it.
+        unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, results + 8 * r as u64, 8, gpu.cu_stream()) }
+            .result()
+            .map_err(|e| gpu.fail("copying a reduction's result into a held scalar", e))?;
+    }
+    drop(scratch);
+    Ok(())
+}
+
+/// The two passes of [`issue`]: the scratch memory they use (to be freed after the results are
+/// copied out of it), the address of the results (one double per reduction) and their count.
+fn passes<'g, S: Stencil<D>, const D: usize>(
+    gpu: &'g Gpu,
+    range: &Loop<D>,
+    shape: &Shape<D>,
+    values: &[ArgValue<'_, D>],
+) -> Result<(Scratch<'g>, u64, usize), LaunchError> {
+    let name = S::INFO.name;
     let ir = S::ir();
     let geo = geometry(shape, range, max_elem_bytes(ir));
     let prepared = prepared::<S, D>(gpu, geo)?;
@@ -149,12 +190,7 @@ pub(super) fn issue<S: Stencil<D>, const D: usize>(
     // SAFETY: pass 2 takes each reduction's partials (`blocks` of them, written by pass 1), the
     // result slots (one double each) and `blocks`, all inside the scratch memory.
     unsafe { gpu.launch(&prepared.pass2, one, &final_args) }?;
-    // SAFETY: `count` doubles at `result_at` inside the scratch memory, copied after pass 2 on
-    // the stream; the scratch is freed in stream order after the copy (its drop below).
-    let results =
-        unsafe { read_pinned::<f64>(gpu, "a reduction's results", &[(base + result_at as u64, count)], vec![count]) }?;
-    drop(scratch);
-    Ok(results)
+    Ok((scratch, base + result_at as u64, count))
 }
 
 /// The loaded kernels of `S` for `geo`, printed and compiled on first use.
