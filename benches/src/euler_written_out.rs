@@ -16,9 +16,10 @@ use {conserved as _, hllc as _, limited_slope as _, normal_flux as _, reconstruc
 #[stencil]
 #[rustfmt::skip]
 pub fn euler_stage_written_out(
-    idx: Idx3, gamma: f64, kappa: f64, beta: f64, a: f64, b: f64, cx: f64, cy: f64, cz: f64, gdt: f64,
-    q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
+    idx: Idx3, gamma: f64, kappa: f64, beta: f64, a: f64, b: f64, dt: Held<f64>, hx: f64, hy: f64, hz: f64,
+    g: f64, q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
 ) {
+    let (cx, cy, cz, gdt) = (dt / hx, dt / hy, dt / hz, g * dt);
     let s = q[idx];
     let w = primitive(s, gamma);
     let xm2 = primitive(q[idx.ix::<-2, 0, 0>()], gamma);

@@ -9,7 +9,7 @@
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, Loop, Reduced, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Reduced, Strategy};
 
 use crate::checkpoint::{Error, Plan};
 use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
@@ -203,13 +203,15 @@ macro_rules! face_flux_stencil {
 macro_rules! euler_stencils {
     ($face:ident, $fused:ident, $flux_x:ident, $flux_y:ident, $flux_z:ident) => {
 /// The fused SSP-RK3 stage: `out = a q_n + b (q + Δt L(q))` with the six faces of the
-        /// cell reconstructed and solved here, as point functions (`cx = Δt/h_x` etc., `gdt = g Δt`).
+        /// cell reconstructed and solved here, as point functions (`Δt` held on the executor, `h_*`
+        /// the cell sizes, `g` gravity).
         #[stencil]
         #[rustfmt::skip]
         pub fn $fused(
-            idx: Idx3, gamma: f64, kappa: f64, beta: f64, a: f64, b: f64, cx: f64, cy: f64, cz: f64, gdt: f64,
-            q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
+            idx: Idx3, gamma: f64, kappa: f64, beta: f64, a: f64, b: f64, dt: Held<f64>, hx: f64, hy: f64, hz: f64,
+            g: f64, q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
         ) {
+            let (cx, cy, cz, gdt) = (dt / hx, dt / hy, dt / hz, g * dt);
             // The primitive state of a cell and the flux through its upper face along each
             // axis, as point functions: each face is solved once per face where a printer keeps
             // the values (the CPU nest, the GPU's depot kernel), twice where it inlines them.
@@ -243,9 +245,11 @@ euler_stencils!(face_rusanov, euler_fused_rusanov, euler_flux_x_rusanov, euler_f
 #[stencil]
 #[rustfmt::skip]
 pub fn euler_update(
-    idx: Idx3, a: f64, b: f64, cx: f64, cy: f64, cz: f64, gdt: f64, q: [&Field3<f64>; 5], qn: [&Field3<f64>; 5],
-    fx: [&Field3<f64>; 5], fy: [&Field3<f64>; 5], fz: [&Field3<f64>; 5], out: [&mut Field3<f64>; 5],
+    idx: Idx3, a: f64, b: f64, dt: Held<f64>, hx: f64, hy: f64, hz: f64, g: f64, q: [&Field3<f64>; 5],
+    qn: [&Field3<f64>; 5], fx: [&Field3<f64>; 5], fy: [&Field3<f64>; 5], fz: [&Field3<f64>; 5],
+    out: [&mut Field3<f64>; 5],
 ) {
+    let (cx, cy, cz, gdt) = (dt / hx, dt / hy, dt / hz, g * dt);
     let r = advance(q[idx], fx[idx], fx[idx.ix::<-1, 0, 0>()], fy[idx], fy[idx.ix::<0, -1, 0>()], fz[idx],
         fz[idx.ix::<0, 0, -1>()], cx, cy, cz, gdt);
     for v in 0..5 {
@@ -260,6 +264,20 @@ pub fn euler_rate(idx: Idx3, gamma: f64, hx: f64, hy: f64, hz: f64, q: [&Field3<
     let w = primitive(q[idx], gamma);
     let c = (gamma * w[4] / w[0]).sqrt();
     rate.fold((w[1].abs() + c) / hx + (w[2].abs() + c) / hy + (w[3].abs() + c) / hz);
+}
+
+/// A step's clock on the executor, over one cell (`q` only places it): `dt = min(cfl / rate,
+/// t_end − t)` and the time after the step (`t_end` once reached), the host's operations.
+#[stencil]
+#[rustfmt::skip]
+#[allow(clippy::too_many_arguments)]
+pub fn euler_clock(
+    idx: Idx3, cfl: f64, t_end: f64, rate: Held<f64>, t: Held<f64>, q: &Field3<f64>, dt: &mut Min<f64>,
+    next: &mut Max<f64>,
+) {
+    let d = (cfl / rate).min(t_end - t);
+    dt.fold(d);
+    next.fold(if t_end - t <= d { t_end } else { t + d });
 }
 
 /// The approximate Riemann solver of the face fluxes.
@@ -336,6 +354,11 @@ pub struct Euler {
     /// steps apart), which makes the host wait for the GPU each time. (The `euler3d` program
     /// runs lagged unless given `--dt-every`.)
     pub dt_lagged: bool,
+    /// Each step sized from its own state on the executor ([`euler_clock`] into held scalars:
+    /// the bits of `dt_every` 1, without the host waiting for a reduction before the stages),
+    /// and, after two steps, replayed as two recorded steps in turn (one CUDA graph per step on a
+    /// GPU; on GPU subdomains with `STENCIL_RECORD=1`). The host reads the clock after each step.
+    pub dt_on_device: bool,
 }
 
 /// The fields a time step works on, on executor `E`: the state, two stage buffers and (split
@@ -349,6 +372,23 @@ pub struct State<E: Executor> {
     pub q2: Conserved<E::Field<f64, 3>>,
     /// Face fluxes per axis (the face `i+1/2` at cell `i`): allocated by the first split stage.
     pub flux: Vec<Conserved<E::Field<f64, 3>>>,
+    /// The step's size, the CFL rate and the time, held on the executor.
+    pub clock: Clock<E>,
+}
+
+/// A run's clock held on the executor (the step size is what the stages read), and the steps
+/// recorded from it.
+pub struct Clock<E: Executor> {
+    /// The size of the step the stages take.
+    pub dt: E::HeldScalar<f64>,
+    /// The CFL rate of the state (`dt_on_device`).
+    pub rate: E::HeldScalar<f64>,
+    /// The time (`dt_on_device`).
+    pub t: E::HeldScalar<f64>,
+    /// The two recorded steps (from the fields as they are, then swapped), replayed in turn.
+    recorded: Vec<E::Recording>,
+    /// Which of them is next.
+    parity: usize,
 }
 
 impl<E: Executor> State<E> {
@@ -356,8 +396,10 @@ impl<E: Executor> State<E> {
     /// field declaring the boundary `euler` gives it.
     pub fn new(exec: &E, euler: &Euler, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let mut s =
-            State { q: all(std::array::from_fn(|v| exec.upload(&q[v])))?, q1: zeros()?, q2: zeros()?, flux: vec![] };
+        let clock =
+            Clock { dt: exec.held(0.0)?, rate: exec.held(0.0)?, t: exec.held(0.0)?, recorded: vec![], parity: 0 };
+        let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
+        let mut s = State { q, q1: zeros()?, q2: zeros()?, flux: vec![], clock };
         for (v, f) in [&mut s.q, &mut s.q1, &mut s.q2].into_iter().flatten().enumerate() {
             exec.declare_boundary(f, euler.fills(v % 5))?;
         }
@@ -397,6 +439,7 @@ impl Euler {
             boundaries: [Boundary::Periodic; 3],
             strategy: None,
             dt_lagged: false,
+            dt_on_device: false,
         }
     }
 
@@ -449,18 +492,24 @@ impl Euler {
         )?)
     }
 
-    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of `dt` on `s` (boundaries as the fields declare):
-    /// `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`, `q_n = s.q` and `q → out` being
-    /// `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells of `s`.
-    pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize, dt: f64) -> Result<(), Error> {
-        let Some(&(a, b)) = RK3.get(k) else {
+    /// Stage `k` (0, 1 or 2) of an SSP-RK3 step of the size `s.clock.dt` holds on `s`
+    /// (boundaries as the fields declare): `out = a q_n + b (q + dt L(q))` with `(a, b) = RK3[k]`,
+    /// `q_n = s.q` and `q → out` being `s.q → s.q1`, `s.q1 → s.q2`, `s.q2 → s.q1`, over the cells.
+    pub fn stage<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize) -> Result<(), Error> {
+        if k >= RK3.len() {
             return Err(format!("SSP-RK3 has stages 0, 1 and 2, not {k}").into());
-        };
+        }
+        Ok(self.stage_launches(exec, s, k)?)
+    }
+
+    /// The launches of stage `k` (below 3) of [`Euler::stage`].
+    fn stage_launches<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize) -> Result<(), LaunchError> {
+        let (a, b) = RK3[k];
         let shape = *exec.shape_of(&s.q[0]);
         if self.scheme == Scheme::Split && s.flux.is_empty() {
             s.flux = (0..3).map(|_| all([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
-        let State { q: qn, q1, q2, flux } = s;
+        let State { q: qn, q1, q2, flux, clock } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
             1 => (&*q1, q2),
@@ -472,10 +521,9 @@ impl Euler {
             Limiter::Minmod => (0.0, 1.0),
         };
         let (g, st, interior) = (self.gamma, self.strategy, Loop3D::interior(&shape));
-        let [cx, cy, cz] = self.h.map(|h| dt / h);
-        let gdt = self.gravity * dt;
+        let ([hx, hy, hz], gravity, dt) = (self.h, self.gravity, &clock.dt);
         if self.scheme == Scheme::Fused {
-            let args = (g, kappa, beta, a, b, cx, cy, cz, gdt, q.each_ref(), qn.each_ref(), out.each_mut());
+            let args = (g, kappa, beta, a, b, dt, hx, hy, hz, gravity, q.each_ref(), qn.each_ref(), out.each_mut());
             match self.riemann {
                 Riemann::Hllc => exec.run_with(&interior, EulerFusedHllc, st, args)?,
                 Riemann::Rusanov => exec.run_with(&interior, EulerFusedRusanov, st, args)?,
@@ -499,15 +547,63 @@ impl Euler {
             }
         }
         let [fx, fy, fz] = [0, 1, 2].map(|axis| flux[axis].each_ref());
-        let args = (a, b, cx, cy, cz, gdt, q.each_ref(), qn.each_ref(), fx, fy, fz, out.each_mut());
-        Ok(exec.run_with(&interior, EulerUpdate, st, args)?)
+        let args = (a, b, dt, hx, hy, hz, gravity, q.each_ref(), qn.each_ref(), fx, fy, fz, out.each_mut());
+        exec.run_with(&interior, EulerUpdate, st, args)
     }
 
     /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
-        (0..RK3.len()).try_for_each(|k| self.stage(exec, s, k, dt))?;
+        exec.set_held(&s.clock.dt, dt)?;
+        Ok(self.stages(exec, s)?)
+    }
+
+    /// The three stages of a step of the size `s.clock.dt` holds, and the swap of `q` and `q1`.
+    fn stages<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<(), LaunchError> {
+        (0..RK3.len()).try_for_each(|k| self.stage_launches(exec, s, k))?;
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
+    }
+
+    /// One step sized on the executor from the time `s.clock.t` holds and the state's own CFL
+    /// rate, up to `t_end`: the rate and [`euler_clock`] reduced into `s.clock`, then the stages;
+    /// nothing is read by the host, so the step can be recorded.
+    pub fn step_on_device<E: Executor>(&self, exec: &E, s: &mut State<E>, t_end: f64) -> Result<(), LaunchError> {
+        let shape = *exec.shape_of(&s.q[0]);
+        let [hx, hy, hz] = self.h;
+        let (c, st) = (&s.clock, self.strategy);
+        let args = (self.gamma, hx, hy, hz, s.q.each_ref(), &mut Max::new());
+        exec.reduce_into(&Loop3D::interior(&shape), EulerRate, st, args, &[&c.rate])?;
+        let h = shape.halo_widths();
+        let cell = Loop3D::from_bounds(shape.extent(), h, h.map(|w| w + 1))?;
+        let args = (self.cfl, t_end, &c.rate, &c.t, &s.q[0], &mut Min::new(), &mut Max::new());
+        exec.reduce_into(&cell, EulerClock, None, args, &[&c.dt, &c.t])?;
+        self.stages(exec, s)
+    }
+
+    /// [`Euler::step_on_device`] from time `t`, replayed from the two recorded steps once both
+    /// are recorded (after two steps run as issued, which compile and tune the kernels): the
+    /// size of the step and the time after it (read from the executor: waits for the step).
+    fn device_step<E: Executor>(&self, exec: &E, s: &mut State<E>, t: f64, t_end: f64) -> Result<(f64, f64), Error> {
+        exec.set_held(&s.clock.t, t)?;
+        if s.clock.recorded.len() == 2 {
+            exec.replay(&s.clock.recorded[s.clock.parity])?;
+            std::mem::swap(&mut s.q, &mut s.q1);
+            s.clock.parity ^= 1;
+        } else {
+            self.step_on_device(exec, s, t_end)?;
+            s.clock.parity += 1;
+            if s.clock.parity == 2 && std::env::var("STENCIL_RECORD").as_deref() != Ok("0") {
+                // The fields as they are, then swapped: each recording swaps the slots once.
+                for _ in 0..2 {
+                    match exec.record(&mut |e| self.step_on_device(e, s, t_end))? {
+                        Some(r) => s.clock.recorded.push(r),
+                        None => break,
+                    }
+                }
+                s.clock.parity = 0;
+            }
+        }
+        Ok((exec.read_held(&s.clock.dt)?, exec.read_held(&s.clock.t)?))
     }
 
     /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
@@ -541,6 +637,7 @@ impl Euler {
                 ("gravity", e.gravity),
                 ("dt_every", dt_every as f64),
                 ("dt_lagged", f64::from(u8::from(e.dt_lagged))),
+                ("dt_on_device", f64::from(u8::from(e.dt_on_device))),
             ],
         };
         let spec = Spec { id, shape: e.shape(), end: End::Time(t_end), records: None, warm_up: WARM_UP };
@@ -552,7 +649,20 @@ impl Euler {
         };
         // A CFL step at a time (computed every `dt_every` steps, or lagged by one step), the last
         // one landing on `t_end`. Lagged, `dt_cfl` holds the next step's (so a checkpoint does).
+        if e.dt_on_device && (e.dt_lagged || dt_every != 1) {
+            let why = "sizes each step from its own state on the executor";
+            return Err(format!("dt_on_device {why}: leave dt_lagged off and dt_every at 1").into());
+        }
         let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
+            if e.dt_on_device {
+                let (dt, next) = e.device_step(exec, s, t, t_end)?;
+                if !(dt.is_finite() && dt > 0.0) {
+                    let why = "the state has a non-positive density or pressure";
+                    return Err(format!("time step {dt} at t = {t}: {why}").into());
+                }
+                *dt_cfl = dt;
+                return Ok((next, Record::none()));
+            }
             if (e.dt_lagged && step == 0) || (!e.dt_lagged && step.is_multiple_of(dt_every.max(1))) {
                 *dt_cfl = e.dt(exec, s)?;
             }

@@ -141,6 +141,34 @@ fn time_step_reused_between_computations_and_every_axis_periodic() {
     }
 }
 
+/// Each step sized on the executor (`dt_on_device`: the rate and the clock reduced into held
+/// scalars, the steps replayed from two recordings where the executor records) gives the bits,
+/// step count and times of the host's own-state sizing (`dt_every` 1), on one host domain and on
+/// host subdomains; sizing on the executor with another sizing asked is refused.
+#[test]
+fn step_sizes_on_the_executor_give_the_bits_of_each_steps_own_state() {
+    for (k, boundaries) in BOUNDARIES.into_iter().enumerate() {
+        let scheme = [Scheme::Fused, Scheme::Split][k % 2];
+        let mut e = model(boundaries, scheme, Riemann::Hllc);
+        let q0 = initial(&e);
+        let t_end = t_end(&e, &q0, 4.6);
+        let (q, steps, calls) = single(&e, &q0, t_end, 1);
+        e.dt_on_device = true;
+        let (qs, steps_s, calls_s) = single(&e, &q0, t_end, 1);
+        let what = format!("{boundaries:?} {scheme:?} sized on the executor");
+        assert_eq!(differing(&e, &qs, &q), 0, "{what}: cells differ");
+        assert_eq!((steps_s, &calls_s), (steps, &calls), "{what}: steps and times");
+        for (grid, overlap) in [[2, 1, 1], [3, 2, 1], [2, 2, 2]].into_iter().zip(MODES) {
+            let (qd, steps_d, calls_d) = decomposed(&e, grid, overlap, &q0, t_end, 1);
+            assert_eq!(differing(&e, &qd, &q), 0, "{what}, grid {grid:?} {overlap:?}");
+            assert_eq!((steps_d, &calls_d), (steps, &calls), "{what}, grid {grid:?}: steps and times");
+        }
+        e.dt_lagged = true;
+        let m = e.run(&Host, &q0, t_end, 1, &Plan::none(), |_, _| {}).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(m.contains("leave dt_lagged off"), "{m}");
+    }
+}
+
 #[test]
 fn bad_decompositions_are_refused_with_a_reason() {
     let e = model(BOUNDARIES[0], Scheme::Fused, Riemann::Hllc);
@@ -235,6 +263,6 @@ mod gpu {
 fn a_stage_past_the_third_is_refused() {
     let e = model(BOUNDARIES[0], Scheme::Fused, Riemann::Hllc);
     let mut s = State::new(&Host, &e, &initial(&e)).unwrap();
-    let m = e.stage(&Host, &mut s, 3, 1e-3).unwrap_err().to_string();
+    let m = e.stage(&Host, &mut s, 3).unwrap_err().to_string();
     assert!(m.contains("stages 0, 1 and 2, not 3"), "{m}");
 }

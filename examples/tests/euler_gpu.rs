@@ -130,3 +130,33 @@ fn lagged_cfl_steps_on_gpus_give_the_host_bits() {
         assert!(same, "{what}: relative L2 {l2:e}");
     }
 }
+
+/// Each step sized on the GPU (`dt_on_device`: the rate and the clock reduced into held scalars
+/// on the device, every step after the second replayed from one of two recorded CUDA graphs)
+/// gives the host's own-state bits (`dt_every` 1), on one GPU and on four GPU parts (which run
+/// the steps as issued unless `STENCIL_RECORD=1`).
+#[test]
+fn step_sizes_on_the_gpu_give_the_host_bits_of_each_steps_own_state() {
+    use stencil_examples::checkpoint::Plan;
+    use stencil_runtime::Distributed;
+    let Some(gpu) = gpu() else { return };
+    let mut e = model();
+    let q0 = initial(&e);
+    let t_end = 0.02;
+    let mut times = Vec::new();
+    let (cpu, steps, _) = e.run(&Host, &q0, t_end, 1, &Plan::none(), |_, t| times.push(t.to_bits())).unwrap();
+    assert!(steps > 5, "{steps} steps");
+    e.dt_on_device = true;
+    let mut gpu_times = Vec::new();
+    let (on_gpu, gpu_steps, _) = e.run(&gpu, &q0, t_end, 1, &Plan::none(), |_, t| gpu_times.push(t.to_bits())).unwrap();
+    let d = e.decompose(4, Some([2, 2, 1])).unwrap();
+    let parts = Distributed::new(stencil_runtime::Domains::new(d, vec![gpu.clone(); 4]).unwrap());
+    let (on_parts, parts_steps, _) = e.run(&parts, &q0, t_end, 1, &Plan::none(), |_, _| {}).unwrap();
+    assert_eq!((gpu_steps, parts_steps), (steps, steps));
+    assert_eq!(gpu_times, times, "the times after each step");
+    for (what, got) in [("one GPU", &on_gpu), ("four GPU parts", &on_parts)] {
+        let (l2, same) = compare(&e, got, &cpu);
+        eprintln!("CFL steps sized on the GPU, {what}: relative L2 {l2:e}, bit-equal: {same}");
+        assert!(same, "{what}: relative L2 {l2:e}");
+    }
+}

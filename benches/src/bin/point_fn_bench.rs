@@ -60,7 +60,9 @@ fn main() {
     });
     let qn: Fields = std::array::from_fn(|v| q[v].clone());
     let (kappa, beta) = (1.0 / 3.0, 2.0);
-    let (a, b, c, gdt) = (0.75, 0.25, 0.01, 0.0);
+    // A step of 0.01 on cells of size 1 (`c = dt / h = 0.01`), no gravity.
+    let (a, b, h, g) = (0.75, 0.25, 1.0, 0.0);
+    let dt = Host.held(0.01).expect("a held scalar on the host");
     let time = |work: &mut dyn FnMut()| -> f64 {
         work();
         median(
@@ -79,12 +81,12 @@ fn main() {
     let mut fluxes: [Fields; 3] = std::array::from_fn(|_| std::array::from_fn(|_| Field3::zeros(shape)));
     let t_fused = time(&mut || {
         let out: [&mut Field3<f64>; 5] = fused.each_mut();
-        let args = (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out);
+        let args = (GAMMA, kappa, beta, a, b, &dt, h, h, h, g, refs(&q), refs(&qn), out);
         range.run(EulerStageWrittenOut, args).unwrap();
     });
     let t_points = time(&mut || {
         let out: [&mut Field3<f64>; 5] = points.each_mut();
-        range.run(EulerFusedHllc, (GAMMA, kappa, beta, a, b, c, c, c, gdt, refs(&q), refs(&qn), out)).unwrap();
+        range.run(EulerFusedHllc, (GAMMA, kappa, beta, a, b, &dt, h, h, h, g, refs(&q), refs(&qn), out)).unwrap();
     });
     let t_split = time(&mut || {
         // The flux at i+1/2 of every cell, and one layer below the range along each axis.
@@ -101,7 +103,7 @@ fn main() {
         range
             .run(
                 EulerUpdate,
-                (a, b, c, c, c, gdt, refs(&q), refs(&qn), refs(&fluxes[0]), refs(&fluxes[1]), refs(&fluxes[2]), out),
+                (a, b, &dt, h, h, h, g, refs(&q), refs(&qn), refs(&fluxes[0]), refs(&fluxes[1]), refs(&fluxes[2]), out),
             )
             .unwrap();
     });

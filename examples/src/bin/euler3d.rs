@@ -49,8 +49,14 @@ struct Args {
     /// each time; the last size is reused meanwhile). Without it, each step's size comes from
     /// the state one step before, its reduction collected while the step runs, so the host
     /// never waits (other bits; the run stops if a step exceeds the CFL limit of 1).
-    #[arg(long, value_name = "K")]
+    #[arg(long, value_name = "K", conflicts_with = "dt_on_device")]
     dt_every: Option<usize>,
+    /// Size each step from its own state on the executor (the bits of --dt-every 1): the CFL
+    /// rate and the clock are reduced into values held there and read by the stages, and after
+    /// two steps each step is replayed as a recorded graph (GPU subdomains: with
+    /// STENCIL_RECORD=1); the host reads the clock after each step.
+    #[arg(long)]
+    dt_on_device: bool,
     /// Checkpoints: --checkpoint-every, --checkpoint-dir, --restart.
     #[command(flatten)]
     checkpoint: CheckpointArgs,
@@ -71,7 +77,8 @@ fn run(args: &Args, processes: &Processes) -> Result<(), Box<dyn std::error::Err
         return Err(format!("need --size >= 2, --t-end > 0 and 0 < --cfl <= 1 ({why})").into());
     }
     let mut e = Euler::cube(args.size, 1.0);
-    (e.cfl, e.boundaries, e.dt_lagged) = (args.cfl, [Boundary::Reflective; 3], args.dt_every.is_none());
+    (e.cfl, e.boundaries) = (args.cfl, [Boundary::Reflective; 3]);
+    (e.dt_lagged, e.dt_on_device) = (args.dt_every.is_none() && !args.dt_on_device, args.dt_on_device);
     (e.scheme, e.riemann, e.limiter) = (args.scheme, args.riemann, args.limiter);
     // Five conserved fields and two stage buffers (split: and fifteen face fluxes) on the
     // executor; the initial and the final state on the host.
@@ -144,7 +151,11 @@ impl OnExecutor for Blast<'_> {
     fn run<E: Executor>(self, exec: &E) -> Result<Self::Output, Box<dyn std::error::Error>> {
         let Blast { e, q0, args, plan, timed } = self;
         let (t_end, dt_every) = (args.t_end, args.dt_every.unwrap_or(1));
-        let when = if e.dt_lagged { "lagged by one step".to_string() } else { format!("every {dt_every} steps") };
+        let when = match (e.dt_lagged, e.dt_on_device) {
+            (_, true) => "every step on the executor".to_string(),
+            (true, _) => "lagged by one step".to_string(),
+            _ => format!("every {dt_every} steps"),
+        };
         timed.bar.println(format!("running on {}, CFL step {when}", exec.describe()));
         e.run(exec, q0, t_end, dt_every, plan, |step, t| timed.tick_at(step, t, t_end))
     }
