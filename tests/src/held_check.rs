@@ -87,6 +87,10 @@ pub fn check_held<E: Executor>(exec: &E, seed: u64) {
     exec.run(&inner, HeldStats, (&x, &mut rm, &mut rs)).expect("run");
     assert_eq!(exec.read_held(&m).unwrap().to_bits(), rm.get().to_bits(), "max into a held scalar");
     assert_eq!(exec.read_held(&s).unwrap().to_bits(), rs.get().to_bits(), "sum into a held scalar");
+    // Every copy holds the result (on subdomains, each part reads its own).
+    exec.run(&inner, HeldAxpy, (&s, b, &x, &y, &mut held_out)).expect("held launch");
+    exec.run(&inner, ValueAxpy, (rs.get(), b, &x, &y, &mut value_out)).expect("value launch");
+    same_bits(exec, "a reduction's result held in every part", &held_out, &value_out);
     let wrong = exec.reduce_into(&inner, HeldStats, None, (&x, &mut Max::new(), &mut Sum::new()), &[&m]);
     assert!(wrong.unwrap_err().to_string().contains("held_stats"), "one held scalar for two reductions is refused");
 

@@ -95,11 +95,12 @@ impl<T: Element> HeldStorage<T> for HostHeld<T> {
 }
 
 /// A distributed executor's held scalar: one per subdomain of this rank (each in its part's
-/// memory), all holding the same value.
+/// memory), all holding the same value; and one more per part for its piece of a reduction.
 #[derive(Debug)]
 pub struct PartsHeld<H> {
     pub(crate) home: usize,
     pub(crate) parts: Vec<H>,
+    pub(crate) pieces: Vec<H>,
 }
 
 impl<H> PartsHeld<H> {

@@ -271,6 +271,27 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         into.iter().zip(values).try_for_each(|(h, v)| self.set_held(h, v))
     }
 
+    /// Folds the values of held scalars of several executors (`sources` in order, each with its
+    /// executor) with `op` in `elem`'s precision, as a reduction folds its pieces (from the
+    /// identity, one after the other), into `into`, after the work issued so far on each
+    /// source's executor. The default reads each value on the host (waits); a GPU folds on its
+    /// stream, reading the sources of its own device or of peers. What the distributed executor
+    /// folds its parts' results with.
+    #[doc(hidden)]
+    fn fold_held_from(
+        &self,
+        into: &Self::HeldScalar<f64>,
+        op: crate::ReduceOp,
+        elem: stencil_codegen::ir::ScalarType,
+        sources: &[(&Self, &Self::HeldScalar<f64>)],
+    ) -> Result<(), LaunchError> {
+        let mut acc = crate::reduce::reducer(op, elem);
+        for (exec, held) in sources {
+            acc.fold_f64(exec.read_held(held)?);
+        }
+        self.set_held(into, acc.value_f64())
+    }
+
     /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
     /// those of every launch: nothing is written when it returns an error.
     fn run<S: Stencil<D>, const D: usize>(

@@ -157,22 +157,7 @@ impl Reduced {
     /// Waits for the results: the launch's value of each reduction, as [`Reduced::fold_into`]
     /// folds it into a reducer holding the identity.
     pub(crate) fn values(self) -> Result<Vec<f64>, LaunchError> {
-        let mut reducers: Vec<Box<dyn crate::Reducer>> = self
-            .ops
-            .iter()
-            .map(|&(op, elem)| -> Box<dyn crate::Reducer> {
-                use crate::ReduceOp::{Max, Min, Sum};
-                let f32 = elem == stencil_codegen::ir::ScalarType::F32;
-                match (op, f32) {
-                    (Sum, false) => Box::new(crate::Sum::<f64>::new()),
-                    (Min, false) => Box::new(crate::Min::<f64>::new()),
-                    (Max, false) => Box::new(crate::Max::<f64>::new()),
-                    (Sum, true) => Box::new(crate::Sum::<f32>::new()),
-                    (Min, true) => Box::new(crate::Min::<f32>::new()),
-                    (Max, true) => Box::new(crate::Max::<f32>::new()),
-                }
-            })
-            .collect();
+        let mut reducers: Vec<_> = self.ops.iter().map(|&(op, elem)| crate::reduce::reducer(op, elem)).collect();
         {
             let mut refs: Vec<&mut dyn crate::Reducer> = reducers.iter_mut().map(|r| &mut **r as _).collect();
             self.fold_into(&mut refs)?;

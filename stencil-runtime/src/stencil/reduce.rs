@@ -136,6 +136,18 @@ pub fn combine<T: ReduceElem>(op: ReduceOp, acc: T, v: T) -> T {
     }
 }
 
+/// A reducer of `op` over `elem` values (`f32` or `f64`; others as `f64`) holding the identity.
+pub(crate) fn reducer(op: ReduceOp, elem: ScalarType) -> Box<dyn Reducer> {
+    match (op, elem == ScalarType::F32) {
+        (ReduceOp::Sum, false) => Box::new(Sum::<f64>::new()),
+        (ReduceOp::Min, false) => Box::new(Min::<f64>::new()),
+        (ReduceOp::Max, false) => Box::new(Max::<f64>::new()),
+        (ReduceOp::Sum, true) => Box::new(Sum::<f32>::new()),
+        (ReduceOp::Min, true) => Box::new(Min::<f32>::new()),
+        (ReduceOp::Max, true) => Box::new(Max::<f32>::new()),
+    }
+}
+
 /// Combines `values` pairwise in a balanced binary tree (the left half, then the right half, in
 /// order); the identity for none. The host's order across rows.
 pub fn tree<T: ReduceElem>(op: ReduceOp, values: &[T]) -> T {

@@ -774,8 +774,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     /// One held scalar per subdomain of this rank, each in its part's memory.
     fn held<T: Element>(&self, value: T) -> Result<Self::HeldScalar<T>, LaunchError> {
         let _order = self.lock()?;
-        let parts = self.inner.domains.execs().iter().map(|e| e.held(value)).collect::<Result<_, _>>()?;
-        Ok(PartsHeld { home: self.inner.home, parts })
+        let execs = self.inner.domains.execs();
+        let parts = execs.iter().map(|e| e.held(value)).collect::<Result<_, _>>()?;
+        let pieces = execs.iter().map(|e| e.held(value)).collect::<Result<_, _>>()?;
+        Ok(PartsHeld { home: self.inner.home, parts, pieces })
     }
 
     /// Sets every part's copy, each in order after its part's work.
@@ -1118,6 +1120,72 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
     /// a range inside the grid's interior, is issued on every part's executor without waiting;
     /// the parts' results are folded in the parts' order, as `run_with` folds them. Other launches,
     /// and launches over several ranks (whose results are combined through messages), run at once.
+    /// In one process, for a reduction that reads its fields at the point only and writes none,
+    /// over the interior: each part reduces into its piece on its executor, then every part
+    /// folds all pieces in order into its copy (a GPU waits for the other parts' streams and
+    /// reads their pieces itself), so nothing waits for the host. Otherwise (ranks, other
+    /// stencils) the result is folded on the host and set on every part.
+    fn reduce_into<S: Stencil<D>, const D: usize>(
+        &self,
+        range: &Loop<D>,
+        stencil: S,
+        strategy: Option<Strategy>,
+        mut args: S::Args<'_, Self>,
+        into: &[&Self::HeldScalar<f64>],
+    ) -> Result<(), LaunchError> {
+        crate::executor::check_into::<S, D>(into.len())?;
+        for h in into {
+            self.check_home_with(h.home, || {
+                (format!("stencil `{}`", S::INFO.name), "reduce_into's held scalar".into())
+            })?;
+        }
+        let domains = self.domains_of::<D>()?;
+        let at_the_point = S::INFO.fields.iter().all(|f| !f.writable && f.lo == [0; 3] && f.hi == [0; 3]);
+        let simple = at_the_point && S::ir().reduces() && S::ir().sweep.is_none() && self.lane.is_none();
+        let on_host = |args| -> Result<(), LaunchError> {
+            let values = self.reduce_later(range, stencil, strategy, args)?.values()?;
+            into.iter().zip(values).try_for_each(|(h, v)| self.set_held(h, v))
+        };
+        if domains.world().size() > 1 || !simple {
+            return on_host(args);
+        }
+        let d = domains.decomposition();
+        let _order = self.lock()?;
+        let LaunchFields { global, .. } = self.launch_fields::<S, D>(range, &mut args)?;
+        let (begin, end, h) = (range.begin(), range.end(), global.halo_widths());
+        let inside = (0..D).all(|a| begin[a] >= h[a] && end[a] <= (h[a] + global.interior()[a]) as isize);
+        if !inside {
+            drop(_order);
+            return on_host(args);
+        }
+        let ops: Vec<_> = S::ir().reductions().map(|(_, r)| (r.op, r.elem)).collect();
+        let execs = domains.execs();
+        // The pieces are written again only after every part's earlier folds of them.
+        let marks = execs.iter().map(|e| e.mark()).collect::<Result<Vec<_>, _>>()?;
+        for (q, exec) in execs.iter().enumerate() {
+            marks.iter().enumerate().filter(|(p, _)| *p != q).try_for_each(|(_, m)| exec.after(m))?;
+        }
+        for (i, (s, exec)) in domains.subdomains().zip(execs).enumerate() {
+            let pieces: Vec<_> = into.iter().map(|h| &h.pieces[i]).collect();
+            match cut(range, &global, &s, d.grid()) {
+                Some(local) => {
+                    exec.reduce_into(&local, stencil, strategy, S::map_args(&mut args, &Part(i)), &pieces)?
+                }
+                None => ops
+                    .iter()
+                    .zip(&pieces)
+                    .try_for_each(|(&(op, _), p)| exec.set_held(p, crate::reduce::identity::<f64>(op)))?,
+            }
+        }
+        for (r, h) in into.iter().enumerate() {
+            let sources: Vec<_> = execs.iter().zip(&h.pieces).collect();
+            for (exec, part) in execs.iter().zip(&h.parts) {
+                exec.fold_held_from(part, ops[r].0, ops[r].1, &sources)?;
+            }
+        }
+        Ok(())
+    }
+
     fn reduce_later<S: Stencil<D>, const D: usize>(
         &self,
         range: &Loop<D>,

@@ -10,9 +10,10 @@ use super::compile::KERNEL_OPTIONS;
 use super::context::Gpu;
 use super::error::CudaError;
 use super::halo::{self, fill_halo_sides, DeclaredJobs};
+use super::held::DeviceHeld;
 use super::kernel::{LaunchKey, Prepared};
 use super::launch::{scalar_or_field, KernelArg};
-use super::memory::{DeviceField, DeviceHeld, HostRegistration};
+use super::memory::{DeviceField, HostRegistration};
 use super::tune::{LaunchPlan, WrittenField};
 use crate::comm::gpu_buffer::{self as message, GpuBuffer};
 use crate::comm::peer::enable_peer_access;
@@ -182,6 +183,23 @@ impl Executor for Gpu {
     fn read_held<T: Element>(&self, held: &DeviceHeld<T>) -> Result<T, LaunchError> {
         let values = held.field.download()?;
         Ok(values.as_slice()[0])
+    }
+
+    fn fold_held_from(
+        &self,
+        into: &DeviceHeld<f64>,
+        op: crate::ReduceOp,
+        elem: stencil_codegen::ir::ScalarType,
+        sources: &[(&Gpu, &DeviceHeld<f64>)],
+    ) -> Result<(), LaunchError> {
+        if super::held::fold(self, into, op, elem, sources)? {
+            return Ok(());
+        }
+        let mut acc = crate::reduce::reducer(op, elem);
+        for (exec, held) in sources {
+            acc.fold_f64(exec.read_held(held)?);
+        }
+        self.set_held(into, acc.value_f64())
     }
 
     fn reduce_into<S: Stencil<D>, const D: usize>(

@@ -284,7 +284,7 @@ impl FieldMap<Gpu, Gpu> for DeclaredJobs<'_> {
         }
         field
     }
-    fn held<'a, T: Element>(&self, held: &'a super::memory::DeviceHeld<T>) -> &'a super::memory::DeviceHeld<T> {
+    fn held<'a, T: Element>(&self, held: &'a super::held::DeviceHeld<T>) -> &'a super::held::DeviceHeld<T> {
         held
     }
 }

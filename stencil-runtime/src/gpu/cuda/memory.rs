@@ -481,38 +481,3 @@ impl Drop for HostRegistration {
         }
     }
 }
-
-/// A held scalar on a GPU ([`Gpu`]'s `HeldScalar<T>`): one value in device memory, which
-/// kernels read through its address when they run.
-#[derive(Debug)]
-pub struct DeviceHeld<T: Element> {
-    pub(crate) field: DeviceField<T, 1>,
-}
-
-impl<T: Element> DeviceHeld<T> {
-    /// Sets the value on `gpu`'s stream, after the work issued before: 32-bit words written by
-    /// `cuMemsetD32Async` (nothing for the host to keep alive, and recordable: inside a recorded
-    /// step the value is the one given when recording).
-    pub(crate) fn set(&self, gpu: &Gpu, value: T) -> Result<(), CudaError> {
-        let mut bytes = Vec::with_capacity(8);
-        value.put_le(&mut bytes);
-        gpu.bind()?;
-        for (k, word) in bytes.chunks(4).enumerate() {
-            let word = u32::from_le_bytes(word.try_into().expect("elements are 4 or 8 bytes"));
-            // SAFETY: word `k` of the one element of this held scalar's device allocation.
-            unsafe { sys::cuMemsetD32Async(self.field.device_ptr() + 4 * k as u64, word, 1, gpu.cu_stream()) }
-                .result()
-                .map_err(|e| gpu.fail("setting a held scalar", e))?;
-        }
-        Ok(())
-    }
-}
-
-impl<T: Element> crate::executor::HeldStorage<T> for DeviceHeld<T> {
-    fn address(&self) -> u64 {
-        self.field.device_ptr()
-    }
-    fn home(&self) -> usize {
-        crate::FieldStorage::home(&self.field)
-    }
-}
