@@ -47,6 +47,6 @@ pub fn euler_stage_written_out(
     r[3] -= gdt * s[0];
     r[4] -= gdt * s[3];
     for v in 0..5 {
-        out[v][idx] = a * qn[v][idx] + b * r[v];
+        out[v][idx] = if dt > 0.0 { a * qn[v][idx] + b * r[v] } else { qn[v][idx] };
     }
 }

@@ -227,7 +227,8 @@ macro_rules! euler_stencils {
             let r = advance(q[idx], fx(idx), fx(idx.ix::<-1, 0, 0>()), fy(idx), fy(idx.ix::<0, -1, 0>()), fz(idx),
                 fz(idx.ix::<0, 0, -1>()), cx, cy, cz, gdt);
             for v in 0..5 {
-                out[v][idx] = a * qn[v][idx] + b * r[v];
+                // A step of size 0 (past the end time) leaves the state as it is.
+                out[v][idx] = if dt > 0.0 { a * qn[v][idx] + b * r[v] } else { qn[v][idx] };
             }
         }
 
@@ -253,7 +254,7 @@ pub fn euler_update(
     let r = advance(q[idx], fx[idx], fx[idx.ix::<-1, 0, 0>()], fy[idx], fy[idx.ix::<0, -1, 0>()], fz[idx],
         fz[idx.ix::<0, 0, -1>()], cx, cy, cz, gdt);
     for v in 0..5 {
-        out[v][idx] = a * qn[v][idx] + b * r[v];
+        out[v][idx] = if dt > 0.0 { a * qn[v][idx] + b * r[v] } else { qn[v][idx] };
     }
 }
 
@@ -379,16 +380,20 @@ pub struct State<E: Executor> {
 /// A run's clock held on the executor (the step size is what the stages read), and the steps
 /// recorded from it.
 pub struct Clock<E: Executor> {
-    /// The size of the step the stages take.
+    /// The size of the step the stages take (of a pair's second step, `dt_on_device`).
     pub dt: E::HeldScalar<f64>,
     /// The CFL rate of the state (`dt_on_device`).
     pub rate: E::HeldScalar<f64>,
-    /// The time (`dt_on_device`).
+    /// The time (after a pair's second step, `dt_on_device`).
     pub t: E::HeldScalar<f64>,
-    /// The two recorded steps (from the fields as they are, then swapped), replayed in turn.
-    recorded: Vec<E::Recording>,
-    /// Which of them is next.
-    parity: usize,
+    /// The size of a pair's first step and the time after it (`dt_on_device`).
+    first: [E::HeldScalar<f64>; 2],
+    /// Two steps recorded as one (the fields swap twice), once two steps have run.
+    recorded: Option<E::Recording>,
+    /// The steps run as issued so far (at most 2), and the pair's second step when its size and
+    /// time are still to be returned.
+    issued: usize,
+    second: Option<(f64, f64)>,
 }
 
 impl<E: Executor> State<E> {
@@ -396,8 +401,9 @@ impl<E: Executor> State<E> {
     /// field declaring the boundary `euler` gives it.
     pub fn new(exec: &E, euler: &Euler, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let clock =
-            Clock { dt: exec.held(0.0)?, rate: exec.held(0.0)?, t: exec.held(0.0)?, recorded: vec![], parity: 0 };
+        let held = || exec.held(0.0);
+        let first = [held()?, held()?];
+        let clock = Clock { dt: held()?, rate: held()?, t: held()?, first, recorded: None, issued: 0, second: None };
         let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
         let mut s = State { q, q1: zeros()?, q2: zeros()?, flux: vec![], clock };
         for (v, f) in [&mut s.q, &mut s.q1, &mut s.q2].into_iter().flatten().enumerate() {
@@ -499,11 +505,17 @@ impl Euler {
         if k >= RK3.len() {
             return Err(format!("SSP-RK3 has stages 0, 1 and 2, not {k}").into());
         }
-        Ok(self.stage_launches(exec, s, k)?)
+        Ok(self.stage_launches(exec, s, k, false)?)
     }
 
     /// The launches of stage `k` (below 3) of [`Euler::stage`].
-    fn stage_launches<E: Executor>(&self, exec: &E, s: &mut State<E>, k: usize) -> Result<(), LaunchError> {
+    fn stage_launches<E: Executor>(
+        &self,
+        exec: &E,
+        s: &mut State<E>,
+        k: usize,
+        first: bool,
+    ) -> Result<(), LaunchError> {
         let (a, b) = RK3[k];
         let shape = *exec.shape_of(&s.q[0]);
         if self.scheme == Scheme::Split && s.flux.is_empty() {
@@ -521,7 +533,8 @@ impl Euler {
             Limiter::Minmod => (0.0, 1.0),
         };
         let (g, st, interior) = (self.gamma, self.strategy, Loop3D::interior(&shape));
-        let ([hx, hy, hz], gravity, dt) = (self.h, self.gravity, &clock.dt);
+        let ([hx, hy, hz], gravity) = (self.h, self.gravity);
+        let dt = if first { &clock.first[0] } else { &clock.dt };
         if self.scheme == Scheme::Fused {
             let args = (g, kappa, beta, a, b, dt, hx, hy, hz, gravity, q.each_ref(), qn.each_ref(), out.each_mut());
             match self.riemann {
@@ -554,20 +567,28 @@ impl Euler {
     /// One SSP-RK3 step of `dt` on `s` (on a GPU: issued, not waited for).
     pub fn step<E: Executor>(&self, exec: &E, s: &mut State<E>, dt: f64) -> Result<(), Error> {
         exec.set_held(&s.clock.dt, dt)?;
-        Ok(self.stages(exec, s)?)
+        Ok(self.stages(exec, s, false)?)
     }
 
     /// The three stages of a step of the size `s.clock.dt` holds, and the swap of `q` and `q1`.
-    fn stages<E: Executor>(&self, exec: &E, s: &mut State<E>) -> Result<(), LaunchError> {
-        (0..RK3.len()).try_for_each(|k| self.stage_launches(exec, s, k))?;
+    fn stages<E: Executor>(&self, exec: &E, s: &mut State<E>, first: bool) -> Result<(), LaunchError> {
+        (0..RK3.len()).try_for_each(|k| self.stage_launches(exec, s, k, first))?;
         std::mem::swap(&mut s.q, &mut s.q1);
         Ok(())
     }
 
-    /// One step sized on the executor from the time `s.clock.t` holds and the state's own CFL
-    /// rate, up to `t_end`: the rate and [`euler_clock`] reduced into `s.clock`, then the stages;
-    /// nothing is read by the host, so the step can be recorded.
-    pub fn step_on_device<E: Executor>(&self, exec: &E, s: &mut State<E>, t_end: f64) -> Result<(), LaunchError> {
+    /// One step sized on the executor from the time `s.clock.t` holds (`first`: the first of a
+    /// pair, whose size and time go into `s.clock.first`; else from the time there into
+    /// `s.clock.dt` and `s.clock.t`) and the state's own CFL rate, up to `t_end`: the rate and
+    /// [`euler_clock`] reduced into held scalars, then the stages (a step of size 0, past
+    /// `t_end`, changes nothing); the host reads nothing, so steps can be recorded.
+    pub fn step_on_device<E: Executor>(
+        &self,
+        exec: &E,
+        s: &mut State<E>,
+        t_end: f64,
+        first: bool,
+    ) -> Result<(), LaunchError> {
         let shape = *exec.shape_of(&s.q[0]);
         let [hx, hy, hz] = self.h;
         let (c, st) = (&s.clock, self.strategy);
@@ -575,35 +596,45 @@ impl Euler {
         exec.reduce_into(&Loop3D::interior(&shape), EulerRate, st, args, &[&c.rate])?;
         let h = shape.halo_widths();
         let cell = Loop3D::from_bounds(shape.extent(), h, h.map(|w| w + 1))?;
-        let args = (self.cfl, t_end, &c.rate, &c.t, &s.q[0], &mut Min::new(), &mut Max::new());
-        exec.reduce_into(&cell, EulerClock, None, args, &[&c.dt, &c.t])?;
-        self.stages(exec, s)
+        let (t, into) = if first { (&c.t, [&c.first[0], &c.first[1]]) } else { (&c.first[1], [&c.dt, &c.t]) };
+        let args = (self.cfl, t_end, &c.rate, t, &s.q[0], &mut Min::new(), &mut Max::new());
+        exec.reduce_into(&cell, EulerClock, None, args, &into)?;
+        self.stages(exec, s, first)
     }
 
-    /// [`Euler::step_on_device`] from time `t`, replayed from the two recorded steps once both
-    /// are recorded (after two steps run as issued, which compile and tune the kernels): the
-    /// size of the step and the time after it (read from the executor: waits for the step).
-    fn device_step<E: Executor>(&self, exec: &E, s: &mut State<E>, t: f64, t_end: f64) -> Result<(f64, f64), Error> {
+    /// Step `step` (counted from the run's start), from time `t`, sized on the executor: the size
+    /// of the step and the time after it. The first two run as issued (compiling and tuning the
+    /// kernels); then, when `pairs` (the run reads its state only after even step counts), the
+    /// next two are recorded as one and replayed every other call (the second step's size and
+    /// time returned by the next call). Waits for the step (or the pair) to end.
+    fn device_step<E: Executor>(
+        &self,
+        exec: &E,
+        s: &mut State<E>,
+        (step, t): (usize, f64),
+        t_end: f64,
+        pairs: bool,
+    ) -> Result<(f64, f64), Error> {
+        if let Some(second) = s.clock.second.take() {
+            return Ok(second);
+        }
         exec.set_held(&s.clock.t, t)?;
-        if s.clock.recorded.len() == 2 {
-            exec.replay(&s.clock.recorded[s.clock.parity])?;
-            std::mem::swap(&mut s.q, &mut s.q1);
-            s.clock.parity ^= 1;
+        if let Some(pair) = &s.clock.recorded {
+            exec.replay(pair)?;
+            s.clock.second = Some((exec.read_held(&s.clock.dt)?, exec.read_held(&s.clock.t)?));
         } else {
-            self.step_on_device(exec, s, t_end)?;
-            s.clock.parity += 1;
-            if s.clock.parity == 2 && std::env::var("STENCIL_RECORD").as_deref() != Ok("0") {
-                // The fields as they are, then swapped: each recording swaps the slots once.
-                for _ in 0..2 {
-                    match exec.record(&mut |e| self.step_on_device(e, s, t_end))? {
-                        Some(r) => s.clock.recorded.push(r),
-                        None => break,
-                    }
-                }
-                s.clock.parity = 0;
+            self.step_on_device(exec, s, t_end, true)?;
+            s.clock.issued += 1;
+            let record = pairs && (step + 1) % 2 == 0 && std::env::var("STENCIL_RECORD").as_deref() != Ok("0");
+            if s.clock.issued == 2 && record {
+                let mut pair = |e: &E| {
+                    self.step_on_device(e, s, t_end, true)?;
+                    self.step_on_device(e, s, t_end, false)
+                };
+                s.clock.recorded = exec.record(&mut pair)?;
             }
         }
-        Ok((exec.read_held(&s.clock.dt)?, exec.read_held(&s.clock.t)?))
+        Ok((exec.read_held(&s.clock.first[0])?, exec.read_held(&s.clock.first[1])?))
     }
 
     /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
@@ -653,9 +684,12 @@ impl Euler {
             let why = "sizes each step from its own state on the executor";
             return Err(format!("dt_on_device {why}: leave dt_lagged off and dt_every at 1").into());
         }
+        // Recorded pairs of steps where the driver reads the state only after even step counts.
+        let even = |n: Option<usize>| n.is_none_or(|n| n % 2 == 0);
+        let pairs = even(plan.every) && even(plan.check_every) && even(plan.output.as_ref().map(|o| o.0));
         let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
             if e.dt_on_device {
-                let (dt, next) = e.device_step(exec, s, t, t_end)?;
+                let (dt, next) = e.device_step(exec, s, (step, t), t_end, pairs)?;
                 if !(dt.is_finite() && dt > 0.0) {
                     let why = "the state has a non-positive density or pressure";
                     return Err(format!("time step {dt} at t = {t}: {why}").into());
