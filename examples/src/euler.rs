@@ -9,7 +9,7 @@
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Reduced, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Readback, Reduced, Strategy};
 
 use crate::checkpoint::{Error, Plan};
 use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
@@ -390,10 +390,12 @@ pub struct Clock<E: Executor> {
     first: [E::HeldScalar<f64>; 2],
     /// Two steps recorded as one (the fields swap twice), once two steps have run.
     recorded: Option<E::Recording>,
-    /// The steps run as issued so far (at most 2), and the pair's second step when its size and
-    /// time are still to be returned.
+    /// The steps run as issued so far (at most 2).
     issued: usize,
-    second: Option<(f64, f64)>,
+    /// Replayed steps whose size and time are still to be returned, read without waiting.
+    queued: std::collections::VecDeque<[Readback<f64>; 2]>,
+    /// The size of the last step returned.
+    last_dt: f64,
 }
 
 impl<E: Executor> State<E> {
@@ -403,7 +405,9 @@ impl<E: Executor> State<E> {
         let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
         let held = || exec.held(0.0);
         let first = [held()?, held()?];
-        let clock = Clock { dt: held()?, rate: held()?, t: held()?, first, recorded: None, issued: 0, second: None };
+        let queued = Default::default();
+        let clock =
+            Clock { dt: held()?, rate: held()?, t: held()?, first, recorded: None, issued: 0, queued, last_dt: 0.0 };
         let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
         let mut s = State { q, q1: zeros()?, q2: zeros()?, flux: vec![], clock };
         for (v, f) in [&mut s.q, &mut s.q1, &mut s.q2].into_iter().flatten().enumerate() {
@@ -604,25 +608,21 @@ impl Euler {
 
     /// Step `step` (counted from the run's start), from time `t`, sized on the executor: the size
     /// of the step and the time after it. The first two run as issued (compiling and tuning the
-    /// kernels); then, when `pairs` (the run reads its state only after even step counts), the
-    /// next two are recorded as one and replayed every other call (the second step's size and
-    /// time returned by the next call). Waits for the step (or the pair) to end.
+    /// kernels); then, when `pairs` (the run reads its state only after even step counts), two
+    /// steps are recorded as one and replayed, their sizes and times read without waiting and
+    /// returned one per call. When `ahead` (the run reads its state only at the end), the next
+    /// pair is replayed before the host waits for the one before, unless the steps in flight may
+    /// reach `t_end` (a step past it changes nothing, but costs a step).
     fn device_step<E: Executor>(
         &self,
         exec: &E,
         s: &mut State<E>,
         (step, t): (usize, f64),
         t_end: f64,
-        pairs: bool,
+        (pairs, ahead): (bool, bool),
     ) -> Result<(f64, f64), Error> {
-        if let Some(second) = s.clock.second.take() {
-            return Ok(second);
-        }
-        exec.set_held(&s.clock.t, t)?;
-        if let Some(pair) = &s.clock.recorded {
-            exec.replay(pair)?;
-            s.clock.second = Some((exec.read_held(&s.clock.dt)?, exec.read_held(&s.clock.t)?));
-        } else {
+        if s.clock.recorded.is_none() {
+            exec.set_held(&s.clock.t, t)?;
             self.step_on_device(exec, s, t_end, true)?;
             s.clock.issued += 1;
             let record = pairs && (step + 1) % 2 == 0 && std::env::var("STENCIL_RECORD").as_deref() != Ok("0");
@@ -633,8 +633,21 @@ impl Euler {
                 };
                 s.clock.recorded = exec.record(&mut pair)?;
             }
+            s.clock.last_dt = exec.read_held(&s.clock.first[0])?;
+            return Ok((s.clock.last_dt, exec.read_held(&s.clock.first[1])?));
         }
-        Ok((exec.read_held(&s.clock.first[0])?, exec.read_held(&s.clock.first[1])?))
+        let c = &mut s.clock;
+        let pair = c.recorded.as_ref().expect("recorded");
+        let may_end = |queued: usize| t + 1.5 * c.last_dt * queued as f64 >= t_end;
+        while c.queued.is_empty() || (ahead && c.queued.len() <= 2 && !may_end(c.queued.len())) {
+            exec.replay(pair)?;
+            c.queued.push_back([exec.read_held_later(&c.first[0])?, exec.read_held_later(&c.first[1])?]);
+            c.queued.push_back([exec.read_held_later(&c.dt)?, exec.read_held_later(&c.t)?]);
+        }
+        let [dt, next] = c.queued.pop_front().expect("a step in flight");
+        let (dt, next) = (dt.wait()?[0][0], next.wait()?[0][0]);
+        c.last_dt = dt;
+        Ok((dt, next))
     }
 
     /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
@@ -687,9 +700,10 @@ impl Euler {
         // Recorded pairs of steps where the driver reads the state only after even step counts.
         let even = |n: Option<usize>| n.is_none_or(|n| n % 2 == 0);
         let pairs = even(plan.every) && even(plan.check_every) && even(plan.output.as_ref().map(|o| o.0));
+        let ahead = plan.every.is_none() && plan.check_every.is_none() && plan.output.is_none();
         let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
             if e.dt_on_device {
-                let (dt, next) = e.device_step(exec, s, (step, t), t_end, pairs)?;
+                let (dt, next) = e.device_step(exec, s, (step, t), t_end, (pairs, ahead))?;
                 if !(dt.is_finite() && dt > 0.0) {
                     let why = "the state has a non-positive density or pressure";
                     return Err(format!("time step {dt} at t = {t}: {why}").into());

@@ -252,6 +252,13 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// The value `held` holds after the work issued so far (waits for it).
     fn read_held<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<T, LaunchError>;
 
+    /// [`Executor::read_held`] issued without waiting: the value after the work issued so far,
+    /// once [`Readback::wait`] returns (on a GPU a copy into page-locked memory on the stream;
+    /// the default reads at once).
+    fn read_held_later<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<Readback<T>, LaunchError> {
+        Ok(Readback::ready(vec![vec![self.read_held(held)?]]))
+    }
+
     /// Runs the reducing `stencil` over `range` and leaves each reduction's result in the held
     /// scalar of `into` (one per reduction parameter, in order), on the executor: a GPU writes
     /// them on its stream without the host, so this may be part of a recorded step. The

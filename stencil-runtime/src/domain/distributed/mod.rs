@@ -787,6 +787,22 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         self.inner.domains.execs().iter().zip(&held.parts).try_for_each(|(e, h)| e.set_held(h, value))
     }
 
+    /// The first part's copy, read later (every part holds the same).
+    fn read_held_later<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<Readback<T>, LaunchError> {
+        self.check_home_with(held.home, || ("read_held_later".into(), "its held scalar".into()))?;
+        let _order = self.lock()?;
+        match (self.inner.domains.execs().first(), held.parts.first()) {
+            (Some(e), Some(h)) => e.read_held_later(h),
+            _ => Err(DistributionError::FieldCount {
+                call: "read_held_later".into(),
+                given: held.parts.len(),
+                rank: self.inner.domains.world().rank(),
+                local: self.inner.domains.execs().len(),
+            }
+            .into()),
+        }
+    }
+
     /// The value of the first part's copy (every part holds the same).
     fn read_held<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<T, LaunchError> {
         self.check_home_with(held.home, || ("read_held".into(), "its held scalar".into()))?;

@@ -181,8 +181,21 @@ impl Executor for Gpu {
     }
 
     fn read_held<T: Element>(&self, held: &DeviceHeld<T>) -> Result<T, LaunchError> {
-        let values = held.field.download()?;
-        Ok(values.as_slice()[0])
+        let values = self.read_held_later(held)?.wait()?;
+        Ok(values[0][0])
+    }
+
+    fn read_held_later<T: Element>(&self, held: &DeviceHeld<T>) -> Result<Readback<T>, LaunchError> {
+        if held.field.home() != self.home() {
+            return Err(LaunchError::WrongDevice {
+                stencil: "read_held",
+                field: "its held scalar",
+                executor: self.describe(),
+            });
+        }
+        let at = crate::executor::HeldStorage::address(held);
+        // SAFETY: one element at the held scalar's live device allocation on this device.
+        Ok(unsafe { super::memory::read_pinned::<T>(self, "reading a held scalar", &[(at, 1)], vec![1]) }?)
     }
 
     fn fold_held_from(
