@@ -355,7 +355,7 @@ pub struct Euler {
     /// steps apart), which makes the host wait for the GPU each time. (The `euler3d` program
     /// runs lagged unless given `--dt-every`.)
     pub dt_lagged: bool,
-    /// Each step sized from its own state on the executor ([`euler_clock`] into held scalars:
+    /// Each step sized from its own state on the executor ([`EulerClock`] into held scalars:
     /// the bits of `dt_every` 1, without the host waiting for a reduction before the stages),
     /// and, after two steps, replayed as two recorded steps in turn (one CUDA graph per step on a
     /// GPU; on GPU subdomains with `STENCIL_RECORD=1`). The host reads the clock after each step.
@@ -584,7 +584,7 @@ impl Euler {
     /// One step sized on the executor from the time `s.clock.t` holds (`first`: the first of a
     /// pair, whose size and time go into `s.clock.first`; else from the time there into
     /// `s.clock.dt` and `s.clock.t`) and the state's own CFL rate, up to `t_end`: the rate and
-    /// [`euler_clock`] reduced into held scalars, then the stages (a step of size 0, past
+    /// [`EulerClock`] reduced into held scalars, then the stages (a step of size 0, past
     /// `t_end`, changes nothing); the host reads nothing, so steps can be recorded.
     pub fn step_on_device<E: Executor>(
         &self,

@@ -138,7 +138,7 @@ pub type SideJob<'a, F, const D: usize> = (&'a mut F, [[Option<HaloFill>; 2]; D]
 pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// A `D`-dimensional field of `T` on this executor.
     type Field<T: Element, const D: usize>: FieldStorage<T, D> + Send + Sync + 'static;
-    /// A scalar held in this executor's memory ([`Executor::held`]; module [`held`]).
+    /// A scalar held in this executor's memory ([`Executor::held`], [`Held`]).
     type HeldScalar<T: Element>: HeldStorage<T>;
 
     /// A short description (`host (rayon, 8 threads)`, `Gpu(0: NVIDIA H200, sm_90)`).
