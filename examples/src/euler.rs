@@ -640,6 +640,11 @@ impl Euler {
         let pair = c.recorded.as_ref().expect("recorded");
         let may_end = |queued: usize| t + 1.5 * c.last_dt * queued as f64 >= t_end;
         while c.queued.is_empty() || (ahead && c.queued.len() <= 2 && !may_end(c.queued.len())) {
+            if c.queued.is_empty() {
+                // Nothing in flight: the time is the host's (the steps run as issued leave theirs
+                // in `first`).
+                exec.set_held(&c.t, t)?;
+            }
             exec.replay(pair)?;
             c.queued.push_back([exec.read_held_later(&c.first[0])?, exec.read_held_later(&c.first[1])?]);
             c.queued.push_back([exec.read_held_later(&c.dt)?, exec.read_held_later(&c.t)?]);
