@@ -62,8 +62,8 @@ pub fn print_run_host(ir: &StencilIr, analysis: &Analysis, unpack: &TokenStream,
     let (reduce_setup, runner, reduce_finish) = nest.runner(&closure);
     // A held scalar is read once, here: the nest takes its value as it takes a scalar's.
     let held = ir.params.iter().filter(|p| matches!(p.kind, ParamKind::Held(_))).map(|p| {
-        let (n, name) = (ident(&p.name), &p.name);
-        quote! { let #n = #rt::__private::held_value(#n, Self::INFO.name, #name)?; }
+        let n = ident(&p.name);
+        quote! { let #n = #rt::__private::held_value(#n); }
     });
     quote! {
         #unpack

@@ -292,11 +292,7 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
         elem: stencil_codegen::ir::ScalarType,
         sources: &[(&Self, &Self::HeldScalar<f64>)],
     ) -> Result<(), LaunchError> {
-        let mut acc = crate::reduce::reducer(op, elem);
-        for (exec, held) in sources {
-            acc.fold_f64(exec.read_held(held)?);
-        }
-        self.set_held(into, acc.value_f64())
+        fold_on_host(self, into, op, elem, sources)
     }
 
     /// Runs `stencil` over `range` with the executor's choice of kernel strategy. The checks are
@@ -472,6 +468,21 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
 
 /// [`Executor::reduce_later`] that runs at once: the launch's results taken out of its reduction
 /// parameters, which get their values back.
+/// [`Executor::fold_held_from`] with each source read on the host (waits for each).
+pub(crate) fn fold_on_host<E: Executor>(
+    exec: &E,
+    into: &E::HeldScalar<f64>,
+    op: crate::ReduceOp,
+    elem: stencil_codegen::ir::ScalarType,
+    sources: &[(&E, &E::HeldScalar<f64>)],
+) -> Result<(), LaunchError> {
+    let mut acc = crate::reduce::reducer(op, elem);
+    for (source, held) in sources {
+        acc.fold_f64(source.read_held(held)?);
+    }
+    exec.set_held(into, acc.value_f64())
+}
+
 /// Refuses a [`Executor::reduce_into`] whose held scalars are not one per reduction of `S`.
 pub(crate) fn check_into<S: Stencil<D>, const D: usize>(given: usize) -> Result<(), LaunchError> {
     let expected = S::ir().reductions().count();

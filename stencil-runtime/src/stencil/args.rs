@@ -1,7 +1,6 @@
 //! The arguments of a kernel launch, type-erased: what a functor's `erase_args` turns its typed
 //! tuple into.
 
-use crate::error::LaunchError;
 use crate::executor::held::{HeldStorage, HostHeld};
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::stencil::reduce::Reducer;
@@ -102,8 +101,8 @@ pub fn held_arg<H: HeldStorage<T>, T: Element, const D: usize>(held: &H) -> ArgV
 }
 
 /// The value of a host's held scalar, as a launch on the host reads it when it starts.
-pub fn held_value<T: Element>(held: &HostHeld<T>, _stencil: &str, _param: &str) -> Result<T, LaunchError> {
-    Ok(held.get())
+pub fn held_value<T: Element>(held: &HostHeld<T>) -> T {
+    held.get()
 }
 
 /// The erased argument of a reduction parameter.

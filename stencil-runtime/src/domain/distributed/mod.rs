@@ -805,18 +805,7 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
 
     /// The value of the first part's copy (every part holds the same).
     fn read_held<T: Element>(&self, held: &Self::HeldScalar<T>) -> Result<T, LaunchError> {
-        self.check_home_with(held.home, || ("read_held".into(), "its held scalar".into()))?;
-        let _order = self.lock()?;
-        match (self.inner.domains.execs().first(), held.parts.first()) {
-            (Some(e), Some(h)) => e.read_held(h),
-            _ => Err(DistributionError::FieldCount {
-                call: "read_held".into(),
-                given: held.parts.len(),
-                rank: self.inner.domains.world().rank(),
-                local: self.inner.domains.execs().len(),
-            }
-            .into()),
-        }
+        Ok(self.read_held_later(held)?.wait()?[0][0])
     }
 
     fn describe(&self) -> String {
@@ -1132,10 +1121,6 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         }))
     }
 
-    /// In one process, a reduction that reads its fields at the point only and writes none, over
-    /// a range inside the grid's interior, is issued on every part's executor without waiting;
-    /// the parts' results are folded in the parts' order, as `run_with` folds them. Other launches,
-    /// and launches over several ranks (whose results are combined through messages), run at once.
     /// In one process, for a reduction that reads its fields at the point only and writes none,
     /// over the interior: each part reduces into its piece on its executor, then every part
     /// folds all pieces in order into its copy (a GPU waits for the other parts' streams and
@@ -1202,6 +1187,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         Ok(())
     }
 
+    /// In one process, a reduction that reads its fields at the point only and writes none, over
+    /// a range inside the grid's interior, is issued on every part's executor without waiting;
+    /// the parts' results are folded in the parts' order, as `run_with` folds them. Other launches,
+    /// and launches over several ranks (whose results are combined through messages), run at once.
     fn reduce_later<S: Stencil<D>, const D: usize>(
         &self,
         range: &Loop<D>,

@@ -208,11 +208,7 @@ impl Executor for Gpu {
         if super::held::fold(self, into, op, elem, sources)? {
             return Ok(());
         }
-        let mut acc = crate::reduce::reducer(op, elem);
-        for (exec, held) in sources {
-            acc.fold_f64(exec.read_held(held)?);
-        }
-        self.set_held(into, acc.value_f64())
+        crate::executor::fold_on_host(self, into, op, elem, sources)
     }
 
     fn reduce_into<S: Stencil<D>, const D: usize>(
