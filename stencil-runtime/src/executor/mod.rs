@@ -35,6 +35,7 @@
 
 pub(crate) mod held;
 mod host;
+mod host_crew;
 mod host_steps;
 mod readback;
 mod record;
