@@ -73,11 +73,6 @@ fn tilings() -> Vec<Option<HostTiling>> {
         Some(t(4).rows(5)),
         Some(t(2).rows(2)),
         Some(t(2).planes(4).rows(64)),
-        // Threads that keep their bands: planes chosen, one plane, a few, more than the range.
-        Some(t(3).crew(true)),
-        Some(t(2).planes(1).crew(true)),
-        Some(t(4).planes(3).crew(true)),
-        Some(t(5).planes(40).crew(true)),
     ]
 }
 
@@ -276,69 +271,4 @@ fn stencils_and_fields_that_cannot_run_several_steps_per_pass_are_refused() {
     let e = Host.run_steps_with(&range, Heat7, 4, t, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
     refused(e.unwrap_err(), &["declares a boundary", "3 steps per pass", "tiling None"]);
     Host.run_steps_with(&range, Heat7, 4, None, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b)).unwrap();
-}
-
-/// Threads that keep their bands, on more threads than this machine may have (3 and 7: bands
-/// of a few rows, slabs of every thickness, members that find their bands taken), against
-/// single steps bit for bit; and a step that fails comes back as the same error single steps
-/// give, from whichever thread ran it, with no thread left waiting.
-#[test]
-fn threads_that_keep_their_bands_equal_single_steps_on_many_threads() {
-    let mut rng = Rng(31);
-    let crews = [
-        HostTiling::new(3).crew(true),
-        HostTiling::new(2).planes(1).crew(true),
-        HostTiling::new(5).planes(2).crew(true),
-    ];
-    for threads in [3, 7] {
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-        pool.install(|| {
-            let shape = Shape3::new([12, 23, 17]).halo(3);
-            let v2 = random(shape, &mut rng, |v| 1.0 + v * v);
-            for (ri, range) in ranges(&shape).iter().enumerate() {
-                let f0: Vec<Field3<f64>> = (0..3).map(|_| random(shape, &mut rng, |v| v)).collect();
-                for steps in [1, 4, 7] {
-                    let (mut up, mut u, mut un) = (f0[0].clone(), f0[1].clone(), f0[2].clone());
-                    for _ in 0..steps {
-                        range.run(Wave, (0.01, &u, &up, &v2, &mut un)).unwrap();
-                        std::mem::swap(&mut up, &mut u);
-                        std::mem::swap(&mut u, &mut un);
-                    }
-                    for t in crews {
-                        let (mut tp, mut tu, mut tn) = (f0[0].clone(), f0[1].clone(), f0[2].clone());
-                        let levels = (&mut tp, &mut tu, &mut tn);
-                        Host.run_leapfrog_with(range, Wave, steps, Some(t), levels, &v2, |u, up, un, v2| {
-                            (0.01, u, up, v2, un)
-                        })
-                        .unwrap();
-                        let label = format!("wave on {threads} threads, range {ri}, {steps} steps, {t}");
-                        same(&label, &[&up, &u, &un], &[&tp, &tu, &tn], f64_bits);
-                    }
-                }
-            }
-            let shape2 = Shape2::new([40, 26]).halo(2);
-            let (a0, b0) = (random(shape2, &mut rng, |v| v as f32), random(shape2, &mut rng, |v| v as f32));
-            let range2 = Loop2D::interior(&shape2);
-            let (mut a, mut b) = (a0.clone(), b0.clone());
-            for _ in 0..6 {
-                range2.run(Heat2d, (0.1, &a, &mut b)).unwrap();
-                std::mem::swap(&mut a, &mut b);
-            }
-            for t in crews {
-                let (mut ta, mut tb) = (a0.clone(), b0.clone());
-                Host.run_steps_with(&range2, Heat2d, 6, Some(t), (&mut ta, &mut tb), &(), |a, b, _| (0.1, a, b))
-                    .unwrap();
-                same(&format!("heat2d on {threads} threads, {t}"), &[&a, &b], &[&ta, &tb], f32_bits);
-            }
-            // A range whose reads leave the fields: refused by the launch of some thread's band.
-            let (mut a, mut b) = (a0.clone(), b0.clone());
-            let outside = Loop2D::new(40 + 4, 0, 2, 26 + 4, 2, 2);
-            let single = Host.run_steps_with(&outside, Heat2d, 4, None, (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
-            for t in crews {
-                let e = Host.run_steps_with(&outside, Heat2d, 4, Some(t), (&mut a, &mut b), &(), |a, b, _| (0.1, a, b));
-                let (e, s) = (e.unwrap_err(), single.as_ref().unwrap_err());
-                assert_eq!(e.code(), s.code(), "{t}: {e} against single steps' {s}");
-            }
-        });
-    }
 }

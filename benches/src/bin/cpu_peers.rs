@@ -67,10 +67,6 @@ struct Opts {
     /// does not fit in the cache).
     #[arg(long, default_value_t = 0)]
     rows: usize,
-    /// Passes whose threads keep their bands (`HostTiling::crew`): one meeting of the threads per
-    /// stage instead of a launch per slab and step; reported as `stencil+passK+crew`.
-    #[arg(long)]
-    crew: bool,
     /// Write the final fields into this directory (for checking against the peers).
     #[arg(long)]
     dump: Option<String>,
@@ -128,7 +124,7 @@ fn report(o: &Opts, case: &str, dims: usize, prec: &str, n: usize, times: &[f64]
     let who = format!(
         "stencil{}{}",
         if o.fma { "+fma" } else { "" },
-        o.pass_steps.map_or(String::new(), |k| format!("+pass{k}{}", if o.crew { "+crew" } else { "" }))
+        o.pass_steps.map_or(String::new(), |k| format!("+pass{k}"))
     );
     let ts: Vec<String> = times.iter().map(|t| format!("{t:.5}")).collect();
     println!(
@@ -179,7 +175,7 @@ macro_rules! cases {
                         $g.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows).crew(o.crew));
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows));
                     Host.run_steps_with(&range, $diff, o.steps, tiling, (&mut $f, &mut $g), &(), |$f, $g, _| {
                         $diff_args
                     })
@@ -200,7 +196,7 @@ macro_rules! cases {
                         u.as_mut_slice().copy_from_slice(init.as_slice());
                         return;
                     }
-                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows).crew(o.crew));
+                    let tiling = o.pass_steps.map(|k| HostTiling::new(k).planes(o.planes).rows(o.rows));
                     let levels = (&mut up, &mut u, &mut un);
                     Host.run_leapfrog_with(&range, $star, o.steps, tiling, levels, &v2, |u, up, un, v2| {
                         (c, u, up, v2, un)

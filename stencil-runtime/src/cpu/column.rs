@@ -114,7 +114,7 @@ fn for_each_contiguous_column<const D: usize>(
     let stride = |a: Option<usize>| a.map_or(0, |a| strides[a]);
     let (row_count, tile_count) = (extent(rows_axis), extent(tile_axis));
     // At most COLUMN_POINTS per block, and blocks enough for four tasks per thread.
-    let want = (super::pool::launch_threads() * 4).div_ceil(tile_count.max(1));
+    let want = (rayon::current_num_threads() * 4).div_ceil(tile_count.max(1));
     let bm = (COLUMN_POINTS / levels).clamp(1, row_count).min(row_count.div_ceil(want).max(1));
     let tiles = [row_count.div_ceil(bm), tile_count];
     let flush = tuning().flush_denormals;

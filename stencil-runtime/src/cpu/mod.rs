@@ -424,7 +424,7 @@ pub fn for_each_row<const D: usize, O: RowOutputs>(
         return;
     }
     ensure_pool();
-    let threads = pool::launch_threads();
+    let threads = rayon::current_num_threads();
     let plan = plan(range, shape, info, outputs.elem_bytes(), write_only, threads);
     if verbose() {
         let (caches, source) = plan::caches_and_source();
@@ -540,7 +540,7 @@ fn run_tasks(tasks: usize, work: impl Fn(usize) + Sync) {
         }
         work(t);
     };
-    let helpers = pool::launch_threads().min(tasks).saturating_sub(1);
+    let helpers = rayon::current_num_threads().min(tasks).saturating_sub(1);
     if helpers == 0 {
         return drain();
     }

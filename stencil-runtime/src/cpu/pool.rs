@@ -19,32 +19,6 @@ thread_local! {
     /// Whether launches from this thread hand out tasks by seat, where [`affine_tasks`] says so
     /// (`None`: as `STENCIL_CPU_TASKS` says, [`by_seat`]).
     pub(crate) static AFFINE: Cell<Option<bool>> = const { Cell::new(None) };
-    /// Whether launches from this thread run on it alone, planned for one thread (a member of a
-    /// pass whose threads keep their bands, [`solo`]).
-    pub(crate) static SOLO: Cell<bool> = const { Cell::new(false) };
-}
-
-/// Until the guard drops, launches from this thread run all their tasks on it, with the plan of
-/// a one-thread launch: the threads of a pass that keep their bands each run their own part of
-/// every step so (`HostTiling::crew`).
-pub(crate) fn solo() -> impl Drop {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            SOLO.set(self.0);
-        }
-    }
-    Restore(SOLO.replace(true))
-}
-
-/// The threads a launch from this thread plans for and runs on: 1 inside [`solo`], else rayon's
-/// current thread count.
-pub(crate) fn launch_threads() -> usize {
-    if SOLO.get() {
-        1
-    } else {
-        rayon::current_num_threads()
-    }
 }
 
 /// Whether launches from this thread give task `t` to the thread in seat `t % threads` first

@@ -107,7 +107,7 @@ pub fn for_each_row_reducing<const D: usize, O: RowOutputs>(
         return;
     }
     super::ensure_pool();
-    let threads = super::pool::launch_threads();
+    let threads = rayon::current_num_threads();
     let mut plan = plan(range, shape, info, outputs.elem_bytes(), false, threads);
     plan.stream = false;
     plan.block[0] = range.len_per_axis()[shape.element_order().axes::<D>()[0]];

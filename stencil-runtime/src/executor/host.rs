@@ -161,7 +161,7 @@ impl Executor for Host {
         X: ?Sized,
         A: for<'f> Fn(&'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host>,
     {
-        self.run_steps_unshared(range, stencil, steps, Host::passes_of(per_pass), pair, fixed, args)
+        self.run_steps_with(range, stencil, steps, Host::passes_of(per_pass), pair, fixed, args)
     }
 
     fn fill_halo_sides<T: Element, const D: usize>(

@@ -36,18 +36,12 @@ pub struct HostTiling {
     /// is then sized against half of it); `usize::MAX`: never bands. A band is at least as wide
     /// as the steps of a pass lean back.
     pub rows: usize,
-    /// Threads keep their bands: each thread computes its own band of rows (the middle axis in
-    /// 3D, the contiguous one in 2D) of every step of a pass, and the threads meet once per stage
-    /// instead of a launch per slab and step (`rows` is then not used). With `planes` 0 a stage
-    /// is as thin as keeps a thread's part of every step in half its L2 (at least one plane).
-    /// 1D passes run as launches.
-    pub crew: bool,
 }
 
 impl HostTiling {
     /// `steps` steps per pass, the slab chosen from the cache sizes.
     pub fn new(steps: usize) -> Self {
-        HostTiling { steps, planes: 0, rows: 0, crew: false }
+        HostTiling { steps, planes: 0, rows: 0 }
     }
 
     /// The same with `planes` planes per stage.
@@ -59,11 +53,6 @@ impl HostTiling {
     pub fn rows(self, rows: usize) -> Self {
         HostTiling { rows, ..self }
     }
-
-    /// The same with threads that keep their bands or not (the field `crew`).
-    pub fn crew(self, crew: bool) -> Self {
-        HostTiling { crew, ..self }
-    }
 }
 
 impl fmt::Display for HostTiling {
@@ -72,9 +61,7 @@ impl fmt::Display for HostTiling {
         if self.planes > 0 {
             write!(f, ", {} planes per stage", self.planes)?;
         }
-        if self.crew {
-            write!(f, ", threads keep their bands")?;
-        } else if self.rows > 0 {
+        if self.rows > 0 {
             write!(f, ", bands of {} rows", self.rows)?;
         }
         Ok(())
@@ -113,47 +100,14 @@ impl Host {
     where
         S: Stencil<D>,
         T: Element,
-        X: ?Sized + Sync,
-        A: for<'f> Fn(&'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host> + Sync,
-    {
-        let (a, b) = pair;
-        let mut slots = [a, b];
-        let bind: &SyncBind<'_, S, T, X, D> = &|ins, out, fixed| args(ins[0], out, fixed);
-        rotate::<S, T, X, D>(range, stencil, steps, tiling, &mut slots, fixed, bind, Some(Shared::new(bind, fixed)))
-    }
-
-    /// [`Host::run_steps_with`] for arguments that may not be shared between threads: never
-    /// with threads that keep their bands.
-    #[allow(clippy::too_many_arguments)]
-    pub(crate) fn run_steps_unshared<S, T, X, A, const D: usize>(
-        &self,
-        range: &Loop<D>,
-        stencil: S,
-        steps: usize,
-        tiling: Option<HostTiling>,
-        pair: (&mut Field<T, D>, &mut Field<T, D>),
-        fixed: &X,
-        args: A,
-    ) -> Result<(), LaunchError>
-    where
-        S: Stencil<D>,
-        T: Element,
         X: ?Sized,
         A: for<'f> Fn(&'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host>,
     {
         let (a, b) = pair;
         let mut slots = [a, b];
-        let tiling = tiling.map(|t| t.crew(false));
-        rotate::<S, T, X, D>(
-            range,
-            stencil,
-            steps,
-            tiling,
-            &mut slots,
-            fixed,
-            &|ins, out, fixed| args(ins[0], out, fixed),
-            None,
-        )
+        rotate::<S, T, X, D>(range, stencil, steps, tiling, &mut slots, fixed, &|ins, out, fixed| {
+            args(ins[0], out, fixed)
+        })
     }
 
     /// Three time levels rotating (the leapfrog of a second-order wave equation): the same as
@@ -175,54 +129,26 @@ impl Host {
     where
         S: Stencil<D>,
         T: Element,
-        X: ?Sized + Sync,
-        A: for<'f> Fn(&'f Field<T, D>, &'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host> + Sync,
+        X: ?Sized,
+        A: for<'f> Fn(&'f Field<T, D>, &'f Field<T, D>, &'f mut Field<T, D>, &'f X) -> S::Args<'f, Host>,
     {
         let (u_prev, u, u_next) = levels;
         let mut slots = [u_prev, u, u_next];
-        let bind: &SyncBind<'_, S, T, X, D> = &|ins, out, fixed| args(ins[0], ins[1], out, fixed);
-        rotate::<S, T, X, D>(range, stencil, steps, tiling, &mut slots, fixed, bind, Some(Shared::new(bind, fixed)))
+        rotate::<S, T, X, D>(range, stencil, steps, tiling, &mut slots, fixed, &|ins, out, fixed| {
+            args(ins[0], ins[1], out, fixed)
+        })
     }
 }
 
 /// One step's arguments from its inputs (the newest first) and its output.
 type Bind<'b, S, T, X, const D: usize> =
     dyn for<'f> Fn(&[&'f Field<T, D>], &'f mut Field<T, D>, &'f X) -> <S as Stencil<D>>::Args<'f, Host> + 'b;
-/// [`Bind`] for threads that share it.
-type SyncBind<'b, S, T, X, const D: usize> =
-    dyn for<'f> Fn(&[&'f Field<T, D>], &'f mut Field<T, D>, &'f X) -> <S as Stencil<D>>::Args<'f, Host> + Sync + 'b;
-
-/// A bind and the fixed arguments, for threads that share them.
-struct Shared<'a, S: Stencil<D>, T: Element, X: ?Sized, const D: usize> {
-    bind: &'a SyncBind<'a, S, T, X, D>,
-    fixed: &'a X,
-}
-
-impl<'a, S: Stencil<D>, T: Element, X: ?Sized, const D: usize> Shared<'a, S, T, X, D> {
-    fn new(bind: &'a SyncBind<'a, S, T, X, D>, fixed: &'a X) -> Self
-    where
-        X: Sync,
-    {
-        Shared { bind, fixed }
-    }
-}
-
-// SAFETY: made only by `Shared::new`, for fixed arguments that are `Sync`; the bind is `Sync` by
-// its type.
-unsafe impl<S: Stencil<D>, T: Element, X: ?Sized, const D: usize> Sync for Shared<'_, S, T, X, D> {}
-
-/// The slots of a rotation, for threads that each copy them (see `crew_step`).
-struct SharedSlots<T: Element, const D: usize>(Vec<*mut Field<T, D>>);
-// SAFETY: the pointers are only read, to make copies of the fields' handles (`Field` is `Send`
-// and `Sync`); what the copies touch is argued where they are made.
-unsafe impl<T: Element, const D: usize> Sync for SharedSlots<T, D> {}
 
 /// Runs `steps` steps of a rotation of `k = slots.len()` fields. Time level `t` lives in slot
 /// `t % k`; levels `0 ..= k − 2` are given (the newest last) and step `s` writes level
 /// `k − 1 + s` from the `k − 1` levels before it. At the end the slots' contents are rotated so
 /// that they hold what single steps with a rotation of the fields after each leave there.
-#[allow(clippy::too_many_arguments)]
-fn rotate<S: Stencil<D>, T: Element, X, const D: usize>(
+fn rotate<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
     range: &Loop<D>,
     stencil: S,
     steps: usize,
@@ -230,11 +156,7 @@ fn rotate<S: Stencil<D>, T: Element, X, const D: usize>(
     slots: &mut [&mut Field<T, D>],
     fixed: &X,
     bind: &Bind<'_, S, T, X, D>,
-    shared: Option<Shared<'_, S, T, X, D>>,
-) -> Result<(), LaunchError>
-where
-    X: ?Sized,
-{
+) -> Result<(), LaunchError> {
     let k = slots.len();
     let step = |slots: &mut [&mut Field<T, D>], s: usize, on: &Loop<D>| -> Result<(), LaunchError> {
         let (ins, out) = roles(slots, s);
@@ -253,20 +175,7 @@ where
                 step(slots, s, range)?;
             }
         }
-        Some(Wavefront { axis, reach, per_pass, crew: Some(crew), .. }) => {
-            let shared = shared.expect("a crew is planned only for arguments threads may share");
-            let slots = SharedSlots(slots.iter_mut().map(|f| &mut **f as *mut Field<T, D>).collect());
-            let (lo, hi) = (range.begin()[axis], range.begin()[axis] + range.len_per_axis()[axis]);
-            let mut first = 0;
-            while first < steps {
-                let count = per_pass.min(steps - first);
-                let stages = super::host_crew::stages(lo, hi, reach, count, crew.planes);
-                let step = |j: usize, on: &Loop<D>| crew_step(&slots, first + j, on, stencil, &shared);
-                super::host_crew::run(range, axis, crew.band_axis, &stages, &step)?;
-                first += count;
-            }
-        }
-        Some(Wavefront { axis, reach, per_pass, planes, band, .. }) => {
+        Some(Wavefront { axis, reach, per_pass, planes, band }) => {
             // The launches of a pass cover the same tiles: keep each on the core that last had it
             // (also where `STENCIL_CPU_TASKS=shared` asks otherwise for single launches).
             let _affine = crate::cpu::affine_tasks();
@@ -288,29 +197,6 @@ where
         }
     }
     Ok(())
-}
-
-/// Step `s` of a rotation on `on`, from a thread of a crew pass: its own copies of the slots'
-/// handles, bound as single steps bind them.
-fn crew_step<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
-    slots: &SharedSlots<T, D>,
-    s: usize,
-    on: &Loop<D>,
-    stencil: S,
-    shared: &Shared<'_, S, T, X, D>,
-) -> Result<(), LaunchError> {
-    // SAFETY: bitwise copies of the handles of fields that outlive the pass and are not touched
-    // through the originals meanwhile; `ManuallyDrop` leaves their buffers to the originals. The
-    // threads' copies reach the same buffers at once, but what they access does not meet: in a
-    // stage, a thread writes only its band of its slabs, and reads only planes of other steps
-    // written (or rows no step of the stage writes) before the stage began, which the stages'
-    // order guarantees (`host_crew::stages`, checked by its tests); the stage barrier orders the
-    // rest.
-    let mut copies: Vec<std::mem::ManuallyDrop<Field<T, D>>> =
-        slots.0.iter().map(|&f| std::mem::ManuallyDrop::new(unsafe { std::ptr::read(f) })).collect();
-    let mut views: Vec<&mut Field<T, D>> = copies.iter_mut().map(|c| &mut **c).collect();
-    let (ins, out) = roles(&mut views, s);
-    Host.run(on, stencil, (shared.bind)(&ins, out, shared.fixed))
 }
 
 /// Step `s`'s inputs (the newest first) and output among the slots.
@@ -345,15 +231,6 @@ struct Wavefront {
     planes: usize,
     /// Bands along another axis, if any.
     band: Option<Band>,
-    /// Threads that keep their bands, if asked.
-    crew: Option<Crew>,
-}
-
-/// A pass whose threads keep their bands: along `band_axis`, `planes` planes per stage.
-#[derive(Clone, Copy, Debug)]
-struct Crew {
-    band_axis: usize,
-    planes: usize,
 }
 
 /// Bands of a pass: along `axis`, `rows` wide, each step's band `reach` before the last one's.
@@ -474,17 +351,7 @@ fn check<S: Stencil<D>, T: Element, X: ?Sized, const D: usize>(
         }
         (p, _) => p,
     };
-    let crew = (tiling.crew && D >= 2).then(|| {
-        let band_axis = axes[D - 2];
-        let rows = shape.extent()[band_axis].div_ceil(threads.max(1)) + 2 * reach_along(band_axis);
-        let row_bytes = shape.strides()[band_axis] * elem;
-        let planes = match tiling.planes {
-            0 => super::host_crew::planes_for(caches.l2, row_bytes, rows, fields, reach, per_pass),
-            p => p,
-        };
-        Crew { band_axis, planes }
-    });
-    Ok(Wavefront { axis, reach, per_pass, planes, band, crew })
+    Ok(Wavefront { axis, reach, per_pass, planes, band })
 }
 
 /// Calls `pass(bounds)` for each band of a pass of `count` steps over `range`, in order, where

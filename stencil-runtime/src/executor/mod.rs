@@ -35,7 +35,6 @@
 
 pub(crate) mod held;
 mod host;
-mod host_crew;
 mod host_steps;
 mod readback;
 mod record;
