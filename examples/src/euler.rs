@@ -9,10 +9,11 @@
 //! subdomains (GPUs, MPI ranks), with the same bits everywhere.
 
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Readback, Reduced, Strategy};
+use stencil_runtime::{Decomposition, Executor, HaloFill, LaunchError, Loop, Reduced, Strategy};
 
 use crate::checkpoint::{Error, Plan};
 use crate::driver::{self, all, End, Identity, Named, Record, Restart, Spec};
+use crate::held_clock::{paired_step, HeldClock, Pairing};
 
 /// Ratio of specific heats of the ideal gas.
 pub const GAMMA: f64 = 1.4;
@@ -373,29 +374,10 @@ pub struct State<E: Executor> {
     pub q2: Conserved<E::Field<f64, 3>>,
     /// Face fluxes per axis (the face `i+1/2` at cell `i`): allocated by the first split stage.
     pub flux: Vec<Conserved<E::Field<f64, 3>>>,
-    /// The step's size, the CFL rate and the time, held on the executor.
-    pub clock: Clock<E>,
-}
-
-/// A run's clock held on the executor (the step size is what the stages read), and the steps
-/// recorded from it.
-pub struct Clock<E: Executor> {
-    /// The size of the step the stages take (of a pair's second step, `dt_on_device`).
-    pub dt: E::HeldScalar<f64>,
-    /// The CFL rate of the state (`dt_on_device`).
+    /// The step's size and the time, held on the executor (`clock.dt` is what the stages read).
+    pub clock: HeldClock<E>,
+    /// The CFL rate of the state, held on the executor (`dt_on_device`).
     pub rate: E::HeldScalar<f64>,
-    /// The time (after a pair's second step, `dt_on_device`).
-    pub t: E::HeldScalar<f64>,
-    /// The size of a pair's first step and the time after it (`dt_on_device`).
-    first: [E::HeldScalar<f64>; 2],
-    /// Two steps recorded as one (the fields swap twice), once two steps have run.
-    recorded: Option<E::Recording>,
-    /// The steps run as issued so far (at most 2).
-    issued: usize,
-    /// Replayed steps whose size and time are still to be returned, read without waiting.
-    queued: std::collections::VecDeque<[Readback<f64>; 2]>,
-    /// The size of the last step returned.
-    last_dt: f64,
 }
 
 impl<E: Executor> State<E> {
@@ -403,13 +385,9 @@ impl<E: Executor> State<E> {
     /// field declaring the boundary `euler` gives it.
     pub fn new(exec: &E, euler: &Euler, q: &[Field3<f64>]) -> Result<Self, Error> {
         let zeros = || all([(); 5].map(|_| exec.alloc(*q[0].shape())));
-        let held = || exec.held(0.0);
-        let first = [held()?, held()?];
-        let queued = Default::default();
-        let clock =
-            Clock { dt: held()?, rate: held()?, t: held()?, first, recorded: None, issued: 0, queued, last_dt: 0.0 };
+        let (clock, rate) = (HeldClock::new(exec)?, exec.held(0.0)?);
         let q = all(std::array::from_fn(|v| exec.upload(&q[v])))?;
-        let mut s = State { q, q1: zeros()?, q2: zeros()?, flux: vec![], clock };
+        let mut s = State { q, q1: zeros()?, q2: zeros()?, flux: vec![], clock, rate };
         for (v, f) in [&mut s.q, &mut s.q1, &mut s.q2].into_iter().flatten().enumerate() {
             exec.declare_boundary(f, euler.fills(v % 5))?;
         }
@@ -525,7 +503,7 @@ impl Euler {
         if self.scheme == Scheme::Split && s.flux.is_empty() {
             s.flux = (0..3).map(|_| all([(); 5].map(|_| exec.alloc(shape)))).collect::<Result<_, _>>()?;
         }
-        let State { q: qn, q1, q2, flux, clock } = s;
+        let State { q: qn, q1, q2, flux, clock, .. } = s;
         let (q, out) = match k {
             0 => (&*qn, q1),
             1 => (&*q1, q2),
@@ -538,7 +516,7 @@ impl Euler {
         };
         let (g, st, interior) = (self.gamma, self.strategy, Loop3D::interior(&shape));
         let ([hx, hy, hz], gravity) = (self.h, self.gravity);
-        let dt = if first { &clock.first[0] } else { &clock.dt };
+        let dt = clock.step_size(first);
         if self.scheme == Scheme::Fused {
             let args = (g, kappa, beta, a, b, dt, hx, hy, hz, gravity, q.each_ref(), qn.each_ref(), out.each_mut());
             match self.riemann {
@@ -581,11 +559,11 @@ impl Euler {
         Ok(())
     }
 
-    /// One step sized on the executor from the time `s.clock.t` holds (`first`: the first of a
-    /// pair, whose size and time go into `s.clock.first`; else from the time there into
-    /// `s.clock.dt` and `s.clock.t`) and the state's own CFL rate, up to `t_end`: the rate and
-    /// [`EulerClock`] reduced into held scalars, then the stages (a step of size 0, past
-    /// `t_end`, changes nothing); the host reads nothing, so steps can be recorded.
+    /// One step sized on the executor from the time and into the held scalars
+    /// [`HeldClock::roles`] names (`first`: the first step of a pair) and the state's own CFL
+    /// rate, up to `t_end`: the rate and [`EulerClock`] reduced into held scalars, then the
+    /// stages (a step of size 0, past `t_end`, changes nothing); the host reads nothing, so steps
+    /// can be recorded.
     pub fn step_on_device<E: Executor>(
         &self,
         exec: &E,
@@ -595,64 +573,14 @@ impl Euler {
     ) -> Result<(), LaunchError> {
         let shape = *exec.shape_of(&s.q[0]);
         let [hx, hy, hz] = self.h;
-        let (c, st) = (&s.clock, self.strategy);
         let args = (self.gamma, hx, hy, hz, s.q.each_ref(), &mut Max::new());
-        exec.reduce_into(&Loop3D::interior(&shape), EulerRate, st, args, &[&c.rate])?;
+        exec.reduce_into(&Loop3D::interior(&shape), EulerRate, self.strategy, args, &[&s.rate])?;
         let h = shape.halo_widths();
         let cell = Loop3D::from_bounds(shape.extent(), h, h.map(|w| w + 1))?;
-        let (t, into) = if first { (&c.t, [&c.first[0], &c.first[1]]) } else { (&c.first[1], [&c.dt, &c.t]) };
-        let args = (self.cfl, t_end, &c.rate, t, &s.q[0], &mut Min::new(), &mut Max::new());
+        let (t, into) = s.clock.roles(first);
+        let args = (self.cfl, t_end, &s.rate, t, &s.q[0], &mut Min::new(), &mut Max::new());
         exec.reduce_into(&cell, EulerClock, None, args, &into)?;
         self.stages(exec, s, first)
-    }
-
-    /// Step `step` (counted from the run's start), from time `t`, sized on the executor: the size
-    /// of the step and the time after it. The first two run as issued (compiling and tuning the
-    /// kernels); then, when `pairs` (the run reads its state only after even step counts), two
-    /// steps are recorded as one and replayed, their sizes and times read without waiting and
-    /// returned one per call. When `ahead` (the run reads its state only at the end), the next
-    /// pair is replayed before the host waits for the one before, unless the steps in flight may
-    /// reach `t_end` (a step past it changes nothing, but costs a step).
-    fn device_step<E: Executor>(
-        &self,
-        exec: &E,
-        s: &mut State<E>,
-        (step, t): (usize, f64),
-        t_end: f64,
-        (pairs, ahead): (bool, bool),
-    ) -> Result<(f64, f64), Error> {
-        if s.clock.recorded.is_none() {
-            exec.set_held(&s.clock.t, t)?;
-            self.step_on_device(exec, s, t_end, true)?;
-            s.clock.issued += 1;
-            let record = pairs && (step + 1) % 2 == 0 && std::env::var("STENCIL_RECORD").as_deref() != Ok("0");
-            if s.clock.issued == 2 && record {
-                let mut pair = |e: &E| {
-                    self.step_on_device(e, s, t_end, true)?;
-                    self.step_on_device(e, s, t_end, false)
-                };
-                s.clock.recorded = exec.record(&mut pair)?;
-            }
-            s.clock.last_dt = exec.read_held(&s.clock.first[0])?;
-            return Ok((s.clock.last_dt, exec.read_held(&s.clock.first[1])?));
-        }
-        let c = &mut s.clock;
-        let pair = c.recorded.as_ref().expect("recorded");
-        let may_end = |queued: usize| t + 1.5 * c.last_dt * queued as f64 >= t_end;
-        while c.queued.is_empty() || (ahead && c.queued.len() <= 2 && !may_end(c.queued.len())) {
-            if c.queued.is_empty() {
-                // Nothing in flight: the time is the host's (the steps run as issued leave theirs
-                // in `first`).
-                exec.set_held(&c.t, t)?;
-            }
-            exec.replay(pair)?;
-            c.queued.push_back([exec.read_held_later(&c.first[0])?, exec.read_held_later(&c.first[1])?]);
-            c.queued.push_back([exec.read_held_later(&c.dt)?, exec.read_held_later(&c.t)?]);
-        }
-        let [dt, next] = c.queued.pop_front().expect("a step in flight");
-        let (dt, next) = (dt.wait()?[0][0], next.wait()?[0][0]);
-        c.last_dt = dt;
-        Ok((dt, next))
     }
 
     /// The decomposition of the grid over `domains` subdomains (over process grid `grid` when
@@ -706,9 +634,11 @@ impl Euler {
         let even = |n: Option<usize>| n.is_none_or(|n| n % 2 == 0);
         let pairs = even(plan.every) && even(plan.check_every) && even(plan.output.as_ref().map(|o| o.0));
         let ahead = plan.every.is_none() && plan.check_every.is_none() && plan.output.is_none();
+        let pairing = Pairing { pairs, ahead };
         let step = |(s, dt_cfl): &mut (State<E>, f64), step: usize, t: f64| -> Result<(f64, Record<f64>), Error> {
             if e.dt_on_device {
-                let (dt, next) = e.device_step(exec, s, (step, t), t_end, (pairs, ahead))?;
+                let one = |x: &E, s: &mut State<E>, first| e.step_on_device(x, s, t_end, first);
+                let (dt, next) = paired_step(exec, s, |s| &mut s.clock, (step, t), t_end, pairing, one)?;
                 if !(dt.is_finite() && dt > 0.0) {
                     let why = "the state has a non-positive density or pressure";
                     return Err(format!("time step {dt} at t = {t}: {why}").into());

@@ -8,6 +8,7 @@ pub mod driver;
 pub mod dycore;
 pub mod euler;
 pub mod fwi;
+pub mod held_clock;
 pub mod logging;
 pub mod mountain_wave;
 pub mod output;
