@@ -126,9 +126,27 @@ impl Caches {
     /// faster on one thread and 1.6–1.7 times on two with ordinary stores than streamed, while
     /// 54 and 128 MiB ran 1.1–1.3 times faster streamed.)
     pub fn llc_share(&self, threads: usize) -> usize {
-        let per_cpu = (self.llc / self.llc_sharers.max(1)).min(4 << 20);
+        self.llc.min(self.share(threads, 4 << 20))
+    }
+
+    /// What streaming stores are chosen against: [`Caches::llc_share`] with up to 16 MiB of the
+    /// last level per thread where it reports that much per CPU, at most 7/8 of it. On a 16-CPU
+    /// virtual machine of an Intel Xeon reporting 300 MiB for 16 CPUs, S1 at 256³ ran faster
+    /// with ordinary stores than streamed in two sittings of three (16 threads: 128 MiB in f32
+    /// 1.05–1.70 times, 256 MiB in f64 1.05–1.44 times; 8 threads, f32: 1.47–1.77 times; the
+    /// fields stay in the last level between steps), level in the third; its 512 MiB in f64
+    /// streamed faster. 2-vCPU machines keep their measured choices: 40 MiB (the floor) on one
+    /// reporting 260 MiB, and 28 MiB of a 32 MiB L3, under which 32 MiB still streams.
+    pub(crate) fn stream_share(&self, threads: usize) -> usize {
+        (self.llc / 8 * 7).min(self.share(threads, 16 << 20))
+    }
+
+    /// Each thread's L2 and its share of the last level (the reported size over the CPUs
+    /// sharing it, at most `cap`), at least half the last level up to [`Caches::LLC_FLOOR`].
+    fn share(&self, threads: usize, cap: usize) -> usize {
+        let per_cpu = (self.llc / self.llc_sharers.max(1)).min(cap);
         let floor = (self.llc / 2).min(Self::LLC_FLOOR);
-        self.llc.min((threads.max(1) * (self.l2 + per_cpu)).max(floor))
+        (threads.max(1) * (self.l2 + per_cpu)).max(floor)
     }
 
     /// What a process can count on of a large last level whatever its thread count: measured on
@@ -369,13 +387,13 @@ pub fn plan<const D: usize>(
 
 /// Whether outputs stream under [`Streaming::Auto`]: `working_set` bytes (every field the launch
 /// reads or writes, over the range) against the last level this process can count on
-/// ([`Caches::llc_share`]). In 3D the budget is also held to each thread's L2 plus its share of
+/// ([`Caches::stream_share`]). In 3D the budget is also held to each thread's L2 plus its share of
 /// the last level, since the planes a tile keeps live must survive the output lines. 1D and 2D
 /// launches (which keep only `2r + 1` rows for reuse) stream only when the working set exceeds
 /// the whole last level.
 fn stream_auto(dims: usize, working_set: usize, caches: &Caches, threads: usize) -> bool {
     if dims == 3 {
-        working_set > caches.llc_share(threads)
+        working_set > caches.stream_share(threads)
     } else {
         working_set > caches.llc
     }
@@ -567,17 +585,23 @@ mod tests {
         assert!(!plan_with(&range, &shape, &info, 4, true, 1, &t, &emr).stream);
         let large = Shape::new([192, 192, 192]).halo(4);
         assert!(plan_with(&Loop::interior(&large), &large, &info, 4, true, 2, &t, &emr).stream);
-        // The 16-CPU machine (300 MiB for 16) at 256³ f32, 2 fields (128 MiB): 16 × (2 + 4) MiB
-        // = 96 MiB, so it streams on 16 threads as on 1.
+        // The 16-CPU machine (300 MiB for 16) at 256³, 2 fields: 16 × (2 + 16) MiB, at most 7/8
+        // of 300 MiB, hold 128 MiB in f32 and 256 MiB in f64 on 16 threads (8 × 18 MiB the f32
+        // on 8), 40 MiB on one thread do not; 512 MiB (the 25-point star's 4 fields in f64)
+        // stream on 16 threads too.
         let s1 = {
             use crate::stencil::FieldInfo;
             let f = FieldInfo { name: "f", lo: [-1; 3], hi: [1; 3], writable: false };
             StencilInfo { name: "diffusion", fields: vec![f, FieldInfo { name: "f_new", writable: true, ..f }].leak() }
         };
         let huge = Shape::new([256, 256, 256]).halo(4);
-        for threads in [1, 16] {
-            assert!(plan_with(&Loop::interior(&huge), &huge, &s1, 4, true, threads, &t, &SPR).stream);
-        }
+        let huge_plan = |elem: usize, info: &StencilInfo, threads| {
+            plan_with(&Loop::interior(&huge), &huge, info, elem, true, threads, &t, &SPR).stream
+        };
+        assert!(huge_plan(4, &s1, 1));
+        assert!(!huge_plan(4, &s1, 8) && !huge_plan(4, &s1, 16) && !huge_plan(8, &s1, 16));
+        assert!(huge_plan(8, &s1, 8) && huge_plan(8, &info, 16));
+        assert_eq!((SPR.stream_share(16), SPR.llc_share(16)), ((300 << 20) / 8 * 7, 96 << 20));
         // 16 threads of the 16-CPU machine: 16 × (2 + 4) MiB = 96 MiB hold 32 MiB: no streaming.
         assert!(!plan_with(&range, &shape, &info, 4, true, 16, &t, &SPR).stream);
         // The 2-vCPU Zen 4 reporting 32 MiB for both: S1 at 128³ (16 MiB) stays on 1 and 2
