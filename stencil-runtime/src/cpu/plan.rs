@@ -24,11 +24,11 @@ use std::sync::{OnceLock, RwLock};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Streaming {
     /// When the launch's working set (every field it reads or writes, over its range) exceeds
-    /// the cache this process can count on ([`Caches::llc_share`], with the cache sizes read at
-    /// run time: [`caches`]): the outputs go to memory anyway, streaming saves reading their lines
-    /// first, and output lines no longer evict the planes a tile keeps in L2. 3D launches count
-    /// each thread's L2 and share of the last level, but at least [`Caches::LLC_FLOOR`] of a large
-    /// one; 1D and 2D launches (which keep only `2r + 1`
+    /// the cache this process can count on (with the cache sizes read at run time: [`caches`]):
+    /// the outputs go to memory anyway, streaming saves reading their lines first, and output
+    /// lines no longer evict the planes a tile keeps in L2. 3D launches count each thread's L2
+    /// and share of the last level (up to 16 MiB per thread, at most 7/8 of it), but at least
+    /// [`Caches::LLC_FLOOR`] of a large one; 1D and 2D launches (which keep only `2r + 1`
     /// rows for reuse) the whole last level, since it then keeps ordinary stores' lines for the
     /// next sweep. (Measured on a 2-vCPU VM reporting a 480 MiB L3: streaming doubled the 3D
     /// 25-point update on 256³ and halved the 2D one on 4096², whose fields stay in that L3.)
