@@ -466,8 +466,6 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     }
 }
 
-/// [`Executor::reduce_later`] that runs at once: the launch's results taken out of its reduction
-/// parameters, which get their values back.
 /// [`Executor::fold_held_from`] with each source read on the host (waits for each).
 pub(crate) fn fold_on_host<E: Executor>(
     exec: &E,
@@ -492,6 +490,8 @@ pub(crate) fn check_into<S: Stencil<D>, const D: usize>(given: usize) -> Result<
     Ok(())
 }
 
+/// [`Executor::reduce_later`] that runs at once: the launch's results taken out of its reduction
+/// parameters, which get their values back.
 pub(crate) fn reduce_now<E: Executor, S: Stencil<D>, const D: usize>(
     exec: &E,
     range: &Loop<D>,
