@@ -1,7 +1,8 @@
 //! The four decomposed models over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`,
 //! `-n 2` and `-n 4`): diffusion and the 25-point acoustic update with PML (f32, every overlap
 //! mode; for the acoustic model the fields, snapshot and every receiver trace), Euler (f64,
-//! periodic, reflective and outflow axes) and the 2D shallow water model (walls, outflow and
+//! periodic, reflective and outflow axes; its steps also sized on the executors, the held
+//! scalars folded between the ranks) and the 2D shallow water model (walls, outflow and
 //! periodic edges; every time step too), each with one and two subdomains per rank, equal bit
 //! for bit on rank 0 to the single-domain run on the host; and decomposed diffusion, acoustic,
 //! Euler and shallow water runs on host subdomains that checkpoint (each rank writing its
@@ -221,9 +222,16 @@ fn acoustic<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E
 }
 
 fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
-    // The split scheme and the fused one, on the distributed executor in both overlap modes.
-    let runs = [(Scheme::Split, Overlap::None), (Scheme::Fused, Overlap::None), (Scheme::Fused, Overlap::OneDivided)];
-    for (scheme, overlap) in runs {
+    // The split scheme and the fused one, on the distributed executor in both overlap modes, and
+    // each step sized on the executors (the rate and the clock reduced into held scalars, folded
+    // between the ranks: on the host, or on the streams through NCCL) against the host's sizing.
+    let runs = [
+        (Scheme::Split, Overlap::None, false),
+        (Scheme::Fused, Overlap::None, false),
+        (Scheme::Fused, Overlap::OneDivided, false),
+        (Scheme::Fused, Overlap::None, true),
+    ];
+    for (scheme, overlap, on_device) in runs {
         let mut e = Euler::cube(8, 1.0);
         e.n = [10, 9, 8];
         e.h = e.n.map(|n| 1.0 / n as f64);
@@ -240,6 +248,7 @@ fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
         let (single, steps, _) =
             e.run(&Host, &q0, t_end, 1, &stencil_examples::checkpoint::Plan::none(), |_, _| {}).unwrap();
         let on = Distributed::new(domains(world, d, exec)).with_overlap(overlap).unwrap();
+        e.dt_on_device = on_device;
         let (q, steps_x, _) =
             e.run(&on, &q0, t_end, 1, &stencil_examples::checkpoint::Plan::none(), |_, _| {}).unwrap();
         let cells = |q| {
@@ -247,7 +256,10 @@ fn euler<E: Attach>(world: &World, per_rank: usize, exec: &dyn Fn(usize) -> E) {
             e.for_each_cell(q, |_, c| out.extend(c));
             out
         };
-        let what = format!("euler {scheme:?} {overlap:?} over grid {:?}", d.grid());
+        let what = format!(
+            "euler {scheme:?} {overlap:?} (steps sized on the executors: {on_device}) over grid {:?}",
+            d.grid()
+        );
         let what = format!("{what}, run on the executor, rank {}", world.rank());
         assert_eq!((differing(&cells(&q), &cells(&single)), steps_x), (0, steps), "{what}");
     }
@@ -383,15 +395,16 @@ fn main() {
             euler(&world, per_rank, &gpu);
         }
         on = format!("host subdomains and subdomains on {count} GPU(s)");
-        // NCCL between ranks, one subdomain per rank, each on a GPU of its own.
+        // NCCL between ranks, one subdomain per rank, each on a GPU of its own (in one process it
+        // carries only the held minima and maxima of Euler's steps sized on the executors).
         #[cfg(feature = "nccl")]
-        if world.size() > 1 && world.size() <= count {
+        if world.size() <= count {
             NCCL.store(true, std::sync::atomic::Ordering::Relaxed);
             diffusion(&world, 1, &gpu);
             acoustic(&world, 1, &gpu);
             euler(&world, 1, &gpu);
             NCCL.store(false, std::sync::atomic::Ordering::Relaxed);
-            on += " (host-staged, and NCCL between ranks with one GPU per rank)";
+            on += " (host-staged, and NCCL with one GPU per rank)";
         }
     }
     if world.rank() == 0 {

@@ -27,6 +27,12 @@ pub fn held_stats(idx: Idx3, x: &Field3<f64>, m: &mut Max<f64>, s: &mut Sum<f64>
     s.fold(x[idx]);
 }
 
+/// The smallest value of `x`.
+#[stencil]
+pub fn held_smallest(idx: Idx3, x: &Field3<f64>, m: &mut Min<f64>) {
+    m.fold(x[idx]);
+}
+
 /// A clock on the executor, over one point: `dt = min(cfl / rate, t_end − t)` and the next `t`
 /// (landing on `t_end`), read from and written into held scalars (`at` only places the point).
 #[stencil]
@@ -91,6 +97,15 @@ pub fn check_held<E: Executor>(exec: &E, seed: u64) {
     exec.run(&inner, HeldAxpy, (&s, b, &x, &y, &mut held_out)).expect("held launch");
     exec.run(&inner, ValueAxpy, (rs.get(), b, &x, &y, &mut value_out)).expect("value launch");
     same_bits(exec, "a reduction's result held in every part", &held_out, &value_out);
+    // A minimum alone (on GPU subdomains over ranks with NCCL: folded on the streams) against a
+    // plain loop over the host copy, held in every part.
+    let low = exec.held(f64::NAN).unwrap();
+    exec.reduce_into(&inner, HeldSmallest, None, (&x, &mut Min::new()), &[&low]).expect("reduce_into a minimum");
+    let smallest = exec.download(&x).unwrap().interior_view().iter().fold(f64::INFINITY, |m, &v| m.min(v));
+    assert_eq!(exec.read_held(&low).unwrap().to_bits(), smallest.to_bits(), "min into a held scalar");
+    exec.run(&inner, HeldAxpy, (&low, b, &x, &y, &mut held_out)).expect("held launch");
+    exec.run(&inner, ValueAxpy, (smallest, b, &x, &y, &mut value_out)).expect("value launch");
+    same_bits(exec, "a minimum held in every part", &held_out, &value_out);
     let wrong = exec.reduce_into(&inner, HeldStats, None, (&x, &mut Max::new(), &mut Sum::new()), &[&m]);
     assert!(wrong.unwrap_err().to_string().contains("held_stats"), "one held scalar for two reductions is refused");
 

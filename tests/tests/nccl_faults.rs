@@ -10,11 +10,15 @@
 //!   `NCCL_FAULTS_STOP_AFTER` exchanges (default 50). The other ranks must end the run within
 //!   `STENCIL_EXCHANGE_TIMEOUT` seconds with a message naming the stopped rank; the process never
 //!   ends by itself otherwise, so the script checks that the job ended, how fast, and the message.
+//! - `nccl_faults fold`: the minimum of random values reduced into a held scalar, folded between
+//!   the subdomains by NCCL's all-reduce, against a plain loop; with `STENCIL_TEST_NCCL_SKIP_FOLD=1`
+//!   (a `fault-injection` build) the all-reduce is left out on purpose and the held copy must keep
+//!   the NaN it held, which shows that the fold runs through NCCL and that its check can fail.
 
 use mpi::topology::Communicator;
 use stencil_runtime::cuda::Gpu;
 use stencil_runtime::prelude::*;
-use stencil_runtime::{Decomposition, Domains, Transport, World};
+use stencil_runtime::{Decomposition, Domains, Executor, Transport, World};
 
 fn main() {
     let universe = mpi::initialize().expect("MPI_Init failed");
@@ -59,6 +63,30 @@ fn main() {
                 }
             }
         }
-        other => panic!("mode {other:?}: use init-fail or stall"),
+        "fold" => {
+            use stencil_tests::held_check::HeldSmallest;
+            let skip = std::env::var("STENCIL_TEST_NCCL_SKIP_FOLD").is_ok_and(|v| v.trim() == "1");
+            let domains = domains.with_transport(Transport::Nccl).expect("the NCCL transport");
+            let exec = stencil_runtime::Distributed::new(domains);
+            let shape = Shape3::new(global).halo(1);
+            let mut rng = stencil_tests::SplitMix64::new(7);
+            let host = Field3::from_fn(shape, |_| rng.uniform(-3.0, 5.0));
+            let want = host.interior_view().iter().fold(f64::INFINITY, |m, &v| m.min(v));
+            let x = exec.upload(&host).expect("upload");
+            let low = exec.held(f64::NAN).expect("held");
+            let all = Loop3D::interior(&shape);
+            exec.reduce_into(&all, HeldSmallest, None, (&x, &mut Min::new()), &[&low]).expect("reduce_into");
+            let got = exec.read_held(&low).expect("read_held");
+            if skip {
+                assert!(got.is_nan(), "the all-reduce was skipped on purpose, yet the copy holds {got}");
+                println!(
+                    "OK rank {rank}: the all-reduce left out on purpose leaves the copy at {got}: its check fails"
+                );
+            } else {
+                assert_eq!(got.to_bits(), want.to_bits(), "the minimum folded over NCCL: {got}, a plain loop: {want}");
+                println!("OK rank {rank}: the minimum {got} folded over NCCL equals a plain loop's");
+            }
+        }
+        other => panic!("mode {other:?}: use init-fail, stall or fold"),
     }
 }

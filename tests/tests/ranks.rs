@@ -4,14 +4,16 @@
 //! their halos with NaN and runs the checks of `stencil_tests::exchange_check::check_domains`:
 //! an f64 and an f32 field exchanged in one message per side (every face, edge and corner, and
 //! NaN beyond a wall or the depth), exchange + boundary fills against one fill of the whole
-//! field, the gather on rank 0 and the global reductions. A failed check panics, which makes
-//! `mpiexec` end every rank with the message.
+//! field, the gather on rank 0 and the global reductions; and held scalars
+//! (`stencil_tests::held_check`), whose reductions are folded between the ranks. A failed check
+//! panics, which makes `mpiexec` end every rank with the message.
 
 use mpi::topology::Communicator;
 use stencil_runtime::prelude::*;
 use stencil_runtime::{Decomposition, Domains, HaloFill, PlacementError, World};
 use stencil_tests::distributed_check;
 use stencil_tests::exchange_check::{check_domains, Case};
+use stencil_tests::held_check::check_held;
 
 /// Checks `case` with the grid `Decomposition::auto` picks for `per_rank` subdomains per rank,
 /// on host subdomains and, with the cuda feature and a GPU, on GPU subdomains (subdomain `i` on
@@ -115,6 +117,30 @@ fn main() {
             let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
             checked +=
                 distributed_check::check(domains, &case, 3).unwrap_or_else(|e| panic!("distributed on GPUs: {e}"));
+        }
+    }
+    // Held scalars over the ranks (`stencil_tests::held_check`): reductions into them folded
+    // between the ranks on the host, and on GPUs with NCCL (one GPU per subdomain, in one
+    // process too) minima and maxima folded on the streams.
+    for (per_rank, seed) in [(1, 50), (2, 51)] {
+        let d = Decomposition::auto([12, 10, 8], n as usize * per_rank, [false; 3], [1; 3]).expect("fits");
+        let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
+        check_held(&stencil_runtime::Distributed::new(domains), seed);
+        #[cfg(feature = "cuda")]
+        if let Ok(count @ 1..) = stencil_runtime::cuda::Gpu::count() {
+            let first = world.rank() as usize * per_rank;
+            let gpus: Vec<_> =
+                (first..first + per_rank).map(|i| stencil_runtime::cuda::Gpu::new(i % count).unwrap()).collect();
+            let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus.clone()).expect("domains");
+            check_held(&stencil_runtime::Distributed::new(domains), seed + 10);
+            #[cfg(feature = "nccl")]
+            if d.len() <= count {
+                use stencil_runtime::Transport;
+                let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
+                let domains = domains.with_transport(Transport::Nccl).unwrap_or_else(|e| panic!("NCCL: {e}"));
+                assert_eq!(domains.transport(), Transport::Nccl);
+                check_held(&stencil_runtime::Distributed::new(domains), seed + 20);
+            }
         }
     }
     // A fork of three handles over the ranks (exchanges between ranks for some handles, halos

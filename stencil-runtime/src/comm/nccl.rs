@@ -26,8 +26,8 @@ use crate::gpu::cuda::Gpu;
 #[cfg(feature = "nccl")]
 mod links {
     use crate::domain::{
-        exchange_error_message, exchange_stall_message, exchange_timeout, inject_init_failure, setup_failures, Awaited,
-        Deadlines, DeviceMessage, DeviceTransport, World,
+        exchange_error_message, exchange_stall_message, exchange_timeout, inject_init_failure, inject_skipped_fold,
+        setup_failures, Awaited, Deadlines, DeviceMessage, DeviceTransport, HeldFold, World,
     };
     use crate::error::LaunchError;
     use crate::gpu::cuda::CudaError;
@@ -56,9 +56,10 @@ mod links {
         issuing: Mutex<()>,
         watch: Arc<Watch>,
         watcher: Option<std::thread::JoinHandle<()>>,
-        /// The global index of local subdomain 0, and the subdomains per rank.
+        /// The global index of local subdomain 0, the subdomains per rank, and the ranks.
         first: usize,
         per_rank: usize,
+        ranks: usize,
     }
 
     /// What the watcher thread and the exchanges share.
@@ -325,6 +326,7 @@ mod links {
                 watcher: Some(watcher),
                 first,
                 per_rank: per_rank.max(1),
+                ranks: world.size(),
             })
         }
 
@@ -449,6 +451,9 @@ mod links {
 
     impl DeviceTransport for NcclLinks {
         fn exchange(&self, sends: &[DeviceMessage], recvs: &[DeviceMessage]) -> Result<(), LaunchError> {
+            if sends.is_empty() && recvs.is_empty() {
+                return Ok(());
+            }
             let key = |m: &&DeviceMessage| (m.local, m.peer, m.order);
             let mut sends: Vec<&DeviceMessage> = sends.iter().collect();
             let mut recvs: Vec<&DeviceMessage> = recvs.iter().collect();
@@ -486,14 +491,79 @@ mod links {
             used.dedup();
             let comms: Vec<Comm> = used.iter().map(|&l| Comm(self.comms[l].1)).collect();
             settle(&comms, exchange_timeout()).map_err(|e| refuse(during, e))?;
-            self.watch_exchange(&used, &recvs)
+            const SIDES: [&str; 2] = ["low", "high"];
+            let awaited = recvs
+                .iter()
+                .map(|m| Awaited {
+                    what: format!(
+                        "axis {} {} halo of subdomain {} from subdomain {}",
+                        m.axis,
+                        SIDES[m.side.min(1)],
+                        self.first + m.local,
+                        m.peer
+                    ),
+                    rank: m.peer / self.per_rank,
+                })
+                .collect();
+            self.watch_exchange(&used, awaited)
+        }
+
+        fn all_reduce(&self, folds: &[HeldFold]) -> Result<(), LaunchError> {
+            let during = "folding held scalars between the subdomains";
+            let op = |f: &HeldFold| match f.op {
+                crate::ReduceOp::Min => Ok(sys::ncclRedOp_t::ncclMin),
+                crate::ReduceOp::Max => Ok(sys::ncclRedOp_t::ncclMax),
+                crate::ReduceOp::Sum => Err(refuse(
+                    during,
+                    "a sum is folded on the host: NCCL would add the pieces in its own order, not the \
+                     subdomains' order"
+                        .into(),
+                )),
+            };
+            let ops = folds.iter().map(op).collect::<Result<Vec<_>, _>>()?;
+            if folds.is_empty() || inject_skipped_fold() {
+                return Ok(());
+            }
+            let _issuing = self.issuing.lock().unwrap_or_else(PoisonError::into_inner);
+            nccl::group_start().map_err(|e| nccl_error(during, e))?;
+            let issued = folds.iter().zip(&ops).try_for_each(|(f, &op)| {
+                let (gpu, comm) = &self.comms[f.local];
+                // SAFETY: `piece` and `copy` are distinct `f64`s in device memory of this
+                // communicator's GPU (held scalars of the subdomain's executor), which the
+                // distributed executor keeps alive until its parts' streams have passed them.
+                let r = unsafe {
+                    nccl::all_reduce(
+                        f.piece as *const _,
+                        f.copy as *mut _,
+                        1,
+                        sys::ncclDataType_t::ncclFloat64,
+                        op,
+                        *comm,
+                        gpu.cu_stream() as _,
+                    )
+                };
+                r.map(|_| ()).map_err(|e| nccl_error(during, e))
+            });
+            let ended = nccl::group_end().map_err(|e| nccl_error(during, e));
+            issued.and(ended.map(|_| ()))?;
+            let mut used: Vec<usize> = folds.iter().map(|f| f.local).collect();
+            used.sort_unstable();
+            used.dedup();
+            let comms: Vec<Comm> = used.iter().map(|&l| Comm(self.comms[l].1)).collect();
+            settle(&comms, exchange_timeout()).map_err(|e| refuse(during, e))?;
+            let me = self.first / self.per_rank;
+            let awaited = (0..self.ranks)
+                .filter(|&r| r != me)
+                .map(|rank| Awaited { what: "the all-reduce of held scalars".into(), rank })
+                .collect();
+            self.watch_exchange(&used, awaited)
         }
     }
 
     impl NcclLinks {
         /// Puts the exchange just issued on the streams of local subdomains `used` under the
         /// watcher's deadline (not while a step is being recorded: recorded work runs later).
-        fn watch_exchange(&self, used: &[usize], recvs: &[&DeviceMessage]) -> Result<(), LaunchError> {
+        fn watch_exchange(&self, used: &[usize], awaited: Vec<Awaited>) -> Result<(), LaunchError> {
             let recording = used.iter().any(|&l| {
                 !matches!(
                     self.comms[l].0.stream().capture_status(),
@@ -512,20 +582,6 @@ mod links {
                     .map_err(|e| gpu.fail("recording an event after the NCCL exchange", e))?;
                 events.push((gpu.clone(), event));
             }
-            const SIDES: [&str; 2] = ["low", "high"];
-            let awaited = recvs
-                .iter()
-                .map(|m| Awaited {
-                    what: format!(
-                        "axis {} {} halo of subdomain {} from subdomain {}",
-                        m.axis,
-                        SIDES[m.side.min(1)],
-                        self.first + m.local,
-                        m.peer
-                    ),
-                    rank: m.peer / self.per_rank,
-                })
-                .collect();
             let mut state = self.watch.state.lock().unwrap_or_else(PoisonError::into_inner);
             state.deadlines.issued(Instant::now(), Pending { events, awaited });
             Ok(())
@@ -538,9 +594,13 @@ impl<const D: usize> Domains<Gpu, D> {
     /// rank calls it with the same choice). [`Transport::Auto`] takes NCCL where the build has
     /// the `nccl` feature, the world has several ranks and every subdomain of the run has a GPU of
     /// its own, else host-staged MPI (asking for [`Transport::Nccl`] says why in its `Err`). In one
-    /// process, messages are peer copies whatever the choice.
+    /// process, halo messages are peer copies whatever the choice; asking for NCCL there still
+    /// makes its communicators, which then carry what they carry between ranks and peer copies do
+    /// not: the minima and maxima reduced into held scalars (`Executor::reduce_into`), folded on
+    /// the streams, and steps run launch by launch, not recorded.
     pub fn with_transport(self, transport: Transport) -> Result<Self, LaunchError> {
-        if self.world().size() == 1 || transport == Transport::HostStaged {
+        let single = self.world().size() == 1 && transport == Transport::Auto;
+        if single || transport == Transport::HostStaged {
             return Ok(self);
         }
         #[cfg(feature = "nccl")]

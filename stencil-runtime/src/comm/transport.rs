@@ -68,11 +68,30 @@ pub(crate) struct DeviceMessage {
     pub side: usize,
 }
 
+/// One held scalar of a local subdomain folded with every other subdomain's
+/// ([`DeviceTransport::all_reduce`]): the `f64` at `piece` (this subdomain's part of a
+/// reduction) combined by `op` into the `f64` at `copy` (the subdomain's copy of the result).
+#[cfg_attr(not(feature = "nccl"), allow(dead_code))]
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct HeldFold {
+    pub local: usize,
+    pub piece: u64,
+    pub copy: u64,
+    pub op: crate::ReduceOp,
+}
+
 /// Moves messages between ranks from device memory to device memory, ordered on the streams
 /// of the subdomains' executors (after the packs issued before, before the unpacks after).
 pub(crate) trait DeviceTransport: Send + Sync + std::fmt::Debug {
     /// Issues `sends` and `recvs` as one group.
     fn exchange(&self, sends: &[DeviceMessage], recvs: &[DeviceMessage]) -> Result<(), LaunchError>;
+
+    /// Folds held scalars between every subdomain of the run, as one group on the local
+    /// subdomains' streams (after the reductions that wrote the pieces, before the launches that
+    /// read the copies). Every rank passes the same scalars in the same order, one `HeldFold` per
+    /// local subdomain each. Only minima and maxima: their result does not depend on the order
+    /// in which the values meet, so it has the single-domain fold's bits.
+    fn all_reduce(&self, folds: &[HeldFold]) -> Result<(), LaunchError>;
 }
 
 #[cfg(test)]

@@ -96,7 +96,7 @@ fn list(ranks: &[usize]) -> String {
 pub(crate) fn exchange_stall_message(me: usize, waited: Duration, awaited: &[Awaited]) -> String {
     let ranks = ranks_of(awaited);
     format!(
-        "stencil-runtime: rank {me} waited {:.0} s for halo messages over NCCL from rank(s) {} ({}) and aborts the \
+        "stencil-runtime: rank {me} waited {:.0} s for messages over NCCL from rank(s) {} ({}) and aborts the \
          run: a neighbouring rank stopped, failed or does not call the same exchange (every rank must exchange the \
          same fields in the same order); raise STENCIL_EXCHANGE_TIMEOUT if its steps are just slow",
         waited.as_secs_f64(),
@@ -113,7 +113,7 @@ pub(crate) fn exchange_stall_message(me: usize, waited: Duration, awaited: &[Awa
 /// communicator of one of its subdomains while it waited for `awaited`.
 pub(crate) fn exchange_error_message(me: usize, error: &str, awaited: &[Awaited]) -> String {
     format!(
-        "stencil-runtime: rank {me}: NCCL reported an error while halo messages from rank(s) {} were in flight \
+        "stencil-runtime: rank {me}: NCCL reported an error while messages from rank(s) {} were in flight \
          ({error}); aborting the run",
         list(&ranks_of(awaited))
     )
@@ -177,6 +177,13 @@ pub(crate) fn inject_init_failure(rank: usize) -> bool {
     injected(std::env::var("STENCIL_TEST_NCCL_INIT_FAIL").ok().as_deref(), rank)
 }
 
+/// Whether the all-reduce of held scalars over NCCL is to be left out on purpose, for tests:
+/// builds with the `fault-injection` feature read `STENCIL_TEST_NCCL_SKIP_FOLD=1` (the copies
+/// then keep what they held, which a check of the fold must catch); other builds never skip it.
+pub(crate) fn inject_skipped_fold() -> bool {
+    cfg!(feature = "fault-injection") && std::env::var("STENCIL_TEST_NCCL_SKIP_FOLD").is_ok_and(|v| v.trim() == "1")
+}
+
 /// Whether `setting` (`STENCIL_TEST_NCCL_INIT_FAIL`) names `rank`.
 fn injected(setting: Option<&str>, rank: usize) -> bool {
     setting.is_some_and(|s| s.split(',').any(|r| r.trim().parse() == Ok(rank)))
@@ -224,14 +231,14 @@ mod tests {
         ];
         let m = exchange_stall_message(0, Duration::from_secs_f64(30.4), &awaited);
         assert!(
-            m.starts_with("stencil-runtime: rank 0 waited 30 s for halo messages over NCCL from rank(s) 1 and 3 ("),
+            m.starts_with("stencil-runtime: rank 0 waited 30 s for messages over NCCL from rank(s) 1 and 3 ("),
             "{m}"
         );
         assert!(m.contains("axis 0 low halo of subdomain 0 from subdomain 3 from rank 3"), "{m}");
         assert!(m.contains("STENCIL_EXCHANGE_TIMEOUT"), "{m}");
         assert!(exchange_stall_message(2, Duration::from_secs(5), &[]).contains("rank(s) none (sends not delivered)"));
         let e = exchange_error_message(1, "ncclRemoteError: remote process exited", &awaited[..1]);
-        assert!(e.contains("rank 1: NCCL reported an error while halo messages from rank(s) 1"), "{e}");
+        assert!(e.contains("rank 1: NCCL reported an error while messages from rank(s) 1"), "{e}");
         let s = setup_stall_message(0, Duration::from_secs(60), "the NCCL communicators", &[1, 2]);
         assert!(s.contains("rank 0 waited 60 s for the NCCL communicators, with no word from rank(s) 1 and 2"), "{s}");
     }

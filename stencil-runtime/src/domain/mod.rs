@@ -22,10 +22,11 @@ pub use crate::comm::node::node_rank_of;
 pub use crate::comm::node::NodeRank;
 pub use crate::comm::transport::Transport;
 #[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
-pub(crate) use crate::comm::transport::{DeviceMessage, DeviceTransport};
+pub(crate) use crate::comm::transport::{DeviceMessage, DeviceTransport, HeldFold};
 #[cfg_attr(not(feature = "nccl"), allow(unused_imports))]
 pub(crate) use crate::comm::watch::{
-    exchange_error_message, exchange_stall_message, inject_init_failure, setup_failures, Awaited, Deadlines,
+    exchange_error_message, exchange_stall_message, inject_init_failure, inject_skipped_fold, setup_failures, Awaited,
+    Deadlines,
 };
 #[cfg(feature = "nccl")]
 pub(crate) use crate::comm::world::timeout as exchange_timeout;

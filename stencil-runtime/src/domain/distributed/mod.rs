@@ -85,11 +85,12 @@ use super::domains::Domains;
 use super::exchange::HaloExchange;
 use super::refusal::DistributionError;
 use super::workers::PerPart;
+use super::HeldFold;
 use crate::comm::world::World;
 use crate::error::LaunchError;
 use crate::executor::{
-    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, Host, HostBuffer, HostCopy, Messages, PartsHeld,
-    Readback, Record, Reduced, Same, SideJob, Stencil,
+    from_le_bytes, reduce_now, to_le_bytes, BoxPart, Executor, HeldStorage, Host, HostBuffer, HostCopy, Messages,
+    PartsHeld, Readback, Record, Reduced, Same, SideJob, Stencil,
 };
 use crate::field::{Element, Field, HaloFill, Shape};
 use crate::range::Loop;
@@ -1121,11 +1122,13 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         }))
     }
 
-    /// In one process, for a reduction that reads its fields at the point only and writes none,
-    /// over the interior: each part reduces into its piece on its executor, then every part
-    /// folds all pieces in order into its copy (a GPU waits for the other parts' streams and
-    /// reads their pieces itself), so nothing waits for the host. Otherwise (ranks, other
-    /// stencils) the result is folded on the host and set on every part.
+    /// For a reduction that reads its fields at the point only and writes none, over the
+    /// interior, each part reduces into its piece on its executor and nothing waits for the host:
+    /// in one process every part then folds all pieces in order into its copy (a GPU waits for
+    /// the other parts' streams and reads their pieces itself); between ranks whose messages go
+    /// device to device (NCCL), minima and maxima are folded by an all-reduce on the streams.
+    /// Otherwise (sums between ranks, host-staged ranks, other stencils) the result is folded on
+    /// the host and set on every part.
     fn reduce_into<S: Stencil<D>, const D: usize>(
         &self,
         range: &Loop<D>,
@@ -1147,7 +1150,10 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             let values = self.reduce_later(range, stencil, strategy, args)?.values()?;
             into.iter().zip(values).try_for_each(|(h, v)| self.set_held(h, v))
         };
-        if domains.world().size() > 1 || !simple {
+        let ops: Vec<_> = S::ir().reductions().map(|(_, r)| (r.op, r.elem)).collect();
+        let min_max = ops.iter().all(|(op, _)| matches!(op, ReduceOp::Min | ReduceOp::Max));
+        let transport = domains.device_transport().filter(|_| min_max);
+        if !simple || (domains.world().size() > 1 && transport.is_none()) {
             return on_host(args);
         }
         let d = domains.decomposition();
@@ -1159,7 +1165,6 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
             drop(_order);
             return on_host(args);
         }
-        let ops: Vec<_> = S::ir().reductions().map(|(_, r)| (r.op, r.elem)).collect();
         let execs = domains.execs();
         // The pieces are written again only after every part's earlier folds of them.
         let marks = execs.iter().map(|e| e.mark()).collect::<Result<Vec<_>, _>>()?;
@@ -1177,6 +1182,21 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
                     .zip(&pieces)
                     .try_for_each(|(&(op, _), p)| exec.set_held(p, crate::reduce::identity::<f64>(op)))?,
             }
+        }
+        if let Some(transport) = transport {
+            let folds: Vec<HeldFold> = into
+                .iter()
+                .zip(&ops)
+                .flat_map(|(h, &(op, _))| {
+                    (0..execs.len()).map(move |i| HeldFold {
+                        local: i,
+                        piece: h.pieces[i].address(),
+                        copy: h.parts[i].address(),
+                        op,
+                    })
+                })
+                .collect();
+            return transport.all_reduce(&folds);
         }
         for (r, h) in into.iter().enumerate() {
             let sources: Vec<_> = execs.iter().zip(&h.pieces).collect();
@@ -1532,13 +1552,14 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
     /// Records the step over every part as one recording of the parts' executors (on GPUs: one
     /// CUDA graph over all the devices of this process, exchanges included), when the step
     /// leaves every field's halo tracking as it found it (so that each replay meets the halos
-    /// the recording met: e.g. two steps that swap buffers). Otherwise, and over ranks (whose
-    /// messages are not recorded), `None`: the caller runs the step each time.
+    /// the recording met: e.g. two steps that swap buffers). Otherwise, and over ranks or NCCL
+    /// (whose messages are not recorded), `None`: the caller runs the step each time.
     fn record(
         &self,
         step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>,
     ) -> Result<Option<E::Recording>, LaunchError> {
-        if self.inner.domains.world().size() > 1 || self.lane.is_some() {
+        let domains = &self.inner.domains;
+        if domains.world().size() > 1 || domains.device_transport().is_some() || self.lane.is_some() {
             return Ok(None);
         }
         let execs = self.inner.domains.execs();
