@@ -597,7 +597,7 @@ impl<const D: usize> Domains<Gpu, D> {
     /// process, halo messages are peer copies whatever the choice; asking for NCCL there still
     /// makes its communicators, which then carry what they carry between ranks and peer copies do
     /// not: the minima and maxima reduced into held scalars (`Executor::reduce_into`), folded on
-    /// the streams, and steps run launch by launch, not recorded.
+    /// the streams.
     pub fn with_transport(self, transport: Transport) -> Result<Self, LaunchError> {
         let single = self.world().size() == 1 && transport == Transport::Auto;
         if single || transport == Transport::HostStaged {

@@ -1258,6 +1258,16 @@ impl<E: Executor, const G: usize> Executor for Distributed<E, G> {
         if let Some(lane) = lane {
             lane.check()?;
         }
+        // A step recorded over ranks (their messages through NCCL) holds no host work: a
+        // reduction folded between the ranks through MPI makes the step run launch by launch,
+        // refused here on every rank alike, before any message.
+        #[cfg(feature = "cuda")]
+        if S::ir().reduces() && domains.world().size() > 1 && state.journal.is_some() {
+            let during = format!("recording stencil `{}` over ranks", S::INFO.name);
+            let detail = "its reductions are folded between the ranks on the host".to_string();
+            let error = Box::new(crate::gpu::cuda::CudaError::Nccl { during, detail });
+            return Err(crate::gpu::cuda::CudaError::NotRecordable { error }.into());
+        }
         let LaunchFields { global, heads, reductions, reduces } = self.launch_fields::<S, D>(range, &mut args)?;
         if range.points() == 0 {
             return Ok(());
@@ -1552,14 +1562,17 @@ impl<E: Executor, const G: usize> Record for Distributed<E, G> {
     /// Records the step over every part as one recording of the parts' executors (on GPUs: one
     /// CUDA graph over all the devices of this process, exchanges included), when the step
     /// leaves every field's halo tracking as it found it (so that each replay meets the halos
-    /// the recording met: e.g. two steps that swap buffers). Otherwise, and over ranks or NCCL
-    /// (whose messages are not recorded), `None`: the caller runs the step each time.
+    /// the recording met: e.g. two steps that swap buffers). Over ranks only where their
+    /// messages go device to device (NCCL: the exchanges and the all-reduce of held minima and
+    /// maxima are recorded with the kernels, and every rank records the same step); a step that
+    /// folds a reduction between the ranks on the host runs launch by launch. Otherwise (ranks
+    /// staged through the host) `None`: the caller runs the step each time.
     fn record(
         &self,
         step: &mut dyn FnMut(&Self) -> Result<(), LaunchError>,
     ) -> Result<Option<E::Recording>, LaunchError> {
         let domains = &self.inner.domains;
-        if domains.world().size() > 1 || domains.device_transport().is_some() || self.lane.is_some() {
+        if (domains.world().size() > 1 && domains.device_transport().is_none()) || self.lane.is_some() {
             return Ok(None);
         }
         let execs = self.inner.domains.execs();
