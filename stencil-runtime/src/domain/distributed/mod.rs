@@ -74,6 +74,8 @@
 
 mod auto;
 mod field;
+#[cfg(test)]
+mod fold_tests;
 mod halos;
 mod profile;
 
