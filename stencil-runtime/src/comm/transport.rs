@@ -2,6 +2,7 @@
 //! build with the `mpi` feature), or device to device through NCCL (GPU subdomains, the `nccl`
 //! feature), which [`Domains`](super::Domains) of GPUs take with `Domains::with_transport`.
 //! Messages within one process do not depend on it: buffer copies, peer copies between GPUs.
+//! NCCL also folds held minima and maxima between the subdomains (`DeviceTransport::all_reduce`).
 
 use crate::domain::{DistributionError, TransportError};
 use crate::error::LaunchError;

@@ -263,8 +263,10 @@ pub trait Executor: Clone + Send + Sync + 'static + Messages + Record {
     /// scalar of `into` (one per reduction parameter, in order), on the executor: a GPU writes
     /// them on its stream without the host, so this may be part of a recorded step. The
     /// reduction parameters in `args` are left as they were. A held scalar the same launch reads
-    /// may be written: every point reads it before the result is written. The default (and the
-    /// distributed executor, which folds its parts on the host) waits for the result.
+    /// may be written: every point reads it before the result is written. The default waits for
+    /// the result. The distributed executor folds its parts' pieces on the devices in one
+    /// process, and between ranks over NCCL folds minima and maxima by an all-reduce on the
+    /// streams; otherwise (sums between ranks, host-staged ranks) on the host.
     fn reduce_into<S: Stencil<D>, const D: usize>(
         &self,
         range: &Loop<D>,
