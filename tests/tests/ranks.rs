@@ -43,9 +43,10 @@ fn check<const D: usize>(
         let gpus = (first..first + per_rank).map(|i| stencil_runtime::cuda::Gpu::new(i % count).unwrap()).collect();
         let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, gpus).expect("domains");
         checked += check_domains(&domains, &case).unwrap_or_else(|e| panic!("{case:?} on GPUs: {e}"));
-        // NCCL between ranks where every subdomain has a GPU of its own (else refused: checked).
+        // NCCL where every subdomain has a GPU of its own (else refused: checked), between ranks
+        // and, asked for explicitly, in one process too (halos then stay peer copies).
         #[cfg(feature = "nccl")]
-        if world.size() > 1 {
+        {
             use stencil_runtime::Transport;
             let nccl = domains.with_transport(Transport::Nccl);
             if n <= count {
