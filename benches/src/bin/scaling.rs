@@ -241,12 +241,17 @@ struct Args {
     /// Write the breakdown of the largest P per model and scaling into this folder.
     #[arg(long)]
     csv: Option<std::path::PathBuf>,
+    /// The process grid: `z` (every subdomain a slab along z) or `auto` (the grid
+    /// `Decomposition::auto` picks, cut along several axes; weak: the block per GPU repeated
+    /// along each).
+    #[arg(long, default_value = "z")]
+    grid: String,
 }
 
 /// The targets of a bench run on `p` GPUs over the global grid `g`: weak efficiency with 512³ per
 /// GPU, or strong speed-up of one 512³ grid (`None`: no target for this run).
-fn target(model: Model, kind: &str, p: usize, g: [usize; 3]) -> Option<f64> {
-    let per_gpu = [g[0], g[1], g[2] / p.max(1)];
+fn target(model: Model, kind: &str, p: usize, g: [usize; 3], grid: [usize; 3]) -> Option<f64> {
+    let per_gpu: [usize; 3] = std::array::from_fn(|a| g[a] / grid[a].max(1));
     if (kind == "weak" && per_gpu != [512; 3]) || (kind != "weak" && g != [512; 3]) {
         return None;
     }
@@ -300,12 +305,35 @@ fn main() -> Res<()> {
             configs.push(("strong", Some(parse_extent(s)?)));
         }
         for &(kind, fixed) in &configs {
-            let global = |p: usize| fixed.unwrap_or([args.weak, args.weak, args.weak * p]);
+            let auto = match args.grid.as_str() {
+                "z" => false,
+                "auto" => true,
+                other => return Err(format!("--grid {other}: use z or auto").into()),
+            };
+            // The process grid of `p` subdomains, and the global grid.
+            let cut = |p: usize| -> Res<[usize; 3]> {
+                Ok(if auto {
+                    Decomposition::auto([args.weak; 3], p, [false; 3], model.reach())?.grid()
+                } else {
+                    [1, 1, p]
+                })
+            };
+            let global = |p: usize| -> Res<[usize; 3]> {
+                Ok(fixed.unwrap_or(if auto {
+                    cut(p)?.map(|c| c * args.weak)
+                } else {
+                    [args.weak, args.weak, args.weak * p]
+                }))
+            };
             let mut base: Option<f64> = None;
             let mut csv = String::from("configuration,update_ms,exposed_ms\n");
             for &p in &counts {
-                let g = global(p);
-                let d = Decomposition::new(g, [1, 1, p], [false; 3], model.reach())?;
+                let g = global(p)?;
+                let d = if auto {
+                    Decomposition::auto(g, p, [false; 3], model.reach())?
+                } else {
+                    Decomposition::new(g, [1, 1, p], [false; 3], model.reach())?
+                };
                 let domains = if ranks > 1 {
                     processes.gpu_domains(d, "scaling")?
                 } else {
@@ -356,7 +384,7 @@ fn main() -> Res<()> {
                         (Some(t1), _) => format!("{:.2}x ({:.1}% of {p}x)", t1 / best, 100.0 * t1 / best / p as f64),
                         (None, _) => "(1 GPU: its own run)".into(),
                     };
-                    let versus = match (base, target(model, kind, p, g)) {
+                    let versus = match (base, target(model, kind, p, g, d.grid())) {
                         (Some(t1), Some(goal)) => {
                             let got = t1 / best;
                             let shown =
@@ -397,7 +425,7 @@ fn main() -> Res<()> {
                 std::fs::create_dir_all(dir)?;
                 let p = counts.last().copied().unwrap_or(1);
                 let file = dir
-                    .join(format!("{m}-{kind}-{}-{p}gpu-{ranks}rank.csv", global(p).map(|v| v.to_string()).join("x")));
+                    .join(format!("{m}-{kind}-{}-{p}gpu-{ranks}rank.csv", global(p)?.map(|v| v.to_string()).join("x")));
                 std::fs::write(&file, &csv)?;
             }
         }

@@ -236,19 +236,31 @@ pub(crate) fn direct_halos() -> Result<DirectHalos, SettingError> {
     DIRECT.get()
 }
 
-/// `STENCIL_ONE_ROUND_HALOS`: whether an exchange whose halos are all copied field to field
-/// moves every side, edge and corner in one round (each subdomain copies from all its
-/// neighbours, the diagonal ones included, after one wait for them) or axis by axis (edges and
-/// corners travelling with the later axes). The same halos either way.
-static ONE_ROUND: Choice<bool> = Choice::new(
+/// `STENCIL_ONE_ROUND_HALOS`: whether an exchange moves every face, edge and corner in one round
+/// (each subdomain takes every halo from the neighbour that owns it, the diagonal ones included,
+/// after one wait for all of them) or axis by axis (edges and corners travelling with the later
+/// axes). The same halos either way.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum OneRound {
+    /// Axis by axis (`0`).
+    Off,
+    /// One round for halos copied field to field and for messages between ranks through MPI;
+    /// messages over NCCL go axis by axis (`1`, the default).
+    On,
+    /// One round for messages over NCCL too (`all`).
+    All,
+}
+
+static ONE_ROUND: Choice<OneRound> = Choice::new(
     "STENCIL_ONE_ROUND_HALOS",
-    &[("1", true), ("0", false)],
-    true,
-    "1 (halos copied field to field move in one round, the default) or 0 (axis by axis)",
+    &[("1", OneRound::On), ("0", OneRound::Off), ("all", OneRound::All)],
+    OneRound::On,
+    "1 (halos copied field to field and messages through MPI in one round, the default), 0 (axis \
+     by axis) or all (messages over NCCL in one round too)",
 );
 
 /// `STENCIL_ONE_ROUND_HALOS`, read once; an error for a value it does not take.
-pub(crate) fn one_round_halos() -> Result<bool, SettingError> {
+pub(crate) fn one_round_halos() -> Result<OneRound, SettingError> {
     ONE_ROUND.get()
 }
 
@@ -387,10 +399,11 @@ mod tests {
     }
 
     #[test]
-    fn one_round_is_the_default_and_zero_goes_by_axes() {
-        assert!(ONE_ROUND.parse(None).unwrap());
-        assert!(ONE_ROUND.parse(Some("1")).unwrap());
-        assert!(!ONE_ROUND.parse(Some("0")).unwrap());
+    fn one_round_is_the_default_zero_goes_by_axes_and_all_takes_nccl_too() {
+        assert_eq!(ONE_ROUND.parse(None).unwrap(), OneRound::On);
+        assert_eq!(ONE_ROUND.parse(Some("1")).unwrap(), OneRound::On);
+        assert_eq!(ONE_ROUND.parse(Some("0")).unwrap(), OneRound::Off);
+        assert_eq!(ONE_ROUND.parse(Some("all")).unwrap(), OneRound::All);
         let e = ONE_ROUND.parse(Some("axes")).unwrap_err().to_string();
         assert!(e.contains("STENCIL_ONE_ROUND_HALOS") && e.contains("\"axes\"") && e.contains("axis by axis"), "{e}");
     }

@@ -491,17 +491,10 @@ mod links {
             used.dedup();
             let comms: Vec<Comm> = used.iter().map(|&l| Comm(self.comms[l].1)).collect();
             settle(&comms, exchange_timeout()).map_err(|e| refuse(during, e))?;
-            const SIDES: [&str; 2] = ["low", "high"];
             let awaited = recvs
                 .iter()
                 .map(|m| Awaited {
-                    what: format!(
-                        "axis {} {} halo of subdomain {} from subdomain {}",
-                        m.axis,
-                        SIDES[m.side.min(1)],
-                        self.first + m.local,
-                        m.peer
-                    ),
+                    what: format!("{} of subdomain {} from subdomain {}", m.halo, self.first + m.local, m.peer),
                     rank: m.peer / self.per_rank,
                 })
                 .collect();

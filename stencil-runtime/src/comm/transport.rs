@@ -57,16 +57,15 @@ impl std::fmt::Display for Transport {
 /// received from subdomain `peer` (global index). Messages between one pair of subdomains are
 /// matched in the order of `order` (the receiving side's tag), on both ranks.
 #[cfg_attr(not(feature = "nccl"), allow(dead_code))]
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub(crate) struct DeviceMessage {
     pub local: usize,
     pub address: u64,
     pub bytes: usize,
     pub peer: usize,
     pub order: i32,
-    /// The axis and side (0 low, 1 high) of the halo the message fills, on the receiving side.
-    pub axis: usize,
-    pub side: usize,
+    /// The halo the message fills on the receiving side (`axis 0 low halo`, `halo (-1, 1, 0)`).
+    pub halo: String,
 }
 
 /// One held scalar of a local subdomain folded with every other subdomain's

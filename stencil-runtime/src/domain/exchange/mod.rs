@@ -28,9 +28,11 @@
 //! neighbour's one box of long rows, one kernel for every other box). The halos are the same as
 //! axis by axis (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis).
 
+mod round_messages;
+
 use super::domains::Domains;
 use super::workers::Disjoint;
-use crate::comm::buffer::{direct_halos, one_round_halos, DirectHalos};
+use crate::comm::buffer::{direct_halos, one_round_halos, DirectHalos, OneRound};
 use crate::comm::transport::{DeviceMessage, DeviceTransport};
 use crate::comm::world::Message;
 use crate::domain::{DistributionError, HaloWidths, Neighbour};
@@ -109,6 +111,9 @@ struct Plan<B, const D: usize> {
     round: Option<Vec<Vec<RoundCopy<D>>>>,
     /// Per local subdomain and axis, whether its low and high sides are the grid's edge here.
     edges: Vec<[[bool; 2]; D]>,
+    /// Where some side is on another rank: every halo in one round, with messages (`None`: axis
+    /// by axis, or `round`).
+    messages: Option<round_messages::MessageRound<B, D>>,
 }
 
 /// A set of fields whose halos are exchanged together between the subdomains of [`Domains`]
@@ -228,7 +233,10 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
     /// Bytes of the messages this process sends per exchange (for bandwidth figures).
     pub fn bytes_sent(&mut self) -> Result<usize, LaunchError> {
         self.build()?;
-        Ok(self.plan.as_ref().map_or(0, |p| p.links.iter().map(|l| l.bytes).sum()))
+        Ok(self.plan.as_ref().map_or(0, |p| match &p.messages {
+            Some(round) => round.bytes(),
+            None => p.links.iter().map(|l| l.bytes).sum(),
+        }))
     }
 
     /// Fills the halos of the fields: `fields[i]` holds, for the `i`-th subdomain of this
@@ -284,6 +292,9 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 domains.exec(p).copy_boxes_from(&sources)
             })?;
             return mark(|t| &mut t.transfer);
+        }
+        if let Some(round) = &mut plan.messages {
+            return round_messages::exchange_round(&self.slots, round, &plan.edges, fields, domains, &mut mark);
         }
         for axis in 0..D {
             let links: Vec<usize> = (0..plan.links.len()).filter(|&l| plan.links[l].axis == axis).collect();
@@ -537,16 +548,18 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
                 }
             }
         }
+        let round = self.one_round(&links, &edges)?;
+        let messages = if round.is_none() { self.message_round(&links, &edges)? } else { None };
         let (mut sends, mut recvs) = (Vec::new(), Vec::new());
         for l in &links {
-            // A direct link's buffers stay empty; its neighbour's opposite link is direct too.
-            let bytes = if l.direct { 0 } else { l.bytes };
+            // A direct link's buffers stay empty; its neighbour's opposite link is direct too. In
+            // a round with messages the round's buffers carry them.
+            let bytes = if l.direct || messages.is_some() { 0 } else { l.bytes };
             let exec = self.domains.exec(l.local);
             sends.push(exec.alloc_buffer(bytes)?);
             recvs.push(exec.alloc_buffer(bytes)?);
         }
-        let round = self.one_round(&links, &edges)?;
-        self.plan = Some(Plan { links, sends, recvs, round, edges });
+        self.plan = Some(Plan { links, sends, recvs, round, edges, messages });
         Ok(())
     }
 
@@ -560,7 +573,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         links: &[Link<D>],
         edges: &[[[bool; 2]; D]],
     ) -> Result<Option<Vec<Vec<RoundCopy<D>>>>, LaunchError> {
-        if self.by_axes || links.is_empty() || !links.iter().all(|l| l.direct) || !one_round_halos()? {
+        if self.by_axes || links.is_empty() || !links.iter().all(|l| l.direct) || one_round_halos()? == OneRound::Off {
             return Ok(None);
         }
         let d = self.domains.decomposition();
@@ -782,8 +795,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(subdomain, axis, 1 - link.side)?,
-            axis,
-            side: 1 - link.side,
+            halo: format!("axis {axis} {} halo", SIDES[1 - link.side]),
         });
         recvs.push(DeviceMessage {
             local: link.local,
@@ -791,8 +803,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(me(link), axis, link.side)?,
-            axis,
-            side: link.side,
+            halo: format!("axis {axis} {} halo", SIDES[link.side]),
         });
     }
     transport.exchange(&sends, &recvs)
