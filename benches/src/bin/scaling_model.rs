@@ -9,10 +9,11 @@
 //! - update: `points / rate`, the rate measured for the stencil on one H200 (`gpu_bench`);
 //!   the boundary slabs of a divided step run at `SLAB_EFFICIENCY` of that rate (thin slabs
 //!   use the memory system worse than the inner block);
-//! - exchange, axis after axis: pack and unpack (read and write of the message at the measured
-//!   copy bandwidth) plus `OP_LATENCY` each, and per side `link latency + bytes / link
-//!   bandwidth`, the two sides of an axis at once; a side is inside a node (NVLink peer copy)
-//!   when both subdomains' GPUs are on the same node of `GPUS_PER_NODE`, else InfiniBand;
+//! - exchange, axis after axis: per side inside a node (both subdomains' GPUs on the same node
+//!   of `GPUS_PER_NODE`) a message's measured fixed cost and rate (pack, copy and unpack
+//!   included), and to other nodes NCCL's fixed cost plus the InfiniBand latency, the bytes of
+//!   every side to other nodes through the GPU's one adapter; with the halos between nodes in
+//!   one round (design record 0049) one fixed cost and every message at once;
 //! - a step: `update + exchange` without overlap; `max(inner, exchange) + slabs` with it.
 //!
 //! The figures: H200 copy bandwidth 4172 GB/s (measured); diffusion 7-point f32 at 83.1% and the
@@ -171,7 +172,7 @@ enum Drive {
 
 /// Predicted milliseconds per step for subdomain `s` of `d`, with or without overlap: the GPU's
 /// step, or the host's issue of it where that is longer.
-fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, fused: bool) -> f64 {
+fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, build: Build) -> f64 {
     let gpus_here = d.len().min(GPUS_PER_NODE) as f64;
     let host_ms = 1e-3
         * match drive {
@@ -180,7 +181,7 @@ fn step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, 
             Drive::RankPerGpu if d.len() > 1 => HOST_US_PER_RANK + neighbours(d, s) * HOST_US_PER_NCCL_MESSAGE,
             _ => 0.0,
         };
-    gpu_step_ms(st, d, s, overlap, drive, fused).max(host_ms)
+    gpu_step_ms(st, d, s, overlap, drive, build).max(host_ms)
 }
 
 /// How many neighbours subdomain `s` exchanges with.
@@ -198,8 +199,20 @@ fn neighbours(d: &Decomposition<3>, s: &Subdomain<3>) -> f64 {
     n
 }
 
-/// The GPU's part of [`step_ms`]; `fused`: the slabs as one launch.
-fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, fused: bool) -> f64 {
+/// What the runtime does: the slabs of a subdomain as one launch (`fused`, design record 0028);
+/// the halos between ranks in one round (`round`, design record 0049) or axis by axis.
+#[derive(Clone, Copy, Debug)]
+struct Build {
+    fused: bool,
+    round: bool,
+}
+
+/// As the runtime runs by default: slabs as one launch, and over NCCL the axes one after the
+/// other (`STENCIL_ONE_ROUND_HALOS=all` takes the round).
+const DEFAULT: Build = Build { fused: true, round: false };
+
+/// The GPU's part of [`step_ms`].
+fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, build: Build) -> f64 {
     let points: f64 = s.extent.iter().map(|&n| n as f64).product();
     let update = points / st.rate;
     let mut exchange = 0.0;
@@ -214,33 +227,51 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
         Drive::Recorded => (RECORDED_MESSAGE_US, FIELD_MESSAGE_GBS),
         Drive::RankPerGpu => (NCCL_MESSAGE_US, NCCL_MESSAGE_GBS),
     };
+    // Per axis: the sides inside the node (in one process the peer copies of an axis's two
+    // sides run one after the other: the transfer of a middle subdomain of four, with two
+    // neighbours, took 105-108 µs against 44-50 µs for one neighbour on two GPUs; NCCL's kernels
+    // move both at once), and the bytes to other nodes, which share the GPU's adapter.
+    let (mut inside_axes, mut inside_widest, mut outside_axes, mut outside_bytes): (f64, f64, f64, f64) =
+        (0.0, 0.0, 0.0, 0.0);
+    let between_us = NCCL_MESSAGE_US + IB_LATENCY_US;
     for axis in 0..3 {
         if d.grid()[axis] == 1 {
             continue;
         }
         let face: f64 = (0..3).filter(|&a| a != axis).map(|a| s.extent[a] as f64).product();
         let bytes = face * (st.halo * st.bytes) as f64;
-        let mut slowest: f64 = 0.0;
+        let (mut inside, mut outside): (f64, f64) = (0.0, 0.0);
         for side in [-1i8, 1] {
             let mut dir = [0i8; 3];
             dir[axis] = side;
             let stencil_runtime::Neighbour::Domain(j) = d.neighbour(s, dir) else { continue };
-            let same_node = j / GPUS_PER_NODE == s.index / GPUS_PER_NODE;
-            let (us, gbs) = if same_node { (inside_us, inside_gbs) } else { (NCCL_MESSAGE_US + IB_LATENCY_US, IB_GBS) };
-            let message = us * 1e-6 + bytes / (gbs * 1e9);
-            // In one process the peer copies of an axis's two sides run one after the other
-            // (measured: the transfer of a middle subdomain of four, with two neighbours, takes
-            // 105-108 µs against 44-50 µs for one neighbour on two GPUs); NCCL's kernels move
-            // both at once.
-            slowest = if same_node && drive != Drive::RankPerGpu { slowest + message } else { slowest.max(message) };
+            if j / GPUS_PER_NODE == s.index / GPUS_PER_NODE {
+                let message = inside_us * 1e-6 + bytes / (inside_gbs * 1e9);
+                inside = if drive != Drive::RankPerGpu { inside + message } else { inside.max(message) };
+            } else {
+                outside += bytes;
+            }
             slab_time += face * st.halo as f64 / (st.rate * SLAB_EFFICIENCY);
             slab_points += face * st.halo as f64;
             slabs += 1.0;
         }
-        // The axes one after the other.
-        exchange += slowest;
+        let to_nodes = if outside > 0.0 { between_us * 1e-6 + outside / (IB_GBS * 1e9) } else { 0.0 };
+        // Axis by axis: each axis's messages at once, the axes one after the other.
+        exchange += inside.max(to_nodes);
+        inside_axes += inside;
+        inside_widest = inside_widest.max(inside);
+        outside_axes += to_nodes;
+        outside_bytes += outside;
     }
-    slab_time += SLAB_FIXED_US * 1e-6 * if fused { slabs.min(1.0) } else { slabs };
+    if build.round && outside_axes > 0.0 {
+        // One round: every message to other nodes at once, its fixed cost once, its bytes through
+        // the adapter; beside it the sides inside the node (peer copies still charged axis after
+        // axis, which one round within a node is not measured to beat between GPUs; NCCL's
+        // messages all at once).
+        let inside = if drive == Drive::RankPerGpu { inside_widest } else { inside_axes };
+        exchange = inside.max(between_us * 1e-6 + outside_bytes / (IB_GBS * 1e9));
+    }
+    slab_time += SLAB_FIXED_US * 1e-6 * if build.fused { slabs.min(1.0) } else { slabs };
     let seconds = if overlap {
         let inner = (points - slab_points) / st.rate;
         let (base, per_ratio) = if drive == Drive::RankPerGpu { NCCL_EXPOSED } else { PEER_EXPOSED };
@@ -256,13 +287,13 @@ fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bo
 /// The slowest subdomain's step over `p` GPUs for a global grid `global`, driven one process per
 /// node.
 fn predict(st: &Stencil, global: [usize; 3], p: usize, overlap: bool) -> Option<f64> {
-    predict_with(st, global, p, overlap, Drive::OneProcess, true)
+    predict_with(st, global, p, overlap, Drive::OneProcess, DEFAULT)
 }
 
-/// [`predict`] with the GPUs driven as `drive` says, the slabs as one launch or not (`fused`).
-fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive, fused: bool) -> Option<f64> {
+/// [`predict`] with the GPUs driven as `drive` says and the runtime doing as `build` says.
+fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive, build: Build) -> Option<f64> {
     let d = Decomposition::auto(global, p, [false; 3], [st.halo; 3]).ok()?;
-    d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive, fused)).reduce(f64::max)
+    d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive, build)).reduce(f64::max)
 }
 
 /// Command line.
@@ -297,7 +328,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             for (kind, global, base) in [("weak", global, weak1), ("strong", [1024; 3], strong1)] {
                 for drive in drives {
                     for overlap in [false, true] {
-                        let ms = predict_with(st, global, p, overlap, drive, true);
+                        let ms = predict_with(st, global, p, overlap, drive, DEFAULT);
                         // Weak: efficiency t1 / tP; strong: speedup t1 / tP over P.
                         let eff = ms.map(|ms| if kind == "weak" { base / ms } else { base / ms / p as f64 });
                         if let (Some(ms), Some(eff)) = (ms, eff) {
@@ -327,7 +358,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 }
                 (false, _) => [512; 3],
             };
-            let predicted = weak1 / predict_with(st, global, p, true, m.drive, m.fused).expect("predicted");
+            let predicted = weak1
+                / predict_with(st, global, p, true, m.drive, Build { fused: m.fused, round: false })
+                    .expect("predicted");
             let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
             // Points of efficiency (strong: of speedup / P) between prediction and measurement.
             let points = 100.0 * (predicted - m.value).abs() / if weak { 1.0 } else { p as f64 };
@@ -361,7 +394,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 } else {
                     [512; 3]
                 };
-                let at = |drive| weak1 / predict_with(st, global, p, true, drive, true).expect("predicted");
+                let at = |drive| weak1 / predict_with(st, global, p, true, drive, DEFAULT).expect("predicted");
                 let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
                 println!(
                     "| {} | {p} | {} | {} | {} |",
@@ -373,24 +406,32 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
         }
     }
-    println!("\nweak at 4096 GPUs with overlap, the slabs as one launch (as run now) against one launch per slab:\n");
-    println!("| stencil | one process: fused | per slab | ranks: fused | per slab |");
-    println!("|---|---:|---:|---:|---:|");
+    println!(
+        "\nweak at 4096 GPUs with overlap: as run by default (slabs as one launch, the axes one after the other \
+         between nodes), one launch per slab, and the halos between nodes in one round (design record 0049; \
+         `STENCIL_ONE_ROUND_HALOS=all` over NCCL):\n"
+    );
+    println!("| stencil | one process: default | per slab | one round | ranks: default | per slab | one round |");
+    println!("|---|---:|---:|---:|---:|---:|---:|");
     for st in &stencils {
         let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
         let global = Decomposition::<3>::auto([512 * 4096; 3], 4096, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g);
-        let at = |drive, fused| {
-            let e = weak1 / predict_with(st, global, 4096, true, drive, fused).expect("predicted");
+        let at = |drive, build| {
+            let e = weak1 / predict_with(st, global, 4096, true, drive, build).expect("predicted");
             format!("{:.1}%", 100.0 * e)
         };
+        let per_slab = Build { fused: false, round: false };
+        let round = Build { fused: true, round: true };
         let (one, ranks) = (Drive::OneProcess, Drive::RankPerGpu);
         println!(
-            "| {} | {} | {} | {} | {} |",
+            "| {} | {} | {} | {} | {} | {} | {} |",
             st.name,
-            at(one, true),
-            at(one, false),
-            at(ranks, true),
-            at(ranks, false)
+            at(one, DEFAULT),
+            at(one, per_slab),
+            at(one, round),
+            at(ranks, DEFAULT),
+            at(ranks, per_slab),
+            at(ranks, round)
         );
     }
     println!(

@@ -26,7 +26,10 @@
 //! every subdomain waits once for the neighbours it reads (the diagonal ones too) and copies
 //! each face, edge and corner from the neighbour that owns it (on a GPU: the copy engine for a
 //! neighbour's one box of long rows, one kernel for every other box). The halos are the same as
-//! axis by axis (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis).
+//! axis by axis (`STENCIL_ONE_ROUND_HALOS=0` goes axis by axis). Where some sides are on other
+//! ranks, the same round holds for messages (through MPI; over NCCL with
+//! `STENCIL_ONE_ROUND_HALOS=all`): each part packs every box its neighbours on other ranks take
+//! into one buffer, the messages go at once, and one unpack fills its halo (`round_messages`).
 
 mod round_messages;
 
