@@ -206,19 +206,21 @@ pub(super) fn exchange_round<E: Executor, const D: usize>(
     let by_part: Vec<Vec<usize>> =
         (0..parts).map(|p| (0..links.len()).filter(|&l| links[l].local == p).collect()).collect();
     let remote = |l: usize| matches!(links[l].peer, Peer::Remote { .. });
+    // Part `p`'s boxes of every message, in its buffers' order: sent (`send`) or received.
+    let part_boxes = |p: usize, send: bool| -> Result<Vec<BoxPart<'_, D>>, LaunchError> {
+        let mut boxes = Vec::new();
+        for &l in by_part[p].iter().filter(|&&l| remote(l)) {
+            boxes.extend(link_boxes(slots, &links[l], &edges[p], &fields[p], send)?);
+        }
+        Ok(boxes)
+    };
     // Every message of a part packed into its send buffer at once.
     {
         let sends = Disjoint::new(&mut round.sends);
-        domains.each_part(&|p| {
-            let mut boxes = Vec::new();
-            for &l in by_part[p].iter().filter(|&&l| remote(l)) {
-                boxes.extend(link_boxes(slots, &links[l], &edges[p], &fields[p], true)?);
-            }
-            if boxes.is_empty() {
-                return Ok(());
-            }
+        domains.each_part(&|p| match part_boxes(p, true)? {
+            boxes if boxes.is_empty() => Ok(()),
             // SAFETY: buffer `p` is part `p`'s: only this job touches it.
-            domains.exec(p).pack(&boxes, unsafe { sends.get(p) })
+            boxes => domains.exec(p).pack(&boxes, unsafe { sends.get(p) }),
         })?;
     }
     mark(|t| &mut t.pack)?;
@@ -318,15 +320,9 @@ pub(super) fn exchange_round<E: Executor, const D: usize>(
         })?;
     }
     mark(|t| &mut t.transfer)?;
-    domains.each_part(&|p| {
-        let mut boxes = Vec::new();
-        for &l in by_part[p].iter().filter(|&&l| remote(l)) {
-            boxes.extend(link_boxes(slots, &links[l], &edges[p], &fields[p], false)?);
-        }
-        if boxes.is_empty() {
-            return Ok(());
-        }
-        domains.exec(p).unpack(&round.recvs[p], &boxes)
+    domains.each_part(&|p| match part_boxes(p, false)? {
+        boxes if boxes.is_empty() => Ok(()),
+        boxes => domains.exec(p).unpack(&round.recvs[p], &boxes),
     })?;
     mark(|t| &mut t.unpack)
 }
