@@ -56,10 +56,29 @@ impl Processes {
         Ok(())
     }
 
-    /// This rank's host subdomains of `d` (any dimension: swe2d's are 2D).
+    /// This rank's host subdomains of `d` (any dimension: swe2d's are 2D), numbered by node
+    /// ([`Processes::by_node`]).
     pub fn host_domains<const D: usize>(&self, d: Decomposition<D>) -> Result<Domains<Host, D>, LaunchError> {
-        let per_rank = d.len() / self.world.size();
-        Domains::over_ranks(self.world.clone(), d, vec![Host; per_rank.max(1)])
+        let per_rank = (d.len() / self.world.size()).max(1);
+        let d = self.by_node(d, per_rank)?;
+        Domains::over_ranks(self.world.clone(), d, vec![Host; per_rank])
+    }
+
+    /// `d` numbered in blocks of one node's subdomains ([`Decomposition::in_blocks_of`]) where
+    /// the run spans several nodes, each with the same number of ranks: a node's ranks (numbered
+    /// one node after the other, as launchers place them by default) then hold a compact block of
+    /// the process grid, and more of the halos stay inside the node. Unchanged on one node, or
+    /// where the nodes hold different numbers of ranks. Every rank calls it (it asks the others).
+    pub fn by_node<const D: usize>(
+        &self,
+        d: Decomposition<D>,
+        per_rank: usize,
+    ) -> Result<Decomposition<D>, LaunchError> {
+        let ranks = self.world.size();
+        let here = self.world.node_rank()?.size.unwrap_or(0) as f64;
+        // The same count on every node (unknown counts as 0), agreed by all ranks.
+        let (most, fewest) = (self.world.max(here), -self.world.max(-here));
+        Ok(node_blocks(d, ranks, (most == fewest).then_some(most as usize), per_rank))
     }
 
     /// This rank's subdomains of `d` on GPUs, by its rank among the processes of its node
@@ -90,6 +109,7 @@ impl Processes {
                 node.rank
             );
         }
+        let d = self.by_node(d, per_rank)?;
         let domains = Domains::over_ranks(self.world.clone(), d, gpus)?
             .with_transport(stencil_runtime::Transport::from_env()?)?
             .with_host_threads()?;
@@ -97,6 +117,20 @@ impl Processes {
             eprintln!("{bin}: halo messages between ranks: {}", domains.transport());
         }
         Ok(domains)
+    }
+}
+
+/// `d` numbered in blocks of one node's `per_node_ranks × per_rank` subdomains when `ranks`
+/// span several nodes of `per_node_ranks` ranks each ([`Processes::by_node`]).
+pub fn node_blocks<const D: usize>(
+    d: Decomposition<D>,
+    ranks: usize,
+    per_node_ranks: Option<usize>,
+    per_rank: usize,
+) -> Decomposition<D> {
+    match per_node_ranks {
+        Some(k) if k > 0 && k < ranks && ranks.is_multiple_of(k) => d.in_blocks_of(k * per_rank),
+        _ => d,
     }
 }
 
@@ -447,6 +481,19 @@ pub fn print_decomposition<const D: usize>(d: &Decomposition<D>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_over_several_nodes_numbers_its_subdomains_by_node() {
+        let d = Decomposition::new([512; 3], [8; 3], [false; 3], [1; 3]).unwrap();
+        // 512 ranks on 64 nodes of 8: a node holds a 2 x 2 x 2 block of subdomains.
+        assert_eq!(node_blocks(d, 512, Some(8), 1).block(), [2, 2, 2]);
+        // 128 processes of 4 subdomains each on 32 nodes of 4 processes: blocks of 16.
+        assert_eq!(node_blocks(d, 128, Some(4), 4).block().iter().product::<usize>(), 16);
+        // One node, an unknown count or nodes the ranks do not fill evenly: numbered as given.
+        for (ranks, per_node) in [(512, Some(512)), (512, None), (512, Some(0)), (512, Some(7))] {
+            assert_eq!(node_blocks(d, ranks, per_node, 1), d, "{ranks} {per_node:?}");
+        }
+    }
 
     #[test]
     fn a_run_that_does_not_fit_is_refused_with_the_bytes_and_a_placement_that_fits() {

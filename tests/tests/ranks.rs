@@ -1,6 +1,6 @@
 //! Subdomains over MPI ranks (feature `mpi`; CI runs it under `mpiexec -n 1`, `-n 2` and
 //! `-n 4`): one subdomain per rank, and two per rank (messages both within the process and
-//! between ranks). Every rank builds the same random global fields, takes its parts, poisons
+//! between ranks; the subdomains numbered in blocks of two, `Decomposition::in_blocks_of`). Every rank builds the same random global fields, takes its parts, poisons
 //! their halos with NaN and runs the checks of `stencil_tests::exchange_check::check_domains`:
 //! an f64 and an f32 field exchanged in one message per side (every face, edge and corner, and
 //! NaN beyond a wall or the depth), exchange + boundary fills against one fill of the whole
@@ -32,7 +32,8 @@ fn check<const D: usize>(
     seed: u64,
 ) -> usize {
     let n = world.size() as usize * per_rank;
-    let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits");
+    // Two subdomains per rank: numbered in blocks of two (each rank a compact pair).
+    let d = Decomposition::auto(global, n, periodic, halo).expect("a process grid fits").in_blocks_of(per_rank);
     let case = Case { global, grid: d.grid(), periodic, halo, depth, walls, order, seed };
     let domains = Domains::over_ranks(World::mpi(world.duplicate()), d, vec![Host; per_rank]).expect("domains");
     #[allow(unused_mut)]
@@ -98,7 +99,9 @@ fn main() {
     // bits (downloads on every rank, reductions over every rank), in both overlap modes.
     for (per_rank, seed) in [(1, 40), (2, 41)] {
         let global = [9 + n as usize, 8, 7];
-        let d = Decomposition::auto(global, n as usize * per_rank, [true, false, false], [2; 3]).expect("fits");
+        let d = Decomposition::auto(global, n as usize * per_rank, [true, false, false], [2; 3])
+            .expect("fits")
+            .in_blocks_of(per_rank);
         let walls = [HaloFill::Mirror, HaloFill::ZeroGradient, HaloFill::MirrorNegated];
         let case = distributed_check::Case {
             global,

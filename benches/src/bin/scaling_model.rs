@@ -200,16 +200,20 @@ fn neighbours(d: &Decomposition<3>, s: &Subdomain<3>) -> f64 {
 }
 
 /// What the runtime does: the slabs of a subdomain as one launch (`fused`, design record 0028);
-/// the halos between ranks in one round (`round`, design record 0049) or axis by axis.
+/// the halos between ranks in one round (`round`, design record 0049) or axis by axis; the
+/// subdomains numbered so that each node holds a compact block of the process grid (`blocks`,
+/// `Decomposition::in_blocks_of`, design record 0050) or a row of it.
 #[derive(Clone, Copy, Debug)]
 struct Build {
     fused: bool,
     round: bool,
+    blocks: bool,
 }
 
-/// As the runtime runs by default: slabs as one launch, and over NCCL the axes one after the
-/// other (`STENCIL_ONE_ROUND_HALOS=all` takes the round).
-const DEFAULT: Build = Build { fused: true, round: false };
+/// As the runtime runs by default: slabs as one launch, over NCCL the axes one after the other
+/// (`STENCIL_ONE_ROUND_HALOS=all` takes the round), a node's subdomains a compact block (the
+/// examples' placement over several nodes).
+const DEFAULT: Build = Build { fused: true, round: false, blocks: true };
 
 /// The GPU's part of [`step_ms`].
 fn gpu_step_ms(st: &Stencil, d: &Decomposition<3>, s: &Subdomain<3>, overlap: bool, drive: Drive, build: Build) -> f64 {
@@ -293,6 +297,7 @@ fn predict(st: &Stencil, global: [usize; 3], p: usize, overlap: bool) -> Option<
 /// [`predict`] with the GPUs driven as `drive` says and the runtime doing as `build` says.
 fn predict_with(st: &Stencil, global: [usize; 3], p: usize, overlap: bool, drive: Drive, build: Build) -> Option<f64> {
     let d = Decomposition::auto(global, p, [false; 3], [st.halo; 3]).ok()?;
+    let d = if build.blocks && p > GPUS_PER_NODE { d.in_blocks_of(GPUS_PER_NODE) } else { d };
     d.subdomains().map(|s| step_ms(st, &d, &s, overlap, drive, build)).reduce(f64::max)
 }
 
@@ -359,8 +364,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 (false, _) => [512; 3],
             };
             let predicted = weak1
-                / predict_with(st, global, p, true, m.drive, Build { fused: m.fused, round: false })
-                    .expect("predicted");
+                / predict_with(st, global, p, true, m.drive, Build { fused: m.fused, ..DEFAULT }).expect("predicted");
             let show = |v: f64| if weak { format!("{:.1}%", 100.0 * v) } else { format!("{v:.2}x") };
             // Points of efficiency (strong: of speedup / P) between prediction and measurement.
             let points = 100.0 * (predicted - m.value).abs() / if weak { 1.0 } else { p as f64 };
@@ -407,12 +411,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
     }
     println!(
-        "\nweak at 4096 GPUs with overlap: as run by default (slabs as one launch, the axes one after the other \
-         between nodes), one launch per slab, and the halos between nodes in one round (design record 0049; \
+        "\nweak at 4096 GPUs with overlap: as run by default (slabs as one launch, a node's subdomains a compact \
+         block, between nodes over NCCL the axes one after the other), one launch per slab, a node's subdomains \
+         in a row of the process grid, and the halos between nodes in one round (design record 0049; \
          `STENCIL_ONE_ROUND_HALOS=all` over NCCL):\n"
     );
-    println!("| stencil | one process: default | per slab | one round | ranks: default | per slab | one round |");
-    println!("|---|---:|---:|---:|---:|---:|---:|");
+    println!(
+        "| stencil | one process: default | per slab | in a row | one round | ranks: default | per slab | in a row | one round |"
+    );
+    println!("|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for st in &stencils {
         let weak1 = predict(st, [512; 3], 1, false).expect("one GPU");
         let global = Decomposition::<3>::auto([512 * 4096; 3], 4096, [false; 3], [st.halo; 3])?.grid().map(|g| 512 * g);
@@ -420,19 +427,15 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             let e = weak1 / predict_with(st, global, 4096, true, drive, build).expect("predicted");
             format!("{:.1}%", 100.0 * e)
         };
-        let per_slab = Build { fused: false, round: false };
-        let round = Build { fused: true, round: true };
-        let (one, ranks) = (Drive::OneProcess, Drive::RankPerGpu);
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} |",
-            st.name,
-            at(one, DEFAULT),
-            at(one, per_slab),
-            at(one, round),
-            at(ranks, DEFAULT),
-            at(ranks, per_slab),
-            at(ranks, round)
-        );
+        let builds = [
+            DEFAULT,
+            Build { fused: false, ..DEFAULT },
+            Build { blocks: false, ..DEFAULT },
+            Build { round: true, ..DEFAULT },
+        ];
+        let cells: Vec<String> =
+            [Drive::OneProcess, Drive::RankPerGpu].into_iter().flat_map(|drive| builds.map(|b| at(drive, b))).collect();
+        println!("| {} | {} |", st.name, cells.join(" | "));
     }
     println!(
         "\nweak: efficiency t(1 GPU) / t(P GPUs) at a fixed block per GPU; strong: speedup / P on one grid. \

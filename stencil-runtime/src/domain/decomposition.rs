@@ -103,6 +103,15 @@ pub enum DecompositionError {
         /// The domains asked for.
         domains: usize,
     },
+    /// A block of subdomains ([`Decomposition::in_blocks`]) that does not tile the process grid.
+    Block {
+        /// The process grid.
+        grid: Vec<usize>,
+        /// The block asked for.
+        block: Vec<usize>,
+        /// The axis at fault.
+        axis: usize,
+    },
     /// No process grid of `domains` domains fits the extent and halo.
     NoGrid {
         /// Domains asked for.
@@ -131,6 +140,12 @@ impl fmt::Display for DecompositionError {
                 "process grid {grid:?} has {} subdomains, not the {domains} asked for: give a grid whose product is \
                  {domains}, or no grid (the one of least halo surface is chosen)",
                 grid.iter().product::<usize>()
+            ),
+            DecompositionError::Block { grid, block, axis } => write!(
+                f,
+                "a block of {block:?} subdomains does not tile the process grid {grid:?} along axis {axis}: each \
+                 axis of the block must divide the grid's (1 up to {})",
+                grid[*axis]
             ),
             DecompositionError::NoGrid { domains: 0, .. } => write!(f, "0 subdomains: run on at least one"),
             DecompositionError::NoGrid { domains, global } => write!(
@@ -191,6 +206,9 @@ pub struct Decomposition<const D: usize> {
     global: [usize; D],
     grid: [usize; D],
     periodic: [bool; D],
+    /// Subdomains are numbered block by block ([`Decomposition::in_blocks`]); `[1; D]`: axis 0
+    /// of the process grid fastest.
+    block: [usize; D],
 }
 
 impl<const D: usize> Decomposition<D> {
@@ -218,7 +236,41 @@ impl<const D: usize> Decomposition<D> {
                 });
             }
         }
-        Ok(Decomposition { global, grid, periodic })
+        Ok(Decomposition { global, grid, periodic, block: [1; D] })
+    }
+
+    /// This decomposition with its subdomains numbered block by block: the subdomains of one
+    /// `block` of the process grid take consecutive indices (axis 0 fastest within a block, and
+    /// the blocks in the same order), so that ranks numbered one node after the other, and the
+    /// subdomains of one process, hold a compact block and exchange more of their halos within
+    /// it. Each axis of `block` must divide the grid's. Where each subdomain lies, and every
+    /// result, stay the same; only the numbering (and so which rank holds which subdomain)
+    /// changes.
+    pub fn in_blocks(self, block: [usize; D]) -> Result<Self, DecompositionError> {
+        if let Some(axis) = (0..D).find(|&a| block[a] == 0 || !self.grid[a].is_multiple_of(block[a])) {
+            return Err(DecompositionError::Block { grid: self.grid.to_vec(), block: block.to_vec(), axis });
+        }
+        Ok(Decomposition { block, ..self })
+    }
+
+    /// This decomposition numbered in blocks of `count` subdomains (a node's, or a process's;
+    /// [`Decomposition::in_blocks`]): of the blocks of `count` subdomains that tile the process
+    /// grid, the one whose subdomains send the fewest halo points out of it (faces between
+    /// blocks). Unchanged where no block of `count` tiles the grid.
+    pub fn in_blocks_of(self, count: usize) -> Self {
+        let extent = self.subdomain(0).extent;
+        let leaving = |b: &[usize; D]| -> usize {
+            (0..D)
+                .filter(|&a| self.grid[a] > b[a])
+                .map(|a| 2 * (0..D).filter(|&c| c != a).map(|c| b[c] * extent[c]).product::<usize>())
+                .sum()
+        };
+        factorisations::<D>(count.max(1))
+            .into_iter()
+            .filter(|b| (0..D).all(|a| self.grid[a].is_multiple_of(b[a])))
+            .min_by_key(leaving)
+            .and_then(|b| self.in_blocks(b).ok())
+            .unwrap_or(self)
     }
 
     /// The decomposition over `domains` domains: over process grid `grid` when one is given (its
@@ -275,6 +327,11 @@ impl<const D: usize> Decomposition<D> {
         self.periodic
     }
 
+    /// The block of subdomains numbered together ([`Decomposition::in_blocks`]).
+    pub fn block(&self) -> [usize; D] {
+        self.block
+    }
+
     /// Number of subdomains.
     pub fn len(&self) -> usize {
         self.grid.iter().product()
@@ -294,19 +351,23 @@ impl<const D: usize> Decomposition<D> {
     /// The subdomain at process-grid coordinates `coords`.
     pub fn at(&self, coords: [usize; D]) -> Subdomain<D> {
         let parts: [(usize, usize); D] = std::array::from_fn(|a| Self::split(self.global[a], self.grid[a], coords[a]));
-        let mut index = 0;
+        let (mut block, mut within) = (0, 0);
         for a in (0..D).rev() {
-            index = index * self.grid[a] + coords[a];
+            block = block * (self.grid[a] / self.block[a]) + coords[a] / self.block[a];
+            within = within * self.block[a] + coords[a] % self.block[a];
         }
+        let index = block * self.block.iter().product::<usize>() + within;
         Subdomain { index, coords, offset: parts.map(|p| p.0), extent: parts.map(|p| p.1) }
     }
 
-    /// Subdomain `index` (axis 0 of the process grid fastest).
+    /// Subdomain `index` (axis 0 of the process grid fastest, block by block: [`Decomposition::in_blocks`]).
     pub fn subdomain(&self, index: usize) -> Subdomain<D> {
-        let mut rest = index;
+        let size: usize = self.block.iter().product();
+        let (mut block, mut within) = (index / size, index % size);
         self.at(std::array::from_fn(|a| {
-            let c = rest % self.grid[a];
-            rest /= self.grid[a];
+            let blocks = self.grid[a] / self.block[a];
+            let c = (block % blocks) * self.block[a] + within % self.block[a];
+            (block, within) = (block / blocks, within / self.block[a]);
             c
         }))
     }
@@ -448,6 +509,67 @@ mod tests {
         assert_eq!(d.neighbour(&first, [0, 0, 1]), Neighbour::Boundary);
         assert_eq!(d.owner([9, 6, 4]).map(|s| s.index), Some(5));
         assert_eq!(d.owner([10, 0, 0]), None);
+    }
+
+    #[test]
+    fn blocks_number_their_subdomains_together_and_change_nothing_else() {
+        let flat = Decomposition::new([16, 12, 8], [4, 2, 2], [true, false, true], [1, 1, 1]).unwrap();
+        let d = flat.in_blocks([2, 2, 2]).unwrap();
+        assert_eq!((d.block(), flat.block()), ([2, 2, 2], [1, 1, 1]));
+        let mut seen = vec![false; d.len()];
+        for s in d.subdomains() {
+            // A bijection between indices and process-grid cells, each cell where it was.
+            assert!(!std::mem::replace(&mut seen[s.index], true));
+            let same = flat.at(s.coords);
+            assert_eq!((s.offset, s.extent), (same.offset, same.extent));
+            assert_eq!(d.at(s.coords), s);
+            // The eight subdomains of a block are consecutive.
+            assert_eq!(s.index / 8, s.coords[0] / 2 + 2 * (s.coords[1] / 2 + s.coords[2] / 2), "{s:?}");
+            // The same neighbours, under their new numbers.
+            for dir in [[1i8, 0, 0], [-1, 1, 0], [0, -1, -1], [1, 1, 1]] {
+                let index = |n: Neighbour, of: &Decomposition<3>| match n {
+                    Neighbour::Domain(i) => Some(of.subdomain(i).coords),
+                    Neighbour::Boundary => None,
+                };
+                assert_eq!(index(d.neighbour(&s, dir), &d), index(flat.neighbour(&same, dir), &flat));
+            }
+        }
+        assert!(seen.iter().all(|&v| v));
+        assert_eq!(d.subdomain(1).coords, [1, 0, 0]);
+        assert_eq!(d.subdomain(2).coords, [0, 1, 0]);
+        assert_eq!(d.subdomain(8).coords, [2, 0, 0]);
+        // Scatter then gather through the blocked numbering is still the identity.
+        let like = Shape::new([16, 12, 8]).halo(1);
+        let global = Field::<f64, 3>::from_fn(like, |[i, j, k]| (i * 100 + j * 10 + k) as f64);
+        let parts = d.scatter(&global);
+        assert_eq!(parts[2].get([0, 0, 0]), global.get([0, 6, 0]), "subdomain 2 is the one above 0 along y");
+        let back = d.gather(&like, &parts);
+        for p in d.subdomains().flat_map(|s| (0..s.extent.iter().product::<usize>()).map(move |n| (s, n))) {
+            let (s, n) = p;
+            let l = [n % s.extent[0], n / s.extent[0] % s.extent[1], n / (s.extent[0] * s.extent[1])];
+            let g = std::array::from_fn(|a| (s.offset[a] + l[a]) as isize);
+            assert_eq!(back.get(g), global.get(g));
+        }
+        // A block that does not tile the grid is refused, naming the axis.
+        let e = flat.in_blocks([3, 1, 1]).unwrap_err();
+        assert!(matches!(e, DecompositionError::Block { axis: 0, .. }), "{e:?}");
+        assert!(e.to_string().contains("does not tile the process grid [4, 2, 2] along axis 0"), "{e}");
+        assert!(flat.in_blocks([1, 0, 1]).is_err());
+    }
+
+    #[test]
+    fn blocks_of_a_count_send_the_fewest_points_out() {
+        // 16 x 16 x 16 subdomains of a cube in nodes of 8: a 2 x 2 x 2 block, not a row.
+        let d = Decomposition::new([256; 3], [16; 3], [false; 3], [1; 3]).unwrap();
+        assert_eq!(d.in_blocks_of(8).block(), [2, 2, 2]);
+        // A block of the whole grid numbers as before; no block of 5 tiles a 4 x 4 grid.
+        let e = Decomposition::new([8, 8], [4, 4], [false; 2], [1; 2]).unwrap();
+        assert_eq!(e.in_blocks_of(16), e.in_blocks([4, 4]).unwrap());
+        assert!(e.in_blocks_of(16).subdomains().all(|s| s == e.subdomain(s.index)));
+        assert_eq!(e.in_blocks_of(5), e);
+        // Along a long thin grid the block stays across the short axes.
+        let f = Decomposition::new([64, 8], [8, 2], [false; 2], [1; 2]).unwrap();
+        assert_eq!(f.in_blocks_of(4).block(), [2, 2]);
     }
 
     #[test]
