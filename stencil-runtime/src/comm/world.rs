@@ -308,11 +308,12 @@ fn messages_mpi(
     sends: Vec<Message<&[u8]>>,
     mut recvs: Vec<Message<&mut [u8]>>,
 ) -> Result<(), LaunchError> {
-    use mpi::traits::{Communicator, Destination, Source};
+    use mpi::traits::{Communicator, Destination, Equivalence, Source};
     let started = std::time::Instant::now();
     let limit = timeout();
     let me = c.rank();
     let whats: Vec<String> = recvs.iter().map(|m| format!("{} from rank {}", m.what, m.peer)).collect();
+    let lengths: Vec<usize> = recvs.iter().map(|m| m.bytes.len()).collect();
     mpi::request::scope(|scope| {
         let mut pending = Vec::new();
         for (i, m) in recvs.iter_mut().enumerate() {
@@ -327,10 +328,25 @@ fn messages_mpi(
         let mut pending: Vec<_> = pending.into_iter().map(|(i, r)| (i, Some(r))).collect();
         loop {
             let mut open = 0;
-            for (_, slot) in pending.iter_mut() {
+            for (i, slot) in pending.iter_mut() {
                 if let Some(r) = slot.take() {
                     match r.test() {
-                        Ok(_) => {}
+                        Ok(status) => {
+                            // A shorter message than the halo it fills: the ranks do not run the
+                            // same exchange, and the halo would be left partly stale.
+                            let Some(i) = *i else { continue };
+                            let got = status.count(u8::equivalent_datatype());
+                            if usize::try_from(got).ok() != Some(lengths[i]) {
+                                eprintln!(
+                                    "stencil-runtime: rank {me} received {got} bytes for {} where {} were \
+                                     expected, and aborts the run: the ranks do not run the same exchange (every \
+                                     rank must exchange the same fields in the same order, with the same \
+                                     STENCIL_ONE_ROUND_HALOS and STENCIL_DIRECT_HALOS)",
+                                    whats[i], lengths[i]
+                                );
+                                c.abort(70);
+                            }
+                        }
                         Err(r) => {
                             *slot = Some(r);
                             open += 1;
