@@ -554,12 +554,14 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         let round = self.one_round(&links, &edges)?;
         let mut messages = if round.is_none() { self.message_round(&links, &edges)? } else { None };
         // Every rank sends in one round or none does: a rank whose own parts cannot (a message
-        // through buffers within its process, its settings) goes axis by axis, and so must the
-        // ranks it exchanges with. Every rank asks, whichever way its own halos would go.
+        // through buffers within its process, its settings: `STENCIL_ONE_ROUND_HALOS=0` on it
+        // alone) goes axis by axis, and so must the ranks it exchanges with. Every rank asks,
+        // whichever way its own halos would go.
         let world = self.domains.world();
-        if world.size() > 1 && !self.by_axes && one_round_halos()? != OneRound::Off {
+        if world.size() > 1 && !self.by_axes {
             let remote = links.iter().any(|l| matches!(l.peer, Peer::Remote { .. }));
-            let able = round.is_some() || messages.is_some() || !remote;
+            let on = one_round_halos()? != OneRound::Off;
+            let able = on && (round.is_some() || messages.is_some() || !remote);
             if world.max(if able { 0.0 } else { 1.0 }) > 0.0 {
                 messages = None;
             }
