@@ -180,7 +180,7 @@ fn round_tag<const D: usize>(receiver: usize, per_rank: usize, dir: [i8; D]) -> 
     })
 }
 
-/// The halo in direction `dir`, for messages: `axis 1 high halo` for a face, `halo (-1, 1, 0)`
+/// The halo in direction `dir`, for messages: `axis 1 high halo` for a face, `halo [-1, 1, 0]`
 /// for an edge or a corner.
 fn describe<const D: usize>(dir: [i8; D]) -> String {
     let crossed: Vec<usize> = (0..D).filter(|&b| dir[b] != 0).collect();
