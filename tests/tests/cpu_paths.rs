@@ -461,3 +461,27 @@ fn fused_and_unfused_references_differ() {
     });
     assert!(s1 > points / 10 && s2 > points / 10, "fused differs at {s1} and {s2} of {points} points");
 }
+
+/// Sixteen threads: the plan cuts each plane into several tiles (at least a quarter as many as
+/// threads), so a launch's first round of tasks stays within a few chunks of the outer axis; the
+/// tiles it picks must give the reference bits too, on odd sizes and a shifted range.
+#[test]
+fn sixteen_threads_on_planes_cut_into_tiles_give_the_reference_bits() {
+    let mut rng = SplitMix64::new(1616);
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(16).build().expect("a pool of 16 threads");
+    pool.install(|| {
+        for s in [Shape3::new([96, 96, 40]).halo(1), Shape3::new([67, 45, 23]).halo(4)] {
+            let c: [f32; 7] = std::array::from_fn(|_| rng.uniform(-0.5, 0.5) as f32);
+            let f = random::<f32, 3>(s, &mut rng, -1.0, 1.0);
+            for range in [Loop3D::interior(&s), Loop3D::interior(&s).shrink([1, 0, 1])] {
+                check(
+                    s,
+                    range,
+                    |r, out| r.run(Diffusion, (c[0], c[1], c[2], c[3], c[4], c[5], c[6], &f, out)),
+                    |g| diffusion_ref(c, &f, g),
+                    &format!("diffusion f32 {s:?} on 16 threads"),
+                );
+            }
+        }
+    });
+}
