@@ -592,30 +592,32 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         if self.by_axes || links.is_empty() || !links.iter().all(|l| l.direct) || one_round_halos()? == OneRound::Off {
             return Ok(None);
         }
-        let d = self.domains.decomposition();
-        let mut round = Vec::new();
-        for (local, s) in self.domains.subdomains().enumerate() {
-            let mut copies = Vec::new();
-            for dir in directions::<D>() {
-                let side = |b: usize| usize::from(dir[b] > 0);
-                if (0..D).any(|b| dir[b] != 0 && edges[local][b][side(b)]) {
-                    continue;
-                }
-                // A box in some field: every axis it crosses exchanged there.
-                if !self.slots.iter().any(|slot| (0..D).all(|b| dir[b] == 0 || slot.depth[b] > 0)) {
-                    continue;
-                }
-                let Neighbour::Domain(j) = d.neighbour(&s, dir) else { return Ok(None) };
-                let Some(source) = self.domains.local_index(j) else { return Ok(None) };
-                let (me, them) = (self.domains.exec(local), self.domains.exec(source));
-                if !(me.reaches(them)? && them.reaches(me)?) {
-                    return Ok(None);
-                }
-                copies.push(RoundCopy { source, dir });
+        let mut round: Vec<Vec<RoundCopy<D>>> = self.domains.subdomains().map(|_| Vec::new()).collect();
+        for (local, dir, neighbour) in self.round_walk(edges) {
+            let Neighbour::Domain(j) = neighbour else { return Ok(None) };
+            let Some(source) = self.domains.local_index(j) else { return Ok(None) };
+            let (me, them) = (self.domains.exec(local), self.domains.exec(source));
+            if !(me.reaches(them)? && them.reaches(me)?) {
+                return Ok(None);
             }
-            round.push(copies);
+            round[local].push(RoundCopy { source, dir });
         }
         Ok(Some(round))
+    }
+
+    /// The halos of a round, each local subdomain's in turn: every direction (face, edge,
+    /// corner) not across the grid's edge in which some field has a box (every axis the
+    /// direction crosses exchanged in it), with the neighbour there.
+    fn round_walk<'a>(&'a self, edges: &'a [[[bool; 2]; D]]) -> impl Iterator<Item = (usize, [i8; D], Neighbour)> + 'a {
+        let d = self.domains.decomposition();
+        self.domains.subdomains().enumerate().flat_map(move |(local, s)| {
+            directions::<D>().filter_map(move |dir| {
+                let side = |b: usize| usize::from(dir[b] > 0);
+                let across_edge = (0..D).any(|b| dir[b] != 0 && edges[local][b][side(b)]);
+                let some_box = self.slots.iter().any(|slot| (0..D).all(|b| dir[b] == 0 || slot.depth[b] > 0));
+                (!across_edge && some_box).then(|| (local, dir, d.neighbour(&s, dir)))
+            })
+        })
     }
 }
 

@@ -5,7 +5,7 @@
 //! neighbours in this process are copied field to field in the same round. The halos are those
 //! the axes one after the other leave (the boxes of [`round_boxes`]).
 
-use super::{copy_round, directions, round_boxes, HaloExchange, Link, Peer, PhaseTimes, Slot};
+use super::{copy_round, round_boxes, HaloExchange, Link, Peer, PhaseTimes, Slot};
 use crate::comm::buffer::{direct_halos, one_round_halos, DirectHalos, OneRound};
 use crate::comm::transport::DeviceMessage;
 use crate::comm::world::Message;
@@ -68,50 +68,40 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
         {
             return Ok(None);
         }
-        let d = self.domains.decomposition();
-        let parts = self.domains.execs().len();
-        let (mut round, mut used) = (Vec::new(), vec![0usize; parts]);
-        for (local, s) in self.domains.subdomains().enumerate() {
-            for dir in directions::<D>() {
-                let side = |b: usize| usize::from(dir[b] > 0);
-                if (0..D).any(|b| dir[b] != 0 && edges[local][b][side(b)]) {
-                    continue;
-                }
-                let mut bytes = 0;
-                let offsets: Vec<Option<usize>> = self
-                    .slots
-                    .iter()
-                    .map(|slot| {
-                        let len = round_len(slot, s.extent, dir, &edges[local])?;
-                        let at = bytes;
-                        bytes = (at + len.iter().product::<usize>() * slot.elem_bytes).next_multiple_of(8);
-                        Some(at)
-                    })
-                    .collect();
-                if bytes == 0 {
-                    continue;
-                }
-                let Neighbour::Domain(j) = d.neighbour(&s, dir) else { return Ok(None) };
-                let peer = match self.domains.local_index(j) {
-                    Some(i) => {
-                        let (me, them) = (self.domains.exec(local), self.domains.exec(i));
-                        let direct = !self.buffers_only
-                            && direct_halos()? != DirectHalos::Off
-                            && me.reaches(them)?
-                            && them.reaches(me)?;
-                        if !direct {
-                            return Ok(None);
-                        }
-                        Peer::Local(i)
+        let extents: Vec<[usize; D]> = self.domains.subdomains().map(|s| s.extent).collect();
+        let (mut round, mut used) = (Vec::new(), vec![0usize; extents.len()]);
+        for (local, dir, neighbour) in self.round_walk(edges) {
+            let mut bytes = 0;
+            let offsets: Vec<Option<usize>> = self
+                .slots
+                .iter()
+                .map(|slot| {
+                    let len = round_len(slot, extents[local], dir, &edges[local])?;
+                    let at = bytes;
+                    bytes = (at + len.iter().product::<usize>() * slot.elem_bytes).next_multiple_of(8);
+                    Some(at)
+                })
+                .collect();
+            let Neighbour::Domain(j) = neighbour else { return Ok(None) };
+            let peer = match self.domains.local_index(j) {
+                Some(i) => {
+                    let (me, them) = (self.domains.exec(local), self.domains.exec(i));
+                    let direct = !self.buffers_only
+                        && direct_halos()? != DirectHalos::Off
+                        && me.reaches(them)?
+                        && them.reaches(me)?;
+                    if !direct {
+                        return Ok(None);
                     }
-                    None => Peer::Remote { rank: self.domains.rank_of(j), subdomain: j },
-                };
-                let at = used[local];
-                if remote(&peer) {
-                    used[local] += bytes;
+                    Peer::Local(i)
                 }
-                round.push(RoundLink { local, dir, neighbour: j, peer, offsets, bytes, at });
+                None => Peer::Remote { rank: self.domains.rank_of(j), subdomain: j },
+            };
+            let at = used[local];
+            if remote(&peer) {
+                used[local] += bytes;
             }
+            round.push(RoundLink { local, dir, neighbour: j, peer, offsets, bytes, at });
         }
         let (mut sends, mut recvs) = (Vec::new(), Vec::new());
         for (p, &bytes) in used.iter().enumerate() {
@@ -330,6 +320,7 @@ pub(super) fn exchange_round<E: Executor, const D: usize>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::exchange::directions;
 
     #[test]
     fn tags_tell_every_halo_of_a_rank_apart_and_refuse_past_the_limit() {
