@@ -200,12 +200,10 @@ pub enum DistributionError {
     },
     /// A halo in host memory where messages between ranks move device to device.
     HostHalo {
-        /// The side (0 low, 1 high).
-        side: usize,
+        /// The halo: `axis 1 high halo` for a face, `halo [-1, 1, 0]` for an edge or a corner.
+        halo: String,
         /// The subdomain.
         subdomain: usize,
-        /// The axis.
-        axis: usize,
     },
     /// More subdomains than MPI message tags can tell apart.
     TooManySubdomains {
@@ -487,11 +485,10 @@ impl DistributionError {
                 "exchange of `{field}`: subdomain {subdomain} has {points} points along axis {axis}, fewer than the \
                  {depth} layers exchanged: use fewer subdomains along that axis or a smaller depth"
             ),
-            E::HostHalo { side, subdomain, axis } => write!(
+            E::HostHalo { halo, subdomain } => write!(
                 f,
-                "exchange: the {} halo of subdomain {subdomain} along axis {axis} is in host memory, but the domains \
-                 move messages between ranks device to device: give such domains GPU executors",
-                SIDES[*side]
+                "exchange: the {halo} of subdomain {subdomain} is in host memory, but the domains move messages \
+                 between ranks device to device: give such domains GPU executors"
             ),
             E::TooManySubdomains { receiver, limit } => write!(
                 f,

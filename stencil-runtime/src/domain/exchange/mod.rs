@@ -801,7 +801,10 @@ fn device_messages<B: MessageBuffer, const D: usize>(
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     let address = |b: &B, l: &Link<D>| {
         b.device_address().ok_or_else(|| {
-            LaunchError::Decomposition(DistributionError::HostHalo { side: l.side, subdomain: me(l), axis })
+            LaunchError::Decomposition(DistributionError::HostHalo {
+                halo: format!("axis {axis} {} halo", SIDES[l.side]),
+                subdomain: me(l),
+            })
         })
     };
     for &l in remote {

@@ -241,7 +241,10 @@ pub(super) fn exchange_round<E: Executor, const D: usize>(
             let p = link.local;
             let address = |b: &E::Buffer| {
                 b.device_address().map(|a| a + link.at as u64).ok_or_else(|| {
-                    LaunchError::Decomposition(DistributionError::HostHalo { side: 0, subdomain: first + p, axis: 0 })
+                    LaunchError::Decomposition(DistributionError::HostHalo {
+                        halo: describe(link.dir),
+                        subdomain: first + p,
+                    })
                 })
             };
             let back = link.dir.map(|c| -c);
@@ -342,5 +345,12 @@ mod tests {
         assert_eq!(describe([0i8, 1, 0]), "axis 1 high halo");
         assert_eq!(describe([-1i8, 0]), "axis 0 low halo");
         assert_eq!(describe([-1i8, 1, 0]), "halo [-1, 1, 0]");
+        // A halo in host memory where messages move device to device is refused by its name.
+        let e = DistributionError::HostHalo { halo: describe([1i8, 0, -1]), subdomain: 7 };
+        assert_eq!(
+            e.to_string(),
+            "exchange: the halo [1, 0, -1] of subdomain 7 is in host memory, but the domains move messages between \
+             ranks device to device: give such domains GPU executors"
+        );
     }
 }
