@@ -462,11 +462,12 @@ fn fused_and_unfused_references_differ() {
     assert!(s1 > points / 10 && s2 > points / 10, "fused differs at {s1} and {s2} of {points} points");
 }
 
-/// Sixteen threads: the plan cuts each plane into several tiles (at least a quarter as many as
-/// threads), so a launch's first round of tasks stays within a few chunks of the outer axis; the
-/// tiles it picks must give the reference bits too, on odd sizes and a shifted range.
+/// Sixteen threads: the plan cuts each plane into several tiles (at least half as many as
+/// threads), so a launch's first round of tasks stays within two chunks of the outer axis, and
+/// cuts a wide star's outer axis into chunks thinner than 8 reaches; the tiles and chunks it
+/// picks must give the reference bits too, on odd sizes and a shifted range.
 #[test]
-fn sixteen_threads_on_planes_cut_into_tiles_give_the_reference_bits() {
+fn sixteen_threads_on_planes_cut_into_tiles_and_thin_chunks_give_the_reference_bits() {
     let mut rng = SplitMix64::new(1616);
     let pool = rayon::ThreadPoolBuilder::new().num_threads(16).build().expect("a pool of 16 threads");
     pool.install(|| {
@@ -482,6 +483,21 @@ fn sixteen_threads_on_planes_cut_into_tiles_give_the_reference_bits() {
                     &format!("diffusion f32 {s:?} on 16 threads"),
                 );
             }
+        }
+        // The 25-point star in outer chunks of 16 planes, thinner than its 8 reaches (two
+        // reaches, its own halo read again by the next chunk), and the remainder chunk.
+        let s = Shape3::new([40, 56, 70]).halo(4);
+        let u = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+        let p = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+        let v = random::<f64, 3>(s, &mut rng, 0.5, 1.5);
+        for range in [Loop3D::interior(&s), Loop3D::interior(&s).shrink([0, 1, 3])] {
+            check(
+                s,
+                range,
+                |r, out| r.run(Star25F64, (0.05, &u, &p, &v, out)),
+                |g| star25_ref(0.05, &u, &p, &v, g),
+                &format!("star25 f64 {s:?} on 16 threads"),
+            );
         }
     });
 }

@@ -9,10 +9,11 @@
 //! `Σ_inputs elem · (bc + span_c)/bc · (bm + span_m)/bm · (bo + span_o)/bo` bytes of reads (the
 //! halo of a tile is read again by its neighbours) plus the writes (twice with ordinary stores:
 //! write-allocate). Among the tiles whose live planes fit in half an L2, and that cut a plane
-//! into at least a quarter as many tiles as there are threads (so the threads work within a few
-//! chunks of the outer axis at a time), it takes the one that moves the fewest bytes, divided by
-//! how evenly the tasks fill the threads; the outer axis is cut into chunks until there are about
-//! eight tasks per thread. Rows are cut along the contiguous
+//! into at least half as many tiles as there are threads (on more than four threads, so the
+//! threads work within two chunks of the outer axis at a time), it takes the one that moves the
+//! fewest bytes, divided by how evenly the tasks fill the threads; the outer axis is cut into
+//! chunks until there are about eight tasks per thread (chunks no thinner than 8 reaches, or on
+//! more than four threads 16 planes and 2 reaches). Rows are cut along the contiguous
 //! axis only when even a one-row tile would not fit. The cache sizes are read at run time
 //! ([`caches`]: Linux's sysfs, else cpuid, else constants), so a CPU with a small L2 (AMD Zen 3:
 //! 512 KiB) gets thinner tiles than one with 2 MiB.
@@ -475,30 +476,35 @@ fn tile(
     let write_bytes = (outputs * elem) as f64 * if stream { 1.0 } else { 2.0 };
     let mut best = ([len[0], len[1].min(16), len[2]], f64::INFINITY);
     // Tasks go to the threads in order, a plane's tiles first, so a round of tasks spans
-    // `threads / tiles` chunks of the outer axis: at least a quarter as many tiles per plane as
-    // threads keeps the threads within about four chunks, where tiles of whole planes would
-    // spread one per thread over the whole range (measured 1.4-1.8 times slower on 16 threads at
-    // 256³, fields in the last level). Where no tile that fits has that many, any that fits.
-    let window = threads.div_ceil(4);
+    // `threads / tiles` chunks of the outer axis: on more than four threads, at least half as
+    // many tiles per plane as threads keeps the threads within two chunks, where tiles of whole
+    // planes would spread one per thread over the whole range (measured 1.4-1.8 times slower on
+    // 16 threads at 256³, fields in the last level; four chunks ran f64 5-11% slower than two).
+    // Where no tile that fits has that many, any that fits.
+    let window = if threads > 4 { threads.div_ceil(2) } else { 1 };
     let spread = |bc: usize, bm: usize| len[0].div_ceil(bc) * len[1].div_ceil(bm) < window;
-    let any_compact = fixed[0] > 0 && fixed[1] > 0
-        || bcs.iter().any(|&bc| bms.iter().any(|&bm| live(bc, bm) <= budget && !spread(bc, bm)));
+    // Outer chunks no thinner than 8 reaches of the outer axis; on more than four threads no
+    // thinner than 16 planes and 2 reaches, so that a wide star gets several tasks per thread
+    // too: with two (the 25-point star's 64-plane chunks on 16 threads at 256³) a thread slowed
+    // by the SMT sibling sharing its core held each launch (16-plane chunks ran it 1.10-1.22
+    // times faster on a 16-CPU Xeon; the 7-point star keeps its 16).
+    let span_o = spans.iter().map(|s| s[2]).max().unwrap_or(0).max(1);
+    let thinnest = if threads > 4 { (8 * span_o).min((2 * span_o).max(16)) } else { 8 * span_o };
+    // A tile imposed along both axes of the plane is taken as it is.
+    let forced = fixed[0] > 0 && fixed[1] > 0;
+    let any_compact = forced || bcs.iter().any(|&bc| bms.iter().any(|&bm| live(bc, bm) <= budget && !spread(bc, bm)));
     for &bc in &bcs {
         for &bm in &bms {
-            if live(bc, bm) > budget && !(fixed[0] > 0 && fixed[1] > 0) {
-                continue;
-            }
-            if any_compact && spread(bc, bm) && !(fixed[0] > 0 && fixed[1] > 0) {
+            if !forced && (live(bc, bm) > budget || any_compact && spread(bc, bm)) {
                 continue;
             }
             let tiles = len[0].div_ceil(bc) * len[1].div_ceil(bm);
-            let span_o = spans.iter().map(|s| s[2]).max().unwrap_or(0);
             let chunks = if fixed[2] > 0 {
                 len[2].div_ceil(fixed[2])
             } else {
-                // Eight tasks per thread (rayon's stealing then evens out a thread slowed by
-                // other work), outer chunks no thinner than 8 reaches.
-                (8 * threads).div_ceil(tiles).clamp(1, (len[2] / (8 * span_o.max(1))).max(1))
+                // Eight tasks per thread (a thread slowed by other work then gives some away),
+                // outer chunks no thinner than `thinnest`.
+                (8 * threads).div_ceil(tiles).clamp(1, (len[2] / thinnest).max(1))
             };
             let bo = len[2].div_ceil(chunks);
             let reads: f64 = spans
@@ -537,8 +543,8 @@ mod tests {
         assert_eq!(tile([10, 7, 5], &star, 8, 1, false, 1 << 20, 2, [3, 2, 1]), [3, 2, 1]);
     }
 
-    /// On 16 threads a plane is cut into at least four tiles, so a round of tasks (a plane's tiles
-    /// first) stays within four chunks of the outer axis: the 7-point star on 256³ f32 with 2 MiB
+    /// On 16 threads a plane is cut into at least eight tiles, so a round of tasks (a plane's tiles
+    /// first) stays within two chunks of the outer axis: the 7-point star on 256³ f32 with 2 MiB
     /// of L2 took whole planes, one chunk per thread over the whole range, before. A plane too
     /// small to cut takes a tile that fits anyway.
     #[test]
@@ -548,14 +554,32 @@ mod tests {
         let cube = [256; 3];
         for (threads, elem) in [(16, 4), (16, 8), (64, 4), (8, 8)] {
             let b = tile(cube, &star7, elem, 1, false, 1 << 20, threads, [0; 3]);
-            assert!(per_plane(b, cube) * 4 >= threads, "{threads} threads, {elem}-byte points: {b:?}");
+            assert!(per_plane(b, cube) * 2 >= threads, "{threads} threads, {elem}-byte points: {b:?}");
         }
-        assert_eq!(tile(cube, &star7, 4, 1, false, 1 << 20, 16, [0; 3]), [256, 64, 16]);
+        assert_eq!(tile(cube, &star7, 4, 1, false, 1 << 20, 16, [0; 3]), [256, 32, 16]);
         let thin = [8, 2, 4096];
         let b = tile(thin, &star7, 4, 1, false, 1 << 20, 64, [0; 3]);
         assert!(b.iter().zip(thin).all(|(b, n)| *b >= 1 && *b <= n), "{b:?}");
         // Imposed tiles are kept whatever the count of threads.
         assert_eq!(tile(cube, &star7, 4, 1, false, 1 << 20, 16, [256, 256, 16]), [256, 256, 16]);
+    }
+
+    /// On many threads the 25-point star (reach 8 along the outer axis) gets several tasks per
+    /// thread: its chunks were 64 planes thick, two tasks per thread on 16 threads at 256³. On two
+    /// threads chunks stay at least 8 reaches thick; the 7-point star keeps 16-plane chunks.
+    #[test]
+    fn wide_stars_get_several_tasks_per_thread() {
+        let star25 = [[8, 8, 8], [0, 0, 0], [0, 0, 0]];
+        let star7 = [[2, 2, 2], [0, 0, 0]];
+        let tasks = |b: [usize; 3], len: [usize; 3]| (0..3).map(|a| len[a].div_ceil(b[a])).product::<usize>();
+        for n in [128, 256] {
+            let cube = [n; 3];
+            let b = tile(cube, &star25, 4, 1, false, 1 << 20, 16, [0; 3]);
+            assert!(tasks(b, cube) >= 4 * 16, "{n}³ on 16 threads: {b:?}");
+            assert!(b[2] >= 16, "{n}³ on 16 threads: {b:?}");
+            assert!(tile(cube, &star25, 4, 1, false, 1 << 20, 2, [0; 3])[2] >= 64, "{n}³ on 2 threads");
+            assert_eq!(tile(cube, &star7, 4, 1, false, 1 << 20, 16, [0; 3])[2], 16, "{n}³, 7-point");
+        }
     }
 
     fn star25_info() -> StencilInfo {
