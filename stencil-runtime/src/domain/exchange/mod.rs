@@ -379,7 +379,7 @@ impl<E: Executor, const D: usize> HaloExchange<E, D> {
             for &l in &remote {
                 let link = &plan.links[l];
                 let Peer::Remote { rank, subdomain } = link.peer else { unreachable!() };
-                let what = |sub: usize, side: usize| format!("axis {axis} {} halo of subdomain {sub}", SIDES[side]);
+                let what = |sub: usize, side: usize| format!("{} of subdomain {sub}", face_halo(axis, side));
                 let out = send_bytes[l].take().expect("staged above");
                 sends.push(Message {
                     peer: rank,
@@ -686,6 +686,11 @@ impl<E: Executor, const D: usize> Domains<E, D> {
 /// Names of the sides, for messages.
 const SIDES: [&str; 2] = ["low", "high"];
 
+/// The name of the halo on `side` (0 low, 1 high) of `axis`, as errors and messages give it.
+fn face_halo(axis: usize, side: usize) -> String {
+    format!("axis {axis} {} halo", SIDES[side])
+}
+
 /// Unpacks the receive buffers of `links` into the halos.
 fn unpack<E: Executor, const D: usize>(
     slots: &[Slot<D>],
@@ -801,10 +806,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
     let (mut sends, mut recvs) = (Vec::new(), Vec::new());
     let address = |b: &B, l: &Link<D>| {
         b.device_address().ok_or_else(|| {
-            LaunchError::Decomposition(DistributionError::HostHalo {
-                halo: format!("axis {axis} {} halo", SIDES[l.side]),
-                subdomain: me(l),
-            })
+            LaunchError::Decomposition(DistributionError::HostHalo { halo: face_halo(axis, l.side), subdomain: me(l) })
         })
     };
     for &l in remote {
@@ -816,7 +818,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(subdomain, axis, 1 - link.side)?,
-            halo: format!("axis {axis} {} halo", SIDES[1 - link.side]),
+            halo: face_halo(axis, 1 - link.side),
         });
         recvs.push(DeviceMessage {
             local: link.local,
@@ -824,7 +826,7 @@ fn device_messages<B: MessageBuffer, const D: usize>(
             bytes: link.bytes,
             peer: subdomain,
             order: tag::<D>(me(link), axis, link.side)?,
-            halo: format!("axis {axis} {} halo", SIDES[link.side]),
+            halo: face_halo(axis, link.side),
         });
     }
     transport.exchange(&sends, &recvs)

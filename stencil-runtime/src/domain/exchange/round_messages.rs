@@ -5,7 +5,7 @@
 //! neighbours in this process are copied field to field in the same round. The halos are those
 //! the axes one after the other leave (the boxes of [`round_boxes`]).
 
-use super::{copy_round, round_boxes, HaloExchange, Link, Peer, PhaseTimes, Slot};
+use super::{copy_round, face_halo, round_boxes, HaloExchange, Link, Peer, PhaseTimes, Slot};
 use crate::comm::buffer::{direct_halos, one_round_halos, DirectHalos, OneRound};
 use crate::comm::transport::DeviceMessage;
 use crate::comm::world::Message;
@@ -175,7 +175,7 @@ fn round_tag<const D: usize>(receiver: usize, per_rank: usize, dir: [i8; D]) -> 
 fn describe<const D: usize>(dir: [i8; D]) -> String {
     let crossed: Vec<usize> = (0..D).filter(|&b| dir[b] != 0).collect();
     match crossed[..] {
-        [a] => format!("axis {a} {} halo", if dir[a] < 0 { "low" } else { "high" }),
+        [a] => face_halo(a, usize::from(dir[a] > 0)),
         _ => format!("halo {:?}", dir.map(i32::from)),
     }
 }
