@@ -4,7 +4,10 @@ GPts/s, the ratio to the best peer, and the share of the STREAM triad (the media
 probes taken in the same run), counting the minimal bytes per point: S1 reads f and writes
 f_new (2 elements), S2 reads u, u_prev, v2 and writes u_next (4 elements) per step (with several
 steps per pass, `stencil+passK`, the fields pass through memory about once per K steps, so this
-share can exceed 100%)."""
+share can exceed 100%). With two rounds or more, a second table: ours against the best peer of
+each round alone (ours' median in that round; with INTERLEAVE=1 ours runs beside every peer),
+whose median moves less with a shared machine's slow and fast minutes than the ratio of the
+medians over all rounds."""
 import json
 import statistics
 import sys
@@ -17,13 +20,18 @@ for l in lines:
     if l["who"] == "triad":
         triads[l.get("threads", 0)].append(l["gbs"])
 runs = defaultdict(list)
+by_round = defaultdict(list)
 rel = defaultdict(list)
+round_no = 0
 for l in lines:
+    if l["who"] == "round":
+        round_no = l["round"]
     if "case" not in l:
         continue
     key = (l.get("threads", 0), l["case"], l["dims"], l["prec"], l["n"])
     pts = float(l["n"]) ** l["dims"] * l["steps"]
     runs[key, l["who"]] += [pts / t / 1e9 for t in l["times"]]
+    by_round[key, l["who"], round_no] += [pts / t / 1e9 for t in l["times"]]
     if "rel_l2_vs_ours" in l:
         rel[key, l["who"]].append(l["rel_l2_vs_ours"])
 
@@ -85,3 +93,27 @@ for key in sorted({k for k, _ in runs}, key=lambda k: (k[1], k[2], k[3], k[4], k
             goal = f">={want_ratio:.2f}x" + (f", >={want_share}%" if want_share else "") + (": met" if met else ": MISSED")
         print(f"| {label} | {threads} | {name} | {med[w]:.3f} | {min(runs[key, w]):.2f}-{max(runs[key, w]):.2f} | "
               f"{ratio} | {share:.0f}% | {goal} | {r} |")
+
+rounds = sorted({r for _, _, r in by_round})
+if len(rounds) >= 2:
+    print()
+    print("Ours against the best peer of each round (ours' median in the round / the best peer's):")
+    print()
+    print("| case | threads | who | per round | median | target |")
+    print("|---|---:|---|---|---:|---|")
+    for key in sorted({k for k, _ in runs}, key=lambda k: (k[1], k[2], k[3], k[4], k[0])):
+        threads, case, dims, prec, n = key
+        for w in sorted({w for k, w in runs if k == key and w.startswith("stencil")}):
+            ratios = []
+            for r in rounds:
+                peers = [statistics.median(by_round[key, p, r]) for k, p in runs
+                         if k == key and not p.startswith("stencil") and by_round[key, p, r]]
+                if by_round[key, w, r] and peers:
+                    ratios.append(statistics.median(by_round[key, w, r]) / max(peers))
+            if not ratios:
+                continue
+            want = target(case, dims, prec)[0]
+            med = statistics.median(ratios)
+            print(f"| {case.upper()} {dims}D {prec} {n}^{dims} | {threads} | **{w}** | "
+                  f"{' '.join(f'{x:.2f}' for x in ratios)} | {med:.2f}x | "
+                  f">={want:.2f}x: {'met' if med >= want else 'MISSED'} ({sum(x >= want for x in ratios)} of {len(ratios)} rounds) |")
