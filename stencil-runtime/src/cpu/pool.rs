@@ -101,31 +101,35 @@ fn pin(cpu: usize) {
 /// worker, which dominates launches on small grids). A launch joins up to `helpers` of them to
 /// the calling thread; it returns only once every worker that joined has finished.
 pub(crate) mod spin {
-    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, OnceLock};
     use std::time::{Duration, Instant};
 
     /// The job of a launch, its lifetime erased: valid while the launch is open (see `run`).
-    #[derive(Clone, Copy)]
-    struct Job(*const (dyn Fn() + Sync));
-    // SAFETY: the pointee is `Sync`, and `run` keeps it alive while any worker can reach it.
-    unsafe impl Send for Job {}
+    type JobRef = &'static (dyn Fn() + Sync);
 
-    struct Slot {
-        /// The launch workers may join (0 before the first).
-        epoch: u64,
-        /// Workers that may still join it.
-        open: usize,
-        job: Option<Job>,
+    /// The launch state packs the launch's number (above) and its tickets, the workers that may
+    /// still join it (the low bits), so that a worker joins with one compare-and-swap and knows
+    /// which launch it joined.
+    const TICKET_BITS: u32 = 24;
+    const TICKETS: u64 = (1 << TICKET_BITS) - 1;
+
+    fn launch_of(state: u64) -> u64 {
+        state >> TICKET_BITS
     }
 
     struct Shared {
-        slot: Mutex<Slot>,
-        wake: Condvar,
-        /// Mirrors `slot.epoch`, for spinning without the lock.
-        epoch: AtomicU64,
-        /// Workers that joined the current launch and have not finished.
+        /// Launch number and tickets (see [`TICKET_BITS`]); 0 before the first launch.
+        state: AtomicU64,
+        /// The open launch's job: a pointer to the launching thread's `JobRef` (null when none).
+        job: AtomicPtr<JobRef>,
+        /// Workers that announced themselves to the current launch and have not finished; a
+        /// launch closes its tickets, then waits for this to fall to 0.
         active: AtomicUsize,
+        /// Workers parked on `wake` (a new launch is announced under this lock, so that none
+        /// is missed, and wakes them only if there are any).
+        parked: Mutex<usize>,
+        wake: Condvar,
         /// The first panic of a worker's part of the current launch (re-raised by the launch).
         panic: Mutex<Option<Box<dyn std::any::Any + Send>>>,
         spin: Duration,
@@ -143,10 +147,11 @@ pub(crate) mod spin {
         POOL.get_or_init(|| {
             let us = std::env::var("STENCIL_CPU_SPIN_US").ok().and_then(|v| v.trim().parse::<u64>().ok()).unwrap_or(50);
             let shared = Box::leak(Box::new(Shared {
-                slot: Mutex::new(Slot { epoch: 0, open: 0, job: None }),
-                wake: Condvar::new(),
-                epoch: AtomicU64::new(0),
+                state: AtomicU64::new(0),
+                job: AtomicPtr::new(std::ptr::null_mut()),
                 active: AtomicUsize::new(0),
+                parked: Mutex::new(0),
+                wake: Condvar::new(),
                 panic: Mutex::new(None),
                 spin: Duration::from_micros(us),
             }));
@@ -156,36 +161,49 @@ pub(crate) mod spin {
 
     fn worker(shared: &'static Shared) {
         let mut seen = 0u64;
+        let new_launch = |seen: u64| launch_of(shared.state.load(Ordering::Acquire)) != seen;
         loop {
             // Spin while the last launch is the one seen, then park.
             let start = Instant::now();
             let mut spins = 0u32;
-            while shared.epoch.load(Ordering::Acquire) == seen && start.elapsed() < shared.spin {
+            while !new_launch(seen) && start.elapsed() < shared.spin {
                 std::hint::spin_loop();
                 spins += 1;
                 if spins.is_multiple_of(64) {
                     std::thread::yield_now();
                 }
             }
-            let mut slot = shared.slot.lock().unwrap_or_else(|e| e.into_inner());
-            while slot.epoch == seen {
-                slot = shared.wake.wait(slot).unwrap_or_else(|e| e.into_inner());
-            }
-            seen = slot.epoch;
-            let job = match slot.job {
-                Some(job) if slot.open > 0 => {
-                    slot.open -= 1;
-                    shared.active.fetch_add(1, Ordering::Relaxed);
-                    job
+            if !new_launch(seen) {
+                let mut parked = shared.parked.lock().unwrap_or_else(|e| e.into_inner());
+                *parked += 1;
+                while !new_launch(seen) {
+                    parked = shared.wake.wait(parked).unwrap_or_else(|e| e.into_inner());
                 }
-                _ => continue,
+                *parked -= 1;
+            }
+            // Announced before taking a ticket: a launch that closes waits for every worker
+            // announced, so the job a ticket leads to outlives its use.
+            shared.active.fetch_add(1, Ordering::SeqCst);
+            let mut state = shared.state.load(Ordering::SeqCst);
+            let joined = loop {
+                seen = launch_of(state);
+                if state & TICKETS == 0 {
+                    break false;
+                }
+                match shared.state.compare_exchange_weak(state, state - 1, Ordering::SeqCst, Ordering::SeqCst) {
+                    Ok(_) => break true,
+                    Err(now) => state = now,
+                }
             };
-            drop(slot);
-            // SAFETY: joined while the launch was open: `run` waits for `active` to drop to 0
-            // before the job's borrow ends.
-            let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| unsafe { (*job.0)() }));
-            if let Err(payload) = result {
-                shared.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(payload);
+            if joined {
+                // SAFETY: a ticket is taken only while the launch is open, after `run` stored its
+                // job, and `run` keeps the job alive until `active` (counting this worker) falls
+                // to 0 after the tickets are closed.
+                let job: JobRef = unsafe { *shared.job.load(Ordering::SeqCst) };
+                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                if let Err(payload) = result {
+                    shared.panic.lock().unwrap_or_else(|e| e.into_inner()).get_or_insert(payload);
+                }
             }
             shared.active.fetch_sub(1, Ordering::Release);
         }
@@ -216,28 +234,25 @@ pub(crate) mod spin {
             }
         }
         let s = p.shared;
-        // SAFETY (lifetime erasure): the job is reachable only while the slot is open or a worker
-        // that joined is running it, and both end before this function returns.
-        let erased: *const (dyn Fn() + Sync + 'static) =
-            unsafe { std::mem::transmute(job as *const (dyn Fn() + Sync)) };
+        // SAFETY (lifetime erasure): the job is reachable only through a ticket of this launch
+        // or by a worker that joined it, and both end before this function returns (`Close`).
+        let erased: JobRef = unsafe { std::mem::transmute::<&(dyn Fn() + Sync), JobRef>(job) };
+        s.job.store(&erased as *const JobRef as *mut JobRef, Ordering::SeqCst);
+        let launch = launch_of(s.state.load(Ordering::Relaxed)) + 1;
         {
-            let mut slot = s.slot.lock().unwrap_or_else(|e| e.into_inner());
-            slot.epoch += 1;
-            slot.open = helpers;
-            slot.job = Some(Job(erased));
-            s.epoch.store(slot.epoch, Ordering::Release);
+            let parked = s.parked.lock().unwrap_or_else(|e| e.into_inner());
+            s.state.store(launch << TICKET_BITS | (helpers as u64).min(TICKETS), Ordering::SeqCst);
+            if *parked > 0 {
+                s.wake.notify_all();
+            }
         }
-        s.wake.notify_all();
         {
             // Closes the launch and waits for the workers that joined, also when `job` panics
             // here: the job's borrow must outlive every use.
-            struct Close(&'static Shared);
+            struct Close(&'static Shared, u64);
             impl Drop for Close {
                 fn drop(&mut self) {
-                    let mut slot = self.0.slot.lock().unwrap_or_else(|e| e.into_inner());
-                    slot.open = 0;
-                    slot.job = None;
-                    drop(slot);
+                    self.0.state.store(self.1 << TICKET_BITS, Ordering::SeqCst);
                     // Yields now and then: a worker descheduled mid-task (more threads than
                     // free CPUs) gets its CPU back sooner.
                     let mut spins = 0u32;
@@ -248,6 +263,7 @@ pub(crate) mod spin {
                             std::thread::yield_now();
                         }
                     }
+                    self.0.job.store(std::ptr::null_mut(), Ordering::SeqCst);
                     // The caller's own part panicked: that panic is the launch's, and a worker's
                     // must not be left for the next launch to raise.
                     if std::thread::panicking() {
@@ -255,7 +271,7 @@ pub(crate) mod spin {
                     }
                 }
             }
-            let _close = Close(s);
+            let _close = Close(s, launch);
             job();
         }
         if let Some(payload) = s.panic.lock().unwrap_or_else(|e| e.into_inner()).take() {
@@ -345,6 +361,40 @@ mod tests {
             wait_for_pool(start);
         }
         assert!((1..=3).contains(&n.load(Ordering::Relaxed)));
+    }
+
+    /// More helpers than CPUs (workers descheduled while they join, take tickets or finish),
+    /// with launches of different sizes back to back and after pauses, some asking for fewer
+    /// helpers than the pool has (the others find no ticket): every task runs exactly once, and
+    /// no launch returns while a worker still runs its part.
+    #[test]
+    fn many_helpers_over_few_cpus_run_every_task_once() {
+        let start = std::time::Instant::now();
+        for launch in 0..400usize {
+            let helpers = [15usize, 1, 7, 15, 3][launch % 5];
+            let tasks = [1usize, 16, 100, 3, 64, 1000][launch % 6];
+            if launch % 50 == 49 {
+                std::thread::sleep(std::time::Duration::from_micros(300));
+            }
+            let runs: Vec<AtomicUsize> = (0..tasks).map(|_| AtomicUsize::new(0)).collect();
+            let (next, running) = (AtomicUsize::new(0), AtomicUsize::new(0));
+            let drain = || {
+                running.fetch_add(1, Ordering::SeqCst);
+                loop {
+                    let t = next.fetch_add(1, Ordering::Relaxed);
+                    if t >= tasks {
+                        break;
+                    }
+                    runs[t].fetch_add(1, Ordering::Relaxed);
+                }
+                running.fetch_sub(1, Ordering::SeqCst);
+            };
+            while !spin::run(helpers, &drain) {
+                wait_for_pool(start);
+            }
+            assert_eq!(running.load(Ordering::SeqCst), 0, "launch {launch} returned while a part still ran");
+            assert!(runs.iter().all(|r| r.load(Ordering::Relaxed) == 1), "launch {launch}: a task ran twice or never");
+        }
     }
 
     /// Many tiny launches, some right after the last (workers still spinning), some after a pause
