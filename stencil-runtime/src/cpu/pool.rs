@@ -256,7 +256,9 @@ pub(crate) mod spin {
                     // Yields now and then: a worker descheduled mid-task (more threads than
                     // free CPUs) gets its CPU back sooner.
                     let mut spins = 0u32;
-                    while self.0.active.load(Ordering::Acquire) != 0 {
+                    // SeqCst, as the state store before it and the workers' announcements: a
+                    // worker whose ticket came before the close is seen here (or has finished).
+                    while self.0.active.load(Ordering::SeqCst) != 0 {
                         std::hint::spin_loop();
                         spins = spins.wrapping_add(1);
                         if spins.is_multiple_of(64) {
