@@ -4,10 +4,11 @@
 //! (`RAYON_NUM_THREADS`, or the pool a caller `install`s) allows; `STENCIL_CPU_POOL=rayon` runs
 //! launches on rayon's workers instead.
 //!
-//! Optional thread pinning: with `STENCIL_CPU_PIN=1` launches run on rayon's global pool instead,
-//! built at the first parallel work of the runtime with worker `i` bound to the `i`-th CPU this
-//! process may run on, so a thread keeps its caches and the pages it touched first. (If the
-//! program built the global pool itself, rayon's pool is used unchanged.)
+//! Optional thread pinning: with `STENCIL_CPU_PIN=1` the launch pool's worker in seat `s` is bound
+//! to the `s`-th CPU this process may run on (the calling thread, seat 0, is left where it is: the
+//! first CPU stays free for it), and rayon's global pool, built at the first parallel work of the
+//! runtime, binds its worker `i` to the `i`-th CPU, so a thread keeps its caches and the pages it
+//! touched first. (If the program built the global pool itself, rayon's pool is used unchanged.)
 
 use std::cell::Cell;
 use std::sync::Once;
@@ -49,12 +50,17 @@ pub(crate) fn affine_tasks() -> impl Drop {
     Restore(AFFINE.replace(Some(true)))
 }
 
+/// Whether `STENCIL_CPU_PIN` asks for pinned threads (read once).
+fn pin_wanted() -> bool {
+    static PIN: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *PIN.get_or_init(|| std::env::var("STENCIL_CPU_PIN").is_ok_and(|v| v.trim() == "1" || v.trim() == "on"))
+}
+
 /// Builds the pinned global pool if `STENCIL_CPU_PIN=1` asks for it (once; later calls return).
 pub fn ensure_pool() {
     static INIT: Once = Once::new();
     INIT.call_once(|| {
-        let wanted = std::env::var("STENCIL_CPU_PIN").is_ok_and(|v| v.trim() == "1" || v.trim() == "on");
-        if !wanted {
+        if !pin_wanted() {
             return;
         }
         let cpus = allowed_cpus();
@@ -80,6 +86,12 @@ fn allowed_cpus() -> Vec<usize> {
     }
     #[cfg(not(target_os = "linux"))]
     Vec::new()
+}
+
+/// The CPU of the worker in `seat` when pinned: the `seat`-th of `cpus` (round the list), none
+/// for an empty list.
+fn seat_cpu(seat: usize, cpus: &[usize]) -> Option<usize> {
+    (!cpus.is_empty()).then(|| cpus[seat % cpus.len()])
 }
 
 /// Binds the calling thread to `cpu`.
@@ -221,9 +233,14 @@ pub(crate) mod spin {
         };
         {
             let mut n = p.workers.lock().unwrap_or_else(|e| e.into_inner());
+            let cpus = if *n < helpers && super::pin_wanted() { super::allowed_cpus() } else { Vec::new() };
             while *n < helpers {
                 let (shared, seat) = (p.shared, *n + 1);
+                let cpu = super::seat_cpu(seat, &cpus);
                 let spawned = std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || {
+                    if let Some(cpu) = cpu {
+                        super::pin(cpu);
+                    }
                     crate::cpu::pool::SEAT.set(seat);
                     worker(shared)
                 });
@@ -282,13 +299,12 @@ pub(crate) mod spin {
         true
     }
 
-    /// Whether launches use this pool: not when `STENCIL_CPU_PIN=1` asks for rayon's pinned
-    /// workers, nor with `STENCIL_CPU_POOL=rayon` (rayon's workers, which park sooner).
+    /// Whether launches use this pool: not with `STENCIL_CPU_POOL=rayon` (rayon's workers, which
+    /// park sooner; pinned with `STENCIL_CPU_PIN=1`).
     pub(crate) fn enabled() -> bool {
         static ON: OnceLock<bool> = OnceLock::new();
         *ON.get_or_init(|| {
-            let var = |name: &str| std::env::var(name).map(|v| v.trim().to_ascii_lowercase()).unwrap_or_default();
-            !(var("STENCIL_CPU_PIN") == "1" || var("STENCIL_CPU_PIN") == "on" || var("STENCIL_CPU_POOL") == "rayon")
+            std::env::var("STENCIL_CPU_POOL").map(|v| !v.trim().eq_ignore_ascii_case("rayon")).unwrap_or(true)
         })
     }
 }
@@ -297,6 +313,27 @@ pub(crate) mod spin {
 mod tests {
     use super::spin;
     use std::sync::atomic::{AtomicUsize, Ordering};
+
+    /// A pinned worker runs on its seat's CPU only: seats follow the allowed CPUs in order, the
+    /// caller's seat 0 keeps the first free, and a thread pinned sees one CPU in its affinity.
+    #[test]
+    fn pinned_seats_take_the_allowed_cpus_in_order() {
+        assert_eq!(super::seat_cpu(1, &[4, 6, 9]), Some(6));
+        assert_eq!(super::seat_cpu(3, &[4, 6, 9]), Some(4));
+        assert_eq!(super::seat_cpu(1, &[]), None);
+        let cpus = super::allowed_cpus();
+        if cfg!(target_os = "linux") {
+            assert!(!cpus.is_empty(), "no allowed CPU read");
+            let last = *cpus.last().unwrap();
+            let seen = std::thread::spawn(move || {
+                super::pin(last);
+                super::allowed_cpus()
+            })
+            .join()
+            .unwrap();
+            assert_eq!(seen, vec![last]);
+        }
+    }
 
     /// Yields while another test's launch holds the pool; fails after 10 s, which no launch of
     /// these tests takes (a pool that refuses every launch is a bug, not a busy pool).
