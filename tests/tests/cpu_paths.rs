@@ -499,5 +499,22 @@ fn sixteen_threads_on_planes_cut_into_tiles_and_thin_chunks_give_the_reference_b
                 &format!("star25 f64 {s:?} on 16 threads"),
             );
         }
+        // Streamed outputs on 16 threads: 16 tiles per plane (a multiple of the threads) count
+        // no outer halo, so the plan takes a column of tiles per thread (`[40, 8, 18]` here).
+        let s = Shape3::new([40, 128, 70]).halo(4);
+        let u = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+        let p = random::<f64, 3>(s, &mut rng, -1.0, 1.0);
+        let v = random::<f64, 3>(s, &mut rng, 0.5, 1.5);
+        set_tuning(Tuning { streaming: Streaming::On, ..Tuning::default() });
+        for range in [Loop3D::interior(&s), Loop3D::interior(&s).shrink([0, 0, 2])] {
+            check(
+                s,
+                range,
+                |r, out| r.run(Star25F64, (0.05, &u, &p, &v, out)),
+                |g| star25_ref(0.05, &u, &p, &v, g),
+                &format!("star25 f64 {s:?} streamed on 16 threads"),
+            );
+        }
+        set_tuning(Tuning::default());
     });
 }
