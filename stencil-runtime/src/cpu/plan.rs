@@ -613,7 +613,7 @@ mod tests {
         }
         assert_eq!(
             tile(cube, &star25, 8, 1, true, 1 << 20, 2, [0; 3]),
-            tile(cube, &star25, 8, 1, false, 1 << 20, 2, [0; 3]).map(|x| x.max(1)),
+            tile(cube, &star25, 8, 1, false, 1 << 20, 2, [0; 3]),
             "two threads"
         );
     }
