@@ -113,6 +113,7 @@ fn pin(cpu: usize) {
 /// worker, which dominates launches on small grids). A launch joins up to `helpers` of them to
 /// the calling thread; it returns only once every worker that joined has finished.
 pub(crate) mod spin {
+    use crate::cpu::pool::{allowed_cpus, pin, pin_wanted, seat_cpu};
     use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
     use std::sync::{Condvar, Mutex, OnceLock};
     use std::time::{Duration, Instant};
@@ -233,13 +234,13 @@ pub(crate) mod spin {
         };
         {
             let mut n = p.workers.lock().unwrap_or_else(|e| e.into_inner());
-            let cpus = if *n < helpers && super::pin_wanted() { super::allowed_cpus() } else { Vec::new() };
+            let cpus = if *n < helpers && pin_wanted() { allowed_cpus() } else { Vec::new() };
             while *n < helpers {
                 let (shared, seat) = (p.shared, *n + 1);
-                let cpu = super::seat_cpu(seat, &cpus);
+                let cpu = seat_cpu(seat, &cpus);
                 let spawned = std::thread::Builder::new().name(format!("stencil-cpu-{n}")).spawn(move || {
                     if let Some(cpu) = cpu {
-                        super::pin(cpu);
+                        pin(cpu);
                     }
                     crate::cpu::pool::SEAT.set(seat);
                     worker(shared)
